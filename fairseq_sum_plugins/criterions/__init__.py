@@ -1,0 +1,1 @@
+from . import summarization_loss  # noqa: F401

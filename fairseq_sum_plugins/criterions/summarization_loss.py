@@ -1,0 +1,116 @@
+"""``summarization_loss``: label-smoothed cross-entropy plus the models' weighted auxiliary losses.
+
+A model reports auxiliary losses by name in its decoder output: ``net_output[1]["aux_losses"]`` is a
+``{name: scalar tensor}`` dict. Each value is the paper's per-unit quantity (e.g. the mean gate L1
+per source token, the compression loss per document); the criterion adds ``weight * value`` to the
+per-target-token cross-entropy. Since fairseq divides the summed loss by ``sample_size``, the term
+enters the summed loss as ``weight * value * sample_size``, so the optimised objective is::
+
+    L = CE_per_token + sum_name weight_name * aux_name
+
+which is how the papers write theirs (Mem2Mem eq. 12, information selection eq. 9). Every auxiliary
+loss is logged under its own name (``aux_<name>``, unweighted). With no auxiliary losses this is
+exactly fairseq's ``label_smoothed_cross_entropy``.
+"""
+from dataclasses import dataclass, field
+
+from fairseq import metrics, utils
+from fairseq.criterions import register_criterion
+from fairseq.criterions.label_smoothed_cross_entropy import (
+    LabelSmoothedCrossEntropyCriterion,
+    LabelSmoothedCrossEntropyCriterionConfig,
+)
+
+# Default weights follow the papers: information selection λ = 0.1 (best of its sweep),
+# Mem2Mem λ1 = 1e-4 (compression) and λ2 = 0.01 (read), coverage 1.0 (See et al., 2017).
+KNOWN_AUX_LOSSES = ("gate_l1", "mem_comp", "mem_read", "coverage")
+
+
+@dataclass
+class SummarizationLossConfig(LabelSmoothedCrossEntropyCriterionConfig):
+    gate_l1_weight: float = field(default=0.1, metadata={"help": "weight of the gate L1 loss (information selection eq. 9)"})
+    mem_comp_weight: float = field(default=1e-4, metadata={"help": "λ1, memory compression loss (Mem2Mem eq. 6, 12)"})
+    mem_read_weight: float = field(default=0.01, metadata={"help": "λ2, memory read loss (Mem2Mem eq. 11, 12)"})
+    coverage_weight: float = field(default=1.0, metadata={"help": "coverage loss weight (See et al., 2017)"})
+    aux_weights: str = field(
+        default="",
+        metadata={"help": "weights for any other auxiliary loss, 'name=w,name2=w2' (overrides the flags above)"},
+    )
+
+
+def parse_aux_weights(cfg):
+    weights = {name: getattr(cfg, f"{name}_weight") for name in KNOWN_AUX_LOSSES}
+    for item in filter(None, (s.strip() for s in cfg.aux_weights.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--aux-weights expects 'name=weight' items, got {item!r}")
+        weights[name.strip()] = float(value)
+    return weights
+
+
+@register_criterion("summarization_loss", dataclass=SummarizationLossConfig)
+class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
+    def __init__(
+        self,
+        task,
+        sentence_avg,
+        label_smoothing,
+        ignore_prefix_size=0,
+        report_accuracy=False,
+        gate_l1_weight=0.1,
+        mem_comp_weight=1e-4,
+        mem_read_weight=0.01,
+        coverage_weight=1.0,
+        aux_weights="",
+    ):
+        super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
+        self.aux_weights = parse_aux_weights(
+            SummarizationLossConfig(
+                gate_l1_weight=gate_l1_weight,
+                mem_comp_weight=mem_comp_weight,
+                mem_read_weight=mem_read_weight,
+                coverage_weight=coverage_weight,
+                aux_weights=aux_weights,
+            )
+        )
+
+    def forward(self, model, sample, reduce=True):
+        net_output = model(**sample["net_input"])
+        loss, nll_loss = self.compute_loss(model, net_output, sample, reduce=reduce)
+        sample_size = sample["target"].size(0) if self.sentence_avg else sample["ntokens"]
+        logging_output = {
+            "loss": loss.data,
+            "nll_loss": nll_loss.data,
+            "ntokens": sample["ntokens"],
+            "nsentences": sample["target"].size(0),
+            "sample_size": sample_size,
+        }
+        extra = net_output[1] if isinstance(net_output[1], dict) else {}
+        for name, value in (extra.get("aux_losses") or {}).items():
+            if name not in self.aux_weights:
+                raise ValueError(
+                    f"the model returned auxiliary loss {name!r} with no weight; "
+                    f"set it with --aux-weights '{name}=W' (known: {sorted(self.aux_weights)})"
+                )
+            scaled = value * sample_size  # per-unit value -> summed-loss scale, see module doc
+            loss = loss + self.aux_weights[name] * scaled
+            logging_output[f"aux_{name}"] = scaled.data
+            logging_output["loss"] = loss.data
+        if self.report_accuracy:
+            n_correct, total = self.compute_accuracy(model, net_output, sample)
+            logging_output["n_correct"] = utils.item(n_correct.data)
+            logging_output["total"] = utils.item(total.data)
+        return loss, sample_size, logging_output
+
+    @classmethod
+    def reduce_metrics(cls, logging_outputs) -> None:
+        super().reduce_metrics(logging_outputs)
+        sample_size = sum(log.get("sample_size", 0) for log in logging_outputs)
+        names = sorted({k for log in logging_outputs for k in log if k.startswith("aux_")})
+        for name in names:
+            total = sum(log.get(name, 0) for log in logging_outputs)
+            metrics.log_scalar(name, total / max(sample_size, 1), sample_size, round=5)
+
+    @staticmethod
+    def logging_outputs_can_be_summed() -> bool:
+        return True

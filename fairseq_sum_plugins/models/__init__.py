@@ -1,0 +1,1 @@
+from . import sum_transformer  # noqa: F401

@@ -1,0 +1,393 @@
+"""One encoder-decoder transformer whose paper mechanisms are composable features.
+
+Each paper is a named preset (``--arch``) over the same code path, so features also combine::
+
+    t5_transformer_base             TP-Transformer paper's baseline: pre-LN (T5) cell, no binding
+    tp_transformer_base             TPT-d: discrete role dictionary in every attention sublayer
+    tp_transformer_continuous_base  TPT-c: continuous roles (Schlag et al., 2019)
+
+The cell (TP-Transformer §2.2-2.3, eq. 3 and 6-9), pre-LN by default::
+
+    Self(X)       = TPR(X + MHAttn(LN(X), LN(X)))           (3, 6, 8)
+    Cross(Y, H)   = TPR(Y + MHAttn(LN(Y), H))               (8)
+    FF(X)         = X + W_f ReLU(W_g LN(X) + b_g) + b_f     (7)
+    Encode(X)     = FF(Self(X));  Decode(H, Y) = FF(Cross(Self(Y), H))     (9)
+    p(y_i)        = softmax(E^T LN(y_{i,L}))                 (10, tied embeddings)
+
+Eq. 3 writes the residual as ``X̂ + ...`` (the normalized input); we follow the T5 cell the paper
+builds on (Raffel et al., 2020), whose residual carries the un-normalized stream ``X``.
+``TPR`` is the identity when ``--tpr none``. Positions are fairseq's sinusoidal embeddings (the
+T5 relative position bias is not implemented). Every parameter takes part in every forward pass.
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq import utils
+from fairseq.models import (
+    FairseqEncoder,
+    FairseqEncoderDecoderModel,
+    FairseqIncrementalDecoder,
+    register_model,
+    register_model_architecture,
+)
+from fairseq.modules import LayerNorm, PositionalEmbedding
+
+from ..modules.attention import MultiheadAttention
+from ..modules.tpr import TPRBinding
+
+DEFAULT_MAX_POSITIONS = 1024
+
+
+def Embedding(num_embeddings, embedding_dim, padding_idx):
+    m = nn.Embedding(num_embeddings, embedding_dim, padding_idx=padding_idx)
+    nn.init.normal_(m.weight, mean=0, std=embedding_dim**-0.5)
+    nn.init.constant_(m.weight[padding_idx], 0)
+    return m
+
+
+def build_binding(args, embed_dim, num_heads):
+    """The binding applied after an attention sublayer's residual (identity without TPR)."""
+    if args.tpr == "none":
+        return nn.Identity()
+    return TPRBinding(embed_dim, num_heads, args.tpr, args.tpr_roles, args.tpr_role_dim)
+
+
+class FeedForward(nn.Module):
+    """``W_f ReLU(W_g x + b_g) + b_f`` (eq. 7, without the residual)."""
+
+    def __init__(self, embed_dim, ffn_dim, activation_fn="relu", activation_dropout=0.0):
+        super().__init__()
+        self.fc1 = nn.Linear(embed_dim, ffn_dim)
+        self.fc2 = nn.Linear(ffn_dim, embed_dim)
+        self.activation_fn = utils.get_activation_fn(activation_fn)
+        self.activation_dropout = activation_dropout
+        for fc in (self.fc1, self.fc2):
+            nn.init.xavier_uniform_(fc.weight)
+            nn.init.zeros_(fc.bias)
+
+    def forward(self, x):
+        x = F.dropout(self.activation_fn(self.fc1(x)), self.activation_dropout, self.training)
+        return self.fc2(x)
+
+
+class Sublayer(nn.Module):
+    """Residual wrapper: ``x + dropout(f(LN(x)))`` (pre-LN) or ``LN(x + dropout(f(x)))`` (post-LN)."""
+
+    def __init__(self, embed_dim, dropout, normalize_before):
+        super().__init__()
+        self.layer_norm = LayerNorm(embed_dim)
+        self.dropout = dropout
+        self.normalize_before = normalize_before
+
+    def forward(self, x, fn):
+        y = fn(self.layer_norm(x) if self.normalize_before else x)
+        if isinstance(y, tuple):
+            y, extra = y
+        else:
+            extra = None
+        x = x + F.dropout(y, self.dropout, self.training)
+        return (x if self.normalize_before else self.layer_norm(x)), extra
+
+
+class EncoderLayer(nn.Module):
+    """``Encode(X) = FF(Self(X))`` (eq. 9)."""
+
+    def __init__(self, args):
+        super().__init__()
+        d, heads = args.encoder_embed_dim, args.encoder_attention_heads
+        pre = args.encoder_normalize_before
+        self.self_attn = MultiheadAttention(d, heads, args.attention_dropout, self_attention=True)
+        self.self_attn_sublayer = Sublayer(d, args.dropout, pre)
+        self.self_attn_binding = build_binding(args, d, heads)
+        self.ffn = FeedForward(d, args.encoder_ffn_embed_dim, args.activation_fn, args.activation_dropout)
+        self.ffn_sublayer = Sublayer(d, args.dropout, pre)
+
+    def forward(self, x, padding_mask):
+        x, _ = self.self_attn_sublayer(x, lambda h: self.self_attn(h, key_padding_mask=padding_mask))
+        x = self.self_attn_binding(x)
+        x, _ = self.ffn_sublayer(x, self.ffn)
+        return x
+
+
+class DecoderLayer(nn.Module):
+    """``Decode(H, Y) = FF(Cross(Self(Y), H))`` (eq. 9)."""
+
+    def __init__(self, args):
+        super().__init__()
+        d, heads = args.decoder_embed_dim, args.decoder_attention_heads
+        pre = args.decoder_normalize_before
+        self.self_attn = MultiheadAttention(d, heads, args.attention_dropout, self_attention=True)
+        self.self_attn_sublayer = Sublayer(d, args.dropout, pre)
+        self.self_attn_binding = build_binding(args, d, heads)
+        self.cross_attn = MultiheadAttention(d, heads, args.attention_dropout, self_attention=False)
+        self.cross_attn_sublayer = Sublayer(d, args.dropout, pre)
+        self.cross_attn_binding = build_binding(args, d, heads)
+        self.ffn = FeedForward(d, args.decoder_ffn_embed_dim, args.activation_fn, args.activation_dropout)
+        self.ffn_sublayer = Sublayer(d, args.dropout, pre)
+
+    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False):
+        x, _ = self.self_attn_sublayer(
+            x, lambda h: self.self_attn(h, causal=True, incremental_state=incremental_state)
+        )
+        x = self.self_attn_binding(x)
+        x, attn = self.cross_attn_sublayer(
+            x,
+            lambda h: self.cross_attn(
+                h, enc, key_padding_mask=enc_padding_mask, incremental_state=incremental_state, need_weights=need_attn
+            ),
+        )
+        x = self.cross_attn_binding(x)
+        x, _ = self.ffn_sublayer(x, self.ffn)
+        return x, attn
+
+
+class SumTransformerEncoder(FairseqEncoder):
+    """Token + sinusoidal position embeddings, ``L`` encoder cells, final LayerNorm (pre-LN).
+
+    The output dictionary is batch-first: ``enc`` is ``(B, S, C)``. Extra ``net_input`` fields
+    (task side data) are passed through under ``side`` so that decoder-side features can use
+    them after beam-search reordering.
+    """
+
+    def __init__(self, args, dictionary, embed_tokens):
+        super().__init__(dictionary)
+        d = embed_tokens.embedding_dim
+        self.padding_idx = embed_tokens.padding_idx
+        self.max_source_positions = args.max_source_positions
+        self.embed_tokens = embed_tokens
+        self.embed_scale = 1.0 if args.no_scale_embedding else math.sqrt(d)
+        self.embed_positions = PositionalEmbedding(
+            args.max_source_positions, d, self.padding_idx, learned=args.encoder_learned_pos
+        )
+        self.dropout = args.dropout
+        self.layers = nn.ModuleList([EncoderLayer(args) for _ in range(args.encoder_layers)])
+        self.layer_norm = LayerNorm(d) if args.encoder_normalize_before else None
+
+    def forward(self, src_tokens, src_lengths=None, **side):
+        padding_mask = src_tokens.eq(self.padding_idx)
+        x = self.embed_scale * self.embed_tokens(src_tokens) + self.embed_positions(src_tokens)
+        x = F.dropout(x, self.dropout, self.training)
+        attn_mask = padding_mask if padding_mask.any() else None
+        for layer in self.layers:
+            x = layer(x, attn_mask)
+        if self.layer_norm is not None:
+            x = self.layer_norm(x)
+        return {
+            "enc": x,
+            "enc_padding_mask": padding_mask,
+            "src_tokens": src_tokens,
+            "side": side,
+            "aux_losses": {},
+        }
+
+    @torch.jit.export
+    def reorder_encoder_out(self, encoder_out, new_order):
+        def reorder(v):
+            if torch.is_tensor(v):
+                return v.index_select(0, new_order)
+            if isinstance(v, dict) and v is not encoder_out.get("aux_losses"):
+                return {k: reorder(x) for k, x in v.items()}
+            return v
+
+        return {k: reorder(v) for k, v in encoder_out.items()}
+
+    def max_positions(self):
+        return self.max_source_positions
+
+
+class SumTransformerDecoder(FairseqIncrementalDecoder):
+    """Decoder cells with causal self-attention and cross-attention, tied output projection (eq. 10)."""
+
+    def __init__(self, args, dictionary, embed_tokens):
+        super().__init__(dictionary)
+        d = embed_tokens.embedding_dim
+        self.padding_idx = embed_tokens.padding_idx
+        self.max_target_positions = args.max_target_positions
+        self.embed_tokens = embed_tokens
+        self.embed_scale = 1.0 if args.no_scale_embedding else math.sqrt(d)
+        self.embed_positions = PositionalEmbedding(
+            args.max_target_positions, d, self.padding_idx, learned=args.decoder_learned_pos
+        )
+        self.dropout = args.dropout
+        self.layers = nn.ModuleList([DecoderLayer(args) for _ in range(args.decoder_layers)])
+        self.layer_norm = LayerNorm(d) if args.decoder_normalize_before else None
+        if args.share_decoder_input_output_embed:
+            self.output_projection = None
+        else:
+            self.output_projection = nn.Linear(d, len(dictionary), bias=False)
+            nn.init.normal_(self.output_projection.weight, mean=0, std=d**-0.5)
+        # When True (and not training), the last layer's head-averaged cross-attention is returned
+        # in ``extra["attn"]`` (for alignment printing / coverage); it disables the fused kernel there.
+        self.need_attn = False
+
+    def forward(self, prev_output_tokens, encoder_out, incremental_state=None, features_only=False, **kwargs):
+        x, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
+        if not features_only:
+            x = self.output_layer(x)
+        return x, extra
+
+    def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **kwargs):
+        positions = self.embed_positions(prev_output_tokens, incremental_state=incremental_state)
+        if incremental_state is not None:
+            prev_output_tokens = prev_output_tokens[:, -1:]
+            positions = positions[:, -1:]
+        x = self.embed_scale * self.embed_tokens(prev_output_tokens) + positions
+        x = F.dropout(x, self.dropout, self.training)
+        enc, enc_mask = encoder_out["enc"], encoder_out["enc_padding_mask"]
+        if not enc_mask.any():
+            enc_mask = None
+        attn = None
+        for i, layer in enumerate(self.layers):
+            last = i == len(self.layers) - 1
+            x, layer_attn = layer(x, enc, enc_mask, incremental_state, need_attn=last and self.need_attn and not self.training)
+            if last:
+                attn = layer_attn
+        if self.layer_norm is not None:
+            x = self.layer_norm(x)
+        return x, {"attn": [attn], "inner_states": None, "aux_losses": dict(encoder_out.get("aux_losses", {}))}
+
+    def output_layer(self, features):
+        if self.output_projection is None:
+            return F.linear(features, self.embed_tokens.weight)
+        return self.output_projection(features)
+
+    def max_positions(self):
+        return self.max_target_positions
+
+
+@register_model("sum_transformer")
+class SumTransformerModel(FairseqEncoderDecoderModel):
+    """The transformer family of fairseq-sum-plugins; see the module docstring for the presets."""
+
+    @staticmethod
+    def add_args(parser):
+        # fmt: off
+        parser.add_argument("--activation-fn", choices=utils.get_available_activation_fns())
+        parser.add_argument("--dropout", type=float, metavar="D")
+        parser.add_argument("--attention-dropout", type=float, metavar="D")
+        parser.add_argument("--activation-dropout", type=float, metavar="D")
+        for side in ("encoder", "decoder"):
+            parser.add_argument(f"--{side}-embed-dim", type=int, metavar="N")
+            parser.add_argument(f"--{side}-ffn-embed-dim", type=int, metavar="N")
+            parser.add_argument(f"--{side}-layers", type=int, metavar="N")
+            parser.add_argument(f"--{side}-attention-heads", type=int, metavar="N")
+            parser.add_argument(f"--{side}-normalize-before", type=utils.eval_bool, metavar="BOOL",
+                                help="pre-LN cell (T5, TP-Transformer) if True, post-LN if False")
+            parser.add_argument(f"--{side}-learned-pos", action="store_true")
+        parser.add_argument("--share-decoder-input-output-embed", type=utils.eval_bool, metavar="BOOL")
+        parser.add_argument("--share-all-embeddings", type=utils.eval_bool, metavar="BOOL")
+        parser.add_argument("--no-scale-embedding", action="store_true")
+        parser.add_argument("--max-source-positions", type=int, metavar="N")
+        parser.add_argument("--max-target-positions", type=int, metavar="N")
+        # TP-Transformer
+        parser.add_argument("--tpr", choices=["none", "discrete", "continuous"],
+                            help="role/filler binding after every attention sublayer (TPT eq. 4-6)")
+        parser.add_argument("--tpr-roles", type=int, metavar="N", help="N_r, roles per dictionary")
+        parser.add_argument("--tpr-role-dim", type=int, metavar="N", help="d_r (heads * d_r = d_m)")
+        # fmt: on
+
+    @classmethod
+    def build_model(cls, args, task):
+        base_architecture(args)
+        src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
+        if args.encoder_embed_dim != args.decoder_embed_dim:
+            raise ValueError("encoder and decoder embedding dims must match for cross-attention")
+        enc_emb = Embedding(len(src_dict), args.encoder_embed_dim, src_dict.pad())
+        if args.share_all_embeddings:
+            if src_dict != tgt_dict:
+                raise ValueError("--share-all-embeddings requires a joined dictionary (preprocess with --joined-dictionary)")
+            dec_emb = enc_emb
+            args.share_decoder_input_output_embed = True
+        else:
+            dec_emb = Embedding(len(tgt_dict), args.decoder_embed_dim, tgt_dict.pad())
+        encoder = SumTransformerEncoder(args, src_dict, enc_emb)
+        decoder = SumTransformerDecoder(args, tgt_dict, dec_emb)
+        return cls(encoder, decoder)
+
+    def forward(self, src_tokens, src_lengths, prev_output_tokens, **side):
+        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, **side)
+        return self.decoder(prev_output_tokens, encoder_out=encoder_out)
+
+    def tpr_bindings(self):
+        """``(name, TPRBinding)`` pairs in encoder/decoder order, for role analysis."""
+        return [(n, m) for n, m in self.named_modules() if isinstance(m, TPRBinding)]
+
+
+@register_model_architecture("sum_transformer", "sum_transformer")
+def base_architecture(args):
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 2048)
+    args.encoder_layers = getattr(args, "encoder_layers", 6)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 8)
+    args.encoder_normalize_before = getattr(args, "encoder_normalize_before", True)
+    args.encoder_learned_pos = getattr(args, "encoder_learned_pos", False)
+    args.decoder_embed_dim = getattr(args, "decoder_embed_dim", args.encoder_embed_dim)
+    args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", args.encoder_ffn_embed_dim)
+    args.decoder_layers = getattr(args, "decoder_layers", args.encoder_layers)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", args.encoder_attention_heads)
+    args.decoder_normalize_before = getattr(args, "decoder_normalize_before", args.encoder_normalize_before)
+    args.decoder_learned_pos = getattr(args, "decoder_learned_pos", False)
+    args.activation_fn = getattr(args, "activation_fn", "relu")
+    args.dropout = getattr(args, "dropout", 0.1)
+    args.attention_dropout = getattr(args, "attention_dropout", 0.0)
+    args.activation_dropout = getattr(args, "activation_dropout", 0.0)
+    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+    args.share_decoder_input_output_embed = getattr(args, "share_decoder_input_output_embed", True)
+    args.no_scale_embedding = getattr(args, "no_scale_embedding", False)
+    args.max_source_positions = getattr(args, "max_source_positions", DEFAULT_MAX_POSITIONS)
+    args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_POSITIONS)
+    args.tpr = getattr(args, "tpr", "none")
+    args.tpr_roles = getattr(args, "tpr_roles", 50)
+    args.tpr_role_dim = getattr(args, "tpr_role_dim", args.encoder_embed_dim // args.encoder_attention_heads)
+
+
+# --- TP-Transformer presets (paper §3.2 / App. B: 6 layers, 8 heads, d_k 64, d_m 512, d_f 2048) ---
+
+
+@register_model_architecture("sum_transformer", "t5_transformer_base")
+def t5_transformer_base(args):
+    """The paper's Transformer baseline: the same cell with no role binding."""
+    args.tpr = getattr(args, "tpr", "none")
+    base_architecture(args)
+
+
+@register_model_architecture("sum_transformer", "tp_transformer_base")
+def tp_transformer_base(args):
+    """TPT-d: N_r = 50 roles of d_r = 64 in every attention sublayer."""
+    args.tpr = getattr(args, "tpr", "discrete")
+    base_architecture(args)
+
+
+@register_model_architecture("sum_transformer", "tp_transformer_continuous_base")
+def tp_transformer_continuous_base(args):
+    """TPT-c (Schlag et al., 2019): R = F W + b."""
+    args.tpr = getattr(args, "tpr", "continuous")
+    base_architecture(args)
+
+
+def _small(args):
+    """CPU-sized dims for the quickstart and tests: 3+3 layers, d_m 256, 4 heads, d_f 1024."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 256)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 1024)
+    args.encoder_layers = getattr(args, "encoder_layers", 3)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
+
+
+@register_model_architecture("sum_transformer", "t5_transformer_small")
+def t5_transformer_small(args):
+    _small(args)
+    t5_transformer_base(args)
+
+
+@register_model_architecture("sum_transformer", "tp_transformer_small")
+def tp_transformer_small(args):
+    _small(args)
+    tp_transformer_base(args)
+
+
+@register_model_architecture("sum_transformer", "tp_transformer_continuous_small")
+def tp_transformer_continuous_small(args):
+    _small(args)
+    tp_transformer_continuous_base(args)

@@ -1,0 +1,150 @@
+"""Multi-head attention on ``torch.nn.functional.scaled_dot_product_attention``.
+
+Batch-first (``B x T x C``) throughout, so no transposes are needed around the fused kernel.
+The paper features hook in where their equations sit:
+
+* ``attn_bias``: an additive logit bias ``(B, H, T, S)`` added to ``QK^T / sqrt(d_k)`` before the
+  softmax (e.g. a focal bias);
+* incremental decoding keeps keys/values in fairseq's incremental state and reorders them for beam
+  search; cross-attention keys/values are computed once per source (``static_kv``).
+
+``need_weights=True`` runs the explicit (non-fused) path and returns the head-averaged attention
+probabilities; both paths compute the same function (tested).
+"""
+import math
+from typing import Dict, Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq.incremental_decoding_utils import with_incremental_state
+from torch import Tensor
+
+
+@with_incremental_state
+class MultiheadAttention(nn.Module):
+    """Self-attention (fused QKV projection) or encoder-decoder attention (fused KV projection)."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True):
+        super().__init__()
+        if embed_dim % num_heads != 0:
+            raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.dropout = dropout
+        self.self_attention = self_attention
+        if self_attention:
+            self.in_proj = nn.Linear(embed_dim, 3 * embed_dim, bias=bias)  # W_q, W_k, W_v (eq. 1)
+        else:
+            self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+            self.kv_proj = nn.Linear(embed_dim, 2 * embed_dim, bias=bias)
+        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)  # W_o (eq. 3)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        # Same scheme as fairseq's MultiheadAttention: xavier with gain 1/sqrt(2) on the fused
+        # projections (equivalent to separate q/k/v matrices), plain xavier on the output.
+        for lin in (self.in_proj,) if self.self_attention else (self.q_proj, self.kv_proj):
+            nn.init.xavier_uniform_(lin.weight, gain=1 / math.sqrt(2))
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        for lin in self.modules():
+            if isinstance(lin, nn.Linear) and lin.bias is not None:
+                nn.init.zeros_(lin.bias)
+
+    def _heads(self, x):  # (B, T, C) -> (B, H, T, d_k)
+        return x.unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
+
+    def forward(
+        self,
+        query: Tensor,
+        key_value: Optional[Tensor] = None,
+        key_padding_mask: Optional[Tensor] = None,
+        causal: bool = False,
+        attn_bias: Optional[Tensor] = None,
+        incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None,
+        need_weights: bool = False,
+    ):
+        """
+        Args:
+            query: ``(B, T, C)``.
+            key_value: ``(B, S, C)`` for encoder-decoder attention (ignored for self-attention).
+            key_padding_mask: ``(B, S)``, True at padding keys.
+            causal: mask future keys (decoder self-attention, full-sequence mode).
+            attn_bias: additive logit bias, broadcastable to ``(B, H, T, S)``.
+            incremental_state: fairseq incremental state; ``query`` then holds the new step(s).
+        Returns:
+            ``(output (B, T, C), attention (B, T, S) averaged over heads or None)``.
+        """
+        saved = self._get_input_buffer(incremental_state) if incremental_state is not None else None
+        q_in = query
+        if self.self_attention:
+            q, k, v = self.in_proj(query).chunk(3, dim=-1)
+            q, k, v = self._heads(q), self._heads(k), self._heads(v)
+            if saved is not None:
+                if "prev_key" in saved:
+                    k = torch.cat([saved["prev_key"], k], dim=2)
+                    v = torch.cat([saved["prev_value"], v], dim=2)
+                saved["prev_key"], saved["prev_value"] = k, v
+                self._set_input_buffer(incremental_state, saved)
+                causal = False  # the new step may attend to everything cached so far
+        else:
+            q = self._heads(self.q_proj(q_in))
+            if saved is not None and "prev_key" in saved:
+                k, v = saved["prev_key"], saved["prev_value"]  # static: computed once per source
+            else:
+                k, v = self.kv_proj(key_value).chunk(2, dim=-1)
+                k, v = self._heads(k), self._heads(v)
+                if saved is not None:
+                    saved["prev_key"], saved["prev_value"] = k, v
+                    self._set_input_buffer(incremental_state, saved)
+
+        mask = attn_bias
+        if key_padding_mask is not None:
+            pad = key_padding_mask[:, None, None, :].to(torch.bool)
+            if mask is None:
+                mask = ~pad  # boolean: True = attend
+            else:
+                mask = torch.where(pad, float("-inf"), mask)
+        if causal and mask is not None:
+            tgt_len, src_len = q.size(2), k.size(2)
+            future = torch.ones(tgt_len, src_len, dtype=torch.bool, device=q.device).triu(1)
+            mask = mask.masked_fill(future, float("-inf")) if mask.dtype != torch.bool else mask & ~future
+            causal = False
+
+        dropout_p = self.dropout if self.training else 0.0
+        if not need_weights:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal)
+            weights = None
+        else:
+            out, weights = self._explicit_attention(q, k, v, mask, causal, dropout_p)
+        out = out.transpose(1, 2).flatten(2)  # concat heads (eq. 3)
+        return self.out_proj(out), weights
+
+    def _explicit_attention(self, q, k, v, mask, causal, dropout_p):
+        """softmax(QK^T / sqrt(d_k) + bias) V (eq. 2), also returning head-averaged probabilities."""
+        logits = (q @ k.transpose(-1, -2)).float() / math.sqrt(self.head_dim)
+        if causal:
+            future = torch.ones(logits.shape[-2:], dtype=torch.bool, device=q.device).triu(1)
+            logits = logits.masked_fill(future, float("-inf"))
+        if mask is not None:
+            logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
+        probs = logits.softmax(-1).type_as(q)
+        out = F.dropout(probs, p=dropout_p, training=dropout_p > 0) @ v
+        return out, probs.mean(dim=1)
+
+    def reorder_incremental_state(self, incremental_state, new_order: Tensor):
+        """Reorder cached keys/values for beam search."""
+        saved = self._get_input_buffer(incremental_state)
+        if saved:
+            for key, value in saved.items():
+                if value is not None:
+                    saved[key] = value.index_select(0, new_order)
+            self._set_input_buffer(incremental_state, saved)
+        return incremental_state
+
+    def _get_input_buffer(self, incremental_state):
+        return self.get_incremental_state(incremental_state, "attn_state") or {}
+
+    def _set_input_buffer(self, incremental_state, buffer):
+        return self.set_incremental_state(incremental_state, "attn_state", buffer)

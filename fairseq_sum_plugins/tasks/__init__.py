@@ -1,0 +1,1 @@
+from . import summarization  # noqa: F401

@@ -1,0 +1,171 @@
+"""``summarization``: fairseq's translation task plus per-example side data and ROUGE validation.
+
+Data is what ``fairseq-sum-prepare`` writes: a binarized ``src``/``tgt`` pair with a joined
+dictionary, sentences separated by the ``<sep>`` token, and ``spm.model`` beside the binaries.
+
+Side data (``--side-data theta,...``) are arrays ``{split}.{name}.npy`` whose first axis is aligned
+with the examples of the split. Each example's row travels with it through filtering, sorting and
+batching and reaches the model as ``net_input[name]`` (a ``B x ...`` tensor in batch order); models
+that need it after the encoder keep it in ``encoder_out`` so that beam search reorders it. For raw
+text (``fairseq-interactive``, the hub interface) side data is computed by a provider registered
+with :func:`register_side_data_provider`, or a clear error says that none is available.
+
+``--eval-rouge`` generates summaries during validation and logs ``rouge_1``, ``rouge_2`` and
+``rouge_l`` (summary-level ROUGE-L, F1 x 100), so that ``--best-checkpoint-metric rouge_l
+--maximize-best-checkpoint-metric`` selects checkpoints by ROUGE.
+"""
+import json
+import logging
+import os
+from argparse import Namespace
+from dataclasses import dataclass, field
+from typing import Callable, Dict
+
+import numpy as np
+import torch
+from fairseq import metrics, utils
+from fairseq.data import BaseWrapperDataset, LanguagePairDataset
+from fairseq.tasks import register_task
+from fairseq.tasks.translation import TranslationConfig, TranslationTask
+
+logger = logging.getLogger(__name__)
+
+# name -> fn(task, list of 1-D source token tensors) -> np.ndarray aligned with them
+SIDE_DATA_PROVIDERS: Dict[str, Callable] = {}
+
+
+def register_side_data_provider(name):
+    """Register ``fn(task, src_tokens_list) -> np.ndarray`` computing side data for raw text."""
+
+    def wrapper(fn):
+        SIDE_DATA_PROVIDERS[name] = fn
+        return fn
+
+    return wrapper
+
+
+class SideDataDataset(BaseWrapperDataset):
+    """Adds aligned per-example arrays to a :class:`LanguagePairDataset`'s items and batches."""
+
+    def __init__(self, dataset, side: Dict[str, np.ndarray]):
+        super().__init__(dataset)
+        for name, arr in side.items():
+            if len(arr) != len(dataset):
+                raise ValueError(
+                    f"side data {name!r} has {len(arr)} rows but the dataset has {len(dataset)} examples; "
+                    "it must be written for exactly the same (binarized) examples, in order"
+                )
+        self.side = side
+
+    def __getitem__(self, index):
+        item = self.dataset[index]
+        for name, arr in self.side.items():
+            item[name] = torch.from_numpy(np.asarray(arr[index]))
+        return item
+
+    def collater(self, samples):
+        batch = self.dataset.collater(samples)
+        if len(samples) == 0 or "id" not in batch:
+            return batch
+        by_id = {int(s["id"]): s for s in samples}  # collate re-sorts by length: follow batch["id"]
+        for name in self.side:
+            batch["net_input"][name] = torch.stack([by_id[int(i)][name] for i in batch["id"]])
+        return batch
+
+
+@dataclass
+class SummarizationConfig(TranslationConfig):
+    side_data: str = field(
+        default="",
+        metadata={"help": "comma-separated side-data names, loaded from DATA/{split}.{name}.npy"},
+    )
+    eval_rouge: bool = field(default=False, metadata={"help": "generate and score ROUGE during validation"})
+    eval_rouge_args: str = field(
+        default="{}",
+        metadata={"help": 'generation args for --eval-rouge as JSON, e.g. \'{"beam": 4, "max_len_b": 100}\''},
+    )
+    eval_rouge_print_samples: bool = field(default=False, metadata={"help": "log one summary per validation batch"})
+
+
+@register_task("summarization", dataclass=SummarizationConfig)
+class SummarizationTask(TranslationTask):
+    cfg: SummarizationConfig
+
+    @property
+    def side_data_names(self):
+        return [n.strip() for n in self.cfg.side_data.split(",") if n.strip()]
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
+        if self.side_data_names:
+            data_path = utils.split_paths(self.cfg.data)[0]
+            side = {}
+            for name in self.side_data_names:
+                path = os.path.join(data_path, f"{split}.{name}.npy")
+                if not os.path.exists(path):
+                    raise FileNotFoundError(f"--side-data {name}: {path} not found (written by the preprocessing step)")
+                side[name] = np.load(path, mmap_mode="r")
+            self.datasets[split] = SideDataDataset(self.datasets[split], side)
+
+    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        dataset = LanguagePairDataset(
+            src_tokens, src_lengths, self.source_dictionary, tgt_dict=self.target_dictionary, constraints=constraints
+        )
+        if not self.side_data_names:
+            return dataset
+        side = {}
+        for name in self.side_data_names:
+            if name not in SIDE_DATA_PROVIDERS:
+                raise ValueError(
+                    f"this model needs side data {name!r}, which cannot be computed for raw text: "
+                    f"no provider is registered (available: {sorted(SIDE_DATA_PROVIDERS) or 'none'})"
+                )
+            side[name] = np.asarray(SIDE_DATA_PROVIDERS[name](self, src_tokens))
+        return SideDataDataset(dataset, side)
+
+    def build_generator(self, models, args, **kwargs):
+        """fairseq's generator; asks the decoders for attention only when it will be printed."""
+        if getattr(args, "print_alignment", False):
+            for model in models:
+                if hasattr(model.decoder, "need_attn"):
+                    model.decoder.need_attn = True
+        return super().build_generator(models, args, **kwargs)
+
+    # --- ROUGE during validation -----------------------------------------------------------------
+
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        if self.cfg.eval_rouge:
+            gen_args = json.loads(self.cfg.eval_rouge_args)
+            self.sequence_generator = self.build_generator([model], Namespace(**gen_args))
+        return model
+
+    def valid_step(self, sample, model, criterion):
+        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
+        if self.cfg.eval_rouge:
+            from ..rouge import clean_summary, rouge_pair
+
+            gen_out = self.inference_step(self.sequence_generator, [model], sample, prefix_tokens=None)
+            totals = np.zeros(3)
+            for i, hypos in enumerate(gen_out):
+                hyp = self.tgt_dict.string(hypos[0]["tokens"].int().cpu(), "sentencepiece")
+                ref = self.tgt_dict.string(utils.strip_pad(sample["target"][i], self.tgt_dict.pad()).int().cpu(), "sentencepiece")
+                totals += rouge_pair(clean_summary(hyp), clean_summary(ref))
+                if self.cfg.eval_rouge_print_samples and i == 0:
+                    logger.info(f"example summary: {hyp}\nexample reference: {ref}")
+            for key, value in zip(("rouge_1", "rouge_2", "rouge_l"), totals):
+                logging_output[f"_{key}_sum"] = float(value)
+            logging_output["_rouge_n"] = len(gen_out)
+        return loss, sample_size, logging_output
+
+    def reduce_metrics(self, logging_outputs, criterion):
+        super().reduce_metrics(logging_outputs, criterion)
+        if not self.cfg.eval_rouge:
+            return
+        n = sum(log.get("_rouge_n", 0) for log in logging_outputs)
+        if n == 0:
+            return
+        metrics.log_scalar("_rouge_n", n)
+        for key in ("rouge_1", "rouge_2", "rouge_l"):
+            metrics.log_scalar(f"_{key}_sum", sum(log.get(f"_{key}_sum", 0) for log in logging_outputs))
+            metrics.log_derived(key, lambda meters, k=key: round(100 * meters[f"_{k}_sum"].sum / meters["_rouge_n"].sum, 2))

