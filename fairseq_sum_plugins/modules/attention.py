@@ -129,7 +129,7 @@ class MultiheadAttention(nn.Module):
             logits = logits.masked_fill(future, float("-inf"))
         if mask is not None:
             logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
-        probs = logits.softmax(-1).type_as(q)
+        probs = logits.softmax(-1).nan_to_num(0.0).type_as(q)  # fully masked rows -> 0, as in SDPA
         out = F.dropout(probs, p=dropout_p, training=dropout_p > 0) @ v
         return out, probs.mean(dim=1)
 

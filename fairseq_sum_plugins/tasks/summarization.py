@@ -60,7 +60,7 @@ class SideDataDataset(BaseWrapperDataset):
     def __getitem__(self, index):
         item = self.dataset[index]
         for name, arr in self.side.items():
-            item[name] = torch.from_numpy(np.asarray(arr[index]))
+            item[name] = torch.from_numpy(np.array(arr[index]))  # copy out of the memory map
         return item
 
     def collater(self, samples):

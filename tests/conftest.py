@@ -1,0 +1,109 @@
+import argparse
+import os
+import sys
+
+import pytest
+import torch
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+
+import fairseq_sum_plugins  # noqa: E402,F401  (registers everything)
+from fairseq.data import Dictionary  # noqa: E402
+from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY  # noqa: E402
+
+
+class FakeTask:
+    def __init__(self, dictionary):
+        self.source_dictionary = dictionary
+        self.target_dictionary = dictionary
+
+
+def make_dictionary(n_symbols=40):
+    d = Dictionary()
+    for i in range(n_symbols):
+        d.add_symbol(f"w{i}")
+    d.add_symbol("<sep>")
+    return d
+
+
+def build_model(arch, dictionary=None, **overrides):
+    """Builds ``arch`` the way fairseq-train does (arch defaults filled in over ``overrides``)."""
+    dictionary = dictionary or make_dictionary()
+    args = argparse.Namespace(**overrides)
+    ARCH_CONFIG_REGISTRY[arch](args)
+    model = ARCH_MODEL_REGISTRY[arch].build_model(args, FakeTask(dictionary))
+    return model, dictionary
+
+
+def random_batch(dictionary, bsz=3, src_len=9, tgt_len=6, seed=0, left_pad_source=True):
+    """A batch with ragged sources (padded like fairseq's LanguagePairDataset)."""
+    g = torch.Generator().manual_seed(seed)
+    n = len(dictionary)
+    lengths = [src_len - 2 * i for i in range(bsz)]
+    src = torch.full((bsz, src_len), dictionary.pad())
+    for b, length in enumerate(lengths):
+        toks = torch.randint(dictionary.nspecial, n, (length,), generator=g)
+        toks[-1] = dictionary.eos()
+        if left_pad_source:
+            src[b, src_len - length :] = toks
+        else:
+            src[b, :length] = toks
+    prev = torch.randint(dictionary.nspecial, n, (bsz, tgt_len), generator=g)
+    prev[:, 0] = dictionary.eos()
+    return src, torch.tensor(lengths), prev
+
+
+@pytest.fixture
+def tiny_overrides():
+    """Small dims so that every arch builds and runs in milliseconds."""
+    return dict(
+        encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=4,
+        decoder_layers=2, tpr_roles=5, dropout=0.0,
+    )
+
+
+def write_toy_parallel(folder, n_train=64, n_valid=12, n_test=12, seed=0):
+    """Word-level toy pairs ("copy the first quarter"), one example per line."""
+    import random
+
+    rng = random.Random(seed)
+    words = "the cat sat on mat dog ran fast in park a big red ball blue sky <sep>".split()
+    os.makedirs(folder, exist_ok=True)
+    for split, n in (("train", n_train), ("valid", n_valid), ("test", n_test)):
+        with open(os.path.join(folder, f"{split}.src"), "w") as fs, open(os.path.join(folder, f"{split}.tgt"), "w") as ft:
+            for _ in range(n):
+                src = [rng.choice(words) for _ in range(rng.randint(4, 30))]
+                fs.write(" ".join(src) + "\n")
+                ft.write(" ".join(src[: max(1, len(src) // 4)]) + "\n")
+
+
+def binarize(raw, dest):
+    from fairseq import options
+    from fairseq_cli import preprocess
+
+    parser = options.get_preprocessing_parser()
+    args = parser.parse_args([
+        "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary", "--workers", "1",
+        "--trainpref", f"{raw}/train", "--validpref", f"{raw}/valid", "--testpref", f"{raw}/test",
+        "--destdir", dest,
+    ])
+    preprocess.main(args)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def toy_data(tmp_path_factory):
+    """A small binarized src/tgt data dir with a joined dictionary."""
+    root = tmp_path_factory.mktemp("toy")
+    write_toy_parallel(str(root / "raw"))
+    return binarize(str(root / "raw"), str(root / "bin"))
+
+
+def load_task(data, **overrides):
+    from fairseq import tasks
+    from fairseq_sum_plugins.tasks.summarization import SummarizationConfig
+
+    cfg = SummarizationConfig(data=data, dataset_impl="mmap", train_subset="train", required_seq_len_multiple=1, **overrides)
+    return tasks.get_task("summarization").setup_task(cfg)

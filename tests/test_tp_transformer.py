@@ -1,0 +1,224 @@
+"""TP-Transformer: TPR equations, parameter counts, incremental decoding, gradients, attention paths."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import build_model, random_batch
+from fairseq_sum_plugins.modules.attention import MultiheadAttention
+from fairseq_sum_plugins.modules.tpr import TPRBinding
+
+ARCHS = ["t5_transformer_small", "tp_transformer_small", "tp_transformer_continuous_small"]
+
+
+# --- eq. 4-6 against a hand computation ------------------------------------------------------
+
+
+def test_discrete_binding_matches_hand_computation():
+    torch.manual_seed(0)
+    d_m, heads, n_roles, d_r = 4, 2, 3, 2
+    tpr = TPRBinding(d_m, heads, "discrete", n_roles, d_r)
+    with torch.no_grad():
+        tpr.role_proj.weight.copy_(torch.arange(24.0).view(6, 4) / 10 - 1)
+        tpr.role_proj.bias.copy_(torch.tensor([0.1, -0.2, 0.3, 0.0, 0.5, -0.5]))
+        tpr.roles.copy_(torch.tensor([[3.0, 4.0], [1.0, 0.0], [0.0, -2.0]]))
+    f = torch.tensor([0.5, -1.0, 2.0, 0.25])
+
+    # by hand, element by element
+    roles_hat = [[0.6, 0.8], [1.0, 0.0], [0.0, -1.0]]  # r_n / ||r_n|| (eq. 4)
+    w, b = tpr.role_proj.weight.tolist(), tpr.role_proj.bias.tolist()
+    scores = [sum(w[j][k] * f[k].item() for k in range(4)) + b[j] for j in range(6)]
+    expected_r = []
+    for h in range(heads):  # R^h = softmax(F W_r^h) r_hat (eq. 5)
+        s = scores[h * n_roles : (h + 1) * n_roles]
+        z = sum(math.exp(x) for x in s)
+        p = [math.exp(x) / z for x in s]
+        expected_r += [sum(p[n] * roles_hat[n][c] for n in range(n_roles)) for c in range(d_r)]
+    expected = [expected_r[i] * f[i].item() + f[i].item() for i in range(4)]  # R ⊙ F + F (eq. 6)
+
+    assert torch.allclose(tpr(f), torch.tensor(expected), atol=1e-6)
+
+
+def test_continuous_binding_is_affine_roles_times_filler():
+    torch.manual_seed(0)
+    tpr = TPRBinding(6, 2, "continuous")
+    f = torch.randn(3, 6)
+    r = f @ tpr.role_proj.weight.T + tpr.role_proj.bias
+    assert torch.allclose(tpr(f), r * f + f, atol=1e-6)
+
+
+def test_discrete_roles_need_heads_times_role_dim_equal_model_dim():
+    with pytest.raises(ValueError, match="heads \\* role_dim == embed_dim"):
+        TPRBinding(512, 8, "discrete", 50, 32)
+
+
+def test_role_dictionary_is_normalised_in_forward_not_in_place():
+    tpr = TPRBinding(4, 2, "discrete", 3, 2)
+    with torch.no_grad():
+        tpr.roles.mul_(10)
+    before = tpr.roles.detach().clone()
+    tpr(torch.randn(5, 4))
+    assert torch.equal(tpr.roles, before)
+
+
+# --- parameter counts ------------------------------------------------------------------------
+
+
+def expected_params(vocab, d, f, layers, heads, tpr, n_roles=50, d_r=64):
+    attn = 4 * d * d + 4 * d
+    ffn = 2 * d * f + f + d
+    ln = 2 * d
+    if tpr == "none":
+        bind = 0
+    elif tpr == "discrete":
+        bind = d * heads * n_roles + heads * n_roles + n_roles * d_r  # W_r, b_r, role dictionary
+    else:
+        bind = d * d + d
+    enc_layer = attn + ffn + 2 * ln + bind
+    dec_layer = 2 * attn + ffn + 3 * ln + 2 * bind
+    return vocab * d + layers * (enc_layer + dec_layer) + 2 * ln  # shared embeddings + final LNs
+
+
+@pytest.mark.parametrize(
+    "arch,tpr",
+    [("t5_transformer_base", "none"), ("tp_transformer_base", "discrete"), ("tp_transformer_continuous_base", "continuous")],
+)
+def test_parameter_count_formula(arch, tpr):
+    from conftest import make_dictionary
+
+    dictionary = make_dictionary(1000)
+    model, _ = build_model(arch, dictionary)
+    got = sum(p.numel() for p in model.parameters())
+    assert got == expected_params(len(dictionary), 512, 2048, 6, 8, tpr)
+
+
+def test_role_binding_parameter_overhead_equals_the_papers():
+    """App. B: Transformer 60,506,880; TPT-c 65,234,688; TPT-d 64,258,080 parameters. Our cell
+    differs from T5's (biases, LayerNorm, positions), but the binding overhead must be identical."""
+    base = expected_params(32128, 512, 2048, 6, 8, "none")
+    assert expected_params(32128, 512, 2048, 6, 8, "continuous") - base == 65234688 - 60506880
+    assert expected_params(32128, 512, 2048, 6, 8, "discrete") - base == 64258080 - 60506880
+
+
+# --- forward behaviour -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("left_pad_source", [True, False])
+def test_incremental_decoding_equals_full_forward(arch, left_pad_source, tiny_overrides):
+    torch.manual_seed(0)
+    model, d = build_model(arch, **tiny_overrides)
+    model.eval()
+    src, lengths, prev = random_batch(d, left_pad_source=left_pad_source)
+    with torch.no_grad():
+        full, _ = model(src, lengths, prev)
+        enc = model.encoder(src, lengths)
+        state, steps = {}, []
+        for t in range(prev.size(1)):
+            out, _ = model.decoder(prev[:, : t + 1], enc, incremental_state=state)
+            steps.append(out)
+    assert (torch.cat(steps, dim=1) - full).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_beam_reordering_of_incremental_state(arch, tiny_overrides):
+    """Reordering cached keys/values (beam search) equals decoding the reordered batch."""
+    torch.manual_seed(0)
+    model, d = build_model(arch, **tiny_overrides)
+    model.eval()
+    src, lengths, prev = random_batch(d)
+    order = torch.tensor([2, 0, 0])
+    with torch.no_grad():
+        enc = model.encoder(src, lengths)
+        state = {}
+        for t in range(3):
+            model.decoder(prev[:, : t + 1], enc, incremental_state=state)
+        model.decoder.reorder_incremental_state_scripting(state, order)
+        enc_r = model.encoder.reorder_encoder_out(enc, order)
+        prev_r = prev.index_select(0, order)
+        step, _ = model.decoder(prev_r[:, :4], enc_r, incremental_state=state)
+        full, _ = model(src.index_select(0, order), lengths.index_select(0, order), prev_r[:, :4])
+    assert (step[:, -1] - full[:, -1]).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_parameter_gets_a_gradient(arch, tiny_overrides):
+    """DDP safety: no parameter is unused in a training step."""
+    torch.manual_seed(0)
+    model, d = build_model(arch, **tiny_overrides)
+    model.train()
+    src, lengths, prev = random_batch(d)
+    logits, _ = model(src, lengths, prev)
+    logits.float().log_softmax(-1).mean().backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all()]
+    assert not missing
+    assert all(p.grad.abs().sum() > 0 for n, p in model.named_parameters() if "roles" in n or "role_proj" in n)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_padding_does_not_change_outputs(arch, tiny_overrides):
+    torch.manual_seed(0)
+    model, d = build_model(arch, **tiny_overrides)
+    model.eval()
+    src, lengths, prev = random_batch(d)
+    with torch.no_grad():
+        batched, _ = model(src, lengths, prev)
+        for b in range(src.size(0)):
+            alone = src[b : b + 1, src.size(1) - lengths[b] :]
+            single, _ = model(alone, lengths[b : b + 1], prev[b : b + 1])
+            assert (single - batched[b : b + 1]).abs().max() < 1e-5
+
+
+def test_one_token_document_gives_finite_outputs(tiny_overrides):
+    model, d = build_model("tp_transformer_small", **tiny_overrides)
+    model.eval()
+    src = torch.tensor([[d.eos()]])
+    prev = torch.tensor([[d.eos(), 5]])
+    with torch.no_grad():
+        out, _ = model(src, torch.tensor([1]), prev)
+    assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_and_explicit_attention_agree(causal):
+    torch.manual_seed(0)
+    attn = MultiheadAttention(16, 4, self_attention=True).eval()
+    x = torch.randn(2, 5, 16)
+    pad = torch.tensor([[True, False, False, False, False], [False] * 5])
+    bias = torch.randn(2, 4, 5, 5)
+    for mask_kwargs in ({}, {"key_padding_mask": pad}, {"attn_bias": bias}, {"key_padding_mask": pad, "attn_bias": bias}):
+        fused, _ = attn(x, causal=causal, **mask_kwargs)
+        explicit, weights = attn(x, causal=causal, need_weights=True, **mask_kwargs)
+        assert torch.allclose(fused, explicit, atol=1e-5), mask_kwargs
+        live = weights.sum(-1) > 0  # a causal row whose only key is padding attends to nothing
+        assert torch.allclose(weights.sum(-1)[live], torch.ones_like(weights.sum(-1)[live]))
+
+
+def test_attention_matches_equation_2():
+    """softmax(QK^T / sqrt(d_k)) V with W_q, W_k, W_v, W_o (eq. 1-3), computed by hand."""
+    torch.manual_seed(0)
+    d, h = 8, 2
+    attn = MultiheadAttention(d, h, self_attention=False).eval()
+    x, y = torch.randn(1, 3, d), torch.randn(1, 4, d)
+    out, _ = attn(x, y)
+    q = attn.q_proj(x)
+    k, v = attn.kv_proj(y).chunk(2, -1)
+    heads = []
+    for i in range(h):
+        s = slice(i * 4, (i + 1) * 4)
+        p = F.softmax(q[..., s] @ k[..., s].transpose(1, 2) / math.sqrt(4), -1)
+        heads.append(p @ v[..., s])
+    assert torch.allclose(out, attn.out_proj(torch.cat(heads, -1)), atol=1e-6)
+
+
+def test_post_ln_variant_builds_and_decodes_incrementally(tiny_overrides):
+    model, d = build_model("tp_transformer_small", encoder_normalize_before=False, **tiny_overrides)
+    assert model.encoder.layer_norm is None and model.decoder.layer_norm is None
+    model.eval()
+    src, lengths, prev = random_batch(d)
+    with torch.no_grad():
+        full, _ = model(src, lengths, prev)
+        enc, state = model.encoder(src, lengths), {}
+        steps = [model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0] for t in range(prev.size(1))]
+    assert (torch.cat(steps, 1) - full).abs().max() < 1e-5
