@@ -5,4 +5,4 @@ the transformer family (``tp_transformer_base`` & co.), the ``sum_moses`` tokeni
 fairseq checkpoints loadable under torch >= 2.6 (see :mod:`fairseq_sum_plugins.compat`).
 """
 from . import compat  # noqa: F401  (first: checkpoint loading under torch >= 2.6)
-from . import criterions, models, tasks  # noqa: F401
+from . import criterions, models, tasks, text  # noqa: F401

@@ -1,0 +1,119 @@
+"""Role usage of a trained TP-Transformer (paper §4.4).
+
+For every TPR sublayer, reports the share of role attention distributions ``softmax(F W_r^h)``
+(eq. 5, one per token and head) whose maximum exceeds ``--threshold`` (0.98 in the paper, which
+finds > 90%), and writes a PNG heatmap of how often each role is the argmax, per sublayer::
+
+    fairseq-sum-roles DATA/bin --path checkpoints/checkpoint_best.pt --split valid --png roles.png
+"""
+import argparse
+import json
+import logging
+
+import numpy as np
+import torch
+
+logger = logging.getLogger("fairseq_sum_plugins.roles")
+
+
+def collect_role_usage(model, batches, threshold=0.98, pad=1):
+    """Returns ``{sublayer name: {"peaked": share, "usage": per-role argmax frequency, "n": count}}``."""
+    bindings = [(n, m) for n, m in model.named_modules() if type(m).__name__ == "TPRBinding"]
+    if not bindings or bindings[0][1].mode != "discrete":
+        raise ValueError("role analysis needs a TP-Transformer with discrete roles (--tpr discrete)")
+    for _, m in bindings:
+        m.keep_role_attn = True
+    stats = {n: {"peaked": 0, "n": 0, "usage": np.zeros(m.num_roles)} for n, m in bindings}
+    model.eval()
+    try:
+        with torch.no_grad():
+            for sample in batches:
+                net_input = sample["net_input"]
+                model(**net_input)
+                masks = {
+                    "encoder": net_input["src_tokens"].ne(pad),
+                    "decoder": sample["target"].ne(pad),
+                }
+                for name, m in bindings:
+                    attn = m.role_attn[masks[name.split(".")[0]]]  # (tokens, H, N_r)
+                    best, idx = attn.float().max(dim=-1)
+                    s = stats[name]
+                    s["peaked"] += int((best > threshold).sum())
+                    s["n"] += best.numel()
+                    s["usage"] += np.bincount(idx.flatten().cpu().numpy(), minlength=m.num_roles)
+    finally:
+        for _, m in bindings:
+            m.keep_role_attn, m.role_attn = False, None
+    return {
+        n: {"peaked": s["peaked"] / max(s["n"], 1), "n": s["n"], "usage": (s["usage"] / max(s["usage"].sum(), 1)).tolist()}
+        for n, s in stats.items()
+    }
+
+
+def plot_role_usage(stats, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    import matplotlib.pyplot as plt
+
+    names = list(stats)
+    usage = np.array([stats[n]["usage"] for n in names])
+    fig, ax = plt.subplots(figsize=(max(6, usage.shape[1] * 0.18 + 3), 0.35 * len(names) + 1.5))
+    im = ax.imshow(usage, aspect="auto", cmap="viridis")
+    labels = [f"{n.replace('.layers.', ' L').replace('_binding', '')}  ({100 * stats[n]['peaked']:.0f}% > thr)" for n in names]
+    ax.set_yticks(range(len(names)), labels, fontsize=7)
+    ax.set_xlabel("role index (argmax of the role attention)")
+    ax.set_title("TP-Transformer role usage per sublayer")
+    fig.colorbar(im, ax=ax, label="share of token-heads")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def cli_main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data", help="binarized data dir (fairseq-sum-prepare's OUT/bin)")
+    parser.add_argument("--path", required=True, help="checkpoint")
+    parser.add_argument("--split", default="valid")
+    parser.add_argument("--max-tokens", type=int, default=4096)
+    parser.add_argument("--max-batches", type=int, default=0, help="0 = the whole split")
+    parser.add_argument("--threshold", type=float, default=0.98)
+    parser.add_argument("--png", help="write the role-usage heatmap here")
+    parser.add_argument("--json", help="write the statistics here")
+    parser.add_argument("--cpu", action="store_true")
+    args = parser.parse_args()
+
+    import fairseq_sum_plugins  # noqa: F401  (registers the model and the task)
+    from fairseq import checkpoint_utils, utils
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.path], arg_overrides={"data": args.data})
+    model = models[0]
+    use_cuda = torch.cuda.is_available() and not args.cpu
+    if use_cuda:
+        model.cuda()
+    task.load_dataset(args.split)
+    itr = task.get_batch_iterator(task.dataset(args.split), max_tokens=args.max_tokens).next_epoch_itr(shuffle=False)
+
+    def batches():
+        for i, sample in enumerate(itr):
+            if args.max_batches and i >= args.max_batches:
+                break
+            yield utils.move_to_cuda(sample) if use_cuda else sample
+
+    stats = collect_role_usage(model, batches(), args.threshold, task.target_dictionary.pad())
+    total_peaked = sum(s["peaked"] * s["n"] for s in stats.values()) / max(sum(s["n"] for s in stats.values()), 1)
+    print(f"{'sublayer':45s} {'max>' + str(args.threshold):>10s} {'roles used':>10s}")
+    for name, s in stats.items():
+        print(f"{name:45s} {100 * s['peaked']:9.1f}% {sum(u > 0.01 for u in s['usage']):10d}")
+    print(f"overall: {100 * total_peaked:.1f}% of role attention distributions have max > {args.threshold}")
+    if args.png:
+        plot_role_usage(stats, args.png)
+        print(f"wrote {args.png}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"threshold": args.threshold, "overall": total_peaked, "sublayers": stats}, f, indent=1)
+
+
+if __name__ == "__main__":
+    cli_main()

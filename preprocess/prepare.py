@@ -1,0 +1,572 @@
+"""Turn a raw summarization corpus into fairseq binarized data.
+
+Usage::
+
+    fairseq-sum-prepare --jsonl-dir RAW --out DATA [--vocab-size 8000]
+        [--max-src-tokens 512] [--max-tgt-tokens 200] [--workers 2]
+    python -m preprocess.prepare ...   # same thing
+
+Input, one of:
+
+* ``--jsonl-dir DIR``: ``train.jsonl``, ``valid.jsonl`` (or ``val.jsonl`` /
+  ``validation.jsonl``) and ``test.jsonl``, one JSON object per line. ``--src-field`` /
+  ``--tgt-field`` (default ``document`` / ``summary``) hold either a string, in which newlines
+  separate sentences or paragraphs, or a list of strings (the sentences). ``id`` is kept if present.
+* ``--parallel-dir DIR``: ``{split}.source`` / ``{split}.target``, one example per line. A line
+  may mark its sentence boundaries with the token ``<sep>``; a line without it is split by the
+  rule-based splitter of :mod:`fairseq_sum_plugins.text`. A literal ``\\n`` is *not* interpreted.
+
+Steps (each is skipped when its outputs are newer than its inputs and were made with the same
+options; ``--force`` redoes everything):
+
+1. tokenize: sentence splitting + Moses (:func:`fairseq_sum_plugins.text.tokenize_document`)
+   -> ``OUT/tok/{split}.src|tgt`` (sentences joined by `` <sep> ``), ``OUT/tok/{split}.id``,
+   and the untokenized sentences in ``OUT/raw/{split}.src|tgt`` (references / inference input).
+2. spm: sentencepiece model trained on the train split only (source and target sentences,
+   at most ``--spm-input-size`` of them, a seeded sample) -> ``OUT/spm.model``,
+   ``OUT/spm.vocab`` and ``OUT/dict.txt`` (the same vocabulary as a fairseq dictionary,
+   ``<sep>`` included). ``<sep>`` is a user-defined symbol, so it is always a single piece.
+3. encode: ``OUT/spm/{split}.src|tgt``. An example longer than ``--max-src-tokens`` /
+   ``--max-tgt-tokens`` pieces is cut after that many pieces, then trailing ``<sep>`` pieces are
+   dropped, so it never ends on a separator and holds at most the limit (+ ``</s>`` added by
+   fairseq). 0 disables truncation.
+4. binarize: ``fairseq-preprocess --joined-dictionary --srcdict OUT/dict.txt`` -> ``OUT/bin``.
+5. finalize: ``OUT/bin/spm.model`` and ``OUT/bin/prepare_args.json`` (options, tokenizer
+   flags for inference, statistics), so ``OUT/bin`` alone is enough for training and inference.
+
+Empty documents or summaries are an error naming file and line unless ``--skip-empty`` is given,
+which drops the pair from every aligned output. The output is deterministic (byte-identical
+for the same input and options; the sentencepiece model also depends on ``--num-threads``).
+"""
+import argparse
+import io
+import json
+import logging
+import os
+import random
+import shutil
+import sys
+import time
+from functools import lru_cache, partial
+from multiprocessing import Pool
+
+from tqdm import tqdm
+
+from fairseq_sum_plugins.text import SENT_SEP, segment_document, tokenize_sentence
+
+SPLITS = ("train", "valid", "test")
+SPLIT_NAMES = {"train": ("train",), "valid": ("valid", "val", "validation"), "test": ("test",)}
+WORD_BOUNDARY = "\u2581"
+
+
+class PrepareError(Exception):
+    """Bad input or options; the message names the offending file (and line)."""
+
+
+def get_parser():
+    parser = argparse.ArgumentParser(
+        prog="fairseq-sum-prepare",
+        description="Tokenize, sentencepiece-encode and binarize a summarization corpus.",
+    )
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--jsonl-dir", help="directory with train/valid/test .jsonl files")
+    src.add_argument("--parallel-dir", help="directory with {split}.source / {split}.target")
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--src-field", default="document", help="JSONL field of the document")
+    parser.add_argument("--tgt-field", default="summary", help="JSONL field of the summary")
+    parser.add_argument("--splits", default="train,valid,test",
+                        help="comma-separated splits to prepare (train is required)")
+    text = parser.add_argument_group("text")
+    text.add_argument("--lang", default="en", help="Moses language")
+    text.add_argument("--lowercase", action="store_true", help="lower-case tokenized text")
+    text.add_argument("--no-sentence-split", action="store_true",
+                      help="no <sep> markers: every document is a single segment")
+    text.add_argument("--skip-empty", action="store_true",
+                      help="drop pairs with an empty document or summary instead of failing")
+    sp = parser.add_argument_group("sentencepiece")
+    sp.add_argument("--vocab-size", type=int, default=8000)
+    sp.add_argument("--model-type", choices=["unigram", "bpe"], default="unigram")
+    sp.add_argument("--character-coverage", type=float, default=1.0)
+    sp.add_argument("--spm-input-size", type=int, default=1_000_000,
+                    help="at most this many train sentences (seeded sample) feed sentencepiece")
+    sp.add_argument("--num-threads", type=int, default=1,
+                    help="sentencepiece training threads; the model depends on it (float "
+                    "summation order), so keep it fixed for identical results across machines")
+    sp.add_argument("--seed", type=int, default=1)
+    sp.add_argument("--max-src-tokens", type=int, default=0,
+                    help="truncate documents to this many pieces (0: no truncation)")
+    sp.add_argument("--max-tgt-tokens", type=int, default=0,
+                    help="truncate summaries to this many pieces (0: no truncation)")
+    parser.add_argument("--workers", type=int, default=1, help="processes for steps 1, 3 and 4")
+    parser.add_argument("--force", action="store_true", help="redo steps that are up to date")
+    return parser
+
+
+# ---------------------------------------------------------------- input
+
+
+def find_inputs(args):
+    """``{split: (source_file, target_file)}``; both are the same file for JSONL input."""
+    base = args.jsonl_dir or args.parallel_dir
+    if not os.path.isdir(base):
+        raise PrepareError(f"{base}: no such directory")
+    inputs = {}
+    for split in args.splits:
+        if args.jsonl_dir:
+            names = [os.path.join(base, n + ".jsonl") for n in SPLIT_NAMES[split]]
+            found = [p for p in names if os.path.isfile(p)]
+            if len(found) > 1:
+                raise PrepareError(f"ambiguous {split} split: {' and '.join(found)} both exist")
+            if not found:
+                raise PrepareError(f"missing {split} split: {' / '.join(names)} not found")
+            inputs[split] = (found[0], found[0])
+        else:
+            pairs = [(os.path.join(base, n + ".source"), os.path.join(base, n + ".target"))
+                     for n in SPLIT_NAMES[split]]
+            found = [p for p in pairs if os.path.isfile(p[0]) or os.path.isfile(p[1])]
+            if not found:
+                raise PrepareError(f"missing {split} split: {pairs[0][0]} not found")
+            for path in found[0]:
+                if not os.path.isfile(path):
+                    raise PrepareError(f"missing {split} split: {path} not found")
+            inputs[split] = found[0]
+    return inputs
+
+
+def _lines(path):
+    """Yield ``(line_number, text)``; lines end at ``\\n`` only."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                yield lineno, raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as e:
+                raise PrepareError(f"{path}:{lineno}: not valid UTF-8 ({e.reason})") from None
+
+
+def _field(obj, name, where, flag):
+    if name not in obj:
+        raise PrepareError(f"{where}: missing field {name!r} (has: {', '.join(sorted(obj))}); "
+                           f"choose the field with {flag}")
+    value = obj[name]
+    if isinstance(value, str) or (
+        isinstance(value, list) and all(isinstance(v, str) for v in value)
+    ):
+        return value
+    raise PrepareError(f"{where}: field {name!r} must be a string or a list of strings, "
+                       f"got {type(value).__name__}")
+
+
+def read_jsonl(path, src_field, tgt_field):
+    """Yield ``(where, id, document, summary)``; blank lines are ignored."""
+    for lineno, line in _lines(path):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise PrepareError(f"{where}: invalid JSON ({e.msg}, column {e.colno})") from None
+        if not isinstance(obj, dict):
+            raise PrepareError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        doc = _field(obj, src_field, where, "--src-field")
+        summ = _field(obj, tgt_field, where, "--tgt-field")
+        ex_id = obj.get("id")
+        yield (where, where), str(lineno if ex_id is None else ex_id), doc, summ
+
+
+def read_parallel(src_path, tgt_path):
+    """Yield ``((src_where, tgt_where), id, document, summary)``; the id is the line number."""
+    n_src = sum(1 for _ in _lines(src_path))
+    n_tgt = sum(1 for _ in _lines(tgt_path))
+    if n_src != n_tgt:
+        raise PrepareError(f"{src_path} has {n_src} lines but {tgt_path} has {n_tgt}")
+    for (lineno, doc), (_, summ) in zip(_lines(src_path), _lines(tgt_path)):
+        yield (f"{src_path}:{lineno}", f"{tgt_path}:{lineno}"), str(lineno), doc, summ
+
+
+def count_examples(args, src_path):
+    if args.jsonl_dir:
+        return sum(1 for _, line in _lines(src_path) if line.strip())
+    return sum(1 for _ in _lines(src_path))
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _mtime(path):
+    return os.stat(path).st_mtime_ns
+
+
+def _stamp_path(out, step):
+    return os.path.join(out, ".stamps", step + ".json")
+
+
+def up_to_date(args, step, outputs, inputs, options):
+    """The stats of a previous run of ``step``, or None when it has to run."""
+    if args.force or not all(os.path.exists(p) for p in outputs):
+        return None
+    if min(map(_mtime, outputs)) < max(map(_mtime, inputs)):
+        return None
+    try:
+        with open(_stamp_path(args.out, step), encoding="utf-8") as f:
+            stamp = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return stamp["stats"] if stamp.get("options") == options else None
+
+
+def save_stamp(args, step, options, stats):
+    os.makedirs(os.path.join(args.out, ".stamps"), exist_ok=True)
+    with open(_stamp_path(args.out, step), "w", encoding="utf-8") as f:
+        json.dump({"options": options, "stats": stats}, f, indent=1, sort_keys=True)
+
+
+class AtomicFiles:
+    """Write to ``path.tmp`` files that replace their targets only on success."""
+
+    def __init__(self, *paths):
+        self.paths = paths
+
+    def __enter__(self):
+        self.files = [open(p + ".tmp", "w", encoding="utf-8", newline="\n") for p in self.paths]
+        return self.files
+
+    def __exit__(self, exc_type, *_):
+        for f in self.files:
+            f.close()
+        for p in self.paths:
+            if exc_type is None:
+                os.replace(p + ".tmp", p)
+            else:
+                os.remove(p + ".tmp")
+
+
+def _map(fn, items, workers):
+    """Ordered map, in a process pool when ``workers > 1``."""
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    with Pool(workers) as pool:
+        yield from pool.imap(fn, items, chunksize=4)
+
+
+# ---------------------------------------------------------------- 1. tokenize
+
+
+def _tokenize_example(example, lang, lowercase, sentence_split):
+    where, ex_id, doc, summ = example
+    out = [where, ex_id]
+    for text in (doc, summ):
+        pairs = [(s, tokenize_sentence(s, lang, lowercase))
+                 for s in segment_document(text, sentence_split)]
+        pairs = [(s, t) for s, t in pairs if t]
+        out.append(f" {SENT_SEP} ".join(s for s, _ in pairs))
+        out.append(f" {SENT_SEP} ".join(t for _, t in pairs))
+    return out
+
+
+def tokenize_split(args, split, src_path, tgt_path):
+    examples = (read_jsonl(src_path, args.src_field, args.tgt_field) if args.jsonl_dir
+                else read_parallel(src_path, tgt_path))
+    fn = partial(_tokenize_example, lang=args.lang, lowercase=args.lowercase,
+                 sentence_split=not args.no_sentence_split)
+    stats = dict(examples=0, skipped=0, src_tokens=0, src_sents=0, tgt_tokens=0, tgt_sents=0)
+    tok, raw = os.path.join(args.out, "tok", split), os.path.join(args.out, "raw", split)
+    total = count_examples(args, src_path)
+    with AtomicFiles(raw + ".src", raw + ".tgt", tok + ".src", tok + ".tgt", tok + ".id") as outs:
+        results = _map(fn, examples, args.workers)
+        for (src_where, tgt_where), ex_id, raw_src, tok_src, raw_tgt, tok_tgt in tqdm(
+            results, total=total, desc=f"tokenize {split}", unit="ex"
+        ):
+            empty = ("document", src_where) if not tok_src else (
+                ("summary", tgt_where) if not tok_tgt else None)
+            if empty:
+                if args.skip_empty:
+                    stats["skipped"] += 1
+                    continue
+                raise PrepareError(f"{empty[1]}: empty {empty[0]} "
+                                   "(use --skip-empty to drop such pairs)")
+            for f, line in zip(outs, (raw_src, raw_tgt, tok_src, tok_tgt, ex_id)):
+                f.write(line + "\n")
+            stats["examples"] += 1
+            for side, line in (("src", tok_src), ("tgt", tok_tgt)):
+                words = line.split()
+                stats[side + "_sents"] += words.count(SENT_SEP) + 1
+                stats[side + "_tokens"] += len(words) - words.count(SENT_SEP)
+    if stats["skipped"]:
+        print(f"| tokenize {split}: dropped {stats['skipped']} pairs with an empty document "
+              "or summary", file=sys.stderr)
+    if stats["examples"] == 0:
+        raise PrepareError(f"{src_path}: no examples")
+    return stats
+
+
+def step_tokenize(args, inputs):
+    options = dict(
+        inputs={s: [os.path.abspath(p) for p in paths] for s, paths in inputs.items()},
+        src_field=args.src_field, tgt_field=args.tgt_field, lang=args.lang,
+        lowercase=args.lowercase, sentence_split=not args.no_sentence_split,
+        skip_empty=args.skip_empty,
+    )
+    outputs = [os.path.join(args.out, d, f"{s}.{ext}")
+               for s in inputs for d in ("tok", "raw") for ext in ("src", "tgt")]
+    outputs += [os.path.join(args.out, "tok", f"{s}.id") for s in inputs]
+    sources = [p for paths in inputs.values() for p in paths]
+    stats = up_to_date(args, "tokenize", outputs, sources, options)
+    if stats is not None:
+        print("| tokenize: up to date", file=sys.stderr)
+        return stats
+    for d in ("tok", "raw"):
+        os.makedirs(os.path.join(args.out, d), exist_ok=True)
+    stats = {split: tokenize_split(args, split, *paths) for split, paths in inputs.items()}
+    save_stamp(args, "tokenize", options, stats)
+    return stats
+
+
+# ---------------------------------------------------------------- 2. sentencepiece
+
+
+def _train_sentences(paths, limit, seed):
+    """Sentences of ``paths`` (split at ``<sep>``); a seeded uniform sample of ``limit`` if more."""
+    rng, sample, n = random.Random(seed), [], 0
+    for path in paths:
+        for _, line in _lines(path):
+            for sent in line.split(f" {SENT_SEP} "):
+                if limit <= 0 or len(sample) < limit:
+                    sample.append((n, sent))
+                else:
+                    j = rng.randrange(n + 1)
+                    if j < limit:
+                        sample[j] = (n, sent)
+                n += 1
+    sample.sort()
+    return [s for _, s in sample], n
+
+
+def step_spm(args):
+    import sentencepiece as spm
+
+    tok = [os.path.join(args.out, "tok", "train." + ext) for ext in ("src", "tgt")]
+    model, vocab, fdict = (os.path.join(args.out, n)
+                           for n in ("spm.model", "spm.vocab", "dict.txt"))
+    options = dict(vocab_size=args.vocab_size, model_type=args.model_type, seed=args.seed,
+                   character_coverage=args.character_coverage, input_size=args.spm_input_size,
+                   num_threads=args.num_threads)
+    stats = up_to_date(args, "spm", [model, vocab, fdict], tok, options)
+    if stats is not None:
+        print("| spm: up to date", file=sys.stderr)
+        return stats
+    sents, n_total = _train_sentences(tok, args.spm_input_size, args.seed)
+    print(f"| spm: training a {args.model_type} model (vocab {args.vocab_size}) on "
+          f"{len(sents)} of {n_total} train sentences", file=sys.stderr)
+    spm.set_random_generator_seed(args.seed)
+    buf = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sents), model_writer=buf, vocab_size=args.vocab_size,
+            model_type=args.model_type, character_coverage=args.character_coverage,
+            user_defined_symbols=[SENT_SEP], num_threads=args.num_threads,
+            input_sentence_size=0, shuffle_input_sentence=False, max_sentence_length=1 << 16,
+            hard_vocab_limit=False, minloglevel=2,
+        )
+    except RuntimeError as e:
+        raise PrepareError(f"sentencepiece training on {tok[0]} failed: {e}") from None
+    sp = spm.SentencePieceProcessor(model_proto=buf.getvalue())
+    size = sp.get_piece_size()
+    with AtomicFiles(vocab, fdict) as (fv, fd):
+        for i in range(size):
+            piece = sp.id_to_piece(i)
+            fv.write(f"{piece}\t{sp.get_score(i):g}\n")
+            if not (sp.is_unknown(i) or sp.is_control(i)):  # fairseq adds <unk> <s> </s>
+                fd.write(f"{piece} {size - i}\n")
+    with open(model + ".tmp", "wb") as f:
+        f.write(buf.getvalue())
+    os.replace(model + ".tmp", model)
+    stats = dict(vocab_size=size, train_sentences=len(sents))
+    save_stamp(args, "spm", options, stats)
+    return stats
+
+
+# ---------------------------------------------------------------- 3. encode
+
+
+@lru_cache(maxsize=None)
+def _processor(model):
+    import sentencepiece as spm
+
+    return spm.SentencePieceProcessor(model_file=model)
+
+
+def truncate(pieces, limit):
+    """At most ``limit`` pieces, not ending on a separator (``limit <= 0``: unchanged)."""
+    if limit <= 0 or len(pieces) <= limit:
+        return pieces
+    cut = pieces[:limit]
+    while cut and cut[-1] in (SENT_SEP, WORD_BOUNDARY):
+        cut.pop()
+    return cut or pieces[:limit]
+
+
+def _encode_line(line, model, limit):
+    pieces = _processor(model).encode(line, out_type=str)
+    return len(pieces), " ".join(truncate(pieces, limit))
+
+
+def step_encode(args, splits):
+    model = os.path.join(args.out, "spm.model")
+    limits = dict(src=args.max_src_tokens, tgt=args.max_tgt_tokens)
+    options = dict(max_src_tokens=args.max_src_tokens, max_tgt_tokens=args.max_tgt_tokens)
+    outputs = [os.path.join(args.out, "spm", f"{s}.{e}") for s in splits for e in limits]
+    inputs = [model] + [os.path.join(args.out, "tok", f"{s}.{e}") for s in splits for e in limits]
+    stats = up_to_date(args, "encode", outputs, inputs, options)
+    if stats is not None:
+        print("| encode: up to date", file=sys.stderr)
+        return stats
+    os.makedirs(os.path.join(args.out, "spm"), exist_ok=True)
+    stats = {}
+    for split in splits:
+        st = stats[split] = {}
+        for side, limit in limits.items():
+            src = os.path.join(args.out, "tok", f"{split}.{side}")
+            lines = (line for _, line in _lines(src))
+            fn = partial(_encode_line, model=model, limit=limit)
+            n = before = after = truncated = longest = 0
+            with AtomicFiles(os.path.join(args.out, "spm", f"{split}.{side}")) as (out,):
+                for length, encoded in tqdm(_map(fn, lines, args.workers),
+                                            desc=f"encode {split}.{side}", unit="ex"):
+                    out.write(encoded + "\n")
+                    kept = encoded.count(" ") + 1
+                    n, before, after = n + 1, before + length, after + kept
+                    truncated += length > kept
+                    longest = max(longest, kept)
+            st.update({f"{side}_pieces": before, f"{side}_pieces_kept": after,
+                       f"{side}_truncated": truncated, f"{side}_max_pieces": longest})
+    save_stamp(args, "encode", options, stats)
+    return stats
+
+
+# ---------------------------------------------------------------- 4. binarize
+
+
+def step_binarize(args, splits):
+    bin_dir = os.path.join(args.out, "bin")
+    fdict = os.path.join(args.out, "dict.txt")
+    spm_prefix = {s: os.path.join(args.out, "spm", s) for s in splits}
+    inputs = [fdict] + [spm_prefix[s] + "." + e for s in splits for e in ("src", "tgt")]
+    outputs = [os.path.join(bin_dir, f"{s}.src-tgt.{e}.{x}")
+               for s in splits for e in ("src", "tgt") for x in ("bin", "idx")]
+    outputs.append(os.path.join(bin_dir, "dict.src.txt"))
+    if up_to_date(args, "binarize", outputs, inputs, {}) is not None:
+        print("| binarize: up to date", file=sys.stderr)
+        return
+    from fairseq import options
+    from fairseq_cli import preprocess
+
+    tmp = bin_dir + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    argv = ["--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary",
+            "--srcdict", fdict, "--destdir", tmp, "--workers", str(max(1, args.workers))]
+    for split in splits:
+        argv += [f"--{split}pref", spm_prefix[split]]
+    fargs = options.get_preprocessing_parser().parse_args(argv)
+    log = logging.getLogger("fairseq_cli.preprocess")
+    handlers = list(log.handlers)
+    try:
+        preprocess.main(fargs)
+    finally:
+        for h in log.handlers[len(handlers):]:  # main() adds a FileHandler on every call
+            log.removeHandler(h)
+            h.close()
+    shutil.rmtree(bin_dir, ignore_errors=True)
+    os.replace(tmp, bin_dir)
+    save_stamp(args, "binarize", {}, {})
+
+
+# ---------------------------------------------------------------- 5. finalize
+
+
+def step_finalize(args, stats):
+    bin_dir = os.path.join(args.out, "bin")
+    for name in ("spm.model", "spm.vocab"):
+        shutil.copyfile(os.path.join(args.out, name), os.path.join(bin_dir, name))
+    tokenizer = ["--tokenizer", "sum_moses", "--moses-lang", args.lang]
+    if args.lowercase:
+        tokenizer.append("--sum-lowercase")
+    if args.no_sentence_split:
+        tokenizer.append("--sum-sentence-split")  # fairseq: a True-default bool flag sets False
+    info = dict(
+        options={k: v for k, v in sorted(vars(args).items()) if k not in ("force",)},
+        tokenizer=dict(tokenizer="sum_moses", moses_lang=args.lang,
+                       sum_lowercase=args.lowercase, sum_sentence_split=not args.no_sentence_split),
+        bpe=dict(bpe="sentencepiece", sentencepiece_model="spm.model"),
+        interactive_args=" ".join(tokenizer + ["--bpe", "sentencepiece", "--sentencepiece-model",
+                                               os.path.join(bin_dir, "spm.model")]),
+        stats=stats,
+    )
+    with open(os.path.join(bin_dir, "prepare_args.json"), "w", encoding="utf-8") as f:
+        json.dump(info, f, indent=2)
+        f.write("\n")
+
+
+def print_summary(stats, splits, file=sys.stdout):
+    tok, enc = stats["tokenize"], stats["encode"]
+    print(f"| sentencepiece vocabulary: {stats['spm']['vocab_size']} pieces "
+          f"(fairseq dictionary adds <pad>)", file=file)
+    header = ("split", "examples", "skipped", "src tok", "src sent", "src pcs", "src trunc",
+              "tgt tok", "tgt sent", "tgt pcs", "tgt trunc")
+    print("| " + " ".join(f"{h:>9}" for h in header), file=file)
+    for split in splits:
+        t, e = tok[split], enc[split]
+        n = max(t["examples"], 1)
+        row = [split, t["examples"], t["skipped"]]
+        for side in ("src", "tgt"):
+            row += [f"{t[side + '_tokens'] / n:.1f}", f"{t[side + '_sents'] / n:.1f}",
+                    f"{e[side + '_pieces'] / n:.1f}", e[side + "_truncated"]]
+        print("| " + " ".join(f"{c:>9}" for c in row), file=file)
+    print("| averages per example before truncation (tok: Moses tokens without <sep>, "
+          "sent: sentences, pcs: sentencepiece pieces)", file=file)
+
+
+def _timed(name, fn, *args):
+    start = time.time()
+    result = fn(*args)
+    print(f"| {name}: done in {time.time() - start:.1f}s", file=sys.stderr)
+    return result
+
+
+def prepare(args):
+    """Run all steps; returns the statistics."""
+    args.splits = [s.strip() for s in args.splits.split(",") if s.strip()]
+    unknown = [s for s in args.splits if s not in SPLITS]
+    if unknown or "train" not in args.splits:
+        raise PrepareError("--splits must name train and optionally valid/test, "
+                           f"got {unknown or args.splits}")
+    args.splits = [s for s in SPLITS if s in args.splits]
+    if args.vocab_size < 10:
+        raise PrepareError("--vocab-size must be at least 10")
+    inputs = find_inputs(args)
+    os.makedirs(args.out, exist_ok=True)
+    start = time.time()
+    stats = {"tokenize": _timed("tokenize", step_tokenize, args, inputs)}
+    stats["spm"] = _timed("spm", step_spm, args)
+    stats["encode"] = _timed("encode", step_encode, args, args.splits)
+    _timed("binarize", step_binarize, args, args.splits)
+    step_finalize(args, stats)
+    print_summary(stats, args.splits)
+    print(f"| wrote {os.path.join(args.out, 'bin')} in {time.time() - start:.1f}s")
+    return stats
+
+
+def main(argv=None):
+    return prepare(get_parser().parse_args(argv))
+
+
+def cli_main():
+    try:
+        main()
+    except PrepareError as e:
+        sys.exit(f"fairseq-sum-prepare: error: {e}")
+
+
+if __name__ == "__main__":
+    cli_main()
