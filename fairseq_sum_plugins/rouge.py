@@ -402,7 +402,8 @@ def get_parser():
     return p
 
 
-def cli_main(argv=None):
+def main(argv=None):
+    """Runs the scorer CLI and returns the scores (``cli_main`` is the console entry point)."""
     args = get_parser().parse_args(argv)
     try:
         if args.generate_output:
@@ -433,6 +434,10 @@ def cli_main(argv=None):
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"scorer": args.scorer, **res}, f, indent=2)
     return res
+
+
+def cli_main():
+    main()
 
 
 if __name__ == "__main__":

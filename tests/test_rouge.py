@@ -132,7 +132,7 @@ def test_generate_output_errors(tmp_path):
 def test_cli_hyp_ref_and_json(tmp_path, capsys):
     (tmp_path / "hyp").write_text("the cat sat on the mat\nbirds fly high\n")
     (tmp_path / "ref").write_text("the cat lay on the mat\nbirds fly\n")
-    res = R.cli_main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref"),
+    res = R.main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref"),
                       "--bootstrap-samples", "200", "--json", str(tmp_path / "r.json")])
     out = capsys.readouterr().out
     line = re.compile(r"^ROUGE-(1|2|L) Average_[RPF]: \d\.\d{5} \(95%-conf\.int\. \d\.\d{5} - \d\.\d{5}\)$",
@@ -148,7 +148,7 @@ def test_cli_generate_output_with_ref_jsonl(tmp_path, capsys):
     (tmp_path / "gen.out").write_text(GENERATE_OUT)
     (tmp_path / "refs.jsonl").write_text("".join(json.dumps({"summary": s}) + "\n" for s in
                                                  ["a cat sat.", "birds fly", "the dog ran! It was fast."]))
-    res = R.cli_main(["--generate-output", str(tmp_path / "gen.out"), "--ref-jsonl",
+    res = R.main(["--generate-output", str(tmp_path / "gen.out"), "--ref-jsonl",
                       str(tmp_path / "refs.jsonl"), "--bootstrap-samples", "0"])
     assert "conf.int" not in capsys.readouterr().out
     assert res["num_summaries"] == 3 and 0 < res["rouge1"] <= 1
@@ -158,7 +158,7 @@ def test_cli_mismatched_files(tmp_path, capsys):
     (tmp_path / "hyp").write_text("a\nb\nc\n")
     (tmp_path / "ref").write_text("a\nb\n")
     with pytest.raises(SystemExit) as e:
-        R.cli_main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref")])
+        R.main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref")])
     assert "line count mismatch: 3 hypotheses vs 2 references" in str(e.value.code)
 
 

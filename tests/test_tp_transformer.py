@@ -122,13 +122,17 @@ def test_incremental_decoding_equals_full_forward(arch, left_pad_source, tiny_ov
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_beam_reordering_of_incremental_state(arch, tiny_overrides):
-    """Reordering cached keys/values (beam search) equals decoding the reordered batch."""
+@pytest.mark.parametrize("order", [[1, 0, 3, 3, 5, 4], [5, 4, 1]])  # within beams; batch shrinking
+def test_beam_reordering_of_incremental_state(arch, order, tiny_overrides):
+    """Reordering cached keys/values as beam search does equals decoding the reordered batch."""
     torch.manual_seed(0)
     model, d = build_model(arch, **tiny_overrides)
     model.eval()
-    src, lengths, prev = random_batch(d)
-    order = torch.tensor([2, 0, 0])
+    src, lengths, prev = random_batch(d, bsz=3)
+    beam = torch.arange(3).repeat_interleave(2)  # 3 sentences x 2 hypotheses, like SequenceGenerator
+    src, lengths = src[beam], lengths[beam]
+    prev = prev[beam] + torch.arange(6)[:, None] % 2  # hypotheses of a sentence differ
+    order = torch.tensor(order)
     with torch.no_grad():
         enc = model.encoder(src, lengths)
         state = {}

@@ -19,7 +19,9 @@ builds on (Raffel et al., 2020), whose residual carries the un-normalized stream
 ``TPR`` is the identity when ``--tpr none``. Positions are fairseq's sinusoidal embeddings (the
 T5 relative position bias is not implemented). Every parameter takes part in every forward pass.
 """
+import json
 import math
+import os
 
 import torch
 import torch.nn as nn
@@ -305,6 +307,30 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         encoder = SumTransformerEncoder(args, src_dict, enc_emb)
         decoder = SumTransformerDecoder(args, tgt_dict, dec_emb)
         return cls(encoder, decoder)
+
+    @classmethod
+    def from_pretrained(cls, model_name_or_path, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs):
+        """Hub interface summarizing raw text::
+
+            model = SumTransformerModel.from_pretrained("checkpoints", data_name_or_path="data/bin")
+            model.sample(["A document. Its second sentence."], beam=4)
+
+        The tokenizer and sentencepiece model default to the ones ``fairseq-sum-prepare`` recorded
+        in ``DATA/prepare_args.json`` (``sum_moses`` + ``DATA/spm.model``), so raw text is processed
+        exactly like the training data.
+        """
+        data_dir = data_name_or_path
+        if data_name_or_path.startswith("."):
+            data_dir = os.path.join(model_name_or_path, data_name_or_path)
+        prepared = os.path.join(data_dir, "prepare_args.json")
+        if os.path.exists(prepared):
+            with open(prepared) as f:
+                recorded = json.load(f)
+            for key, value in {**recorded.get("tokenizer", {}), **recorded.get("bpe", {})}.items():
+                kwargs.setdefault(key, value)
+        if kwargs.get("bpe") == "sentencepiece" and not os.path.isabs(kwargs.get("sentencepiece_model", "/")):
+            kwargs["sentencepiece_model"] = os.path.join(data_dir, kwargs["sentencepiece_model"])
+        return super().from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, **side):
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, **side)

@@ -134,8 +134,16 @@ class MultiheadAttention(nn.Module):
         return out, probs.mean(dim=1)
 
     def reorder_incremental_state(self, incremental_state, new_order: Tensor):
-        """Reorder cached keys/values for beam search."""
+        """Reorder cached keys/values for beam search.
+
+        Cross-attention keys/values depend only on the source, and beam search reorders hypotheses
+        within each sentence's beams, whose sources are identical: as in fairseq, those caches are
+        only re-indexed when the batch shrinks (finished sentences removed). This avoids copying
+        ``B x S x C`` per layer at every decoding step.
+        """
         saved = self._get_input_buffer(incremental_state)
+        if saved and not self.self_attention and saved["prev_key"].size(0) == new_order.size(0):
+            return incremental_state
         if saved:
             for key, value in saved.items():
                 if value is not None:

