@@ -40,9 +40,29 @@ def test_discrete_binding_matches_hand_computation():
     assert torch.allclose(tpr(f), torch.tensor(expected), atol=1e-6)
 
 
+def test_continuous_binding_starts_as_identity_and_learns():
+    tpr = TPRBinding(6, 2, "continuous")
+    f = torch.randn(3, 6, requires_grad=True)
+    assert torch.equal(tpr(f), f)  # W = 0, b = 0 at initialisation
+    tpr(f).pow(2).sum().backward()
+    assert tpr.role_proj.weight.grad.abs().sum() > 0
+
+
+def test_continuous_base_model_is_finite_at_initialisation():
+    """R = F W + b is quadratic in the stream: a random W overflowed 6 layers (see TPRBinding)."""
+    torch.manual_seed(0)
+    model, d = build_model("tp_transformer_continuous_base", dropout=0.0)
+    src, lengths, prev = random_batch(d, bsz=2, src_len=64, tgt_len=16)
+    with torch.no_grad():
+        out, _ = model(src, lengths, prev)
+    assert torch.isfinite(out).all() and out.abs().max() < 1e3
+
+
 def test_continuous_binding_is_affine_roles_times_filler():
     torch.manual_seed(0)
     tpr = TPRBinding(6, 2, "continuous")
+    torch.nn.init.normal_(tpr.role_proj.weight)
+    torch.nn.init.normal_(tpr.role_proj.bias)
     f = torch.randn(3, 6)
     r = f @ tpr.role_proj.weight.T + tpr.role_proj.bias
     assert torch.allclose(tpr(f), r * f + f, atol=1e-6)

@@ -10,7 +10,9 @@ enters the summed loss as ``weight * value * sample_size``, so the optimised obj
 
 which is how the papers write theirs (Mem2Mem eq. 12, information selection eq. 9). Every auxiliary
 loss is logged under its own name (``aux_<name>``, unweighted). With no auxiliary losses this is
-exactly fairseq's ``label_smoothed_cross_entropy``.
+exactly fairseq's ``label_smoothed_cross_entropy``. Models with an information selection layer
+also report ``gate_sparsity``: % of source tokens whose gate is <= ``--gate-threshold`` (removed
+from the encoder output in eval mode, so in validation this is the pruning rate).
 """
 from dataclasses import dataclass, field
 
@@ -96,6 +98,9 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
             loss = loss + self.aux_weights[name] * scaled
             logging_output[f"aux_{name}"] = scaled.data
             logging_output["loss"] = loss.data
+        if extra.get("gate_counts") is not None:  # information selection: [dropped, total] per document
+            dropped, tokens = extra["gate_counts"].sum(0).tolist()
+            logging_output["gate_dropped"], logging_output["gate_tokens"] = int(dropped), int(tokens)
         if self.report_accuracy:
             n_correct, total = self.compute_accuracy(model, net_output, sample)
             logging_output["n_correct"] = utils.item(n_correct.data)
@@ -110,6 +115,13 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
         for name in names:
             total = sum(log.get(name, 0) for log in logging_outputs)
             metrics.log_scalar(name, total / max(sample_size, 1), sample_size, round=5)
+        gate_tokens = sum(log.get("gate_tokens", 0) for log in logging_outputs)
+        if gate_tokens:  # % of source tokens whose gate is <= --gate-threshold (removed in eval mode)
+            metrics.log_scalar("_gate_dropped", sum(log.get("gate_dropped", 0) for log in logging_outputs))
+            metrics.log_scalar("_gate_tokens", gate_tokens)
+            metrics.log_derived(
+                "gate_sparsity", lambda m: round(100 * m["_gate_dropped"].sum / max(m["_gate_tokens"].sum, 1), 2)
+            )
 
     @staticmethod
     def logging_outputs_can_be_summed() -> bool:

@@ -5,6 +5,10 @@ Each paper is a named preset (``--arch``) over the same code path, so features a
     t5_transformer_base             TP-Transformer paper's baseline: pre-LN (T5) cell, no binding
     tp_transformer_base             TPT-d: discrete role dictionary in every attention sublayer
     tp_transformer_continuous_base  TPT-c: continuous roles (Schlag et al., 2019)
+    transformer_gated_base          information selection: encoder gate + gated cross-attention
+    tp_transformer_gated_base       information selection composed with TPT-d
+    etads_base                      ETADS: focus attention (encoder), saliency selection (cross-attn), post-LN
+    etads_baseline                  ETADS paper's "Basic model": the same 4+4 post-LN cell without them
 
 The cell (TP-Transformer §2.2-2.3, eq. 3 and 6-9), pre-LN by default::
 
@@ -37,6 +41,16 @@ from fairseq.models import (
 from fairseq.modules import LayerNorm, PositionalEmbedding
 
 from ..modules.attention import MultiheadAttention
+from ..modules.gates import (
+    InformationGate,
+    add_gate_args,
+    apply_information_selection,
+    gate_defaults,
+    gated_cross_attention_kwargs,
+    restore_attention,
+)
+from ..modules.focus import FocusBias, parse_layers
+from ..modules.saliency import SaliencyGate
 from ..modules.tpr import TPRBinding
 
 DEFAULT_MAX_POSITIONS = 1024
@@ -96,9 +110,11 @@ class Sublayer(nn.Module):
 class EncoderLayer(nn.Module):
     """``Encode(X) = FF(Self(X))`` (eq. 9)."""
 
-    def __init__(self, args):
+    def __init__(self, args, layer_idx=0):
         super().__init__()
         d, heads = args.encoder_embed_dim, args.encoder_attention_heads
+        focus = layer_idx in parse_layers(args.focus_layers, args.encoder_layers, "--focus-layers")
+        self.focus = FocusBias(d, heads) if focus else None  # ETADS eq. 5-8
         pre = args.encoder_normalize_before
         self.self_attn = MultiheadAttention(d, heads, args.attention_dropout, self_attention=True)
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre)
@@ -107,7 +123,8 @@ class EncoderLayer(nn.Module):
         self.ffn_sublayer = Sublayer(d, args.dropout, pre)
 
     def forward(self, x, padding_mask):
-        x, _ = self.self_attn_sublayer(x, lambda h: self.self_attn(h, key_padding_mask=padding_mask))
+        focus = (lambda q: self.focus(q, padding_mask)) if self.focus is not None else None
+        x, _ = self.self_attn_sublayer(x, lambda h: self.self_attn(h, key_padding_mask=padding_mask, attn_bias_fn=focus))
         x = self.self_attn_binding(x)
         x, _ = self.ffn_sublayer(x, self.ffn)
         return x
@@ -116,9 +133,11 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """``Decode(H, Y) = FF(Cross(Self(Y), H))`` (eq. 9)."""
 
-    def __init__(self, args):
+    def __init__(self, args, layer_idx=0):
         super().__init__()
         d, heads = args.decoder_embed_dim, args.decoder_attention_heads
+        saliency = layer_idx in parse_layers(args.saliency_layers, args.decoder_layers, "--saliency-layers")
+        self.saliency = SaliencyGate(d, heads) if saliency else None  # ETADS eq. 9-10
         pre = args.decoder_normalize_before
         self.self_attn = MultiheadAttention(d, heads, args.attention_dropout, self_attention=True)
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre)
@@ -129,15 +148,17 @@ class DecoderLayer(nn.Module):
         self.ffn = FeedForward(d, args.decoder_ffn_embed_dim, args.activation_fn, args.activation_dropout)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre)
 
-    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False):
+    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_kwargs=None):
         x, _ = self.self_attn_sublayer(
             x, lambda h: self.self_attn(h, causal=True, incremental_state=incremental_state)
         )
         x = self.self_attn_binding(x)
+        gate = (lambda q, k: self.saliency(q, k, incremental_state)) if self.saliency is not None else None
         x, attn = self.cross_attn_sublayer(
             x,
             lambda h: self.cross_attn(
-                h, enc, key_padding_mask=enc_padding_mask, incremental_state=incremental_state, need_weights=need_attn
+                h, enc, key_padding_mask=enc_padding_mask, incremental_state=incremental_state, need_weights=need_attn,
+                prob_gate_fn=gate, **(cross_kwargs or {}),  # information selection eq. 6
             ),
         )
         x = self.cross_attn_binding(x)
@@ -164,8 +185,13 @@ class SumTransformerEncoder(FairseqEncoder):
             args.max_source_positions, d, self.padding_idx, learned=args.encoder_learned_pos
         )
         self.dropout = args.dropout
-        self.layers = nn.ModuleList([EncoderLayer(args) for _ in range(args.encoder_layers)])
+        self.layers = nn.ModuleList([EncoderLayer(args, i) for i in range(args.encoder_layers)])
         self.layer_norm = LayerNorm(d) if args.encoder_normalize_before else None
+        # information selection (eq. 3, Algorithm 1): a gate per source token on the final states
+        self.info_gate = None
+        if getattr(args, "info_gate", False):
+            gates = args.decoder_attention_heads if args.gate_per_head else 1
+            self.info_gate = InformationGate(d, gates, args.gate_threshold)
 
     def forward(self, src_tokens, src_lengths=None, **side):
         padding_mask = src_tokens.eq(self.padding_idx)
@@ -176,13 +202,16 @@ class SumTransformerEncoder(FairseqEncoder):
             x = layer(x, attn_mask)
         if self.layer_norm is not None:
             x = self.layer_norm(x)
-        return {
+        out = {
             "enc": x,
             "enc_padding_mask": padding_mask,
             "src_tokens": src_tokens,
             "side": side,
             "aux_losses": {},
         }
+        if self.info_gate is not None:  # gates, gate_l1, and (eval) thresholding/pruning
+            apply_information_selection(self.info_gate, out)
+        return out
 
     @torch.jit.export
     def reorder_encoder_out(self, encoder_out, new_order):
@@ -213,7 +242,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
             args.max_target_positions, d, self.padding_idx, learned=args.decoder_learned_pos
         )
         self.dropout = args.dropout
-        self.layers = nn.ModuleList([DecoderLayer(args) for _ in range(args.decoder_layers)])
+        self.layers = nn.ModuleList([DecoderLayer(args, i) for i in range(args.decoder_layers)])
         self.layer_norm = LayerNorm(d) if args.decoder_normalize_before else None
         if args.share_decoder_input_output_embed:
             self.output_projection = None
@@ -241,14 +270,17 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         if not enc_mask.any():
             enc_mask = None
         attn = None
+        cross_kwargs = gated_cross_attention_kwargs(encoder_out)  # {} without --info-gate
         for i, layer in enumerate(self.layers):
             last = i == len(self.layers) - 1
-            x, layer_attn = layer(x, enc, enc_mask, incremental_state, need_attn=last and self.need_attn and not self.training)
+            x, layer_attn = layer(x, enc, enc_mask, incremental_state, need_attn=last and self.need_attn and not self.training,
+                                  cross_kwargs=cross_kwargs)
             if last:
-                attn = layer_attn
+                attn = restore_attention(layer_attn, encoder_out)  # pruned positions -> source positions
         if self.layer_norm is not None:
             x = self.layer_norm(x)
-        return x, {"attn": [attn], "inner_states": None, "aux_losses": dict(encoder_out.get("aux_losses", {}))}
+        return x, {"attn": [attn], "inner_states": None, "aux_losses": dict(encoder_out.get("aux_losses", {})),
+                   "gate_counts": encoder_out.get("gate_counts")}
 
     def output_layer(self, features):
         if self.output_projection is None:
@@ -288,6 +320,15 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
                             help="role/filler binding after every attention sublayer (TPT eq. 4-6)")
         parser.add_argument("--tpr-roles", type=int, metavar="N", help="N_r, roles per dictionary")
         parser.add_argument("--tpr-role-dim", type=int, metavar="N", help="d_r (heads * d_r = d_m)")
+        # ETADS
+        parser.add_argument("--focus-layers", type=str, metavar="LAYERS",
+                            help="encoder layers with focus attention (ETADS eq. 5-8): 'all', 'none', "
+                                 "or 1-based layers like '1,2' / '1-2'")
+        parser.add_argument("--saliency-layers", type=str, metavar="LAYERS",
+                            help="decoder layers with saliency selection in cross-attention (ETADS eq. 9-10): "
+                                 "'all', 'none', or 1-based layers like '1,2' / '1-2'")
+        # information selection (modules/gates.py)
+        add_gate_args(parser)
         # fmt: on
 
     @classmethod
@@ -367,6 +408,9 @@ def base_architecture(args):
     args.tpr = getattr(args, "tpr", "none")
     args.tpr_roles = getattr(args, "tpr_roles", 50)
     args.tpr_role_dim = getattr(args, "tpr_role_dim", args.encoder_embed_dim // args.encoder_attention_heads)
+    args.focus_layers = getattr(args, "focus_layers", "none")
+    args.saliency_layers = getattr(args, "saliency_layers", "none")
+    gate_defaults(args)  # --info-gate False, --gate-per-head False, --gate-threshold 0
 
 
 # --- TP-Transformer presets (paper §3.2 / App. B: 6 layers, 8 heads, d_k 64, d_m 512, d_f 2048) ---
@@ -417,3 +461,66 @@ def tp_transformer_small(args):
 def tp_transformer_continuous_small(args):
     _small(args)
     tp_transformer_continuous_base(args)
+
+
+# --- ETADS presets (You et al., 2019, §4.1: 4+4 layers, 8 heads, d_m 512, d_f 2048, post-LN §3.1,
+# one vocabulary shared by documents and summaries) ---
+
+
+def _etads(args):
+    args.encoder_layers = getattr(args, "encoder_layers", 4)
+    args.decoder_layers = getattr(args, "decoder_layers", args.encoder_layers)
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 8)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 2048)
+    args.encoder_normalize_before = getattr(args, "encoder_normalize_before", False)  # LayerNorm(t + SubLayer(t))
+    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+    base_architecture(args)
+
+
+@register_model_architecture("sum_transformer", "etads_base")
+def etads_base(args):
+    """ETADS: focus attention in every encoder layer, saliency selection in every decoder layer
+    (the paper's best placements, [1-4] in Tables 5-6)."""
+    args.focus_layers = getattr(args, "focus_layers", "all")
+    args.saliency_layers = getattr(args, "saliency_layers", "all")
+    _etads(args)
+
+
+@register_model_architecture("sum_transformer", "etads_baseline")
+def etads_baseline(args):
+    """The paper's "Basic model" (Table 2): the same transformer without the two extensions."""
+    args.focus_layers = getattr(args, "focus_layers", "none")
+    args.saliency_layers = getattr(args, "saliency_layers", "none")
+    _etads(args)
+
+
+# --- Information selection presets (Ishimwe & Grave: gate layer between encoder and decoder,
+# gated cross-attention in every decoder layer; the paper's T5-base shape scaled to this transformer:
+# 6+6 layers, d_m 512, 8 heads, d_f 2048, pre-LN, tied embeddings) ---
+
+
+@register_model_architecture("sum_transformer", "transformer_gated_base")
+def transformer_gated_base(args):
+    """Information selection on the T5-style baseline (no role binding)."""
+    args.info_gate = getattr(args, "info_gate", True)
+    t5_transformer_base(args)
+
+
+@register_model_architecture("sum_transformer", "tp_transformer_gated_base")
+def tp_transformer_gated_base(args):
+    """Information selection composed with TPT-d role binding."""
+    args.info_gate = getattr(args, "info_gate", True)
+    tp_transformer_base(args)
+
+
+@register_model_architecture("sum_transformer", "transformer_gated_small")
+def transformer_gated_small(args):
+    _small(args)
+    transformer_gated_base(args)
+
+
+@register_model_architecture("sum_transformer", "tp_transformer_gated_small")
+def tp_transformer_gated_small(args):
+    _small(args)
+    tp_transformer_gated_base(args)

@@ -12,7 +12,7 @@ The paper features hook in where their equations sit:
 probabilities; both paths compute the same function (tested).
 """
 import math
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 import torch
 import torch.nn as nn
@@ -64,6 +64,9 @@ class MultiheadAttention(nn.Module):
         attn_bias: Optional[Tensor] = None,
         incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None,
         need_weights: bool = False,
+        attn_bias_fn: Optional[Callable[[Tensor], Tensor]] = None,
+        prob_gate_fn: Optional[Callable[[Tensor, Tensor], Tensor]] = None,
+        kv_scale: Optional[Tensor] = None,
     ):
         """
         Args:
@@ -73,6 +76,13 @@ class MultiheadAttention(nn.Module):
             causal: mask future keys (decoder self-attention, full-sequence mode).
             attn_bias: additive logit bias, broadcastable to ``(B, H, T, S)``.
             incremental_state: fairseq incremental state; ``query`` then holds the new step(s).
+            attn_bias_fn: ``f(q) -> bias`` computed from the projected queries ``(B, H, T, d_k)``
+                and added to ``attn_bias`` (ETADS focal bias, :mod:`.focus`).
+            prob_gate_fn: ``g(q, k) -> gate (B, H, T, S)`` multiplying the attention probabilities
+                (ETADS saliency, :mod:`.saliency`); runs the explicit path.
+            kv_scale: encoder-decoder attention only, broadcastable to ``(B, H, S, 1)``: scales the
+                projected key and value rows (information selection eq. 6, :mod:`.gates`); cached
+                scaled, like the keys/values themselves.
         Returns:
             ``(output (B, T, C), attention (B, T, S) averaged over heads or None)``.
         """
@@ -95,9 +105,16 @@ class MultiheadAttention(nn.Module):
             else:
                 k, v = self.kv_proj(key_value).chunk(2, dim=-1)
                 k, v = self._heads(k), self._heads(v)
+                if kv_scale is not None:  # g_j K_j, g_j V_j
+                    k, v = k * kv_scale, v * kv_scale
                 if saved is not None:
                     saved["prev_key"], saved["prev_value"] = k, v
                     self._set_input_buffer(incremental_state, saved)
+
+        if attn_bias_fn is not None:
+            extra_bias = attn_bias_fn(q)
+            attn_bias = extra_bias if attn_bias is None else attn_bias + extra_bias
+        gate = prob_gate_fn(q, k) if prob_gate_fn is not None else None
 
         mask = attn_bias
         if key_padding_mask is not None:
@@ -113,16 +130,21 @@ class MultiheadAttention(nn.Module):
             causal = False
 
         dropout_p = self.dropout if self.training else 0.0
-        if not need_weights:
+        if not need_weights and gate is None:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal)
             weights = None
         else:
-            out, weights = self._explicit_attention(q, k, v, mask, causal, dropout_p)
+            out, weights = self._explicit_attention(q, k, v, mask, causal, dropout_p, gate)
+            weights = weights if need_weights else None
         out = out.transpose(1, 2).flatten(2)  # concat heads (eq. 3)
         return self.out_proj(out), weights
 
-    def _explicit_attention(self, q, k, v, mask, causal, dropout_p):
-        """softmax(QK^T / sqrt(d_k) + bias) V (eq. 2), also returning head-averaged probabilities."""
+    def _explicit_attention(self, q, k, v, mask, causal, dropout_p, gate=None):
+        """softmax(QK^T / sqrt(d_k) + bias) V (eq. 2), also returning head-averaged probabilities.
+
+        With ``gate`` (B, H, T, S): ``(gate * softmax(...)) V`` (ETADS eq. 10); the returned
+        probabilities stay the ungated softmax.
+        """
         logits = (q @ k.transpose(-1, -2)).float() / math.sqrt(self.head_dim)
         if causal:
             future = torch.ones(logits.shape[-2:], dtype=torch.bool, device=q.device).triu(1)
@@ -130,7 +152,8 @@ class MultiheadAttention(nn.Module):
         if mask is not None:
             logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
         probs = logits.softmax(-1).nan_to_num(0.0).type_as(q)  # fully masked rows -> 0, as in SDPA
-        out = F.dropout(probs, p=dropout_p, training=dropout_p > 0) @ v
+        dropped = F.dropout(probs, p=dropout_p, training=dropout_p > 0)
+        out = (dropped if gate is None else dropped * gate.type_as(dropped)) @ v
         return out, probs.mean(dim=1)
 
     def reorder_incremental_state(self, incremental_state, new_order: Tensor):

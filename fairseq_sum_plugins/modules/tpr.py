@@ -49,9 +49,14 @@ class TPRBinding(nn.Module):
             self.role_proj = nn.Linear(embed_dim, num_heads * num_roles)  # W_r
             self.roles = nn.Parameter(torch.empty(num_roles, role_dim))  # r
             nn.init.normal_(self.roles)
+            nn.init.xavier_uniform_(self.role_proj.weight)
         else:
+            # R = F W + b makes the binding quadratic in the residual stream: with a random W the
+            # activations grow by orders of magnitude per layer at initialisation (NaN by layer 4-6 of
+            # the base model, in fp32 too). W starts at zero, so TPT-c starts as the baseline
+            # (TPR(F) = F) and learns its roles from there (dL/dW = F^T (dL/dR) is non-zero).
             self.role_proj = nn.Linear(embed_dim, embed_dim)  # W, b
-        nn.init.xavier_uniform_(self.role_proj.weight)
+            nn.init.zeros_(self.role_proj.weight)
         nn.init.zeros_(self.role_proj.bias)
 
     def role_vectors(self, filler):
@@ -59,14 +64,13 @@ class TPRBinding(nn.Module):
         if self.mode == "continuous":
             return self.role_proj(filler)
         scores = self.role_proj(filler).unflatten(-1, (self.num_heads, self.num_roles))
-        attn = F.softmax(scores.float(), dim=-1).type_as(filler)  # softmax(F W_r^h), (..., H, N_r)
+        attn = F.softmax(scores, dim=-1)  # softmax(F W_r^h), (..., H, N_r); accumulates in fp32 for fp16
         if self.keep_role_attn:
             self.role_attn = attn.detach()
-        roles = F.normalize(self.roles.float(), dim=-1).type_as(filler)  # r̂, eq. 4
-        return (attn @ roles).flatten(-2)  # [R^1 .. R^H], eq. 5
+        return (attn @ F.normalize(self.roles, dim=-1)).flatten(-2)  # r̂ (eq. 4), [R^1 .. R^H] (eq. 5)
 
     def forward(self, filler):
-        return self.role_vectors(filler) * filler + filler
+        return torch.addcmul(filler, self.role_vectors(filler), filler)  # R ⊙ F + F (eq. 6)
 
     def extra_repr(self):
         if self.mode == "continuous":

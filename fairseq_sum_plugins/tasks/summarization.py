@@ -19,7 +19,7 @@ import logging
 import os
 from argparse import Namespace
 from dataclasses import dataclass, field
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 import numpy as np
 import torch
@@ -85,6 +85,19 @@ class SummarizationConfig(TranslationConfig):
         metadata={"help": 'generation args for --eval-rouge as JSON, e.g. \'{"beam": 4, "max_len_b": 100}\''},
     )
     eval_rouge_print_samples: bool = field(default=False, metadata={"help": "log one summary per validation batch"})
+    # GNMT penalties in beam search (Wu et al., 2016; ETADS §4.1), see fairseq_sum_plugins/sequence_generator.py
+    lenpen_gnmt: Optional[float] = field(
+        default=None,
+        metadata={"help": "rank finished hypotheses by log P / ((5 + |Y|) / 6) ** ALPHA instead of --lenpen"},
+    )
+    coverage_penalty: float = field(
+        default=0.0,
+        metadata={"help": "add BETA * sum_j log(min(sum_i a_ij, 1)) over the source tokens (last-layer cross-attention)"},
+    )
+    coverage_penalty_type: str = field(
+        default="wu",
+        metadata={"help": "wu: the GNMT coverage penalty; summary: OpenNMT-py's -BETA * sum_j (max(sum_i a_ij, 1) - 1)"},
+    )
 
 
 @register_task("summarization", dataclass=SummarizationConfig)
@@ -124,11 +137,29 @@ class SummarizationTask(TranslationTask):
         return SideDataDataset(dataset, side)
 
     def build_generator(self, models, args, **kwargs):
-        """fairseq's generator; asks the decoders for attention only when it will be printed."""
-        if getattr(args, "print_alignment", False):
+        """fairseq's generator; asks the decoders for attention only when it will be printed or
+        scored. ``--lenpen-gnmt`` / ``--coverage-penalty`` (task flags, or the same names in ``args``,
+        e.g. ``--eval-rouge-args``) select :class:`~fairseq_sum_plugins.sequence_generator.GNMTSequenceGenerator`."""
+        lenpen_gnmt = getattr(args, "lenpen_gnmt", self.cfg.lenpen_gnmt)
+        coverage = getattr(args, "coverage_penalty", self.cfg.coverage_penalty)
+        if getattr(args, "print_alignment", False) or coverage:
             for model in models:
                 if hasattr(model.decoder, "need_attn"):
                     model.decoder.need_attn = True
+        if (lenpen_gnmt is not None or coverage) and kwargs.get("seq_gen_cls") is None:
+            from ..sequence_generator import GNMTSequenceGenerator
+
+            kwargs["seq_gen_cls"] = GNMTSequenceGenerator
+            kwargs["extra_gen_cls_kwargs"] = dict(
+                kwargs.get("extra_gen_cls_kwargs") or {},
+                lenpen_gnmt=lenpen_gnmt,
+                coverage_penalty=coverage,
+                coverage_penalty_type=getattr(args, "coverage_penalty_type", self.cfg.coverage_penalty_type),
+                left_pad_source=self.cfg.left_pad_source,
+            )
+        from ..modules.gates import report_sparsity_at_exit
+
+        report_sparsity_at_exit(models)  # information selection: log the gate sparsity rate at the end
         return super().build_generator(models, args, **kwargs)
 
     # --- ROUGE during validation -----------------------------------------------------------------

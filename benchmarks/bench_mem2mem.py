@@ -1,0 +1,197 @@
+"""Training throughput and peak memory of ``hred_base`` and ``mem2mem_base`` vs fairseq's ``lstm``.
+
+PubMed-shaped batches (default 4 documents x 500 source tokens in ~25-token sentences separated by
+``<sep>``, 200 summary tokens, a 50k dictionary), all models in one process through fairseq's own
+training path: the ``summarization`` task, batches collated by ``LanguagePairDataset`` (left-padded
+sources), the ``summarization_loss`` criterion (plain ``label_smoothed_cross_entropy`` for the
+baseline; no label smoothing, as in App. A.2), Adam at 2e-4 with clipping at 2, and
+``Trainer.train_step``. The baseline is ``lstm`` of about the same size: embeddings 128 (encoder and
+decoder tables, the decoder's tied with its output layer), a single-layer bi-LSTM encoder of 2 x 128
+(the width of our bi-GRUs), an LSTM decoder of 256 with attention (and input feeding), output
+embedding 128.
+
+Timed steps are interleaved in rounds over the models after a warm-up of each. Peak memory is, on
+CUDA, the allocator's peak during a model's warm-up minus what was allocated before it was built; on
+CPU, the growth of the process's peak resident set (``VmHWM``, reset through
+``/proc/self/clear_refs``) during the warm-up over the resident set before it (approximate: the
+allocator may reuse memory freed by a previous model). Throughput counts target tokens.
+
+    python benchmarks/bench_mem2mem.py                       # CPU, 4 x 500 -> 200
+    python benchmarks/bench_mem2mem.py --device cuda --batch-size 16 --steps 30 --json out.json
+"""
+import argparse
+import ctypes
+import gc
+import json
+import logging
+import platform
+import tempfile
+import time
+
+import torch
+from fairseq import options
+from fairseq.data import Dictionary, LanguagePairDataset
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from fairseq.trainer import Trainer
+
+from fairseq_sum_plugins.tasks.summarization import SummarizationTask  # also registers the models
+
+BASELINE = "lstm"
+LSTM_DIMS = ["--encoder-embed-dim", "128", "--encoder-hidden-size", "128", "--encoder-bidirectional",
+             "--decoder-embed-dim", "128", "--decoder-hidden-size", "256", "--decoder-out-embed-dim", "128",
+             "--share-decoder-input-output-embed", "--dropout", "0.0"]
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--archs", nargs="+", default=["hred_base", "mem2mem_base"])
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--fp16", action="store_true", help="fairseq --fp16 (CUDA only)")
+    p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--src-len", type=int, default=500, help="source tokens incl. <sep> and EOS")
+    p.add_argument("--sent-len", type=int, default=25, help="tokens per source sentence")
+    p.add_argument("--tgt-len", type=int, default=200)
+    p.add_argument("--dict-size", type=int, default=50000)
+    p.add_argument("--steps", type=int, default=None, help="timed steps per model (CPU 4, CUDA 20)")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--warmup-steps", type=int, default=None, help="untimed steps per model (CPU 1, CUDA 5)")
+    p.add_argument("--threads", type=int)
+    p.add_argument("--json", metavar="FILE")
+    a = p.parse_args()
+    cpu = a.device == "cpu"
+    if a.fp16 and cpu:
+        p.error("--fp16 needs --device cuda")
+    a.steps = a.steps or (4 if cpu else 20)
+    a.warmup_steps = a.warmup_steps if a.warmup_steps is not None else (1 if cpu else 5)
+    return a
+
+
+def make_dictionary(size):
+    d = Dictionary()
+    d.add_symbol("<sep>")
+    for i in range(size - len(d)):
+        d.add_symbol(f"w{i}")
+    return d
+
+
+def make_batches(d, a, n=2):
+    g = torch.Generator().manual_seed(0)
+    sep = d.index("<sep>")
+
+    def seq(length, sent_len=0):
+        toks = torch.randint(d.nspecial + 1, len(d), (length,), generator=g)
+        if sent_len:
+            toks[sent_len::sent_len + 1] = sep
+        toks[-1] = d.eos()
+        return toks
+
+    src = [seq(a.src_len, a.sent_len) for _ in range(n * a.batch_size)]
+    tgt = [seq(a.tgt_len) for _ in range(n * a.batch_size)]
+    data = LanguagePairDataset(src, [len(s) for s in src], d, tgt, [len(t) for t in tgt], d, shuffle=False)
+    return [data.collater([data[i] for i in range(b * a.batch_size, (b + 1) * a.batch_size)]) for b in range(n)]
+
+
+def fairseq_cfg(arch, a):
+    argv = ["unused", "--task", "summarization", "--arch", arch, "--optimizer", "adam", "--lr", "2e-4",
+            "--clip-norm", "2", "--seed", "1", "--batch-size", str(a.batch_size),
+            "--criterion", "label_smoothed_cross_entropy" if arch == BASELINE else "summarization_loss",
+            "--save-dir", tempfile.gettempdir(), "--max-source-positions", str(a.src_len + 1),
+            "--max-target-positions", str(a.tgt_len + 1)]
+    argv += LSTM_DIMS if arch == BASELINE else []
+    argv += ["--fp16"] if a.fp16 else []
+    argv += ["--cpu"] if a.device == "cpu" else []
+    return convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv))
+
+
+def _status_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def _reset_cpu_peak():
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current RSS
+    except OSError:
+        return None
+    return _status_kib("VmRSS")
+
+
+def run_steps(m, batches, steps, cuda):
+    if cuda:
+        torch.cuda.synchronize()
+    start, words = time.perf_counter(), 0
+    for i in range(steps):
+        batch = batches[i % len(batches)]
+        m["trainer"].train_step([batch])
+        words += batch["ntokens"]
+    if cuda:
+        torch.cuda.synchronize()
+    return time.perf_counter() - start, words
+
+
+def main():
+    a = parse_args()
+    logging.getLogger("fairseq").setLevel(logging.WARNING)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    cuda = a.device == "cuda"
+    d = make_dictionary(a.dict_size)
+    batches = make_batches(d, a)
+    models = []
+    for arch in [BASELINE] + a.archs:  # build and warm up one at a time, so each peak is the model's own
+        cfg = fairseq_cfg(arch, a)
+        rss_before = None if cuda else _reset_cpu_peak()
+        mem_before = torch.cuda.memory_allocated() if cuda else 0
+        task = SummarizationTask(cfg.task, d, d)
+        model = task.build_model(cfg.model)
+        trainer = Trainer(cfg, task, model, task.build_criterion(cfg.criterion))
+        trainer.cuda_env = None
+        m = dict(name=arch, trainer=trainer, params=sum(p.numel() for p in model.parameters()), time=0.0, words=0)
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
+        run_steps(m, batches, a.warmup_steps, cuda)
+        if cuda:
+            m["peak_gib"] = (torch.cuda.max_memory_allocated() - mem_before) / 2**30
+        else:
+            m["peak_gib"] = (_status_kib("VmHWM") - rss_before) / 2**20 if rss_before is not None else None
+        models.append(m)
+    per_round = max(1, a.steps // a.rounds)
+    for _ in range(a.rounds):
+        for m in models:
+            seconds, words = run_steps(m, batches, per_round, cuda)
+            m["time"] += seconds
+            m["words"] += words
+
+    base = models[0]
+    rows = []
+    for m in models:
+        wps = m["words"] / m["time"]
+        rows.append(dict(model=m["name"], params_m=m["params"] / 1e6, train_wps=wps, train_x=wps / (base["words"] / base["time"]),
+                         peak_gib=m["peak_gib"], mem_x=(m["peak_gib"] / base["peak_gib"]) if m["peak_gib"] and base["peak_gib"] else None))
+    device = torch.cuda.get_device_name() if cuda else f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+    head = (f"{device}; torch {torch.__version__}; batch {a.batch_size} x {a.src_len} source tokens "
+            f"({a.sent_len}-token sentences) -> {a.tgt_len} target tokens; dictionary {len(d)}; "
+            f"{a.rounds * per_round} timed steps per model{' (fp16)' if a.fp16 else ''}")
+    lines = ["| model | params (M) | train tgt words/s | vs lstm | peak mem (GiB) | vs lstm |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        mem = "-" if r["peak_gib"] is None else f"{r['peak_gib']:.2f}"
+        mem_x = "-" if r["mem_x"] is None else f"{r['mem_x']:.2f}x"
+        lines.append(f"| {r['model']} | {r['params_m']:.1f} | {r['train_wps']:,.0f} | {r['train_x']:.2f}x | {mem} | {mem_x} |")
+    table = "\n".join(lines)
+    print(head + "\n\n" + table)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(dict(env=head, args=vars(a), results=rows, table=table), f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

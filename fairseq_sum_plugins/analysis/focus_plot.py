@@ -1,0 +1,111 @@
+"""Learned focus centres and scopes of an ETADS encoder (You et al., 2019, §3.2, eq. 5-6).
+
+For one document, plots per focus layer (rows) and head (columns) the centre ``mu~_i`` of every
+query position ``i`` with its scope ``mu~_i +- sigma~_i`` (the band where the focal bias of eq. 7
+is above ``-2``), over the document's positions ``1..m``; the diagonal marks ``mu~_i = i``::
+
+    python -m fairseq_sum_plugins.analysis.focus_plot DATA/bin --path checkpoints/checkpoint_best.pt \\
+        --split valid --index 0 --png focus.png [--json focus.json]
+"""
+import argparse
+import json
+import logging
+
+import torch
+
+logger = logging.getLogger("fairseq_sum_plugins.focus_plot")
+
+
+def focus_modules(model):
+    """``(name, FocusBias)`` pairs of the encoder, in layer order."""
+    return [(n, m) for n, m in model.encoder.named_modules() if type(m).__name__ == "FocusBias"]
+
+
+def collect_focus(model, src_tokens):
+    """Runs the encoder on one unpadded document ``(S,)``; returns ``{layer name: {"mu": H x m,
+    "sigma": H x m, "m": m}}`` (positions are 1-based, as in eq. 7)."""
+    mods = focus_modules(model)
+    if not mods:
+        raise ValueError("this model has no focus attention (train with --focus-layers or --arch etads_base)")
+    model.eval()
+    for _, m in mods:
+        m.keep_focus = True
+    try:
+        with torch.no_grad():
+            model.encoder(src_tokens[None], src_lengths=torch.tensor([src_tokens.numel()]))
+        out = {}
+        for name, m in mods:
+            mu, sigma, length = m.last_focus
+            out[name] = {"mu": mu[0].cpu().tolist(), "sigma": sigma[0].cpu().tolist(), "m": int(length[0])}
+        return out
+    finally:
+        for _, m in mods:
+            m.keep_focus, m.last_focus = False, None
+
+
+def plot_focus(focus, path, title=""):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    import matplotlib.pyplot as plt
+
+    layers = list(focus)
+    heads = len(focus[layers[0]]["mu"])
+    fig, axes = plt.subplots(len(layers), heads, figsize=(2.2 * heads, 2.0 * len(layers)), squeeze=False,
+                             sharex=True, sharey=True)
+    for r, name in enumerate(layers):
+        f = focus[name]
+        pos = list(range(1, f["m"] + 1))
+        for h in range(heads):
+            ax = axes[r][h]
+            mu, sigma = f["mu"][h], f["sigma"][h]
+            ax.fill_between(pos, [a - b for a, b in zip(mu, sigma)], [a + b for a, b in zip(mu, sigma)],
+                            color="tab:blue", alpha=0.25, linewidth=0)
+            ax.plot(pos, mu, color="tab:blue", linewidth=1)
+            ax.plot(pos, pos, color="grey", linewidth=0.5, linestyle=":")
+            ax.set_ylim(0, f["m"] + 1)
+            if r == 0:
+                ax.set_title(f"head {h + 1}", fontsize=8)
+            if h == 0:
+                ax.set_ylabel(f"layer {int(name.split('.')[1]) + 1}\ncentre", fontsize=7)  # 1-based, as --focus-layers
+            if r == len(layers) - 1:
+                ax.set_xlabel("query position i", fontsize=7)
+            ax.tick_params(labelsize=6)
+    fig.suptitle(title or "focus centres mu~ (line) and scopes mu~ +- sigma~ (band)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def get_parser():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("data", help="binarized data directory (DATA/bin)")
+    p.add_argument("--path", required=True, help="checkpoint")
+    p.add_argument("--split", default="valid")
+    p.add_argument("--index", type=int, default=0, help="example of the split to plot")
+    p.add_argument("--png", required=True)
+    p.add_argument("--json", help="also write the centres and scopes here")
+    p.add_argument("--user-dir", default=None, help="ignored (the plugin is imported directly)")
+    return p
+
+
+def main(argv=None):
+    args = get_parser().parse_args(argv)
+    import fairseq_sum_plugins  # noqa: F401  (registers the task and models)
+    from fairseq import checkpoint_utils
+
+    models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task([args.path], arg_overrides={"data": args.data})
+    model = models[0].cpu().float()
+    task.load_dataset(args.split)
+    src = task.dataset(args.split)[args.index]["source"]
+    focus = collect_focus(model, src)
+    plot_focus(focus, args.png, f"{args.split} #{args.index}: {len(src)} tokens")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(focus, f)
+    print(f"wrote {args.png} ({len(focus)} focus layers)")
+
+
+if __name__ == "__main__":
+    main()

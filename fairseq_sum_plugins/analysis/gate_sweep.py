@@ -1,0 +1,204 @@
+"""Gate threshold sweep of an information selection model (paper Table 2 / Fig. 4) and the gate
+scores of one document (Fig. 3).
+
+For each threshold ``t`` the same checkpoint generates summaries of ``--gen-subset`` with gates
+``<= t`` closed and their positions removed (Algorithm 1); the table gives the sparsity rate
+(removed / total source tokens) and ROUGE-1/2/L F1 (x 100, ``rouge-score`` with stemming,
+summary-level ROUGE-L), as ``fairseq-sum-score`` computes them::
+
+    python -m fairseq_sum_plugins.analysis.gate_sweep DATA/bin --path checkpoints/checkpoint_best.pt \\
+        --gen-subset test --max-examples 1000 --out-dir sweep/
+
+writes ``sweep/gate_sweep.{md,json}``, ``sweep/sparsity_rouge.png`` (ROUGE against sparsity, one
+point per threshold) and ``sweep/gate_scores.png`` (each token of document ``--doc-index`` with its
+gate; with per-head gates the maximum over heads, which decides whether the position is removed).
+Data is what ``fairseq-sum-prepare`` writes (sentencepiece pieces, ``<sep>`` between sentences).
+"""
+import argparse
+import json
+import logging
+import os
+import time
+from argparse import Namespace
+
+import numpy as np
+import torch
+
+logger = logging.getLogger("fairseq_sum_plugins.gate_sweep")
+
+DEFAULT_THRESHOLDS = [0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2]
+
+
+def get_parser():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("data", help="binarized data directory")
+    p.add_argument("--path", required=True, help="checkpoint of a gated model")
+    p.add_argument("--gen-subset", default="test")
+    p.add_argument("--thresholds", type=float, nargs="+", default=DEFAULT_THRESHOLDS)
+    p.add_argument("--max-examples", type=int, default=1000, help="first N examples of the subset (paper: 1k)")
+    p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--max-len-b", type=int, default=128)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--doc-index", type=int, default=0, help="example shown in gate_scores.png")
+    p.add_argument("--max-doc-tokens", type=int, default=80, help="tokens shown in gate_scores.png")
+    p.add_argument("--bpe-symbol", default="sentencepiece", help="post-processing of dictionary strings")
+    p.add_argument("--cpu", action="store_true", help="stay on CPU even with a GPU")
+    p.add_argument("--out-dir", required=True)
+    return p
+
+
+def load(data, path, cuda):
+    from fairseq import checkpoint_utils
+
+    import fairseq_sum_plugins  # noqa: F401  (registers the models and the task)
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
+    model = models[0].eval()
+    if cuda:
+        model.cuda()
+    from ..modules.gates import information_gates
+
+    gates = information_gates([model])
+    if not gates:
+        raise SystemExit(f"{path} has no information selection layer (train with --info-gate or a *_gated arch)")
+    return model, task, gates
+
+
+def batches(task, subset, n, batch_size):
+    task.load_dataset(subset)
+    ds = task.dataset(subset)
+    ids = list(range(min(n, len(ds)) if n else len(ds)))
+    for i in range(0, len(ids), batch_size):
+        yield ds.collater([ds[j] for j in ids[i : i + batch_size]])
+
+
+def sweep(model, task, gates, args, cuda):
+    from fairseq import utils
+
+    from ..rouge import clean_summary, rouge_pair
+
+    gen = task.build_generator([model], Namespace(beam=args.beam, max_len_a=0, max_len_b=args.max_len_b))
+    tgt = task.target_dictionary
+    rows = []
+    for t in args.thresholds:
+        for g in gates:
+            g.threshold = t
+            g.reset_counts()
+        scores, words, start = [], 0, time.perf_counter()
+        for sample in batches(task, args.gen_subset, args.max_examples, args.batch_size):
+            sample = utils.move_to_cuda(sample) if cuda else sample
+            with torch.no_grad():
+                hypos = task.inference_step(gen, [model], sample)
+            for i, h in enumerate(hypos):
+                hyp = tgt.string(h[0]["tokens"].int().cpu(), args.bpe_symbol)
+                ref = tgt.string(utils.strip_pad(sample["target"][i], tgt.pad()).int().cpu(), args.bpe_symbol)
+                scores.append(rouge_pair(clean_summary(hyp), clean_summary(ref)))
+                words += len(h[0]["tokens"])
+        seconds = time.perf_counter() - start
+        dropped, total = gates[0].sparsity()
+        r1, r2, rl = (100 * np.mean(scores, axis=0)).tolist() if scores else (0.0, 0.0, 0.0)
+        rows.append(dict(threshold=t, sparsity=100 * dropped / max(total, 1), dropped=dropped, tokens=total,
+                         rouge1=r1, rouge2=r2, rougeL=rl, n=len(scores), words_per_s=words / seconds))
+        logger.info(f"threshold {t:g}: sparsity {rows[-1]['sparsity']:.2f}% R-1 {r1:.2f} R-2 {r2:.2f} R-L {rl:.2f}")
+    return rows
+
+
+def table(rows):
+    lines = ["| threshold | sparsity | R-1 | R-2 | R-L | gen words/s |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['threshold']:g} | {r['sparsity']:.2f}% | {r['rouge1']:.2f} | {r['rouge2']:.2f} | "
+                     f"{r['rougeL']:.2f} | {r['words_per_s']:.1f} |")
+    return "\n".join(lines)
+
+
+def plot_curve(rows, png):
+    """Fig. 4: ROUGE against the sparsity rate, thresholds annotated."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [r["sparsity"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, label in (("rouge1", "ROUGE-1"), ("rouge2", "ROUGE-2"), ("rougeL", "ROUGE-L")):
+        ax.plot(x, [r[key] for r in rows], marker="o", label=label)
+    for r in rows:
+        ax.annotate(f"t={r['threshold']:g}", (r["sparsity"], r["rouge1"]), textcoords="offset points",
+                    xytext=(0, 6), fontsize=7, ha="center")
+    ax.set_xlabel("sparsity rate (% of source tokens removed)")
+    ax.set_ylabel("F1 x 100")
+    ax.set_title("Gate threshold sweep")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+
+
+def document_gates(model, task, gates, subset, index, cuda):
+    """Raw gate scores (no threshold) of one example: ``(tokens, scores)``; per-head: max over heads."""
+    task.load_dataset(subset)
+    ds = task.dataset(subset)
+    sample = ds.collater([ds[index]])
+    src = sample["net_input"]["src_tokens"]
+    saved = [g.threshold for g in gates]
+    for g in gates:
+        g.threshold = -1.0  # nothing closed: the scores of eq. 3 for every token
+    try:
+        with torch.no_grad():
+            enc = model.encoder(src.cuda() if cuda else src, sample["net_input"]["src_lengths"])
+    finally:
+        for g, t in zip(gates, saved):
+            g.threshold = t
+    scores = enc["enc_gates"][0] if isinstance(enc.get("enc_gates"), list) else enc["enc_gates"]
+    scores = scores[0].float().max(-1).values.cpu()
+    keep = src[0].ne(task.source_dictionary.pad())
+    tokens = [task.source_dictionary[int(t)] for t in src[0][keep]]
+    return tokens, scores[keep.to(scores.device)].tolist()
+
+
+def plot_gates(tokens, scores, png, max_tokens=80, threshold=None):
+    """Fig. 3: one bar per source token, its gate score."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tokens, scores = tokens[:max_tokens], scores[:max_tokens]
+    fig, ax = plt.subplots(figsize=(max(6, 0.18 * len(tokens)), 3.5))
+    ax.bar(range(len(tokens)), scores, color="tab:blue")
+    if threshold is not None:
+        ax.axhline(threshold, color="tab:red", lw=1, ls="--", label=f"threshold {threshold:g}")
+        ax.legend(loc="upper right")
+    ax.set_xticks(range(len(tokens)))
+    ax.set_xticklabels([t.replace("\u2581", "") or "_" for t in tokens], rotation=90, fontsize=6)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("gate g_i")
+    ax.set_title("Gate scores of the source tokens")
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None):
+    args = get_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
+    cuda = torch.cuda.is_available() and not args.cpu
+    model, task, gates = load(args.data, args.path, cuda)
+    os.makedirs(args.out_dir, exist_ok=True)
+    rows = sweep(model, task, gates, args, cuda)
+    md = table(rows)
+    print(md)
+    with open(os.path.join(args.out_dir, "gate_sweep.md"), "w") as f:
+        f.write(md + "\n")
+    with open(os.path.join(args.out_dir, "gate_sweep.json"), "w") as f:
+        json.dump(rows, f, indent=2)
+    plot_curve(rows, os.path.join(args.out_dir, "sparsity_rouge.png"))
+    tokens, scores = document_gates(model, task, gates, args.gen_subset, args.doc_index, cuda)
+    plot_gates(tokens, scores, os.path.join(args.out_dir, "gate_scores.png"), args.max_doc_tokens,
+               threshold=0.1 if 0.1 in args.thresholds else None)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

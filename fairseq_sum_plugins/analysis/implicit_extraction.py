@@ -1,0 +1,188 @@
+"""Implicit extraction by Mem2Mem's memory compression (paper §5.4, Table 3; Fig. 2-4 heatmaps).
+
+For every document of a split, the sentences with the highest memory-write attention ``A`` (eq. 5)
+of each of the ``r`` heads (duplicates removed, in document order) form an extractive summary,
+scored with ROUGE against the reference beside Lead-k (the first k sentences)::
+
+    python -m fairseq_sum_plugins.analysis.implicit_extraction DATA/bin --path ckpt.pt \\
+        --split test --lead 10 --out ext/ [--png-index 0]
+
+Writes ``OUT/extractive.txt`` and ``OUT/lead.txt`` (one document per line in split order, sentences
+joined by `` <sep> ``), ``OUT/scores.json``, and with ``--png-index I`` the heatmaps of document
+``I``: ``OUT/write_attn.png`` (``A``, slots x sentences, Fig. 2a/3) and ``OUT/read_attn.png``
+(``Psi``, slots x decoding steps of its beam-search summary, Fig. 2b/4). Sentences are the
+``<sep>`` spans of the binarized source (full sentences; the model itself sees them truncated
+to ``--max-doc-sentences`` x ``--max-sentence-tokens``).
+"""
+import argparse
+import json
+import logging
+import os
+from argparse import Namespace
+
+import numpy as np
+import torch
+
+from ..rouge import clean_summary, score_summaries
+
+logger = logging.getLogger("fairseq_sum_plugins.implicit_extraction")
+
+
+def split_sentences(tokens, dictionary, sep):
+    """Token-id lists of the ``<sep>`` spans of one unpadded source (``</s>`` dropped)."""
+    sents, cur = [], []
+    for t in tokens.tolist():
+        if t == sep:
+            sents.append(cur)
+            cur = []
+        elif t not in (dictionary.pad(), dictionary.eos()):
+            cur.append(t)
+    sents.append(cur)
+    return sents
+
+
+def sentence_text(ids, dictionary):
+    return " ".join(clean_summary(dictionary.string(torch.tensor(ids, dtype=torch.long)))) if ids else ""
+
+
+def select_sentences(A, num_sentences):
+    """Indices (document order) of the sentences with the highest write attention of each head."""
+    return sorted(set(A[:, :num_sentences].argmax(dim=-1).tolist()))
+
+
+def plot_matrix(matrix, path, xlabel, title):
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matrix = np.asarray(matrix)
+    fig, ax = plt.subplots(figsize=(max(4, 0.25 * matrix.shape[1] + 2), max(2.5, 0.3 * matrix.shape[0] + 1)))
+    im = ax.imshow(matrix, aspect="auto", cmap="Blues", vmin=0)
+    ax.set_yticks(range(matrix.shape[0]), [str(k) for k in range(matrix.shape[0])])
+    ax.set_ylabel("memory slot")
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def extract(model, task, split, lead, batch_size, max_docs=0, use_cuda=False):
+    """(ids, memory summaries, lead summaries, references, selected counts), summaries as sentence lists."""
+    from fairseq import utils
+
+    dictionary = task.source_dictionary
+    sep = model.encoder.sep
+    itr = task.get_batch_iterator(task.dataset(split), max_sentences=batch_size, ignore_invalid_inputs=True)
+    results = {}
+    with torch.no_grad():
+        for sample in itr.next_epoch_itr(shuffle=False):
+            sample = utils.move_to_cuda(sample) if use_cuda else sample
+            net_input = sample["net_input"]
+            enc = model.encoder(net_input["src_tokens"], net_input["src_lengths"])
+            A = enc["write_attn"].float().cpu()
+            num_sent = enc["sent_mask"].sum(-1).cpu()
+            for b, idx in enumerate(sample["id"].tolist()):
+                src = utils.strip_pad(net_input["src_tokens"][b], dictionary.pad()).cpu()
+                sents = split_sentences(src, dictionary, sep)
+                chosen = select_sentences(A[b], int(num_sent[b]))
+                ref = task.target_dictionary.string(utils.strip_pad(sample["target"][b], dictionary.pad()).cpu())
+                results[idx] = (
+                    [sentence_text(sents[j], dictionary) for j in chosen if j < len(sents)],
+                    [sentence_text(s, dictionary) for s in sents[:lead]],
+                    ref,
+                    len(chosen),
+                )
+            if max_docs and len(results) >= max_docs:
+                break
+    ids = sorted(results)[: max_docs or None]
+    return ids, [results[i][0] for i in ids], [results[i][1] for i in ids], [results[i][2] for i in ids], [results[i][3] for i in ids]
+
+
+def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200, use_cuda=False):
+    """Write-attention and read-attention heatmaps of one document (dataset index ``index``)."""
+    from fairseq import utils
+
+    dataset = task.dataset(split)
+    sample = dataset.collater([dataset[index]])
+    sample = utils.move_to_cuda(sample) if use_cuda else sample
+    net_input = sample["net_input"]
+    with torch.no_grad():
+        enc = model.encoder(net_input["src_tokens"], net_input["src_lengths"])
+        n = int(enc["sent_mask"].sum())
+        A = enc["write_attn"][0, :, :n].float().cpu()
+        paths = [os.path.join(out_dir, "write_attn.png")]
+        plot_matrix(A, paths[0], "input sentence", f"memory write attention A (document {index})")
+        generator = task.build_generator([model], Namespace(beam=beam, max_len_b=max_len_b))
+        hypo = task.inference_step(generator, [model], sample)[0][0]["tokens"]
+        eos = task.target_dictionary.eos()
+        prev = torch.cat([hypo.new_tensor([eos]), hypo[:-1]]).unsqueeze(0)
+        _, extra = model(net_input["src_tokens"], net_input["src_lengths"], prev)
+    if extra.get("read_attn") is not None:
+        psi = extra["read_attn"][0].float().cpu().T  # slots x steps
+        paths.append(os.path.join(out_dir, "read_attn.png"))
+        plot_matrix(psi, paths[-1], "decoding step", f"memory read attention Psi (document {index})")
+    return paths
+
+
+def _fmt(name, res):
+    return f"{name:12s} {100 * res['rouge1']:6.2f} {100 * res['rouge2']:6.2f} {100 * res['rougeL']:6.2f}"
+
+
+def cli_main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data", help="binarized data dir (fairseq-sum-prepare's OUT/bin)")
+    parser.add_argument("--path", required=True, help="Mem2Mem checkpoint (with an encoder memory)")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--lead", type=int, default=0, help="k of the Lead-k baseline (default: the number of slots)")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--max-docs", type=int, default=0, help="0 = the whole split")
+    parser.add_argument("--scorer", default="rouge-score", choices=["rouge-score", "official", "files2rouge"])
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--png-index", type=int, default=None, help="draw the A / Psi heatmaps of this document")
+    parser.add_argument("--beam", type=int, default=4, help="beam of the summary drawn in the Psi heatmap")
+    parser.add_argument("--max-len-b", type=int, default=200)
+    parser.add_argument("--cpu", action="store_true")
+    args = parser.parse_args(argv)
+
+    import fairseq_sum_plugins  # noqa: F401  (registers the model and the task)
+    from fairseq import checkpoint_utils
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.path], arg_overrides={"data": args.data})
+    model = models[0]
+    if getattr(model.encoder, "compression", None) is None:
+        parser.error(f"{args.path}: this model has no encoder memory (--encoder-memory), nothing to extract with")
+    use_cuda = torch.cuda.is_available() and not args.cpu
+    if use_cuda:
+        model.cuda()
+    model.eval()
+    lead = args.lead or model.encoder.compression.W_a1.out_features
+    task.load_dataset(args.split)
+    os.makedirs(args.out, exist_ok=True)
+
+    ids, mem, leads, refs, n_sel = extract(model, task, args.split, lead, args.batch_size, args.max_docs, use_cuda)
+    scores = {
+        "memory": score_summaries(mem, refs, scorer=args.scorer),
+        f"lead-{lead}": score_summaries(leads, refs, scorer=args.scorer),
+    }
+    for name, summaries in (("extractive.txt", mem), ("lead.txt", leads)):
+        with open(os.path.join(args.out, name), "w", encoding="utf-8") as f:
+            for sents in summaries:
+                f.write(" <sep> ".join(sents) + "\n")
+    report = {"split": args.split, "num_docs": len(ids), "mean_selected_sentences": float(np.mean(n_sel)), "scores": scores}
+    with open(os.path.join(args.out, "scores.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    print(f"{'system':12s} {'R-1':>6s} {'R-2':>6s} {'R-L':>6s}   ({len(ids)} documents of {args.split})")
+    for name, res in scores.items():
+        print(_fmt(name, res))
+    print(f"memory extraction picks {report['mean_selected_sentences']:.2f} sentences per document on average")
+    if args.png_index is not None:
+        for path in plot_document(model, task, args.split, args.png_index, args.out, args.beam, args.max_len_b, use_cuda):
+            print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,454 @@
+"""Mem2Mem (Park et al., "Learning to Summarize Long Texts with Memory Compression and Transfer").
+
+Two presets of one hierarchical GRU encoder-decoder (model ``mem2mem``):
+
+    hred_base      the baseline (§2, App. A.1): HRED + pointer-generator + coverage
+    mem2mem_base   + encoder memory compression, memory transfer, decoder memory read/write (§3)
+
+Shapes: B batch, S kept source tokens, L sentences, T target steps, r memory slots,
+E embedding (128), d = 2 x ``--encoder-hidden-size`` (bi-GRU output), H decoder hidden (256).
+
+Encoder (eq. 1-2, 4-6). Sentences are the ``<sep>``-delimited spans of ``src_tokens``
+(:mod:`..modules.sentences`, truncated to ``--max-doc-sentences`` x ``--max-sentence-tokens``,
+App. A.2). A bi-GRU runs over every sentence (packed): its outputs are the token states
+``h^(w)_i`` and its final states (forward last, backward first) the sentence embedding ``s_j``
+(eq. 1). A bi-GRU over the sentence embeddings gives ``h^(s)_j`` (eq. 2), i.e. the rows of ``H``
+(eq. 4), and its final states give the decoder's initial state ``tanh(W_init [->h_L; <-h_1])``.
+With ``--encoder-memory``: ``A = softmax(W_a1 tanh(W_a2 H^T))`` (eq. 5, padding sentences
+masked), ``M_E = A H`` and ``L_comp = ||A A^T - I||_F^2`` (eq. 6), returned as aux loss
+``mem_comp`` (mean over documents).
+
+Decoder, per step t (the target GRU has no input feeding, so it runs over the whole prefix at once;
+the rest runs step by step because memory and coverage are recurrent):
+
+* ``h^(d)_t = GRU(x'_t, h^(d)_{t-1})`` with ``x'_t`` the embedding of the previous token;
+* memory read (eq. 7): ``psi_t = softmax(h_t W_psi M_D^T)``, ``m_t = psi_t M_D``,
+  ``h^(m)_t = W_m [h^(d)_t; m_t]``; without any memory ``h^(m)_t = h^(d)_t``;
+* token attention with coverage (eq. 16-17, Luong "concat" score):
+  ``alpha_t = softmax(v^T tanh(W_e h^(w)_i + W_d h^(m)_t + w_c cov_ti))``, ``cov_t = sum_{t'<t} alpha_t'``;
+* sentence attention (Luong "general"): ``beta_t = softmax(h^(m)_t W_beta h^(s)_j)``;
+* ``gamma_ti = beta_{t,m(i)} alpha_ti / sum_l beta_{t,m(l)} alpha_tl`` (eq. 3), ``c_t = sum_i gamma_ti h^(w)_i``;
+* ``P_g = softmax(W_v tanh(W_o [h^(m)_t; c_t]))``, ``z_t = sigma(w_c c_t + w_d h^(m)_t + w_x x'_t)``,
+  ``P = z_t P_g + (1 - z_t) P_c`` with ``P_c(w) = sum_{i: x_i = w} gamma_ti`` (eq. 13-15, over the
+  extended vocabulary of :mod:`..modules.pointer_generator`);
+* gated write after the step (eq. 8-10) with ``h^(d)_t``, ``m_t`` and each slot ``M_D(k)`` (the
+  paper's ``h^(d)_{t+1}`` is the state of the step just taken in our indexing, the write being
+  the last operation of a step); ``M_D`` starts from ``M_E`` (transfer) or zeros.
+
+Auxiliary losses (``net_output[1]["aux_losses"]``, weighted by ``summarization_loss``):
+``mem_comp`` (eq. 6, per document), ``mem_read`` (eq. 11 against the initial ``M_E``: per
+document, the mean over its target steps of ``||psi_t M_E - beta_t H||_2``), and with
+``--coverage-loss`` See et al.'s ``coverage`` = ``sum_i min(alpha_ti, cov_ti)`` per target token.
+
+Ablations of Table 2 (PubMed), all on ``--arch mem2mem_base``:
+
+    Baseline HRED      --encoder-memory False --decoder-memory False   (= --arch hred_base)
+    + Encoder Mem      --decoder-memory False --mem-comp-weight 0 --mem-read-weight 0
+                       (the decoder reads the static M_E; no write)
+    + Decoder Mem      --encoder-memory False --memory-transfer False  (M_D from zeros, with writes)
+    + Mem Transfer     --mem-comp-weight 0 --mem-read-weight 0
+    + Reg L_comp       --mem-read-weight 0                             (lambda_1 = 1e-4)
+    + Reg L_read       (defaults: the full model, lambda_2 = 0.01)
+
+``--memory-transfer False`` with both memories keeps ``M_E`` (for ``L_comp`` / ``L_read``) but
+starts ``M_D`` from zeros. A memory started from zeros keeps its ``r`` slots identical (eq. 8-10
+treat every slot alike), so its read attention is uniform whatever ``W_psi`` is; that reader is
+built without ``W_psi`` (same outputs). Modules a setting does not use are not created, so every
+parameter gets a gradient in every setting.
+"""
+import logging
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from fairseq import utils
+from fairseq.models import (
+    FairseqEncoder,
+    FairseqEncoderDecoderModel,
+    FairseqIncrementalDecoder,
+    register_model,
+    register_model_architecture,
+)
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.utils.checkpoint import checkpoint
+
+from ..modules.memory import MemoryCompression, MemoryReader, MemoryWriter, compression_loss, masked_softmax, read_loss
+from ..modules.pointer_generator import MarkerEmbedding, count_position_markers, mix_copy_distribution
+from ..modules.sentences import sentence_layout
+
+logger = logging.getLogger(__name__)
+
+SEP = "<sep>"
+RECOMPUTE_ABOVE = 2**28  # stored eq. 17 activations (elements) beyond which they are recomputed
+
+
+def sep_index(dictionary):
+    idx = dictionary.index(SEP)
+    if idx == dictionary.unk():
+        raise ValueError(
+            f"mem2mem needs sentence boundaries: the source dictionary has no {SEP!r} token "
+            "(prepare the data with fairseq-sum-prepare, which keeps sentences as <sep>)"
+        )
+    return idx
+
+
+def _bigru_final(h_n):
+    """``[->h_last; <-h_first]`` from a single-layer bi-GRU's ``h_n`` (2 x N x h)."""
+    return torch.cat([h_n[0], h_n[1]], dim=-1)
+
+
+class HierarchicalEncoder(FairseqEncoder):
+    """Sentence bi-GRU + document bi-GRU (eq. 1-2) and, optionally, memory compression (eq. 4-6)."""
+
+    def __init__(self, args, dictionary, embed_tokens):
+        super().__init__(dictionary)
+        self.sep = sep_index(dictionary)
+        self.padding_idx = dictionary.pad()
+        self.embed_tokens = embed_tokens
+        self.dropout = args.dropout
+        self.max_doc_sentences = args.max_doc_sentences
+        self.max_sentence_tokens = args.max_sentence_tokens
+        self.max_source_positions = args.max_source_positions
+        h = args.encoder_hidden_size
+        self.sent_rnn = nn.GRU(embed_tokens.embedding_dim, h, batch_first=True, bidirectional=True)
+        self.doc_rnn = nn.GRU(2 * h, h, batch_first=True, bidirectional=True)
+        self.init_proj = nn.Linear(2 * h, args.decoder_hidden_size)
+        self.compression = (
+            MemoryCompression(2 * h, args.memory_attn_dim, args.memory_slots) if args.encoder_memory else None
+        )
+
+    def forward(self, src_tokens, src_lengths=None, **kwargs):
+        lay = sentence_layout(src_tokens, self.padding_idx, self.sep, self.max_doc_sentences, self.max_sentence_tokens)
+        bsz, slen = lay.tokens.shape
+        n_slots = lay.sent_lengths.size(1)
+        width = int(lay.sent_lengths.max().clamp(min=1))
+        mask = lay.token_mask
+
+        x = F.dropout(self.embed_tokens(lay.tokens), self.dropout, self.training)
+        # eq. 1: one packed bi-GRU pass over every non-empty sentence of the batch
+        row = torch.arange(bsz, device=x.device).unsqueeze(1) * n_slots + lay.sent_id  # B x S
+        grid = x.new_zeros(bsz * n_slots, width, x.size(-1))
+        grid[row[mask], lay.sent_pos[mask]] = x[mask]
+        lengths = lay.sent_lengths.view(-1)
+        rows = lengths.nonzero().squeeze(1)
+        packed = pack_padded_sequence(grid[rows], lengths[rows].cpu(), batch_first=True, enforce_sorted=False)
+        out, h_n = self.sent_rnn(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=width)
+        d = out.size(-1)
+        row_of = torch.full((bsz * n_slots,), -1, dtype=torch.long, device=x.device)
+        row_of[rows] = torch.arange(rows.numel(), device=x.device)
+        token_states = out.new_zeros(bsz, slen, d)
+        token_states[mask] = out[row_of[row[mask]], lay.sent_pos[mask]]
+        sents = out.new_zeros(bsz * n_slots, d)
+        sents[rows] = _bigru_final(h_n)
+        sents = sents.view(bsz, n_slots, d)
+
+        # eq. 2: document bi-GRU over the sentence embeddings
+        packed = pack_padded_sequence(sents, lay.num_sentences.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+        out, h_n = self.doc_rnn(packed)
+        sent_states, _ = pad_packed_sequence(out, batch_first=True, total_length=n_slots)  # H, B x L x d
+        sent_mask = lay.sent_mask
+        init_hidden = torch.tanh(self.init_proj(_bigru_final(h_n)))
+
+        encoder_out = {
+            "token_states": token_states,
+            "token_mask": mask,
+            "token_sent": lay.sent_id,
+            "src_ids": lay.tokens,
+            "orig_pos": lay.orig_pos,
+            "sent_states": sent_states,
+            "sent_mask": sent_mask,
+            "init_hidden": init_hidden,
+            "src_len": src_tokens.size(1),
+            "aux_losses": {},
+        }
+        if self.compression is not None:
+            mem, A = self.compression(sent_states, sent_mask)  # eq. 5
+            encoder_out["memory"] = mem  # M_E
+            encoder_out["write_attn"] = A
+            encoder_out["aux_losses"]["mem_comp"] = compression_loss(A).mean()  # eq. 6
+        return encoder_out
+
+    def reorder_encoder_out(self, encoder_out, new_order):
+        return {
+            k: (v.index_select(0, new_order) if torch.is_tensor(v) else ({} if k == "aux_losses" else v))
+            for k, v in encoder_out.items()
+        }
+
+    def max_positions(self):
+        return self.max_source_positions
+
+
+class Mem2MemDecoder(FairseqIncrementalDecoder):
+    """GRU decoder with token/sentence attention, pointer-generator, coverage and memory read/write."""
+
+    def __init__(self, args, dictionary, embed_tokens, num_markers=0):
+        super().__init__(dictionary)
+        self.embed_tokens = embed_tokens
+        self.num_markers = num_markers
+        self.dropout = args.dropout
+        self.max_target_positions = args.max_target_positions
+        e, hd, d, a = embed_tokens.embedding_dim, args.decoder_hidden_size, 2 * args.encoder_hidden_size, args.attention_dim
+        self.memory_slots, self.mem_dim = args.memory_slots, d
+        self.encoder_memory, self.memory_transfer = args.encoder_memory, args.memory_transfer
+        self.rnn = nn.GRU(e, hd, batch_first=True)
+        from_zeros = args.decoder_memory and not (args.encoder_memory and args.memory_transfer)
+        self.reader = MemoryReader(hd, d, attend=not from_zeros) if (args.encoder_memory or args.decoder_memory) else None
+        self.writer = MemoryWriter(hd, d) if args.decoder_memory else None
+        # token attention (eq. 17) and sentence attention
+        self.attn_key = nn.Linear(d, a, bias=False)  # W_e
+        self.attn_query = nn.Linear(hd, a)  # W_d (+ bias)
+        self.attn_cov = nn.Linear(1, a, bias=False) if args.coverage else None  # w_c
+        self.attn_v = nn.Linear(a, 1, bias=False)  # v
+        self.sent_attn = nn.Linear(hd, d, bias=False)  # W_beta
+        self.coverage_loss = args.coverage and args.coverage_loss
+        # output
+        self.readout = nn.Linear(hd + d, args.decoder_out_embed_dim)
+        n_real = len(dictionary) - num_markers
+        if args.share_decoder_input_output_embed:
+            if args.decoder_out_embed_dim != e:
+                raise ValueError("--share-decoder-input-output-embed needs --decoder-out-embed-dim == --embed-dim")
+            self.output_projection = None
+            self.output_bias = nn.Parameter(torch.zeros(n_real))
+        else:
+            self.output_projection = nn.Linear(args.decoder_out_embed_dim, n_real)
+        self.p_gen = nn.Linear(d + hd + e, 1) if args.pointer_generator else None  # w_c, w_d, w_x (eq. 13)
+        self.need_attn = False
+
+    # --- state -------------------------------------------------------------------------------
+
+    def _initial_state(self, encoder_out):
+        h0 = encoder_out["init_hidden"]
+        bsz = h0.size(0)
+        memory = None
+        if self.writer is not None:
+            if self.memory_transfer and "memory" in encoder_out:
+                memory = encoder_out["memory"]  # M_D <- M_E
+            else:
+                memory = h0.new_zeros(bsz, self.memory_slots, self.mem_dim)
+        elif self.reader is not None:
+            memory = encoder_out["memory"]  # static read of M_E
+        cov = None
+        if self.attn_cov is not None:
+            cov = encoder_out["token_states"].new_zeros(encoder_out["token_mask"].shape)
+        keys = self.attn_key(encoder_out["token_states"])
+        return {"hidden": h0, "memory": memory, "coverage": cov, "keys": keys}
+
+    def reorder_incremental_state(self, incremental_state, new_order):
+        state = self.get_incremental_state(incremental_state, "state")
+        if state is None:
+            return
+        state = {k: (v.index_select(0, new_order) if v is not None else None) for k, v in state.items()}
+        self.set_incremental_state(incremental_state, "state", state)
+
+    # --- forward -----------------------------------------------------------------------------
+
+    def _token_scores(self, keys, query, cov):
+        """Eq. 17 scores, B x S, for one step (``query`` B x A, ``cov`` B x S or None)."""
+        pre = keys + query.unsqueeze(1)
+        if cov is not None:
+            pre = pre + cov.unsqueeze(-1) * self.attn_cov.weight.view(1, 1, -1)
+        return self.attn_v(torch.tanh(pre)).squeeze(-1)
+
+    def forward(self, prev_output_tokens, encoder_out, incremental_state=None, features_only=False, **kwargs):
+        state = None
+        if incremental_state is not None:
+            prev_output_tokens = prev_output_tokens[:, -1:]
+            state = self.get_incremental_state(incremental_state, "state")
+        if state is None:
+            state = self._initial_state(encoder_out)
+        token_mask = encoder_out["token_mask"]
+
+        x = F.dropout(self.embed_tokens(prev_output_tokens), self.dropout, self.training)
+        hs, h_last = self.rnn(x, state["hidden"].unsqueeze(0).contiguous())  # h^(d), B x T x H
+        memory, cov, keys = state["memory"], state["coverage"], state["keys"]
+
+        hms, alphas, psis, cov_losses = [], [], [], []
+        # eq. 17 keeps a B x S x A tanh per step for backward; above RECOMPUTE_ABOVE elements in all
+        # (long documents and summaries), it is recomputed in backward instead of stored
+        recompute = self.training and torch.is_grad_enabled() and keys.numel() * hs.size(1) > RECOMPUTE_ABOVE
+        for t in range(hs.size(1)):
+            h = hs[:, t]
+            if self.reader is not None:  # eq. 7
+                hm, m, psi = self.reader(h.unsqueeze(1), memory)
+                hm, m = hm.squeeze(1), m.squeeze(1)
+                psis.append(psi.squeeze(1))
+            else:
+                hm = h
+            query = self.attn_query(hm)
+            if recompute:
+                scores = checkpoint(self._token_scores, keys, query, cov, use_reentrant=False)
+            else:
+                scores = self._token_scores(keys, query, cov)
+            alpha = masked_softmax(scores, token_mask).to(hs.dtype)
+            if cov is not None:
+                if self.coverage_loss:
+                    cov_losses.append(torch.minimum(alpha, cov).sum(-1))
+                cov = cov + alpha  # eq. 16
+            if self.writer is not None:  # eq. 8-10
+                memory = self.writer(h, m, memory)
+            hms.append(hm)
+            alphas.append(alpha)
+        hm = torch.stack(hms, dim=1)  # h^(m), B x T x H
+        alpha = torch.stack(alphas, dim=1)  # B x T x S
+
+        sent_states, token_states = encoder_out["sent_states"], encoder_out["token_states"]
+        beta = masked_softmax(torch.bmm(self.sent_attn(hm), sent_states.transpose(1, 2)), encoder_out["sent_mask"].unsqueeze(1))
+        beta = beta.to(hs.dtype)
+        bsz, tgt_len, slen = alpha.shape
+        beta_tok = beta.gather(2, encoder_out["token_sent"].unsqueeze(1).expand(bsz, tgt_len, slen))
+        gamma = alpha.float() * beta_tok.float()  # eq. 3 (in float32: the renormaliser may be tiny)
+        gamma = (gamma / gamma.sum(-1, keepdim=True).clamp(min=1e-30)).to(hs.dtype)
+        ctx = torch.bmm(gamma, token_states)  # c_t
+
+        out = torch.tanh(self.readout(torch.cat([hm, ctx], dim=-1)))
+        out = F.dropout(out, self.dropout, self.training)
+        if self.output_projection is None:
+            logits = F.linear(out, self.embed_tokens.weight, self.output_bias)
+        else:
+            logits = self.output_projection(out)
+        if self.p_gen is not None:  # eq. 13-15
+            z = torch.sigmoid(self.p_gen(torch.cat([ctx, hm, x], dim=-1)))
+            output = mix_copy_distribution(logits, z, gamma, encoder_out["src_ids"], len(self.dictionary))
+        else:
+            output = F.pad(logits, (0, self.num_markers), value=-1e4) if self.num_markers else logits
+
+        extra = {"attn": [None], "alpha": alpha, "beta": beta, "gamma": gamma, "read_attn": None}
+        if psis:
+            extra["read_attn"] = torch.stack(psis, dim=1)  # Psi, B x T x r
+        if self.need_attn and not self.training:
+            full = gamma.new_zeros(bsz, tgt_len, encoder_out["src_len"])
+            full.scatter_add_(2, encoder_out["orig_pos"].unsqueeze(1).expand(bsz, tgt_len, slen), gamma * token_mask.unsqueeze(1))
+            extra["attn"] = [full]
+
+        if incremental_state is not None:
+            self.set_incremental_state(
+                incremental_state, "state", {"hidden": h_last.squeeze(0), "memory": memory, "coverage": cov, "keys": keys}
+            )
+            extra["aux_losses"] = {}
+        else:
+            aux = dict(encoder_out.get("aux_losses", {}))
+            tgt_mask = prev_output_tokens.ne(self.dictionary.pad())
+            if "memory" in encoder_out and psis:  # eq. 11 against the initial M_E
+                aux["mem_read"] = read_loss(extra["read_attn"], encoder_out["memory"], beta, sent_states, tgt_mask).mean()
+            if cov_losses:
+                per_step = torch.stack(cov_losses, dim=1) * tgt_mask
+                aux["coverage"] = per_step.sum() / tgt_mask.sum().clamp(min=1)
+            extra["aux_losses"] = aux
+        return output, extra
+
+    def get_normalized_probs(self, net_output, log_probs, sample=None):
+        if self.p_gen is None:
+            return super().get_normalized_probs(net_output, log_probs, sample)
+        probs = net_output[0].float()  # already a distribution over the extended vocabulary
+        return probs.clamp(min=1e-10).log() if log_probs else probs
+
+    def max_positions(self):
+        return self.max_target_positions
+
+
+@register_model("mem2mem")
+class Mem2MemModel(FairseqEncoderDecoderModel):
+    """Hierarchical GRU encoder-decoder with Mem2Mem memories; see the module docstring."""
+
+    @staticmethod
+    def add_args(parser):
+        # fmt: off
+        b = utils.eval_bool
+        parser.add_argument("--dropout", type=float, metavar="D", help="on embeddings and the readout")
+        parser.add_argument("--embed-dim", type=int, metavar="N", help="token embeddings (128)")
+        parser.add_argument("--encoder-hidden-size", type=int, metavar="N",
+                            help="hidden size per direction of the sentence and document bi-GRUs")
+        parser.add_argument("--decoder-hidden-size", type=int, metavar="N", help="decoder GRU (256)")
+        parser.add_argument("--attention-dim", type=int, metavar="N", help="token attention width (eq. 17)")
+        parser.add_argument("--decoder-out-embed-dim", type=int, metavar="N", help="readout before the softmax")
+        parser.add_argument("--share-embeddings", type=b, metavar="BOOL",
+                            help="one embedding table for source and target (joined dictionary)")
+        parser.add_argument("--share-decoder-input-output-embed", type=b, metavar="BOOL")
+        parser.add_argument("--max-doc-sentences", type=int, metavar="N",
+                            help="keep at most N sentences per document (0: all; App. A.2)")
+        parser.add_argument("--max-sentence-tokens", type=int, metavar="M",
+                            help="keep at most M tokens per sentence (0: all; App. A.2)")
+        parser.add_argument("--max-source-positions", type=int, metavar="N")
+        parser.add_argument("--max-target-positions", type=int, metavar="N")
+        parser.add_argument("--pointer-generator", type=b, metavar="BOOL", help="copy mechanism (eq. 13-15)")
+        parser.add_argument("--source-position-markers", type=int, metavar="K",
+                            help="trailing <unk-N> entries of the dictionary (-1: count them)")
+        parser.add_argument("--coverage", type=b, metavar="BOOL", help="coverage in token attention (eq. 16-17)")
+        parser.add_argument("--coverage-loss", type=b, metavar="BOOL",
+                            help="return See et al.'s coverage loss (aux loss 'coverage', --coverage-weight)")
+        parser.add_argument("--encoder-memory", type=b, metavar="BOOL", help="memory compression M_E (eq. 5-6)")
+        parser.add_argument("--decoder-memory", type=b, metavar="BOOL", help="decoder memory with writes (eq. 8-10)")
+        parser.add_argument("--memory-transfer", type=b, metavar="BOOL", help="M_D starts from M_E (else zeros)")
+        parser.add_argument("--memory-slots", type=int, metavar="R", help="r, memory heads/slots (10)")
+        parser.add_argument("--memory-attn-dim", type=int, metavar="N", help="d_a of eq. 5 (128)")
+        # fmt: on
+
+    @classmethod
+    def build_model(cls, args, task):
+        base_architecture(args)
+        src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
+        sep_index(src_dict)
+        joined = len(src_dict) == len(tgt_dict) and src_dict.symbols == tgt_dict.symbols
+        if args.pointer_generator and not joined:
+            raise ValueError("the pointer-generator copies source ids into the target vocabulary: use a joined dictionary")
+        markers = args.source_position_markers
+        if markers is None or markers < 0:
+            markers = count_position_markers(tgt_dict)
+        if markers:
+            logger.info(f"{markers} source-position markers <unk-N> share the <unk> embedding")
+        enc_emb = MarkerEmbedding(len(src_dict) - markers, args.embed_dim, src_dict.pad(), src_dict.unk())
+        if args.share_embeddings and joined:
+            dec_emb = enc_emb
+        else:
+            dec_emb = MarkerEmbedding(len(tgt_dict) - markers, args.embed_dim, tgt_dict.pad(), tgt_dict.unk())
+        encoder = HierarchicalEncoder(args, src_dict, enc_emb)
+        decoder = Mem2MemDecoder(args, tgt_dict, dec_emb, num_markers=markers)
+        return cls(encoder, decoder)
+
+    def forward(self, src_tokens, src_lengths, prev_output_tokens, **kwargs):
+        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, **kwargs)
+        return self.decoder(prev_output_tokens, encoder_out=encoder_out)
+
+
+@register_model_architecture("mem2mem", "mem2mem")
+def base_architecture(args):
+    args.dropout = getattr(args, "dropout", 0.0)
+    args.embed_dim = getattr(args, "embed_dim", 128)
+    # App. A.2 "all GRUs have the hidden size of 256": the bi-GRUs are read as 256 wide in all (2 x 128),
+    # which gives the paper's 14.7M parameters at a 50k vocabulary (14.60M; 2 x 256 would give 17.2M).
+    args.encoder_hidden_size = getattr(args, "encoder_hidden_size", 128)
+    args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 256)
+    args.attention_dim = getattr(args, "attention_dim", args.decoder_hidden_size)
+    args.decoder_out_embed_dim = getattr(args, "decoder_out_embed_dim", args.embed_dim)
+    args.share_embeddings = getattr(args, "share_embeddings", True)
+    args.share_decoder_input_output_embed = getattr(args, "share_decoder_input_output_embed", False)
+    # App. A.2 keeps 4 sections x 500 tokens; with sentences as the units: 40 x 50 = the same 2000 tokens
+    args.max_doc_sentences = getattr(args, "max_doc_sentences", 40)
+    args.max_sentence_tokens = getattr(args, "max_sentence_tokens", 50)
+    args.max_source_positions = getattr(args, "max_source_positions", 100000)
+    args.max_target_positions = getattr(args, "max_target_positions", 1024)
+    args.pointer_generator = getattr(args, "pointer_generator", True)
+    args.source_position_markers = getattr(args, "source_position_markers", -1)
+    args.coverage = getattr(args, "coverage", True)
+    args.coverage_loss = getattr(args, "coverage_loss", False)
+    args.encoder_memory = getattr(args, "encoder_memory", True)
+    args.decoder_memory = getattr(args, "decoder_memory", True)
+    args.memory_transfer = getattr(args, "memory_transfer", True)
+    args.memory_slots = getattr(args, "memory_slots", 10)
+    args.memory_attn_dim = getattr(args, "memory_attn_dim", 128)
+
+
+@register_model_architecture("mem2mem", "hred_base")
+def hred_base(args):
+    """Baseline HRED (§2, App. A.1): hierarchical encoder, pointer-generator, coverage; no memory."""
+    args.encoder_memory = getattr(args, "encoder_memory", False)
+    args.decoder_memory = getattr(args, "decoder_memory", False)
+    args.memory_transfer = getattr(args, "memory_transfer", False)
+    base_architecture(args)
+
+
+@register_model_architecture("mem2mem", "mem2mem_base")
+def mem2mem_base(args):
+    """Full Mem2Mem (§3, App. A.2): r = 10 slots, d_a = 128, transfer M_E -> M_D, read/write."""
+    base_architecture(args)

@@ -1,0 +1,113 @@
+"""ETADS focus attention (You et al., 2019, §3.2, eq. 5-8): a learned Gaussian focal bias per head.
+
+For the queries ``Q`` of an encoder self-attention layer (the projected ``Z W^Q``, all heads
+concatenated, ``d_m`` wide) and a document of true length ``m``::
+
+    G       = mean of Q_i over the document's real (non-pad) positions
+    h_i     = tanh(W_p Q_i + W_g G)                          W_p, W_g: d_m x d_m, shared by heads
+    mu_i    = U_c^T h_i,   sigma_i = U_d^T h_i              (5)  one U_c, U_d column per head
+    mu~_i   = m sigmoid(mu_i),  sigma~_i = m sigmoid(sigma_i)  (6)
+    f_ij    = -(P_j - mu~_i)^2 / (sigma~_i^2 / 2)             (7)
+    softmax(Q K^T / sqrt(d_k) + f) V                          (8)  via the attention's ``attn_bias``
+
+``P_j`` counts real tokens, 1-based (``P = 1..m``; the paper writes ``X = (x^1, ..., x^m)``), so
+left- and right-padded sources give the same bias for the same document. All of ``W_p, W_g,
+U_c, U_d`` are trained parameters (no biases, as in eq. 5).
+
+Numerical safety (the only deviations from eq. 6-7):
+
+* ``sigma~`` is clamped below at ``SIGMA_MIN = 0.1`` position: ``m sigmoid(sigma)`` can underflow
+  to 0, which makes ``f`` -inf (or NaN at ``P_j = mu~``) and fully masked rows. At 0.1 a neighbour
+  one position away already gets ``f = -200`` (weight ``e^-200``), so nothing of the function
+  is lost, and the nearest real position always has ``f >= -2 / 0.01 = -200``.
+* ``f`` is clamped below at ``-F_MAX = -1e4``, so the bias stays finite in fp16 as well (it is
+  computed in fp32, because ``(P - mu~)^2`` overflows fp16 for documents over ~255 tokens, then
+  cast to the query dtype). Clamped entries carry weight ``e^-1e4 = 0`` and a zero gradient.
+* ``m`` is at least 1 (a fairseq source always holds its EOS).
+"""
+import torch
+import torch.nn as nn
+
+SIGMA_MIN = 0.1
+F_MAX = 1e4
+
+
+def parse_layers(spec, num_layers, flag="--layers"):
+    """``"all"``, ``"none"``/``""``, or 1-based indices and ranges (``"1,2"``, ``"1-2"``, ``"[1-4]"``)
+    -> sorted set of 0-based layer indices."""
+    spec = (spec or "none").strip().strip("[]").strip().lower()
+    if spec == "all":
+        return set(range(num_layers))
+    if spec in ("none", "", "-"):
+        return set()
+    layers = set()
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                layers.update(range(lo, hi + 1))
+            else:
+                layers.add(int(part))
+        except ValueError:
+            raise ValueError(f"{flag} {spec!r}: expected 'all', 'none' or 1-based layers like '1,2' or '1-4'") from None
+    bad = sorted(i for i in layers if not 1 <= i <= num_layers)
+    if bad:
+        raise ValueError(f"{flag} {spec!r}: layers {bad} are outside 1..{num_layers}")
+    return {i - 1 for i in layers}
+
+
+def real_positions(padding_mask, seq_len, device):
+    """``(P, m)``: 1-based positions of real tokens ``(B, S)`` (pads get a value but are masked
+    anyway) and true lengths ``(B,)``, for left or right padding."""
+    if padding_mask is None:
+        pos = torch.arange(1, seq_len + 1, device=device, dtype=torch.float32).unsqueeze(0)
+        return pos, torch.full((1,), float(seq_len), device=device)
+    real = (~padding_mask).to(torch.float32)
+    return real.cumsum(dim=1), real.sum(dim=1).clamp(min=1.0)
+
+
+class FocusBias(nn.Module):
+    """Focal bias ``f`` (eq. 5-7) of one encoder self-attention layer, one per head."""
+
+    def __init__(self, embed_dim, num_heads):
+        super().__init__()
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.w_p = nn.Linear(embed_dim, embed_dim, bias=False)  # W_p
+        self.w_g = nn.Linear(embed_dim, embed_dim, bias=False)  # W_g
+        self.u = nn.Linear(embed_dim, 2 * num_heads, bias=False)  # [U_c | U_d], a column per head
+        nn.init.xavier_uniform_(self.w_p.weight)
+        nn.init.xavier_uniform_(self.w_g.weight)
+        nn.init.xavier_uniform_(self.u.weight)
+        self.keep_focus = False  # when True, the last (mu~, sigma~, m) are kept for analysis
+        self.last_focus = None
+
+    def centres_and_scopes(self, q, padding_mask=None):
+        """``q``: ``(B, H, T, d_k)`` queries of a self-attention layer -> ``mu~, sigma~`` ``(B, H, T)``
+        (fp32, eq. 5-6) and the true lengths ``m`` ``(B,)`` and 1-based positions ``P`` ``(B|1, S)``."""
+        bsz, heads, tgt_len, _ = q.shape
+        q = q.transpose(1, 2).flatten(2)  # (B, T, d_m): concat heads
+        pos, m = real_positions(padding_mask, tgt_len, q.device)
+        if padding_mask is None:
+            g = q.mean(dim=1)
+        else:
+            g = q.masked_fill(padding_mask.unsqueeze(-1), 0.0).sum(dim=1) / m.to(q.dtype).unsqueeze(-1)
+        h = torch.tanh(self.w_p(q) + self.w_g(g).unsqueeze(1))  # (B, T, d_m)
+        mu, sigma = self.u(h).float().transpose(1, 2).chunk(2, dim=1)  # (B, H, T) each: U_c^T h, U_d^T h
+        m_ = m.view(-1, 1, 1)
+        mu_t = m_ * torch.sigmoid(mu)  # (6)
+        sigma_t = (m_ * torch.sigmoid(sigma)).clamp(min=SIGMA_MIN)  # (6), floored (see module doc)
+        return mu_t, sigma_t, m, pos
+
+    def forward(self, q, padding_mask=None):
+        """Returns the additive logit bias ``(B, H, T, S)`` in ``q``'s dtype (eq. 7)."""
+        mu_t, sigma_t, m, pos = self.centres_and_scopes(q, padding_mask)
+        if self.keep_focus:
+            self.last_focus = (mu_t.detach(), sigma_t.detach(), m.detach())
+        dist = pos[:, None, None, :] - mu_t.unsqueeze(-1)  # (B, H, T, S): P_j - mu~_i
+        scale = -2.0 / sigma_t.square()  # -1 / (sigma~^2 / 2)
+        f = (dist.square() * scale.unsqueeze(-1)).clamp(min=-F_MAX)  # (7)
+        return f.to(q.dtype)

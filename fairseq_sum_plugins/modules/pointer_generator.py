@@ -1,0 +1,59 @@
+"""Pointer-generator output (See et al., 2017; Mem2Mem App. A.1.1, eq. 13-15).
+
+Extended vocabulary. Like fairseq's ``examples/pointer_generator``, out-of-vocabulary source words
+are copied through *source-position markers*: the dictionary may end with ``<unk-0> ...
+<unk-{K-1}>``, and a source word outside the vocabulary at (word) position ``i`` is written as
+``<unk-i>`` by the preprocessing. The markers all share the ``<unk>`` embedding and get no
+generation probability (``P_g`` covers the ``V - K`` real entries), but they can be copied, so
+the output distribution lives on the ``V`` entries of the dictionary -- which is what fairseq's
+beam search expects -- and a copied ``<unk-i>`` is replaced by the ``i``-th source word after
+decoding (``examples/pointer_generator/postprocess.py``). Without markers (``K = 0``, e.g. with
+the sentencepiece data of ``fairseq-sum-prepare``, which has no out-of-vocabulary words: a rare
+word is copied piece by piece) the extended vocabulary is the dictionary itself.
+
+``P(w) = z P_g(w) + (1 - z) sum_{i: x_i = w} gamma_i`` with ``z = sigma(w_c c + w_d h + w_x x')``.
+"""
+import re
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+MARKER_RE = re.compile(r"^<unk-(\d+)>$")
+
+
+def count_position_markers(dictionary):
+    """Number of ``<unk-N>`` source-position markers at the end of ``dictionary``."""
+    k = 0
+    while k < len(dictionary) - dictionary.nspecial and MARKER_RE.match(dictionary[len(dictionary) - 1 - k]):
+        k += 1
+    return k
+
+
+class MarkerEmbedding(nn.Embedding):
+    """An embedding of the ``V - K`` real entries; indices ``>= V - K`` (markers) read ``<unk>``."""
+
+    def __init__(self, num_real, embed_dim, padding_idx, unk_idx):
+        super().__init__(num_real, embed_dim, padding_idx=padding_idx)
+        self.unk_idx = unk_idx
+        nn.init.normal_(self.weight, mean=0, std=embed_dim**-0.5)
+        nn.init.constant_(self.weight[padding_idx], 0)
+
+    def forward(self, tokens):
+        tokens = tokens.masked_fill(tokens >= self.num_embeddings, self.unk_idx)
+        return super().forward(tokens)
+
+
+def mix_copy_distribution(logits, p_gen, gamma, src_ids, vocab_size):
+    """Eq. 15 over the extended vocabulary.
+
+    ``logits`` B x T x (V - K) generator scores, ``p_gen`` B x T x 1 (``z_t``), ``gamma`` B x T x S
+    copy attention (rows sum to one over the real source tokens), ``src_ids`` B x S token ids
+    (``< vocab_size``). Returns probabilities B x T x V (float32) that sum to one.
+    """
+    p_vocab = F.softmax(logits.float(), dim=-1) * p_gen.float()
+    if p_vocab.size(-1) < vocab_size:
+        p_vocab = F.pad(p_vocab, (0, vocab_size - p_vocab.size(-1)))
+    bsz, tgt_len, src_len = gamma.shape
+    index = src_ids.unsqueeze(1).expand(bsz, tgt_len, src_len)
+    return p_vocab.scatter_add(2, index, gamma.float() * (1 - p_gen.float()))

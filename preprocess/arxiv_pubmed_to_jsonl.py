@@ -1,0 +1,123 @@
+"""arXiv / PubMed (Cohan et al., 2018) as JSONL (``id``, ``document``, ``summary``) for ``fairseq-sum-prepare``.
+
+Usage::
+
+    python -m preprocess.arxiv_pubmed_to_jsonl --in pubmed-dataset --out data/pubmed/jsonl
+        [--keep-sections] [--max-sections 4] [--limit-per-split N]
+
+Input: the directory of the released data (``train.txt``, ``val.txt``, ``test.txt``; ``.jsonl``
+names are accepted too), one JSON object per line with ``article_id``, ``article_text`` (list of
+sentences), ``abstract_text`` (list of ``<S> sentence </S>`` strings), ``section_names`` and
+``sections`` (list of sentence lists).
+
+Output: ``OUT/{train,valid,test}.jsonl`` with ``document`` = the article sentences and ``summary``
+= the abstract sentences (``<S>``/``</S>`` removed), both as lists so that ``fairseq-sum-prepare``
+keeps every sentence (as ``<sep>``). ``--max-sections N`` builds the document from the first N
+sections only (App. A.2 of Mem2Mem / Cohan et al. use 4; the per-section token cap is applied by
+the model's ``--max-sentence-tokens`` / ``--max-doc-sentences`` and by ``--max-src-tokens``).
+``--keep-sections`` also writes ``sections`` and ``section_names``. Examples with an empty article
+or abstract are skipped (counted on stderr).
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+SPLITS = {"train": ("train",), "valid": ("val", "valid", "validation"), "test": ("test",)}
+TAG = re.compile(r"</?S>")
+
+
+class ConvertError(Exception):
+    """Bad input; the message names the file (and line)."""
+
+
+def clean_sentences(sents):
+    out = []
+    for s in sents or []:
+        s = " ".join(TAG.sub(" ", str(s)).split())
+        if s:
+            out.append(s)
+    return out
+
+
+def convert_example(obj, where, max_sections=0, keep_sections=False):
+    """The output record of one input object, or None when the article or abstract is empty."""
+    for key in ("article_text", "abstract_text"):
+        if key not in obj:
+            raise ConvertError(f"{where}: missing field {key!r} (has: {', '.join(sorted(obj))})")
+    sections = [clean_sentences(sec) for sec in obj.get("sections") or []]
+    if max_sections and sections:
+        document = [s for sec in sections[:max_sections] for s in sec]
+    else:
+        document = clean_sentences(obj["article_text"])
+    summary = clean_sentences(obj["abstract_text"])
+    if not document or not summary:
+        return None
+    record = {"id": str(obj.get("article_id", "")), "document": document, "summary": summary}
+    if keep_sections:
+        record["sections"] = sections
+        record["section_names"] = [str(n) for n in obj.get("section_names") or []]
+    return record
+
+
+def find_split(directory, split):
+    for name in SPLITS[split]:
+        for ext in (".txt", ".jsonl"):
+            path = os.path.join(directory, name + ext)
+            if os.path.isfile(path):
+                return path
+    raise ConvertError(f"{directory}: no {split} file ({', '.join(n + '.txt' for n in SPLITS[split])})")
+
+
+def convert_file(path, out_path, max_sections=0, keep_sections=False, limit=0):
+    kept = skipped = 0
+    with open(path, "rb") as fin, open(out_path, "w", encoding="utf-8") as fout:
+        for lineno, raw in enumerate(fin, 1):
+            where = f"{path}:{lineno}"
+            try:
+                line = raw.decode("utf-8")
+                if not line.strip():
+                    continue
+                obj = json.loads(line)
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise ConvertError(f"{where}: invalid JSON line (truncated file?): {e}") from None
+            if not isinstance(obj, dict):
+                raise ConvertError(f"{where}: expected a JSON object")
+            record = convert_example(obj, where, max_sections, keep_sections)
+            if record is None:
+                skipped += 1
+                continue
+            fout.write(json.dumps(record, ensure_ascii=False) + "\n")
+            kept += 1
+            if limit and kept >= limit:
+                break
+    return kept, skipped
+
+
+def get_parser():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--in", dest="input", required=True, help="directory of train.txt / val.txt / test.txt")
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--max-sections", type=int, default=0, help="document = first N sections (0: the whole article)")
+    parser.add_argument("--keep-sections", action="store_true", help="also write sections and section_names")
+    parser.add_argument("--limit-per-split", type=int, default=0, help="keep the first N examples (0: all)")
+    return parser
+
+
+def main(argv=None):
+    args = get_parser().parse_args(argv)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        for split in SPLITS:
+            path = find_split(args.input, split)
+            kept, skipped = convert_file(path, os.path.join(args.out, f"{split}.jsonl"),
+                                         args.max_sections, args.keep_sections, args.limit_per_split)
+            print(f"{split}: {kept} examples from {path} ({skipped} with an empty article or abstract skipped)",
+                  file=sys.stderr)
+    except ConvertError as e:
+        sys.exit(f"arxiv_pubmed_to_jsonl: {e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Newsroom, information selection on a pre-trained fairseq BART (the paper fine-tunes T5-base; fairseq
+# releases BART): --arch bart_large_gated (or bart_base_gated) restores BART and adds a fresh gate.
+#
+#   bash recipes/newsroom/bart_gated.sh NEWSROOM_DIR BART_DIR
+#     BART_DIR  fairseq's bart.large (or bart.base) release: model.pt, dict.txt, plus the GPT-2 BPE
+#               files encoder.json and vocab.bpe (https://dl.fbaipublicfiles.com/fairseq/gpt2_bpe/)
+#
+# Environment: ARCH (bart_large_gated | bart_base_gated), WORK (data/newsroom-bart), NGPU (1),
+# MAX_UPDATE (20000), LAMBDA (0.1), THRESHOLD (0.1), FP16 (1 on GPU), EXTRA (more train flags).
+#
+# Data as in transformer_gated.sh (documents >= 100 and summaries >= 10 tokens, documents truncated to
+# 700 tokens: here GPT-2 BPE tokens, as BART counts them); fine-tuning hyper-parameters are fairseq's
+# BART summarization ones (lr 3e-5, polynomial decay, 500 warm-up updates, label smoothing 0.1).
+source "$(dirname "$0")/../common.sh"
+NEWSROOM=${1:?usage: bart_gated.sh NEWSROOM_DIR BART_DIR}
+BART=${2:?usage: bart_gated.sh NEWSROOM_DIR BART_DIR}
+ARCH=${ARCH:-bart_large_gated}
+WORK=${WORK:-data/newsroom-bart}
+NGPU=${NGPU:-1}
+MAX_UPDATE=${MAX_UPDATE:-20000}
+LAMBDA=${LAMBDA:-0.1}
+THRESHOLD=${THRESHOLD:-0.1}
+FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
+SAVE="$WORK/checkpoints/$ARCH.l$LAMBDA"
+for f in model.pt dict.txt encoder.json vocab.bpe; do
+  [ -f "$BART/$f" ] || { echo "missing $BART/$f" >&2; exit 1; }
+done
+
+if [ ! -f "$WORK/jsonl/test.jsonl" ]; then
+  python -m preprocess.newsroom_to_jsonl --in "$NEWSROOM" --out "$WORK/jsonl" --min-doc-tokens 100 --min-summary-tokens 10
+fi
+if [ ! -f "$WORK/bin/test.source-target.source.bin" ]; then
+  log "GPT-2 BPE -> $WORK/bpe"
+  mkdir -p "$WORK/bpe"
+  python - "$WORK/jsonl" "$WORK/bpe" "$BART/encoder.json" "$BART/vocab.bpe" <<'PY'
+import json, sys
+from fairseq.data.encoders.gpt2_bpe_utils import get_encoder
+jsonl, out, enc_json, vocab = sys.argv[1:]
+bpe = get_encoder(enc_json, vocab)
+for split in ("train", "valid", "test"):
+    with open(f"{jsonl}/{split}.jsonl") as f, open(f"{out}/{split}.source", "w") as s, open(f"{out}/{split}.target", "w") as t:
+        for line in f:
+            ex = json.loads(line)
+            doc = " ".join(ex["document"].split())  # one line per document
+            s.write(" ".join(map(str, bpe.encode(doc)[:700])) + "\n")  # 700 tokens (paper §4.1)
+            t.write(" ".join(map(str, bpe.encode(" ".join(ex["summary"].split())))) + "\n")
+PY
+  fairseq-preprocess --source-lang source --target-lang target --trainpref "$WORK/bpe/train" \
+    --validpref "$WORK/bpe/valid" --testpref "$WORK/bpe/test" --destdir "$WORK/bin" \
+    --srcdict "$BART/dict.txt" --tgtdict "$BART/dict.txt" --workers "$(nproc)"
+fi
+
+# shellcheck disable=SC2086
+train "$WORK/bin" "$SAVE" --arch "$ARCH" $FP16_FLAG ${EXTRA:-} --restore-file "$BART/model.pt" \
+  --reset-optimizer --reset-dataloader --reset-meters --reset-lr-scheduler \
+  --source-lang source --target-lang target --truncate-source --layernorm-embedding --share-all-embeddings \
+  --share-decoder-input-output-embed --required-batch-size-multiple 1 \
+  --gate-l1-weight "$LAMBDA" --gate-threshold "$THRESHOLD" \
+  --label-smoothing 0.1 --dropout 0.1 --attention-dropout 0.1 --weight-decay 0.01 \
+  --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps 1e-08 --clip-norm 0.1 \
+  --lr-scheduler polynomial_decay --lr 3e-05 --total-num-update "$MAX_UPDATE" --warmup-updates 500 \
+  --max-update "$MAX_UPDATE" --max-tokens 2048 --update-freq $(( (4 + NGPU - 1) / NGPU )) \
+  --skip-invalid-size-inputs-valid-test --no-epoch-checkpoints \
+  --save-interval-updates 2000 --validate-interval-updates 2000 --keep-interval-updates 2
+
+for T in 0 "$THRESHOLD"; do
+  OUT="$WORK/test.$ARCH.l$LAMBDA.t$T.out"
+  if [ ! -s "$OUT" ]; then
+    log "generate: threshold $T -> $OUT"
+    fairseq-generate "$WORK/bin" --user-dir "$USER_DIR" --task summarization --path "$SAVE/checkpoint_best.pt" \
+      --source-lang source --target-lang target --gen-subset test --beam 4 --lenpen 2.0 --max-len-b 128 \
+      --min-len 10 --no-repeat-ngram-size 3 --batch-size 16 $FP16_FLAG --model-overrides "{'gate_threshold': $T}" \
+      --bpe gpt2 --gpt2-encoder-json "$BART/encoder.json" --gpt2-vocab-bpe "$BART/vocab.bpe" \
+      > "$OUT" 2> >(tee "$OUT.log" >&2)
+  fi
+  grep "sparsity rate" "$OUT.log" || true
+  score "$OUT" --no-detok
+done

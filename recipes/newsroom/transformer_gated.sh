@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Newsroom with the information selection paper's setup (Ishimwe & Grave, §4), on this repository's
+# transformer: gate layer + gated cross-attention, L1 gate loss, thresholding/pruning at test time.
+#
+#   bash recipes/newsroom/transformer_gated.sh NEWSROOM_DIR
+#     NEWSROOM_DIR  the release (train/dev/test .jsonl[.gz]: text, summary, title, density, ...)
+#
+# Environment: ARCH (transformer_gated_base; tp_transformer_gated_base composes with TPT-d),
+# WORK (data/newsroom-gated), NGPU (1), MAX_UPDATE (100000), VOCAB (32000), FP16 (1 on GPU),
+# LAMBDA (0.1), THRESHOLD (0.1), DENSITY_BIN (empty: all; e.g. abstractive), EXTRA (more train flags,
+# e.g. "--gate-per-head True" for the paper's "different gates").
+#
+# Paper -> flags:
+#   drop documents < 100 tokens, summaries < 10       newsroom_to_jsonl --min-doc-tokens 100 --min-summary-tokens 10
+#   documents truncated to 700 tokens                 fairseq-sum-prepare --max-src-tokens 700 (subword pieces)
+#   gate layer between encoder and decoder (eq. 3)    --arch transformer_gated_base (--info-gate True)
+#   L = L_MLE + lambda sum |g_i|, lambda 0.1 (eq. 9)  --criterion summarization_loss --gate-l1-weight 0.1
+#                                                       (gate_l1 = mean gate per source token, modules/gates.py)
+#   threshold 0.1 at test time (Algorithm 1)          --model-overrides "{'gate_threshold': 0.1}"; validation
+#                                                       uses --gate-threshold 0.1 and logs gate_sparsity
+#   T5-base fine-tuned, checkpoints by perplexity     trained from scratch here (6+6 layers, d 512; no T5
+#                                                       weights in fairseq: see bart_gated.sh to fine-tune);
+#                                                       best checkpoint by validation loss (fairseq default)
+#   ROUGE-1/2/L on 1k test documents                  fairseq-sum-score on the full test set, plus a
+#                                                       threshold sweep (Table 2 / Fig. 4) on TEST_SUBSET (1000)
+source "$(dirname "$0")/../common.sh"
+NEWSROOM=${1:?usage: transformer_gated.sh NEWSROOM_DIR}
+ARCH=${ARCH:-transformer_gated_base}
+WORK=${WORK:-data/newsroom-gated}
+NGPU=${NGPU:-1}
+MAX_UPDATE=${MAX_UPDATE:-100000}
+VOCAB=${VOCAB:-32000}
+LAMBDA=${LAMBDA:-0.1}
+THRESHOLD=${THRESHOLD:-0.1}
+TEST_SUBSET=${TEST_SUBSET:-1000}
+FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
+SAVE="$WORK/checkpoints/$ARCH.l$LAMBDA"
+
+if [ ! -f "$WORK/jsonl/test.jsonl" ]; then
+  python -m preprocess.newsroom_to_jsonl --in "$NEWSROOM" --out "$WORK/jsonl" \
+    --min-doc-tokens 100 --min-summary-tokens 10 ${DENSITY_BIN:+--density-bin "$DENSITY_BIN" --density-bin-splits train,valid,test}
+fi
+prepare "$WORK/jsonl" "$WORK" --vocab-size "$VOCAB" --max-src-tokens 700 --max-tgt-tokens 128 --workers "$(nproc)"
+
+# shellcheck disable=SC2086
+train "$WORK/bin" "$SAVE" --arch "$ARCH" $FP16_FLAG ${EXTRA:-} \
+  --gate-l1-weight "$LAMBDA" --gate-threshold "$THRESHOLD" \
+  --optimizer adam --adam-betas '(0.9, 0.98)' --lr 5e-4 --lr-scheduler inverse_sqrt --warmup-updates 4000 \
+  --clip-norm 1.0 --dropout 0.1 --label-smoothing 0.1 --max-tokens 8192 --update-freq $(( (4 + NGPU - 1) / NGPU )) \
+  --max-update "$MAX_UPDATE" --max-source-positions 704 --max-target-positions 132 --num-workers 4 \
+  --save-interval-updates 5000 --validate-interval-updates 5000 --keep-interval-updates 2 --no-epoch-checkpoints
+
+CKPT="$SAVE/checkpoint_best.pt"
+for T in 0 "$THRESHOLD"; do
+  OUT="$WORK/test.$ARCH.l$LAMBDA.t$T.out"
+  generate "$WORK/bin" "$CKPT" "$OUT" --gen-subset test --beam 4 --max-len-a 0 --max-len-b 128 --batch-size 32 \
+    $FP16_FLAG --model-overrides "{'gate_threshold': $T}"
+  grep "sparsity rate" "$OUT.log" || true
+  score "$OUT"
+done
+
+# Table 2 / Fig. 4 (sparsity vs ROUGE over thresholds 0..0.2) and Fig. 3 (one document's gates)
+log "gate sweep"
+python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$CKPT" --gen-subset test \
+  --max-examples "$TEST_SUBSET" --beam 4 --max-len-b 128 --out-dir "$WORK/gate_sweep.$ARCH.l$LAMBDA"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The ablation rows of Mem2Mem Table 2 (PubMed), each trained and scored like run.sh.
+#
+#   bash recipes/pubmed/ablation.sh PUBMED_DIR [ROW...]
+#     ROW  hred | enc_mem | dec_mem | transfer | comp | full   (default: all six, in Table 2's order)
+set -euo pipefail
+DATA=${1:?usage: ablation.sh PUBMED_DIR [ROW...]}; shift
+ROWS=${*:-hred enc_mem dec_mem transfer comp full}
+RUN="$(dirname "$0")/run.sh"
+for ROW in $ROWS; do
+  case $ROW in
+    hred)     bash "$RUN" hred_base "$DATA" ablation_hred ;;                                   # Baseline HRED
+    enc_mem)  bash "$RUN" mem2mem_base "$DATA" ablation_enc_mem --decoder-memory False \
+                --mem-comp-weight 0 --mem-read-weight 0 ;;                                      # + Encoder Mem
+    dec_mem)  bash "$RUN" mem2mem_base "$DATA" ablation_dec_mem --encoder-memory False \
+                --memory-transfer False ;;                                                      # + Decoder Mem (from zeros)
+    transfer) bash "$RUN" mem2mem_base "$DATA" ablation_transfer --mem-comp-weight 0 --mem-read-weight 0 ;;  # + Mem Transfer
+    comp)     bash "$RUN" mem2mem_base "$DATA" ablation_comp --mem-read-weight 0 ;;            # + Reg L_comp
+    full)     bash "$RUN" mem2mem_base "$DATA" ablation_full ;;                                # + Reg L_read
+    *) echo "unknown row $ROW (hred enc_mem dec_mem transfer comp full)" >&2; exit 2 ;;
+  esac
+done

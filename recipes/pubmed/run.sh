@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# PubMed (Cohan et al., 2018) with Mem2Mem's setup (App. A.2; Table 1 and 2 of the paper).
+#
+#   bash recipes/pubmed/run.sh ARCH PUBMED_DIR [NAME] [extra fairseq-train options...]
+#     ARCH        hred_base | mem2mem_base
+#     PUBMED_DIR  the released pubmed-dataset/ (train.txt, val.txt, test.txt)
+#     NAME        checkpoint/output name (default: ARCH), e.g. for the ablations of ablation.sh
+#
+# Environment: WORK (data/pubmed), MAX_SECTIONS (0: whole articles; 4 keeps the first 4 sections
+# like Cohan et al.), and those of recipes/mem2mem_common.sh.
+source "$(dirname "$0")/../common.sh"
+source "$(dirname "$0")/../mem2mem_common.sh"
+ARCH=${1:?usage: run.sh ARCH PUBMED_DIR [NAME] [train options...]}
+DATA=${2:?usage: run.sh ARCH PUBMED_DIR [NAME] [train options...]}
+NAME=${3:-$ARCH}
+shift $(( $# < 3 ? $# : 3 ))
+WORK=${WORK:-data/pubmed}
+
+if [ ! -f "$WORK/jsonl/test.jsonl" ]; then
+  python -m preprocess.arxiv_pubmed_to_jsonl --in "$DATA" --out "$WORK/jsonl" --max-sections "${MAX_SECTIONS:-0}"
+fi
+mem2mem_prepare "$WORK/jsonl" 200
+mem2mem_run "$ARCH" "$NAME" 200 "$@"

@@ -1,0 +1,381 @@
+"""ETADS (You et al., 2019): focus attention (eq. 5-8), saliency selection (eq. 9-10), placement
+flags, presets, GNMT length / coverage penalties in beam search (§4.1) and a CLI round trip."""
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import REPO, build_model, make_dictionary, random_batch
+from fairseq_sum_plugins.modules.attention import MultiheadAttention
+from fairseq_sum_plugins.modules.focus import F_MAX, SIGMA_MIN, FocusBias, parse_layers
+from fairseq_sum_plugins.modules.saliency import SaliencyGate
+
+ETADS = dict(encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=4,
+             decoder_layers=2, dropout=0.0)
+
+
+def sigmoid(x):
+    return 1 / (1 + math.exp(-x))
+
+
+# --- focus attention (eq. 5-8) ----------------------------------------------------------------
+
+
+def test_focal_bias_matches_hand_computation():
+    """eq. 5-7 element by element, on a left-padded document (true length m = 3 of 4 slots)."""
+    torch.manual_seed(0)
+    d, heads = 4, 2
+    focus = FocusBias(d, heads)
+    with torch.no_grad():
+        focus.w_p.weight.copy_(torch.arange(16.0).view(4, 4) / 20 - 0.3)
+        focus.w_g.weight.copy_(torch.arange(16.0).flip(0).view(4, 4) / 25 - 0.2)
+        focus.u.weight.copy_(torch.tensor([[1.0, -0.5, 0.3, 0.2], [0.4, 0.1, -1.0, 0.6],  # U_c (head 0, 1)
+                                           [-0.7, 0.2, 0.5, 1.1], [0.3, -0.9, 0.2, -0.4]]))  # U_d (head 0, 1)
+    pad = torch.tensor([[True, False, False, False]])
+    q_flat = torch.tensor([[[9.0, 9.0, 9.0, 9.0], [0.5, -1.0, 0.2, 0.3], [1.0, 0.4, -0.6, 0.0], [-0.2, 0.8, 0.1, -1.2]]])
+    q = q_flat.unflatten(-1, (heads, 2)).transpose(1, 2)  # (B, H, T, d_k)
+    f = focus(q, pad)
+
+    Wp, Wg, U = focus.w_p.weight.tolist(), focus.w_g.weight.tolist(), focus.u.weight.tolist()
+    rows = q_flat[0].tolist()
+    m = 3  # the pad query (all 9s) must not enter G
+    G = [sum(rows[t][c] for t in (1, 2, 3)) / m for c in range(d)]
+    WgG = [sum(Wg[r][c] * G[c] for c in range(d)) for r in range(d)]
+    P = [None, 1, 2, 3]  # positions count real tokens
+    for i in (1, 2, 3):
+        hidden = [math.tanh(sum(Wp[r][c] * rows[i][c] for c in range(d)) + WgG[r]) for r in range(d)]
+        for h in range(heads):
+            mu = sum(U[h][c] * hidden[c] for c in range(d))
+            sigma = sum(U[heads + h][c] * hidden[c] for c in range(d))
+            mu_t, sigma_t = m * sigmoid(mu), m * sigmoid(sigma)
+            for j in (1, 2, 3):
+                expected = -((P[j] - mu_t) ** 2) / (sigma_t**2 / 2)
+                assert abs(f[0, h, i, j].item() - expected) < 1e-5 * max(1, abs(expected))
+
+
+def test_focal_bias_is_added_to_the_scaled_logits():
+    """eq. 8: softmax(QK^T / sqrt(d_k) + f) V through the fused kernel equals the hand formula."""
+    torch.manual_seed(0)
+    d, heads = 8, 2
+    attn, focus = MultiheadAttention(d, heads, self_attention=True).eval(), FocusBias(d, heads)
+    x = torch.randn(2, 5, d)
+    pad = torch.tensor([[True, True, False, False, False], [False] * 5])
+    out, _ = attn(x, key_padding_mask=pad, attn_bias_fn=lambda q: focus(q, pad))
+    q, k, v = (t.unflatten(-1, (heads, 4)).transpose(1, 2) for t in attn.in_proj(x).chunk(3, -1))
+    logits = q @ k.transpose(-1, -2) / 2.0 + focus(q, pad)
+    logits = logits.masked_fill(pad[:, None, None, :], float("-inf"))
+    expected = attn.out_proj((logits.softmax(-1) @ v).transpose(1, 2).flatten(2))
+    assert torch.allclose(out, expected, atol=1e-5)
+
+
+def test_focus_is_the_same_for_left_and_right_padding():
+    torch.manual_seed(0)
+    focus = FocusBias(8, 2)
+    q = torch.randn(1, 2, 4, 4)
+    left = torch.cat([torch.zeros(1, 2, 2, 4), q], dim=2)
+    right = torch.cat([q, torch.zeros(1, 2, 2, 4)], dim=2)
+    f_left = focus(left, torch.tensor([[True, True, False, False, False, False]]))
+    f_right = focus(right, torch.tensor([[False, False, False, False, True, True]]))
+    assert torch.allclose(f_left[..., 2:, 2:], f_right[..., :4, :4], atol=1e-6)
+    assert torch.allclose(f_left[..., 2:, 2:], focus(q, None), atol=1e-6)  # unpadded: m = S
+
+
+@pytest.mark.parametrize("m", [1, 7])
+def test_collapsed_scope_and_one_token_document_are_finite(m):
+    """sigma~ -> 0 (sigmoid underflow) and m = 1: finite bias, outputs and gradients."""
+    torch.manual_seed(0)
+    d, heads = 8, 2
+    focus = FocusBias(d, heads)
+    with torch.no_grad():
+        focus.u.weight[heads:] = -1e4  # sigma = U_d^T h hugely negative: m * sigmoid(sigma) == 0 in fp32
+        focus.w_p.weight.fill_(0.5)
+    attn = MultiheadAttention(d, heads, self_attention=True)
+    x = torch.ones(1, m, d, requires_grad=True)
+    mu_t, sigma_t, _, _ = focus.centres_and_scopes(attn.in_proj(x)[..., :d].unflatten(-1, (heads, 4)).transpose(1, 2))
+    assert (sigma_t == SIGMA_MIN).all()  # the floor is what keeps eq. 7 finite
+    out, _ = attn(x, attn_bias_fn=lambda q: focus(q))
+    out.sum().backward()
+    assert torch.isfinite(out).all()
+    grads = [p.grad for p in list(attn.parameters()) + list(focus.parameters()) + [x] if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+    f = focus(torch.randn(1, heads, m, 4))
+    assert torch.isfinite(f).all() and f.min() >= -F_MAX
+    if m > 1:  # the nearest real position is never clamped: rows keep a mode
+        assert (f.max(-1).values > -F_MAX).all()
+
+
+@pytest.mark.parametrize("narrow", [False, True])
+def test_focus_bias_in_fp16_stays_finite_for_long_documents(narrow):
+    """(P - mu~)^2 reaches 400^2 > fp16 max: the bias is computed in fp32, clamped, then cast."""
+    torch.manual_seed(0)
+    focus = FocusBias(8, 2)
+    if narrow:
+        with torch.no_grad():
+            focus.u.weight[2:] = -1e4  # sigma~ at its floor: f would be -2 * 400^2 / 0.01
+    q = torch.randn(1, 2, 400, 4)
+    f = focus.half()(q.half())
+    assert f.dtype == torch.float16 and torch.isfinite(f).all() and f.min() >= -F_MAX
+    if narrow:
+        assert f.min() == -F_MAX
+
+
+# --- saliency selection (eq. 9-10) ------------------------------------------------------------
+
+
+def test_saliency_with_unit_gate_equals_plain_attention():
+    torch.manual_seed(0)
+    attn = MultiheadAttention(8, 2, self_attention=False).eval()
+    x, y = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    pad = torch.tensor([[True, False, False, False, False], [False] * 5])
+    plain, plain_w = attn(x, y, key_padding_mask=pad, need_weights=True)
+    gated, gated_w = attn(x, y, key_padding_mask=pad, need_weights=True,
+                          prob_gate_fn=lambda q, k: torch.ones(q.size(0), q.size(1), q.size(2), k.size(2)))
+    assert torch.allclose(plain, gated, atol=1e-6) and torch.allclose(plain_w, gated_w)
+
+
+def test_saliency_matches_hand_computation():
+    """g = sigmoid((W_h Q)(W_s K)^T) per head; (g * softmax(QK^T / sqrt(d_k))) V; pad keys excluded."""
+    torch.manual_seed(0)
+    d, heads, dk = 8, 2, 4
+    attn, gate = MultiheadAttention(d, heads, self_attention=False).eval(), SaliencyGate(d, heads)
+    x, y = torch.randn(2, 3, d), torch.randn(2, 5, d)
+    pad = torch.tensor([[True, True, False, False, False], [False] * 5])
+    out, _ = attn(x, y, key_padding_mask=pad, prob_gate_fn=lambda q, k: gate(q, k))
+    q = attn.q_proj(x)
+    k, v = attn.kv_proj(y).chunk(2, -1)
+    hq, sk = gate.w_h(q), gate.w_s(k)
+    heads_out = []
+    for h in range(heads):
+        s = slice(h * dk, (h + 1) * dk)
+        logits = (q[..., s] @ k[..., s].transpose(1, 2) / math.sqrt(dk)).masked_fill(pad[:, None, :], float("-inf"))
+        g = torch.sigmoid(hq[..., s] @ sk[..., s].transpose(1, 2))
+        heads_out.append((g * logits.softmax(-1)) @ v[..., s])
+    assert torch.allclose(out, attn.out_proj(torch.cat(heads_out, -1)), atol=1e-6)
+
+
+# --- placement flags and presets --------------------------------------------------------------
+
+
+def test_parse_layers():
+    assert parse_layers("all", 4) == {0, 1, 2, 3}
+    assert parse_layers("none", 4) == set() == parse_layers("", 4) == parse_layers(None, 4)
+    assert parse_layers("1,2", 4) == {0, 1} == parse_layers("[1-2]", 4)
+    assert parse_layers("3-4", 4) == {2, 3}
+    with pytest.raises(ValueError, match="outside 1..4"):
+        parse_layers("5", 4, "--focus-layers")
+    with pytest.raises(ValueError, match="--saliency-layers"):
+        parse_layers("first", 4, "--saliency-layers")
+
+
+def test_presets_and_placement():
+    model, _ = build_model("etads_base", make_dictionary(100))
+    enc, dec = model.encoder.layers, model.decoder.layers
+    assert len(enc) == len(dec) == 4 and model.encoder.layer_norm is None  # post-LN (§3.1)
+    assert all(l.focus is not None for l in enc) and all(l.saliency is not None for l in dec)
+    assert model.encoder.embed_tokens is model.decoder.embed_tokens  # shared vocabulary
+    base, _ = build_model("etads_baseline", make_dictionary(100))
+    assert all(l.focus is None for l in base.encoder.layers) and all(l.saliency is None for l in base.decoder.layers)
+    d, h = 512, 8  # overhead: W_p, W_g, U_c, U_d per focus layer; W_h, W_s per saliency layer
+    n = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert n(model) - n(base) == 4 * (2 * d * d + 2 * h * d) + 4 * (2 * d * d)
+    placed, _ = build_model("etads_base", focus_layers="1,2", saliency_layers="none", **ETADS)
+    assert [l.focus is not None for l in placed.encoder.layers] == [True, True]
+    assert all(l.saliency is None for l in placed.decoder.layers)
+    other, _ = build_model("tp_transformer_small", focus_layers="1", saliency_layers="2", **ETADS, tpr_roles=5)
+    assert other.encoder.layers[0].focus is not None and other.encoder.layers[1].focus is None
+    assert other.decoder.layers[1].saliency is not None and other.decoder.layers[0].saliency is None
+
+
+# --- model-level behaviour --------------------------------------------------------------------
+
+MODELS = [("etads_base", {}), ("etads_base", {"encoder_normalize_before": True}),
+          ("tp_transformer_small", {"focus_layers": "1", "saliency_layers": "2", "tpr_roles": 5})]
+
+
+@pytest.mark.parametrize("arch,extra", MODELS)
+@pytest.mark.parametrize("left_pad_source", [True, False])
+def test_incremental_decoding_equals_full_forward(arch, extra, left_pad_source):
+    torch.manual_seed(0)
+    model, d = build_model(arch, **ETADS, **extra)
+    model.eval()
+    src, lengths, prev = random_batch(d, left_pad_source=left_pad_source)
+    with torch.no_grad():
+        full, _ = model(src, lengths, prev)
+        enc, state = model.encoder(src, lengths), {}
+        steps = [model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0] for t in range(prev.size(1))]
+    assert (torch.cat(steps, dim=1) - full).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("order", [[1, 0, 3, 3, 5, 4], [5, 4, 1]])  # within beams; batch shrinking
+def test_beam_reordering_keeps_the_saliency_cache_aligned(order):
+    torch.manual_seed(0)
+    model, d = build_model("etads_base", **ETADS)
+    model.eval()
+    src, lengths, prev = random_batch(d, bsz=3)
+    beam = torch.arange(3).repeat_interleave(2)
+    src, lengths = src[beam], lengths[beam]
+    prev = prev[beam] + torch.arange(6)[:, None] % 2
+    order = torch.tensor(order)
+    with torch.no_grad():
+        enc, state = model.encoder(src, lengths), {}
+        for t in range(3):
+            model.decoder(prev[:, : t + 1], enc, incremental_state=state)
+        model.decoder.reorder_incremental_state_scripting(state, order)
+        prev_r = prev.index_select(0, order)
+        step, _ = model.decoder(prev_r[:, :4], model.encoder.reorder_encoder_out(enc, order), incremental_state=state)
+        full, _ = model(src.index_select(0, order), lengths.index_select(0, order), prev_r[:, :4])
+    assert (step[:, -1] - full[:, -1]).abs().max() < 1e-5
+
+
+def test_every_parameter_gets_a_gradient():
+    torch.manual_seed(0)
+    model, d = build_model("etads_base", **ETADS)
+    model.train()
+    src, lengths, prev = random_batch(d)
+    logits, _ = model(src, lengths, prev)
+    logits.log_softmax(-1).mean().backward()
+    bad = [n for n, p in model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all()]
+    assert not bad
+    etads = [(n, p) for n, p in model.named_parameters() if ".focus." in n or ".saliency." in n]
+    assert len(etads) == 2 * 3 + 2 * 2 and all(p.grad.abs().sum() > 0 for _, p in etads)
+
+
+@pytest.mark.parametrize("left_pad_source", [True, False])
+def test_padding_does_not_change_outputs(left_pad_source):
+    """Focus uses the true length m and real-token positions, so padding changes nothing."""
+    torch.manual_seed(0)
+    model, d = build_model("etads_base", **ETADS)
+    model.eval()
+    src, lengths, prev = random_batch(d, left_pad_source=left_pad_source)
+    with torch.no_grad():
+        batched, _ = model(src, lengths, prev)
+        for b in range(src.size(0)):
+            n = int(lengths[b])
+            alone = src[b : b + 1, src.size(1) - n :] if left_pad_source else src[b : b + 1, :n]
+            single, _ = model(alone, lengths[b : b + 1], prev[b : b + 1])
+            assert (single - batched[b : b + 1]).abs().max() < 1e-5
+
+
+def test_one_token_document_gives_finite_outputs_and_gradients():
+    model, d = build_model("etads_base", **ETADS)
+    src, prev = torch.tensor([[d.eos()]]), torch.tensor([[d.eos(), 5]])
+    out, _ = model(src, torch.tensor([1]), prev)
+    out.log_softmax(-1).mean().backward()
+    assert torch.isfinite(out).all()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+# --- GNMT length / coverage penalties (§4.1) --------------------------------------------------
+
+
+def test_penalty_functions_match_hand_computation():
+    from fairseq_sum_plugins.sequence_generator import coverage_penalty, gnmt_length_penalty
+
+    assert gnmt_length_penalty(3, 0.9) == pytest.approx((8 / 6) ** 0.9)
+    attn = torch.tensor([[[0.5, 0.7], [0.2, 0.1], [0.3, 0.2], [0.0, 0.0]]])  # (N, S, T); last source slot is pad
+    real = torch.tensor([[True, True, True, False]])
+    wu = coverage_penalty(attn, real, 5.0)  # 5 * (log min(1.2, 1) + log 0.3 + log 0.5)
+    assert wu.item() == pytest.approx(5 * (math.log(0.3) + math.log(0.5)), rel=1e-6)
+    summary = coverage_penalty(attn, real, 5.0, "summary")  # -5 * (0.2 + 0 + 0)
+    assert summary.item() == pytest.approx(-1.0, rel=1e-5)
+
+
+def _hand_score(model, src, hyp, alpha, beta):
+    """s(Y, X) for one unpadded source and hypothesis, from a teacher-forced forward."""
+    prev = torch.cat([hyp.new_tensor([model.decoder.dictionary.eos()]), hyp[:-1]])[None]
+    with torch.no_grad():
+        logits, extra = model(src[None], torch.tensor([src.numel()]), prev)
+    lprobs = logits.log_softmax(-1)[0]
+    log_p = sum(lprobs[i, int(t)].item() for i, t in enumerate(hyp))
+    attn = extra["attn"][0][0]  # (|Y|, S): last layer, averaged over heads
+    coverage = [sum(attn[i, j].item() for i in range(attn.size(0))) for j in range(attn.size(1))]
+    lp = ((5 + len(hyp)) / 6) ** alpha
+    return log_p / lp + beta * sum(math.log(min(c, 1.0)) for c in coverage)
+
+
+@pytest.mark.parametrize("left_pad_source", [True, False])
+def test_beam_scores_equal_hand_computed_gnmt_scores(left_pad_source):
+    """Every finished hypothesis of a tiny beam (ragged, padded batch) is scored by
+    log P / lp + cp, recomputed by hand on the unpadded source; hypotheses come best first."""
+    from fairseq_sum_plugins.sequence_generator import GNMTSequenceGenerator
+
+    torch.manual_seed(0)
+    model, d = build_model("etads_base", **ETADS)
+    model.eval()
+    model.decoder.need_attn = True
+    src, lengths, _ = random_batch(d, bsz=3, src_len=7, left_pad_source=left_pad_source)
+    gen = GNMTSequenceGenerator([model], d, beam_size=3, max_len_a=0, max_len_b=5, min_len=2,
+                                lenpen_gnmt=0.9, coverage_penalty=5.0, left_pad_source=left_pad_source)
+    with torch.no_grad():
+        hypos = gen.forward({"net_input": {"src_tokens": src, "src_lengths": lengths}})
+    for b, beam in enumerate(hypos):
+        n = int(lengths[b])
+        alone = src[b, src.size(1) - n :] if left_pad_source else src[b, :n]
+        assert len(beam) == 3
+        scores = [h["score"].item() for h in beam]
+        assert scores == sorted(scores, reverse=True)
+        for h in beam:
+            assert len(h["tokens"]) >= 3  # min_len 2 + EOS
+            assert h["score"].item() == pytest.approx(_hand_score(model, alone, h["tokens"], 0.9, 5.0), abs=1e-4)
+
+
+def test_task_builds_the_gnmt_generator_from_its_flags():
+    from argparse import Namespace
+
+    from fairseq_sum_plugins.sequence_generator import GNMTSequenceGenerator
+    from fairseq_sum_plugins.tasks.summarization import SummarizationConfig, SummarizationTask
+
+    d = make_dictionary()
+    model, _ = build_model("etads_base", d, **ETADS)
+    plain = SummarizationTask(SummarizationConfig(), d, d).build_generator([model], Namespace(beam=2))
+    assert type(plain).__name__ == "SequenceGenerator" and not model.decoder.need_attn
+    task = SummarizationTask(SummarizationConfig(lenpen_gnmt=0.9, coverage_penalty=5.0), d, d)
+    gen = task.build_generator([model], Namespace(beam=10, min_len=35))
+    assert isinstance(gen, GNMTSequenceGenerator) and gen.lenpen_gnmt == 0.9 and gen.coverage_beta == 5.0
+    assert gen.beam_size == 10 and gen.min_len == 35 and model.decoder.need_attn
+
+
+# --- CLI round trip ---------------------------------------------------------------------------
+
+
+def _run(*cmd):
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)
+    assert proc.returncode == 0, f"{' '.join(cmd[:2])} failed:\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def test_cli_train_and_generate_with_gnmt_penalties(toy_data, tmp_path):
+    bindir = os.path.dirname(sys.executable)
+    user_dir = os.path.join(REPO, "fairseq_sum_plugins")
+    _run(os.path.join(bindir, "fairseq-train"), toy_data, "--user-dir", user_dir, "--task", "summarization",
+         "--arch", "etads_base", "--encoder-layers", "2", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
+         "--encoder-attention-heads", "4", "--focus-layers", "1", "--criterion", "summarization_loss",
+         "--label-smoothing", "0.1", "--optimizer", "adam", "--adam-betas", "(0.9, 0.998)", "--clip-norm", "2",
+         "--lr", "0.003", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "4", "--max-tokens", "1000",
+         "--max-update", "6", "--save-dir", str(tmp_path), "--no-epoch-checkpoints", "--log-format", "simple")
+    ckpt = str(tmp_path / "checkpoint_last.pt")
+    gen = _run(os.path.join(bindir, "fairseq-generate"), toy_data, "--user-dir", user_dir, "--task", "summarization",
+               "--path", ckpt, "--gen-subset", "test", "--beam", "3", "--batch-size", "5", "--max-len-b", "8",
+               "--lenpen-gnmt", "0.9", "--coverage-penalty", "5", "--min-len", "3")
+    hyps = [l.split("\t") for l in gen.stdout.splitlines() if l.startswith("H-")]
+    assert sorted(int(h[0][2:]) for h in hyps) == list(range(12))
+    assert all(len(h[2].split()) >= 3 for h in hyps)  # --min-len 3
+    assert all(math.isfinite(float(h[1])) for h in hyps)
+    # the focus-centre plot of the same checkpoint
+    png, js = tmp_path / "focus.png", tmp_path / "focus.json"
+    from fairseq_sum_plugins.analysis import focus_plot  # in-process: what `python -m ...focus_plot` runs
+
+    focus_plot.main([toy_data, "--path", ckpt, "--split", "test", "--index", "0", "--png", str(png), "--json", str(js)])
+    import json
+
+    focus = json.loads(js.read_text())
+    assert list(focus) == ["layers.0.focus"] and png.stat().st_size > 5000  # --focus-layers 1
+    layer = focus["layers.0.focus"]
+    assert len(layer["mu"]) == 4 and all(len(row) == layer["m"] for row in layer["mu"])
+    assert all(0 <= v <= layer["m"] for row in layer["mu"] for v in row)
+    assert all(SIGMA_MIN <= v <= layer["m"] for row in layer["sigma"] for v in row)

@@ -1,0 +1,142 @@
+"""Information selection through the real CLIs: fairseq-train (gate loss and sparsity logged in
+validation), fairseq-generate with ``--model-overrides "{'gate_threshold': T}"`` (sparsity line), and
+BART: a tiny fairseq ``bart_base`` checkpoint fine-tuned as ``bart_base_gated`` with ``--restore-file``."""
+import os
+import re
+
+import pytest
+import torch
+
+from conftest import REPO, make_dictionary
+from test_cli_roundtrip import cli, run
+
+USER_DIR = os.path.join(REPO, "fairseq_sum_plugins")
+TINY = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
+        "--encoder-attention-heads", "2"]
+TRAIN = ["--task", "summarization", "--criterion", "summarization_loss", "--label-smoothing", "0.1",
+         "--optimizer", "adam", "--lr", "0.003", "--max-tokens", "2000", "--no-epoch-checkpoints",
+         "--log-format", "simple", "--log-interval", "1", "--num-workers", "0", "--seed", "1"]
+SPARSITY = re.compile(r"information selection: gate threshold ([0-9.]+), sparsity rate ([0-9.]+)% \(([0-9,]+) of ([0-9,]+)")
+
+
+def train(data, save, *extra):
+    proc = run(cli("fairseq-train"), data, "--user-dir", USER_DIR, *TRAIN, "--save-dir", save, *extra)
+    return proc.stderr + proc.stdout
+
+
+def generate(data, ckpt, *extra):
+    return run(cli("fairseq-generate"), data, "--user-dir", USER_DIR, "--task", "summarization", "--path", ckpt,
+               "--gen-subset", "test", "--beam", "2", "--batch-size", "6", "--max-len-b", "8", *extra)
+
+
+@pytest.fixture(scope="module")
+def gated_run(toy_data, tmp_path_factory):
+    save = str(tmp_path_factory.mktemp("gated"))
+    log = train(toy_data, save, "--arch", "transformer_gated_small", *TINY, "--max-update", "6",
+                "--gate-threshold", "0.5", "--gate-l1-weight", "0.1")
+    return {"log": log, "ckpt": os.path.join(save, "checkpoint_last.pt")}
+
+
+def test_training_logs_gate_loss_and_validation_sparsity(gated_run):
+    lines = gated_run["log"].splitlines()
+    assert any("aux_gate_l1" in l for l in lines if "train_inner" in l or "| train |" in l or " train " in l)
+    valid = [l for l in lines if "valid on 'valid' subset" in l]
+    assert valid and all(re.search(r"gate_sparsity [0-9.]+", l) for l in valid)
+
+
+def test_generate_with_threshold_override_reports_sparsity(toy_data, gated_run):
+    gen = generate(toy_data, gated_run["ckpt"], "--model-overrides", "{'gate_threshold': 0.5}")
+    hyps = [l for l in gen.stdout.splitlines() if l.startswith("H-")]
+    assert len(hyps) == 12
+    m = SPARSITY.search(gen.stderr)
+    assert m, gen.stderr[-2000:]
+    threshold, rate, dropped, total = float(m[1]), float(m[2]), int(m[3].replace(",", "")), int(m[4].replace(",", ""))
+    assert threshold == 0.5 and 0 <= dropped < total and rate == pytest.approx(100 * dropped / total, abs=0.01)
+
+
+# --- BART ---------------------------------------------------------------------------------------
+
+
+BART_TINY = TINY + ["--decoder-attention-heads", "2", "--encoder-embed-dim", "32", "--decoder-embed-dim", "32",
+                    "--decoder-ffn-embed-dim", "64", "--max-source-positions", "64", "--max-target-positions", "64"]
+
+
+def save_bart_checkpoint(data, path):
+    """A tiny ``bart_base``-shaped model saved in the layout of fairseq's released BART ``model.pt``
+    (``args``, ``model``, ``optimizer_history``, ``extra_state``)."""
+    from fairseq import options, tasks
+
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        data, "--task", "summarization", "--arch", "bart_base", *BART_TINY, "--criterion", "label_smoothed_cross_entropy",
+        "--optimizer", "adam", "--lr", "0.001"])
+    torch.manual_seed(0)
+    model = tasks.setup_task(args).build_model(args)
+    torch.save({
+        "args": args, "model": model.state_dict(), "last_optimizer_state": None,
+        "optimizer_history": [{"criterion_name": "LabelSmoothedCrossEntropyCriterion", "optimizer_name": "FairseqAdam",
+                               "lr_scheduler_state": {"best": None}, "num_updates": 0}],
+        "extra_state": {"epoch": 1, "train_iterator": {"epoch": 1, "iterations_in_epoch": 0}, "val_loss": None},
+    }, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def bart_checkpoint(toy_data, tmp_path_factory):
+    return save_bart_checkpoint(toy_data, str(tmp_path_factory.mktemp("bart") / "model.pt"))
+
+
+def test_gated_bart_loads_a_bart_checkpoint_with_a_fresh_gate(toy_data, bart_checkpoint):
+    from fairseq import checkpoint_utils, tasks
+
+    state = checkpoint_utils.load_checkpoint_to_cpu(bart_checkpoint)
+    args = state["args"]
+    args.arch, args.gate_per_head, args.gate_threshold = "bart_base_gated", False, 0.0
+    torch.manual_seed(1)
+    model = tasks.setup_task(args).build_model(args)
+    fresh = model.encoder.info_gate.proj.weight.detach().clone()
+    model.load_state_dict(state["model"], strict=True)  # the gate is missing from the checkpoint
+    own = model.state_dict()
+    assert all(torch.equal(own[k], v) for k, v in state["model"].items())
+    assert torch.equal(model.encoder.info_gate.proj.weight, fresh)
+
+
+def test_bart_gated_fine_tunes_from_restore_file_and_generates(toy_data, bart_checkpoint, tmp_path):
+    from argparse import Namespace
+
+    from fairseq import checkpoint_utils
+
+    save = str(tmp_path / "ft")
+    log = train(toy_data, save, "--arch", "bart_base_gated", *BART_TINY, "--max-update", "3", "--disable-validation",
+                "--restore-file", bart_checkpoint, "--reset-optimizer", "--reset-dataloader", "--reset-meters",
+                "--reset-lr-scheduler", "--gate-per-head", "True")
+    assert "initialising encoder.info_gate.proj.weight fresh" in log
+    assert re.search(r"aux_gate_l1 [0-9.]+", log)
+    # generation from the fine-tuned checkpoint with the threshold overridden at load time
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [os.path.join(save, "checkpoint_last.pt")], arg_overrides={"gate_threshold": 0.5, "data": toy_data})
+    model = models[0].eval()
+    assert model.encoder.info_gate.threshold == 0.5 and model.encoder.info_gate.num_gates == 2
+    task.load_dataset("test")
+    ds = task.dataset("test")
+    sample = ds.collater([ds[i] for i in range(len(ds))])
+    gen = task.build_generator([model], Namespace(beam=2, max_len_b=8))
+    with torch.no_grad():
+        hypos = task.inference_step(gen, [model], sample)
+    assert len(hypos) == len(ds) and all(len(h[0]["tokens"]) > 0 for h in hypos)
+    dropped, total = model.encoder.info_gate.sparsity()
+    assert total == int(sample["net_input"]["src_lengths"].sum()) and 0 <= dropped < total
+
+
+def test_gate_sweep_table_and_pngs(toy_data, gated_run, tmp_path):
+    from fairseq_sum_plugins.analysis import gate_sweep
+
+    out = tmp_path / "sweep"
+    rows = gate_sweep.main([toy_data, "--path", gated_run["ckpt"], "--thresholds", "0", "0.5", "0.99",
+                            "--max-examples", "6", "--beam", "1", "--max-len-b", "6", "--bpe-symbol", "none",
+                            "--cpu", "--out-dir", str(out)])
+    assert [r["threshold"] for r in rows] == [0.0, 0.5, 0.99]
+    sparsity = [r["sparsity"] for r in rows]
+    assert sparsity[0] == 0.0 and sparsity == sorted(sparsity) and sparsity[-1] > 0
+    assert all(r["tokens"] > 0 and r["n"] == 6 and 0 <= r["rouge1"] <= 100 for r in rows)
+    assert "| 0.5 |" in (out / "gate_sweep.md").read_text()
+    assert (out / "sparsity_rouge.png").stat().st_size > 1000 and (out / "gate_scores.png").stat().st_size > 1000

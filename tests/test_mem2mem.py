@@ -1,0 +1,347 @@
+"""Mem2Mem / HRED: sentence spans, eq. 3, 6, 11, 13-17, gradients per ablation, incremental decoding,
+parameter count at the paper's dims, and a fairseq-train -> fairseq-generate round trip."""
+import math
+import os
+
+import pytest
+import torch
+
+from conftest import REPO, build_model, make_dictionary
+from fairseq.data import Dictionary
+
+from fairseq_sum_plugins.modules.memory import compression_loss, read_loss
+from fairseq_sum_plugins.modules.pointer_generator import count_position_markers, mix_copy_distribution
+from fairseq_sum_plugins.modules.sentences import sentence_layout
+
+TINY = dict(embed_dim=16, encoder_hidden_size=8, decoder_hidden_size=12, attention_dim=10, memory_attn_dim=6, memory_slots=4)
+
+# (name, model overrides) for the rows of Table 2 and the other switches
+SETTINGS = {
+    "hred": dict(encoder_memory=False, decoder_memory=False, memory_transfer=False),
+    "hred_coverage_loss": dict(encoder_memory=False, decoder_memory=False, memory_transfer=False, coverage_loss=True),
+    "hred_no_coverage_no_pointer": dict(encoder_memory=False, decoder_memory=False, coverage=False, pointer_generator=False),
+    "encoder_mem": dict(decoder_memory=False),
+    "decoder_mem_from_zeros": dict(encoder_memory=False, memory_transfer=False),
+    "no_transfer": dict(memory_transfer=False),
+    "full": dict(),
+}
+
+
+def doc_batch(d, docs, tgt_len=5, left_pad=True, seed=0):
+    """Sources from ``docs`` (one list of sentence lengths per document), joined by <sep>, + </s>."""
+    g = torch.Generator().manual_seed(seed)
+    sep, n = d.index("<sep>"), len(d)
+    seqs = []
+    for lens in docs:
+        toks = []
+        for j, length in enumerate(lens):
+            toks += torch.randint(d.nspecial, n - 1, (length,), generator=g).tolist()
+            if j < len(lens) - 1:
+                toks.append(sep)
+        seqs.append(toks + [d.eos()])
+    width = max(map(len, seqs))
+    src = torch.full((len(seqs), width), d.pad())
+    for b, s in enumerate(seqs):
+        if left_pad:
+            src[b, width - len(s):] = torch.tensor(s)
+        else:
+            src[b, : len(s)] = torch.tensor(s)
+    prev = torch.randint(d.nspecial, n - 1, (len(seqs), tgt_len), generator=g)
+    prev[:, 0] = d.eos()
+    prev[-1, tgt_len - 1] = d.pad()  # a padded target step
+    return src, torch.tensor([len(s) for s in seqs]), prev
+
+
+def total_loss(model, src, lens, prev, weights=None):
+    weights = weights or {"mem_comp": 1e-4, "mem_read": 0.01, "coverage": 1.0}
+    out, extra = model(src, lens, prev)
+    lprobs = model.get_normalized_probs((out, extra), log_probs=True)
+    loss = -lprobs[:, :-1].gather(2, prev[:, 1:].unsqueeze(-1)).mean()
+    for name, value in extra["aux_losses"].items():
+        loss = loss + weights[name] * value
+    return loss, out, extra
+
+
+# --- sentence spans ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("left_pad", [True, False])
+def test_sentence_layout(left_pad):
+    d = make_dictionary()
+    sep, pad, eos = d.index("<sep>"), d.pad(), d.eos()
+    a, b, c = d.index("w1"), d.index("w2"), d.index("w3")
+    docs = [[a, b, sep, c, sep, a, eos], [c, eos]]
+    width = 7
+    src = torch.full((2, width), pad)
+    for i, doc in enumerate(docs):
+        if left_pad:
+            src[i, width - len(doc):] = torch.tensor(doc)
+        else:
+            src[i, : len(doc)] = torch.tensor(doc)
+    lay = sentence_layout(src, pad, sep)
+    assert lay.tokens.tolist() == [docs[0], [c, eos, pad, pad, pad, pad, pad]]
+    assert lay.sent_id[0].tolist() == [0, 0, 0, 1, 1, 2, 2]
+    assert lay.sent_pos[0].tolist() == [0, 1, 2, 0, 1, 0, 1]
+    assert lay.sent_lengths.tolist() == [[3, 2, 2], [2, 0, 0]]
+    assert lay.num_sentences.tolist() == [3, 1]
+    assert (src.gather(1, lay.orig_pos)[lay.token_mask] == lay.tokens[lay.token_mask]).all()
+    # truncation (App. A.2): at most 2 sentences of at most 1 token
+    lay = sentence_layout(src, pad, sep, max_sentences=2, max_sentence_tokens=1)
+    assert lay.tokens[0, :2].tolist() == [a, c] and lay.token_mask.sum(1).tolist() == [2, 1]
+    assert lay.sent_lengths.tolist() == [[1, 1], [1, 0]]
+
+
+def test_missing_sep_is_a_clear_error():
+    d = Dictionary()
+    for i in range(10):
+        d.add_symbol(f"w{i}")
+    with pytest.raises(ValueError, match="<sep>"):
+        build_model("hred_base", d, **TINY)
+
+
+# --- equations -----------------------------------------------------------------------------------
+
+
+def test_compression_loss_by_hand():
+    A = torch.tensor([[[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]]])
+    # A A^T = [[1, .5], [.5, .5]];  minus I = [[0, .5], [.5, -.5]];  squared Frobenius = 0.75
+    assert compression_loss(A).tolist() == pytest.approx([0.75])
+
+
+def test_read_loss_by_hand():
+    psi = torch.tensor([[[1.0, 0.0], [0.5, 0.5]]])  # B x T x r
+    mem = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])  # M_E, r x d
+    beta = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])  # B x T x L
+    H = torch.tensor([[[0.0, 0.0], [1.0, 1.0]]])  # h^(s), L x d
+    # c_m = [1, 0], [.5, .5];  c_s = [0, 0], [1, 1];  distances 1 and sqrt(.5)
+    full = read_loss(psi, mem, beta, H, torch.tensor([[True, True]]))
+    assert full.tolist() == pytest.approx([(1 + math.sqrt(0.5)) / 2])
+    assert read_loss(psi, mem, beta, H, torch.tensor([[True, False]])).tolist() == pytest.approx([1.0])
+
+
+def test_model_aux_losses_match_the_equations():
+    model, d = build_model("mem2mem_base", **TINY)
+    model.eval()
+    src, lens, prev = doc_batch(d, [[3, 4, 2], [5], [2, 2, 2, 2, 2, 2]])
+    enc = model.encoder(src, lens)
+    out, extra = model.decoder(prev, enc)
+    A = enc["write_attn"]
+    expected = []
+    for b in range(A.size(0)):  # eq. 6 with explicit sums
+        r = A.size(1)
+        s = 0.0
+        for k in range(r):
+            for l in range(r):
+                dot = float((A[b, k] * A[b, l]).sum().detach())
+                s += (dot - (1.0 if k == l else 0.0)) ** 2
+        expected.append(s)
+    assert extra["aux_losses"]["mem_comp"].item() == pytest.approx(sum(expected) / len(expected), rel=1e-5)
+    # pad sentence slots get no write attention, rows of A sum to one
+    assert torch.allclose(A.sum(-1), torch.ones_like(A.sum(-1)), atol=1e-6)
+    assert (A[~enc["sent_mask"].unsqueeze(1).expand_as(A)] == 0).all()
+    # eq. 11 against M_E, T_b = real target steps of document b
+    psi, beta, H, M_E = extra["read_attn"], extra["beta"], enc["sent_states"], enc["memory"]
+    per_doc = []
+    for b in range(src.size(0)):
+        steps = [t for t in range(prev.size(1)) if prev[b, t] != d.pad()]
+        per_doc.append(sum(float((psi[b, t] @ M_E[b] - beta[b, t] @ H[b]).norm()) for t in steps) / len(steps))
+    assert extra["aux_losses"]["mem_read"].item() == pytest.approx(sum(per_doc) / len(per_doc), rel=1e-5)
+
+
+def test_gamma_renormalisation():
+    model, d = build_model("mem2mem_base", **TINY)
+    model.eval()
+    src, lens, prev = doc_batch(d, [[3, 4, 2], [5], [2, 2, 2]])
+    enc = model.encoder(src, lens)
+    _, extra = model.decoder(prev, enc)
+    alpha, beta, gamma = extra["alpha"], extra["beta"], extra["gamma"]
+    mask = enc["token_mask"]
+    assert torch.allclose(gamma.sum(-1), torch.ones_like(gamma.sum(-1)), atol=1e-6)
+    assert torch.allclose(beta.sum(-1), torch.ones_like(beta.sum(-1)), atol=1e-6)
+    assert (gamma[~mask.unsqueeze(1).expand_as(gamma)] == 0).all()
+    for b in range(src.size(0)):
+        for t in range(prev.size(1)):
+            num = [float(beta[b, t, enc["token_sent"][b, i]] * alpha[b, t, i]) if mask[b, i] else 0.0 for i in range(mask.size(1))]
+            expected = torch.tensor(num) / sum(num)
+            assert torch.allclose(gamma[b, t], expected, atol=1e-6)
+    # --print-alignment: gamma in the layout of the (left-padded) src_tokens
+    model.decoder.need_attn = True
+    attn = model.decoder(prev, enc)[1]["attn"][0]
+    assert attn.shape == (src.size(0), prev.size(1), src.size(1))
+    assert (attn[src.eq(d.pad()).unsqueeze(1).expand_as(attn)] == 0).all()
+    assert torch.allclose(attn.sum(-1), torch.ones_like(attn.sum(-1)), atol=1e-6)
+
+
+def test_copy_distribution_sums_to_one_over_extended_vocabulary():
+    d = make_dictionary(20)
+    for i in range(4):
+        d.add_symbol(f"<unk-{i}>")
+    assert count_position_markers(d) == 4
+    model, _ = build_model("mem2mem_base", d, **TINY)
+    model.eval()
+    markers = [d.index(f"<unk-{i}>") for i in range(4)]
+    src, lens, prev = doc_batch(d, [[3, 4], [5]])
+    src[0, -2], src[1, -3] = markers[0], markers[2]  # OOV words of the source, by position
+    prev[0, 2] = markers[0]  # a copied marker fed back to the decoder reads the <unk> embedding
+    out, extra = model(src, lens, prev)
+    assert out.shape[-1] == len(d)  # the extended vocabulary is the dictionary with its markers
+    assert torch.allclose(out.sum(-1), torch.ones(out.shape[:2]), atol=1e-5)
+    assert (out[0, :, markers[0]] > 0).all() and (out[1, :, markers[2]] > 0).all()
+    assert (out[:, :, markers[1]] == 0).all() and (out[:, :, markers[3]] == 0).all()  # not in any source
+    assert model.encoder.embed_tokens.num_embeddings == len(d) - 4
+    # eq. 15 by hand: V = 4 entries (the last a marker), z = 0.25, gamma over ids [1, 3, 1]
+    logits = torch.log(torch.tensor([[[0.2, 0.3, 0.5]]]))
+    probs = mix_copy_distribution(logits, torch.tensor([[[0.25]]]), torch.tensor([[[0.5, 0.2, 0.3]]]),
+                                  torch.tensor([[1, 3, 1]]), vocab_size=4)
+    assert probs[0, 0].tolist() == pytest.approx([0.05, 0.075 + 0.75 * 0.8, 0.125, 0.75 * 0.2])
+
+
+# --- gradients / robustness ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_every_parameter_gets_a_gradient(setting):
+    model, d = build_model("mem2mem_base", **TINY, **SETTINGS[setting])
+    model.train()
+    src, lens, prev = doc_batch(d, [[3, 4, 2], [5], [2, 3]])
+    loss, _, extra = total_loss(model, src, lens, prev)
+    loss.backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all() or p.grad.abs().sum() == 0]
+    assert not missing, f"{setting}: no gradient for {missing}"
+    expected_aux = set()
+    cfg = {"encoder_memory": True, "decoder_memory": True, "coverage_loss": False, **SETTINGS[setting]}
+    if cfg["encoder_memory"]:
+        expected_aux |= {"mem_comp", "mem_read"}
+    if cfg["coverage_loss"]:
+        expected_aux.add("coverage")
+    assert set(extra["aux_losses"]) == expected_aux
+
+
+def test_recomputed_attention_gives_the_same_gradients(monkeypatch):
+    from fairseq_sum_plugins.models import mem2mem
+
+    model, d = build_model("mem2mem_base", **TINY, coverage_loss=True)
+    model.train()
+    src, lens, prev = doc_batch(d, [[3, 4, 2], [5]])
+    grads = []
+    for threshold in (2**62, 0):  # stored, then recomputed in backward
+        monkeypatch.setattr(mem2mem, "RECOMPUTE_ABOVE", threshold)
+        model.zero_grad()
+        total_loss(model, src, lens, prev)[0].backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(*grads))
+
+
+@pytest.mark.parametrize("arch", ["hred_base", "mem2mem_base"])
+@pytest.mark.parametrize("left_pad", [True, False])
+def test_one_sentence_documents_and_pad_slots_give_no_nan(arch, left_pad):
+    model, d = build_model(arch, **TINY, coverage_loss=True)  # 4 slots > sentences of most documents
+    model.train()
+    src, lens, prev = doc_batch(d, [[6], [1], [2, 2, 2, 2, 2, 2, 2], [3, 1]], left_pad=left_pad)
+    loss, out, extra = total_loss(model, src, lens, prev)
+    loss.backward()
+    assert torch.isfinite(out).all() and torch.isfinite(loss)
+    assert all(torch.isfinite(v) for v in extra["aux_losses"].values())
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+    # a batch of one-sentence documents only (every other slot of the batch is padding)
+    src, lens, prev = doc_batch(d, [[1], [4]], left_pad=left_pad)
+    loss, out, _ = total_loss(model, src, lens, prev)
+    assert torch.isfinite(out).all() and torch.isfinite(loss)
+
+
+def test_padding_does_not_change_the_output():
+    """Left- and right-padded sources give the same distributions."""
+    model, d = build_model("mem2mem_base", **TINY)
+    model.eval()
+    docs = [[3, 4, 2], [5], [2, 2, 2, 2]]
+    a = model(*doc_batch(d, docs, left_pad=True))[0]
+    b = model(*doc_batch(d, docs, left_pad=False))[0]
+    assert (a - b).abs().max() < 1e-5
+
+
+# --- incremental decoding ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("setting", ["hred", "encoder_mem", "full"])
+def test_incremental_equals_full_forward_with_beam_reorder(setting):
+    model, d = build_model("mem2mem_base", **TINY, **SETTINGS[setting])
+    model.eval()
+    src, lens, prev = doc_batch(d, [[3, 4, 2], [5], [2, 2, 2]], tgt_len=6)
+    prev[-1, -1] = d.index("w3")  # no padding inside the decoded prefix
+    with torch.no_grad():
+        full = model(src, lens, prev)[0]
+        enc = model.encoder(src, lens)
+        inc, steps = {}, []
+        for t in range(prev.size(1)):
+            steps.append(model.decoder(prev[:, : t + 1], enc, incremental_state=inc)[0])
+        assert (torch.cat(steps, dim=1) - full).abs().max() < 1e-5
+        # beam search reorders (and duplicates) hypotheses mid-sequence
+        order = torch.tensor([2, 0, 0, 1])
+        full_r = model(src[order], lens[order], prev[order])[0]
+        enc = model.encoder(src, lens)
+        inc, steps = {}, []
+        for t in range(prev.size(1)):
+            if t == 3:
+                enc = model.encoder.reorder_encoder_out(enc, order)
+                model.decoder.reorder_incremental_state_scripting(inc, order)
+            p = prev[order] if t >= 3 else prev
+            steps.append(model.decoder(p[:, : t + 1], enc, incremental_state=inc)[0])
+        assert (torch.cat(steps[3:], dim=1) - full_r[:, 3:]).abs().max() < 1e-5
+
+
+# --- size -----------------------------------------------------------------------------------------
+
+
+def test_parameter_count_at_paper_dims():
+    """Paper Table 1: 14.7M parameters (50k vocabulary, embeddings 128, GRUs 256, r = 10, d_a = 128)."""
+    d = make_dictionary(50000 - 5)  # 4 specials + <sep> + 49995 words
+    assert len(d) == 50000
+    counts = {arch: sum(p.numel() for p in build_model(arch, d)[0].parameters()) for arch in ("hred_base", "mem2mem_base")}
+    print(f"parameters at 50k vocabulary: {counts}")
+    assert abs(counts["mem2mem_base"] - 14.7e6) / 14.7e6 < 0.02
+    assert 0.4e6 < counts["mem2mem_base"] - counts["hred_base"] < 0.8e6  # the memories
+
+
+# --- CLI round trip -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def trained_mem2mem(toy_data, tmp_path_factory):
+    from test_cli_roundtrip import cli, run
+
+    save = str(tmp_path_factory.mktemp("mem2mem_ckpt"))
+    dims = ["--embed-dim", "16", "--encoder-hidden-size", "8", "--decoder-hidden-size", "16", "--attention-dim", "8",
+            "--memory-slots", "3", "--memory-attn-dim", "8"]
+    run(
+        cli("fairseq-train"), toy_data, "--user-dir", os.path.join(REPO, "fairseq_sum_plugins"), "--task", "summarization",
+        "--arch", "mem2mem_base", *dims, "--criterion", "summarization_loss", "--label-smoothing", "0.1",
+        "--optimizer", "adam", "--lr", "0.002", "--clip-norm", "2", "--batch-size", "16", "--max-update", "4",
+        "--save-dir", save, "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "1", "--num-workers", "0",
+    )
+    return {"data": toy_data, "ckpt": os.path.join(save, "checkpoint_last.pt")}
+
+
+def test_train_generate_roundtrip(trained_mem2mem):
+    from test_cli_roundtrip import cli, run
+
+    gen = run(
+        cli("fairseq-generate"), trained_mem2mem["data"], "--user-dir", os.path.join(REPO, "fairseq_sum_plugins"),
+        "--task", "summarization", "--path", trained_mem2mem["ckpt"], "--gen-subset", "test", "--beam", "3",
+        "--batch-size", "5", "--max-len-b", "8", "--num-workers", "0",
+    )
+    hyps = [l for l in gen.stdout.splitlines() if l.startswith("H-")]
+    assert len(hyps) == 12  # every test document
+    assert all(math.isfinite(float(l.split("\t")[1])) for l in hyps)
+
+
+def test_implicit_extraction_cli(trained_mem2mem, tmp_path, capsys):
+    """``python -m fairseq_sum_plugins.analysis.implicit_extraction`` (its entry point, run in-process)."""
+    from fairseq_sum_plugins.analysis.implicit_extraction import cli_main
+
+    cli_main([trained_mem2mem["data"], "--path", trained_mem2mem["ckpt"], "--split", "test", "--lead", "2",
+              "--out", str(tmp_path / "ext"), "--png-index", "0", "--beam", "2", "--max-len-b", "6", "--cpu"])
+    out = capsys.readouterr().out
+    assert "memory" in out and "lead-2" in out
+    assert (tmp_path / "ext" / "extractive.txt").read_text().count("\n") == 12
+    for name in ("write_attn.png", "read_attn.png"):
+        assert (tmp_path / "ext" / name).stat().st_size > 1000
