@@ -15,6 +15,10 @@ Output: ``OUT/{train,valid,test}.jsonl`` with ``document`` = the article sentenc
 keeps every sentence (as ``<sep>``). ``--max-sections N`` builds the document from the first N
 sections only (App. A.2 of Mem2Mem / Cohan et al. use 4; the per-section token cap is applied by
 the model's ``--max-sentence-tokens`` / ``--max-doc-sentences`` and by ``--max-src-tokens``).
+``--max-section-words N`` cuts every section after N words (whole sentences kept, the one
+crossing the limit cut; Mem2Mem: 500); ``--paper-truncation mem2mem`` sets 4 sections x 500
+words and abstracts of at most 200 words. ``--stats`` prints our averages beside Mem2Mem §5.1's
+(``--dataset`` names the corpus, default: guessed from the input path).
 ``--keep-sections`` also writes ``sections`` and ``section_names``. Examples with an empty article
 or abstract are skipped (counted on stderr).
 """
@@ -23,6 +27,8 @@ import json
 import os
 import re
 import sys
+
+from preprocess import stats
 
 SPLITS = {"train": ("train",), "valid": ("val", "valid", "validation"), "test": ("test",)}
 TAG = re.compile(r"</?S>")
@@ -41,14 +47,18 @@ def clean_sentences(sents):
     return out
 
 
-def convert_example(obj, where, max_sections=0, keep_sections=False):
+def convert_example(obj, where, max_sections=0, keep_sections=False, max_section_words=0):
     """The output record of one input object, or None when the article or abstract is empty."""
     for key in ("article_text", "abstract_text"):
         if key not in obj:
             raise ConvertError(f"{where}: missing field {key!r} (has: {', '.join(sorted(obj))})")
+    if not isinstance(obj["article_text"], list) or not isinstance(obj["abstract_text"], list):
+        raise ConvertError(f"{where}: article_text and abstract_text must be lists of sentences")
     sections = [clean_sentences(sec) for sec in obj.get("sections") or []]
-    if max_sections and sections:
-        document = [s for sec in sections[:max_sections] for s in sec]
+    if max_section_words:
+        sections = [stats.truncate_sentences(sec, max_section_words) for sec in sections]
+    if (max_sections or max_section_words) and sections:
+        document = [s for sec in sections[:max_sections or None] for s in sec]
     else:
         document = clean_sentences(obj["article_text"])
     summary = clean_sentences(obj["abstract_text"])
@@ -70,7 +80,7 @@ def find_split(directory, split):
     raise ConvertError(f"{directory}: no {split} file ({', '.join(n + '.txt' for n in SPLITS[split])})")
 
 
-def convert_file(path, out_path, max_sections=0, keep_sections=False, limit=0):
+def convert_file(path, out_path, max_sections=0, keep_sections=False, limit=0, max_section_words=0, args=None):
     kept = skipped = 0
     with open(path, "rb") as fin, open(out_path, "w", encoding="utf-8") as fout:
         for lineno, raw in enumerate(fin, 1):
@@ -84,10 +94,12 @@ def convert_file(path, out_path, max_sections=0, keep_sections=False, limit=0):
                 raise ConvertError(f"{where}: invalid JSON line (truncated file?): {e}") from None
             if not isinstance(obj, dict):
                 raise ConvertError(f"{where}: expected a JSON object")
-            record = convert_example(obj, where, max_sections, keep_sections)
+            record = convert_example(obj, where, max_sections, keep_sections, max_section_words)
             if record is None:
                 skipped += 1
                 continue
+            if args is not None:
+                record = stats.truncate_example(record, args)
             fout.write(json.dumps(record, ensure_ascii=False) + "\n")
             kept += 1
             if limit and kept >= limit:
@@ -99,22 +111,31 @@ def get_parser():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--in", dest="input", required=True, help="directory of train.txt / val.txt / test.txt")
     parser.add_argument("--out", required=True, help="output directory")
-    parser.add_argument("--max-sections", type=int, default=0, help="document = first N sections (0: the whole article)")
+    parser.add_argument("--max-sections", type=int, default=None, help="document = first N sections (0: the whole article)")
+    parser.add_argument("--max-section-words", type=int, default=None, help="cut every section after N words (0: off)")
+    parser.add_argument("--dataset", choices=("arxiv", "pubmed"), help="corpus name for --stats (default: from --in)")
     parser.add_argument("--keep-sections", action="store_true", help="also write sections and section_names")
     parser.add_argument("--limit-per-split", type=int, default=0, help="keep the first N examples (0: all)")
+    stats.add_arguments(parser)
     return parser
 
 
 def main(argv=None):
     args = get_parser().parse_args(argv)
+    _, _, paper_sections, paper_section_words = stats.limits(args)
+    max_sections = paper_sections if args.max_sections is None else args.max_sections
+    max_section_words = paper_section_words if args.max_section_words is None else args.max_section_words
     try:
         os.makedirs(args.out, exist_ok=True)
         for split in SPLITS:
             path = find_split(args.input, split)
             kept, skipped = convert_file(path, os.path.join(args.out, f"{split}.jsonl"),
-                                         args.max_sections, args.keep_sections, args.limit_per_split)
+                                         max_sections, args.keep_sections, args.limit_per_split,
+                                         max_section_words, args)
             print(f"{split}: {kept} examples from {path} ({skipped} with an empty article or abstract skipped)",
                   file=sys.stderr)
+        dataset = args.dataset or ("pubmed" if "pubmed" in os.path.abspath(args.input).lower() else "arxiv")
+        stats.finish(args, dataset)
     except ConvertError as e:
         sys.exit(f"arxiv_pubmed_to_jsonl: {e}")
 

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 
+from preprocess import stats
 from preprocess.xsum_to_jsonl import SPLIT_NAMES, ConvertError, _find, carve
 
 URL_LISTS = {"train": ("all_train",), "valid": ("all_val", "all_valid", "all_validation"), "test": ("all_test",)}
@@ -38,6 +39,7 @@ def get_parser():
     parser.add_argument("--test-frac", type=float, default=0.05, help="share carved when there is no split")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--limit-per-split", type=int, default=0, help="keep the first N (0: all)")
+    stats.add_arguments(parser)
     return parser
 
 
@@ -105,8 +107,11 @@ def from_stories(args):
                 index[name[: -len(".story")]] = os.path.join(d, name)
 
     def load(key):
-        with open(index[key], encoding="utf-8") as f:
-            document, summary = parse_story(f.read())
+        try:
+            with open(index[key], encoding="utf-8") as f:
+                document, summary = parse_story(f.read())
+        except UnicodeDecodeError as e:
+            raise ConvertError(f"{index[key]}: not valid UTF-8 ({e.reason}; truncated or not a .story file?)") from None
         return {"document": document, "summary": summary, "id": key}
 
     if not args.url_lists:
@@ -141,9 +146,10 @@ def convert(args):
         path = os.path.join(args.out, f"{split}.jsonl")
         with open(path, "w", encoding="utf-8", newline="\n") as f:
             for e in kept:
-                f.write(json.dumps(e, ensure_ascii=False) + "\n")
+                f.write(json.dumps(stats.truncate_example(e, args), ensure_ascii=False) + "\n")
         counts[split] = len(kept)
         print(f"| {path}: {len(kept)} examples")
+    stats.finish(args, "cnn_dm")
     return counts
 
 

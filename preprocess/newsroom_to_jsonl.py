@@ -17,13 +17,17 @@ article URL), ``document`` (the text as released), ``summary``, ``title``, ``den
         --density-bin abstractive --density-bin-splits test
     python -m preprocess.newsroom_to_jsonl --in release/ --out RAW --min-doc-tokens 100 --min-summary-tokens 10
 
-Bad input stops with the file and line.
+``--paper-truncation information_selection`` cuts documents after 700 words here already (whole
+sentences kept); ``--stats`` prints our averages beside Mem2Mem §5.1's. Bad input (a line that is
+not JSON, a missing ``text`` / ``summary`` field, a truncated ``.gz``) stops with the file and line.
 """
 import argparse
 import gzip
 import json
 import os
 import sys
+
+from preprocess import stats as stats_module
 
 SPLITS = {"train": ("train",), "valid": ("dev", "valid", "validation"), "test": ("test",)}
 KEPT_FIELDS = ("title", "density", "coverage", "compression", "density_bin")
@@ -43,6 +47,7 @@ def get_parser():
     p.add_argument("--density-bin-splits", default="test",
                    help="comma-separated splits the --density-bin filter applies to (train, valid, test)")
     p.add_argument("--limit-per-split", type=int, default=0, help="keep the first N kept examples (0: all)")
+    stats_module.add_arguments(p)
     return p
 
 
@@ -57,13 +62,23 @@ def find_split(folder, split):
 
 def read_jsonl(path):
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    yield line_no, json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise SystemExit(f"{path}:{line_no}: not JSON ({e})") from None
+    line_no = 0
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            for line_no, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        obj = json.loads(line)
+                    except json.JSONDecodeError as e:
+                        raise SystemExit(f"{path}:{line_no}: not JSON ({e}; truncated file?)") from None
+                    if not isinstance(obj, dict):
+                        raise SystemExit(f"{path}:{line_no}: expected a JSON object")
+                    missing = [k for k in ("text", "summary") if k not in obj]
+                    if missing:
+                        raise SystemExit(f"{path}:{line_no}: missing field {missing[0]!r} (has: {', '.join(sorted(obj))})")
+                    yield line_no, obj
+    except (EOFError, OSError, UnicodeDecodeError) as e:
+        raise SystemExit(f"{path}: unreadable after line {line_no} ({e}; truncated file?)") from None
 
 
 def density_bin(example):
@@ -102,12 +117,13 @@ def convert(args):
                 row = {"id": ex.get("url") or ex.get("archive") or f"{split}-{line_no}", "document": text, "summary": summary}
                 row.update({k: ex.get(k) for k in KEPT_FIELDS})
                 row["density_bin"] = density_bin(ex)
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                out.write(json.dumps(stats_module.truncate_example(row, args), ensure_ascii=False) + "\n")
                 kept += 1
                 if args.limit_per_split and kept >= args.limit_per_split:
                     break
         stats[split] = {"kept": kept, "dropped": dropped}
         print(f"{split}: kept {kept}, dropped {dropped} ({path})", file=sys.stderr)
+    stats_module.finish(args, "newsroom")
     return stats
 
 

@@ -25,6 +25,8 @@ import random
 import re
 import sys
 
+from preprocess import stats
+
 SPLIT_NAMES = {"train": ("train",), "valid": ("validation", "valid", "val"), "test": ("test",)}
 SECTION = re.compile(r"\[(?:SN|XSUM)\]([A-Z][A-Z-]*)\[(?:SN|XSUM)\]")
 # lines of the BBC share widget (dropped by the Hugging Face loader as well)
@@ -55,6 +57,7 @@ def get_parser():
     parser.add_argument("--limit-per-split", type=int, default=0, help="keep the first N (0: all)")
     parser.add_argument("--skip-missing", action="store_true",
                         help="skip ids of the split file without a raw file instead of failing")
+    stats.add_arguments(parser)
     return parser
 
 
@@ -231,9 +234,10 @@ def convert(args):
         path = os.path.join(args.out, split + ".jsonl")
         with open(path, "w", encoding="utf-8", newline="\n") as f:
             for ex in examples:
-                f.write(json.dumps(ex, ensure_ascii=False) + "\n")
+                f.write(json.dumps(stats.truncate_example(ex, args), ensure_ascii=False) + "\n")
         counts[split] = len(examples)
         print(f"| {path}: {len(examples)} examples")
+    stats.finish(args, "xsum")
     return counts
 
 

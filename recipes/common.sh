@@ -28,7 +28,9 @@ train() {
 # generate DATA_BIN CHECKPOINT OUT_FILE [fairseq-generate options...]
 generate() {
   local data=$1 ckpt=$2 out=$3; shift 3
-  if [ -s "$out" ] && grep -q "^Generate" "$out.log" 2>/dev/null; then log "generate: $out exists, skipped"; return; fi
+  # fairseq-generate prints its closing "Generate <subset> with beam=..." line to stdout last, so an
+  # interrupted run (no such line) is redone
+  if [ -s "$out" ] && grep -q "^Generate" "$out" 2>/dev/null; then log "generate: $out exists, skipped"; return; fi
   log "generate: $ckpt -> $out"
   fairseq-generate "$data" --user-dir "$USER_DIR" --task summarization --path "$ckpt" \
     --tokenizer sum_moses --bpe sentencepiece --sentencepiece-model "$data/spm.model" "$@" \

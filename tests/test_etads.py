@@ -156,6 +156,41 @@ def test_saliency_matches_hand_computation():
     assert torch.allclose(out, attn.out_proj(torch.cat(heads_out, -1)), atol=1e-6)
 
 
+
+def test_memory_saving_autograd_functions_match_autograd():
+    """The focal bias and the gated attention recompute their (B, H, T, S) tensors in backward;
+    their gradients equal finite differences (float64)."""
+    from fairseq_sum_plugins.modules.focus import FocalBias
+    from fairseq_sum_plugins.modules.saliency import GatedAttention
+
+    torch.manual_seed(0)
+    dbl = dict(dtype=torch.double, requires_grad=True)
+    mu, sigma = torch.rand(2, 3, 5, **dbl), torch.rand(2, 3, 5, dtype=torch.double) * 3 + 0.05
+    sigma.requires_grad_()
+    with torch.no_grad():
+        mu.mul_(6)
+    pos = torch.arange(1.0, 7.0, dtype=torch.double).expand(2, 6).contiguous()
+    assert torch.autograd.gradcheck(FocalBias.apply, (mu, sigma, pos))  # includes clamped entries
+    q, hq = torch.randn(2, 2, 3, 4, **dbl), torch.randn(2, 2, 3, 4, **dbl)
+    k, v, sk = (torch.randn(2, 2, 5, 4, **dbl) for _ in range(3))
+    pad = torch.ones(2, 1, 1, 5, dtype=torch.bool)
+    pad[0, ..., :2] = False
+    for mask in (pad, None):
+        assert torch.autograd.gradcheck(lambda *a: GatedAttention.apply(*a, mask, 0.5), (q, k, v, hq, sk))
+
+
+def test_gated_training_path_equals_explicit_path():
+    torch.manual_seed(0)
+    attn, gate = MultiheadAttention(8, 2, self_attention=False).train(), SaliencyGate(8, 2)
+    x, y = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    pad = torch.tensor([[True, False, False, False, False], [False] * 5])
+    fast, _ = attn(x, y, key_padding_mask=pad, prob_gate_fn=lambda q, k: gate(q, k))  # GatedAttention
+    slow, _ = attn(x, y, key_padding_mask=pad, prob_gate_fn=lambda q, k: gate(q, k).gate())  # autograd
+    assert torch.allclose(fast, slow, atol=1e-6)
+    g_fast = torch.autograd.grad(fast.sum(), list(attn.parameters()) + list(gate.parameters()))
+    g_slow = torch.autograd.grad(slow.sum(), list(attn.parameters()) + list(gate.parameters()))
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(g_fast, g_slow))
+
 # --- placement flags and presets --------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ Each paper is a named preset (``--arch``) over the same code path, so features a
     tp_transformer_gated_base       information selection composed with TPT-d
     etads_base                      ETADS: focus attention (encoder), saliency selection (cross-attn), post-LN
     etads_baseline                  ETADS paper's "Basic model": the same 4+4 post-LN cell without them
+    transformer_ta_base             Topic Assistant: SIA + TEMA + DRM (modules/topic.py) on the T5-style cell
 
 The cell (TP-Transformer §2.2-2.3, eq. 3 and 6-9), pre-LN by default::
 
@@ -51,6 +52,7 @@ from ..modules.gates import (
 )
 from ..modules.focus import FocusBias, parse_layers
 from ..modules.saliency import SaliencyGate
+from ..modules.topic import DRM, SIAHead, add_head, add_topic_args, build_topic_assistant, topic_defaults
 from ..modules.tpr import TPRBinding
 
 DEFAULT_MAX_POSITIONS = 1024
@@ -117,14 +119,20 @@ class EncoderLayer(nn.Module):
         self.focus = FocusBias(d, heads) if focus else None  # ETADS eq. 5-8
         pre = args.encoder_normalize_before
         self.self_attn = MultiheadAttention(d, heads, args.attention_dropout, self_attention=True)
+        self.sia = SIAHead(d, d // heads) if getattr(args, "ta_sia", False) else None  # Topic Assistant eq. 7
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre)
         self.self_attn_binding = build_binding(args, d, heads)
         self.ffn = FeedForward(d, args.encoder_ffn_embed_dim, args.activation_fn, args.activation_dropout)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre)
 
-    def forward(self, x, padding_mask):
+    def forward(self, x, padding_mask, sia_probs=None):
         focus = (lambda q: self.focus(q, padding_mask)) if self.focus is not None else None
-        x, _ = self.self_attn_sublayer(x, lambda h: self.self_attn(h, key_padding_mask=padding_mask, attn_bias_fn=focus))
+
+        def attend(h):
+            out = self.self_attn(h, key_padding_mask=padding_mask, attn_bias_fn=focus)
+            return add_head(out, self.sia(h, sia_probs)) if self.sia is not None else out  # SIA eq. 7
+
+        x, _ = self.self_attn_sublayer(x, attend)
         x = self.self_attn_binding(x)
         x, _ = self.ffn_sublayer(x, self.ffn)
         return x
@@ -143,24 +151,40 @@ class DecoderLayer(nn.Module):
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre)
         self.self_attn_binding = build_binding(args, d, heads)
         self.cross_attn = MultiheadAttention(d, heads, args.attention_dropout, self_attention=False)
+        # Topic Assistant: SIA's extra head in both attention blocks (eq. 7), DRM's bias (eq. 9)
+        sia = getattr(args, "ta_sia", False)
+        self.self_sia = SIAHead(d, d // heads) if sia else None
+        self.cross_sia = SIAHead(d, d // heads, static_kv=True) if sia else None
+        self.drm = DRM(args.ta_num_topics, d) if getattr(args, "ta_drm", False) else None
         self.cross_attn_sublayer = Sublayer(d, args.dropout, pre)
         self.cross_attn_binding = build_binding(args, d, heads)
         self.ffn = FeedForward(d, args.decoder_ffn_embed_dim, args.activation_fn, args.activation_dropout)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre)
 
-    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_kwargs=None):
-        x, _ = self.self_attn_sublayer(
-            x, lambda h: self.self_attn(h, causal=True, incremental_state=incremental_state)
-        )
+    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_kwargs=None, ta=None):
+        ta = ta or {}
+        self_bias = ta.get("self_bias")  # TEMA's prefix mask (Fig. 3(b)) replaces the causal mask
+
+        def self_attend(h):
+            out = self.self_attn(h, causal=self_bias is None, attn_bias=self_bias, incremental_state=incremental_state)
+            return add_head(out, self.self_sia(h, ta["self_probs"], incremental_state)) if self.self_sia is not None else out
+
+        x, _ = self.self_attn_sublayer(x, self_attend)
         x = self.self_attn_binding(x)
         gate = (lambda q, k: self.saliency(q, k, incremental_state)) if self.saliency is not None else None
-        x, attn = self.cross_attn_sublayer(
-            x,
-            lambda h: self.cross_attn(
+
+        def cross_attend(h):
+            out = self.cross_attn(
                 h, enc, key_padding_mask=enc_padding_mask, incremental_state=incremental_state, need_weights=need_attn,
                 prob_gate_fn=gate, **(cross_kwargs or {}),  # information selection eq. 6
-            ),
-        )
+            )
+            if self.cross_sia is not None:  # SIA eq. 7
+                out = add_head(out, self.cross_sia(enc, ta["cross_probs"], incremental_state))
+            if self.drm is not None:  # DRM eq. 9: before add & norm
+                out = add_head(out, self.drm(ta["theta"]).type_as(out[0]))
+            return out
+
+        x, attn = self.cross_attn_sublayer(x, cross_attend)
         x = self.cross_attn_binding(x)
         x, _ = self.ffn_sublayer(x, self.ffn)
         return x, attn
@@ -192,14 +216,20 @@ class SumTransformerEncoder(FairseqEncoder):
         if getattr(args, "info_gate", False):
             gates = args.decoder_attention_heads if args.gate_per_head else 1
             self.info_gate = InformationGate(d, gates, args.gate_threshold)
+        self.topic = None  # Topic Assistant buffers (modules/topic.py), set by build_model with --ta-*
+        self.sia_head_dim = d // args.encoder_attention_heads
 
     def forward(self, src_tokens, src_lengths=None, **side):
         padding_mask = src_tokens.eq(self.padding_idx)
         x = self.embed_scale * self.embed_tokens(src_tokens) + self.embed_positions(src_tokens)
         x = F.dropout(x, self.dropout, self.training)
         attn_mask = padding_mask if padding_mask.any() else None
+        sia_probs = None
+        if self.topic is not None and self.layers[0].sia is not None:  # SIA eq. 6, shared by the layers
+            rows = self.topic.rows(src_tokens)
+            sia_probs = self.topic.sia_probs(rows, rows, self.sia_head_dim, None, padding_mask)
         for layer in self.layers:
-            x = layer(x, attn_mask)
+            x = layer(x, attn_mask, sia_probs)
         if self.layer_norm is not None:
             x = self.layer_norm(x)
         out = {
@@ -252,6 +282,8 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         # When True (and not training), the last layer's head-averaged cross-attention is returned
         # in ``extra["attn"]`` (for alignment printing / coverage); it disables the fused kernel there.
         self.need_attn = False
+        self.topic = None  # Topic Assistant buffers (modules/topic.py), set by build_model with --ta-*
+        self.ta_args, self.ta_heads = args, args.decoder_attention_heads
 
     def forward(self, prev_output_tokens, encoder_out, incremental_state=None, features_only=False, **kwargs):
         x, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
@@ -261,6 +293,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
 
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **kwargs):
         positions = self.embed_positions(prev_output_tokens, incremental_state=incremental_state)
+        all_prev_tokens = prev_output_tokens
         if incremental_state is not None:
             prev_output_tokens = prev_output_tokens[:, -1:]
             positions = positions[:, -1:]
@@ -271,12 +304,18 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
             enc_mask = None
         attn = None
         cross_kwargs = gated_cross_attention_kwargs(encoder_out)  # {} without --info-gate
+        ta, n_prefix = {}, 0
+        if self.topic is not None:  # Topic Assistant: TEMA prefix, SIA probabilities, DRM theta
+            x, ta, n_prefix = self.topic.decoder_inputs(self, x, all_prev_tokens, encoder_out, incremental_state)
         for i, layer in enumerate(self.layers):
             last = i == len(self.layers) - 1
             x, layer_attn = layer(x, enc, enc_mask, incremental_state, need_attn=last and self.need_attn and not self.training,
-                                  cross_kwargs=cross_kwargs)
+                                  cross_kwargs=cross_kwargs, ta=ta)
             if last:
                 attn = restore_attention(layer_attn, encoder_out)  # pruned positions -> source positions
+        if n_prefix:  # TEMA's topic positions are never emitted
+            x = x[:, n_prefix:]
+            attn = attn[:, n_prefix:] if attn is not None else None
         if self.layer_norm is not None:
             x = self.layer_norm(x)
         return x, {"attn": [attn], "inner_states": None, "aux_losses": dict(encoder_out.get("aux_losses", {})),
@@ -329,6 +368,8 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
                                  "'all', 'none', or 1-based layers like '1,2' / '1-2'")
         # information selection (modules/gates.py)
         add_gate_args(parser)
+        # Topic Assistant (modules/topic.py)
+        add_topic_args(parser)
         # fmt: on
 
     @classmethod
@@ -345,8 +386,10 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
             args.share_decoder_input_output_embed = True
         else:
             dec_emb = Embedding(len(tgt_dict), args.decoder_embed_dim, tgt_dict.pad())
+        topic = build_topic_assistant(args, task, src_dict, tgt_dict)  # None without --ta-*; sets args.ta_num_topics
         encoder = SumTransformerEncoder(args, src_dict, enc_emb)
         decoder = SumTransformerDecoder(args, tgt_dict, dec_emb)
+        encoder.topic = decoder.topic = topic
         return cls(encoder, decoder)
 
     @classmethod
@@ -411,6 +454,7 @@ def base_architecture(args):
     args.focus_layers = getattr(args, "focus_layers", "none")
     args.saliency_layers = getattr(args, "saliency_layers", "none")
     gate_defaults(args)  # --info-gate False, --gate-per-head False, --gate-threshold 0
+    topic_defaults(args)  # --ta-sia/--ta-tema/--ta-drm False, --ta-topics-n 5
 
 
 # --- TP-Transformer presets (paper §3.2 / App. B: 6 layers, 8 heads, d_k 64, d_m 512, d_f 2048) ---
@@ -524,3 +568,20 @@ def transformer_gated_small(args):
 def tp_transformer_gated_small(args):
     _small(args)
     tp_transformer_gated_base(args)
+
+
+# --- Topic Assistant presets (§4, Table 7: SIA + TEMA + DRM on the T5-style transformer of this
+# family; each module switchable with --ta-sia / --ta-tema / --ta-drm for the ablation) ---
+
+
+@register_model_architecture("sum_transformer", "transformer_ta_base")
+def transformer_ta_base(args):
+    """Transformer + TA: 6+6 layers, d_m 512, 8 heads, d_f 2048, K from the topic model, top-5 topics."""
+    topic_defaults(args, on=True)
+    t5_transformer_base(args)
+
+
+@register_model_architecture("sum_transformer", "transformer_ta_small")
+def transformer_ta_small(args):
+    _small(args)
+    transformer_ta_base(args)

@@ -20,6 +20,8 @@ import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 
+from .saliency import GateFactors, gated_attention
+
 
 @with_incremental_state
 class MultiheadAttention(nn.Module):
@@ -79,7 +81,10 @@ class MultiheadAttention(nn.Module):
             attn_bias_fn: ``f(q) -> bias`` computed from the projected queries ``(B, H, T, d_k)``
                 and added to ``attn_bias`` (ETADS focal bias, :mod:`.focus`).
             prob_gate_fn: ``g(q, k) -> gate (B, H, T, S)`` multiplying the attention probabilities
-                (ETADS saliency, :mod:`.saliency`); runs the explicit path.
+                (ETADS saliency, :mod:`.saliency`); runs the explicit path. It may return
+                :class:`~.saliency.GateFactors` ``(hq, sk)`` for ``gate = sigmoid(hq sk^T)``: then, unless
+                weights are requested, :func:`~.saliency.gated_attention` runs it without keeping
+                ``(B, H, T, S)`` tensors for backward.
             kv_scale: encoder-decoder attention only, broadcastable to ``(B, H, S, 1)``: scales the
                 projected key and value rows (information selection eq. 6, :mod:`.gates`); cached
                 scaled, like the keys/values themselves.
@@ -133,7 +138,10 @@ class MultiheadAttention(nn.Module):
         if not need_weights and gate is None:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal)
             weights = None
+        elif not need_weights and not causal and isinstance(gate, GateFactors):
+            out, weights = gated_attention(q, k, v, gate, mask, dropout_p, self.training), None
         else:
+            gate = gate.gate() if isinstance(gate, GateFactors) else gate
             out, weights = self._explicit_attention(q, k, v, mask, causal, dropout_p, gate)
             weights = weights if need_weights else None
         out = out.transpose(1, 2).flatten(2)  # concat heads (eq. 3)

@@ -14,6 +14,11 @@ concatenated, ``d_m`` wide) and a document of true length ``m``::
 left- and right-padded sources give the same bias for the same document. All of ``W_p, W_g,
 U_c, U_d`` are trained parameters (no biases, as in eq. 5).
 
+Cost: one extra ``d_m x d_m`` projection per token (``W_p``), and the bias itself, whose backward
+(:class:`FocalBias`) recomputes the distances instead of storing ``(B, H, T, S)`` intermediates.
+The bias needs a gradient, so on CPU PyTorch runs SDPA's math path for these layers (its flash
+CPU kernel takes a bias but not its gradient); on CUDA the memory-efficient kernel takes both.
+
 Numerical safety (the only deviations from eq. 6-7):
 
 * ``sigma~`` is clamped below at ``SIGMA_MIN = 0.1`` position: ``m sigmoid(sigma)`` can underflow
@@ -107,7 +112,37 @@ class FocusBias(nn.Module):
         mu_t, sigma_t, m, pos = self.centres_and_scopes(q, padding_mask)
         if self.keep_focus:
             self.last_focus = (mu_t.detach(), sigma_t.detach(), m.detach())
-        dist = pos[:, None, None, :] - mu_t.unsqueeze(-1)  # (B, H, T, S): P_j - mu~_i
-        scale = -2.0 / sigma_t.square()  # -1 / (sigma~^2 / 2)
-        f = (dist.square() * scale.unsqueeze(-1)).clamp(min=-F_MAX)  # (7)
-        return f.to(q.dtype)
+        return FocalBias.apply(mu_t, sigma_t, pos).to(q.dtype)
+
+
+def focal_bias_reference(mu_t, sigma_t, pos):
+    """Eq. 7 with plain autograd (keeps three ``(B, H, T, S)`` tensors for backward; tests)."""
+    dist = pos[:, None, None, :] - mu_t.unsqueeze(-1)  # (B, H, T, S): P_j - mu~_i
+    return (dist.square() * (-2.0 / sigma_t.square()).unsqueeze(-1)).clamp(min=-F_MAX)
+
+
+class FocalBias(torch.autograd.Function):
+    """``f_ij = max(-(P_j - mu~_i)^2 / (sigma~_i^2 / 2), -F_MAX)`` (eq. 7) from ``mu~, sigma~`` ``(B, H, T)``
+    and positions ``(B|1, S)``. Saves only those small inputs and recomputes the distances in
+    backward, instead of keeping three ``(B, H, T, S)`` intermediates per layer::
+
+        df/dmu~ = 4 (P_j - mu~_i) / sigma~_i^2,   df/dsigma~ = 4 (P_j - mu~_i)^2 / sigma~_i^3
+    """
+
+    @staticmethod
+    def forward(ctx, mu_t, sigma_t, pos):
+        ctx.save_for_backward(mu_t, sigma_t, pos)
+        with torch.no_grad():
+            return focal_bias_reference(mu_t, sigma_t, pos)
+
+    @staticmethod
+    def backward(ctx, grad):
+        mu_t, sigma_t, pos = ctx.saved_tensors
+        dist = pos[:, None, None, :] - mu_t.unsqueeze(-1)
+        inv_var = sigma_t.square().reciprocal().unsqueeze(-1)  # 1 / sigma~^2
+        g_dist = grad * dist * inv_var  # grad * (P - mu~) / sigma~^2
+        live = (dist.square() * inv_var) < F_MAX / 2  # not clamped: 2 (P - mu~)^2 / sigma~^2 < F_MAX
+        g_dist = g_dist.masked_fill_(~live, 0.0)
+        grad_mu = 4.0 * g_dist.sum(-1)
+        grad_sigma = 4.0 * (g_dist * dist).sum(-1) / sigma_t
+        return grad_mu, grad_sigma, None

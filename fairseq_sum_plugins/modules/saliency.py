@@ -11,12 +11,18 @@ explicit path (:meth:`MultiheadAttention._explicit_attention` with ``gate``); th
 returns for alignment / coverage are the plain softmax distribution. In incremental decoding
 ``W_s K`` is computed once per source and cached like the cross-attention keys.
 
+Memory: :func:`gated_attention` keeps no ``(B, H, T, S)`` tensor for backward (it saves ``Q, K, V,
+W_h Q, W_s K`` and recomputes the probabilities and the gate, as fused attention kernels do), so a
+saliency layer costs about as much activation memory as plain cross-attention.
+
 Initialization: xavier with gain ``d_k ** -0.25`` on ``W_h`` and ``W_s``, so the logit of eq. 9
 starts with a variance of about ``var(q) var(k)`` whatever the head size (eq. 9 has no
 ``1 / sqrt(d_k)``), instead of a saturated sigmoid.
 """
-from typing import Dict, Optional
+import math
+from typing import Dict, NamedTuple, Optional
 
+import torch
 import torch.nn as nn
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
@@ -39,7 +45,8 @@ class SaliencyGate(nn.Module):
         return lin(merged).unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
 
     def forward(self, q: Tensor, k: Tensor, incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None):
-        """``q`` ``(B, H, T, d_k)``, ``k`` ``(B, H, S, d_k)`` -> gate ``g`` ``(B, H, T, S)`` (eq. 9)."""
+        """``q`` ``(B, H, T, d_k)``, ``k`` ``(B, H, S, d_k)`` -> :class:`GateFactors` ``(W_h Q, W_s K)`` per head;
+        ``g = sigmoid(hq sk^T)`` ``(B, H, T, S)`` (eq. 9) is formed inside the attention (see :func:`gated_attention`)."""
         saved = self._get_input_buffer(incremental_state) if incremental_state is not None else None
         if saved is not None and "gate_key" in saved:
             sk = saved["gate_key"]
@@ -48,8 +55,7 @@ class SaliencyGate(nn.Module):
             if saved is not None:
                 saved["gate_key"] = sk
                 self._set_input_buffer(incremental_state, saved)
-        hq = self._project(self.w_h, q)
-        return (hq @ sk.transpose(-1, -2)).sigmoid()
+        return GateFactors(self._project(self.w_h, q), sk)  # g = sigmoid(hq sk^T), formed by the attention
 
     def reorder_incremental_state(self, incremental_state, new_order: Tensor):
         """Like cross-attention keys: re-indexed only when beam search shrinks the batch."""
@@ -64,3 +70,61 @@ class SaliencyGate(nn.Module):
 
     def _set_input_buffer(self, incremental_state, buffer):
         return self.set_incremental_state(incremental_state, "gate_state", buffer)
+
+
+class GateFactors(NamedTuple):
+    """``g = sigmoid(hq @ sk^T)``: ``hq`` ``(B, H, T, d_k)`` = W_h Q, ``sk`` ``(B, H, S, d_k)`` = W_s K."""
+
+    hq: Tensor
+    sk: Tensor
+
+    def gate(self):
+        return (self.hq @ self.sk.transpose(-1, -2)).sigmoid()
+
+
+def _probs_and_gate(q, k, hq, sk, mask, scale):
+    logits = q @ k.transpose(-1, -2)
+    logits = (logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits) * scale
+    if mask is not None:
+        logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
+    probs = logits.softmax(-1).nan_to_num_(0.0).type_as(q)
+    return probs, (hq @ sk.transpose(-1, -2)).sigmoid()
+
+
+class GatedAttention(torch.autograd.Function):
+    """``(sigmoid(hq sk^T) * softmax(q k^T * scale + mask)) v`` (eq. 9-10), recomputing the
+    ``(B, H, T, S)`` probabilities and gate in backward instead of storing them. ``mask`` is
+    None, boolean (True = attend) or an additive bias without gradient."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, hq, sk, mask, scale):
+        with torch.no_grad():
+            probs, gate = _probs_and_gate(q, k, hq, sk, mask, scale)
+            out = (probs * gate) @ v
+        ctx.save_for_backward(q, k, v, hq, sk, mask)
+        ctx.scale = scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, hq, sk, mask = ctx.saved_tensors
+        probs, gate = _probs_and_gate(q, k, hq, sk, mask, ctx.scale)
+        grad_weights = grad_out @ v.transpose(-1, -2)  # d(g * p)
+        grad_v = (probs * gate).transpose(-1, -2) @ grad_out
+        grad_p = grad_weights * gate
+        grad_logits = probs * (grad_p - (grad_p * probs).sum(-1, keepdim=True))  # softmax backward
+        grad_z = grad_weights.mul_(probs).mul_(gate * (1 - gate))  # sigmoid backward
+        grad_q = (grad_logits @ k) * ctx.scale
+        grad_k = (grad_logits.transpose(-1, -2) @ q) * ctx.scale
+        return grad_q, grad_k, grad_v, grad_z @ sk, grad_z.transpose(-1, -2) @ hq, None, None
+
+
+def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, training=False):
+    """Saliency-gated attention (eq. 10) on ``(B, H, *, d_k)`` heads; returns ``(B, H, T, d_k)``.
+    With attention dropout (or a bias needing a gradient) it runs the same math under autograd."""
+    scale = 1.0 / math.sqrt(q.size(-1))
+    if (dropout_p > 0 and training) or (mask is not None and mask.requires_grad):
+        probs, gate = _probs_and_gate(q, k, factors.hq, factors.sk, mask, scale)
+        probs = torch.nn.functional.dropout(probs, p=dropout_p, training=training)
+        return (probs * gate) @ v
+    return GatedAttention.apply(q, k, v, factors.hq, factors.sk, mask, scale)

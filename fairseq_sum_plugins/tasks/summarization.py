@@ -126,15 +126,29 @@ class SummarizationTask(TranslationTask):
         )
         if not self.side_data_names:
             return dataset
-        side = {}
-        for name in self.side_data_names:
-            if name not in SIDE_DATA_PROVIDERS:
-                raise ValueError(
-                    f"this model needs side data {name!r}, which cannot be computed for raw text: "
-                    f"no provider is registered (available: {sorted(SIDE_DATA_PROVIDERS) or 'none'})"
-                )
-            side[name] = np.asarray(SIDE_DATA_PROVIDERS[name](self, src_tokens))
+        side = {name: self.provide_side_data(name, src_tokens) for name in self.side_data_names}
         return SideDataDataset(dataset, side)
+
+    def provide_side_data(self, name, src_tokens):
+        """Side data ``name`` for raw-text sources (a list of 1-D token tensors) from its provider."""
+        if name not in SIDE_DATA_PROVIDERS:
+            raise ValueError(
+                f"this model needs side data {name!r}, which cannot be computed for raw text: "
+                f"no provider is registered (available: {sorted(SIDE_DATA_PROVIDERS) or 'none'})"
+            )
+        return np.asarray(SIDE_DATA_PROVIDERS[name](self, src_tokens))
+
+    def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        """fairseq-interactive rebuilds ``net_input`` from ``src_tokens``/``src_lengths`` only: side data
+        missing there is computed by its provider from the (unpadded) source tokens."""
+        net_input = sample["net_input"]
+        missing = [name for name in self.side_data_names if name not in net_input]
+        if missing:
+            src = net_input["src_tokens"]
+            tokens = [utils.strip_pad(t, self.source_dictionary.pad()).cpu() for t in src]
+            for name in missing:
+                net_input[name] = torch.from_numpy(self.provide_side_data(name, tokens)).to(src.device)
+        return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
 
     def build_generator(self, models, args, **kwargs):
         """fairseq's generator; asks the decoders for attention only when it will be printed or

@@ -17,8 +17,8 @@ log "ACLSum -> JSONL"
 prepare "$WORK/jsonl" "$WORK" --vocab-size 8000 --max-src-tokens 512 --max-tgt-tokens 256 --workers 2
 
 train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" \
-  --optimizer adam --adam-betas '(0.9, 0.98)' --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 100 \
-  --label-smoothing 0.1 --dropout 0.1 --clip-norm 1.0 --max-tokens 6000 \
+  --optimizer adam --adam-betas '(0.9, 0.98)' --lr 2e-3 --lr-scheduler inverse_sqrt --warmup-updates 50 \
+  --label-smoothing 0.1 --dropout 0.1 --clip-norm 1.0 --max-tokens 4000 \
   --max-source-positions 520 --max-target-positions 260 \
   --max-update 100000 --stop-time-hours "$(python -c "print($TRAIN_MINUTES / 60)")" \
   --validate-interval 4 --save-interval 4 --no-epoch-checkpoints --log-interval 10 --seed 1

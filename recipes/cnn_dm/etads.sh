@@ -6,7 +6,7 @@
 #                 or the raw story dirs "cnn/stories dailymail/stories" (quoted, space-separated)
 #     URL_LISTS   abisee/cnn-dailymail url_lists dir (all_train/all_val/all_test.txt), with raw stories
 #
-# Environment: ARCH (etads_base; etads_baseline.sh sets the paper's "Basic model"), WORK (data/cnn_dm),
+# Environment: ARCH (etads_base; etads_baseline.sh sets the paper's "Basic model"), WORK (data/cnn_dm-etads: 400/100-token data of its own),
 # NGPU (GPUs here, 1), PAPER_GPUS (4: the paper's 4 Titan Xp, emulated with --update-freq),
 # MAX_UPDATE (200000), VOCAB (50000), FP16 (1 on GPU), COVERAGE_TYPE (wu | summary), EXTRA (more
 # fairseq-train flags, e.g. "--focus-layers 1,2" for the placements of Tables 5-6).
@@ -43,7 +43,7 @@ source "$(dirname "$0")/../common.sh"
 CNNDM=${1:?usage: etads.sh CNNDM [URL_LISTS]}
 URL_LISTS=${2:-}
 ARCH=${ARCH:-etads_base}
-WORK=${WORK:-data/cnn_dm}
+WORK=${WORK:-data/cnn_dm-etads}
 NGPU=${NGPU:-1}
 PAPER_GPUS=${PAPER_GPUS:-4}
 MAX_UPDATE=${MAX_UPDATE:-200000}

@@ -1,0 +1,152 @@
+"""Topic Assistant analyses with the PFA topic model of a data directory.
+
+Semantic similarity (§5.5, eq. 10) of generated summaries to their documents and to the gold
+summaries, ``SS(D1, D2; Phi) = theta_1^T theta_2 / (||theta_1|| ||theta_2||)`` with both thetas
+inferred with ``Phi`` fixed (Table 6)::
+
+    python -m fairseq_sum_plugins.analysis.topics ss DATA/bin --generate-output gen.out [--json ss.json]
+
+A document's top topics and each topic's top words, as a PNG::
+
+    python -m fairseq_sum_plugins.analysis.topics plot DATA/bin --split test --index 0 --png topics.png
+
+Texts of ``fairseq-generate`` output (``H-``/``T-`` lines, detokenized) are encoded again with the
+tokenizer and sentencepiece model recorded in ``DATA/prepare_args.json``; documents are read from
+the binarized split by example id.
+"""
+import argparse
+import json
+import os
+from argparse import Namespace
+
+import numpy as np
+
+
+def semantic_similarity(theta_1, theta_2):
+    """Row-wise eq. 10; 0 where a theta is the zero vector (no countable token)."""
+    theta_1, theta_2 = np.asarray(theta_1, np.float64), np.asarray(theta_2, np.float64)
+    num = (theta_1 * theta_2).sum(-1)
+    den = np.linalg.norm(theta_1, axis=-1) * np.linalg.norm(theta_2, axis=-1)
+    return np.where(den > 0, num / np.maximum(den, 1e-30), 0.0)
+
+
+def _encoder(data, dictionary):
+    from fairseq.data import encoders
+
+    from .. import text  # noqa: F401  (registers sum_moses)
+
+    recorded = {}
+    path = os.path.join(data, "prepare_args.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            recorded = json.load(f)
+    tok_args = recorded.get("tokenizer", {})
+    bpe_args = dict(recorded.get("bpe", {}))
+    if bpe_args.get("sentencepiece_model") and not os.path.isabs(bpe_args["sentencepiece_model"]):
+        bpe_args["sentencepiece_model"] = os.path.join(data, bpe_args["sentencepiece_model"])
+    tokenizer = encoders.build_tokenizer(Namespace(**tok_args)) if tok_args.get("tokenizer") else None
+    bpe = encoders.build_bpe(Namespace(**bpe_args)) if bpe_args.get("bpe") else None
+
+    def encode(line):
+        if tokenizer is not None:
+            line = tokenizer.encode(line)
+        if bpe is not None:
+            line = bpe.encode(line)
+        return dictionary.encode_line(line, add_if_not_exist=False, append_eos=False).numpy()
+
+    return encode
+
+
+def parse_generate_output(path):
+    hyps, refs = {}, {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith(("H-", "T-")):
+                parts = line.rstrip("\n").split("\t")
+                idx = int(parts[0][2:])
+                (hyps if line[0] == "H" else refs)[idx] = parts[-1]
+    return hyps, refs
+
+
+def ss_main(args):
+    from preprocess.topic_model import PoissonFactorAnalysis, load_dictionary, load_split_tokens
+
+    dictionary = load_dictionary(args.data)
+    model = PoissonFactorAnalysis.load(args.topic_model or os.path.join(args.data, "topic_model.npz"), dictionary)
+    hyps, refs = parse_generate_output(args.generate_output)
+    ids = sorted(hyps)
+    encode = _encoder(args.data, dictionary)
+    docs = load_split_tokens(args.data, args.split, dictionary)
+    theta_s = model.infer_tokens([encode(hyps[i]) for i in ids])
+    theta_d = model.infer_tokens([docs[i] for i in ids])
+    result = {"num_summaries": len(ids), "ss_sum_doc": float(semantic_similarity(theta_s, theta_d).mean())}
+    if refs:
+        theta_g = model.infer_tokens([encode(refs[i]) for i in ids])
+        result["ss_sum_gold"] = float(semantic_similarity(theta_s, theta_g).mean())
+    print(f"SS summary-document {result['ss_sum_doc']:.3f}" +
+          (f"  summary-gold {result['ss_sum_gold']:.3f}" if "ss_sum_gold" in result else "") + f"  ({len(ids)} summaries)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return result
+
+
+def plot_main(args):
+    import logging
+
+    import matplotlib
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from preprocess.topic_model import PoissonFactorAnalysis, load_dictionary
+
+    dictionary = load_dictionary(args.data)
+    model = PoissonFactorAnalysis.load(args.topic_model or os.path.join(args.data, "topic_model.npz"), dictionary)
+    theta = np.load(os.path.join(args.data, f"{args.split}.theta.npy"), mmap_mode="r")[args.index]
+    top = np.argsort(-theta)[: args.topics]
+    fig, ax = plt.subplots(figsize=(9, 0.6 * len(top) + 1))
+    ax.barh(range(len(top)), theta[top], color="tab:blue")
+    ax.set_yticks(range(len(top)))
+    labels = []
+    # words ranked by relevance (Sievert & Shirley, 2014, lambda 0.6): frequent pieces shared by
+    # every topic go down
+    marginal = model.phi.mean(1) + 1e-12
+    for k in top:
+        col = model.phi[:, k] + 1e-12
+        relevance = np.where(model.keep, 0.6 * np.log(col) + 0.4 * np.log(col / marginal), -np.inf)
+        words = np.argsort(-relevance)[: args.words]
+        labels.append(f"topic {k}: " + " ".join(dictionary[w].replace("\u2581", "") for w in words))
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("theta (topic proportion)")
+    ax.set_title(f"{args.split} example {args.index}: top {len(top)} topics")
+    fig.tight_layout()
+    fig.savefig(args.png, dpi=120)
+    print(f"wrote {args.png}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Topic Assistant analyses (SS, eq. 10; a document's topics)")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("ss", help="semantic similarity of generated summaries (Table 6)")
+    s.add_argument("data")
+    s.add_argument("--generate-output", required=True)
+    s.add_argument("--split", default="test")
+    s.add_argument("--json", default=None)
+    g = sub.add_parser("plot", help="a document's top topics with their top words, as a PNG")
+    g.add_argument("data")
+    g.add_argument("--split", default="test")
+    g.add_argument("--index", type=int, default=0)
+    g.add_argument("--topics", type=int, default=5)
+    g.add_argument("--words", type=int, default=8)
+    g.add_argument("--png", default="topics.png")
+    for q in (s, g):
+        q.add_argument("--topic-model", default=None)
+    args = p.parse_args(argv)
+    return ss_main(args) if args.cmd == "ss" else plot_main(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,269 @@
+"""Topic Assistant (Topic Assistant paper §4): SIA, TEMA and DRM as features of ``sum_transformer``.
+
+The topic model is the PFA of :mod:`preprocess.topic_model` (``DATA/bin/topic_model.npz``), fitted
+on the summarizer's own dictionary, so row ``v`` of ``Phi`` (V x K) is token ``v``; ``theta`` (the
+document's normalised topic proportions, K) is the task side data ``--side-data theta``.
+
+Equations and where they live::
+
+    varphi_v = Phi_{v,:} / ||Phi_{v,:}||_1                             (5)  TopicAssistant.phi_unit (L2-unit
+                                                                            rows: cos is scale-free; stop
+                                                                            words' rows stay 0 -> cos 0)
+    A_{h+1} = softmax(cos(varphi_v1, varphi_v2) / sqrt(d_k))           (6)  TopicAssistant.sia_probs, once per
+                                                                            forward for each block type
+    MHA = Concat(head_1..h) W^a_ori + (A_{h+1} X W^v_add) W^a_add       (7)  SIAHead (added to the block output)
+    E_topic = Phi^T E_token                                            (8)  TopicAssistant.topic_embeddings
+    top-n topics of theta as a decoder prefix, Fig. 3(b) masks              TopicAssistant.decoder_inputs
+    z^(l) = theta^T W_b^(l), added to the cross-attention output       (9)  DRM
+
+SIA's extra head is one more head of width ``d_k = d_model / h`` in every attention block
+(encoder self, decoder self with the causal/TEMA mask, decoder cross); its value projection
+``W^v_add`` (d_model x d_k) and output projection ``W^a_add`` (d_k x d_model) are the new
+parameters. In the decoder, a topic position of the TEMA prefix is represented for SIA by the
+topic itself (the one-hot ``e_k``), so ``cos(varphi_v, e_k) = varphi_v[k] / ||varphi_v||``.
+
+TEMA's masks (Fig. 3(b)): in decoder self-attention the ``n`` topic positions attend to the topic
+positions only (all of them: a set, with no position embedding), summary tokens attend to every
+topic and causally to the summary; in cross-attention every position attends to the document. So
+topic positions never change with the summary tokens, and the prefix is computed once (the first
+incremental step) and never emitted (its outputs are removed before the output projection).
+"""
+import math
+import os
+
+import numpy as np
+import torch
+import torch.nn as nn
+from fairseq import utils
+from fairseq.incremental_decoding_utils import with_incremental_state
+
+from ..tasks.summarization import register_side_data_provider
+
+
+def add_topic_args(parser):
+    # fmt: off
+    parser.add_argument("--topic-model", type=str, metavar="PATH",
+                        help="PFA topic model (default DATA/topic_model.npz, written by "
+                             "`python -m preprocess.topic_model fit DATA`)")
+    parser.add_argument("--ta-sia", type=utils.eval_bool, metavar="BOOL",
+                        help="Topic Assistant SIA: an extra topic-similarity head in every attention block (eq. 5-7)")
+    parser.add_argument("--ta-tema", type=utils.eval_bool, metavar="BOOL",
+                        help="Topic Assistant TEMA: top-n topic embeddings as a masked decoder prefix (eq. 8)")
+    parser.add_argument("--ta-drm", type=utils.eval_bool, metavar="BOOL",
+                        help="Topic Assistant DRM: theta^T W_b added to every decoder cross-attention output (eq. 9)")
+    parser.add_argument("--ta-topics-n", type=int, metavar="N", help="TEMA: number of top topics (paper: 5)")
+    # fmt: on
+
+
+def topic_defaults(args, on=False):
+    args.topic_model = getattr(args, "topic_model", "")
+    args.ta_sia = getattr(args, "ta_sia", on)
+    args.ta_tema = getattr(args, "ta_tema", on)
+    args.ta_drm = getattr(args, "ta_drm", on)
+    args.ta_topics_n = getattr(args, "ta_topics_n", 5)
+
+
+def ta_enabled(args):
+    return bool(getattr(args, "ta_sia", False) or getattr(args, "ta_tema", False) or getattr(args, "ta_drm", False))
+
+
+def topic_model_path(args, task):
+    path = getattr(args, "topic_model", "") or ""
+    if path:
+        return path
+    data = getattr(getattr(task, "cfg", None), "data", None) or getattr(getattr(task, "args", None), "data", None)
+    if not data:
+        raise ValueError("--ta-* needs --topic-model PATH (no task data directory to look in)")
+    return os.path.join(utils.split_paths(data)[0], "topic_model.npz")
+
+
+def load_topic_model(path, dictionary):
+    from preprocess.topic_model import PoissonFactorAnalysis
+
+    return PoissonFactorAnalysis.load(path, dictionary)  # checks the dictionary checksum
+
+
+class TopicAssistant(nn.Module):
+    """Fixed topic buffers (from the PFA, not trained) and what every layer shares per forward."""
+
+    def __init__(self, phi, n_topics=5, path=""):
+        super().__init__()
+        phi = torch.as_tensor(np.asarray(phi, dtype=np.float32))
+        self.num_topics = phi.size(1)
+        self.n = min(n_topics, self.num_topics)
+        self.path = path
+        # eq. 8: topics (columns) as distributions over tokens
+        self.register_buffer("phi", phi / phi.sum(0, keepdim=True).clamp_min(1e-30), persistent=False)
+        # eq. 5: rows as distributions over topics; L2-normalised for the cosine, zero rows stay zero
+        rows = phi / phi.sum(1, keepdim=True).clamp_min(1e-30)
+        self.register_buffer("phi_unit", rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-30), persistent=False)
+
+    # --- SIA (eq. 6) ---
+
+    def rows(self, tokens):
+        return self.phi_unit[tokens]
+
+    @staticmethod
+    def sia_probs(q_rows, k_rows, d_k, bias=None, key_padding_mask=None):
+        """``softmax(cos / sqrt(d_k))`` ``(B, T, S)``; ``bias`` (T, S) additive mask, masked rows -> 0."""
+        logits = (q_rows @ k_rows.transpose(1, 2)) / math.sqrt(d_k)
+        if bias is not None:
+            logits = logits + bias
+        if key_padding_mask is not None:
+            logits = logits.masked_fill(key_padding_mask[:, None, :].bool(), float("-inf"))
+        return logits.softmax(-1).nan_to_num(0.0)
+
+    # --- TEMA ---
+
+    def top_topics(self, theta):
+        return theta.topk(self.n, dim=-1).indices  # (B, n)
+
+    def topic_embeddings(self, topic_ids, embed_weight):
+        """``E_topic[k] = Phi[:, k]^T E_token`` for the selected topics ``(B, n) -> (B, n, C)`` (eq. 8)."""
+        cols = self.phi.t()[topic_ids]  # (B, n, V)
+        return cols.to(embed_weight.dtype) @ embed_weight
+
+    @staticmethod
+    def prefix_mask(n, new_len, past_len, device, dtype=torch.float):
+        """Additive self-attention mask (Fig. 3(b), left) for ``new_len`` queries at positions
+        ``past_len..`` over keys ``0..past_len+new_len`` (positions < n are topics)."""
+        total = past_len + new_len
+        q = torch.arange(past_len, total, device=device)[:, None]
+        k = torch.arange(total, device=device)[None, :]
+        allowed = torch.where(q < n, k < n, (k < n) | (k <= q))
+        return torch.zeros(new_len, total, device=device, dtype=dtype).masked_fill(~allowed, float("-inf"))
+
+    def theta(self, encoder_out):
+        side = encoder_out.get("side") or {}
+        theta = side.get("theta")
+        if theta is None:
+            raise ValueError(
+                "Topic Assistant TEMA/DRM need the document's topic proportions: run with --side-data theta "
+                "(DATA/{split}.theta.npy, written by `python -m preprocess.topic_model fit DATA`)"
+            )
+        if theta.dim() != 2 or theta.size(1) != self.num_topics:
+            raise ValueError(f"side data theta has shape {tuple(theta.shape)}, the topic model has "
+                             f"{self.num_topics} topics: (B, {self.num_topics}) expected")
+        return theta.float()
+
+    def decoder_inputs(self, decoder, x, prev_tokens, encoder_out, incremental_state=None):
+        """Prefix the topic embeddings (TEMA) and precompute what the decoder layers share.
+
+        ``x``: embedded new positions ``(B, T_new, C)``; ``prev_tokens``: all summary tokens so far.
+        Returns ``(x, ta, n_prefix)``, ``n_prefix`` the number of prefix rows to strip from the output.
+        In incremental decoding the prefix goes in with the first step (cached like any position);
+        the top topics are recomputed from ``theta`` in ``encoder_out``, which beam search reorders.
+        """
+        args = decoder.ta_args
+        ta, n_prefix = {}, 0
+        n = self.n if args.ta_tema else 0
+        incremental = incremental_state is not None
+        first_step = not incremental or prev_tokens.size(1) == x.size(1)
+        theta = self.theta(encoder_out) if (args.ta_tema or args.ta_drm) else None
+        ids = self.top_topics(theta) if args.ta_tema else None
+        if args.ta_tema:
+            if first_step:
+                topics = decoder.embed_scale * self.topic_embeddings(ids, decoder.embed_tokens.weight)
+                x = torch.cat([nn.functional.dropout(topics.type_as(x), decoder.dropout, decoder.training), x], dim=1)
+                n_prefix = n
+            # Fig. 3(b): later incremental steps see every cached position
+            ta["self_bias"] = self.prefix_mask(n, x.size(1), 0, x.device) if first_step else None
+        if args.ta_sia:
+            d_k = decoder.embed_tokens.embedding_dim // decoder.ta_heads
+            k_rows = self.rows(prev_tokens)
+            if n:  # a topic position is represented by its topic, e_k
+                k_rows = torch.cat([nn.functional.one_hot(ids, self.num_topics).to(k_rows.dtype), k_rows], dim=1)
+            q_rows = k_rows[:, -x.size(1):]
+            bias = ta.get("self_bias")
+            if bias is None and not incremental:  # causal
+                t = k_rows.size(1)
+                future = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+                bias = torch.zeros(t, t, device=x.device).masked_fill(future, float("-inf"))
+            ta["self_probs"] = self.sia_probs(q_rows, k_rows, d_k, bias)
+            src = encoder_out["src_tokens"]
+            if src.size(1) != encoder_out["enc"].size(1):
+                raise ValueError("SIA cross-attention needs one encoder state per source token "
+                                 "(it cannot be combined with --gate-threshold pruning)")
+            ta["cross_probs"] = self.sia_probs(q_rows, self.rows(src), d_k, None, encoder_out["enc_padding_mask"])
+        if args.ta_drm:
+            ta["theta"] = theta
+        return x, ta, n_prefix
+
+
+@with_incremental_state
+class SIAHead(nn.Module):
+    """The (h+1)-th head of eq. 7: ``(A_{h+1} X W^v_add) W^a_add``, added to the block's output."""
+
+    def __init__(self, embed_dim, head_dim, static_kv=False):
+        super().__init__()
+        self.v_add = nn.Linear(embed_dim, head_dim)
+        self.w_add = nn.Linear(head_dim, embed_dim, bias=False)
+        self.static_kv = static_kv
+        nn.init.xavier_uniform_(self.v_add.weight, gain=1 / math.sqrt(2))
+        nn.init.zeros_(self.v_add.bias)
+        nn.init.xavier_uniform_(self.w_add.weight)
+
+    def forward(self, kv, probs, incremental_state=None):
+        saved = self.get_incremental_state(incremental_state, "sia") if incremental_state is not None else None
+        if saved and self.static_kv:
+            v = saved["v"]
+        else:
+            v = self.v_add(kv)
+            if saved and "v" in saved:
+                v = torch.cat([saved["v"], v], dim=1)
+        if incremental_state is not None:
+            self.set_incremental_state(incremental_state, "sia", {"v": v})
+        return self.w_add(probs.type_as(v) @ v)
+
+    def reorder_incremental_state(self, incremental_state, new_order):
+        saved = self.get_incremental_state(incremental_state, "sia")
+        if saved:
+            self.set_incremental_state(incremental_state, "sia", {"v": saved["v"].index_select(0, new_order)})
+        return incremental_state
+
+
+def add_head(result, head_out):
+    """``(out, attn) -> (out + head_out, attn)`` (eq. 7: the extra head's contribution)."""
+    out, attn = result
+    return out + head_out, attn
+
+
+class DRM(nn.Module):
+    """``z^(l) = theta^T W_b^(l)`` (eq. 9), broadcast over positions."""
+
+    def __init__(self, num_topics, embed_dim):
+        super().__init__()
+        self.w_b = nn.Linear(num_topics, embed_dim, bias=False)
+        nn.init.normal_(self.w_b.weight, std=0.02)
+
+    def forward(self, theta):
+        return self.w_b(theta.to(self.w_b.weight.dtype))[:, None, :]
+
+
+def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
+    """Loads the topic model for ``--ta-*`` (checksum-checked) and records K in ``args``."""
+    if not ta_enabled(args):
+        return None
+    path = topic_model_path(args, task)
+    model = load_topic_model(path, dictionary)
+    if tgt_dictionary is not None and tgt_dictionary is not dictionary and tgt_dictionary != dictionary:
+        raise ValueError("the Topic Assistant needs a joined dictionary (one Phi row per source and target token)")
+    args.ta_num_topics = model.num_topics
+    return TopicAssistant(model.phi, args.ta_topics_n, path)
+
+
+# --- side data for raw text (fairseq-interactive, hub) -------------------------------------------
+
+_CACHE = {}
+
+
+@register_side_data_provider("theta")
+def theta_provider(task, src_tokens):
+    """theta of raw-text documents: PFA inference with the data directory's topic model."""
+    data = utils.split_paths(task.cfg.data)[0]
+    path = os.path.join(data, "topic_model.npz")
+    key = (path, os.path.getmtime(path) if os.path.exists(path) else None)
+    if key not in _CACHE:
+        _CACHE.clear()
+        _CACHE[key] = load_topic_model(path, task.source_dictionary)
+    return _CACHE[key].infer_tokens([t.numpy() if torch.is_tensor(t) else np.asarray(t) for t in src_tokens])

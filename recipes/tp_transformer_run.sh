@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The TP-Transformer paper's setup (Jiang et al., 2021, §3.2 and App. B) on any of its four datasets:
+# 6+6 layers, d_m 512, 8 heads, d_f 2048, trained from scratch with Adafactor, square-root
+# learning-rate decay, dropout 0.1, batch 32 per GPU x 4 GPUs (emulated with --update-freq on fewer
+# GPUs); test decoding with beam 1 and beam 4 (Table 2 reports both).
+#
+#   bash recipes/tp_transformer_run.sh DATASET ARCH RAW [AUX]
+#     DATASET  xsum | wikihow | arxiv | pubmed | cnn_dm
+#     ARCH     t5_transformer_base | tp_transformer_base | tp_transformer_continuous_base
+#              (or a *_small preset for a CPU smoke run)
+#     RAW      the raw data, by DATASET:
+#                xsum     HF `xsum` JSONL (file or dir), or the raw BBC dir (then AUX = the split JSON)
+#                wikihow  wikihowAll.csv (AUX: dir with the official all_train/all_val/all_test.txt)
+#                arxiv    the released arxiv-dataset/ dir (train.txt, val.txt, test.txt); pubmed alike
+#                cnn_dm   HF `cnn_dailymail` JSONL (file or dir), or "cnn/stories dailymail/stories"
+#                         (quoted; then AUX = abisee's url_lists dir)
+#
+# Steps: convert (preprocess/*_to_jsonl.py --stats: our corpus statistics beside the papers') ->
+# fairseq-sum-prepare -> fairseq-train -> fairseq-generate (beam 1, 4) -> fairseq-sum-score. Each
+# step is skipped when its output exists, so re-running resumes (training from checkpoint_last.pt).
+#
+# Environment: WORK (data/DATASET-tpt), NGPU (GPUs to use, 1), PAPER_GPUS (4), UPDATE_FREQ
+# (PAPER_GPUS / NGPU, rounded up), BATCH (32 per GPU), MAX_UPDATE (200000: the paper does not state
+# its step count), FP16 (1: --fp16 when a GPU is there), VOCAB (32000), MAX_SRC / MAX_TGT (subword
+# pieces kept by fairseq-sum-prepare; per-dataset defaults below, the paper does not state them),
+# BEAMS ("1 4"), SAVE_INTERVAL (5000 updates), EXTRA (more fairseq-train flags).
+#
+# Schedule: Adafactor at lr 0.01 for 10k updates, then 0.01 * sqrt(10000 / step) = 1/sqrt(step),
+# the T5 "inverse square root" schedule the paper's Transformer baseline is built on
+# (fairseq's inverse_sqrt with warmup-init-lr = lr).
+source "$(dirname "$0")/common.sh"
+USAGE="usage: tp_transformer_run.sh DATASET ARCH RAW [AUX]"
+DATASET=${1:?$USAGE}
+ARCH=${2:?$USAGE}
+RAW=${3:?$USAGE}
+AUX=${4:-}
+case $DATASET in
+  xsum)         SRC_DEFAULT=512;  TGT_DEFAULT=64 ;;
+  wikihow)      SRC_DEFAULT=512;  TGT_DEFAULT=128 ;;
+  cnn_dm)       SRC_DEFAULT=512;  TGT_DEFAULT=128 ;;
+  arxiv|pubmed) SRC_DEFAULT=1024; TGT_DEFAULT=256 ;;
+  *) echo "unknown DATASET $DATASET (xsum wikihow arxiv pubmed cnn_dm)" >&2; exit 2 ;;
+esac
+WORK=${WORK:-data/$DATASET-tpt}
+NGPU=${NGPU:-1}
+PAPER_GPUS=${PAPER_GPUS:-4}
+UPDATE_FREQ=${UPDATE_FREQ:-$(( (PAPER_GPUS + NGPU - 1) / NGPU ))}
+BATCH=${BATCH:-32}
+MAX_UPDATE=${MAX_UPDATE:-200000}
+VOCAB=${VOCAB:-32000}
+MAX_SRC=${MAX_SRC:-$SRC_DEFAULT}
+MAX_TGT=${MAX_TGT:-$TGT_DEFAULT}
+BEAMS=${BEAMS:-1 4}
+SAVE_INTERVAL=${SAVE_INTERVAL:-5000}
+FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
+DIST_FLAG=$([ "$NGPU" -gt 1 ] && echo "--distributed-world-size $NGPU" || true)
+
+if [ ! -f "$WORK/jsonl/test.jsonl" ]; then
+  log "convert: $RAW -> $WORK/jsonl"
+  case $DATASET in
+    xsum)
+      if [ -n "$AUX" ]; then
+        python -m preprocess.xsum_to_jsonl --raw-dir "$RAW" --split-file "$AUX" --out "$WORK/jsonl" --stats
+      else
+        python -m preprocess.xsum_to_jsonl --jsonl "$RAW" --out "$WORK/jsonl" --stats
+      fi ;;
+    wikihow)
+      python -m preprocess.wikihow_to_jsonl --csv "$RAW" ${AUX:+--split-lists "$AUX"} --out "$WORK/jsonl" --stats ;;
+    arxiv|pubmed)
+      python -m preprocess.arxiv_pubmed_to_jsonl --in "$RAW" --dataset "$DATASET" --out "$WORK/jsonl" --stats ;;
+    cnn_dm)
+      if [ -f "$RAW" ] || ls "$RAW"/*.jsonl >/dev/null 2>&1; then
+        python -m preprocess.cnndm_to_jsonl --jsonl "$RAW" --out "$WORK/jsonl" --stats
+      else
+        # shellcheck disable=SC2086
+        python -m preprocess.cnndm_to_jsonl --stories-dir $RAW ${AUX:+--url-lists "$AUX"} --out "$WORK/jsonl" --stats
+      fi ;;
+  esac
+fi
+prepare "$WORK/jsonl" "$WORK" --vocab-size "$VOCAB" --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$MAX_TGT" --workers "$(nproc)"
+
+# shellcheck disable=SC2086
+train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" $FP16_FLAG $DIST_FLAG ${EXTRA:-} \
+  --optimizer adafactor --lr 0.01 --lr-scheduler inverse_sqrt --warmup-updates 10000 --warmup-init-lr 0.01 \
+  --dropout 0.1 --label-smoothing 0.1 --batch-size "$BATCH" --update-freq "$UPDATE_FREQ" --max-update "$MAX_UPDATE" \
+  --max-source-positions $((MAX_SRC + 8)) --max-target-positions $((MAX_TGT + 16)) --num-workers 4 \
+  --eval-rouge --eval-rouge-args "{\"beam\": 1, \"max_len_b\": $MAX_TGT}" \
+  --best-checkpoint-metric rouge_l --maximize-best-checkpoint-metric \
+  --save-interval-updates "$SAVE_INTERVAL" --validate-interval-updates "$SAVE_INTERVAL" --keep-interval-updates 2 \
+  --no-epoch-checkpoints
+
+for BEAM in $BEAMS; do
+  OUT="$WORK/test.$ARCH.beam$BEAM.out"
+  generate "$WORK/bin" "$WORK/checkpoints/$ARCH/checkpoint_best.pt" "$OUT" \
+    --gen-subset test --beam "$BEAM" --batch-size 64 --max-len-a 0 --max-len-b "$MAX_TGT" $FP16_FLAG
+  score "$OUT"
+done

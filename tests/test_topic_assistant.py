@@ -1,0 +1,359 @@
+"""Topic Assistant: the PFA topic model, SIA (eq. 5-7), TEMA (eq. 8, Fig. 3(b)), DRM (eq. 9)."""
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import build_model, load_task, make_dictionary, random_batch
+from preprocess.topic_model import (
+    PoissonFactorAnalysis,
+    bag_of_words,
+    dictionary_checksum,
+    excluded_symbols,
+)
+
+torch.set_num_threads(1)
+K = 6
+
+
+def write_topic_model(dictionary, path, k=K, seed=0, zero_rows=(5, 6)):
+    """A topic model over ``dictionary`` with random topics; specials and ``zero_rows`` excluded."""
+    rng = np.random.default_rng(seed)
+    keep = ~excluded_symbols(dictionary)
+    keep[list(zero_rows)] = False
+    phi = rng.gamma(0.3, 1.0, (len(dictionary), k)).astype(np.float32) + 1e-4
+    phi[~keep] = 0
+    phi /= phi.sum(0, keepdims=True)
+    PoissonFactorAnalysis(phi, keep, dictionary_checksum(dictionary)).save(path)
+    return path
+
+
+@pytest.fixture
+def ta_setup(tmp_path, tiny_overrides):
+    d = make_dictionary()
+    path = write_topic_model(d, str(tmp_path / "topic_model.npz"))
+
+    def build(arch="transformer_ta_small", **kw):
+        over = dict(tiny_overrides, topic_model=path)
+        over.update(kw)
+        model, _ = build_model(arch, d, **over)
+        return model.eval()
+
+    return d, path, build
+
+
+def theta_for(bsz, k=K, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.rand(bsz, k, generator=g) ** 3
+    return t / t.sum(1, keepdim=True)
+
+
+# --- topic model -------------------------------------------------------------------------------------
+
+
+def planted_corpus(n_docs=300, v=160, k=4, excluded=16, seed=0):
+    rng = np.random.default_rng(seed)
+    per = (v - excluded) // k
+    true = np.zeros((v, k))
+    for j in range(k):
+        true[excluded + j * per : excluded + (j + 1) * per, j] = 1.0 / per
+    docs = []
+    for _ in range(n_docs):
+        th = rng.gamma(0.2, 1.0, k) + 1e-6
+        counts = rng.poisson(true @ th * 60 / th.sum())
+        toks = np.concatenate([np.repeat(np.arange(v), counts), rng.integers(0, excluded, 8)])
+        docs.append(toks)
+    keep = np.ones(v, bool)
+    keep[:excluded] = False
+    return docs, keep, true
+
+
+def test_pfa_recovers_planted_topics_and_posterior_never_decreases():
+    docs, keep, true = planted_corpus()
+    history = []
+    model = PoissonFactorAnalysis.fit(bag_of_words(docs, len(keep), keep), keep, num_topics=4, iters=60,
+                                      history=history, progress=False, seed=0)
+    diffs = np.diff(history)
+    assert (diffs >= -1e-5 * np.abs(history[1:])).all(), "MAP-EM must not decrease the log posterior"
+    assert history[-1] > history[0]
+    # each planted topic is matched by a fitted topic (cosine of the columns)
+    a = model.phi / np.linalg.norm(model.phi, axis=0)
+    b = true / np.linalg.norm(true, axis=0)
+    assert (a.T @ b).max(0).min() > 0.9
+    assert np.all(model.phi[~keep] == 0), "excluded symbols' rows of Phi must be zero"
+    np.testing.assert_allclose(model.phi.sum(0), 1, rtol=1e-4)
+    theta = model.infer_tokens(docs[:20])
+    assert theta.dtype == np.float32 and theta.shape == (20, 4)
+    np.testing.assert_allclose(theta.sum(1), 1, rtol=1e-4)
+
+
+def test_excluded_symbols_sentencepiece():
+    from fairseq.data import Dictionary
+
+    d = Dictionary()
+    for sym in ["\u2581the", "\u2581cat", ",", "\u2581", "<sep>", "\u258112", "s", "\u2581Cats", "\u2581And", "ing"]:
+        d.add_symbol(sym)
+    ex = dict(zip(d.symbols, excluded_symbols(d)))
+    assert all(ex[s] for s in d.symbols[: d.nspecial])
+    assert ex["\u2581the"] and ex[","] and ex["\u2581"] and ex["<sep>"] and ex["\u258112"] and ex["s"] and ex["\u2581And"]
+    assert not ex["\u2581cat"] and not ex["\u2581Cats"] and not ex["ing"]
+
+
+def test_infer_degenerate_documents(tmp_path):
+    docs, keep, _ = planted_corpus(n_docs=80)
+    model = PoissonFactorAnalysis.fit(bag_of_words(docs, len(keep), keep), keep, 4, 10, progress=False)
+    theta = model.infer_tokens([np.arange(16), np.array([40]), np.array([], dtype=np.int64)])
+    assert np.isfinite(theta).all()
+    assert np.all(theta[0] == 0) and np.all(theta[2] == 0)  # only excluded symbols / empty: zero vector
+    np.testing.assert_allclose(theta[1].sum(), 1, rtol=1e-4)
+
+
+def test_topic_model_dictionary_mismatch(tmp_path, tiny_overrides):
+    d = make_dictionary()
+    path = write_topic_model(d, str(tmp_path / "tm.npz"))
+    other = make_dictionary(41)
+    with pytest.raises(ValueError, match="does not match the dictionary"):
+        PoissonFactorAnalysis.load(path, other)
+    with pytest.raises(ValueError, match="does not match the dictionary"):
+        build_model("transformer_ta_small", other, **dict(tiny_overrides, topic_model=path))
+    with pytest.raises(FileNotFoundError, match="preprocess.topic_model fit"):
+        build_model("transformer_ta_small", d, **dict(tiny_overrides, topic_model=str(tmp_path / "none.npz")))
+
+
+# --- SIA ---------------------------------------------------------------------------------------------
+
+
+def test_sia_attention_equals_hand_computation(ta_setup):
+    d, path, build = ta_setup
+    model = build(ta_tema=False, ta_drm=False)
+    phi = np.load(path)["phi"]
+    src, lengths, prev = random_batch(d, bsz=2, src_len=7)
+    src[0, -3] = 5  # an excluded symbol: zero row
+    captured = {}
+    layer = model.encoder.layers[0]
+    layer.sia.register_forward_hook(lambda m, inp, out: captured.update(probs=inp[1], kv=inp[0], out=out))
+    model(src, lengths, prev)
+    d_k = 32 // 4
+    for b in range(2):
+        toks = src[b].tolist()
+        for i, vi in enumerate(toks):
+            if vi == d.pad():
+                continue
+            logits = []
+            for j, vj in enumerate(toks):
+                r1 = phi[vi] / max(phi[vi].sum(), 1e-30)
+                r2 = phi[vj] / max(phi[vj].sum(), 1e-30)
+                n1, n2 = np.linalg.norm(r1), np.linalg.norm(r2)
+                cos = 0.0 if n1 == 0 or n2 == 0 else float(r1 @ r2 / (n1 * n2))
+                logits.append(-math.inf if vj == d.pad() else cos / math.sqrt(d_k))
+            expected = torch.tensor(logits).softmax(-1)
+            torch.testing.assert_close(captured["probs"][b, i], expected, atol=1e-5, rtol=1e-5)
+    # eq. 7: head_{h+1} W_add with head_{h+1} = A V_add
+    v = layer.sia.v_add(captured["kv"])
+    torch.testing.assert_close(captured["out"], layer.sia.w_add(captured["probs"] @ v))
+    assert torch.isfinite(captured["probs"]).all()
+
+
+# --- TEMA --------------------------------------------------------------------------------------------
+
+
+def prefix_outputs(model):
+    """Capture the last decoder layer's output rows (prefix included)."""
+    store = {}
+    model.decoder.layers[-1].register_forward_hook(lambda m, inp, out: store.update(x=out[0]))
+    return store
+
+
+def test_tema_topic_positions_unchanged_by_summary_tokens(ta_setup):
+    d, _, build = ta_setup
+    model = build()
+    store = prefix_outputs(model)
+    src, lengths, prev = random_batch(d, bsz=2)
+    theta = theta_for(2)
+    out1, _ = model(src, lengths, prev, theta=theta)
+    x1 = store["x"]
+    prev2 = prev.clone()
+    prev2[:, 2:] = (prev2[:, 2:] + 3) % (len(d) - d.nspecial) + d.nspecial
+    out2, _ = model(src, lengths, prev2, theta=theta)
+    x2 = store["x"]
+    n = model.decoder.topic.n
+    assert x1.size(1) == prev.size(1) + n and out1.size(1) == prev.size(1)  # prefix never emitted
+    torch.testing.assert_close(x1[:, :n], x2[:, :n])  # topics are not changed by summary tokens
+    torch.testing.assert_close(out1[:, :2], out2[:, :2])  # causal among summary tokens
+    assert not torch.allclose(out1[:, 2:], out2[:, 2:])
+    # summary tokens see the topics: other top topics -> other outputs
+    out3, _ = model(src, lengths, prev, theta=theta.flip(-1))
+    assert not torch.allclose(out1, out3)
+
+
+def test_tema_topic_embeddings_are_phi_t_e(ta_setup):
+    d, path, build = ta_setup
+    model = build()
+    phi = torch.from_numpy(np.load(path)["phi"])
+    ids = torch.tensor([[0, 3], [5, 1]])
+    emb = model.decoder.topic.topic_embeddings(ids, model.decoder.embed_tokens.weight)
+    full = (phi / phi.sum(0)).t() @ model.decoder.embed_tokens.weight  # E_topic = Phi^T E_token
+    torch.testing.assert_close(emb, full[ids])
+    mask = model.decoder.topic.prefix_mask(2, 4, 0, "cpu")
+    allowed = (mask == 0).int().tolist()
+    assert allowed == [[1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]]
+
+
+# --- DRM ---------------------------------------------------------------------------------------------
+
+
+def test_drm_adds_theta_wb_to_cross_attention_output(ta_setup):
+    d, _, build = ta_setup
+    model = build(ta_sia=False, ta_tema=False)
+    src, lengths, prev = random_batch(d, bsz=2)
+    theta = theta_for(2)
+    layer = model.decoder.layers[0]
+    outs = []
+    hook = layer.cross_attn_sublayer.register_forward_hook(lambda m, inp, out: outs.append(out[0] - inp[0]))
+    model(src, lengths, prev, theta=theta)
+    w_b = layer.drm.w_b.weight.detach().clone()
+    with torch.no_grad():
+        layer.drm.w_b.weight.zero_()
+    model(src, lengths, prev, theta=theta)
+    hook.remove()
+    z = theta @ w_b.t()  # z = theta^T W_b, the same for every position
+    torch.testing.assert_close(outs[0] - outs[1], z[:, None, :].expand_as(outs[0]), atol=1e-5, rtol=1e-4)
+
+
+# --- decoding, gradients, degenerate inputs, errors ----------------------------------------------------
+
+
+@pytest.mark.parametrize("features", [dict(), dict(ta_tema=False), dict(ta_sia=False), dict(ta_drm=False, ta_sia=False)])
+def test_incremental_equals_full_forward(ta_setup, features):
+    d, _, build = ta_setup
+    model = build(**features)
+    src, lengths, prev = random_batch(d, bsz=3)
+    # three hypotheses of one document (as beam search has them), so reordering them is valid
+    src, lengths, theta = src[:1].repeat(3, 1), lengths[:1].repeat(3), theta_for(1).repeat(3, 1)
+    full, _ = model(src, lengths, prev, theta=theta)
+    enc = model.encoder(src, lengths, theta=theta)
+    state = {}
+    steps = []
+    for t in range(prev.size(1)):
+        out, _ = model.decoder(prev[:, : t + 1], enc, incremental_state=state)
+        steps.append(out)
+        if t == 2:  # beam search reorders hypotheses: everything cached must follow
+            order = torch.tensor([2, 0, 1])
+            model.decoder.reorder_incremental_state_scripting(state, order)
+            enc = model.encoder.reorder_encoder_out(enc, order)
+            prev, full = prev[order], full[order]
+            steps = [s[order] for s in steps]
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-4, rtol=1e-4)
+
+
+def test_generation_with_side_theta(ta_setup):
+    from fairseq.sequence_generator import SequenceGenerator
+
+    d, _, build = ta_setup
+    model = build()
+    src, lengths, _ = random_batch(d, bsz=2)
+    gen = SequenceGenerator([model], d, beam_size=3, max_len_b=6)
+    hypos = gen.forward({"net_input": {"src_tokens": src, "src_lengths": lengths, "theta": theta_for(2)}})
+    assert len(hypos) == 2 and all(len(h) == 3 for h in hypos)
+    assert all(torch.isfinite(h[0]["positional_scores"]).all() for h in hypos)
+
+
+def test_every_parameter_gets_a_gradient(ta_setup):
+    d, _, build = ta_setup
+    model = build().train()
+    src, lengths, prev = random_batch(d, bsz=2)
+    out, _ = model(src, lengths, prev, theta=theta_for(2))
+    out.logsumexp(-1).sum().backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().sum() == 0]
+    assert not missing, missing
+
+
+def test_degenerate_documents_no_nan(ta_setup):
+    d, _, build = ta_setup
+    model = build().train()
+    src = torch.tensor([[5, 6, 5, 6, d.eos()], [d.pad(), d.pad(), d.pad(), 9, d.eos()]])  # stop words only / one token
+    lengths = torch.tensor([5, 2])
+    prev = torch.tensor([[d.eos(), 5, 6], [d.eos(), 9, 9]])
+    theta = torch.zeros(2, K)  # no topic evidence
+    out, _ = model(src, lengths, prev, theta=theta)
+    assert torch.isfinite(out).all()
+    out.sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_missing_or_misshapen_theta_errors(ta_setup):
+    d, _, build = ta_setup
+    model = build()
+    src, lengths, prev = random_batch(d, bsz=2)
+    with pytest.raises(ValueError, match="--side-data theta"):
+        model(src, lengths, prev)
+    with pytest.raises(ValueError, match="topics"):
+        model(src, lengths, prev, theta=torch.rand(2, K + 1))
+    build(ta_tema=False, ta_drm=False)(src, lengths, prev)  # SIA alone needs no theta
+
+
+def test_side_data_misaligned_and_provider(toy_data, tmp_path):
+    from fairseq_sum_plugins.tasks.summarization import SIDE_DATA_PROVIDERS
+
+    task = load_task(toy_data, side_data="theta")
+    np.save(os.path.join(toy_data, "valid.theta.npy"), np.zeros((3, K), np.float32))
+    try:
+        with pytest.raises(ValueError, match="rows but the dataset has"):
+            task.load_dataset("valid")
+        os.remove(os.path.join(toy_data, "valid.theta.npy"))
+        with pytest.raises(FileNotFoundError, match="theta"):
+            task.load_dataset("valid")
+        # raw text: the provider infers theta with the data directory's topic model
+        write_topic_model(task.source_dictionary, os.path.join(toy_data, "topic_model.npz"), zero_rows=())
+        toks = [task.source_dictionary.encode_line("the cat sat on mat", add_if_not_exist=False), torch.tensor([2])]
+        theta = SIDE_DATA_PROVIDERS["theta"](task, toks)
+        assert theta.shape == (2, K) and np.isfinite(theta).all()
+        np.testing.assert_allclose(theta[0].sum(), 1, rtol=1e-4)
+        ds = task.build_dataset_for_inference(toks, [len(t) for t in toks])
+        batch = ds.collater([ds[0], ds[1]])
+        assert batch["net_input"]["theta"].shape == (2, K)
+    finally:
+        for name in ("valid.theta.npy", "topic_model.npz"):
+            if os.path.exists(os.path.join(toy_data, name)):
+                os.remove(os.path.join(toy_data, name))
+
+
+def test_inference_step_infers_missing_theta(toy_data, tiny_overrides):
+    """fairseq-interactive's sample holds only src_tokens/src_lengths: the task fills theta in."""
+    from fairseq.sequence_generator import SequenceGenerator
+
+    task = load_task(toy_data, side_data="theta")
+    path = write_topic_model(task.source_dictionary, os.path.join(toy_data, "topic_model.npz"), zero_rows=())
+    try:
+        model, d = build_model("transformer_ta_small", task.source_dictionary, **dict(tiny_overrides, topic_model=path))
+        toks = [task.source_dictionary.encode_line(line, add_if_not_exist=False) for line in ("the cat sat", "blue sky")]
+        src = torch.full((2, 4), d.pad())
+        src[0], src[1, 1:] = toks[0], toks[1]
+        sample = {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([4, 3])}}
+        hypos = task.inference_step(SequenceGenerator([model.eval()], d, beam_size=2, max_len_b=4), [model], sample)
+        assert len(hypos) == 2 and sample["net_input"]["theta"].shape == (2, K)
+    finally:
+        os.remove(path)
+
+
+def test_parameter_overhead_per_module(ta_setup):
+    """Table 8: TEMA adds nothing; SIA adds 2 d d_k + d_k per attention block; DRM K d per decoder layer."""
+    d, _, build = ta_setup
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    base = count(build("t5_transformer_small"))
+    off = dict(ta_sia=False, ta_tema=False, ta_drm=False)
+    assert count(build(**off)) == base
+    assert count(build(**dict(off, ta_tema=True))) == base
+    dm, d_k, layers = 32, 8, 2
+    assert count(build(**dict(off, ta_sia=True))) - base == (layers + 2 * layers) * (2 * dm * d_k + d_k)
+    assert count(build(**dict(off, ta_drm=True))) - base == layers * K * dm
+
+
+def test_semantic_similarity_eq10():
+    from fairseq_sum_plugins.analysis.topics import semantic_similarity
+
+    a = np.array([[1.0, 0.0, 1.0], [0.2, 0.3, 0.5], [0.0, 0.0, 0.0]])
+    b = np.array([[1.0, 1.0, 0.0], [0.4, 0.6, 1.0], [0.1, 0.2, 0.7]])
+    np.testing.assert_allclose(semantic_similarity(a, b), [0.5, 1.0, 0.0])
