@@ -143,10 +143,7 @@ def convert(args):
             print(f"| {split}: dropped {len(examples) - len(kept)} stories without article or highlights", file=sys.stderr)
         if args.limit_per_split:
             kept = kept[: args.limit_per_split]
-        path = os.path.join(args.out, f"{split}.jsonl")
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            for e in kept:
-                f.write(json.dumps(stats.truncate_example(e, args), ensure_ascii=False) + "\n")
+        path = stats.write_split(args, split, kept)
         counts[split] = len(kept)
         print(f"| {path}: {len(kept)} examples")
     stats.finish(args, "cnn_dm")

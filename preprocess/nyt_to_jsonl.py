@@ -133,10 +133,7 @@ def convert(args):
             short = n - len(kept)
         empty = len(splits[split]) - len(kept) - short
         kept = kept[: args.limit_per_split or None]
-        path = os.path.join(args.out, f"{split}.jsonl")
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            for e in kept:
-                f.write(json.dumps(stats.truncate_example(e, args), ensure_ascii=False) + "\n")
+        path = stats.write_split(args, split, kept)
         counts[split] = len(kept)
         print(f"| {path}: {len(kept)} examples ({empty} empty, {short} with a summary "
               f"< {args.min_summary_words} words dropped)")

@@ -150,6 +150,15 @@ def truncate_example(example, args, doc_field="document", summary_field="summary
     return example
 
 
+def write_split(args, split, examples):
+    """Writes ``OUT/{split}.jsonl`` (each example truncated as asked) and returns its path."""
+    path = os.path.join(args.out, f"{split}.jsonl")
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for example in examples:
+            f.write(json.dumps(truncate_example(example, args), ensure_ascii=False) + "\n")
+    return path
+
+
 def _counts(text):
     sents = split_sentences(text)
     return sum(len(s.split()) for s in sents), len(sents)

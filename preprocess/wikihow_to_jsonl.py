@@ -26,7 +26,6 @@ an error naming the line, unless ``--skip-bad-rows``.
 import argparse
 import csv
 import hashlib
-import json
 import os
 import re
 import sys
@@ -163,10 +162,7 @@ def convert(args):
     counts = {}
     for split in stats.SPLITS:
         rows = splits[split][: args.limit_per_split or None]
-        path = os.path.join(args.out, f"{split}.jsonl")
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            for ex in rows:
-                f.write(json.dumps(stats.truncate_example(ex, args), ensure_ascii=False) + "\n")
+        path = stats.write_split(args, split, rows)
         counts[split] = len(rows)
         print(f"| {path}: {len(rows)} examples")
     stats.finish(args, "wikihow")

@@ -231,10 +231,7 @@ def convert(args):
         examples = splits[split]
         if args.limit_per_split:
             examples = examples[:args.limit_per_split]
-        path = os.path.join(args.out, split + ".jsonl")
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            for ex in examples:
-                f.write(json.dumps(stats.truncate_example(ex, args), ensure_ascii=False) + "\n")
+        path = stats.write_split(args, split, examples)
         counts[split] = len(examples)
         print(f"| {path}: {len(examples)} examples")
     stats.finish(args, "xsum")

@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from conftest import REPO, make_dictionary
+from conftest import REPO
 from test_cli_roundtrip import cli, run
 
 USER_DIR = os.path.join(REPO, "fairseq_sum_plugins")

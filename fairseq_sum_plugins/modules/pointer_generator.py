@@ -15,7 +15,6 @@ word is copied piece by piece) the extended vocabulary is the dictionary itself.
 """
 import re
 
-import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
