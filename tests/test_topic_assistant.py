@@ -357,3 +357,56 @@ def test_semantic_similarity_eq10():
     a = np.array([[1.0, 0.0, 1.0], [0.2, 0.3, 0.5], [0.0, 0.0, 0.0]])
     b = np.array([[1.0, 1.0, 0.0], [0.4, 0.6, 1.0], [0.1, 0.2, 0.7]])
     np.testing.assert_allclose(semantic_similarity(a, b), [0.5, 1.0, 0.0])
+
+
+# --- BART + TA ---------------------------------------------------------------------------------------
+
+BART_TINY = dict(encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=4,
+                 decoder_embed_dim=32, decoder_ffn_embed_dim=64, decoder_layers=2, decoder_attention_heads=4,
+                 dropout=0.0, attention_dropout=0.0, max_source_positions=64, max_target_positions=64)
+
+
+@pytest.mark.parametrize("features", [dict(), dict(ta_tema=False), dict(ta_sia=False, ta_drm=False)])
+def test_bart_ta_incremental_equals_full_and_gradients(ta_setup, features):
+    d, path, _ = ta_setup
+    model, _ = build_model("bart_base_ta", d, **dict(BART_TINY, topic_model=path, **features))
+    model.eval()
+    src, lengths, prev = random_batch(d, bsz=3, left_pad_source=False)
+    src, lengths, theta = src[:1].repeat(3, 1), lengths[:1].repeat(3), theta_for(1).repeat(3, 1)
+    full, _ = model(src, lengths, prev, theta=theta)
+    assert full.shape[:2] == prev.shape  # the TEMA prefix is never emitted
+    enc = model.encoder(src, lengths, theta=theta)
+    state, steps = {}, []
+    for t in range(prev.size(1)):
+        steps.append(model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0])
+        if t == 2:
+            order = torch.tensor([2, 0, 1])
+            model.decoder.reorder_incremental_state_scripting(state, order)
+            enc = model.encoder.reorder_encoder_out(enc, order)
+            prev, full, steps = prev[order], full[order], [s[order] for s in steps]
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-4, rtol=1e-4)
+    model.train()
+    out, _ = model(src, lengths, prev, theta=theta)
+    out.logsumexp(-1).sum().backward()
+    assert not [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().sum() == 0]
+
+
+def test_bart_ta_loads_a_bart_checkpoint_with_fresh_ta_parameters(ta_setup):
+    from fairseq.sequence_generator import SequenceGenerator
+
+    d, path, _ = ta_setup
+    torch.manual_seed(0)
+    bart, _ = build_model("bart_base", d, **dict(BART_TINY, task="summarization"))
+    model, _ = build_model("bart_base_ta", d, **dict(BART_TINY, topic_model=path, task="summarization"))
+    fresh = {k: v.clone() for k, v in model.state_dict().items() if k not in bart.state_dict()}
+    assert fresh and all(("sia" in k or "drm" in k) for k in fresh)
+    model.load_state_dict(bart.state_dict(), strict=True)  # TA parameters missing from the checkpoint
+    own = model.state_dict()
+    assert all(torch.equal(own[k], v) for k, v in bart.state_dict().items())
+    assert all(torch.equal(own[k], v) for k, v in fresh.items())
+    n_bart = sum(p.numel() for p in bart.parameters())
+    assert sum(p.numel() for p in model.parameters()) - n_bart == 6 * (2 * 32 * 8 + 8) + 2 * K * 32
+    src, lengths, _ = random_batch(d, bsz=2, left_pad_source=False)
+    hypos = SequenceGenerator([model.eval()], d, beam_size=2, max_len_b=5).forward(
+        {"net_input": {"src_tokens": src, "src_lengths": lengths, "theta": theta_for(2)}})
+    assert len(hypos) == 2
