@@ -17,17 +17,25 @@ exactly ``--tgt-len`` by ``min_len = max_len_b = tgt_len``.
     python benchmarks/bench_train.py --threads 1          # CPU: *_small presets, src 256, batch 8
     python benchmarks/bench_train.py --device cuda --fp16 --generate --json out.json
                                                           # GPU: *_base presets, src 512, batch 32
+
+Topic Assistant archs (``transformer_ta_small``/``_base``, any arch with ``--ta-*`` on) get a random
+topic model over the in-memory dictionary (every topic a Dirichlet draw over the kept symbols, saved
+as a temporary ``topic_model.npz`` in :mod:`preprocess.topic_model`'s format, ``--topics`` columns)
+and a Dirichlet ``theta`` per example as side data (``net_input["theta"]``); other models get the
+same batches without it.
 """
 import argparse
 import contextlib
 import datetime
 import json
 import logging
+import os
 import platform
 import tempfile
 import time
 from argparse import Namespace
 
+import numpy as np
 import torch
 from fairseq import options, utils
 from fairseq.data import Dictionary, LanguagePairDataset
@@ -35,6 +43,7 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.trainer import Trainer
 from torch.autograd import DeviceType
 
+from fairseq_sum_plugins.modules.topic import ta_enabled
 from fairseq_sum_plugins.tasks.summarization import SummarizationTask  # also registers the presets
 
 BASELINE = "transformer"
@@ -65,6 +74,7 @@ def parse_args():
     p.add_argument("--profile", metavar="FILE", help="write torch.profiler tables of a few train steps here")
     p.add_argument("--json", metavar="FILE", help="write the results here")
     p.add_argument("--threads", type=int, help="torch CPU threads (use 1 on a CPU shared with other jobs)")
+    p.add_argument("--topics", type=int, default=256, help="topics K of the random topic model (TA archs)")
     a = p.parse_args()
     cpu = a.device == "cpu"
     if a.fp16 and cpu:
@@ -97,7 +107,27 @@ def make_batches(d, a, n=4):
     src = [seq(a.src_len) for _ in range(n * a.batch_size)]
     tgt = [seq(a.tgt_len) for _ in range(n * a.batch_size)]
     data = LanguagePairDataset(src, [len(s) for s in src], d, tgt, [len(t) for t in tgt], d, shuffle=False)
-    return [data.collater([data[i] for i in range(b * a.batch_size, (b + 1) * a.batch_size)]) for b in range(n)]
+    batches = [data.collater([data[i] for i in range(b * a.batch_size, (b + 1) * a.batch_size)]) for b in range(n)]
+    rng = np.random.default_rng(0)
+    for b in batches:  # theta side data, used by the Topic Assistant archs only
+        b["net_input"]["theta"] = torch.from_numpy(rng.dirichlet(np.full(a.topics, 0.1), len(b["id"])).astype(np.float32))
+    return batches
+
+
+def without_theta(batches):
+    return [dict(b, net_input={k: v for k, v in b["net_input"].items() if k != "theta"}) for b in batches]
+
+
+def write_topic_model(d, k, folder, seed=0):
+    """A random PFA topic model over ``d`` (each topic ~ Dirichlet(0.05) over the kept symbols)."""
+    from preprocess.topic_model import PoissonFactorAnalysis, dictionary_checksum, excluded_symbols
+
+    keep = ~excluded_symbols(d)
+    phi = np.zeros((len(d), k), np.float32)
+    phi[keep] = np.random.default_rng(seed).dirichlet(np.full(int(keep.sum()), 0.05), k).T
+    path = os.path.join(folder, "topic_model.npz")
+    PoissonFactorAnalysis(phi, keep, dictionary_checksum(d)).save(path)
+    return path
 
 
 def fairseq_cfg(arch, a, extra=()):
@@ -109,6 +139,8 @@ def fairseq_cfg(arch, a, extra=()):
     argv += ["--fp16"] if a.fp16 else []
     argv += ["--cpu"] if a.device == "cpu" else []
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
+    if ta_enabled(args):
+        args.topic_model, args.side_data = a.topic_model, "theta"
     return args, convert_namespace_to_omegaconf(args)
 
 
@@ -128,7 +160,7 @@ def build(name, cfg, d, cuda):
     trainer.cuda_env = None  # Trainer resets the CUDA peak-memory counter every step when this is set
     params = sum(p.numel() for p in model.parameters())
     return dict(name=name, task=task, trainer=trainer, mem_before=before, params=params,
-                steps=0, time=0.0, words=0, gen_time=0.0, gen_words=0)
+                steps=0, time=0.0, words=0, gen_time=0.0, gen_words=0, theta=ta_enabled(cfg.model))
 
 
 def ok(models):
@@ -261,7 +293,10 @@ def main():
         torch.set_num_threads(a.threads)
     cuda = a.device == "cuda"
     d = make_dictionary(a.dict_size)
-    batches = make_batches(d, a)
+    tmp = tempfile.TemporaryDirectory(prefix="bench-topic-model-")
+    a.topic_model = write_topic_model(d, a.topics, tmp.name)
+    theta_batches = make_batches(d, a)
+    plain_batches = without_theta(theta_batches)
 
     preset_args, _ = fairseq_cfg(a.archs[0], a)
     specs = [(BASELINE, fairseq_cfg(BASELINE, a, baseline_extra(preset_args))[1])]
@@ -270,8 +305,9 @@ def main():
     models = []
     for name, cfg in specs:  # build and warm up one at a time, so each peak is the model's own
         models.append(build(name, cfg, d, cuda))
+        models[-1]["batches"] = theta_batches if models[-1]["theta"] else plain_batches
         try:
-            warm_up(models[-1], batches, a, cuda)
+            warm_up(models[-1], models[-1]["batches"], a, cuda)
         except FloatingPointError:  # fairseq gives up: fp16 loss scale at its minimum
             models[-1].update(error=DIVERGED, peak_gib=None)
 
@@ -280,7 +316,7 @@ def main():
     for _ in range(a.rounds):
         for m in ok(models):
             try:
-                seconds, words = train(m, batches, per_round, cuda)
+                seconds, words = train(m, m["batches"], per_round, cuda)
             except FloatingPointError:
                 m.update(error=DIVERGED, peak_gib=None, time=0.0)
                 continue
@@ -289,17 +325,17 @@ def main():
 
     if a.generate:
         for m in ok(models):
-            generate(m, batches[:1], a, cuda)  # warm-up
-        for batch in batches[: a.gen_batches]:
+            generate(m, m["batches"][:1], a, cuda)  # warm-up
+        for i in range(min(a.gen_batches, len(theta_batches))):
             for m in ok(models):
-                seconds, words = generate(m, [batch], a, cuda)
+                seconds, words = generate(m, [m["batches"][i]], a, cuda)
                 m["gen_time"] += seconds
                 m["gen_words"] += words
 
     if a.profile:
         with open(a.profile, "w") as out:
             for m in ok(models):
-                profile(m, batches, cuda, out)
+                profile(m, m["batches"], cuda, out)
 
     device = torch.cuda.get_device_name() if cuda else platform.processor() or platform.machine()
     precision = "fp16 (fairseq --fp16: FP16Optimizer, half model)" if a.fp16 else "fp32"
@@ -310,6 +346,7 @@ def main():
                       f"src {a.src_len} tgt {a.tgt_len} batch {a.batch_size} dict {len(d)}"
                       f"{' ragged' if a.ragged else ''}  {a.steps} timed steps/model")
     report(models, a, env)
+    tmp.cleanup()
 
 
 if __name__ == "__main__":

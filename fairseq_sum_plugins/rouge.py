@@ -21,7 +21,13 @@ Scorers (``--scorer``):
 * ``files2rouge``: calls the ``files2rouge`` executable (not on PyPI) with the same options.
 
 An empty hypothesis scores 0 (it is not an error); an empty reference is an error naming its line.
-Nothing here imports fairseq.
+
+With ``--topic-model DATA/bin/topic_model.npz`` the Topic Assistant's semantic similarity (§5.5,
+eq. 10) is reported too: the cosine between the inferred topic proportions of each summary and of
+its document (the S- lines of the generate output, or ``--src FILE``), and of its gold summary.
+Texts are cleaned as for ROUGE, then tokenized into dictionary ids as in training (the tokenizer
+and sentencepiece model recorded in the data dir, ``--topic-data``, by default the topic model's
+folder). Only this path imports fairseq (lazily); nothing else here does.
 """
 import argparse
 import functools
@@ -348,6 +354,36 @@ def read_generate_output(path):
     return ids, [hyp[i] for i in ids], [ref[i] for i in ids]
 
 
+def read_generate_sources(path):
+    """{sample id: source text} from the S- lines of ``fairseq-generate`` stdout."""
+    src = {}
+    line_re = re.compile(r"^S-(\d+)\t(.*)$")
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            m = line_re.match(line.rstrip("\r\n"))
+            if m:
+                src.setdefault(int(m.group(1)), m.group(2))
+    return src
+
+
+def semantic_similarity_scores(hyps, docs, refs, topic_model, data=None, detok=True):
+    """Mean SS (eq. 10) of summaries to documents (``ss_sum_doc``) and to gold (``ss_sum_gold``).
+
+    ``data`` is the binarized data dir whose dictionary / tokenizer / sentencepiece model the topic
+    model was fit on (default: the folder of ``topic_model``). Imports fairseq (lazily).
+    """
+    from fairseq_sum_plugins.analysis.topics import _encoder, load_topic_model, summary_similarities
+
+    data = data or os.path.dirname(os.path.abspath(topic_model))
+    dictionary, model = load_topic_model(data, topic_model)
+    encode_ids = _encoder(data, dictionary)
+
+    def encode(text):
+        return encode_ids(" <sep> ".join(clean_summary(text, detok)))
+
+    return summary_similarities(model, encode, hyps, docs, refs)
+
+
 def read_lines(path):
     with open(path, encoding="utf-8") as f:
         return [line.rstrip("\r\n") for line in f]
@@ -378,6 +414,9 @@ def format_results(res):
             lines.append(f"{LABELS[m]} Average_{letter}: {res[key]:.5f}{ci}")
     lines.append("-" * 45)
     lines.append("ROUGE-1/2/L F1: " + "/".join(f"{100 * res[m]:.2f}" for m in MAIN_METRICS))
+    if "ss_sum_doc" in res:
+        lines.append(f"SS (eq. 10) summary-document: {res['ss_sum_doc']:.4f}  "
+                     f"summary-gold: {res['ss_sum_gold']:.4f}")
     return "\n".join(lines)
 
 
@@ -399,6 +438,13 @@ def get_parser():
     p.add_argument("--seed", type=int, default=1, help="bootstrap seed")
     p.add_argument("--rouge-args", default=OFFICIAL_ARGS, help="ROUGE-1.5.5 options (perl scorers)")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
+    p.add_argument("--topic-model", metavar="NPZ",
+                   help="also report semantic similarity (eq. 10) with this PFA topic model")
+    p.add_argument("--topic-data", metavar="DIR",
+                   help="data dir of the topic model (dict, spm.model, prepare_args.json; "
+                        "default: the topic model's folder)")
+    p.add_argument("--src", metavar="FILE",
+                   help="documents, one per line (line i = sample id / hyp line i); default: S- lines")
     return p
 
 
@@ -427,6 +473,24 @@ def main(argv=None):
                               bootstrap=args.bootstrap_samples > 0,
                               bootstrap_samples=args.bootstrap_samples, seed=args.seed,
                               rouge_args=args.rouge_args)
+        if args.topic_model:
+            if args.src:
+                docs = read_lines(args.src)
+                if max(ids) >= len(docs):
+                    raise ValueError(f"{args.src} has {len(docs)} lines for max id {max(ids)}")
+                docs = [docs[i] for i in ids]
+            elif args.generate_output:
+                sources = read_generate_sources(args.generate_output)
+                missing = [i for i in ids if i not in sources]
+                if missing:
+                    raise ValueError(f"{args.generate_output}: no S- line for ids {missing[:10]} "
+                                     "(pass the documents with --src)")
+                docs = [sources[i] for i in ids]
+            else:
+                raise ValueError("--topic-model needs the documents: --src FILE")
+            ss = semantic_similarity_scores(hyps, docs, refs, args.topic_model, args.topic_data,
+                                            detok=not args.no_detok)
+            res.update(ss_sum_doc=ss["ss_sum_doc"], ss_sum_gold=ss["ss_sum_gold"])
     except (ValueError, RuntimeError, OSError) as e:
         sys.exit(f"fairseq-sum-score: error: {e}")
     print(format_results(res))

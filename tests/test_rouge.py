@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROUGE_PY = Path(__file__).resolve().parents[1] / "fairseq_sum_plugins" / "rouge.py"
@@ -230,3 +231,59 @@ def test_files2rouge_missing_is_clear(monkeypatch):
     monkeypatch.setattr(R.shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="files2rouge is not on PATH"):
         R.score_summaries(["a"], ["a"], scorer="files2rouge")
+
+
+# ------------------------------------------------------------------ semantic similarity (eq. 10)
+def _planted_topic_data(folder):
+    """dict.src.txt + topic_model.npz with two planted topics (animals, instruments)."""
+    pytest.importorskip("fairseq")
+    from fairseq.data import Dictionary
+
+    from preprocess.topic_model import PoissonFactorAnalysis, dictionary_checksum, excluded_symbols
+
+    animals, music = "cat dog mouse horse cow".split(), "piano violin guitar drum flute".split()
+    d = Dictionary()
+    for w in animals + music + ["<sep>", "."]:
+        d.add_symbol(w)
+    d.save(str(folder / "dict.src.txt"))
+    keep = ~excluded_symbols(d)
+    phi = np.full((len(d), 2), 1e-3, np.float32)
+    phi[[d.index(w) for w in animals], 0] = 1.0
+    phi[[d.index(w) for w in music], 1] = 1.0
+    phi[~keep] = 0
+    phi /= phi.sum(0, keepdims=True)
+    path = str(folder / "topic_model.npz")
+    PoissonFactorAnalysis(phi, keep, dictionary_checksum(d)).save(path)
+    return path
+
+
+def test_cli_semantic_similarity(tmp_path, capsys):
+    tm = _planted_topic_data(tmp_path)
+    gen = tmp_path / "gen.out"
+    gen.write_text(
+        "S-0\tcat dog mouse . <sep> horse cow cat .\n"
+        "T-0\tpiano violin drum .\n"
+        "H-0\t-0.5\tcat dog horse .\n"
+        "S-1\tpiano guitar drum . <sep> flute violin .\n"
+        "T-1\tguitar flute .\n"
+        "H-1\t-0.5\tpiano drum flute .\n"
+    )
+    out_json = tmp_path / "s.json"
+    res = R.main(["--generate-output", str(gen), "--topic-model", tm, "--bootstrap-samples", "0",
+                  "--json", str(out_json)])
+    # summary 0 is on its document's topic but not its gold's; summary 1 matches both
+    assert res["ss_sum_doc"] > 0.95
+    assert 0.4 < res["ss_sum_gold"] < 0.6
+    assert "SS (eq. 10) summary-document: " in capsys.readouterr().out
+    saved = json.loads(out_json.read_text())
+    assert saved["ss_sum_doc"] == pytest.approx(res["ss_sum_doc"])
+    # --src replaces the S- lines; --hyp/--ref need it
+    (tmp_path / "src.txt").write_text("piano violin .\ncat cow .\n")
+    (tmp_path / "hyp.txt").write_text("cat dog horse .\npiano drum flute .\n")
+    (tmp_path / "ref.txt").write_text("piano violin drum .\nguitar flute .\n")
+    res = R.main(["--hyp", str(tmp_path / "hyp.txt"), "--ref", str(tmp_path / "ref.txt"), "--src",
+                  str(tmp_path / "src.txt"), "--topic-model", tm, "--bootstrap-samples", "0"])
+    assert res["ss_sum_doc"] < 0.1
+    with pytest.raises(SystemExit, match="--src"):
+        R.main(["--hyp", str(tmp_path / "hyp.txt"), "--ref", str(tmp_path / "ref.txt"),
+                "--topic-model", tm])

@@ -359,6 +359,21 @@ def test_semantic_similarity_eq10():
     np.testing.assert_allclose(semantic_similarity(a, b), [0.5, 1.0, 0.0])
 
 
+def test_topic_map_png(tmp_path):
+    from fairseq_sum_plugins.analysis.topics import main as topics_main
+
+    d = make_dictionary()
+    for i in range(len(d)):
+        d.count[i] = i  # w39 is the most frequent symbol
+    d.save(str(tmp_path / "dict.src.txt"))
+    write_topic_model(d, str(tmp_path / "topic_model.npz"))
+    png = tmp_path / "map.png"
+    ids, coords = topics_main(["map", str(tmp_path), "--tokens", "10", "--png", str(png)])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [d[i] for i in ids] == [f"w{n}" for n in range(39, 29, -1)]
+    assert coords.shape == (10, 2) and np.isfinite(coords).all() and coords.std(0).min() > 0
+
+
 # --- BART + TA ---------------------------------------------------------------------------------------
 
 BART_TINY = dict(encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=4,
@@ -410,3 +425,25 @@ def test_bart_ta_loads_a_bart_checkpoint_with_fresh_ta_parameters(ta_setup):
     hypos = SequenceGenerator([model.eval()], d, beam_size=2, max_len_b=5).forward(
         {"net_input": {"src_tokens": src, "src_lengths": lengths, "theta": theta_for(2)}})
     assert len(hypos) == 2
+
+
+def test_bench_train_topic_model_and_theta_batches(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_train", os.path.join(os.path.dirname(__file__), "..", "benchmarks", "bench_train.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    d = bench.make_dictionary(200)
+    path = bench.write_topic_model(d, 7, str(tmp_path))
+    model = PoissonFactorAnalysis.load(path, d)  # the format (and dictionary checksum) of topic_model fit
+    np.testing.assert_allclose(model.phi.sum(0), 1, rtol=1e-4)
+    assert not model.phi[~model.keep].any()
+    from types import SimpleNamespace
+
+    a = SimpleNamespace(ragged=False, src_len=10, tgt_len=4, batch_size=3, topics=7)
+    batches = bench.make_batches(d, a, n=2)
+    theta = batches[0]["net_input"]["theta"]
+    assert theta.shape == (3, 7) and torch.allclose(theta.sum(1), torch.ones(3))
+    assert "theta" not in bench.without_theta(batches)[0]["net_input"]
+    assert "theta" in batches[0]["net_input"]  # the originals are left alone

@@ -13,6 +13,12 @@ A document's top topics and each topic's top words, as a PNG::
 Texts of ``fairseq-generate`` output (``H-``/``T-`` lines, detokenized) are encoded again with the
 tokenizer and sentencepiece model recorded in ``DATA/prepare_args.json``; documents are read from
 the binarized split by example id.
+
+A 2-D map of token topic rows: the ``--tokens`` most frequent kept (non-stop, non-special) symbols,
+their Phi rows normalised to ``p(topic | token)``, projected on the first two principal components
+(numpy SVD), each labelled with its surface form and coloured by its most probable topic::
+
+    python -m fairseq_sum_plugins.analysis.topics map DATA/bin --tokens 80 --png topic_map.png
 """
 import argparse
 import json
@@ -68,23 +74,46 @@ def parse_generate_output(path):
     return hyps, refs
 
 
-def ss_main(args):
-    from preprocess.topic_model import PoissonFactorAnalysis, load_dictionary, load_split_tokens
+def load_topic_model(data, topic_model=None):
+    """(dictionary, PoissonFactorAnalysis) of a data dir; Phi is checked against the dictionary."""
+    from preprocess.topic_model import PoissonFactorAnalysis, load_dictionary
 
-    dictionary = load_dictionary(args.data)
-    model = PoissonFactorAnalysis.load(args.topic_model or os.path.join(args.data, "topic_model.npz"), dictionary)
+    dictionary = load_dictionary(data)
+    model = PoissonFactorAnalysis.load(topic_model or os.path.join(data, "topic_model.npz"), dictionary)
+    return dictionary, model
+
+
+def summary_similarities(model, encode, hyps, docs, refs=None):
+    """Mean eq. 10 of each summary to its document (and gold summary), thetas inferred with Phi fixed.
+
+    ``hyps``/``refs`` are texts; ``docs`` are texts or arrays of dictionary ids.
+    """
+    theta_s = model.infer_tokens([encode(h) for h in hyps])
+    theta_d = model.infer_tokens([encode(d) if isinstance(d, str) else d for d in docs])
+    result = {"num_summaries": len(hyps), "ss_sum_doc": float(semantic_similarity(theta_s, theta_d).mean())}
+    if refs:
+        theta_g = model.infer_tokens([encode(r) for r in refs])
+        result["ss_sum_gold"] = float(semantic_similarity(theta_s, theta_g).mean())
+    return result
+
+
+def format_ss(result):
+    return (f"SS summary-document {result['ss_sum_doc']:.3f}"
+            + (f"  summary-gold {result['ss_sum_gold']:.3f}" if "ss_sum_gold" in result else "")
+            + f"  ({result['num_summaries']} summaries)")
+
+
+def ss_main(args):
+    from preprocess.topic_model import load_split_tokens
+
+    dictionary, model = load_topic_model(args.data, args.topic_model)
     hyps, refs = parse_generate_output(args.generate_output)
     ids = sorted(hyps)
     encode = _encoder(args.data, dictionary)
     docs = load_split_tokens(args.data, args.split, dictionary)
-    theta_s = model.infer_tokens([encode(hyps[i]) for i in ids])
-    theta_d = model.infer_tokens([docs[i] for i in ids])
-    result = {"num_summaries": len(ids), "ss_sum_doc": float(semantic_similarity(theta_s, theta_d).mean())}
-    if refs:
-        theta_g = model.infer_tokens([encode(refs[i]) for i in ids])
-        result["ss_sum_gold"] = float(semantic_similarity(theta_s, theta_g).mean())
-    print(f"SS summary-document {result['ss_sum_doc']:.3f}" +
-          (f"  summary-gold {result['ss_sum_gold']:.3f}" if "ss_sum_gold" in result else "") + f"  ({len(ids)} summaries)")
+    result = summary_similarities(model, encode, [hyps[i] for i in ids], [docs[i] for i in ids],
+                                  [refs[i] for i in ids] if refs else None)
+    print(format_ss(result))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)
@@ -100,10 +129,7 @@ def plot_main(args):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from preprocess.topic_model import PoissonFactorAnalysis, load_dictionary
-
-    dictionary = load_dictionary(args.data)
-    model = PoissonFactorAnalysis.load(args.topic_model or os.path.join(args.data, "topic_model.npz"), dictionary)
+    dictionary, model = load_topic_model(args.data, args.topic_model)
     theta = np.load(os.path.join(args.data, f"{args.split}.theta.npy"), mmap_mode="r")[args.index]
     top = np.argsort(-theta)[: args.topics]
     fig, ax = plt.subplots(figsize=(9, 0.6 * len(top) + 1))
@@ -127,6 +153,51 @@ def plot_main(args):
     print(f"wrote {args.png}")
 
 
+def token_map(model, dictionary, n_tokens=80):
+    """(token ids, (n, 2) PCA coordinates of their normalised Phi rows) of the most frequent kept tokens."""
+    counts = np.asarray(dictionary.count, dtype=np.float64)
+    mass = model.phi.sum(1)
+    candidates = np.flatnonzero(model.keep & (mass > 0))
+    ids = candidates[np.argsort(-counts[candidates], kind="stable")][:n_tokens]
+    rows = model.phi[ids].astype(np.float64)
+    rows = rows / rows.sum(1, keepdims=True)
+    centred = rows - rows.mean(0, keepdims=True)
+    u, sv, _ = np.linalg.svd(centred, full_matrices=False)
+    coords = np.zeros((len(ids), 2))
+    k = min(2, len(sv))
+    coords[:, :k] = u[:, :k] * sv[:k]
+    return ids, coords
+
+
+def map_main(args):
+    import logging
+
+    import matplotlib
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    dictionary, model = load_topic_model(args.data, args.topic_model)
+    ids, coords = token_map(model, dictionary, args.tokens)
+    if len(ids) == 0:
+        raise ValueError("no kept token has a non-zero Phi row")
+    colour = model.phi[ids].argmax(1)
+    fig, ax = plt.subplots(figsize=(10, 8))
+    ax.scatter(coords[:, 0], coords[:, 1], c=colour, cmap="tab20", s=12)
+    for (x, y), i in zip(coords, ids):
+        ax.annotate(dictionary[i].replace("\u2581", ""), (x, y), fontsize=7, xytext=(2, 2),
+                    textcoords="offset points")
+    ax.set_xlabel("PC 1")
+    ax.set_ylabel("PC 2")
+    ax.set_title(f"{len(ids)} most frequent tokens: PCA of p(topic | token), colour = top topic")
+    fig.tight_layout()
+    fig.savefig(args.png, dpi=120)
+    plt.close(fig)
+    print(f"wrote {args.png}")
+    return ids, coords
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="Topic Assistant analyses (SS, eq. 10; a document's topics)")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -142,10 +213,14 @@ def main(argv=None):
     g.add_argument("--topics", type=int, default=5)
     g.add_argument("--words", type=int, default=8)
     g.add_argument("--png", default="topics.png")
-    for q in (s, g):
+    m = sub.add_parser("map", help="2-D PCA map of the Phi rows of the most frequent tokens, as a PNG")
+    m.add_argument("data")
+    m.add_argument("--tokens", type=int, default=80)
+    m.add_argument("--png", default="topic_map.png")
+    for q in (s, g, m):
         q.add_argument("--topic-model", default=None)
     args = p.parse_args(argv)
-    return ss_main(args) if args.cmd == "ss" else plot_main(args)
+    return {"ss": ss_main, "plot": plot_main, "map": map_main}[args.cmd](args)
 
 
 if __name__ == "__main__":
