@@ -143,9 +143,7 @@ def convert(args):
             print(f"| {split}: dropped {len(examples) - len(kept)} stories without article or highlights", file=sys.stderr)
         if args.limit_per_split:
             kept = kept[: args.limit_per_split]
-        path = stats.write_split(args, split, kept)
-        counts[split] = len(kept)
-        print(f"| {path}: {len(kept)} examples")
+        counts[split] = stats.write_split(args, split, kept)
     stats.finish(args, "cnn_dm")
     return counts
 
@@ -155,10 +153,7 @@ def main(argv=None):
 
 
 def cli_main():
-    try:
-        main()
-    except ConvertError as e:
-        sys.exit(f"cnndm_to_jsonl: error: {e}")
+    stats.run_converter("cnndm_to_jsonl", main, ConvertError)
 
 
 if __name__ == "__main__":

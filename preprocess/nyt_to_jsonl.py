@@ -23,7 +23,6 @@ import json
 import os
 import random
 import re
-import sys
 
 from preprocess import stats
 from preprocess.xsum_to_jsonl import SPLIT_NAMES, ConvertError, _find, carve
@@ -133,10 +132,8 @@ def convert(args):
             short = n - len(kept)
         empty = len(splits[split]) - len(kept) - short
         kept = kept[: args.limit_per_split or None]
-        path = stats.write_split(args, split, kept)
-        counts[split] = len(kept)
-        print(f"| {path}: {len(kept)} examples ({empty} empty, {short} with a summary "
-              f"< {args.min_summary_words} words dropped)")
+        note = f" ({empty} empty, {short} with a summary < {args.min_summary_words} words dropped)"
+        counts[split] = stats.write_split(args, split, kept, note)
     stats.finish(args, "nyt")
     return counts
 
@@ -146,10 +143,7 @@ def main(argv=None):
 
 
 def cli_main():
-    try:
-        main()
-    except ConvertError as e:
-        sys.exit(f"nyt_to_jsonl: error: {e}")
+    stats.run_converter("nyt_to_jsonl", main, ConvertError)
 
 
 if __name__ == "__main__":

@@ -150,13 +150,22 @@ def truncate_example(example, args, doc_field="document", summary_field="summary
     return example
 
 
-def write_split(args, split, examples):
-    """Writes ``OUT/{split}.jsonl`` (each example truncated as asked) and returns its path."""
+def write_split(args, split, examples, note=""):
+    """Writes ``OUT/{split}.jsonl`` (each example truncated as asked), reports it, returns the count."""
     path = os.path.join(args.out, f"{split}.jsonl")
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         for example in examples:
             f.write(json.dumps(truncate_example(example, args), ensure_ascii=False) + "\n")
-    return path
+    print(f"| {path}: {len(examples)} examples{note}")
+    return len(examples)
+
+
+def run_converter(name, main, errors):
+    """Console entry of a converter: its errors become a one-line message and exit status 1."""
+    try:
+        main()
+    except errors as e:
+        sys.exit(f"{name}: error: {e}")
 
 
 def _counts(text):

@@ -162,9 +162,7 @@ def convert(args):
     counts = {}
     for split in stats.SPLITS:
         rows = splits[split][: args.limit_per_split or None]
-        path = stats.write_split(args, split, rows)
-        counts[split] = len(rows)
-        print(f"| {path}: {len(rows)} examples")
+        counts[split] = stats.write_split(args, split, rows)
     stats.finish(args, "wikihow")
     return counts
 
@@ -174,10 +172,7 @@ def main(argv=None):
 
 
 def cli_main():
-    try:
-        main()
-    except ConvertError as e:
-        sys.exit(f"wikihow_to_jsonl: error: {e}")
+    stats.run_converter("wikihow_to_jsonl", main, ConvertError)
 
 
 if __name__ == "__main__":

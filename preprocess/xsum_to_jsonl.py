@@ -231,9 +231,7 @@ def convert(args):
         examples = splits[split]
         if args.limit_per_split:
             examples = examples[:args.limit_per_split]
-        path = stats.write_split(args, split, examples)
-        counts[split] = len(examples)
-        print(f"| {path}: {len(examples)} examples")
+        counts[split] = stats.write_split(args, split, examples)
     stats.finish(args, "xsum")
     return counts
 
@@ -243,10 +241,7 @@ def main(argv=None):
 
 
 def cli_main():
-    try:
-        main()
-    except ConvertError as e:
-        sys.exit(f"xsum_to_jsonl: error: {e}")
+    stats.run_converter("xsum_to_jsonl", main, ConvertError)
 
 
 if __name__ == "__main__":

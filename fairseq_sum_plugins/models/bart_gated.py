@@ -18,7 +18,6 @@ The model is fairseq's ``BARTModel`` with, minimally:
 Loading a BART checkpoint (``--restore-file``) keeps the pre-trained weights and initialises the gate
 fresh (:meth:`GatedBARTModel.upgrade_state_dict_named` adds the missing gate parameters).
 """
-import logging
 
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model, register_model_architecture
@@ -29,8 +28,8 @@ from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 
 from ..modules.gates import InformationGate, add_gate_args, gate_defaults, restore_attention
+from .fresh_params import keep_fresh_parameters
 
-logger = logging.getLogger(__name__)
 
 GATE_KEYS = ("enc_gates", "enc_gate_bias", "gate_index", "gate_counts")
 
@@ -168,10 +167,7 @@ class GatedBARTModel(BARTModel):
         """A plain BART checkpoint has no gate: keep this model's freshly initialised one."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = (name + "." if name else "") + "encoder.info_gate."
-        for key, value in self.encoder.info_gate.state_dict().items():
-            if prefix + key not in state_dict:
-                logger.info(f"initialising {prefix + key} fresh (not in the checkpoint)")
-                state_dict[prefix + key] = value
+        keep_fresh_parameters(state_dict, self.encoder.info_gate.state_dict(), prefix)
 
 
 @register_model_architecture("bart_gated", "bart_base_gated")

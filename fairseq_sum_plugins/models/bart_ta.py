@@ -16,18 +16,15 @@ parameters initialised fresh by :meth:`TopicBARTModel.upgrade_state_dict_named`)
 * TEMA: the decoder prefixes the top-n topic embeddings (after the token embeddings, before
   ``layernorm_embedding``) with the masks of Fig. 3(b), and strips them from the output.
 """
-import logging
 from functools import partial
 
-import torch
 import torch.nn as nn
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.bart.model import BARTModel, bart_base_architecture, bart_large_architecture
 from fairseq.models.transformer import TransformerDecoder, TransformerEncoder
 
 from ..modules.topic import DRM, SIAHead, add_topic_args, build_topic_assistant, topic_defaults
-
-logger = logging.getLogger(__name__)
+from .fresh_params import keep_fresh_parameters
 
 
 def _time_first_add(output, extra_btc):
@@ -201,12 +198,8 @@ class TopicBARTModel(BARTModel):
     def upgrade_state_dict_named(self, state_dict, name):
         """A plain BART checkpoint has no TA parameters: keep this model's fresh ones."""
         super().upgrade_state_dict_named(state_dict, name)
-        prefix = name + "." if name else ""
-        for key, value in self.state_dict().items():
-            if ".sia." in key or "_sia." in key or ".drm." in key:
-                if prefix + key not in state_dict:
-                    logger.info(f"initialising {prefix + key} fresh (not in the checkpoint)")
-                    state_dict[prefix + key] = value
+        fresh = {k: v for k, v in self.state_dict().items() if ".sia." in k or "_sia." in k or ".drm." in k}
+        keep_fresh_parameters(state_dict, fresh, name + "." if name else "")
 
 
 @register_model_architecture("bart_ta", "bart_base_ta")
