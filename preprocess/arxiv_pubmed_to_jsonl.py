@@ -82,18 +82,8 @@ def find_split(directory, split):
 
 def convert_file(path, out_path, max_sections=0, keep_sections=False, limit=0, max_section_words=0, args=None):
     kept = skipped = 0
-    with open(path, "rb") as fin, open(out_path, "w", encoding="utf-8") as fout:
-        for lineno, raw in enumerate(fin, 1):
-            where = f"{path}:{lineno}"
-            try:
-                line = raw.decode("utf-8")
-                if not line.strip():
-                    continue
-                obj = json.loads(line)
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise ConvertError(f"{where}: invalid JSON line (truncated file?): {e}") from None
-            if not isinstance(obj, dict):
-                raise ConvertError(f"{where}: expected a JSON object")
+    with open(out_path, "w", encoding="utf-8") as fout:
+        for _, where, obj in stats.iter_jsonl(path, ConvertError):
             record = convert_example(obj, where, max_sections, keep_sections, max_section_words)
             if record is None:
                 skipped += 1

@@ -19,7 +19,6 @@ carry trailing markers such as ``(M)`` / ``(S)`` (map, photo), removed with ``--
 (default on). An invalid JSON line or a missing field is an error naming the file and line.
 """
 import argparse
-import json
 import os
 import random
 import re
@@ -61,28 +60,17 @@ def _text(value, where, field):
 
 def read_jsonl(path, args):
     examples = []
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            where = f"{path}:{lineno}"
-            try:
-                line = raw.decode("utf-8")
-                if not line.strip():
-                    continue
-                obj = json.loads(line)
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise ConvertError(f"{where}: invalid JSON line (truncated file?): {e}") from None
-            if not isinstance(obj, dict):
-                raise ConvertError(f"{where}: expected a JSON object")
-            article = _text(obj.get(args.field_article), where, args.field_article)
-            abstract = _text(obj.get(args.field_abstract), where, args.field_abstract)
-            if args.strip_markers:
-                if isinstance(abstract, str):
-                    abstract = _MARKER.sub("", abstract)
-                else:
-                    abstract = [s for s in (_MARKER.sub("", a) for a in abstract) if s]
-            ex = {"document": article, "summary": abstract, "id": str(obj.get("id", lineno))}
-            date = obj.get("date") or obj.get("publication_date")
-            examples.append((ex, obj.get("split"), str(date) if date else None, where))
+    for lineno, where, obj in stats.iter_jsonl(path, ConvertError):
+        article = _text(obj.get(args.field_article), where, args.field_article)
+        abstract = _text(obj.get(args.field_abstract), where, args.field_abstract)
+        if args.strip_markers:
+            if isinstance(abstract, str):
+                abstract = _MARKER.sub("", abstract)
+            else:
+                abstract = [s for s in (_MARKER.sub("", a) for a in abstract) if s]
+        ex = {"document": article, "summary": abstract, "id": str(obj.get("id", lineno))}
+        date = obj.get("date") or obj.get("publication_date")
+        examples.append((ex, obj.get("split"), str(date) if date else None, where))
     return examples
 
 

@@ -160,6 +160,24 @@ def write_split(args, split, examples, note=""):
     return len(examples)
 
 
+def iter_jsonl(path, error):
+    """Yields ``(line number, where, object)`` for the non-blank lines of a JSONL file; a line that is not valid
+    UTF-8 JSON (e.g. a truncated file) or not an object raises ``error`` naming ``path:line``."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            where = f"{path}:{lineno}"
+            try:
+                line = raw.decode("utf-8")
+                if not line.strip():
+                    continue
+                obj = json.loads(line)
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise error(f"{where}: invalid JSON line (truncated file?): {e}") from None
+            if not isinstance(obj, dict):
+                raise error(f"{where}: expected a JSON object")
+            yield lineno, where, obj
+
+
 def run_converter(name, main, errors):
     """Console entry of a converter: its errors become a one-line message and exit status 1."""
     try:

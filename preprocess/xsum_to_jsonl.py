@@ -67,24 +67,13 @@ def get_parser():
 def read_jsonl(path):
     """Examples of an HF XSum JSONL file (blank lines are ignored)."""
     examples = []
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            where = f"{path}:{lineno}"
-            try:
-                line = raw.decode("utf-8")
-                if not line.strip():
-                    continue
-                obj = json.loads(line)
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise ConvertError(f"{where}: invalid JSON line (truncated file?): {e}") from None
-            if not isinstance(obj, dict):
-                raise ConvertError(f"{where}: expected a JSON object")
-            for key in ("document", "summary"):
-                if not isinstance(obj.get(key), str):
-                    raise ConvertError(f"{where}: missing or non-string field {key!r}")
-            ex_id = obj.get("id")
-            examples.append({"document": obj["document"], "summary": obj["summary"],
-                             "id": str(lineno if ex_id is None else ex_id)})
+    for lineno, where, obj in stats.iter_jsonl(path, ConvertError):
+        for key in ("document", "summary"):
+            if not isinstance(obj.get(key), str):
+                raise ConvertError(f"{where}: missing or non-string field {key!r}")
+        ex_id = obj.get("id")
+        examples.append({"document": obj["document"], "summary": obj["summary"],
+                         "id": str(lineno if ex_id is None else ex_id)})
     return examples
 
 
