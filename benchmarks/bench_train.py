@@ -10,7 +10,15 @@ ffn, dropout and activation, ``--share-all-embeddings`` and pre-LN on both sides
 
 Timed steps are interleaved in rounds over the models, after a warm-up of each. Peak memory is the
 CUDA allocator's peak during a model's warm-up, minus what was allocated before it was built (so it
-covers parameters, fp32 master copy, gradients, Adam state and activations). Throughput counts target
+covers parameters, fp32 master copy, gradients, Adam state and activations). On CPU, where no
+allocator keeps a peak, it is the tensors a model holds between steps (parameters, gradients, Adam
+state) plus the peak of the allocations made during one training step, replayed in order from the
+profiler's memory events.
+
+"ops/step" counts the tensor operations of one forward + backward pass that run a kernel (ATen ops
+with no such op inside them; views and other metadata-only ops excluded), on the device the model
+runs on. A GPU step at the paper's shape is bound by kernel launches (see benchmarks/README.md), so
+this count, which a CPU can measure, tracks what the extra mechanisms cost there. Throughput counts target
 tokens (``ntokens``, EOS included); generation counts the tokens of the best hypothesis, forced to
 exactly ``--tgt-len`` by ``min_len = max_len_b = tgt_len``.
 
@@ -189,7 +197,54 @@ def warm_up(m, batches, a, cuda):
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     train(m, batches, a.warmup_steps, cuda)
-    m["peak_gib"] = (torch.cuda.max_memory_allocated() - m["mem_before"]) / 2**30 if cuda else None
+    m["peak_gib"] = (torch.cuda.max_memory_allocated() - m["mem_before"]) / 2**30 if cuda else cpu_peak(m, batches)
+    m["ops"] = count_ops(m, batches[0], cuda)
+
+
+# ops that only make a view, allocate, or read metadata: no kernel of their own
+METADATA_OPS = frozenset(f"aten::{n}" for n in """
+    view view_as reshape _reshape_alias _unsafe_view as_strided t transpose permute expand expand_as
+    unsqueeze squeeze flatten unflatten select slice narrow split chunk unbind alias detach detach_ lift_fresh
+    empty empty_like empty_strided resize_ resolve_conj resolve_neg numpy_T mT matrix_H contiguous
+    size stride dim result_type is_nonzero to _to_copy""".split())
+
+
+def count_ops(m, batch, cuda):
+    """Kernel-running ATen ops in one forward + backward (``task.train_step``, no optimizer step)."""
+    trainer = m["trainer"]
+    batch = utils.move_to_cuda(batch) if cuda else batch
+    trainer.model.train()
+    trainer.zero_grad()  # as Trainer.train_step does before its forward
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        trainer.task.train_step(batch, trainer.model, trainer.criterion, trainer.optimizer, trainer.get_num_updates())
+    trainer.zero_grad()
+
+    def runs_kernel(e):
+        return e.name not in METADATA_OPS or any(runs_kernel(c) for c in e.cpu_children)
+
+    return sum(1 for e in prof.events() if e.name.startswith("aten::") and e.name not in METADATA_OPS
+               and not any(runs_kernel(c) for c in e.cpu_children))
+
+
+def cpu_peak(m, batches):
+    """GiB: tensors held between steps + the peak of one training step's allocations (CPU)."""
+    trainer = m["trainer"]
+    held = {}
+    tensors = [p for p in trainer.model.parameters()] + [p.grad for p in trainer.model.parameters()]
+    tensors += [v for state in trainer.optimizer.optimizer.state.values() for v in state.values()]
+    for t in tensors:
+        if torch.is_tensor(t):
+            held[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
+        train(m, batches, 1, False)
+    # allocations are charged to the op that made them (its start), frees are "[memory]" events
+    deltas = sorted((e.time_range.start, e.cpu_memory_usage if e.name == "[memory]" else e.self_cpu_memory_usage)
+                    for e in prof.events())
+    level = peak = 0
+    for _, delta in deltas:
+        level += delta
+        peak = max(peak, level)
+    return (sum(held.values()) + peak) / 2**30
 
 
 def generate(m, batches, a, cuda):
@@ -262,19 +317,20 @@ def report(models, a, env):
         return words / seconds if seconds else None
 
     rows = [dict(model=m["name"], params_m=m["params"] / 1e6, train_wps=per_s(m["words"], m["time"]),
-                 peak_gib=m["peak_gib"], gen_wps=per_s(m["gen_words"], m["gen_time"]),
+                 peak_gib=m["peak_gib"], ops=m.get("ops"), gen_wps=per_s(m["gen_words"], m["gen_time"]),
                  skipped_updates=m["steps"] - m["trainer"].get_num_updates(), steps=m["steps"], error=m.get("error"))
             for m in models]
     for r in rows:
-        for key, x in (("train_wps", "train_x"), ("peak_gib", "mem_x"), ("gen_wps", "gen_x")):
+        for key, x in (("train_wps", "train_x"), ("peak_gib", "mem_x"), ("ops", "ops_x"), ("gen_wps", "gen_x")):
             r[x] = ratio(r[key], rows[0][key])
-    cols = ["model", "params (M)", "train tgt words/s", "vs transformer", "peak mem (GiB)", "vs transformer"]
+    cols = ["model", "params (M)", "train tgt words/s", "vs transformer", "peak mem (GiB)", "vs transformer",
+            "ops/step", "vs transformer"]
     cols += [f"gen words/s (beam {a.beam})", "vs transformer"] if a.generate else []
     cols += ["notes"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         cells = [r["model"], fmt(r["params_m"], ".1f"), fmt(r["train_wps"], ",.0f"), fmt(r["train_x"], ".2f", "x"),
-                 fmt(r["peak_gib"], ".2f"), fmt(r["mem_x"], ".2f", "x")]
+                 fmt(r["peak_gib"], ".3f"), fmt(r["mem_x"], ".2f", "x"), fmt(r["ops"], "d"), fmt(r["ops_x"], ".2f", "x")]
         cells += [fmt(r["gen_wps"], ",.0f"), fmt(r["gen_x"], ".2f", "x")] if a.generate else []
         skipped = f"{r['skipped_updates']}/{r['steps']} updates skipped (fp16 overflow)" if r["skipped_updates"] else ""
         cells += [r["error"] or skipped]

@@ -1,4 +1,5 @@
 """TP-Transformer: TPR equations, parameter counts, incremental decoding, gradients, attention paths."""
+import contextlib
 import math
 
 import pytest
@@ -7,7 +8,7 @@ import torch.nn.functional as F
 
 from conftest import build_model, random_batch
 from fairseq_sum_plugins.modules.attention import MultiheadAttention
-from fairseq_sum_plugins.modules.tpr import TPRBinding
+from fairseq_sum_plugins.modules.tpr import DiscreteBinding, TPRBinding, shared_role_normalization
 
 ARCHS = ["t5_transformer_small", "tp_transformer_small", "tp_transformer_continuous_small"]
 
@@ -80,6 +81,79 @@ def test_role_dictionary_is_normalised_in_forward_not_in_place():
     before = tpr.roles.detach().clone()
     tpr(torch.randn(5, 4))
     assert torch.equal(tpr.roles, before)
+
+
+# --- the fused binding (hand-written backward) and the shared role normalisation ----------------
+
+
+def test_fused_discrete_binding_gradients_pass_gradcheck():
+    torch.manual_seed(0)
+    x = torch.randn(5, 4, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(6, dtype=torch.float64, requires_grad=True)
+    unit = F.normalize(torch.randn(3, 2, dtype=torch.float64), dim=-1).requires_grad_()
+    assert torch.autograd.gradcheck(lambda *a: DiscreteBinding.apply(*a)[0], (x, weight, bias, unit))
+
+
+@pytest.mark.parametrize("zero_role", [False, True])
+def test_fused_binding_equals_the_plain_equations_with_gradients(zero_role):
+    torch.manual_seed(0)
+    tpr = TPRBinding(8, 2, "discrete", 5, 4).double()
+    if zero_role:  # r / max(||r||, eps) for a zero row: the path F.normalize takes
+        with torch.no_grad():
+            tpr.roles[1].zero_()
+    f = torch.randn(3, 4, 8, dtype=torch.float64, requires_grad=True)
+    g = torch.randn(3, 4, 8, dtype=torch.float64)
+    wrt = [f, *tpr.parameters()]
+    fused, plain = tpr(f), tpr.reference(f)
+    assert torch.allclose(fused, plain, atol=1e-12)
+    for a, b in zip(torch.autograd.grad(fused, wrt, g), torch.autograd.grad(plain, wrt, g)):
+        assert torch.allclose(a, b, atol=1e-9)
+
+
+def test_fused_binding_under_autocast_matches_the_plain_equations():
+    """--amp: the scores run in half precision while fillers and parameters stay fp32."""
+    torch.manual_seed(0)
+    tpr = TPRBinding(8, 2, "discrete", 5, 4)
+    f = torch.randn(6, 8, requires_grad=True)
+    wrt = [f, *tpr.parameters()]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        fused, plain = tpr(f), tpr.reference(f)
+        grads = [torch.autograd.grad(y.float().pow(2).sum(), wrt) for y in (fused, plain)]
+    assert fused.dtype == plain.dtype
+    assert torch.allclose(fused.float(), plain.float(), atol=2e-2)
+    for a, b in zip(*grads):
+        assert a.dtype == b.dtype and torch.isfinite(a).all()
+        assert torch.allclose(a.float(), b.float(), atol=5e-2 * (1 + b.abs().max().item()))
+
+
+def test_shared_role_normalisation_changes_nothing_but_the_op_count(tiny_overrides):
+    torch.manual_seed(0)
+    model, d = build_model("tp_transformer_small", **tiny_overrides)
+    model.double()
+    src, lengths, prev = random_batch(d, bsz=2, src_len=9, tgt_len=5)
+
+    def run():
+        model.zero_grad()
+        out, _ = model(src, lengths, prev)
+        out.sum().backward()
+        return out.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
+
+    shared = run()
+    import fairseq_sum_plugins.models.sum_transformer as st
+    original, st.shared_role_normalization = st.shared_role_normalization, lambda _m: contextlib.nullcontext()
+    try:
+        own = run()  # every binding normalises its own dictionary
+    finally:
+        st.shared_role_normalization = original
+    assert torch.allclose(shared[0], own[0], atol=1e-12)
+    assert all(torch.allclose(shared[1][n], own[1][n], atol=1e-12) for n in own[1])
+    assert all(m.unit_roles is None for m in model.modules() if isinstance(m, TPRBinding))  # context closed
+
+    # the stacked normalisation is what the bindings read inside the context
+    with shared_role_normalization(model.encoder.layers):
+        b = model.encoder.layers[0].self_attn_binding
+        assert torch.equal(b.unit_roles, F.normalize(b.roles, dim=-1))
 
 
 # --- parameter counts ------------------------------------------------------------------------

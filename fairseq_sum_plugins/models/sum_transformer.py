@@ -53,7 +53,7 @@ from ..modules.gates import (
 from ..modules.focus import FocusBias, parse_layers
 from ..modules.saliency import SaliencyGate
 from ..modules.topic import DRM, SIAHead, add_head, add_topic_args, build_topic_assistant, topic_defaults
-from ..modules.tpr import TPRBinding
+from ..modules.tpr import TPRBinding, shared_role_normalization
 
 DEFAULT_MAX_POSITIONS = 1024
 
@@ -228,8 +228,9 @@ class SumTransformerEncoder(FairseqEncoder):
         if self.topic is not None and self.layers[0].sia is not None:  # SIA eq. 6, shared by the layers
             rows = self.topic.rows(src_tokens)
             sia_probs = self.topic.sia_probs(rows, rows, self.sia_head_dim, None, padding_mask)
-        for layer in self.layers:
-            x = layer(x, attn_mask, sia_probs)
+        with shared_role_normalization(self.layers):  # eq. 4 for every sublayer at once
+            for layer in self.layers:
+                x = layer(x, attn_mask, sia_probs)
         if self.layer_norm is not None:
             x = self.layer_norm(x)
         out = {
@@ -307,12 +308,13 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         ta, n_prefix = {}, 0
         if self.topic is not None:  # Topic Assistant: TEMA prefix, SIA probabilities, DRM theta
             x, ta, n_prefix = self.topic.decoder_inputs(self, x, all_prev_tokens, encoder_out, incremental_state)
-        for i, layer in enumerate(self.layers):
-            last = i == len(self.layers) - 1
-            x, layer_attn = layer(x, enc, enc_mask, incremental_state, need_attn=last and self.need_attn and not self.training,
-                                  cross_kwargs=cross_kwargs, ta=ta)
-            if last:
-                attn = restore_attention(layer_attn, encoder_out)  # pruned positions -> source positions
+        with shared_role_normalization(self.layers):  # eq. 4 for every sublayer at once
+            for i, layer in enumerate(self.layers):
+                last = i == len(self.layers) - 1
+                x, layer_attn = layer(x, enc, enc_mask, incremental_state, cross_kwargs=cross_kwargs, ta=ta,
+                                      need_attn=last and self.need_attn and not self.training)
+                if last:
+                    attn = restore_attention(layer_attn, encoder_out)  # pruned positions -> source positions
         if n_prefix:  # TEMA's topic positions are never emitted
             x = x[:, n_prefix:]
             attn = attn[:, n_prefix:] if attn is not None else None
