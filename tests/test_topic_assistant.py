@@ -447,3 +447,42 @@ def test_bench_train_topic_model_and_theta_batches(tmp_path):
     assert theta.shape == (3, 7) and torch.allclose(theta.sum(1), torch.ones(3))
     assert "theta" not in bench.without_theta(batches)[0]["net_input"]
     assert "theta" in batches[0]["net_input"]  # the originals are left alone
+
+
+@pytest.mark.parametrize("per_head", [False, True])
+def test_sia_composes_with_information_selection_pruning(ta_setup, per_head):
+    """--info-gate with SIA: pruned == masked, incremental == full, and the gates reach the SIA head."""
+    d, _, build = ta_setup
+    torch.manual_seed(0)
+    model = build(info_gate=True, gate_per_head=per_head)
+    src, lengths, prev = random_batch(d, bsz=3, src_len=12)
+    theta = theta_for(3)
+    gate = model.encoder.info_gate
+    gate.threshold = -1.0
+    with torch.no_grad():
+        raw = model.encoder(src, lengths, theta=theta)
+        g = raw["enc_gates"][~raw["enc_padding_mask"]].max(-1).values
+        gate.threshold = float(g.median())
+        gate.prune = False
+        masked, _ = model(src, lengths, prev, theta=theta)
+        gate.prune = True
+        pruned, _ = model(src, lengths, prev, theta=theta)
+        enc = model.encoder(src, lengths, theta=theta)
+        assert enc["enc"].size(1) < src.size(1)  # positions were removed
+        state, steps = {}, []
+        for t in range(prev.size(1)):
+            steps.append(model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0])
+    assert (pruned - masked).abs().max() < 1e-5
+    assert (torch.cat(steps, 1) - pruned).abs().max() < 1e-5
+
+    # the cross SIA head reads the gated rows: its values are W^v_add rows times the gates
+    seen = {}
+
+    def keep(module, args, kwargs, out):
+        seen["v_scale"] = kwargs["v_scale"]
+
+    model.decoder.layers[0].cross_sia.register_forward_hook(keep, with_kwargs=True)
+    with torch.no_grad():
+        model(src, lengths, prev, theta=theta)
+        expected = enc["enc_gates"].mean(-1, keepdim=True)  # one gate, or the mean of the head gates
+    assert torch.allclose(seen["v_scale"], expected)

@@ -178,8 +178,10 @@ class DecoderLayer(nn.Module):
                 h, enc, key_padding_mask=enc_padding_mask, incremental_state=incremental_state, need_weights=need_attn,
                 prob_gate_fn=gate, **(cross_kwargs or {}),  # information selection eq. 6
             )
-            if self.cross_sia is not None:  # SIA eq. 7
-                out = add_head(out, self.cross_sia(enc, ta["cross_probs"], incremental_state))
+            if self.cross_sia is not None:  # SIA eq. 7; with information selection, over the gated rows
+                scale = cross_kwargs.get("kv_scale") if cross_kwargs else None  # (B, G, S, 1)
+                scale = scale.mean(1) if scale is not None else None  # per-head gates: their mean
+                out = add_head(out, self.cross_sia(enc, ta["cross_probs"], incremental_state, v_scale=scale))
             if self.drm is not None:  # DRM eq. 9: before add & norm
                 out = add_head(out, self.drm(ta["theta"]).type_as(out[0]))
             return out

@@ -27,6 +27,12 @@ positions only (all of them: a set, with no position embedding), summary tokens 
 topic and causally to the summary; in cross-attention every position attends to the document. So
 topic positions never change with the summary tokens, and the prefix is computed once (the first
 incremental step) and never emitted (its outputs are removed before the output projection).
+
+With information selection (``--info-gate``, modules/gates.py) the cross-attention SIA head reads
+the decoder's view of the document: its value rows are scaled by the gates as the other heads'
+keys and values are (eq. 6 of that paper; with ``--gate-per-head``, by the mean of the head gates,
+since the extra head has no gate of its own), and positions that Algorithm 1 removed at inference
+are removed from its topic rows too, so pruning and masking give the same output.
 """
 import math
 import os
@@ -180,11 +186,11 @@ class TopicAssistant(nn.Module):
                 future = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
                 bias = torch.zeros(t, t, device=x.device).masked_fill(future, float("-inf"))
             ta["self_probs"] = self.sia_probs(q_rows, k_rows, d_k, bias)
-            src = encoder_out["src_tokens"]
-            if src.size(1) != encoder_out["enc"].size(1):
-                raise ValueError("SIA cross-attention needs one encoder state per source token "
-                                 "(it cannot be combined with --gate-threshold pruning)")
-            ta["cross_probs"] = self.sia_probs(q_rows, self.rows(src), d_k, None, encoder_out["enc_padding_mask"])
+            src_rows = self.rows(encoder_out["src_tokens"])
+            index = encoder_out.get("gate_index")  # information selection removed positions (Algorithm 1)
+            if index is not None:
+                src_rows = src_rows.gather(1, index.unsqueeze(-1).expand(-1, -1, src_rows.size(-1)))
+            ta["cross_probs"] = self.sia_probs(q_rows, src_rows, d_k, None, encoder_out["enc_padding_mask"])
         if args.ta_drm:
             ta["theta"] = theta
         return x, ta, n_prefix
@@ -203,12 +209,15 @@ class SIAHead(nn.Module):
         nn.init.zeros_(self.v_add.bias)
         nn.init.xavier_uniform_(self.w_add.weight)
 
-    def forward(self, kv, probs, incremental_state=None):
+    def forward(self, kv, probs, incremental_state=None, v_scale=None):
+        """``v_scale`` ``(B, S, 1)``: information-selection gates of the encoder rows (cross head)."""
         saved = self.get_incremental_state(incremental_state, "sia") if incremental_state is not None else None
         if saved and self.static_kv:
             v = saved["v"]
         else:
             v = self.v_add(kv)
+            if v_scale is not None:
+                v = v * v_scale.to(v.dtype)
             if saved and "v" in saved:
                 v = torch.cat([saved["v"], v], dim=1)
         if incremental_state is not None:
