@@ -3,7 +3,11 @@
 Inputs are either the stdout of ``fairseq-generate`` (``--generate-output``) or two files with one
 summary per line (``--hyp``/``--ref``); raw references can come from a JSONL file (``--ref-jsonl``).
 Every summary goes through :func:`clean_summary` (undo sentencepiece / ``@@`` BPE, drop special
-tokens, split sentences on ``<sep>`` and newlines, Moses-detokenize) before scoring.
+tokens, split sentences on ``<sep>`` and newlines, Moses-detokenize) before scoring. Outputs with
+no such boundaries (GPT-2 BPE models such as BART write each summary as one line of text) are
+split into sentences with ``--split-sentences`` (the rule-based splitter of
+:func:`fairseq_sum_plugins.text.split_sentences`), without which the summary-level ROUGE-L would
+see one sentence per summary.
 
 Scorers (``--scorer``):
 
@@ -27,7 +31,8 @@ eq. 10) is reported too: the cosine between the inferred topic proportions of ea
 its document (the S- lines of the generate output, or ``--src FILE``), and of its gold summary.
 Texts are cleaned as for ROUGE, then tokenized into dictionary ids as in training (the tokenizer
 and sentencepiece model recorded in the data dir, ``--topic-data``, by default the topic model's
-folder). Only this path imports fairseq (lazily); nothing else here does.
+folder; for BART's GPT-2 BPE data, the GPT-2 encoder recorded in the topic model). Only this path
+imports fairseq (lazily); nothing else here does.
 """
 import argparse
 import functools
@@ -76,6 +81,19 @@ def clean_summary(text, detok=True):
         if tokens:
             sents.append(_detokenizer().detokenize(tokens) if detok else " ".join(tokens))
     return [s for s in sents if s.strip()]
+
+
+@functools.lru_cache(maxsize=None)
+def _sentence_splitter():
+    """:func:`fairseq_sum_plugins.text.split_sentences`, loaded on its own (no fairseq import)."""
+    module = sys.modules.get("fairseq_sum_plugins.text")
+    if module is None:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_fairseq_sum_text", Path(__file__).with_name("text.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module.split_sentences
 
 
 def _as_sents(summary, detok):
@@ -376,7 +394,7 @@ def semantic_similarity_scores(hyps, docs, refs, topic_model, data=None, detok=T
 
     data = data or os.path.dirname(os.path.abspath(topic_model))
     dictionary, model = load_topic_model(data, topic_model)
-    encode_ids = _encoder(data, dictionary)
+    encode_ids = _encoder(data, dictionary, model)
 
     def encode(text):
         return encode_ids(" <sep> ".join(clean_summary(text, detok)))
@@ -433,6 +451,9 @@ def get_parser():
     p.add_argument("--ref-field", default="summary", help="JSONL field of the reference (default: summary)")
     p.add_argument("--scorer", default="rouge-score", choices=["rouge-score", "official", "files2rouge"])
     p.add_argument("--no-detok", action="store_true", help="skip Moses detokenization")
+    p.add_argument("--split-sentences", action="store_true",
+                   help="split hypotheses and references into sentences with the rule-based splitter "
+                        "(outputs without <sep> / newline boundaries, e.g. BART's)")
     p.add_argument("--bootstrap-samples", type=int, default=1000,
                    help="bootstrap resamples for rouge-score CIs (0: no CIs)")
     p.add_argument("--seed", type=int, default=1, help="bootstrap seed")
@@ -469,7 +490,11 @@ def main(argv=None):
             refs = [raw[i] for i in ids]
         if len(hyps) != len(refs):
             raise ValueError(f"line count mismatch: {len(hyps)} hypotheses vs {len(refs)} references")
-        res = score_summaries(hyps, refs, scorer=args.scorer, detok=not args.no_detok,
+        rouge_hyps, rouge_refs = hyps, refs
+        if args.split_sentences:
+            split = _sentence_splitter()
+            rouge_hyps, rouge_refs = [split(h) for h in hyps], [split(r) for r in refs]
+        res = score_summaries(rouge_hyps, rouge_refs, scorer=args.scorer, detok=not args.no_detok,
                               bootstrap=args.bootstrap_samples > 0,
                               bootstrap_samples=args.bootstrap_samples, seed=args.seed,
                               rouge_args=args.rouge_args)

@@ -112,11 +112,15 @@ def detokenize(text, lang="en"):
     return f" {SENT_SEP} ".join(s for s in segs if s)
 
 
-try:  # fairseq is optional for the text utilities themselves
-    from fairseq.data.encoders import TOKENIZER_REGISTRY, register_tokenizer
-    from fairseq.dataclass import FairseqDataclass
-except ImportError:
-    FairseqDataclass = None
+FairseqDataclass = None
+# fairseq is optional for the text utilities themselves, and not imported at all when this file is
+# loaded outside its package (preprocess/stats.py does, for the converters, which need no fairseq)
+if __package__:
+    try:
+        from fairseq.data.encoders import TOKENIZER_REGISTRY, register_tokenizer
+        from fairseq.dataclass import FairseqDataclass
+    except ImportError:
+        pass
 
 if FairseqDataclass is not None:
 

@@ -9,4 +9,6 @@
 * :mod:`preprocess.wikihow_to_jsonl` -- WikiHow (``wikihowAll.csv``, official title lists)
 * :mod:`preprocess.nyt_to_jsonl` -- NYT Annotated Corpus (JSONL extracted from the licensed data)
 * :mod:`preprocess.stats` -- corpus statistics beside the papers' figures, the papers' truncations
+* :mod:`preprocess.gpt2_bpe` -- GPT-2 BPE encoding of the JSONL for fine-tuning fairseq's BART
+* :mod:`preprocess.topic_model` -- the Topic Assistant's PFA topic model and theta side data
 """

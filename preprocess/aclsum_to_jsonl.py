@@ -17,12 +17,15 @@ their S2ORC full-text parses, so nothing is downloaded. For every paper we write
   the ACLSum aspect summaries instead, ``aspects`` all three as three sentences.
 
 Splits ``train``/``val``/``test`` become ``train.jsonl``/``valid.jsonl``/``test.jsonl``.
+``--stats`` prints the corpus statistics (``preprocess/stats.py``); ``--max-doc-words`` /
+``--max-summary-words`` cut documents / summaries there as in the other converters.
 """
 import argparse
-import json
 import os
 import re
 import sys
+
+from preprocess import stats
 
 SPLITS = {"train": "train", "val": "valid", "test": "test"}
 ASPECTS = ("challenge", "approach", "outcome")
@@ -35,6 +38,7 @@ def get_parser():
     parser.add_argument("--summary", default="abstract",
                         choices=("abstract",) + ASPECTS + ("aspects",),
                         help="target summary (default: the abstract)")
+    stats.add_arguments(parser)
     return parser
 
 
@@ -85,12 +89,8 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     counts = {}
     for split, name in SPLITS.items():
-        path = os.path.join(args.out, name + ".jsonl")
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            for doc in ACLSum(split):
-                f.write(json.dumps(convert(doc, args.summary), ensure_ascii=False) + "\n")
-                counts[name] = counts.get(name, 0) + 1
-        print(f"| {path}: {counts.get(name, 0)} papers")
+        counts[name] = stats.write_split(args, name, [convert(doc, args.summary) for doc in ACLSum(split)])
+    stats.finish(args, "aclsum")
     return counts
 
 

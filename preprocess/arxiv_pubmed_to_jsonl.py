@@ -82,7 +82,7 @@ def find_split(directory, split):
 
 def convert_file(path, out_path, max_sections=0, keep_sections=False, limit=0, max_section_words=0, args=None):
     kept = skipped = 0
-    with open(out_path, "w", encoding="utf-8") as fout:
+    with stats.open_split(out_path) as fout:
         for _, where, obj in stats.iter_jsonl(path, ConvertError):
             record = convert_example(obj, where, max_sections, keep_sections, max_section_words)
             if record is None:

@@ -105,7 +105,7 @@ def convert(args):
     for split in SPLITS:
         path = find_split(args.newsroom_dir, split)
         kept = dropped = 0
-        with open(os.path.join(args.out, f"{split}.jsonl"), "w", encoding="utf-8") as out:
+        with stats_module.open_split(os.path.join(args.out, f"{split}.jsonl")) as out:
             for line_no, ex in read_jsonl(path):
                 text, summary = ex.get("text") or "", ex.get("summary") or ""
                 if len(text.split()) < args.min_doc_tokens or len(summary.split()) < args.min_summary_tokens:

@@ -12,6 +12,15 @@ embedding is row ``v`` of the summarizer's embedding matrix. Special symbols, ``
 not counted and their rows of ``Phi`` are exactly zero (also single-character pieces, which with
 sentencepiece are mostly word fragments).
 
+**GPT-2 BPE dictionaries (fairseq's BART).** There the symbols of ``dict.txt`` are GPT-2 BPE ids
+(``"1212"``), not text: ``fit --gpt2-encoder-json E --gpt2-vocab-bpe V`` decodes every symbol with
+fairseq's GPT-2 encoder (``bpe.decode([int(symbol)])``, the leading space stripped) and applies the
+same rules to that text (``" the"`` is a stop word, ``" market"`` is kept). The decoded surfaces,
+the encoder files' paths and their sha256 are stored in ``topic_model.npz`` beside the ``keep``
+mask, so ``infer``, the task's theta provider for raw text (``--bpe gpt2``: its source tokens are
+the same dictionary ids) and the analyses use the mapping of the fit. Fitting a GPT-2 dictionary
+without the encoder is an error (every id would be excluded as a "number").
+
 **Inference: MAP-EM on the Poisson augmentation** (the multiplicative updates of the Poisson-Gamma
 model). With the augmentation ``b_vn = sum_k x_vkn``, ``x_vkn ~ Poisson(phi_vk theta_kn)``:
 
@@ -34,12 +43,14 @@ theta written for the summarizer is the normalised topic proportion ``theta_n / 
 CLI::
 
     python -m preprocess.topic_model fit DATA/bin [--topics 256] [--iters 100]
+        [--gpt2-encoder-json E --gpt2-vocab-bpe V]   (BART: dictionary symbols are GPT-2 ids)
         -> DATA/bin/topic_model.npz (Phi, dictionary checksum) and DATA/bin/{train,valid,test}.theta.npy
     python -m preprocess.topic_model infer DATA/bin --splits valid,test [--topic-model PATH]
 """
 import argparse
 import glob
 import hashlib
+import json
 import logging
 import math
 import os
@@ -69,11 +80,53 @@ def dictionary_checksum(dictionary):
     return hashlib.sha256("\n".join(dictionary.symbols).encode("utf-8")).hexdigest()
 
 
-def excluded_symbols(dictionary):
-    """Boolean mask (V,): specials, ``<...>`` symbols, pieces without letters, stop words."""
+def looks_like_gpt2_ids(dictionary):
+    """True when most non-special symbols are integers: a GPT-2 BPE dictionary (BART's ``dict.txt``)."""
+    syms = dictionary.symbols[dictionary.nspecial:]
+    return bool(syms) and sum(s.isdigit() for s in syms) > len(syms) / 2
+
+
+def gpt2_surfaces(dictionary, bpe):
+    """The text of every symbol of a GPT-2 BPE dictionary, decoded with fairseq's GPT-2 ``Encoder``
+    ``bpe`` (leading / trailing whitespace stripped); other symbols (specials, ``madeupword0000``,
+    ids the encoder does not know) are kept as they are."""
+    if not looks_like_gpt2_ids(dictionary):
+        raise ValueError("the GPT-2 encoder was given, but the dictionary's symbols are not GPT-2 BPE ids")
+    out = []
+    for i, sym in enumerate(dictionary.symbols):
+        if i >= dictionary.nspecial and sym.isdigit() and int(sym) in bpe.decoder:
+            out.append(bpe.decode([int(sym)]).strip())
+        else:
+            out.append(sym)
+    return out
+
+
+def gpt2_files_info(encoder_json, vocab_bpe):
+    """Absolute paths and sha256 of the GPT-2 encoder files, as stored in ``topic_model.npz``."""
+    digest = hashlib.sha256()
+    for path in (encoder_json, vocab_bpe):
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    return {"encoder_json": os.path.abspath(encoder_json), "vocab_bpe": os.path.abspath(vocab_bpe),
+            "sha256": digest.hexdigest()}
+
+
+def excluded_symbols(dictionary, surfaces=None):
+    """Boolean mask (V,): specials, ``<...>`` symbols, pieces without letters, stop words.
+
+    ``surfaces``: the text of every symbol (:func:`gpt2_surfaces` for a GPT-2 BPE dictionary);
+    by default the symbol itself, sentencepiece's ``▁`` removed.
+    """
+    if surfaces is None and looks_like_gpt2_ids(dictionary):
+        raise ValueError(
+            "the dictionary's symbols are GPT-2 BPE ids (BART's dict.txt), not text: pass the GPT-2 encoder "
+            "(`python -m preprocess.topic_model fit DATA --gpt2-encoder-json encoder.json --gpt2-vocab-bpe vocab.bpe`)"
+        )
+    if surfaces is not None and len(surfaces) != len(dictionary):
+        raise ValueError(f"{len(surfaces)} surfaces for {len(dictionary)} symbols")
     mask = np.zeros(len(dictionary), dtype=bool)
     for i, sym in enumerate(dictionary.symbols):
-        surface = sym.replace("\u2581", "").lower()
+        surface = (sym.replace("\u2581", "") if surfaces is None else surfaces[i]).lower()
         mask[i] = (
             i < dictionary.nspecial
             or (sym.startswith("<") and sym.endswith(">"))
@@ -175,11 +228,33 @@ def _theta_step(sparse, theta, phi, r, rate):
 class PoissonFactorAnalysis:
     """PFA with MAP-EM (see the module docstring). ``phi``: V x K, columns sum to one over kept rows."""
 
-    def __init__(self, phi, keep, checksum="", r=1.05, rate=1.0, eta=1.01):
+    def __init__(self, phi, keep, checksum="", r=1.05, rate=1.0, eta=1.01, surfaces=None, gpt2=None):
         self.phi = np.asarray(phi, dtype=np.float32)
         self.keep = np.asarray(keep, dtype=bool)
         self.checksum = str(checksum)
         self.r, self.rate, self.eta = float(r), float(rate), float(eta)
+        self.surfaces = list(surfaces) if surfaces is not None else None  # text of each symbol (GPT-2)
+        self.gpt2 = dict(gpt2) if gpt2 else None  # gpt2_files_info of the encoder the surfaces come from
+
+    def surface(self, index, dictionary):
+        """The text of symbol ``index`` (decoded GPT-2 id, or the symbol without ``▁``)."""
+        return self.surfaces[index] if self.surfaces is not None else dictionary[index].replace("\u2581", "")
+
+    def gpt2_encoder(self):
+        """fairseq's GPT-2 ``Encoder`` of the fit (``None`` for a dictionary of text pieces); the
+        files must still be those of the fit (sha256)."""
+        if not self.gpt2:
+            return None
+        from preprocess.gpt2_bpe import load_encoder
+
+        info = self.gpt2
+        for key in ("encoder_json", "vocab_bpe"):
+            if not os.path.isfile(info[key]):
+                raise FileNotFoundError(f"{info[key]}: GPT-2 file of the topic model not found (moved?); "
+                                        "refit with --gpt2-encoder-json / --gpt2-vocab-bpe")
+        if gpt2_files_info(info["encoder_json"], info["vocab_bpe"])["sha256"] != info["sha256"]:
+            raise ValueError(f"{info['encoder_json']} / {info['vocab_bpe']} changed since the topic model was fit")
+        return load_encoder(info["encoder_json"], info["vocab_bpe"])
 
     @property
     def num_topics(self):
@@ -254,8 +329,13 @@ class PoissonFactorAnalysis:
         return self.infer(bag_of_words(token_lists, len(self.phi), self.keep), iters=iters)
 
     def save(self, path):
+        extra = {}
+        if self.surfaces is not None:
+            extra["surfaces"] = np.array(json.dumps(self.surfaces, ensure_ascii=False))
+        if self.gpt2:
+            extra["gpt2"] = np.array(json.dumps(self.gpt2))
         np.savez(path, phi=self.phi, keep=self.keep, checksum=np.array(self.checksum),
-                 hyper=np.array([self.r, self.rate, self.eta], dtype=np.float64))
+                 hyper=np.array([self.r, self.rate, self.eta], dtype=np.float64), **extra)
 
     @classmethod
     def load(cls, path, dictionary=None):
@@ -265,7 +345,9 @@ class PoissonFactorAnalysis:
                 f"topic model {path} not found: fit it with `python -m preprocess.topic_model fit DATA/bin`"
             )
         with np.load(path, allow_pickle=False) as f:
-            model = cls(f["phi"], f["keep"], str(f["checksum"]), *f["hyper"].tolist())
+            surfaces = json.loads(str(f["surfaces"])) if "surfaces" in f.files else None
+            gpt2 = json.loads(str(f["gpt2"])) if "gpt2" in f.files else None
+            model = cls(f["phi"], f["keep"], str(f["checksum"]), *f["hyper"].tolist(), surfaces=surfaces, gpt2=gpt2)
         if dictionary is not None:
             check_dictionary(model, dictionary, path)
         return model
@@ -338,6 +420,9 @@ def main(argv=None):
     f.add_argument("--r", type=float, default=1.05, help="Gamma shape of theta")
     f.add_argument("--rate", type=float, default=1.0, help="Gamma rate of theta")
     f.add_argument("--eta", type=float, default=1.01, help="Dirichlet concentration of the topics")
+    f.add_argument("--gpt2-encoder-json", metavar="E",
+                   help="GPT-2 encoder.json: the dictionary's symbols are GPT-2 BPE ids (fairseq's BART)")
+    f.add_argument("--gpt2-vocab-bpe", metavar="V", help="GPT-2 vocab.bpe (with --gpt2-encoder-json)")
     i = sub.add_parser("infer", help="write DATA/bin/{split}.theta.npy with Phi fixed")
     i.add_argument("data")
     for q in (f, i):
@@ -345,6 +430,8 @@ def main(argv=None):
         q.add_argument("--topic-model", default=None, help="default DATA/bin/topic_model.npz")
         q.add_argument("--infer-iters", type=int, default=50)
     args = p.parse_args(argv)
+    if args.cmd == "fit" and bool(args.gpt2_encoder_json) != bool(args.gpt2_vocab_bpe):
+        p.error("--gpt2-encoder-json and --gpt2-vocab-bpe go together")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
     dictionary = load_dictionary(args.data)
     path = args.topic_model or os.path.join(args.data, "topic_model.npz")
@@ -354,11 +441,18 @@ def main(argv=None):
             raise FileNotFoundError(f"no binarized train split in {args.data}")
         if args.max_docs:
             toks = toks[: args.max_docs]
-        keep = ~excluded_symbols(dictionary)
+        surfaces = gpt2 = None
+        if args.gpt2_encoder_json:
+            from preprocess.gpt2_bpe import load_encoder
+
+            surfaces = gpt2_surfaces(dictionary, load_encoder(args.gpt2_encoder_json, args.gpt2_vocab_bpe))
+            gpt2 = gpt2_files_info(args.gpt2_encoder_json, args.gpt2_vocab_bpe)
+        keep = ~excluded_symbols(dictionary, surfaces)
         bow = bag_of_words(toks, len(dictionary), keep)
         t0 = time.time()
         model = PoissonFactorAnalysis.fit(bow, keep, args.topics, args.iters, args.r, args.rate, args.eta, args.seed,
                                           checksum=dictionary_checksum(dictionary))
+        model.surfaces, model.gpt2 = surfaces, gpt2
         logger.info(f"fit K={args.topics} on {len(toks)} documents ({bow.nnz} non-zeros, {int(keep.sum())} kept symbols) "
                     f"in {time.time() - t0:.1f}s")
         model.save(path)

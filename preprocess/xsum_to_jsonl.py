@@ -6,6 +6,8 @@ Usage::
     python -m preprocess.xsum_to_jsonl --jsonl DIR --out RAW
     # ... or one file, carved into train/valid/test by a seeded shuffle
     python -m preprocess.xsum_to_jsonl --jsonl test.jsonl --out RAW --valid-frac 0.1 --test-frac 0.1
+    # ... or one file kept whole as one split (e.g. the released test split, for --stats)
+    python -m preprocess.xsum_to_jsonl --jsonl test.jsonl --out RAW --single-split test --stats
     # the raw BBC extraction: {id}.summary (or {id}.data) files + the official split file
     python -m preprocess.xsum_to_jsonl --raw-dir bbc-summary-data \\
         --split-file XSum-TRAINING-DEV-TEST-SPLIT-90-5-5.json --out RAW
@@ -54,6 +56,9 @@ def get_parser():
     parser.add_argument("--test-frac", type=float, default=0.1,
                         help="test share carved from a single file")
     parser.add_argument("--seed", type=int, default=1, help="seed of the carving shuffle")
+    parser.add_argument("--single-split", choices=("train", "valid", "test"),
+                        help="with a single --jsonl file: write all of it to this split (the other two "
+                             "are written empty) instead of carving it")
     parser.add_argument("--limit-per-split", type=int, default=0, help="keep the first N (0: all)")
     parser.add_argument("--skip-missing", action="store_true",
                         help="skip ids of the split file without a raw file instead of failing")
@@ -102,6 +107,9 @@ def _find(directory, names, ext=".jsonl"):
 
 def from_jsonl(args):
     if os.path.isfile(args.jsonl):
+        if args.single_split:
+            examples = read_jsonl(args.jsonl)
+            return {s: examples if s == args.single_split else [] for s in SPLIT_NAMES}
         fracs = {"train": None, "valid": args.valid_frac, "test": args.test_frac}
         if args.valid_frac + args.test_frac >= 1:
             raise ConvertError("--valid-frac + --test-frac must be below 1")
@@ -208,6 +216,8 @@ def from_hf(args):
 
 def convert(args):
     """Write ``OUT/{train,valid,test}.jsonl``; returns the number of examples per split."""
+    if args.single_split and not (args.jsonl and os.path.isfile(args.jsonl)):
+        raise ConvertError("--single-split goes with a single --jsonl file")
     if args.jsonl:
         splits = from_jsonl(args)
     elif args.raw_dir:

@@ -6,6 +6,41 @@ USER_DIR="$REPO/fairseq_sum_plugins"
 
 log() { echo "[$(date +%H:%M:%S)] $*"; }
 
+# converted JSONL_DIR [RAW]: true (and logs the skip) when a converter already wrote JSONL_DIR; the
+# converters write test.jsonl last, each split under a temporary name, so it is never partial
+converted() {
+  if [ -f "$1/test.jsonl" ]; then log "convert: $1 exists, skipped"; return 0; fi
+  log "convert: ${2:+$2 }-> $1"
+  return 1
+}
+
+# convert_dataset DATASET RAW AUX OUT: the dataset's converter (preprocess/*_to_jsonl.py, with the
+# corpus statistics beside the papers'), skipped when OUT is complete. DATASET: xsum (RAW: HF JSONL,
+# or the raw BBC directory with AUX = the split file), cnn_dm (RAW: HF JSONL file/directory, or the
+# stories directories with AUX = the url lists), wikihow (RAW: wikihowAll.csv, AUX: split lists),
+# arxiv | pubmed (RAW: Cohan et al.'s directory).
+convert_dataset() {
+  local dataset=$1 raw=$2 aux=$3 out=$4
+  converted "$out" "$raw" && return
+  case $dataset in
+    xsum)
+      if [ -n "$aux" ]; then python -m preprocess.xsum_to_jsonl --raw-dir "$raw" --split-file "$aux" --out "$out" --stats
+      else python -m preprocess.xsum_to_jsonl --jsonl "$raw" --out "$out" --stats; fi ;;
+    cnn_dm)
+      if [ -f "$raw" ] || ls "$raw"/*.jsonl >/dev/null 2>&1; then
+        python -m preprocess.cnndm_to_jsonl --jsonl "$raw" --out "$out" --stats
+      else
+        # shellcheck disable=SC2086
+        python -m preprocess.cnndm_to_jsonl --stories-dir $raw ${aux:+--url-lists "$aux"} --out "$out" --stats
+      fi ;;
+    wikihow)
+      python -m preprocess.wikihow_to_jsonl --csv "$raw" ${aux:+--split-lists "$aux"} --out "$out" --stats ;;
+    arxiv|pubmed)
+      python -m preprocess.arxiv_pubmed_to_jsonl --in "$raw" --dataset "$dataset" --out "$out" --stats ;;
+    *) echo "convert_dataset: unknown dataset $dataset" >&2; return 2 ;;
+  esac
+}
+
 # prepare JSONL_DIR OUT [fairseq-sum-prepare options...]
 prepare() {
   local jsonl=$1 out=$2; shift 2
@@ -37,9 +72,11 @@ generate() {
     > "$out" 2> >(tee "$out.log" >&2)
 }
 
-# score GENERATE_OUTPUT [fairseq-sum-score options...]
+# score GENERATE_OUTPUT [fairseq-sum-score options...]   (-> GENERATE_OUTPUT.rouge.json / .rouge.txt;
+# skipped when the json is newer than the decoding)
 score() {
   local gen=$1; shift
+  if [ "$gen.rouge.json" -nt "$gen" ]; then log "score: $gen.rouge.json exists, skipped"; return; fi
   log "score: $gen"
   fairseq-sum-score --generate-output "$gen" --json "$gen.rouge.json" "$@" | tee "$gen.rouge.txt"
 }

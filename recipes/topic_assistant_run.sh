@@ -43,21 +43,11 @@ VOCAB=${VOCAB:-32000}
 LENPEN=${LENPEN:-0.8}
 FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
 
-if [ ! -f "$WORK/jsonl/test.jsonl" ]; then
-  log "convert: $RAW -> $WORK/jsonl"
-  if [ "$DATASET" = xsum ]; then
-    if [ -n "$AUX" ]; then python -m preprocess.xsum_to_jsonl --raw-dir "$RAW" --split-file "$AUX" --out "$WORK/jsonl"
-    else python -m preprocess.xsum_to_jsonl --jsonl "$RAW" --out "$WORK/jsonl"; fi
-  elif [ -f "$RAW" ] || ls "$RAW"/*.jsonl >/dev/null 2>&1; then
-    python -m preprocess.cnndm_to_jsonl --jsonl "$RAW" --out "$WORK/jsonl"
-  else
-    # shellcheck disable=SC2086
-    python -m preprocess.cnndm_to_jsonl --stories-dir $RAW ${AUX:+--url-lists "$AUX"} --out "$WORK/jsonl"
-  fi
-fi
+convert_dataset "$DATASET" "$RAW" "$AUX" "$WORK/jsonl"
 prepare "$WORK/jsonl" "$WORK" --vocab-size "$VOCAB" --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$MAX_TGT" --workers "$(nproc)"
 
-if [ ! -f "$WORK/bin/test.theta.npy" ]; then
+if [ -f "$WORK/bin/test.theta.npy" ]; then log "topic model: $WORK/bin/topic_model.npz exists, skipped"
+else
   log "topic model: K=$TOPICS on $WORK/bin train"
   python -m preprocess.topic_model fit "$WORK/bin" --topics "$TOPICS"
 fi

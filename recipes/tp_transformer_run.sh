@@ -55,28 +55,7 @@ SAVE_INTERVAL=${SAVE_INTERVAL:-5000}
 FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
 DIST_FLAG=$([ "$NGPU" -gt 1 ] && echo "--distributed-world-size $NGPU" || true)
 
-if [ ! -f "$WORK/jsonl/test.jsonl" ]; then
-  log "convert: $RAW -> $WORK/jsonl"
-  case $DATASET in
-    xsum)
-      if [ -n "$AUX" ]; then
-        python -m preprocess.xsum_to_jsonl --raw-dir "$RAW" --split-file "$AUX" --out "$WORK/jsonl" --stats
-      else
-        python -m preprocess.xsum_to_jsonl --jsonl "$RAW" --out "$WORK/jsonl" --stats
-      fi ;;
-    wikihow)
-      python -m preprocess.wikihow_to_jsonl --csv "$RAW" ${AUX:+--split-lists "$AUX"} --out "$WORK/jsonl" --stats ;;
-    arxiv|pubmed)
-      python -m preprocess.arxiv_pubmed_to_jsonl --in "$RAW" --dataset "$DATASET" --out "$WORK/jsonl" --stats ;;
-    cnn_dm)
-      if [ -f "$RAW" ] || ls "$RAW"/*.jsonl >/dev/null 2>&1; then
-        python -m preprocess.cnndm_to_jsonl --jsonl "$RAW" --out "$WORK/jsonl" --stats
-      else
-        # shellcheck disable=SC2086
-        python -m preprocess.cnndm_to_jsonl --stories-dir $RAW ${AUX:+--url-lists "$AUX"} --out "$WORK/jsonl" --stats
-      fi ;;
-  esac
-fi
+convert_dataset "$DATASET" "$RAW" "$AUX" "$WORK/jsonl"
 prepare "$WORK/jsonl" "$WORK" --vocab-size "$VOCAB" --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$MAX_TGT" --workers "$(nproc)"
 
 # shellcheck disable=SC2086

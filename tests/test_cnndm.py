@@ -3,20 +3,8 @@ import json
 
 import pytest
 
+from corpora import STORY
 from preprocess import cnndm_to_jsonl
-
-STORY = """(CNN) -- The first paragraph of the story.
-
-A second paragraph. With two sentences.
-
-@highlight
-
-First highlight
-
-@highlight
-
-Second highlight here
-"""
 
 
 def _read(path):

@@ -3,6 +3,9 @@ and truncation of preprocess/stats.py, and bad / truncated input of every conver
 import csv
 import gzip
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -227,6 +230,62 @@ def test_xsum_stats(tmp_path, capsys):
     xsum_to_jsonl.main(["--jsonl", str(src), "--out", str(tmp_path / "o"), "--stats"])
     out = capsys.readouterr().out
     assert "statistics of xsum" in out and "5.00" in out and "431.07" in out
+
+
+def test_xsum_single_file_as_one_split(tmp_path, capsys):
+    """One released split file (integer ids, as in the Hugging Face files) kept whole, for --stats."""
+    src = tmp_path / "test.jsonl"
+    src.write_text("\n".join(json.dumps({"document": "First line here.\nSecond line.", "summary": "One sentence.",
+                                         "id": 34268361 + i}) for i in range(5)) + "\n")
+    counts = xsum_to_jsonl.main(["--jsonl", str(src), "--out", str(tmp_path / "o"), "--single-split", "test", "--stats"])
+    assert counts == {"train": 0, "valid": 0, "test": 5}
+    assert read(tmp_path / "o" / "test.jsonl")[0]["id"] == "34268361"
+    assert "0/0/5" in capsys.readouterr().out
+    with pytest.raises(ConvertError, match="--single-split goes with a single --jsonl file"):
+        xsum_to_jsonl.main(["--jsonl", str(tmp_path), "--out", str(tmp_path / "o2"), "--single-split", "test"])
+
+
+def test_interrupted_converter_leaves_no_split(tmp_path):
+    """A converter stopped by bad input in the last split leaves no test.jsonl (the recipes skip the
+    conversion when it exists) and no temporary file."""
+    d = tmp_path / "newsroom"
+    d.mkdir()
+    row = {"url": "u", "text": "Some text.", "summary": "S."}
+    for s in ("train", "dev"):
+        (d / f"{s}.jsonl").write_text(json.dumps(row) + "\n")
+    (d / "test.jsonl").write_text(json.dumps(row) + "\n" + '{"url": "u", "text": "tru')
+    out = tmp_path / "o"
+    with pytest.raises(SystemExit, match=r"test\.jsonl:2: not JSON"):
+        newsroom_to_jsonl.main(["--in", str(d), "--out", str(out)])
+    assert sorted(p.name for p in out.iterdir()) == ["train.jsonl", "valid.jsonl"]
+    cohan = tmp_path / "pubmed"
+    cohan.mkdir()
+    for s in ("train", "val"):
+        (cohan / f"{s}.txt").write_text(json.dumps({"article_text": ["a ."], "abstract_text": ["<S> b . </S>"]}) + "\n")
+    (cohan / "test.txt").write_text(json.dumps({"article_text": ["a ."], "abstract_text": ["<S> b . </S>"]}) + "\n{")
+    with pytest.raises(SystemExit, match=r"test\.txt:2"):
+        arxiv_pubmed_to_jsonl.main(["--in", str(cohan), "--out", str(tmp_path / "o2")])
+    assert sorted(p.name for p in (tmp_path / "o2").iterdir()) == ["train.jsonl", "valid.jsonl"]
+
+
+def test_stats_needs_no_fairseq():
+    """The converters' statistics split sentences without importing fairseq (seconds per call)."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import sys; from preprocess import stats; assert stats.split_sentences('One. Two here.') == "
+            "['One.', 'Two here.']; print('fairseq' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=repo)
+    assert proc.stdout.strip() == "False"
+
+
+def test_aclsum_stats(tmp_path, capsys):
+    pytest.importorskip("aclsum")
+    from preprocess import aclsum_to_jsonl
+
+    counts = aclsum_to_jsonl.main(["--out", str(tmp_path), "--stats"])
+    assert counts == {"train": 100, "valid": 50, "test": 100}
+    out = capsys.readouterr().out
+    assert "statistics of aclsum" in out and out.count("100/50/100") == 2  # ours and the paper's split
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 def test_cnndm_undecodable_story(tmp_path):

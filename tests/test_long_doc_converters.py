@@ -4,18 +4,8 @@ import json
 
 import pytest
 
+from corpora import cohan_record
 from preprocess import arxiv_pubmed_to_jsonl, newsroom_to_jsonl
-
-
-def cohan_record(i, empty=False):
-    return {
-        "article_id": f"PMC{i}",
-        "article_text": [] if empty else ["first sentence of the article .", "a second one , with @xmath0 ."],
-        "abstract_text": ["<S> the abstract says this . </S>", "<S> and that . </S>"],
-        "labels": None,
-        "section_names": ["introduction", "methods"],
-        "sections": [] if empty else [["first sentence of the article ."], ["a second one , with @xmath0 ."]],
-    }
 
 
 @pytest.fixture

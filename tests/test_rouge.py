@@ -155,6 +155,22 @@ def test_cli_generate_output_with_ref_jsonl(tmp_path, capsys):
     assert res["num_summaries"] == 3 and 0 < res["rouge1"] <= 1
 
 
+def test_cli_split_sentences(tmp_path, capsys):
+    """One-line summaries (BART's GPT-2 BPE output) get sentence boundaries for the summary-level ROUGE-L."""
+    (tmp_path / "hyp").write_text("The dog ran home. The cat sat on the mat.\n")
+    (tmp_path / "ref").write_text("The cat sat on the mat. The dog ran home.\n")
+    common = ["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref"), "--bootstrap-samples", "0"]
+    plain = R.main(common)
+    split = R.main(common + ["--split-sentences"])
+    assert split["rouge1"] == pytest.approx(plain["rouge1"]) == pytest.approx(1.0)
+    assert split["rougeL"] == pytest.approx(1.0) and plain["rougeL"] == pytest.approx(0.6)
+    # the splitter is loaded without fairseq, as the rest of the scorer
+    code = (f"import sys, runpy; m = runpy.run_path({str(ROUGE_PY)!r}); "
+            f"m['main']({common + ['--split-sentences']!r}); print('fairseq' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"
+
+
 def test_cli_mismatched_files(tmp_path, capsys):
     (tmp_path / "hyp").write_text("a\nb\nc\n")
     (tmp_path / "ref").write_text("a\nb\n")

@@ -11,8 +11,9 @@ A document's top topics and each topic's top words, as a PNG::
     python -m fairseq_sum_plugins.analysis.topics plot DATA/bin --split test --index 0 --png topics.png
 
 Texts of ``fairseq-generate`` output (``H-``/``T-`` lines, detokenized) are encoded again with the
-tokenizer and sentencepiece model recorded in ``DATA/prepare_args.json``; documents are read from
-the binarized split by example id.
+tokenizer and sentencepiece model recorded in ``DATA/prepare_args.json`` (for a topic model fit
+over BART's GPT-2 BPE dictionary, with the GPT-2 encoder recorded in ``topic_model.npz``);
+documents are read from the binarized split by example id.
 
 A 2-D map of token topic rows: the ``--tokens`` most frequent kept (non-stop, non-special) symbols,
 their Phi rows normalised to ``p(topic | token)``, projected on the first two principal components
@@ -36,7 +37,9 @@ def semantic_similarity(theta_1, theta_2):
     return np.where(den > 0, num / np.maximum(den, 1e-30), 0.0)
 
 
-def _encoder(data, dictionary):
+def _encoder(data, dictionary, model=None):
+    """``text -> dictionary ids`` as the data of ``data`` was encoded (``model``: the topic model,
+    whose GPT-2 encoder serves a BART data directory, which has no ``prepare_args.json``)."""
     from fairseq.data import encoders
 
     from .. import text  # noqa: F401  (registers sum_moses)
@@ -50,6 +53,14 @@ def _encoder(data, dictionary):
     bpe_args = dict(recorded.get("bpe", {}))
     if bpe_args.get("sentencepiece_model") and not os.path.isabs(bpe_args["sentencepiece_model"]):
         bpe_args["sentencepiece_model"] = os.path.join(data, bpe_args["sentencepiece_model"])
+    gpt2 = model.gpt2_encoder() if model is not None and not bpe_args.get("bpe") else None
+    if gpt2 is not None:
+
+        def encode_gpt2(line):
+            ids = gpt2.encode(" ".join(line.replace("<sep>", " ").split()))
+            return dictionary.encode_line(" ".join(map(str, ids)), add_if_not_exist=False, append_eos=False).numpy()
+
+        return encode_gpt2
     tokenizer = encoders.build_tokenizer(Namespace(**tok_args)) if tok_args.get("tokenizer") else None
     bpe = encoders.build_bpe(Namespace(**bpe_args)) if bpe_args.get("bpe") else None
 
@@ -109,7 +120,7 @@ def ss_main(args):
     dictionary, model = load_topic_model(args.data, args.topic_model)
     hyps, refs = parse_generate_output(args.generate_output)
     ids = sorted(hyps)
-    encode = _encoder(args.data, dictionary)
+    encode = _encoder(args.data, dictionary, model)
     docs = load_split_tokens(args.data, args.split, dictionary)
     result = summary_similarities(model, encode, [hyps[i] for i in ids], [docs[i] for i in ids],
                                   [refs[i] for i in ids] if refs else None)
@@ -143,7 +154,7 @@ def plot_main(args):
         col = model.phi[:, k] + 1e-12
         relevance = np.where(model.keep, 0.6 * np.log(col) + 0.4 * np.log(col / marginal), -np.inf)
         words = np.argsort(-relevance)[: args.words]
-        labels.append(f"topic {k}: " + " ".join(dictionary[w].replace("\u2581", "") for w in words))
+        labels.append(f"topic {k}: " + " ".join(model.surface(w, dictionary) for w in words))
     ax.set_yticklabels(labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("theta (topic proportion)")
@@ -186,7 +197,7 @@ def map_main(args):
     fig, ax = plt.subplots(figsize=(10, 8))
     ax.scatter(coords[:, 0], coords[:, 1], c=colour, cmap="tab20", s=12)
     for (x, y), i in zip(coords, ids):
-        ax.annotate(dictionary[i].replace("\u2581", ""), (x, y), fontsize=7, xytext=(2, 2),
+        ax.annotate(model.surface(i, dictionary), (x, y), fontsize=7, xytext=(2, 2),
                     textcoords="offset points")
     ax.set_xlabel("PC 1")
     ax.set_ylabel("PC 2")

@@ -268,7 +268,12 @@ _CACHE = {}
 
 @register_side_data_provider("theta")
 def theta_provider(task, src_tokens):
-    """theta of raw-text documents: PFA inference with the data directory's topic model."""
+    """theta of raw-text documents: PFA inference with the data directory's topic model.
+
+    ``src_tokens`` are dictionary ids, whatever the BPE (sentencepiece pieces, or GPT-2 ids for
+    BART with ``--bpe gpt2``), and the counted symbols are the ``keep`` mask stored at fit time
+    (decided on the decoded GPT-2 text for a BART dictionary), so raw text gets the bag of words
+    the binarized splits got (specials such as BART's ``<s>`` are never counted)."""
     data = utils.split_paths(task.cfg.data)[0]
     path = os.path.join(data, "topic_model.npz")
     key = (path, os.path.getmtime(path) if os.path.exists(path) else None)

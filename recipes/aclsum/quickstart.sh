@@ -12,8 +12,7 @@ ARCH=${ARCH:-tp_transformer_small}
 TRAIN_MINUTES=${TRAIN_MINUTES:-5}
 BEAM=${BEAM:-4}
 
-log "ACLSum -> JSONL"
-[ -f "$WORK/jsonl/test.jsonl" ] || python -m preprocess.aclsum_to_jsonl --out "$WORK/jsonl"
+converted "$WORK/jsonl" ACLSum || python -m preprocess.aclsum_to_jsonl --out "$WORK/jsonl"
 prepare "$WORK/jsonl" "$WORK" --vocab-size 8000 --max-src-tokens 512 --max-tgt-tokens 256 --workers 2
 
 train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" \

@@ -16,7 +16,7 @@ NAME=${3:-$ARCH}
 shift $(( $# < 3 ? $# : 3 ))
 WORK=${WORK:-data/arxiv}
 
-if [ ! -f "$WORK/jsonl/test.jsonl" ]; then
+if ! converted "$WORK/jsonl" "$DATA"; then
   python -m preprocess.arxiv_pubmed_to_jsonl --in "$DATA" --out "$WORK/jsonl" --max-sections "${MAX_SECTIONS:-0}"
 fi
 mem2mem_prepare "$WORK/jsonl" 200

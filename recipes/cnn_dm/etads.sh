@@ -8,8 +8,8 @@
 #
 # Environment: ARCH (etads_base; etads_baseline.sh sets the paper's "Basic model"), WORK (data/cnn_dm-etads: 400/100-token data of its own),
 # NGPU (GPUs here, 1), PAPER_GPUS (4: the paper's 4 Titan Xp, emulated with --update-freq),
-# MAX_UPDATE (200000), VOCAB (50000), FP16 (1 on GPU), COVERAGE_TYPE (wu | summary), EXTRA (more
-# fairseq-train flags, e.g. "--focus-layers 1,2" for the placements of Tables 5-6).
+# MAX_UPDATE (200000), VOCAB (50000), FP16 (1 on GPU), COVERAGE_TYPE (wu | summary), BEAM (10),
+# EXTRA (more fairseq-train flags, e.g. "--focus-layers 1,2" for the placements of Tables 5-6).
 #
 # Paper -> flags:
 #   N = 4 layers, h = 8, d_m 512, d_f 2048, post-LN,     --arch etads_base (etads_baseline: no focus /
@@ -49,11 +49,12 @@ PAPER_GPUS=${PAPER_GPUS:-4}
 MAX_UPDATE=${MAX_UPDATE:-200000}
 VOCAB=${VOCAB:-50000}
 COVERAGE_TYPE=${COVERAGE_TYPE:-wu}
+BEAM=${BEAM:-10}
 UPDATE_FREQ=$(( (PAPER_GPUS + NGPU - 1) / NGPU ))
 FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
 LR=0.000988  # 2 * 512 ** -0.5 * 8000 ** -0.5: the Noam peak, see above
 
-if [ ! -f "$WORK/jsonl/test.jsonl" ]; then
+if ! converted "$WORK/jsonl" "$CNNDM"; then
   if [ -f "$CNNDM" ] || ls "$CNNDM"/*.jsonl >/dev/null 2>&1; then
     python -m preprocess.cnndm_to_jsonl --jsonl "$CNNDM" --out "$WORK/jsonl"
   else
@@ -73,8 +74,8 @@ train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" $FP16_FLAG ${EXTRA:-}
   --best-checkpoint-metric rouge_l --maximize-best-checkpoint-metric \
   --save-interval-updates 10000 --validate-interval-updates 10000 --keep-interval-updates 2 --no-epoch-checkpoints
 
-OUT="$WORK/test.$ARCH.beam10.out"
+OUT="$WORK/test.$ARCH.beam$BEAM.out"
 generate "$WORK/bin" "$WORK/checkpoints/$ARCH/checkpoint_best.pt" "$OUT" \
-  --gen-subset test --beam 10 --min-len 35 --max-len-a 0 --max-len-b 100 --batch-size 32 $FP16_FLAG \
+  --gen-subset test --beam "$BEAM" --min-len 35 --max-len-a 0 --max-len-b 100 --batch-size 32 $FP16_FLAG \
   --lenpen-gnmt 0.9 --coverage-penalty 5 --coverage-penalty-type "$COVERAGE_TYPE"
 score "$OUT"

@@ -27,33 +27,31 @@ for f in model.pt dict.txt encoder.json vocab.bpe; do
   [ -f "$BART/$f" ] || { echo "missing $BART/$f" >&2; exit 1; }
 done
 
-if [ ! -f "$WORK/jsonl/test.jsonl" ]; then
+converted "$WORK/jsonl" "$NEWSROOM" ||
   python -m preprocess.newsroom_to_jsonl --in "$NEWSROOM" --out "$WORK/jsonl" --min-doc-tokens 100 --min-summary-tokens 10
+# gpt2_bpe writes test.target last, each split under a temporary name; fairseq-preprocess writes the
+# target index of the test split last
+if [ -f "$WORK/bpe/test.target" ]; then log "gpt2 bpe: $WORK/bpe exists, skipped"
+else
+  log "gpt2 bpe: $WORK/jsonl -> $WORK/bpe"  # documents truncated to 700 GPT-2 tokens (paper §4.1)
+  python -m preprocess.gpt2_bpe --jsonl-dir "$WORK/jsonl" --out "$WORK/bpe" --encoder-json "$BART/encoder.json" \
+    --vocab-bpe "$BART/vocab.bpe" --max-src-tokens 700 --workers "$(nproc)"
 fi
-if [ ! -f "$WORK/bin/test.source-target.source.bin" ]; then
-  log "GPT-2 BPE -> $WORK/bpe"
-  mkdir -p "$WORK/bpe"
-  python - "$WORK/jsonl" "$WORK/bpe" "$BART/encoder.json" "$BART/vocab.bpe" <<'PY'
-import json, sys
-from fairseq.data.encoders.gpt2_bpe_utils import get_encoder
-jsonl, out, enc_json, vocab = sys.argv[1:]
-bpe = get_encoder(enc_json, vocab)
-for split in ("train", "valid", "test"):
-    with open(f"{jsonl}/{split}.jsonl") as f, open(f"{out}/{split}.source", "w") as s, open(f"{out}/{split}.target", "w") as t:
-        for line in f:
-            ex = json.loads(line)
-            doc = " ".join(ex["document"].split())  # one line per document
-            s.write(" ".join(map(str, bpe.encode(doc)[:700])) + "\n")  # 700 tokens (paper §4.1)
-            t.write(" ".join(map(str, bpe.encode(" ".join(ex["summary"].split())))) + "\n")
-PY
+if [ -f "$WORK/bin/test.source-target.target.idx" ]; then log "binarize: $WORK/bin exists, skipped"
+else
+  log "binarize: $WORK/bpe -> $WORK/bin (BART's dictionary)"
+  rm -rf "$WORK/bin"
   fairseq-preprocess --source-lang source --target-lang target --trainpref "$WORK/bpe/train" \
     --validpref "$WORK/bpe/valid" --testpref "$WORK/bpe/test" --destdir "$WORK/bin" \
     --srcdict "$BART/dict.txt" --tgtdict "$BART/dict.txt" --workers "$(nproc)"
 fi
 
+# fine-tune from BART on the first launch; afterwards resume from checkpoint_last.pt (the reset
+# flags would otherwise restart from BART)
+if [ -f "$SAVE/checkpoint_last.pt" ]; then RESTORE=()
+else RESTORE=(--restore-file "$BART/model.pt" --reset-optimizer --reset-dataloader --reset-meters --reset-lr-scheduler); fi
 # shellcheck disable=SC2086
-train "$WORK/bin" "$SAVE" --arch "$ARCH" $FP16_FLAG ${EXTRA:-} --restore-file "$BART/model.pt" \
-  --reset-optimizer --reset-dataloader --reset-meters --reset-lr-scheduler \
+train "$WORK/bin" "$SAVE" --arch "$ARCH" $FP16_FLAG ${EXTRA:-} "${RESTORE[@]}" \
   --source-lang source --target-lang target --truncate-source --layernorm-embedding --share-all-embeddings \
   --share-decoder-input-output-embed --required-batch-size-multiple 1 \
   --gate-l1-weight "$LAMBDA" --gate-threshold "$THRESHOLD" \

@@ -16,7 +16,7 @@ NAME=${3:-$ARCH}
 shift $(( $# < 3 ? $# : 3 ))
 WORK=${WORK:-data/newsroom}
 
-if [ ! -f "$WORK/jsonl/test.jsonl" ]; then
+if ! converted "$WORK/jsonl" "$DATA"; then
   python -m preprocess.newsroom_to_jsonl --in "$DATA" --out "$WORK/jsonl" --density-bin abstractive --density-bin-splits test
 fi
 mem2mem_prepare "$WORK/jsonl" 200

@@ -7,8 +7,9 @@
 #
 # Environment: ARCH (transformer_gated_base; tp_transformer_gated_base composes with TPT-d),
 # WORK (data/newsroom-gated), NGPU (1), MAX_UPDATE (100000), VOCAB (32000), FP16 (1 on GPU),
-# LAMBDA (0.1), THRESHOLD (0.1), DENSITY_BIN (empty: all; e.g. abstractive), EXTRA (more train flags,
-# e.g. "--gate-per-head True" for the paper's "different gates").
+# LAMBDA (0.1), THRESHOLD (0.1; 0: test decoding without pruning only), TEST_SUBSET (1000: documents
+# of the threshold sweep), DENSITY_BIN (empty: all; e.g. abstractive), EXTRA (more train flags, e.g.
+# "--gate-per-head True" for the paper's "different gates").
 #
 # Paper -> flags:
 #   drop documents < 100 tokens, summaries < 10       newsroom_to_jsonl --min-doc-tokens 100 --min-summary-tokens 10
@@ -36,7 +37,7 @@ TEST_SUBSET=${TEST_SUBSET:-1000}
 FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
 SAVE="$WORK/checkpoints/$ARCH.l$LAMBDA"
 
-if [ ! -f "$WORK/jsonl/test.jsonl" ]; then
+if ! converted "$WORK/jsonl" "$NEWSROOM"; then
   python -m preprocess.newsroom_to_jsonl --in "$NEWSROOM" --out "$WORK/jsonl" \
     --min-doc-tokens 100 --min-summary-tokens 10 ${DENSITY_BIN:+--density-bin "$DENSITY_BIN" --density-bin-splits train,valid,test}
 fi
@@ -51,7 +52,9 @@ train "$WORK/bin" "$SAVE" --arch "$ARCH" $FP16_FLAG ${EXTRA:-} \
   --save-interval-updates 5000 --validate-interval-updates 5000 --keep-interval-updates 2 --no-epoch-checkpoints
 
 CKPT="$SAVE/checkpoint_best.pt"
-for T in 0 "$THRESHOLD"; do
+DECODE_THRESHOLDS="0 $THRESHOLD"  # without and with pruning (THRESHOLD=0: one decoding, no pruning)
+if [ "$THRESHOLD" = 0 ]; then DECODE_THRESHOLDS=0; fi
+for T in $DECODE_THRESHOLDS; do
   OUT="$WORK/test.$ARCH.l$LAMBDA.t$T.out"
   generate "$WORK/bin" "$CKPT" "$OUT" --gen-subset test --beam 4 --max-len-a 0 --max-len-b 128 --batch-size 32 \
     $FP16_FLAG --model-overrides "{'gate_threshold': $T}"
@@ -59,7 +62,13 @@ for T in 0 "$THRESHOLD"; do
   score "$OUT"
 done
 
-# Table 2 / Fig. 4 (sparsity vs ROUGE over thresholds 0..0.2) and Fig. 3 (one document's gates)
-log "gate sweep"
-python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$CKPT" --gen-subset test \
-  --max-examples "$TEST_SUBSET" --beam 4 --max-len-b 128 --out-dir "$WORK/gate_sweep.$ARCH.l$LAMBDA"
+# Table 2 / Fig. 4 (sparsity vs ROUGE over thresholds 0..0.2) and Fig. 3 (one document's gates,
+# gate_scores.png: written last)
+SWEEP="$WORK/gate_sweep.$ARCH.l$LAMBDA"
+if [ -f "$SWEEP/gate_scores.png" ]; then
+  log "gate sweep: $SWEEP exists, skipped"
+else
+  log "gate sweep"
+  python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$CKPT" --gen-subset test \
+    --max-examples "$TEST_SUBSET" --beam 4 --max-len-b 128 --out-dir "$SWEEP"
+fi

@@ -1,0 +1,204 @@
+"""GPT-2 BPE encoding of JSONL splits for fine-tuning fairseq's BART.
+
+Usage::
+
+    python -m preprocess.gpt2_bpe --jsonl-dir J --out O --encoder-json E --vocab-bpe V \\
+        [--max-src-tokens N] [--max-tgt-tokens M] [--langs source,target] [--workers W]
+    fairseq-preprocess --source-lang source --target-lang target --trainpref O/train \\
+        --validpref O/valid --testpref O/test --srcdict BART/dict.txt --tgtdict BART/dict.txt ...
+
+Reads ``J/{train,valid,test}.jsonl`` (``valid`` may be named ``val`` or ``validation``), the output
+of the converters: one JSON object per line whose ``--src-field`` / ``--tgt-field`` (default
+``document`` / ``summary``) is a string or a list of strings (sentences). Writes
+``O/{split}.{SRC}`` and ``O/{split}.{TGT}`` (``--langs``, default ``source,target`` as in fairseq's
+BART summarization example): for every example one line of GPT-2 BPE ids, the ids of fairseq's
+``fairseq.data.encoders.gpt2_bpe_utils.get_encoder`` (what ``--bpe gpt2`` and fairseq's
+``multiprocessing_bpe_encoder`` produce). Whitespace, newlines included, is collapsed to single
+spaces first, so line ``i`` of every output is example ``i`` of the JSONL (blank JSONL lines are
+not examples).
+
+``--max-src-tokens N`` / ``--max-tgt-tokens M`` keep the first N / M BPE tokens, as BART counts its
+positions; ``fairseq-preprocess`` then appends ``</s>``, so ``N = max_source_positions - 1``
+(1023 for ``bart_base`` / ``bart_large``) is the longest input BART reads. 0 keeps everything.
+
+A missing or empty split file, a missing or non-string field or an empty document / summary is an
+error naming the file (and line). Each split is written to temporary files renamed when complete,
+``test`` last, so ``O/test.{TGT}`` exists only after a complete run.
+"""
+import argparse
+import importlib.util
+import os
+import sys
+from multiprocessing import Pool
+
+from preprocess import stats
+
+SPLITS = {"train": ("train",), "valid": ("valid", "val", "validation"), "test": ("test",)}
+
+
+class Gpt2BpeError(Exception):
+    """Bad input; the message names the file (and line)."""
+
+
+def load_encoder(encoder_json, vocab_bpe):
+    """fairseq's GPT-2 ``Encoder`` (``gpt2_bpe_utils.get_encoder``).
+
+    When fairseq is not imported yet, its ``gpt2_bpe_utils.py`` (which needs only ``json`` and
+    ``regex``) is loaded on its own, without the seconds that importing the fairseq package takes.
+    """
+    for path in (encoder_json, vocab_bpe):
+        if not os.path.isfile(path):
+            raise Gpt2BpeError(f"{path}: no such file (GPT-2 BPE files: encoder.json, vocab.bpe)")
+    if "fairseq" in sys.modules:
+        from fairseq.data.encoders.gpt2_bpe_utils import get_encoder
+    else:
+        spec = importlib.util.find_spec("fairseq")
+        if spec is None or not spec.submodule_search_locations:
+            raise Gpt2BpeError("fairseq is not installed")
+        path = os.path.join(list(spec.submodule_search_locations)[0], "data", "encoders", "gpt2_bpe_utils.py")
+        module_spec = importlib.util.spec_from_file_location("_fairseq_gpt2_bpe_utils", path)
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+        get_encoder = module.get_encoder
+    return get_encoder(encoder_json, vocab_bpe)
+
+
+def normalize(value):
+    """One line of text: a list of sentences is joined, whitespace collapsed."""
+    if isinstance(value, list):
+        value = " ".join(value)
+    return " ".join(value.split())
+
+
+def encode_ids(bpe, text, max_tokens=0):
+    """GPT-2 BPE ids of ``text`` (normalised), the first ``max_tokens`` of them (0: all)."""
+    ids = bpe.encode(normalize(text))
+    return ids[:max_tokens] if max_tokens > 0 else ids
+
+
+def split_path(jsonl_dir, split):
+    for name in SPLITS[split]:
+        path = os.path.join(jsonl_dir, f"{name}.jsonl")
+        if os.path.exists(path):
+            return path
+    raise Gpt2BpeError(f"{jsonl_dir}: no {split}.jsonl")
+
+
+def iter_examples(path, src_field="document", tgt_field="summary"):
+    """``(document, summary)`` of every example of a JSONL split, checked."""
+    for _, where, obj in stats.iter_jsonl(path, Gpt2BpeError):
+        pair = []
+        for name in (src_field, tgt_field):
+            value = obj.get(name)
+            if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
+                raise Gpt2BpeError(f"{where}: field {name!r} must be a string or a list of strings")
+            if not normalize(value):
+                raise Gpt2BpeError(f"{where}: empty {name!r}")
+            pair.append(value)
+        yield tuple(pair)
+
+
+def chunks(iterable, size):
+    chunk = []
+    for item in iterable:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+_WORKER = {}
+
+
+def _init_worker(encoder_json, vocab_bpe, max_src, max_tgt):
+    _WORKER.update(bpe=load_encoder(encoder_json, vocab_bpe), max_src=max_src, max_tgt=max_tgt)
+
+
+def _encode_pair(pair):
+    bpe = _WORKER["bpe"]
+    return (" ".join(map(str, encode_ids(bpe, pair[0], _WORKER["max_src"]))),
+            " ".join(map(str, encode_ids(bpe, pair[1], _WORKER["max_tgt"]))))
+
+
+def encode_split(path, outs, args, pool=None, chunk_size=8192):
+    """Encodes the examples of ``path`` into ``outs`` (source, target files; written under temporary
+    names, renamed when complete); returns (examples, source tokens, target tokens)."""
+    if pool is None:
+        _init_worker(args.encoder_json, args.vocab_bpe, args.max_src_tokens, args.max_tgt_tokens)
+    n = n_src = n_tgt = 0
+    try:
+        with open(outs[0] + ".tmp", "w", encoding="utf-8", newline="\n") as fs, \
+                open(outs[1] + ".tmp", "w", encoding="utf-8", newline="\n") as ft:
+            for chunk in chunks(iter_examples(path, args.src_field, args.tgt_field), chunk_size):
+                lines = pool.map(_encode_pair, chunk, chunksize=64) if pool is not None else map(_encode_pair, chunk)
+                for src, tgt in lines:
+                    fs.write(src + "\n")
+                    ft.write(tgt + "\n")
+                    n, n_src, n_tgt = n + 1, n_src + src.count(" ") + 1, n_tgt + tgt.count(" ") + 1
+        if n == 0:
+            raise Gpt2BpeError(f"{path}: no examples (empty file)")
+    except BaseException:
+        for out in outs:
+            if os.path.exists(out + ".tmp"):
+                os.remove(out + ".tmp")
+        raise
+    for out in outs:
+        os.replace(out + ".tmp", out)
+    return n, n_src, n_tgt
+
+
+def get_parser():
+    p = argparse.ArgumentParser(prog="python -m preprocess.gpt2_bpe", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--jsonl-dir", required=True, help="train/valid/test.jsonl")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--encoder-json", required=True, help="GPT-2 encoder.json (of fairseq's BART release)")
+    p.add_argument("--vocab-bpe", required=True, help="GPT-2 vocab.bpe")
+    p.add_argument("--max-src-tokens", type=int, default=0,
+                   help="keep the first N BPE tokens of a document (BART: max_source_positions - 1 = 1023; 0: all)")
+    p.add_argument("--max-tgt-tokens", type=int, default=0, help="keep the first M BPE tokens of a summary (0: all)")
+    p.add_argument("--src-field", default="document")
+    p.add_argument("--tgt-field", default="summary")
+    p.add_argument("--langs", default="source,target", help="output suffixes SRC,TGT (default: source,target)")
+    p.add_argument("--workers", type=int, default=1)
+    return p
+
+
+def main(argv=None):
+    args = get_parser().parse_args(argv)
+    langs = [s.strip() for s in args.langs.split(",")]
+    if len(langs) != 2 or not all(langs) or langs[0] == langs[1]:
+        raise Gpt2BpeError(f"--langs needs two different suffixes SRC,TGT, got {args.langs!r}")
+    load_encoder(args.encoder_json, args.vocab_bpe)  # fail early on missing files
+    paths = {split: split_path(args.jsonl_dir, split) for split in SPLITS}
+    os.makedirs(args.out, exist_ok=True)
+    pool = None
+    if args.workers > 1:
+        pool = Pool(args.workers, _init_worker,
+                    (args.encoder_json, args.vocab_bpe, args.max_src_tokens, args.max_tgt_tokens))
+    counts = {}
+    try:
+        for split in SPLITS:  # test last: its target file marks a complete run
+            outs = [os.path.join(args.out, f"{split}.{lang}") for lang in langs]
+            n, n_src, n_tgt = encode_split(paths[split], outs, args, pool)
+            print(f"| {paths[split]} -> {outs[0]}, {outs[1]}: {n} examples, "
+                  f"{n_src / n:.1f} / {n_tgt / n:.1f} BPE tokens per document / summary")
+            counts[split] = n
+    finally:
+        if pool is not None:
+            pool.close()
+            pool.join()
+    return counts
+
+
+def cli_main():
+    try:
+        main()
+    except Gpt2BpeError as e:
+        sys.exit(f"gpt2_bpe: error: {e}")
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# BART + Topic Assistant (Topic Assistant paper §5.3.2, Table 5) on CNN/DM or XSum: fairseq's pre-trained
+# BART fine-tuned with SIA, TEMA and DRM (--arch bart_large_ta restores BART and adds fresh TA parameters):
+#   convert -> GPT-2 BPE (preprocess/gpt2_bpe.py) -> fairseq-preprocess with BART's dict.txt -> PFA topic
+#   model (K = 256) fitted on the training documents over that dictionary, its GPT-2 ids decoded to text
+#   for the stop-word rules, + theta for every split -> fairseq-train --side-data theta (fairseq's BART
+#   summarization fine-tuning) -> fairseq-generate (beam 5) -> fairseq-sum-score.
+# Each step is skipped when its output exists, so re-running resumes (training from checkpoint_last.pt).
+#
+#   bash recipes/topic_assistant_bart_run.sh DATASET RAW BART_DIR [AUX]     DATASET: cnn_dm | xsum
+#     RAW, AUX  as for recipes/topic_assistant_run.sh (the same converters)
+#     BART_DIR  fairseq's bart.large (or bart.base) release: model.pt, dict.txt, plus the GPT-2 BPE
+#               files encoder.json and vocab.bpe (https://dl.fbaipublicfiles.com/fairseq/gpt2_bpe/)
+#
+# Environment: ARCH (bart_large_ta; bart_base_ta with bart.base), WORK (data/DATASET-bart-ta), TOPICS
+# (256, App. B), TOPICS_N (5), NGPU (1), UPDATE_FREQ (fairseq's batch of 8 GPUs x 4 (CNN/DM) or x 2
+# (XSum) accumulated steps, divided by NGPU), MAX_UPDATE (20000 CNN/DM, 15000 XSum: fairseq's
+# TOTAL_NUM_UPDATES), FP16 (1: --fp16 on a GPU), MAX_SRC (1023 GPT-2 tokens + </s> = BART's 1024
+# positions), MAX_TGT (0: summaries are not truncated), EXTRA (more fairseq-train flags, last, so they
+# override the recipe's: e.g. "--ta-sia False", or model dimensions matching a smaller model.pt),
+# GEN_EXTRA (more fairseq-generate flags), BATCH (generation batch size, 32).
+#
+# Paper / fairseq -> flags:
+#   PFA, 256 topics, stop words removed            python -m preprocess.topic_model fit --topics 256
+#                                                    --gpt2-encoder-json --gpt2-vocab-bpe
+#   top-5 topics in TEMA                           --ta-topics-n 5
+#   BART's public fine-tuning setup (App. B)       --lr 3e-05 polynomial_decay --warmup-updates 500
+#                                                    --label-smoothing 0.1 --max-tokens 2048 --update-freq
+#                                                    --clip-norm 0.1 --weight-decay 0.01 --dropout 0.1
+#   checkpoints saved and validated every 1000     --save-interval-updates 1000 --keep-best-checkpoints 3
+#    updates, top-3 by validation loss               (loss; average them with fairseq's
+#                                                    scripts/average_checkpoints.py if wanted; a
+#                                                    bart.large checkpoint with its Adam state is ~5 GB)
+#   beam search, size 5                            --beam 5, with fairseq's BART decoding: CNN/DM
+#                                                    --lenpen 2.0 --min-len 55 --max-len-b 140, XSum
+#                                                    --lenpen 1.0 --min-len 10 --max-len-b 60,
+#                                                    --no-repeat-ngram-size 3
+# The summaries are one line of text (GPT-2 BPE has no sentence marker): they are scored against the
+# converted references (--ref-jsonl) with --split-sentences, so that ROUGE-L is summary-level.
+source "$(dirname "$0")/common.sh"
+USAGE="usage: topic_assistant_bart_run.sh DATASET RAW BART_DIR [AUX]"
+DATASET=${1:?$USAGE}
+RAW=${2:?$USAGE}
+BART=${3:?$USAGE}
+AUX=${4:-}
+case $DATASET in
+  cnn_dm) FAIRSEQ_FREQ=4; DEFAULT_UPDATES=20000; GEN=(--lenpen 2.0 --min-len 55 --max-len-b 140) ;;
+  xsum)   FAIRSEQ_FREQ=2; DEFAULT_UPDATES=15000; GEN=(--lenpen 1.0 --min-len 10 --max-len-b 60) ;;
+  *) echo "unknown DATASET $DATASET (cnn_dm xsum)" >&2; exit 2 ;;
+esac
+ARCH=${ARCH:-bart_large_ta}
+WORK=${WORK:-data/$DATASET-bart-ta}
+TOPICS=${TOPICS:-256}
+TOPICS_N=${TOPICS_N:-5}
+NGPU=${NGPU:-1}
+UPDATE_FREQ=${UPDATE_FREQ:-$(( (8 * FAIRSEQ_FREQ + NGPU - 1) / NGPU ))}
+MAX_UPDATE=${MAX_UPDATE:-$DEFAULT_UPDATES}
+MAX_SRC=${MAX_SRC:-1023}
+MAX_TGT=${MAX_TGT:-0}
+BATCH=${BATCH:-32}
+FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
+SAVE="$WORK/checkpoints/$ARCH"
+for f in model.pt dict.txt encoder.json vocab.bpe; do
+  [ -f "$BART/$f" ] || { echo "missing $BART/$f" >&2; exit 1; }
+done
+GPT2=(--gpt2-encoder-json "$BART/encoder.json" --gpt2-vocab-bpe "$BART/vocab.bpe")
+
+convert_dataset "$DATASET" "$RAW" "$AUX" "$WORK/jsonl"
+
+# gpt2_bpe writes test.tgt last, each split under a temporary name; fairseq-preprocess writes the
+# target index of the test split last
+if [ -f "$WORK/bpe/test.tgt" ]; then log "gpt2 bpe: $WORK/bpe exists, skipped"
+else
+  log "gpt2 bpe: $WORK/jsonl -> $WORK/bpe"
+  python -m preprocess.gpt2_bpe --jsonl-dir "$WORK/jsonl" --out "$WORK/bpe" --langs src,tgt \
+    --encoder-json "$BART/encoder.json" --vocab-bpe "$BART/vocab.bpe" \
+    --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$MAX_TGT" --workers "$(nproc)"
+fi
+if [ -f "$WORK/bin/test.src-tgt.tgt.idx" ]; then log "binarize: $WORK/bin exists, skipped"
+else
+  log "binarize: $WORK/bpe -> $WORK/bin (BART's dictionary)"
+  rm -rf "$WORK/bin"
+  fairseq-preprocess --source-lang src --target-lang tgt --trainpref "$WORK/bpe/train" \
+    --validpref "$WORK/bpe/valid" --testpref "$WORK/bpe/test" --destdir "$WORK/bin" \
+    --srcdict "$BART/dict.txt" --tgtdict "$BART/dict.txt" --workers "$(nproc)"
+fi
+
+if [ -f "$WORK/bin/test.theta.npy" ]; then log "topic model: $WORK/bin/topic_model.npz exists, skipped"
+else
+  log "topic model: K=$TOPICS on $WORK/bin train (GPT-2 symbols decoded)"
+  python -m preprocess.topic_model fit "$WORK/bin" --topics "$TOPICS" "${GPT2[@]}"
+fi
+
+# fine-tune from BART on the first launch; afterwards resume from checkpoint_last.pt (the reset
+# flags would otherwise restart from BART)
+if [ -f "$SAVE/checkpoint_last.pt" ]; then RESTORE=()
+else RESTORE=(--restore-file "$BART/model.pt" --reset-optimizer --reset-dataloader --reset-meters --reset-lr-scheduler); fi
+# shellcheck disable=SC2086
+train "$WORK/bin" "$SAVE" --arch "$ARCH" "${RESTORE[@]}" --source-lang src --target-lang tgt \
+  --side-data theta --ta-topics-n "$TOPICS_N" --truncate-source --layernorm-embedding --share-all-embeddings \
+  --share-decoder-input-output-embed --required-batch-size-multiple 1 \
+  --label-smoothing 0.1 --dropout 0.1 --attention-dropout 0.1 --weight-decay 0.01 \
+  --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps 1e-08 --clip-norm 0.1 \
+  --lr-scheduler polynomial_decay --lr 3e-05 --total-num-update "$MAX_UPDATE" --warmup-updates 500 \
+  --max-update "$MAX_UPDATE" --max-tokens 2048 --update-freq "$UPDATE_FREQ" $FP16_FLAG \
+  --skip-invalid-size-inputs-valid-test --no-epoch-checkpoints \
+  --save-interval-updates 1000 --validate-interval-updates 1000 --keep-interval-updates 1 --keep-best-checkpoints 3 \
+  ${EXTRA:-}
+
+OUT="$WORK/test.$ARCH.beam5.out"
+# as common.sh's generate, with GPT-2 BPE instead of the sentencepiece model of fairseq-sum-prepare
+if [ -s "$OUT" ] && grep -q "^Generate" "$OUT" 2>/dev/null; then log "generate: $OUT exists, skipped"
+else
+  log "generate: $SAVE/checkpoint_best.pt -> $OUT"
+  # shellcheck disable=SC2086
+  fairseq-generate "$WORK/bin" --user-dir "$USER_DIR" --task summarization --path "$SAVE/checkpoint_best.pt" \
+    --source-lang src --target-lang tgt --side-data theta --truncate-source --gen-subset test \
+    --beam 5 "${GEN[@]}" --max-len-a 0 --no-repeat-ngram-size 3 --batch-size "$BATCH" $FP16_FLAG \
+    --bpe gpt2 "${GPT2[@]}" ${GEN_EXTRA:-} > "$OUT" 2> >(tee "$OUT.log" >&2)
+fi
+score "$OUT" --no-detok --split-sentences --ref-jsonl "$WORK/jsonl/test.jsonl"

@@ -1,0 +1,307 @@
+"""BART + Topic Assistant: GPT-2 BPE encoding (preprocess/gpt2_bpe.py), the topic model over a GPT-2
+BPE dictionary, and recipes/topic_assistant_bart_run.sh run end to end on CPU with a tiny GPT-2
+vocabulary and a tiny fairseq BART ``model.pt``, then run again to check that it resumes."""
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import REPO
+
+STOP = "the a of on in and was is to it".split()
+ANIMALS = "cat dog horse bird mouse fish farm pet tail fur barn".split()
+MONEY = "bank market rates price shares money trade loan stock fund".split()
+# tiny bart_base: the recipe gets the same dimensions through EXTRA
+BART_TINY = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32", "--decoder-embed-dim", "32",
+             "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
+             "--decoder-attention-heads", "2", "--max-source-positions", "64", "--max-target-positions", "64"]
+N_TEST = 5  # not a multiple of the generation batch size (BATCH=4)
+
+
+def write_gpt2_files(folder, words=STOP + ANIMALS + MONEY):
+    """A byte-level GPT-2 vocabulary: the 256 byte symbols of fairseq's ``bytes_to_unicode`` plus, for
+    every word, the merges that make ``" word"`` one token. Also BART-style ``dict.txt`` (symbols are
+    the GPT-2 ids, most frequent first, and a ``madeupword`` filler)."""
+    from fairseq.data.encoders.gpt2_bpe_utils import bytes_to_unicode
+
+    space = bytes_to_unicode()[ord(" ")]
+    vocab = list(bytes_to_unicode().values())
+    merges = []
+    for word in words:
+        cur = space
+        for ch in word:
+            if (cur, ch) not in merges:
+                merges.append((cur, ch))
+                vocab.append(cur + ch)
+            cur += ch
+    encoder = {sym: i for i, sym in enumerate(vocab)}
+    os.makedirs(folder, exist_ok=True)
+    paths = {name: os.path.join(folder, name) for name in ("encoder.json", "vocab.bpe", "dict.txt")}
+    with open(paths["encoder.json"], "w", encoding="utf-8") as f:
+        json.dump(encoder, f, ensure_ascii=False)
+    with open(paths["vocab.bpe"], "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+    order = list(range(256, len(vocab))) + list(range(256))  # merged tokens are the frequent ones
+    with open(paths["dict.txt"], "w", encoding="utf-8") as f:
+        f.write("".join(f"{i} {10000 - k}\n" for k, i in enumerate(order)) + "madeupword0000 0\n")
+    return paths
+
+
+def encoder_of(paths):
+    from fairseq.data.encoders.gpt2_bpe_utils import get_encoder
+
+    return get_encoder(paths["encoder.json"], paths["vocab.bpe"])
+
+
+def make_example(rng, i):
+    topic = ANIMALS if i % 2 == 0 else MONEY
+    sents = []
+    for _ in range(rng.randint(2, 3)):
+        words = [rng.choice(topic if rng.random() < 0.6 else STOP) for _ in range(rng.randint(4, 7))]
+        sents.append("The " + " ".join(words) + ".")
+    return {"id": f"x{i}", "document": "\n".join(sents), "summary": sents[0]}
+
+
+def write_hf_xsum(folder, sizes=(("train", 24), ("validation", 4), ("test", N_TEST)), seed=0):
+    """HF-style XSum JSONL (train / validation / test.jsonl): the xsum converter's input."""
+    rng = random.Random(seed)
+    os.makedirs(folder, exist_ok=True)
+    n = 0
+    for split, size in sizes:
+        with open(os.path.join(folder, f"{split}.jsonl"), "w", encoding="utf-8") as f:
+            for _ in range(size):
+                f.write(json.dumps(make_example(rng, n)) + "\n")
+                n += 1
+    return folder
+
+
+def save_tiny_bart(paths, folder):
+    """A tiny ``bart_base``-shaped model over ``dict.txt``, saved in the layout of fairseq's BART
+    release (``args``, ``model``, ...) as ``folder/model.pt``."""
+    import shutil
+
+    from fairseq import options, tasks
+
+    data = os.path.join(folder, "dicts")
+    os.makedirs(data, exist_ok=True)
+    for lang in ("src", "tgt"):
+        shutil.copy(paths["dict.txt"], os.path.join(data, f"dict.{lang}.txt"))
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        data, "--task", "summarization", "--source-lang", "src", "--target-lang", "tgt", "--arch", "bart_base",
+        *BART_TINY, "--criterion", "label_smoothed_cross_entropy", "--optimizer", "adam", "--lr", "0.001"])
+    torch.manual_seed(0)
+    model = tasks.setup_task(args).build_model(args)
+    path = os.path.join(folder, "model.pt")
+    torch.save({
+        "args": args, "model": model.state_dict(), "last_optimizer_state": None,
+        "optimizer_history": [{"criterion_name": "LabelSmoothedCrossEntropyCriterion", "optimizer_name": "FairseqAdam",
+                               "lr_scheduler_state": {"best": None}, "num_updates": 0}],
+        "extra_state": {"epoch": 1, "train_iterator": {"epoch": 1, "iterations_in_epoch": 0}, "val_loss": None},
+    }, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def gpt2_files(tmp_path_factory):
+    return write_gpt2_files(str(tmp_path_factory.mktemp("gpt2")))
+
+
+# --- preprocess/gpt2_bpe.py -----------------------------------------------------------------------
+
+
+def write_jsonl_dir(folder, rows_by_split):
+    os.makedirs(folder, exist_ok=True)
+    for split, rows in rows_by_split.items():
+        with open(os.path.join(folder, f"{split}.jsonl"), "w", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r) + "\n" if r is not None else "\n" for r in rows))
+    return folder
+
+
+def test_gpt2_bpe_one_line_per_example_and_truncation(gpt2_files, tmp_path):
+    from preprocess import gpt2_bpe
+
+    bpe = encoder_of(gpt2_files)
+    rows = [{"document": "The cat sat\n on the  farm.\nThe dog ran.", "summary": "A cat."},
+            None,  # a blank line is not an example
+            {"document": ["The bank rates.", "The market fell."], "summary": ["Rates", "fell."]}]
+    jsonl = write_jsonl_dir(str(tmp_path / "jsonl"), {"train": rows, "val": rows[:1], "test": rows[2:]})
+    out = str(tmp_path / "bpe")
+    counts = gpt2_bpe.main(["--jsonl-dir", jsonl, "--out", out, "--encoder-json", gpt2_files["encoder.json"],
+                            "--vocab-bpe", gpt2_files["vocab.bpe"], "--max-src-tokens", "6", "--langs", "src,tgt"])
+    assert counts == {"train": 2, "valid": 1, "test": 1}
+    src = open(os.path.join(out, "train.src")).read().splitlines()
+    tgt = open(os.path.join(out, "train.tgt")).read().splitlines()
+    assert len(src) == len(tgt) == 2
+    full = bpe.encode("The cat sat on the farm. The dog ran.")  # whitespace collapsed, one line
+    assert len(full) > 6 and src[0] == " ".join(map(str, full[:6]))  # the first 6 BPE tokens
+    assert tgt[1] == " ".join(map(str, bpe.encode("Rates fell.")))  # sentences joined, not truncated
+    assert bpe.decode([int(t) for t in tgt[0].split()]) == "A cat."
+    assert bpe.encode(" cat") == [bpe.encoder["\u0120cat"]]  # the merges make " cat" one token
+    assert sorted(os.listdir(out)) == sorted(f"{s}.{l}" for s in ("train", "valid", "test") for l in ("src", "tgt"))
+    # default suffixes (fairseq's BART example: .source / .target), several workers, same ids
+    out2 = str(tmp_path / "bpe2")
+    gpt2_bpe.main(["--jsonl-dir", jsonl, "--out", out2, "--encoder-json", gpt2_files["encoder.json"],
+                   "--vocab-bpe", gpt2_files["vocab.bpe"], "--max-src-tokens", "6", "--workers", "2"])
+    assert open(os.path.join(out2, "train.source")).read().splitlines() == src
+
+
+def test_gpt2_bpe_errors(gpt2_files, tmp_path):
+    from preprocess.gpt2_bpe import Gpt2BpeError, main
+
+    good = {"document": "The cat.", "summary": "Cat."}
+
+    def run(rows_by_split, **paths):
+        jsonl = write_jsonl_dir(str(tmp_path / f"j{len(os.listdir(tmp_path))}"), rows_by_split)
+        main(["--jsonl-dir", jsonl, "--out", str(tmp_path / "o"), "--encoder-json", paths.get("enc", gpt2_files["encoder.json"]),
+              "--vocab-bpe", gpt2_files["vocab.bpe"]])
+
+    with pytest.raises(Gpt2BpeError, match=r"no test\.jsonl"):
+        run({"train": [good], "valid": [good]})
+    with pytest.raises(Gpt2BpeError, match=r"valid\.jsonl: no examples \(empty file\)"):
+        run({"train": [good], "valid": [], "test": [good]})
+    with pytest.raises(Gpt2BpeError, match=r"train\.jsonl:2: field 'summary' must be a string"):
+        run({"train": [good, {"document": "x"}], "valid": [good], "test": [good]})
+    with pytest.raises(Gpt2BpeError, match=r"test\.jsonl:1: empty 'document'"):
+        run({"train": [good], "valid": [good], "test": [{"document": " \n", "summary": "s"}]})
+    assert not [f for f in os.listdir(tmp_path / "o") if f.endswith(".tmp")]  # no partial output left
+    assert not os.path.exists(tmp_path / "o" / "test.target")  # the mark of a complete run
+    with pytest.raises(Gpt2BpeError, match=r"nowhere\.json: no such file"):
+        run({"train": [good], "valid": [good], "test": [good]}, enc=str(tmp_path / "nowhere.json"))
+    proc = subprocess.run([sys.executable, "-m", "preprocess.gpt2_bpe", "--jsonl-dir", str(tmp_path / "none"),
+                           "--out", str(tmp_path / "o"), "--encoder-json", gpt2_files["encoder.json"],
+                           "--vocab-bpe", gpt2_files["vocab.bpe"]], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stderr.strip().startswith("gpt2_bpe: error:") and "no train.jsonl" in proc.stderr
+
+
+# --- the topic model over a GPT-2 BPE dictionary ----------------------------------------------------
+
+
+def test_gpt2_symbols_are_decoded_for_the_exclusion_rules(gpt2_files):
+    from fairseq.data import Dictionary
+
+    from preprocess.topic_model import excluded_symbols, gpt2_surfaces
+
+    d = Dictionary.load(gpt2_files["dict.txt"])
+    bpe = encoder_of(gpt2_files)
+    surfaces = gpt2_surfaces(d, bpe)
+    ex = excluded_symbols(d, surfaces)
+    index = {w: d.index(str(bpe.encoder["\u0120" + w])) for w in ("the", "and", "cat", "market", "ca")}
+    assert surfaces[index["the"]] == "the" and surfaces[index["cat"]] == "cat"  # the leading space stripped
+    assert ex[index["the"]] and ex[index["and"]]  # stop words
+    assert not ex[index["cat"]] and not ex[index["market"]]  # content words
+    assert not ex[index["ca"]]  # a word piece with letters is kept, as sentencepiece's "ing" is
+    assert ex[d.index(str(bpe.encoder["a"]))] and ex[d.index(str(bpe.encoder["."]))]  # one character, punctuation
+    assert ex[d.index("madeupword0000")] and all(ex[: d.nspecial])
+    # the ids themselves have no letters: without the mapping every symbol would be dropped
+    with pytest.raises(ValueError, match="GPT-2 BPE ids"):
+        excluded_symbols(d)
+    text_dict = Dictionary()
+    for w in ("\u2581the", "\u2581cat"):
+        text_dict.add_symbol(w)
+    with pytest.raises(ValueError, match="not GPT-2 BPE ids"):
+        gpt2_surfaces(text_dict, bpe)
+
+
+# --- the recipe, end to end ---------------------------------------------------------------------------
+
+
+def run_recipe(raw, bart, work):
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
+    env.update(
+        PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
+        PYTHONPATH=REPO + os.pathsep + env.get("PYTHONPATH", ""),
+        OMP_NUM_THREADS="1", WORK=work, ARCH="bart_base_ta", MAX_UPDATE="2", TOPICS="4", NGPU="1", UPDATE_FREQ="1",
+        FP16="0", MAX_SRC="60", BATCH="4",
+        EXTRA=" ".join(BART_TINY + ["--num-workers", "0", "--log-interval", "1", "--seed", "1"]),
+    )
+    proc = subprocess.run(["bash", os.path.join(REPO, "recipes", "xsum", "bart_ta.sh"), raw, bart], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise AssertionError(f"recipe failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def recipe_run(gpt2_files, tmp_path_factory):
+    root = tmp_path_factory.mktemp("bart_ta_recipe")
+    bart = str(root / "bart")
+    os.makedirs(bart)
+    for name, path in gpt2_files.items():
+        with open(path, "rb") as src, open(os.path.join(bart, name), "wb") as dst:
+            dst.write(src.read())
+    save_tiny_bart(gpt2_files, bart)
+    raw = write_hf_xsum(str(root / "xsum_hf"))
+    work = str(root / "work")
+    first = run_recipe(raw, bart, work)
+    return {"root": root, "raw": raw, "bart": bart, "work": work, "first": first}
+
+
+def test_recipe_generates_every_test_summary_and_scores(recipe_run):
+    work = recipe_run["work"]
+    out = os.path.join(work, "test.bart_base_ta.beam5.out")
+    lines = open(out, encoding="utf-8").read().splitlines()
+    hyp_ids = sorted(int(l.split("\t")[0][2:]) for l in lines if l.startswith("H-"))
+    assert hyp_ids == list(range(N_TEST))
+    assert sum(l.startswith("D-") for l in lines) == N_TEST  # decoded with --bpe gpt2
+    assert lines[-1].startswith("Generate test with beam=5")
+    rouge = json.load(open(out + ".rouge.json"))
+    assert rouge["num_summaries"] == N_TEST and all(0 <= rouge[k] <= 1 for k in ("rouge1", "rouge2", "rougeL"))
+    log = open(os.path.join(work, "checkpoints", "bart_base_ta", "train.log")).read()
+    assert "initialising encoder.sia.0.v_add.weight fresh" in log  # BART restored, TA parameters fresh
+    assert re.search(r"num_updates 2\b", log)
+    # side data: theta for every example of every split, K = TOPICS
+    for split, n in (("train", 24), ("valid", 4), ("test", N_TEST)):
+        theta = np.load(os.path.join(work, "bin", f"{split}.theta.npy"))
+        assert theta.shape == (n, 4) and np.allclose(theta.sum(1), 1, atol=1e-4)
+
+
+def test_topic_model_of_the_recipe_uses_the_gpt2_mapping(recipe_run, gpt2_files):
+    from fairseq_sum_plugins.analysis.topics import _encoder
+    from preprocess.topic_model import PoissonFactorAnalysis, load_dictionary
+
+    data = os.path.join(recipe_run["work"], "bin")
+    d = load_dictionary(data)
+    model = PoissonFactorAnalysis.load(os.path.join(data, "topic_model.npz"), d)
+    bpe = encoder_of(gpt2_files)
+    the, cat = (d.index(str(bpe.encoder["\u0120" + w])) for w in ("the", "cat"))
+    assert not model.keep[the] and model.keep[cat] and not model.phi[the].any()
+    assert model.surface(cat, d) == "cat" and model.gpt2["sha256"]
+    # semantic similarity (eq. 10) encodes texts with the GPT-2 encoder of the fit
+    assert list(_encoder(data, d, model)("the cat")) == [d.index(str(i)) for i in bpe.encode("the cat")]
+
+
+def test_raw_text_through_the_hub_gets_the_same_theta(recipe_run, gpt2_files):
+    """BART's hub interface (raw text, --bpe gpt2): the task's provider infers theta from the
+    dictionary ids; it equals the theta the recipe wrote for the binarized test split."""
+    from fairseq_sum_plugins.models.bart_ta import TopicBARTModel
+
+    work, bart = recipe_run["work"], recipe_run["bart"]
+    hub = TopicBARTModel.from_pretrained(
+        os.path.join(work, "checkpoints", "bart_base_ta"), checkpoint_file="checkpoint_best.pt",
+        data_name_or_path=os.path.join(work, "bin"), bpe="gpt2",
+        gpt2_encoder_json=os.path.join(bart, "encoder.json"), gpt2_vocab_bpe=os.path.join(bart, "vocab.bpe"))
+    hub.eval()
+    docs = [json.loads(l)["document"] for l in open(os.path.join(work, "jsonl", "test.jsonl"))]
+    tokens = [hub.encode(" ".join(doc.split())) for doc in docs]
+    assert tokens[0][0] == hub.task.source_dictionary.bos()  # <s> ... </s>: specials, never counted
+    theta = hub.task.provide_side_data("theta", tokens)
+    np.testing.assert_allclose(theta, np.load(os.path.join(work, "bin", "test.theta.npy")), atol=1e-5)
+    summaries = hub.sample([" ".join(docs[0].split()), " ".join(docs[1].split())], beam=2, max_len_b=8)
+    assert len(summaries) == 2 and all(isinstance(s, str) for s in summaries)
+
+
+def test_recipe_resumes(recipe_run):
+    work = recipe_run["work"]
+    ckpt = os.path.join(work, "checkpoints", "bart_base_ta", "checkpoint_best.pt")
+    out = os.path.join(work, "test.bart_base_ta.beam5.out")
+    before = {p: os.path.getmtime(p) for p in (ckpt, out, out + ".rouge.json", os.path.join(work, "bin", "topic_model.npz"))}
+    second = run_recipe(recipe_run["raw"], recipe_run["bart"], work)
+    for step in ("convert", "gpt2 bpe", "binarize", "topic model", "train", "generate", "score"):
+        assert re.search(rf"\] {step}: .* skipped", second.stdout), (step, second.stdout)
+    assert {p: os.path.getmtime(p) for p in before} == before
