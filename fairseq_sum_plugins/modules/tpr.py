@@ -18,7 +18,7 @@ small kernels, and a GPU training step at the paper's shape is bound by kernel l
 arithmetic. The discrete binding therefore runs as one autograd function (:class:`DiscreteBinding`)
 whose backward is written out (eq. 5-6 differentiated by hand), and the encoder and decoder
 normalise all their role dictionaries in one stacked op (:func:`shared_role_normalization`):
-about 15 ops per binding and step instead of the ~36 that autograd records for the plain
+about 15 ops per binding and step instead of the 34 that autograd records for the plain
 expression. :meth:`TPRBinding.reference` keeps the equations as plain tensor code; the tests check
 that both agree, gradients included.
 """
