@@ -13,6 +13,8 @@ rejects arbitrary pickled code. (The alternatives, ``TORCH_FORCE_NO_WEIGHTS_ONLY
 
 2. Keep the last partial batch that the fork's compiled ``batch_by_size`` drops (see
    :func:`keep_batch_remainder`).
+
+3. Make ``--no-repeat-ngram-size`` block repeated n-grams again (see :func:`fix_no_repeat_ngram`).
 """
 import argparse
 
@@ -67,3 +69,45 @@ def keep_batch_remainder():
 
 
 keep_batch_remainder()
+
+
+def fix_no_repeat_ngram():
+    """Make ``NGramRepeatBlock`` (``--no-repeat-ngram-size``) block repeats again where it does not.
+
+    ``SequenceGenerator`` passes the whole token buffer ``(bsz * beam, max_len + 2)``, padding
+    included, to the blocker. The fork's Python fallback (used whenever the CUDA extension is not
+    built, i.e. on CPU and with the CPU-built fork on a GPU) takes the last ``n - 1`` entries of that
+    buffer as the n-gram prefix to look for: padding, which never matches, so nothing is ever
+    blocked and decoding is silently identical to ``--no-repeat-ngram-size 0``. Upstream's fallback
+    indexes by ``step`` and is correct. Where a small check shows the bug, the blocker is given the
+    tokens generated so far, ``tokens[:, : step + 1]``, which both implementations read correctly.
+    """
+    import math
+
+    from fairseq.ngram_repeat_block import NGramRepeatBlock
+
+    if getattr(NGramRepeatBlock.forward, "_sees_generated_tokens", False):
+        return
+
+    def blocks_repeats():
+        block = NGramRepeatBlock(2, use_extension=False)
+        pad = 1
+        tokens = torch.tensor([[2, 7, 8, 7, pad, pad, pad]])  # step 3 generated "7 8 7"
+        lprobs = torch.zeros(1, 10)
+        block(tokens, lprobs, 1, 1, 3)
+        return lprobs[0, 8].item() == -math.inf  # "7 8" seen: 8 after 7 is banned
+
+    if blocks_repeats():
+        return
+    original = NGramRepeatBlock.forward
+
+    def forward(self, tokens, lprobs, bsz: int, beam_size: int, step: int):
+        if not self.use_extension:
+            tokens = tokens[:, : step + 1]
+        return original(self, tokens, lprobs, bsz, beam_size, step)
+
+    forward._sees_generated_tokens = True
+    NGramRepeatBlock.forward = forward
+
+
+fix_no_repeat_ngram()

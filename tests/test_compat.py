@@ -26,3 +26,49 @@ def test_arbitrary_pickled_code_is_still_rejected(tmp_path):
     torch.save({"x": Payload()}, path)
     with pytest.raises(pickle.UnpicklingError):
         torch.load(path)
+
+
+# --- --no-repeat-ngram-size -------------------------------------------------------------------
+
+
+def test_ngram_blocker_bans_the_token_that_would_repeat_an_ngram():
+    """Step 3 generated "7 8 7" after BOS, rest of the buffer padding: "7 8" must not come again."""
+    from fairseq.ngram_repeat_block import NGramRepeatBlock
+
+    tokens = torch.tensor([[2, 7, 8, 7, 1, 1, 1], [2, 7, 8, 9, 1, 1, 1]])
+    lprobs = torch.zeros(2, 10)
+    NGramRepeatBlock(2, use_extension=False)(tokens, lprobs, 2, 1, 3)
+    assert lprobs[0, 8] == float("-inf") and (lprobs[0, :8] == 0).all() and (lprobs[0, 9:] == 0).all()
+    assert (lprobs[1] == 0).all()  # "8 9" ends with 9, never seen before it
+
+
+def repeated_ngrams(tokens, n):
+    grams = [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
+    return len(grams) - len(set(grams))
+
+
+def test_generation_with_no_repeat_ngram_size_has_no_repeated_ngram():
+    from argparse import Namespace
+
+    from conftest import build_model, make_dictionary, random_batch
+    from fairseq_sum_plugins.tasks.summarization import SummarizationConfig, SummarizationTask
+
+    torch.manual_seed(0)
+    d = make_dictionary(12)
+    model, _ = build_model("t5_transformer_small", d, encoder_embed_dim=16, encoder_ffn_embed_dim=32,
+                           encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, dropout=0.0)
+    model.eval()
+    src, lengths, _ = random_batch(d, bsz=3, src_len=9)
+    sample = {"id": torch.arange(3), "net_input": {"src_tokens": src, "src_lengths": lengths}}
+    task = SummarizationTask(SummarizationConfig(), d, d)
+
+    def decode(n):
+        gen = task.build_generator([model], Namespace(beam=2, min_len=20, max_len_a=0, max_len_b=20,
+                                                      no_repeat_ngram_size=n))
+        with torch.no_grad():
+            return [h[0]["tokens"][:-1].tolist() for h in task.inference_step(gen, [model], sample)]
+
+    assert sum(repeated_ngrams(t, 2) for t in decode(0)) > 0  # 20 tokens over 12 symbols repeat
+    blocked = decode(2)
+    assert all(len(t) == 20 for t in blocked)
+    assert all(repeated_ngrams(t, 2) == 0 for t in blocked)

@@ -23,5 +23,5 @@ train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" \
   --validate-interval 4 --save-interval 4 --no-epoch-checkpoints --log-interval 10 --seed 1
 
 generate "$WORK/bin" "$WORK/checkpoints/$ARCH/checkpoint_best.pt" "$WORK/test.$ARCH.beam$BEAM.out" \
-  --gen-subset test --beam "$BEAM" --batch-size 25 --min-len 60 --max-len-b 256 --lenpen 1.0
+  --gen-subset test --beam "$BEAM" --batch-size 25 --min-len 60 --max-len-b 256 --lenpen 1.0 --no-repeat-ngram-size 3
 score "$WORK/test.$ARCH.beam$BEAM.out"
