@@ -6,6 +6,12 @@ USER_DIR="$REPO/fairseq_sum_plugins"
 
 log() { echo "[$(date +%H:%M:%S)] $*"; }
 
+# fp16_flag: "--fp16" when FP16 (default 1) is set and torch sees a GPU, else nothing (CPU runs fp32;
+# --bf16 is not offered: in this fairseq it implies a TPU)
+fp16_flag() {
+  if [ "${FP16:-1}" = 1 ]; then python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')"; fi
+}
+
 # converted JSONL_DIR [RAW]: true (and logs the skip) when a converter already wrote JSONL_DIR; the
 # converters write test.jsonl last, each split under a temporary name, so it is never partial
 converted() {
@@ -39,6 +45,36 @@ convert_dataset() {
       python -m preprocess.arxiv_pubmed_to_jsonl --in "$raw" --dataset "$dataset" --out "$out" --stats ;;
     *) echo "convert_dataset: unknown dataset $dataset" >&2; return 2 ;;
   esac
+}
+
+# check_bart BART_DIR: fairseq's BART release with the GPT-2 BPE files (encoder.json, vocab.bpe from
+# https://dl.fbaipublicfiles.com/fairseq/gpt2_bpe/)
+check_bart() {
+  local f
+  for f in model.pt dict.txt encoder.json vocab.bpe; do
+    [ -f "$1/$f" ] || { echo "missing $1/$f" >&2; exit 1; }
+  done
+}
+
+# bart_binarize JSONL_DIR WORK BART_DIR SRC TGT [preprocess.gpt2_bpe options...]: GPT-2 BPE of the
+# JSONL (WORK/bpe) -> fairseq binaries with BART's dictionary (WORK/bin). gpt2_bpe writes the test
+# target last, each split under a temporary name; fairseq-preprocess writes the test target index last.
+bart_binarize() {
+  local jsonl=$1 work=$2 bart=$3 src=$4 tgt=$5; shift 5
+  if [ -f "$work/bpe/test.$tgt" ]; then log "gpt2 bpe: $work/bpe exists, skipped"
+  else
+    log "gpt2 bpe: $jsonl -> $work/bpe"
+    python -m preprocess.gpt2_bpe --jsonl-dir "$jsonl" --out "$work/bpe" --langs "$src,$tgt" \
+      --encoder-json "$bart/encoder.json" --vocab-bpe "$bart/vocab.bpe" --workers "$(nproc)" "$@"
+  fi
+  if [ -f "$work/bin/test.$src-$tgt.$tgt.idx" ]; then log "binarize: $work/bin exists, skipped"
+  else
+    log "binarize: $work/bpe -> $work/bin (BART's dictionary)"
+    rm -rf "$work/bin"
+    fairseq-preprocess --source-lang "$src" --target-lang "$tgt" --trainpref "$work/bpe/train" \
+      --validpref "$work/bpe/valid" --testpref "$work/bpe/test" --destdir "$work/bin" \
+      --srcdict "$bart/dict.txt" --tgtdict "$bart/dict.txt" --workers "$(nproc)"
+  fi
 }
 
 # prepare JSONL_DIR OUT [fairseq-sum-prepare options...]

@@ -12,7 +12,7 @@ MAX_SENTS=${MAX_SENTS:-40}
 SENT_TOKENS=${SENT_TOKENS:-50}
 EPOCHS=${EPOCHS:-15}
 BATCH=${BATCH:-16}
-FP16_FLAG=$([ "${FP16:-0}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
+FP16_FLAG=$(FP16=${FP16:-0} fp16_flag)  # off by default here
 
 # mem2mem_prepare JSONL_DIR MAX_TGT
 mem2mem_prepare() {

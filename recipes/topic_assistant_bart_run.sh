@@ -58,32 +58,14 @@ MAX_UPDATE=${MAX_UPDATE:-$DEFAULT_UPDATES}
 MAX_SRC=${MAX_SRC:-1023}
 MAX_TGT=${MAX_TGT:-0}
 BATCH=${BATCH:-32}
-FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
+FP16_FLAG=$(fp16_flag)
 SAVE="$WORK/checkpoints/$ARCH"
-for f in model.pt dict.txt encoder.json vocab.bpe; do
-  [ -f "$BART/$f" ] || { echo "missing $BART/$f" >&2; exit 1; }
-done
+check_bart "$BART"
 GPT2=(--gpt2-encoder-json "$BART/encoder.json" --gpt2-vocab-bpe "$BART/vocab.bpe")
 
 convert_dataset "$DATASET" "$RAW" "$AUX" "$WORK/jsonl"
 
-# gpt2_bpe writes test.tgt last, each split under a temporary name; fairseq-preprocess writes the
-# target index of the test split last
-if [ -f "$WORK/bpe/test.tgt" ]; then log "gpt2 bpe: $WORK/bpe exists, skipped"
-else
-  log "gpt2 bpe: $WORK/jsonl -> $WORK/bpe"
-  python -m preprocess.gpt2_bpe --jsonl-dir "$WORK/jsonl" --out "$WORK/bpe" --langs src,tgt \
-    --encoder-json "$BART/encoder.json" --vocab-bpe "$BART/vocab.bpe" \
-    --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$MAX_TGT" --workers "$(nproc)"
-fi
-if [ -f "$WORK/bin/test.src-tgt.tgt.idx" ]; then log "binarize: $WORK/bin exists, skipped"
-else
-  log "binarize: $WORK/bpe -> $WORK/bin (BART's dictionary)"
-  rm -rf "$WORK/bin"
-  fairseq-preprocess --source-lang src --target-lang tgt --trainpref "$WORK/bpe/train" \
-    --validpref "$WORK/bpe/valid" --testpref "$WORK/bpe/test" --destdir "$WORK/bin" \
-    --srcdict "$BART/dict.txt" --tgtdict "$BART/dict.txt" --workers "$(nproc)"
-fi
+bart_binarize "$WORK/jsonl" "$WORK" "$BART" src tgt --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$MAX_TGT"
 
 if [ -f "$WORK/bin/test.theta.npy" ]; then log "topic model: $WORK/bin/topic_model.npz exists, skipped"
 else

@@ -41,7 +41,7 @@ UPDATE_FREQ=$(( (PAPER_GPUS + NGPU - 1) / NGPU ))
 MAX_UPDATE=${MAX_UPDATE:-250000}
 VOCAB=${VOCAB:-32000}
 LENPEN=${LENPEN:-0.8}
-FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
+FP16_FLAG=$(fp16_flag)
 
 convert_dataset "$DATASET" "$RAW" "$AUX" "$WORK/jsonl"
 prepare "$WORK/jsonl" "$WORK" --vocab-size "$VOCAB" --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$MAX_TGT" --workers "$(nproc)"

@@ -52,7 +52,7 @@ MAX_SRC=${MAX_SRC:-$SRC_DEFAULT}
 MAX_TGT=${MAX_TGT:-$TGT_DEFAULT}
 BEAMS=${BEAMS:-1 4}
 SAVE_INTERVAL=${SAVE_INTERVAL:-5000}
-FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
+FP16_FLAG=$(fp16_flag)
 DIST_FLAG=$([ "$NGPU" -gt 1 ] && echo "--distributed-world-size $NGPU" || true)
 
 convert_dataset "$DATASET" "$RAW" "$AUX" "$WORK/jsonl"

@@ -107,3 +107,23 @@ def load_task(data, **overrides):
 
     cfg = SummarizationConfig(data=data, dataset_impl="mmap", train_subset="train", required_seq_len_multiple=1, **overrides)
     return tasks.get_task("summarization").setup_task(cfg)
+
+
+def save_bart_checkpoint(data, path, arch_args, *extra):
+    """A ``bart_base`` model with ``arch_args`` (tiny dims) saved in the layout of fairseq's released
+    BART ``model.pt`` (``args``, ``model``, ``optimizer_history``, ``extra_state``); ``data`` holds the
+    dictionaries, ``extra`` more task flags (e.g. ``--source-lang src``)."""
+    from fairseq import options, tasks
+
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        data, "--task", "summarization", *extra, "--arch", "bart_base", *arch_args,
+        "--criterion", "label_smoothed_cross_entropy", "--optimizer", "adam", "--lr", "0.001"])
+    torch.manual_seed(0)
+    model = tasks.setup_task(args).build_model(args)
+    torch.save({
+        "args": args, "model": model.state_dict(), "last_optimizer_state": None,
+        "optimizer_history": [{"criterion_name": "LabelSmoothedCrossEntropyCriterion", "optimizer_name": "FairseqAdam",
+                               "lr_scheduler_state": {"best": None}, "num_updates": 0}],
+        "extra_state": {"epoch": 1, "train_iterator": {"epoch": 1, "iterations_in_epoch": 0}, "val_loss": None},
+    }, path)
+    return path

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO
+from conftest import REPO, save_bart_checkpoint
 
 STOP = "the a of on in and was is to it".split()
 ANIMALS = "cat dog horse bird mouse fish farm pet tail fur barn".split()
@@ -86,25 +86,12 @@ def save_tiny_bart(paths, folder):
     release (``args``, ``model``, ...) as ``folder/model.pt``."""
     import shutil
 
-    from fairseq import options, tasks
-
     data = os.path.join(folder, "dicts")
     os.makedirs(data, exist_ok=True)
     for lang in ("src", "tgt"):
         shutil.copy(paths["dict.txt"], os.path.join(data, f"dict.{lang}.txt"))
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        data, "--task", "summarization", "--source-lang", "src", "--target-lang", "tgt", "--arch", "bart_base",
-        *BART_TINY, "--criterion", "label_smoothed_cross_entropy", "--optimizer", "adam", "--lr", "0.001"])
-    torch.manual_seed(0)
-    model = tasks.setup_task(args).build_model(args)
-    path = os.path.join(folder, "model.pt")
-    torch.save({
-        "args": args, "model": model.state_dict(), "last_optimizer_state": None,
-        "optimizer_history": [{"criterion_name": "LabelSmoothedCrossEntropyCriterion", "optimizer_name": "FairseqAdam",
-                               "lr_scheduler_state": {"best": None}, "num_updates": 0}],
-        "extra_state": {"epoch": 1, "train_iterator": {"epoch": 1, "iterations_in_epoch": 0}, "val_loss": None},
-    }, path)
-    return path
+    return save_bart_checkpoint(data, os.path.join(folder, "model.pt"), BART_TINY,
+                                "--source-lang", "src", "--target-lang", "tgt")
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from conftest import REPO
+from conftest import REPO, save_bart_checkpoint
 from test_cli_roundtrip import cli, run
 
 USER_DIR = os.path.join(REPO, "fairseq_sum_plugins")
@@ -61,28 +61,9 @@ BART_TINY = TINY + ["--decoder-attention-heads", "2", "--encoder-embed-dim", "32
                     "--decoder-ffn-embed-dim", "64", "--max-source-positions", "64", "--max-target-positions", "64"]
 
 
-def save_bart_checkpoint(data, path):
-    """A tiny ``bart_base``-shaped model saved in the layout of fairseq's released BART ``model.pt``
-    (``args``, ``model``, ``optimizer_history``, ``extra_state``)."""
-    from fairseq import options, tasks
-
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        data, "--task", "summarization", "--arch", "bart_base", *BART_TINY, "--criterion", "label_smoothed_cross_entropy",
-        "--optimizer", "adam", "--lr", "0.001"])
-    torch.manual_seed(0)
-    model = tasks.setup_task(args).build_model(args)
-    torch.save({
-        "args": args, "model": model.state_dict(), "last_optimizer_state": None,
-        "optimizer_history": [{"criterion_name": "LabelSmoothedCrossEntropyCriterion", "optimizer_name": "FairseqAdam",
-                               "lr_scheduler_state": {"best": None}, "num_updates": 0}],
-        "extra_state": {"epoch": 1, "train_iterator": {"epoch": 1, "iterations_in_epoch": 0}, "val_loss": None},
-    }, path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def bart_checkpoint(toy_data, tmp_path_factory):
-    return save_bart_checkpoint(toy_data, str(tmp_path_factory.mktemp("bart") / "model.pt"))
+    return save_bart_checkpoint(toy_data, str(tmp_path_factory.mktemp("bart") / "model.pt"), BART_TINY)
 
 
 def test_gated_bart_loads_a_bart_checkpoint_with_a_fresh_gate(toy_data, bart_checkpoint):

@@ -51,7 +51,7 @@ VOCAB=${VOCAB:-50000}
 COVERAGE_TYPE=${COVERAGE_TYPE:-wu}
 BEAM=${BEAM:-10}
 UPDATE_FREQ=$(( (PAPER_GPUS + NGPU - 1) / NGPU ))
-FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
+FP16_FLAG=$(fp16_flag)
 LR=0.000988  # 2 * 512 ** -0.5 * 8000 ** -0.5: the Noam peak, see above
 
 if ! converted "$WORK/jsonl" "$CNNDM"; then

@@ -21,30 +21,13 @@ NGPU=${NGPU:-1}
 MAX_UPDATE=${MAX_UPDATE:-20000}
 LAMBDA=${LAMBDA:-0.1}
 THRESHOLD=${THRESHOLD:-0.1}
-FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
+FP16_FLAG=$(fp16_flag)
 SAVE="$WORK/checkpoints/$ARCH.l$LAMBDA"
-for f in model.pt dict.txt encoder.json vocab.bpe; do
-  [ -f "$BART/$f" ] || { echo "missing $BART/$f" >&2; exit 1; }
-done
+check_bart "$BART"
 
 converted "$WORK/jsonl" "$NEWSROOM" ||
   python -m preprocess.newsroom_to_jsonl --in "$NEWSROOM" --out "$WORK/jsonl" --min-doc-tokens 100 --min-summary-tokens 10
-# gpt2_bpe writes test.target last, each split under a temporary name; fairseq-preprocess writes the
-# target index of the test split last
-if [ -f "$WORK/bpe/test.target" ]; then log "gpt2 bpe: $WORK/bpe exists, skipped"
-else
-  log "gpt2 bpe: $WORK/jsonl -> $WORK/bpe"  # documents truncated to 700 GPT-2 tokens (paper §4.1)
-  python -m preprocess.gpt2_bpe --jsonl-dir "$WORK/jsonl" --out "$WORK/bpe" --encoder-json "$BART/encoder.json" \
-    --vocab-bpe "$BART/vocab.bpe" --max-src-tokens 700 --workers "$(nproc)"
-fi
-if [ -f "$WORK/bin/test.source-target.target.idx" ]; then log "binarize: $WORK/bin exists, skipped"
-else
-  log "binarize: $WORK/bpe -> $WORK/bin (BART's dictionary)"
-  rm -rf "$WORK/bin"
-  fairseq-preprocess --source-lang source --target-lang target --trainpref "$WORK/bpe/train" \
-    --validpref "$WORK/bpe/valid" --testpref "$WORK/bpe/test" --destdir "$WORK/bin" \
-    --srcdict "$BART/dict.txt" --tgtdict "$BART/dict.txt" --workers "$(nproc)"
-fi
+bart_binarize "$WORK/jsonl" "$WORK" "$BART" source target --max-src-tokens 700  # 700 GPT-2 tokens (paper §4.1)
 
 # fine-tune from BART on the first launch; afterwards resume from checkpoint_last.pt (the reset
 # flags would otherwise restart from BART)

@@ -34,7 +34,7 @@ VOCAB=${VOCAB:-32000}
 LAMBDA=${LAMBDA:-0.1}
 THRESHOLD=${THRESHOLD:-0.1}
 TEST_SUBSET=${TEST_SUBSET:-1000}
-FP16_FLAG=$([ "${FP16:-1}" = 1 ] && python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')" || true)
+FP16_FLAG=$(fp16_flag)
 SAVE="$WORK/checkpoints/$ARCH.l$LAMBDA"
 
 if ! converted "$WORK/jsonl" "$NEWSROOM"; then
