@@ -23,6 +23,7 @@ expression. :meth:`TPRBinding.reference` keeps the equations as plain tensor cod
 that both agree, gradients included.
 """
 import contextlib
+import weakref
 
 import torch
 import torch.nn as nn
@@ -61,6 +62,18 @@ class DiscreteBinding(torch.autograd.Function):
         return grad_x, grad_scores.t() @ x.to(weight.dtype), grad_scores.sum(0), grad_unit.to(unit.dtype)
 
 
+_BINDINGS = weakref.WeakKeyDictionary()
+
+
+def _discrete_bindings(module):
+    """The discrete bindings under ``module``, found once (walking a decoder's modules costs ~0.1 ms,
+    paid at every decoding step otherwise)."""
+    found = _BINDINGS.get(module)
+    if found is None:
+        found = _BINDINGS[module] = [m for m in module.modules() if isinstance(m, TPRBinding) and m.mode == "discrete"]
+    return found
+
+
 @contextlib.contextmanager
 def shared_role_normalization(module):
     """Normalise the role dictionaries of every discrete binding under ``module`` at once (eq. 4).
@@ -68,7 +81,7 @@ def shared_role_normalization(module):
     One stacked ``normalize`` replaces one per sublayer, in forward and backward; the bindings read
     their rows while the context is open. The result is the same as each binding normalising its own.
     """
-    bindings = [m for m in module.modules() if isinstance(m, TPRBinding) and m.mode == "discrete"]
+    bindings = _discrete_bindings(module)
     shapes = {b.roles.shape for b in bindings}
     if len(shapes) != 1:  # nothing to share (or dictionaries of different sizes)
         yield
