@@ -18,7 +18,6 @@ splits. ``--limit-per-split N`` keeps the first N examples of every split.
 """
 import argparse
 import hashlib
-import json
 import os
 import sys
 
@@ -66,21 +65,12 @@ def parse_story(text):
 
 def read_hf_jsonl(path):
     examples = []
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            where = f"{path}:{lineno}"
-            try:
-                line = raw.decode("utf-8")
-                if not line.strip():
-                    continue
-                obj = json.loads(line)
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise ConvertError(f"{where}: invalid JSON line (truncated file?): {e}") from None
-            for key in ("article", "highlights"):
-                if not isinstance(obj.get(key), str):
-                    raise ConvertError(f"{where}: missing or non-string field {key!r}")
-            examples.append({"document": obj["article"].strip(), "summary": obj["highlights"].strip(),
-                             "id": str(obj.get("id", lineno))})
+    for lineno, where, obj in stats.iter_jsonl(path, ConvertError):
+        for key in ("article", "highlights"):
+            if not isinstance(obj.get(key), str):
+                raise ConvertError(f"{where}: missing or non-string field {key!r}")
+        examples.append({"document": obj["article"].strip(), "summary": obj["highlights"].strip(),
+                         "id": str(obj.get("id", lineno))})
     return examples
 
 

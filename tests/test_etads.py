@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from conftest import REPO, build_model, make_dictionary, random_batch
+from conftest import REPO, build_model, check_beam_reordering, make_dictionary, random_batch
 from fairseq_sum_plugins.modules.attention import MultiheadAttention
 from fairseq_sum_plugins.modules.focus import F_MAX, SIGMA_MIN, FocusBias, parse_layers
 from fairseq_sum_plugins.modules.saliency import SaliencyGate
@@ -253,16 +253,7 @@ def test_beam_reordering_keeps_the_saliency_cache_aligned(order):
     beam = torch.arange(3).repeat_interleave(2)
     src, lengths = src[beam], lengths[beam]
     prev = prev[beam] + torch.arange(6)[:, None] % 2
-    order = torch.tensor(order)
-    with torch.no_grad():
-        enc, state = model.encoder(src, lengths), {}
-        for t in range(3):
-            model.decoder(prev[:, : t + 1], enc, incremental_state=state)
-        model.decoder.reorder_incremental_state_scripting(state, order)
-        prev_r = prev.index_select(0, order)
-        step, _ = model.decoder(prev_r[:, :4], model.encoder.reorder_encoder_out(enc, order), incremental_state=state)
-        full, _ = model(src.index_select(0, order), lengths.index_select(0, order), prev_r[:, :4])
-    assert (step[:, -1] - full[:, -1]).abs().max() < 1e-5
+    check_beam_reordering(model, src, lengths, prev, order)
 
 
 def test_every_parameter_gets_a_gradient():

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import build_model, random_batch
+from conftest import build_model, check_beam_reordering, random_batch
 from fairseq_sum_plugins.modules import gates as gates_mod
 from fairseq_sum_plugins.modules.attention import MultiheadAttention
 from fairseq_sum_plugins.modules.gates import InformationGate
@@ -216,18 +216,7 @@ def test_beam_reordering_with_pruned_encoder_out(order, tiny_overrides):
     src, lengths = src[beam], lengths[beam]
     prev = prev[beam] + torch.arange(6)[:, None] % 2
     model.encoder.info_gate.threshold = median_threshold(model, src, lengths)
-    order = torch.tensor(order)
-    with torch.no_grad():
-        enc = model.encoder(src, lengths)
-        state = {}
-        for t in range(3):
-            model.decoder(prev[:, : t + 1], enc, incremental_state=state)
-        model.decoder.reorder_incremental_state_scripting(state, order)
-        enc_r = model.encoder.reorder_encoder_out(enc, order)
-        prev_r = prev.index_select(0, order)
-        step, _ = model.decoder(prev_r[:, :4], enc_r, incremental_state=state)
-        full, _ = model(src.index_select(0, order), lengths.index_select(0, order), prev_r[:, :4])
-    assert (step[:, -1] - full[:, -1]).abs().max() < 1e-5
+    check_beam_reordering(model, src, lengths, prev, order)
 
 
 def test_attention_is_returned_over_source_positions_after_pruning(tiny_overrides):
