@@ -75,6 +75,12 @@ def test_gated_bart_loads_a_bart_checkpoint_with_a_fresh_gate(toy_data, bart_che
     torch.manual_seed(1)
     model = tasks.setup_task(args).build_model(args)
     fresh = model.encoder.info_gate.proj.weight.detach().clone()
+    # PyTorch's default Linear init (paper §4.2), not the N(0, 0.02) / zero-bias init BART applies:
+    # weight and bias uniform in +-1/sqrt(d), so the bias is non-zero and the weight's std is 1/sqrt(3d)
+    d = fresh.shape[1]
+    bias = model.encoder.info_gate.proj.bias.detach()
+    assert fresh.abs().max() <= d ** -0.5 and bias.abs().max() <= d ** -0.5 and bias.abs().min() > 0
+    assert fresh.std().item() == pytest.approx((3 * d) ** -0.5, rel=0.35)
     model.load_state_dict(state["model"], strict=True)  # the gate is missing from the checkpoint
     own = model.state_dict()
     assert all(torch.equal(own[k], v) for k, v in state["model"].items())

@@ -145,6 +145,12 @@ class GatedBARTDecoder(TransformerDecoder):
 
 @register_model("bart_gated")
 class GatedBARTModel(BARTModel):
+    def __init__(self, args, encoder, decoder):
+        super().__init__(args, encoder, decoder)
+        # BARTModel applies BERT-style init (N(0, 0.02), zero bias) to every linear layer; the paper
+        # initialises the gate layer "with the default initialization in the linear layer" (§4.2)
+        self.encoder.info_gate.proj.reset_parameters()
+
     @staticmethod
     def add_args(parser):
         BARTModel.add_args(parser)

@@ -11,7 +11,8 @@
 #
 # Data as in transformer_gated.sh (documents >= 100 and summaries >= 10 tokens, documents truncated to
 # 700 tokens: here GPT-2 BPE tokens, as BART counts them); fine-tuning hyper-parameters are fairseq's
-# BART summarization ones (lr 3e-5, polynomial decay, 500 warm-up updates, label smoothing 0.1).
+# BART summarization ones (lr 3e-5, polynomial decay, 500 warm-up updates, label smoothing 0.1); the
+# best checkpoint is chosen by validation perplexity as in the paper (--best-checkpoint-metric nll_loss).
 source "$(dirname "$0")/../common.sh"
 NEWSROOM=${1:?usage: bart_gated.sh NEWSROOM_DIR BART_DIR}
 BART=${2:?usage: bart_gated.sh NEWSROOM_DIR BART_DIR}
@@ -43,7 +44,8 @@ train "$WORK/bin" "$SAVE" --arch "$ARCH" $FP16_FLAG ${EXTRA:-} "${RESTORE[@]}" \
   --lr-scheduler polynomial_decay --lr 3e-05 --total-num-update "$MAX_UPDATE" --warmup-updates 500 \
   --max-update "$MAX_UPDATE" --max-tokens 2048 --update-freq $(( (4 + NGPU - 1) / NGPU )) \
   --skip-invalid-size-inputs-valid-test --no-epoch-checkpoints \
-  --save-interval-updates 2000 --validate-interval-updates 2000 --keep-interval-updates 2
+  --save-interval-updates 2000 --validate-interval-updates 2000 --keep-interval-updates 2 \
+  --best-checkpoint-metric nll_loss
 
 for T in 0 "$THRESHOLD"; do
   OUT="$WORK/test.$ARCH.l$LAMBDA.t$T.out"

@@ -21,7 +21,9 @@
 #                                                       uses --gate-threshold 0.1 and logs gate_sparsity
 #   T5-base fine-tuned, checkpoints by perplexity     trained from scratch here (6+6 layers, d 512; no T5
 #                                                       weights in fairseq: see bart_gated.sh to fine-tune);
-#                                                       best checkpoint by validation loss (fairseq default)
+#                                                       best checkpoint by validation perplexity:
+#                                                       --best-checkpoint-metric nll_loss (log2 ppl, without
+#                                                       label smoothing or the gate loss)
 #   ROUGE-1/2/L on 1k test documents                  fairseq-sum-score on the full test set, plus a
 #                                                       threshold sweep (Table 2 / Fig. 4) on TEST_SUBSET (1000)
 source "$(dirname "$0")/../common.sh"
@@ -49,7 +51,8 @@ train "$WORK/bin" "$SAVE" --arch "$ARCH" $FP16_FLAG ${EXTRA:-} \
   --optimizer adam --adam-betas '(0.9, 0.98)' --lr 5e-4 --lr-scheduler inverse_sqrt --warmup-updates 4000 \
   --clip-norm 1.0 --dropout 0.1 --label-smoothing 0.1 --max-tokens 8192 --update-freq $(( (4 + NGPU - 1) / NGPU )) \
   --max-update "$MAX_UPDATE" --max-source-positions 704 --max-target-positions 132 --num-workers 4 \
-  --save-interval-updates 5000 --validate-interval-updates 5000 --keep-interval-updates 2 --no-epoch-checkpoints
+  --save-interval-updates 5000 --validate-interval-updates 5000 --keep-interval-updates 2 --no-epoch-checkpoints \
+  --best-checkpoint-metric nll_loss
 
 CKPT="$SAVE/checkpoint_best.pt"
 DECODE_THRESHOLDS="0 $THRESHOLD"  # without and with pruning (THRESHOLD=0: one decoding, no pruning)
