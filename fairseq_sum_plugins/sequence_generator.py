@@ -7,13 +7,16 @@ decodes (§4.1)::
 
 ``|Y|`` counts the hypothesis' tokens including its EOS (fairseq's length in ``--lenpen``), ``a_ij``
 is the decoder's last-layer cross-attention (head-averaged) of target step ``i`` (EOS step
-included) on source token ``j``, summed over the real source tokens only (padding is excluded).
+included) on source token ``j``, summed over the real (non-pad) source tokens only.
 ``--coverage-penalty-type summary`` uses OpenNMT-py's ``summary`` penalty instead,
 ``cp = -beta * sum_j (max(sum_i a_ij, 1.0) - 1)``, which penalizes attending a token more than once.
 
-Both rescore a hypothesis when it is finished (OpenNMT-py's default, without ``-stepwise_penalty``):
-the beam keeps growing by cumulative log-probability and finished hypotheses are ranked by
-``s(Y, X)``. The coverage of a source token is floored at ``1e-10`` before the log (a token whose
+Both rescore a hypothesis when it is finished (OpenNMT-py without ``-stepwise_penalty``): the beam
+keeps growing by cumulative log-probability and finished hypotheses are ranked by ``s(Y, X)``.
+fairseq stores each finished hypothesis with its raw scores first (so ``positional_scores`` stay
+the per-token log-probabilities and sum to ``log P``), then ``score`` is replaced by ``s(Y, X)``;
+without ``--lenpen-gnmt``, ``log P`` is normalized by fairseq's ``|Y| ** lenpen`` and ``cp`` is
+added after it. The coverage of a source token is floored at ``1e-10`` before the log (a token whose
 attention underflowed to exactly 0 would otherwise make the score -inf).
 """
 import torch
@@ -45,37 +48,54 @@ class GNMTSequenceGenerator(SequenceGenerator):
 
     ``lenpen_gnmt=None`` keeps fairseq's own normalization (``--lenpen``); ``coverage_penalty=0``
     adds nothing. The coverage penalty needs the decoder's attention: the task sets
-    ``decoder.need_attn = True`` when it builds this generator.
+    ``decoder.need_attn = True`` when it builds this generator. Real source tokens are read from
+    ``src_tokens`` (not padding), so left and right padded batches are scored alike.
     """
 
-    def __init__(self, models, tgt_dict, lenpen_gnmt=None, coverage_penalty=0.0, coverage_penalty_type="wu",
-                 left_pad_source=True, **kwargs):
+    def __init__(self, models, tgt_dict, lenpen_gnmt=None, coverage_penalty=0.0, coverage_penalty_type="wu", **kwargs):
         if coverage_penalty_type not in ("wu", "summary"):
             raise ValueError(f"--coverage-penalty-type {coverage_penalty_type!r}: expected wu or summary")
         super().__init__(models, tgt_dict, **kwargs)
         self.lenpen_gnmt = lenpen_gnmt
         self.coverage_beta = coverage_penalty
         self.coverage_kind = coverage_penalty_type
-        self.left_pad_source = left_pad_source
-        self._normalize = self.normalize_scores
-        if lenpen_gnmt is not None:
-            self.normalize_scores = False  # finalize_hypos below normalizes instead
+        self.normalize_length = self.normalize_scores  # fairseq's |Y| ** lenpen, applied in rescore()
+        self.normalize_scores = False  # fairseq stores raw scores; finalize_hypos rescores them
+        self._src_real = None
+
+    def _generate(self, sample, *args, **kwargs):
+        self._src_real = sample["net_input"]["src_tokens"].ne(self.pad)  # (B, S) of the whole batch
+        try:
+            return super()._generate(sample, *args, **kwargs)
+        finally:
+            self._src_real = None
+
+    def rescore(self, log_p, attn, src_real, length):
+        """``s(Y, X)`` of N hypotheses of ``length`` tokens: ``log_p`` (N,), ``attn`` (N, S, |Y|)."""
+        if self.lenpen_gnmt is not None:
+            log_p = log_p / gnmt_length_penalty(length, self.lenpen_gnmt)
+        elif self.normalize_length:
+            log_p = log_p / length**self.len_penalty
+        if self.coverage_beta:
+            log_p = log_p + coverage_penalty(attn, src_real, self.coverage_beta, self.coverage_kind).to(log_p)
+        return log_p
 
     def finalize_hypos(self, step, bbsz_idx, eos_scores, tokens, scores, finalized, finished, beam_size, attn,
                        src_lengths, max_len):
-        length = step + 1  # tokens of the hypothesis, EOS included
-        if self.lenpen_gnmt is not None and self._normalize:
-            eos_scores = eos_scores / gnmt_length_penalty(length, self.lenpen_gnmt)
-        if self.coverage_beta:
-            if attn is None:
-                raise RuntimeError("--coverage-penalty needs the decoder's cross-attention (decoder.need_attn = True)")
-            a = attn.index_select(0, bbsz_idx)[:, :, 1 : step + 2]  # (N, S, |Y|): steps 0..step
-            sent_len = src_lengths.index_select(0, torch.div(bbsz_idx, beam_size, rounding_mode="trunc"))
-            src_len = a.size(1)
-            pos = torch.arange(src_len, device=a.device).unsqueeze(0)
-            lens = sent_len.to(a.device).unsqueeze(1)
-            real = pos >= src_len - lens if self.left_pad_source else pos < lens
-            eos_scores = eos_scores + coverage_penalty(a, real, self.coverage_beta, self.coverage_kind).to(eos_scores)
-        return super().finalize_hypos(step, bbsz_idx, eos_scores, tokens, scores, finalized, finished, beam_size,
-                                      attn, src_lengths, max_len)
-
+        if self.coverage_beta and attn is None:
+            raise RuntimeError("--coverage-penalty needs the decoder's cross-attention (decoder.need_attn = True)")
+        stored = [len(hypos) for hypos in finalized]
+        newly_finished = super().finalize_hypos(step, bbsz_idx, eos_scores, tokens, scores, finalized, finished,
+                                                beam_size, attn, src_lengths, max_len)
+        new = [(sent, hypo) for sent, hypos in enumerate(finalized) for hypo in hypos[stored[sent]:]]
+        if new:  # hypotheses finished at this step, all of |Y| = step + 1 tokens
+            sents = torch.tensor([sent for sent, _ in new], device=self._src_real.device)
+            src_real = self._src_real.index_select(0, sents)
+            hyp_attn = torch.stack([hypo["attention"] for _, hypo in new]) if self.coverage_beta else None
+            if hyp_attn is not None and hyp_attn.size(1) != src_real.size(1):
+                raise RuntimeError(f"--coverage-penalty: the decoder's attention covers {hyp_attn.size(1)} source "
+                                   f"positions, the batch has {src_real.size(1)}")
+            log_p = torch.stack([hypo["score"] for _, hypo in new])
+            for (_, hypo), score in zip(new, self.rescore(log_p, hyp_attn, src_real, step + 1)):
+                hypo["score"] = score
+        return newly_finished

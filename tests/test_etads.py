@@ -309,8 +309,9 @@ def test_penalty_functions_match_hand_computation():
     assert summary.item() == pytest.approx(-1.0, rel=1e-5)
 
 
-def _hand_score(model, src, hyp, alpha, beta):
-    """s(Y, X) for one unpadded source and hypothesis, from a teacher-forced forward."""
+def _hand_score(model, src, hyp, alpha, beta, kind="wu", lenpen=None):
+    """(s(Y, X), log P(Y | X)) for one unpadded source and hypothesis, from a teacher-forced forward.
+    ``alpha=None``: fairseq's normalization log P / |Y| ** lenpen instead of the GNMT length penalty."""
     prev = torch.cat([hyp.new_tensor([model.decoder.dictionary.eos()]), hyp[:-1]])[None]
     with torch.no_grad():
         logits, extra = model(src[None], torch.tensor([src.numel()]), prev)
@@ -318,14 +319,21 @@ def _hand_score(model, src, hyp, alpha, beta):
     log_p = sum(lprobs[i, int(t)].item() for i, t in enumerate(hyp))
     attn = extra["attn"][0][0]  # (|Y|, S): last layer, averaged over heads
     coverage = [sum(attn[i, j].item() for i in range(attn.size(0))) for j in range(attn.size(1))]
-    lp = ((5 + len(hyp)) / 6) ** alpha
-    return log_p / lp + beta * sum(math.log(min(c, 1.0)) for c in coverage)
+    lp = ((5 + len(hyp)) / 6) ** alpha if alpha is not None else len(hyp) ** lenpen
+    if kind == "wu":
+        cp = beta * sum(math.log(min(c, 1.0)) for c in coverage)
+    else:
+        cp = -beta * sum(max(c, 1.0) - 1.0 for c in coverage)
+    return log_p / lp + cp, log_p
 
 
-@pytest.mark.parametrize("left_pad_source", [True, False])
-def test_beam_scores_equal_hand_computed_gnmt_scores(left_pad_source):
+@pytest.mark.parametrize("left_pad_source,kind,alpha", [(False, "wu", 0.9), (True, "summary", 0.9),
+                                                        (False, "summary", None)])
+def test_beam_scores_equal_hand_computed_gnmt_scores(left_pad_source, kind, alpha):
     """Every finished hypothesis of a tiny beam (ragged, padded batch) is scored by
-    log P / lp + cp, recomputed by hand on the unpadded source; hypotheses come best first."""
+    log P / lp + cp, recomputed by hand on the unpadded source; hypotheses come best first, and the
+    positional scores stay the per-token log-probabilities (they sum to log P, EOS included).
+    Without --lenpen-gnmt, lp is fairseq's |Y| ** lenpen and cp is added after the division."""
     from fairseq_sum_plugins.sequence_generator import GNMTSequenceGenerator
 
     torch.manual_seed(0)
@@ -333,8 +341,8 @@ def test_beam_scores_equal_hand_computed_gnmt_scores(left_pad_source):
     model.eval()
     model.decoder.need_attn = True
     src, lengths, _ = random_batch(d, bsz=3, src_len=7, left_pad_source=left_pad_source)
-    gen = GNMTSequenceGenerator([model], d, beam_size=3, max_len_a=0, max_len_b=5, min_len=2,
-                                lenpen_gnmt=0.9, coverage_penalty=5.0, left_pad_source=left_pad_source)
+    gen = GNMTSequenceGenerator([model], d, beam_size=3, max_len_a=0, max_len_b=5, min_len=2, len_penalty=1.5,
+                                lenpen_gnmt=alpha, coverage_penalty=5.0, coverage_penalty_type=kind)
     with torch.no_grad():
         hypos = gen.forward({"net_input": {"src_tokens": src, "src_lengths": lengths}})
     for b, beam in enumerate(hypos):
@@ -345,7 +353,10 @@ def test_beam_scores_equal_hand_computed_gnmt_scores(left_pad_source):
         assert scores == sorted(scores, reverse=True)
         for h in beam:
             assert len(h["tokens"]) >= 3  # min_len 2 + EOS
-            assert h["score"].item() == pytest.approx(_hand_score(model, alone, h["tokens"], 0.9, 5.0), abs=1e-4)
+            score, log_p = _hand_score(model, alone, h["tokens"], alpha, 5.0, kind, lenpen=1.5)
+            assert h["score"].item() == pytest.approx(score, abs=1e-4)
+            assert h["positional_scores"].sum().item() == pytest.approx(log_p, abs=1e-4)
+            assert (h["positional_scores"] <= 0).all()
 
 
 def test_task_builds_the_gnmt_generator_from_its_flags():

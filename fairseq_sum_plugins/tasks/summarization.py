@@ -122,7 +122,8 @@ class SummarizationTask(TranslationTask):
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         dataset = LanguagePairDataset(
-            src_tokens, src_lengths, self.source_dictionary, tgt_dict=self.target_dictionary, constraints=constraints
+            src_tokens, src_lengths, self.source_dictionary, tgt_dict=self.target_dictionary, constraints=constraints,
+            left_pad_source=self.cfg.left_pad_source, left_pad_target=self.cfg.left_pad_target,
         )
         if not self.side_data_names:
             return dataset
@@ -169,7 +170,6 @@ class SummarizationTask(TranslationTask):
                 lenpen_gnmt=lenpen_gnmt,
                 coverage_penalty=coverage,
                 coverage_penalty_type=getattr(args, "coverage_penalty_type", self.cfg.coverage_penalty_type),
-                left_pad_source=self.cfg.left_pad_source,
             )
         from ..modules.gates import report_sparsity_at_exit
 

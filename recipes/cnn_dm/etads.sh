@@ -32,8 +32,13 @@
 #   NLL loss (eq. 11), no label smoothing mentioned      --criterion summarization_loss --label-smoothing 0
 #   beam 10, minimum length 35                           --beam 10 --min-len 35 (--max-len-b 100)
 #   length penalty alpha 0.9 (Wu et al.)                 --lenpen-gnmt 0.9       = OpenNMT-py -length_penalty wu -alpha 0.9
-#   "beta 5" (coverage penalty, Wu et al.)               --coverage-penalty 5    = OpenNMT-py -coverage_penalty wu -beta 5
-#                                                          (COVERAGE_TYPE=summary: -coverage_penalty summary)
+#   "beta 5" (coverage penalty)                          --coverage-penalty 5 --coverage-penalty-type summary
+#       = OpenNMT-py -coverage_penalty summary -beta 5: beam 10, min length 35, alpha 0.9, beta 5 are
+#       OpenNMT-py's published CNN/DM decoding command, which uses the "summary" penalty
+#       -beta * sum_j (max(cov_j, 1) - 1). GNMT's own "wu" penalty beta * sum_j log min(cov_j, 1)
+#       (COVERAGE_TYPE=wu) is ~-10^3 on 400-token sources with beta 5 and would rank hypotheses by
+#       coverage alone. OpenNMT-py applies it at every step (-stepwise_penalty); here it rescores
+#       finished hypotheses (fairseq_sum_plugins/sequence_generator.py).
 #   "coverage weight 1" (Tu et al. coverage)             OpenNMT-py's weight of the coverage *training*
 #       loss (-lambda_coverage 1, with -coverage_attn; See et al., 2017), defined on its RNN decoders'
 #       coverage attention. Not reproduced: this transformer has no coverage attention; the decoding
@@ -48,7 +53,7 @@ NGPU=${NGPU:-1}
 PAPER_GPUS=${PAPER_GPUS:-4}
 MAX_UPDATE=${MAX_UPDATE:-200000}
 VOCAB=${VOCAB:-50000}
-COVERAGE_TYPE=${COVERAGE_TYPE:-wu}
+COVERAGE_TYPE=${COVERAGE_TYPE:-summary}
 BEAM=${BEAM:-10}
 UPDATE_FREQ=$(( (PAPER_GPUS + NGPU - 1) / NGPU ))
 FP16_FLAG=$(fp16_flag)
