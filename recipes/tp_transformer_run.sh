@@ -27,7 +27,10 @@
 #
 # Schedule: Adafactor at lr 0.01 for 10k updates, then 0.01 * sqrt(10000 / step) = 1/sqrt(step),
 # the T5 "inverse square root" schedule the paper's Transformer baseline is built on
-# (fairseq's inverse_sqrt with warmup-init-lr = lr).
+# (fairseq's inverse_sqrt with warmup-init-lr = lr). T5's Adafactor scales each update by the
+# parameter's RMS (multiply_by_parameter_scale, --scale-parameter here); without it a step of 0.01
+# is ~1/3 of a weight's size at initialisation. No label smoothing: the paper states none and T5
+# uses none.
 source "$(dirname "$0")/common.sh"
 USAGE="usage: tp_transformer_run.sh DATASET ARCH RAW [AUX]"
 DATASET=${1:?$USAGE}
@@ -60,8 +63,8 @@ prepare "$WORK/jsonl" "$WORK" --vocab-size "$VOCAB" --max-src-tokens "$MAX_SRC" 
 
 # shellcheck disable=SC2086
 train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" $FP16_FLAG $DIST_FLAG ${EXTRA:-} \
-  --optimizer adafactor --lr 0.01 --lr-scheduler inverse_sqrt --warmup-updates 10000 --warmup-init-lr 0.01 \
-  --dropout 0.1 --label-smoothing 0.1 --batch-size "$BATCH" --update-freq "$UPDATE_FREQ" --max-update "$MAX_UPDATE" \
+  --optimizer adafactor --scale-parameter --lr 0.01 --lr-scheduler inverse_sqrt --warmup-updates 10000 \
+  --warmup-init-lr 0.01 --dropout 0.1 --label-smoothing 0 --batch-size "$BATCH" --update-freq "$UPDATE_FREQ" --max-update "$MAX_UPDATE" \
   --max-source-positions $((MAX_SRC + 8)) --max-target-positions $((MAX_TGT + 16)) --num-workers 4 \
   --eval-rouge --eval-rouge-args "{\"beam\": 1, \"max_len_b\": $MAX_TGT}" \
   --best-checkpoint-metric rouge_l --maximize-best-checkpoint-metric \

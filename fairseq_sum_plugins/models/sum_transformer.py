@@ -19,8 +19,10 @@ The cell (TP-Transformer §2.2-2.3, eq. 3 and 6-9), pre-LN by default::
     Encode(X)     = FF(Self(X));  Decode(H, Y) = FF(Cross(Self(Y), H))     (9)
     p(y_i)        = softmax(E^T LN(y_{i,L}))                 (10, tied embeddings)
 
-Eq. 3 writes the residual as ``X̂ + ...`` (the normalized input); we follow the T5 cell the paper
-builds on (Raffel et al., 2020), whose residual carries the un-normalized stream ``X``.
+Eq. 3 writes the residual as ``X̂ + ...`` (the normalized input) and eq. 7 feeds ``X`` to the
+feed-forward layer un-normalized; we follow the T5 cell the paper builds on (Raffel et al., 2020),
+whose residual carries the un-normalized stream ``X`` and whose sublayers (feed-forward included)
+read ``LN(X)``.
 ``TPR`` is the identity when ``--tpr none``. Positions are fairseq's sinusoidal embeddings (the
 T5 relative position bias is not implemented). Every parameter takes part in every forward pass.
 """

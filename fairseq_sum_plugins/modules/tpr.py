@@ -11,7 +11,10 @@ of size ``d_r`` and a projection ``W_r: d_m -> H * N_r`` (with bias)::
     r̂_n = r_n / ||r_n||_2                    (4)
     R^h = softmax(F W_r^h) r̂,  R = [R^1 .. R^H]   (5)   with  H * d_r = d_m
 
-Continuous roles (TPT-c, Schlag et al. 2019): ``R = F W + b`` with ``W`` of size ``d_m x d_m``.
+Continuous roles (TPT-c, Schlag et al. 2019): ``R = F W + b`` with ``W`` of size ``d_m x d_m``,
+projected from the filler as this project's specification asks. (The paper describes Schlag et
+al.'s roles as projected "from layer inputs"; from ``F`` the binding is quadratic in the residual
+stream, hence ``W`` starts at zero: see :class:`TPRBinding`.)
 
 Speed: there are 18 bindings in the base model (6 encoder + 12 decoder sublayers), each a handful of
 small kernels, and a GPU training step at the paper's shape is bound by kernel launches, not by
