@@ -28,7 +28,8 @@ An empty hypothesis scores 0 (it is not an error); an empty reference is an erro
 
 With ``--topic-model DATA/bin/topic_model.npz`` the Topic Assistant's semantic similarity (§5.5,
 eq. 10) is reported too: the cosine between the inferred topic proportions of each summary and of
-its document (the S- lines of the generate output, or ``--src FILE``), and of its gold summary.
+its document (the S- lines of the generate output, i.e. the encoder's possibly truncated input, or
+``--src FILE``, e.g. the whole raw documents, as the topic model saw them), and of its gold summary.
 Texts are cleaned as for ROUGE, then tokenized into dictionary ids as in training (the tokenizer
 and sentencepiece model recorded in the data dir, ``--topic-data``, by default the topic model's
 folder; for BART's GPT-2 BPE data, the GPT-2 encoder recorded in the topic model). Only this path

@@ -20,6 +20,9 @@ not examples).
 ``--max-src-tokens N`` / ``--max-tgt-tokens M`` keep the first N / M BPE tokens, as BART counts its
 positions; ``fairseq-preprocess`` then appends ``</s>``, so ``N = max_source_positions - 1``
 (1023 for ``bart_base`` / ``bart_large``) is the longest input BART reads. 0 keeps everything.
+``--full-src-out D`` also writes the untruncated source ids to ``D/{split}.{SRC}`` (same lines, same
+pass): the Topic Assistant's topic model counts whole documents from them
+(``python -m preprocess.topic_model fit BIN --full-src D``).
 
 A missing or empty split file, a missing or non-string field or an empty document / summary is an
 error naming the file (and line). Each split is written to temporary files renamed when complete,
@@ -112,39 +115,49 @@ def chunks(iterable, size):
 _WORKER = {}
 
 
-def _init_worker(encoder_json, vocab_bpe, max_src, max_tgt):
-    _WORKER.update(bpe=load_encoder(encoder_json, vocab_bpe), max_src=max_src, max_tgt=max_tgt)
+def _init_worker(encoder_json, vocab_bpe, max_src, max_tgt, full_src=False):
+    _WORKER.update(bpe=load_encoder(encoder_json, vocab_bpe), max_src=max_src, max_tgt=max_tgt, full_src=full_src)
 
 
 def _encode_pair(pair):
+    """(source line, target line), plus the untruncated source line when ``full_src``."""
     bpe = _WORKER["bpe"]
-    return (" ".join(map(str, encode_ids(bpe, pair[0], _WORKER["max_src"]))),
-            " ".join(map(str, encode_ids(bpe, pair[1], _WORKER["max_tgt"]))))
+    src = encode_ids(bpe, pair[0])
+    out = (" ".join(map(str, src[: _WORKER["max_src"]] if _WORKER["max_src"] > 0 else src)),
+           " ".join(map(str, encode_ids(bpe, pair[1], _WORKER["max_tgt"]))))
+    return out + (" ".join(map(str, src)),) if _WORKER["full_src"] else out
 
 
 def encode_split(path, outs, args, pool=None, chunk_size=8192):
-    """Encodes the examples of ``path`` into ``outs`` (source, target files; written under temporary
-    names, renamed when complete); returns (examples, source tokens, target tokens)."""
+    """Encodes the examples of ``path`` into ``outs`` (source, target files, and a third one for the
+    untruncated source if given; written under temporary names, renamed when complete, the target
+    last); returns (examples, source tokens, target tokens)."""
+    full = len(outs) > 2
     if pool is None:
-        _init_worker(args.encoder_json, args.vocab_bpe, args.max_src_tokens, args.max_tgt_tokens)
+        _init_worker(args.encoder_json, args.vocab_bpe, args.max_src_tokens, args.max_tgt_tokens, full)
     n = n_src = n_tgt = 0
+    files = []
     try:
-        with open(outs[0] + ".tmp", "w", encoding="utf-8", newline="\n") as fs, \
-                open(outs[1] + ".tmp", "w", encoding="utf-8", newline="\n") as ft:
-            for chunk in chunks(iter_examples(path, args.src_field, args.tgt_field), chunk_size):
-                lines = pool.map(_encode_pair, chunk, chunksize=64) if pool is not None else map(_encode_pair, chunk)
-                for src, tgt in lines:
-                    fs.write(src + "\n")
-                    ft.write(tgt + "\n")
-                    n, n_src, n_tgt = n + 1, n_src + src.count(" ") + 1, n_tgt + tgt.count(" ") + 1
+        files = [open(out + ".tmp", "w", encoding="utf-8", newline="\n") for out in outs]
+        for chunk in chunks(iter_examples(path, args.src_field, args.tgt_field), chunk_size):
+            lines = pool.map(_encode_pair, chunk, chunksize=64) if pool is not None else map(_encode_pair, chunk)
+            for encoded in lines:
+                for f, line in zip(files, encoded):
+                    f.write(line + "\n")
+                src, tgt = encoded[:2]
+                n, n_src, n_tgt = n + 1, n_src + src.count(" ") + 1, n_tgt + tgt.count(" ") + 1
+        for f in files:
+            f.close()
         if n == 0:
             raise Gpt2BpeError(f"{path}: no examples (empty file)")
     except BaseException:
+        for f in files:
+            f.close()
         for out in outs:
             if os.path.exists(out + ".tmp"):
                 os.remove(out + ".tmp")
         raise
-    for out in outs:
+    for out in [outs[0]] + list(outs[2:]) + [outs[1]]:  # the target last
         os.replace(out + ".tmp", out)
     return n, n_src, n_tgt
 
@@ -159,6 +172,9 @@ def get_parser():
     p.add_argument("--max-src-tokens", type=int, default=0,
                    help="keep the first N BPE tokens of a document (BART: max_source_positions - 1 = 1023; 0: all)")
     p.add_argument("--max-tgt-tokens", type=int, default=0, help="keep the first M BPE tokens of a summary (0: all)")
+    p.add_argument("--full-src-out", metavar="D",
+                   help="also write the untruncated source ids to D/{split}.SRC (for the topic model's "
+                        "--full-src)")
     p.add_argument("--src-field", default="document")
     p.add_argument("--tgt-field", default="summary")
     p.add_argument("--langs", default="source,target", help="output suffixes SRC,TGT (default: source,target)")
@@ -174,14 +190,19 @@ def main(argv=None):
     load_encoder(args.encoder_json, args.vocab_bpe)  # fail early on missing files
     paths = {split: split_path(args.jsonl_dir, split) for split in SPLITS}
     os.makedirs(args.out, exist_ok=True)
+    if args.full_src_out:
+        os.makedirs(args.full_src_out, exist_ok=True)
     pool = None
     if args.workers > 1:
         pool = Pool(args.workers, _init_worker,
-                    (args.encoder_json, args.vocab_bpe, args.max_src_tokens, args.max_tgt_tokens))
+                    (args.encoder_json, args.vocab_bpe, args.max_src_tokens, args.max_tgt_tokens,
+                     bool(args.full_src_out)))
     counts = {}
     try:
         for split in SPLITS:  # test last: its target file marks a complete run
             outs = [os.path.join(args.out, f"{split}.{lang}") for lang in langs]
+            if args.full_src_out:
+                outs.append(os.path.join(args.full_src_out, f"{split}.{langs[0]}"))
             n, n_src, n_tgt = encode_split(paths[split], outs, args, pool)
             print(f"| {paths[split]} -> {outs[0]}, {outs[1]}: {n} examples, "
                   f"{n_src / n:.1f} / {n_tgt / n:.1f} BPE tokens per document / summary")

@@ -29,7 +29,10 @@ options; ``--force`` redoes everything):
 3. encode: ``OUT/spm/{split}.src|tgt``. An example longer than ``--max-src-tokens`` /
    ``--max-tgt-tokens`` pieces is cut after that many pieces, then trailing ``<sep>`` pieces are
    dropped, so it never ends on a separator and holds at most the limit (+ ``</s>`` added by
-   fairseq). 0 disables truncation.
+   fairseq). 0 disables truncation. With ``--write-full-src`` the untruncated source pieces are
+   written too, to ``OUT/spm_full/{split}.src`` (line ``i`` = binarized example ``i``): the Topic
+   Assistant's topic model counts whole documents from them (``python -m preprocess.topic_model
+   fit OUT/bin --full-src OUT/spm_full``) while the encoder reads the truncated ones.
 4. binarize: ``fairseq-preprocess --joined-dictionary --srcdict OUT/dict.txt`` -> ``OUT/bin``.
 5. finalize: ``OUT/bin/spm.model`` and ``OUT/bin/prepare_args.json`` (options, tokenizer
    flags for inference, statistics), so ``OUT/bin`` alone is enough for training and inference.
@@ -97,6 +100,9 @@ def get_parser():
                     help="truncate documents to this many pieces (0: no truncation)")
     sp.add_argument("--max-tgt-tokens", type=int, default=0,
                     help="truncate summaries to this many pieces (0: no truncation)")
+    sp.add_argument("--write-full-src", action="store_true",
+                    help="also write the untruncated source pieces to OUT/spm_full/{split}.src "
+                    "(for the topic model: preprocess.topic_model --full-src)")
     parser.add_argument("--workers", type=int, default=1, help="processes for steps 1, 3 and 4")
     parser.add_argument("--force", action="store_true", help="redo steps that are up to date")
     return parser
@@ -407,34 +413,49 @@ def truncate(pieces, limit):
     return cut or pieces[:limit]
 
 
-def _encode_line(line, model, limit):
+def _encode_line(line, model, limit, full=False):
+    """``(pieces before truncation, truncated line)``, plus the untruncated line with ``full``."""
     pieces = _processor(model).encode(line, out_type=str)
-    return len(pieces), " ".join(truncate(pieces, limit))
+    out = (len(pieces), " ".join(truncate(pieces, limit)))
+    return out + (" ".join(pieces),) if full else out
 
 
 def step_encode(args, splits):
     model = os.path.join(args.out, "spm.model")
     limits = dict(src=args.max_src_tokens, tgt=args.max_tgt_tokens)
     options = dict(max_src_tokens=args.max_src_tokens, max_tgt_tokens=args.max_tgt_tokens)
+    write_full = getattr(args, "write_full_src", False)
+    if write_full:  # only then: stamps of earlier runs stay valid
+        options["write_full_src"] = True
     outputs = [os.path.join(args.out, "spm", f"{s}.{e}") for s in splits for e in limits]
+    if write_full:
+        outputs += [os.path.join(args.out, "spm_full", f"{s}.src") for s in splits]
     inputs = [model] + [os.path.join(args.out, "tok", f"{s}.{e}") for s in splits for e in limits]
     stats = up_to_date(args, "encode", outputs, inputs, options)
     if stats is not None:
         print("| encode: up to date", file=sys.stderr)
         return stats
     os.makedirs(os.path.join(args.out, "spm"), exist_ok=True)
+    if write_full:
+        os.makedirs(os.path.join(args.out, "spm_full"), exist_ok=True)
     stats = {}
     for split in splits:
         st = stats[split] = {}
         for side, limit in limits.items():
             src = os.path.join(args.out, "tok", f"{split}.{side}")
             lines = (line for _, line in _lines(src))
-            fn = partial(_encode_line, model=model, limit=limit)
+            full = write_full and side == "src"
+            fn = partial(_encode_line, model=model, limit=limit, full=full)
             n = before = after = truncated = longest = 0
-            with AtomicFiles(os.path.join(args.out, "spm", f"{split}.{side}")) as (out,):
-                for length, encoded in tqdm(_map(fn, lines, args.workers),
-                                            desc=f"encode {split}.{side}", unit="ex"):
-                    out.write(encoded + "\n")
+            paths = [os.path.join(args.out, "spm", f"{split}.{side}")]
+            if full:
+                paths.append(os.path.join(args.out, "spm_full", f"{split}.{side}"))
+            with AtomicFiles(*paths) as outs:
+                for length, encoded, *whole in tqdm(_map(fn, lines, args.workers),
+                                                    desc=f"encode {split}.{side}", unit="ex"):
+                    outs[0].write(encoded + "\n")
+                    if whole:
+                        outs[1].write(whole[0] + "\n")
                     kept = encoded.count(" ") + 1
                     n, before, after = n + 1, before + length, after + kept
                     truncated += length > kept

@@ -6,8 +6,8 @@ Model (eq. 2)::
     b_n ~ Poisson(Phi theta_n),   theta_n ~ Gamma(r, rate),   phi_k ~ Dirichlet(eta)
 
 ``b_n`` is document ``n``'s bag of words over the fairseq dictionary (``DATA/bin/dict.src.txt``),
-counted from the binarized train source, so row ``v`` of ``Phi`` (V x K) belongs to the token whose
-embedding is row ``v`` of the summarizer's embedding matrix. Special symbols, ``<sep>``, punctuation
+so row ``v`` of ``Phi`` (V x K) belongs to the token whose embedding is row ``v`` of the summarizer's
+embedding matrix. Special symbols, ``<sep>``, punctuation
 / number pieces (no letters once ``▁`` is stripped) and English stop words are excluded: they are
 not counted and their rows of ``Phi`` are exactly zero (also single-character pieces, which with
 sentencepiece are mostly word fragments).
@@ -38,18 +38,38 @@ whole batch of documents at once. The paper uses the autoencoding variational in
 et al. (2018); any PFA posterior estimate serves SIA/TEMA/DRM, and this one needs no GPU.
 
 theta written for the summarizer is the normalised topic proportion ``theta_n / sum_k theta_kn``
-(float32, N x K); a document with no countable token gets the zero vector.
+(float32, N x K). A document with no countable token (empty, or only stop words / punctuation)
+has no topic evidence: in the summarizer's side data (``{split}.theta.npy``, the task's raw-text
+provider) it gets the prior proportions, never zeros or NaN (:meth:`theta_prior`:
+the corpus-mean topic proportions of the training documents, stored in ``topic_model.npz`` as
+``theta_mean`` by ``fit``; for a file fitted before that, the uniform ``1/K``, the mean proportions
+of the symmetric Gamma prior of theta). TEMA breaks ties between equal proportions by the lower
+topic id, so such a document's prefix is deterministic.
+
+**Whole documents** (Topic Assistant paper §5.4: the topic model "extracts global semantics from
+all tokens in the document"). The binarized source is what the encoder reads, truncated by the
+preprocessing (``fairseq-sum-prepare --max-src-tokens``, ``preprocess.gpt2_bpe --max-src-tokens``).
+With ``--full-src DIR`` the bags of words (for the fit and for every theta) are counted over the
+untruncated source instead: ``DIR/{split}.src``, one document per line in the dictionary's symbols
+(what ``fairseq-preprocess`` reads), encoded with the same dictionary. ``fairseq-sum-prepare
+--write-full-src`` writes it to ``OUT/spm_full`` (sentencepiece pieces), ``preprocess.gpt2_bpe
+--full-src-out DIR`` for BART (GPT-2 ids). Its lines must be the binarized examples, in the same
+order and number, each binarized source being a prefix of its line (checked; a mismatch is an
+error naming the file and line), so theta stays aligned 1:1 with the binarized split. Without
+``--full-src`` the binarized source is counted, as before (the truncated documents).
 
 CLI::
 
-    python -m preprocess.topic_model fit DATA/bin [--topics 256] [--iters 100]
+    python -m preprocess.topic_model fit DATA/bin [--topics 256] [--iters 100] [--full-src DIR]
         [--gpt2-encoder-json E --gpt2-vocab-bpe V]   (BART: dictionary symbols are GPT-2 ids)
-        -> DATA/bin/topic_model.npz (Phi, dictionary checksum) and DATA/bin/{train,valid,test}.theta.npy
-    python -m preprocess.topic_model infer DATA/bin --splits valid,test [--topic-model PATH]
+        -> DATA/bin/topic_model.npz (Phi, dictionary checksum, corpus-mean theta) and
+           DATA/bin/{train,valid,test}.theta.npy
+    python -m preprocess.topic_model infer DATA/bin --splits valid,test [--topic-model PATH] [--full-src DIR]
 """
 import argparse
 import glob
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -78,6 +98,15 @@ us may might must shall n't 's 're 've 'll 'd
 def dictionary_checksum(dictionary):
     """sha256 of the dictionary's symbols in index order: Phi's rows are only valid for it."""
     return hashlib.sha256("\n".join(dictionary.symbols).encode("utf-8")).hexdigest()
+
+
+def phi_checksum(phi):
+    """sha256 of Phi (float32, C order, with its shape): identifies the topics a summarizer was
+    trained with (stored in the model args, so in checkpoints; see modules/topic.py)."""
+    phi = np.ascontiguousarray(np.asarray(phi, dtype=np.float32))
+    digest = hashlib.sha256(repr(phi.shape).encode("ascii"))
+    digest.update(phi.tobytes())
+    return digest.hexdigest()
 
 
 def looks_like_gpt2_ids(dictionary):
@@ -139,11 +168,14 @@ def excluded_symbols(dictionary, surfaces=None):
 
 
 def bag_of_words(token_lists, vocab_size, keep):
-    """Sparse CSR document-term counts (N x V) over the kept symbols."""
+    """Sparse CSR document-term counts (N x V) over the kept symbols (``token_lists``: any iterable
+    of id arrays, e.g. a generator)."""
     import scipy.sparse as sp
 
     rows, cols = [], []
+    n_docs = 0
     for n, toks in enumerate(token_lists):
+        n_docs = n + 1
         toks = np.asarray(toks, dtype=np.int64)
         toks = toks[(toks >= 0) & (toks < vocab_size)]
         toks = toks[keep[toks]]
@@ -151,7 +183,7 @@ def bag_of_words(token_lists, vocab_size, keep):
         cols.append(toks)
     rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
     cols = np.concatenate(cols) if cols else np.zeros(0, np.int64)
-    bow = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(token_lists), vocab_size))
+    bow = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n_docs, vocab_size))
     bow.sum_duplicates()
     return bow
 
@@ -228,13 +260,29 @@ def _theta_step(sparse, theta, phi, r, rate):
 class PoissonFactorAnalysis:
     """PFA with MAP-EM (see the module docstring). ``phi``: V x K, columns sum to one over kept rows."""
 
-    def __init__(self, phi, keep, checksum="", r=1.05, rate=1.0, eta=1.01, surfaces=None, gpt2=None):
+    def __init__(self, phi, keep, checksum="", r=1.05, rate=1.0, eta=1.01, surfaces=None, gpt2=None,
+                 theta_mean=None):
         self.phi = np.asarray(phi, dtype=np.float32)
         self.keep = np.asarray(keep, dtype=bool)
         self.checksum = str(checksum)
         self.r, self.rate, self.eta = float(r), float(rate), float(eta)
         self.surfaces = list(surfaces) if surfaces is not None else None  # text of each symbol (GPT-2)
         self.gpt2 = dict(gpt2) if gpt2 else None  # gpt2_files_info of the encoder the surfaces come from
+        # corpus-mean topic proportions of the training documents (fit); None for older files
+        self.theta_mean = None if theta_mean is None else np.asarray(theta_mean, dtype=np.float32)
+
+    @property
+    def phi_sha256(self):
+        return phi_checksum(self.phi)
+
+    def theta_prior(self):
+        """Topic proportions (K,) of a document with no countable token: the corpus mean of the
+        fit when the file has it, else uniform (the mean proportions of the symmetric Gamma prior)."""
+        k = self.num_topics
+        mean = self.theta_mean
+        if mean is not None and mean.shape == (k,) and np.isfinite(mean).all() and mean.sum() > 0:
+            return (mean / mean.sum()).astype(np.float32)
+        return np.full(k, 1.0 / k, dtype=np.float32)
 
     def surface(self, index, dictionary):
         """The text of symbol ``index`` (decoded GPT-2 id, or the symbol without ``▁``)."""
@@ -288,15 +336,25 @@ class PoissonFactorAnalysis:
                 history.append(log_posterior(sparse, theta, phi, r, rate, eta, keep_t))
         model = cls(phi.numpy(), keep, checksum, r, rate, eta)
         model.train_theta = theta.numpy()
+        # the prior of theta_prior(): the mean normalised theta of the documents with topic evidence
+        counted = (lengths > 0) & (theta.sum(1) > 0)
+        if bool(counted.any()):
+            props = theta[counted] / theta[counted].sum(1, keepdim=True)
+            model.theta_mean = props.mean(0).numpy().astype(np.float32)
         return model
 
-    def infer(self, bow, iters=50, progress=False, normalize=True, batch_size=256):
+    def infer(self, bow, iters=50, progress=False, normalize=True, batch_size=256, empty="zero"):
         """Topic proportions of new documents with Phi fixed (N x K, float32).
 
         The theta updates of MAP-EM, vectorised over a batch of documents: each document's distinct
         tokens' rows of Phi are gathered once into a padded ``(B, L, K)`` tensor, then every
-        iteration is two batched matrix products.
+        iteration is two batched matrix products. A document with no countable token gets the
+        zero vector (``empty="zero"``: no topic evidence, what the semantic similarity of eq. 10
+        scores as 0) or, with ``empty="prior"`` (the summarizer's side data: ``write_theta``, the
+        task's raw-text provider), :meth:`theta_prior` (normalised output only).
         """
+        if empty not in ("prior", "zero"):
+            raise ValueError(f"empty={empty!r}: 'prior' or 'zero'")
         bow = bow.tocsr()
         phi = torch.from_numpy(self.phi)
         k = self.num_topics
@@ -322,11 +380,13 @@ class PoissonFactorAnalysis:
             theta[lengths == 0] = 0  # nothing countable: no topic evidence
             if normalize:
                 theta = theta / theta.sum(1, keepdim=True).clamp_min(1e-30)
+                if empty == "prior":
+                    theta[theta.sum(1) <= 0] = torch.from_numpy(self.theta_prior())
             out[s : s + len(theta)] = theta.numpy()
         return out
 
-    def infer_tokens(self, token_lists, iters=50):
-        return self.infer(bag_of_words(token_lists, len(self.phi), self.keep), iters=iters)
+    def infer_tokens(self, token_lists, iters=50, empty="zero"):
+        return self.infer(bag_of_words(token_lists, len(self.phi), self.keep), iters=iters, empty=empty)
 
     def save(self, path):
         extra = {}
@@ -334,6 +394,8 @@ class PoissonFactorAnalysis:
             extra["surfaces"] = np.array(json.dumps(self.surfaces, ensure_ascii=False))
         if self.gpt2:
             extra["gpt2"] = np.array(json.dumps(self.gpt2))
+        if self.theta_mean is not None:
+            extra["theta_mean"] = np.asarray(self.theta_mean, dtype=np.float32)
         np.savez(path, phi=self.phi, keep=self.keep, checksum=np.array(self.checksum),
                  hyper=np.array([self.r, self.rate, self.eta], dtype=np.float64), **extra)
 
@@ -347,7 +409,9 @@ class PoissonFactorAnalysis:
         with np.load(path, allow_pickle=False) as f:
             surfaces = json.loads(str(f["surfaces"])) if "surfaces" in f.files else None
             gpt2 = json.loads(str(f["gpt2"])) if "gpt2" in f.files else None
-            model = cls(f["phi"], f["keep"], str(f["checksum"]), *f["hyper"].tolist(), surfaces=surfaces, gpt2=gpt2)
+            theta_mean = f["theta_mean"] if "theta_mean" in f.files else None
+            model = cls(f["phi"], f["keep"], str(f["checksum"]), *f["hyper"].tolist(), surfaces=surfaces, gpt2=gpt2,
+                        theta_mean=theta_mean)
         if dictionary is not None:
             check_dictionary(model, dictionary, path)
         return model
@@ -381,29 +445,95 @@ def split_prefix(data_dir, split, lang="src"):
     return hits[0][: -len(".idx")] if hits else None
 
 
-def load_split_tokens(data_dir, split, dictionary, lang="src"):
-    """Token id arrays of a binarized split, in dataset order (None if the split does not exist)."""
+def _indexed_split(data_dir, split, dictionary, lang="src"):
     from fairseq.data import data_utils
 
     prefix = split_prefix(data_dir, split, lang)
-    if prefix is None:
-        return None
-    ds = data_utils.load_indexed_dataset(prefix, dictionary)
-    return [ds[i].numpy() for i in range(len(ds))]
+    return None if prefix is None else data_utils.load_indexed_dataset(prefix, dictionary)
 
 
-def write_theta(model, data_dir, splits, iters, dictionary):
+def load_split_tokens(data_dir, split, dictionary, lang="src"):
+    """Token id arrays of a binarized split, in dataset order (None if the split does not exist)."""
+    ds = _indexed_split(data_dir, split, dictionary, lang)
+    return None if ds is None else [ds[i].numpy() for i in range(len(ds))]
+
+
+def _count_lines(path):
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
+
+
+def full_split_tokens(full_src, data_dir, split, dictionary, lang="src"):
+    """``(n, iterator)`` over the untruncated source of a binarized split: the lines of
+    ``full_src/{split}.{lang}`` encoded with ``dictionary`` as ``fairseq-preprocess`` encodes them
+    (``</s>`` appended), ``n`` the number of binarized examples (``(0, None)`` if the split is not
+    binarized). Checked to be the binarized examples, in order: as many lines, and every binarized
+    source (``</s>`` aside) a prefix of its line; anything else is a ``ValueError`` naming the line."""
+    ds = _indexed_split(data_dir, split, dictionary, lang)
+    if ds is None:
+        return 0, None
+    path = os.path.join(full_src, f"{split}.{lang}")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"--full-src: {path} not found (the untruncated source of the binarized {split} split, one "
+            "document per line in the dictionary's symbols: `fairseq-sum-prepare --write-full-src` writes "
+            "OUT/spm_full, `python -m preprocess.gpt2_bpe --full-src-out DIR` the GPT-2 ids)"
+        )
+    n = len(ds)
+    lines = _count_lines(path)
+    if lines != n:
+        raise ValueError(f"--full-src: {path} has {lines} lines but the binarized {split} split has {n} examples: "
+                         "it must hold the same documents in the same order")
+    eos = dictionary.eos()
+
+    def tokens():
+        with open(path, encoding="utf-8") as f:
+            for i, line in enumerate(f):
+                full = dictionary.encode_line(line, add_if_not_exist=False, append_eos=True).numpy()
+                binarized = ds[i].numpy()
+                head = binarized[:-1] if len(binarized) and binarized[-1] == eos else binarized
+                if len(head) > len(full) or not np.array_equal(full[: len(head)], head):
+                    raise ValueError(
+                        f"--full-src: {path}:{i + 1} is not the untruncated form of binarized {split} example {i} "
+                        "(its binarized source is not a prefix of the line): the files are not aligned"
+                    )
+                yield full
+
+    return n, tokens()
+
+
+def split_documents(data_dir, split, dictionary, full_src=None):
+    """``(n, token arrays)`` of a split's documents for the bags of words: the untruncated source
+    with ``full_src`` (:func:`full_split_tokens`), else the binarized source; ``(0, None)`` when the
+    split is not binarized."""
+    if full_src:
+        return full_split_tokens(full_src, data_dir, split, dictionary)
+    toks = load_split_tokens(data_dir, split, dictionary)
+    return (0, None) if toks is None else (len(toks), toks)
+
+
+def write_theta(model, data_dir, splits, iters, dictionary, full_src=None, bows=None):
+    """``DATA/{split}.theta.npy`` for every binarized split, one row per binarized example (bags of
+    words of the untruncated documents with ``full_src``, else of the binarized source; ``bows``:
+    ``{split: (n, bag of words)}`` already counted the same way, e.g. the train split of the fit)."""
     written = {}
     for split in splits:
-        toks = load_split_tokens(data_dir, split, dictionary)
-        if toks is None:
-            continue
         t0 = time.time()
-        theta = model.infer(bag_of_words(toks, len(dictionary), model.keep), iters=iters, progress=True)
+        if bows and split in bows:
+            n, bow = bows[split]
+        else:
+            n, toks = split_documents(data_dir, split, dictionary, full_src)
+            if toks is None:
+                continue
+            bow = bag_of_words(toks, len(dictionary), model.keep)
+        theta = model.infer(bow, iters=iters, progress=True, empty="prior")
+        if theta.shape[0] != n:  # pragma: no cover (full_split_tokens checks the alignment)
+            raise ValueError(f"{split}: {theta.shape[0]} theta rows for {n} binarized examples")
         path = os.path.join(data_dir, f"{split}.theta.npy")
         np.save(path, theta.astype(np.float32))
         dt = time.time() - t0
-        logger.info(f"{path}: {theta.shape}, {1000 * dt / max(1, len(toks)):.2f} ms/document")
+        logger.info(f"{path}: {theta.shape}{' (untruncated documents)' if full_src else ''}, "
+                    f"{1000 * dt / max(1, n):.2f} ms/document")
         written[split] = (path, theta.shape, dt)
     return written
 
@@ -429,6 +559,11 @@ def main(argv=None):
         q.add_argument("--splits", default="train,valid,test")
         q.add_argument("--topic-model", default=None, help="default DATA/bin/topic_model.npz")
         q.add_argument("--infer-iters", type=int, default=50)
+        q.add_argument("--full-src", metavar="DIR",
+                       help="count the bags of words over the untruncated source DIR/{split}.src (one document "
+                            "per line in the dictionary's symbols, aligned with the binarized split: "
+                            "fairseq-sum-prepare --write-full-src -> OUT/spm_full, preprocess.gpt2_bpe "
+                            "--full-src-out); default: the binarized source, as truncated by the preprocessing")
     args = p.parse_args(argv)
     if args.cmd == "fit" and bool(args.gpt2_encoder_json) != bool(args.gpt2_vocab_bpe):
         p.error("--gpt2-encoder-json and --gpt2-vocab-bpe go together")
@@ -436,11 +571,12 @@ def main(argv=None):
     dictionary = load_dictionary(args.data)
     path = args.topic_model or os.path.join(args.data, "topic_model.npz")
     if args.cmd == "fit":
-        toks = load_split_tokens(args.data, "train", dictionary)
+        n_docs, toks = split_documents(args.data, "train", dictionary, args.full_src)
         if toks is None:
             raise FileNotFoundError(f"no binarized train split in {args.data}")
         if args.max_docs:
-            toks = toks[: args.max_docs]
+            toks = itertools.islice(toks, args.max_docs)
+            n_docs = min(n_docs, args.max_docs)
         surfaces = gpt2 = None
         if args.gpt2_encoder_json:
             from preprocess.gpt2_bpe import load_encoder
@@ -453,14 +589,17 @@ def main(argv=None):
         model = PoissonFactorAnalysis.fit(bow, keep, args.topics, args.iters, args.r, args.rate, args.eta, args.seed,
                                           checksum=dictionary_checksum(dictionary))
         model.surfaces, model.gpt2 = surfaces, gpt2
-        logger.info(f"fit K={args.topics} on {len(toks)} documents ({bow.nnz} non-zeros, {int(keep.sum())} kept symbols) "
+        logger.info(f"fit K={args.topics} on {n_docs} {'untruncated' if args.full_src else 'binarized'} documents "
+                    f"({bow.nnz} non-zeros, {int(keep.sum())} kept symbols) "
                     f"in {time.time() - t0:.1f}s")
         model.save(path)
         logger.info(f"wrote {path}")
+        bows = None if args.max_docs else {"train": (n_docs, bow)}  # the fit's counts: not read twice
     else:
         model = PoissonFactorAnalysis.load(path, dictionary)
+        bows = None
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
-    write_theta(model, args.data, splits, args.infer_iters, dictionary)
+    write_theta(model, args.data, splits, args.infer_iters, dictionary, args.full_src, bows)
 
 
 if __name__ == "__main__":

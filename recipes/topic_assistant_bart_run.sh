@@ -5,6 +5,9 @@
 #   model (K = 256) fitted on the training documents over that dictionary, its GPT-2 ids decoded to text
 #   for the stop-word rules, + theta for every split -> fairseq-train --side-data theta (fairseq's BART
 #   summarization fine-tuning) -> fairseq-generate (beam 5) -> fairseq-sum-score.
+#   BART reads the first MAX_SRC GPT-2 tokens, but the topic model counts the whole document (§5.4):
+#   gpt2_bpe --full-src-out writes the untruncated ids to WORK/bpe_full, read by topic_model --full-src
+#   (a WORK encoded before that option: remove WORK/bpe to redo the encoding).
 # Each step is skipped when its output exists, so re-running resumes (training from checkpoint_last.pt).
 #
 #   bash recipes/topic_assistant_bart_run.sh DATASET RAW BART_DIR [AUX]     DATASET: cnn_dm | xsum
@@ -21,8 +24,9 @@
 # GEN_EXTRA (more fairseq-generate flags), BATCH (generation batch size, 32).
 #
 # Paper / fairseq -> flags:
-#   PFA, 256 topics, stop words removed            python -m preprocess.topic_model fit --topics 256
-#                                                    --gpt2-encoder-json --gpt2-vocab-bpe
+#   PFA, 256 topics, stop words removed,           python -m preprocess.topic_model fit --topics 256
+#    all tokens of the document (§5.4)               --gpt2-encoder-json --gpt2-vocab-bpe
+#                                                    --full-src WORK/bpe_full (untruncated GPT-2 ids)
 #   top-5 topics in TEMA                           --ta-topics-n 5
 #   BART's public fine-tuning setup (App. B)       --lr 3e-05 polynomial_decay --warmup-updates 500
 #                                                    --label-smoothing 0.1 --max-tokens 2048 --update-freq
@@ -65,12 +69,13 @@ GPT2=(--gpt2-encoder-json "$BART/encoder.json" --gpt2-vocab-bpe "$BART/vocab.bpe
 
 convert_dataset "$DATASET" "$RAW" "$AUX" "$WORK/jsonl"
 
-bart_binarize "$WORK/jsonl" "$WORK" "$BART" src tgt --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$MAX_TGT"
+bart_binarize "$WORK/jsonl" "$WORK" "$BART" src tgt --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$MAX_TGT" \
+  --full-src-out "$WORK/bpe_full"
 
 if [ -f "$WORK/bin/test.theta.npy" ]; then log "topic model: $WORK/bin/topic_model.npz exists, skipped"
 else
-  log "topic model: K=$TOPICS on $WORK/bin train (GPT-2 symbols decoded)"
-  python -m preprocess.topic_model fit "$WORK/bin" --topics "$TOPICS" "${GPT2[@]}"
+  log "topic model: K=$TOPICS on $WORK/bin train (GPT-2 symbols decoded; untruncated documents of $WORK/bpe_full)"
+  python -m preprocess.topic_model fit "$WORK/bin" --topics "$TOPICS" "${GPT2[@]}" --full-src "$WORK/bpe_full"
 fi
 
 # fine-tune from BART on the first launch; afterwards resume from checkpoint_last.pt (the reset

@@ -486,3 +486,108 @@ def test_sia_composes_with_information_selection_pruning(ta_setup, per_head):
         model(src, lengths, prev, theta=theta)
         expected = enc["enc_gates"].mean(-1, keepdim=True)  # one gate, or the mean of the head gates
     assert torch.allclose(seen["v_scale"], expected)
+
+
+# --- audit fixes: no-evidence fallback, Phi checksum in the args, the provider's topic model -------------
+
+
+def test_documents_without_topic_evidence_get_the_corpus_mean_prior(tmp_path):
+    docs, keep, _ = planted_corpus(n_docs=80)
+    bow = bag_of_words(docs, len(keep), keep)
+    model = PoissonFactorAnalysis.fit(bow, keep, 4, 10, progress=False)
+    counted = np.asarray(bow.sum(1)).ravel() > 0
+    props = model.train_theta[counted] / model.train_theta[counted].sum(1, keepdims=True)
+    np.testing.assert_allclose(model.theta_mean, props.mean(0), rtol=1e-4)  # stored at fit time
+    path = str(tmp_path / "tm.npz")
+    model.save(path)
+    loaded = PoissonFactorAnalysis.load(path)
+    prior = loaded.theta_prior()
+    np.testing.assert_allclose(prior, model.theta_mean / model.theta_mean.sum(), rtol=1e-5)
+    empty_docs = [np.arange(16), np.array([40]), np.array([], dtype=np.int64)]  # stop words / one token / empty
+    theta = loaded.infer_tokens(empty_docs, empty="prior")
+    assert np.isfinite(theta).all()
+    np.testing.assert_allclose(theta[[0, 2]], np.stack([prior, prior]), rtol=1e-6)
+    np.testing.assert_allclose(theta[1], loaded.infer_tokens(empty_docs)[1])  # evidence: unchanged
+    # a topic model file without the corpus mean (fitted before it was stored): uniform 1/K
+    old = PoissonFactorAnalysis(model.phi, keep)
+    np.testing.assert_allclose(old.infer_tokens(empty_docs, empty="prior")[2], np.full(4, 0.25))
+
+
+def test_zero_theta_uses_the_prior_deterministically(ta_setup, tmp_path):
+    """TEMA's top topics and DRM of a document without topic evidence (theta = 0): the topic model's
+    prior proportions, ties by the lower topic id; never NaN."""
+    d, path, build = ta_setup
+    src, lengths, prev = random_batch(d, bsz=2)
+    zeros = torch.zeros(2, K)
+    # no corpus mean in the file: uniform, top topics 0..n-1
+    model = build()
+    topic = model.decoder.topic
+    assert topic.top_topics(topic.theta({"side": {"theta": zeros}})).tolist() == [[0, 1, 2, 3, 4]] * 2
+    out, _ = model(src, lengths, prev, theta=zeros)
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(out, model(src, lengths, prev, theta=torch.full((2, K), 1.0 / K))[0])
+    # with the corpus mean of the fit
+    tm = PoissonFactorAnalysis.load(path)
+    tm.theta_mean = np.array([0.05, 0.3, 0.1, 0.25, 0.2, 0.1], np.float32)
+    with_mean = str(tmp_path / "with_mean.npz")
+    tm.save(with_mean)
+    model = build(topic_model=with_mean)
+    topic = model.decoder.topic
+    assert topic.top_topics(topic.theta({"side": {"theta": zeros}})).tolist() == [[1, 3, 4, 2, 5]] * 2
+    mixed = torch.stack([torch.zeros(K), theta_for(1)[0]])
+    expected = torch.stack([torch.from_numpy(tm.theta_mean), theta_for(1)[0]])
+    torch.testing.assert_close(model(src, lengths, prev, theta=mixed)[0], model(src, lengths, prev, theta=expected)[0])
+
+
+def _build_with_args(arch, args, task):
+    from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
+
+    ARCH_CONFIG_REGISTRY[arch](args)
+    return ARCH_MODEL_REGISTRY[arch].build_model(args, task)
+
+
+def test_phi_checksum_recorded_in_args_and_checked_on_rebuild(ta_setup, tmp_path, tiny_overrides, caplog):
+    import argparse
+    import copy
+    import logging
+
+    from conftest import FakeTask
+
+    d, path, _ = ta_setup
+    other = write_topic_model(d, str(tmp_path / "refit.npz"), seed=1)  # same dictionary and K, other Phi
+    sha, sha_other = (PoissonFactorAnalysis.load(p).phi_sha256 for p in (path, other))
+    assert sha != sha_other
+    args = argparse.Namespace(**dict(tiny_overrides, topic_model=path))
+    model = _build_with_args("transformer_ta_small", args, FakeTask(d))
+    assert args.ta_phi_sha256 == sha and args.ta_phi_file == os.path.abspath(path)
+    assert not [k for k in model.state_dict() if "phi" in k]  # Phi itself is not saved
+    # rebuilt from the checkpoint's args: the same Phi loads, a refit one is an error naming both
+    _build_with_args("transformer_ta_small", copy.deepcopy(args), FakeTask(d))
+    ckpt_args = copy.deepcopy(args)
+    ckpt_args.topic_model = other
+    with pytest.raises(ValueError, match="different Phi") as err:
+        _build_with_args("transformer_ta_small", ckpt_args, FakeTask(d))
+    assert all(s in str(err.value) for s in (os.path.abspath(path), other, sha[:16], sha_other[:16]))
+    # a checkpoint saved before the checksum was recorded: a warning, then it loads
+    old_args = copy.deepcopy(args)
+    del old_args.ta_phi_sha256, old_args.ta_phi_file
+    old_args.topic_model = other
+    with caplog.at_level(logging.WARNING, logger="fairseq_sum_plugins.modules.topic"):
+        _build_with_args("transformer_ta_small", old_args, FakeTask(d))
+    assert "no Phi checksum" in caplog.text and old_args.ta_phi_sha256 == sha_other
+
+
+def test_raw_text_provider_uses_the_models_topic_model(toy_data, tmp_path, tiny_overrides):
+    """The raw-text theta provider infers with the topic model the model was built with (its
+    --topic-model), not DATA/topic_model.npz."""
+    import argparse
+
+    task = load_task(toy_data, side_data="theta")
+    assert not os.path.exists(os.path.join(toy_data, "topic_model.npz"))
+    path = write_topic_model(task.source_dictionary, str(tmp_path / "elsewhere.npz"), zero_rows=())
+    _build_with_args("transformer_ta_small", argparse.Namespace(**dict(tiny_overrides, topic_model=path)), task)
+    toks = [task.source_dictionary.encode_line(line, add_if_not_exist=False) for line in ("the cat sat", "the on a")]
+    theta = task.provide_side_data("theta", toks)
+    tm = PoissonFactorAnalysis.load(path)
+    np.testing.assert_allclose(theta[0], tm.infer_tokens([toks[0].numpy()])[0], atol=1e-6)
+    np.testing.assert_allclose(theta[1], np.full(K, 1.0 / K), atol=1e-6)  # stop words only: the prior

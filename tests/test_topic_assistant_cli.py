@@ -1,11 +1,14 @@
 """Topic Assistant through the CLIs: binarized data -> topic_model fit -> fairseq-train --side-data theta ->
 fairseq-generate."""
+import argparse
+import json
 import os
 
 import numpy as np
 import pytest
 
 from conftest import binarize, write_toy_parallel
+from preprocess.topic_model import load_split_tokens
 from test_cli_roundtrip import USER_DIR, cli, run
 
 K = 8
@@ -48,3 +51,200 @@ def test_generate(ta_trained):
     assert sorted(int(l.split("\t")[0][2:]) for l in gen.stdout.splitlines() if l.startswith("H-")) == list(range(9))
     # raw text through fairseq-interactive (which passes no side data: the task infers theta) is
     # tested in-process in test_topic_assistant.py::test_inference_step_infers_missing_theta
+
+
+# --- the topic model counts whole documents (--full-src), the encoder reads truncated ones ----------------
+
+HEAD_WORDS = ("cat dog horse bird mouse fish".split(), "bank market rates price shares money".split())
+
+
+def write_truncated_corpus(root, head=5, tail=12, seed=0, sizes=(("train", 30), ("valid", 4), ("test", 5))):
+    """``raw/{split}.src``: the first ``head`` words of each document (what the encoder gets, as a
+    recipe's --max-src-tokens leaves it); ``full/{split}.src``: the whole document, whose tail
+    (``tail`` words) is about the other topic. Targets hold words of both topics (joined dictionary)."""
+    import random
+
+    rng = random.Random(seed)
+    for d in ("raw", "full"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    for split, n in sizes:
+        with open(os.path.join(root, "raw", f"{split}.src"), "w") as fr, \
+                open(os.path.join(root, "full", f"{split}.src"), "w") as ff, \
+                open(os.path.join(root, "raw", f"{split}.tgt"), "w") as ft:
+            for i in range(n):
+                first, second = HEAD_WORDS[i % 2], HEAD_WORDS[1 - i % 2]
+                words = [rng.choice(first) for _ in range(head)] + [rng.choice(second) for _ in range(tail)]
+                fr.write(" ".join(words[:head]) + "\n")
+                ff.write(" ".join(words) + "\n")
+                ft.write(" ".join(HEAD_WORDS[0][:3] + HEAD_WORDS[1][:3]) + "\n")
+    return os.path.join(root, "raw"), os.path.join(root, "full")
+
+
+@pytest.fixture(scope="module")
+def truncated_data(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("ta_full_src"))
+    raw, full = write_truncated_corpus(root)
+    return binarize(raw, os.path.join(root, "bin")), full
+
+
+def test_fit_and_theta_count_the_untruncated_documents(truncated_data, tmp_path):
+    """§5.4: theta comes from all tokens of the document (--full-src), one row per binarized example;
+    without --full-src the binarized (truncated) source is counted, as before."""
+    import shutil
+
+    from preprocess.topic_model import (PoissonFactorAnalysis, bag_of_words, load_dictionary, load_split_tokens,
+                                        main as topic_model_main)
+
+    data, full = truncated_data
+    topic_model_main(["fit", data, "--topics", "2", "--iters", "30", "--full-src", full])
+    d = load_dictionary(data)
+    model = PoissonFactorAnalysis.load(os.path.join(data, "topic_model.npz"), d)
+    for split, n in (("train", 30), ("valid", 4), ("test", 5)):
+        with open(os.path.join(full, f"{split}.src")) as f:
+            whole = [d.encode_line(line, add_if_not_exist=False).numpy() for line in f]
+        binarized = load_split_tokens(data, split, d)
+        assert all(len(b) == 6 and np.array_equal(w[:5], b[:5]) for w, b in zip(whole, binarized))  # truncated
+        theta = np.load(os.path.join(data, f"{split}.theta.npy"))
+        assert theta.shape == (n, 2)
+        np.testing.assert_allclose(theta, model.infer(bag_of_words(whole, len(d), model.keep), empty="prior"),
+                                   atol=1e-5)
+        truncated = model.infer(bag_of_words(binarized, len(d), model.keep))
+        # the tail (the other topic, most of the document) decides the top topic, not the first words
+        assert (theta.argmax(1) != truncated.argmax(1)).all()
+    # the old behaviour without --full-src: the binarized source
+    topic_model_main(["infer", data, "--splits", "test"])
+    np.testing.assert_allclose(np.load(os.path.join(data, "test.theta.npy")),
+                               model.infer(bag_of_words(load_split_tokens(data, "test", d), len(d), model.keep),
+                                           empty="prior"), atol=1e-5)
+    # misaligned untruncated files are an error naming the file
+    bad = str(tmp_path / "bad")
+    shutil.copytree(full, bad)
+    lines = open(os.path.join(full, "test.src")).read().splitlines(True)
+    open(os.path.join(bad, "test.src"), "w").write("".join(lines[:-1]))
+    with pytest.raises(ValueError, match=r"test.src has 4 lines but the binarized test split has 5"):
+        topic_model_main(["infer", data, "--splits", "test", "--full-src", bad])
+    open(os.path.join(bad, "test.src"), "w").write("".join([lines[1], lines[0]] + lines[2:]))
+    with pytest.raises(ValueError, match=r"test.src:1 is not the untruncated form of binarized test example 0"):
+        topic_model_main(["infer", data, "--splits", "test", "--full-src", bad])
+    with pytest.raises(FileNotFoundError, match="--write-full-src"):
+        topic_model_main(["infer", data, "--splits", "test", "--full-src", str(tmp_path / "none")])
+
+
+def test_prepare_and_gpt2_bpe_write_aligned_untruncated_sources(tmp_path):
+    """The producers of --full-src: fairseq-sum-prepare --write-full-src (OUT/spm_full) and
+    preprocess.gpt2_bpe --full-src-out: untruncated lines whose prefix is the truncated one."""
+    from preprocess import gpt2_bpe
+    from preprocess.topic_model import main as topic_model_main
+    from test_bart_ta_recipe import encoder_of, write_gpt2_files, write_hf_xsum
+    from test_preprocess import make_corpus, read, run_prepare
+
+    out = tmp_path / "prep"
+    run_prepare(make_corpus(str(tmp_path / "jsonl")), out, "--write-full-src")
+    for split in ("train", "valid", "test"):
+        cut, whole = read(out / "spm" / f"{split}.src"), read(out / "spm_full" / f"{split}.src")
+        assert len(cut) == len(whole) and all(w.split()[: len(c.split())] == c.split() for c, w in zip(cut, whole))
+        assert any(len(w.split()) > 40 for w in whole)  # some documents are longer than --max-src-tokens 40
+    topic_model_main(["fit", str(out / "bin"), "--topics", "3", "--iters", "3", "--full-src", str(out / "spm_full")])
+    assert np.load(out / "bin" / "train.theta.npy").shape == (40, 3)
+
+    paths = write_gpt2_files(str(tmp_path / "gpt2"))
+    jsonl = write_hf_xsum(str(tmp_path / "xsum"))
+    os.replace(os.path.join(jsonl, "validation.jsonl"), os.path.join(jsonl, "valid.jsonl"))
+    gpt2_bpe.main(["--jsonl-dir", jsonl, "--out", str(tmp_path / "bpe"), "--encoder-json", paths["encoder.json"],
+                   "--vocab-bpe", paths["vocab.bpe"], "--max-src-tokens", "7", "--langs", "src,tgt",
+                   "--full-src-out", str(tmp_path / "bpe_full")])
+    bpe = encoder_of(paths)
+    for split in ("train", "valid", "test"):
+        cut, whole = read(tmp_path / "bpe" / f"{split}.src"), read(tmp_path / "bpe_full" / f"{split}.src")
+        docs = [json.loads(line)["document"] for line in open(os.path.join(jsonl, f"{split}.jsonl"))]
+        assert whole == [" ".join(map(str, bpe.encode(" ".join(doc.split())))) for doc in docs]
+        assert cut == [" ".join(w.split()[:7]) for w in whole]
+
+
+# --- semantic similarity reads the detokenized hypotheses ------------------------------------------------
+
+
+def test_semantic_similarity_reads_d_lines(ta_trained, tmp_path):
+    """eq. 10 of fairseq-generate output: hypotheses from the D- lines (detokenized, as the T-
+    references), the H- lines only when there is no D- line."""
+    from fairseq_sum_plugins.analysis import topics
+
+    data = ta_trained["data"]
+    lines = ["S-0\tthe cat sat on mat", "T-0\tcat sat on mat", "H-0\t-0.5\tblue sky ball park",
+             "D-0\t-0.5\tcat sat mat", "P-0\t-0.5 -0.5", "S-1\tdog ran fast", "T-1\tdog ran",
+             "H-1\t-0.5\tred red red", "D-1\t-0.5\tdog ran fast in park"]
+    gen = tmp_path / "gen.out"
+    gen.write_text("\n".join(lines) + "\n")
+    args = argparse.Namespace(data=data, generate_output=str(gen), split="test", json=None, topic_model=None,
+                              full_src=None)
+    got = topics.ss_main(args)
+    dictionary, model = topics.load_topic_model(data)
+    encode = topics._encoder(data, dictionary, model)
+    docs = load_split_tokens(data, "test", dictionary)
+    expect = topics.summary_similarities(model, encode, ["cat sat mat", "dog ran fast in park"], docs[:2],
+                                         ["cat sat on mat", "dog ran"])
+    assert got == expect
+    h_only = tmp_path / "h.out"
+    h_only.write_text("\n".join(l for l in lines if not l.startswith("D-")) + "\n")
+    got = topics.ss_main(argparse.Namespace(**dict(vars(args), generate_output=str(h_only))))
+    assert got == topics.summary_similarities(model, encode, ["blue sky ball park", "red red red"], docs[:2],
+                                              ["cat sat on mat", "dog ran"])
+    assert topics.parse_generate_output(str(gen))[0] == {0: "cat sat mat", 1: "dog ran fast in park"}
+
+
+# --- checkpoints record Phi's checksum ------------------------------------------------------------------
+
+
+def test_checkpoint_records_phi_and_rejects_a_refit_topic_model(ta_trained, tmp_path):
+    import torch
+    from fairseq import checkpoint_utils
+
+    from preprocess.topic_model import PoissonFactorAnalysis, load_dictionary
+
+    data, ckpt = ta_trained["data"], ta_trained["ckpt"]
+    d = load_dictionary(data)
+    tm = PoissonFactorAnalysis.load(os.path.join(data, "topic_model.npz"), d)
+    state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    model_args = state["cfg"]["model"]
+    assert model_args.ta_phi_sha256 == tm.phi_sha256  # in the checkpoint's cfg, Phi itself is not
+    assert not [k for k in state["model"] if "phi" in k]
+    models, _ = checkpoint_utils.load_model_ensemble([ckpt], arg_overrides={"data": data})  # the same Phi: fine
+    # a refit topic model (same dictionary and K, other Phi) is an error naming both files and checksums
+    other = str(tmp_path / "refit.npz")
+    phi = np.random.default_rng(5).gamma(0.3, 1.0, tm.phi.shape).astype(np.float32)
+    phi[~tm.keep] = 0
+    PoissonFactorAnalysis(phi / phi.sum(0), tm.keep, tm.checksum).save(other)
+    refit = PoissonFactorAnalysis.load(other)
+    with pytest.raises(ValueError) as err:
+        checkpoint_utils.load_model_ensemble([ckpt], arg_overrides={"data": data, "topic_model": other})
+    msg = str(err.value)
+    assert other in msg and os.path.join(data, "topic_model.npz") in msg
+    assert tm.phi_sha256[:16] in msg and refit.phi_sha256[:16] in msg
+
+
+# --- recipe: App. B's 4 GPUs x gradient accumulation every six iterations -----------------------------------
+
+
+def recipe_update_freq(**env):
+    """UPDATE_FREQ as recipes/topic_assistant_run.sh computes it (its variable lines, run by bash)."""
+    import re
+    import subprocess
+
+    from conftest import REPO
+
+    with open(os.path.join(REPO, "recipes", "topic_assistant_run.sh")) as f:
+        script = f.read()
+    assert '--update-freq "$UPDATE_FREQ"' in script
+    lines = re.findall(r"^(?:NGPU|PAPER_GPUS|PAPER_ACCUM|UPDATE_FREQ)=.*$", script, re.M)
+    clean = {k: v for k, v in os.environ.items() if k not in ("NGPU", "PAPER_GPUS", "PAPER_ACCUM", "UPDATE_FREQ")}
+    proc = subprocess.run(["bash", "-c", "\n".join(lines + ['echo "$UPDATE_FREQ"'])], env=dict(clean, **env),
+                          capture_output=True, text=True, check=True)
+    return int(proc.stdout.strip())
+
+
+def test_recipe_update_freq_is_paper_gpus_times_six_over_ngpu():
+    assert recipe_update_freq() == 24  # 4 GPUs x 6 accumulated iterations, on one GPU
+    assert recipe_update_freq(NGPU="4") == 6
+    assert recipe_update_freq(NGPU="8") == 3
+    assert recipe_update_freq(NGPU="5") == 5  # rounded up
+    assert recipe_update_freq(PAPER_ACCUM="1", NGPU="2") == 2

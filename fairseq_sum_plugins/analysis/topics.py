@@ -5,15 +5,21 @@ summaries, ``SS(D1, D2; Phi) = theta_1^T theta_2 / (||theta_1|| ||theta_2||)`` w
 inferred with ``Phi`` fixed (Table 6)::
 
     python -m fairseq_sum_plugins.analysis.topics ss DATA/bin --generate-output gen.out [--json ss.json]
+        [--full-src DIR]
 
 A document's top topics and each topic's top words, as a PNG::
 
     python -m fairseq_sum_plugins.analysis.topics plot DATA/bin --split test --index 0 --png topics.png
 
-Texts of ``fairseq-generate`` output (``H-``/``T-`` lines, detokenized) are encoded again with the
-tokenizer and sentencepiece model recorded in ``DATA/prepare_args.json`` (for a topic model fit
-over BART's GPT-2 BPE dictionary, with the GPT-2 encoder recorded in ``topic_model.npz``);
-documents are read from the binarized split by example id.
+Texts of ``fairseq-generate`` output (hypotheses from the detokenized ``D-`` lines, ``H-`` only
+when the output has no ``D-`` line, references from ``T-``: read by
+:func:`fairseq_sum_plugins.rouge.read_generate_output`) are encoded again with the tokenizer and
+sentencepiece model recorded in ``DATA/prepare_args.json`` (for a topic model fit over BART's
+GPT-2 BPE dictionary, with the GPT-2 encoder recorded in ``topic_model.npz``). Documents are read
+by example id from the untruncated source with ``--full-src DIR`` (``DIR/{split}.src``, as for
+``preprocess.topic_model --full-src``: the whole document, as the topic model saw it), else from
+the binarized split (the encoder's input, possibly truncated). A summary with no countable token
+has theta = 0 and scores 0.
 
 A 2-D map of token topic rows: the ``--tokens`` most frequent kept (non-stop, non-special) symbols,
 their Phi rows normalised to ``p(topic | token)``, projected on the first two principal components
@@ -75,14 +81,12 @@ def _encoder(data, dictionary, model=None):
 
 
 def parse_generate_output(path):
-    hyps, refs = {}, {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.startswith(("H-", "T-")):
-                parts = line.rstrip("\n").split("\t")
-                idx = int(parts[0][2:])
-                (hyps if line[0] == "H" else refs)[idx] = parts[-1]
-    return hyps, refs
+    """``({id: hypothesis}, {id: reference})`` of fairseq-generate output: the parser of
+    ``fairseq-sum-score`` (detokenized ``D-`` lines, ``H-`` only without them; ``T-`` references)."""
+    from ..rouge import read_generate_output
+
+    ids, hyps, refs = read_generate_output(path)
+    return dict(zip(ids, hyps)), dict(zip(ids, refs))
 
 
 def load_topic_model(data, topic_model=None):
@@ -99,11 +103,12 @@ def summary_similarities(model, encode, hyps, docs, refs=None):
 
     ``hyps``/``refs`` are texts; ``docs`` are texts or arrays of dictionary ids.
     """
-    theta_s = model.infer_tokens([encode(h) for h in hyps])
-    theta_d = model.infer_tokens([encode(d) if isinstance(d, str) else d for d in docs])
+    # no countable token: theta = 0 (no topic evidence), SS 0; not the prior of the summarizer's side data
+    theta_s = model.infer_tokens([encode(h) for h in hyps], empty="zero")
+    theta_d = model.infer_tokens([encode(d) if isinstance(d, str) else d for d in docs], empty="zero")
     result = {"num_summaries": len(hyps), "ss_sum_doc": float(semantic_similarity(theta_s, theta_d).mean())}
     if refs:
-        theta_g = model.infer_tokens([encode(r) for r in refs])
+        theta_g = model.infer_tokens([encode(r) for r in refs], empty="zero")
         result["ss_sum_gold"] = float(semantic_similarity(theta_s, theta_g).mean())
     return result
 
@@ -115,15 +120,22 @@ def format_ss(result):
 
 
 def ss_main(args):
-    from preprocess.topic_model import load_split_tokens
+    from preprocess.topic_model import split_documents
+
+    from ..rouge import read_generate_output
 
     dictionary, model = load_topic_model(args.data, args.topic_model)
-    hyps, refs = parse_generate_output(args.generate_output)
-    ids = sorted(hyps)
+    ids, hyps, refs = read_generate_output(args.generate_output)
     encode = _encoder(args.data, dictionary, model)
-    docs = load_split_tokens(args.data, args.split, dictionary)
-    result = summary_similarities(model, encode, [hyps[i] for i in ids], [docs[i] for i in ids],
-                                  [refs[i] for i in ids] if refs else None)
+    n, docs = split_documents(args.data, args.split, dictionary, getattr(args, "full_src", None))
+    if docs is None:
+        raise FileNotFoundError(f"no binarized {args.split} split in {args.data}")
+    wanted = set(ids)
+    docs = {i: toks for i, toks in enumerate(docs) if i in wanted}
+    if len(docs) != len(wanted):
+        raise ValueError(f"{args.generate_output}: ids {sorted(wanted - set(docs))[:10]} are not in the "
+                         f"{args.split} split ({n} examples)")
+    result = summary_similarities(model, encode, hyps, [docs[i] for i in ids], refs)
     print(format_ss(result))
     if args.json:
         with open(args.json, "w") as f:
@@ -217,6 +229,9 @@ def main(argv=None):
     s.add_argument("--generate-output", required=True)
     s.add_argument("--split", default="test")
     s.add_argument("--json", default=None)
+    s.add_argument("--full-src", metavar="DIR", default=None,
+                   help="the untruncated documents, DIR/{split}.src (as for preprocess.topic_model --full-src); "
+                        "default: the binarized split")
     g = sub.add_parser("plot", help="a document's top topics with their top words, as a PNG")
     g.add_argument("data")
     g.add_argument("--split", default="test")

@@ -33,7 +33,22 @@ the decoder's view of the document: its value rows are scaled by the gates as th
 keys and values are (eq. 6 of that paper; with ``--gate-per-head``, by the mean of the head gates,
 since the extra head has no gate of its own), and positions that Algorithm 1 removed at inference
 are removed from its topic rows too, so pruning and masking give the same output.
+
+**A document without topic evidence** (theta all zero, e.g. a ``theta.npy`` row of a document with
+only stop words, written before the topic model had a fallback) takes the topic model's prior
+proportions (:meth:`preprocess.topic_model.PoissonFactorAnalysis.theta_prior`: the corpus mean of
+the fit, or uniform), for TEMA and DRM alike, and TEMA breaks ties by the lower topic id, so its
+prefix is deterministic and nothing is NaN.
+
+**Phi in checkpoints.** ``phi`` / ``phi_unit`` are not saved with the weights (they come from
+``topic_model.npz``), but ``build_topic_assistant`` records the sha256 of Phi (and the file) in the
+model args, ``ta_phi_sha256`` / ``ta_phi_file``, which fairseq saves in the checkpoint's cfg. When a
+model is rebuilt from a checkpoint (fairseq-generate, -interactive, the hub) with a topic model whose
+Phi differs (refit, another data dir with the same dictionary and K), that is an error naming both
+files and checksums; a checkpoint saved before the checksum was recorded loads with a warning.
+(Resuming fairseq-train builds the model from the command line's args: not checked there.)
 """
+import logging
 import math
 import os
 
@@ -44,6 +59,8 @@ from fairseq import utils
 from fairseq.incremental_decoding_utils import with_incremental_state
 
 from ..tasks.summarization import register_side_data_provider
+
+logger = logging.getLogger(__name__)
 
 
 def add_topic_args(parser):
@@ -92,12 +109,18 @@ def load_topic_model(path, dictionary):
 class TopicAssistant(nn.Module):
     """Fixed topic buffers (from the PFA, not trained) and what every layer shares per forward."""
 
-    def __init__(self, phi, n_topics=5, path=""):
+    def __init__(self, phi, n_topics=5, path="", prior=None):
         super().__init__()
         phi = torch.as_tensor(np.asarray(phi, dtype=np.float32))
         self.num_topics = phi.size(1)
         self.n = min(n_topics, self.num_topics)
         self.path = path
+        # theta of a document without topic evidence (the topic model's theta_prior; default uniform)
+        prior = torch.full((self.num_topics,), 1.0 / self.num_topics) if prior is None else \
+            torch.as_tensor(np.asarray(prior, dtype=np.float32))
+        if prior.shape != (self.num_topics,) or not bool(torch.isfinite(prior).all()) or not prior.sum() > 0:
+            raise ValueError(f"the prior topic proportions must be {self.num_topics} finite values with a positive sum")
+        self.register_buffer("theta_prior", prior / prior.sum(), persistent=False)
         # eq. 8: topics (columns) as distributions over tokens
         self.register_buffer("phi", phi / phi.sum(0, keepdim=True).clamp_min(1e-30), persistent=False)
         # eq. 5: rows as distributions over topics; L2-normalised for the cosine, zero rows stay zero
@@ -122,7 +145,8 @@ class TopicAssistant(nn.Module):
     # --- TEMA ---
 
     def top_topics(self, theta):
-        return theta.topk(self.n, dim=-1).indices  # (B, n)
+        """The ``n`` largest proportions ``(B, n)``, ties broken by the lower topic id (deterministic)."""
+        return theta.sort(dim=-1, descending=True, stable=True).indices[:, : self.n]
 
     def topic_embeddings(self, topic_ids, embed_weight):
         """``E_topic[k] = Phi[:, k]^T E_token`` for the selected topics ``(B, n) -> (B, n, C)`` (eq. 8)."""
@@ -150,7 +174,12 @@ class TopicAssistant(nn.Module):
         if theta.dim() != 2 or theta.size(1) != self.num_topics:
             raise ValueError(f"side data theta has shape {tuple(theta.shape)}, the topic model has "
                              f"{self.num_topics} topics: (B, {self.num_topics}) expected")
-        return theta.float()
+        theta = theta.float()
+        # no topic evidence (all zero; or not finite): the prior proportions
+        empty = ~(theta.sum(-1, keepdim=True) > 0) | ~torch.isfinite(theta).all(-1, keepdim=True)
+        if bool(empty.any()):
+            theta = torch.where(empty, self.theta_prior.to(theta.device), theta)
+        return theta
 
     def decoder_inputs(self, decoder, x, prev_tokens, encoder_out, incremental_state=None):
         """Prefix the topic embeddings (TEMA) and precompute what the decoder layers share.
@@ -249,16 +278,46 @@ class DRM(nn.Module):
         return self.w_b(theta.to(self.w_b.weight.dtype))[:, None, :]
 
 
+def check_phi(args, model, path):
+    """Records Phi's sha256 (and the file) in ``args`` (so in the checkpoint's cfg); when ``args``
+    already hold one (a model rebuilt from a checkpoint), ``path`` must have that Phi."""
+    sha = model.phi_sha256
+    stored = getattr(args, "ta_phi_sha256", None)
+    if stored:
+        if stored != sha:
+            trained = getattr(args, "ta_phi_file", None) or "?"
+            raise ValueError(
+                f"Topic Assistant: the checkpoint was trained with the topic model {trained} (Phi sha256 "
+                f"{stored[:16]}), but {path} has a different Phi (sha256 {sha[:16]}): a refit topic model (same "
+                "dictionary and K) does not fit the trained weights. Use the topic model of training "
+                "(--model-overrides \"{'topic_model': 'PATH'}\" or DATA/topic_model.npz of the training data)"
+            )
+        return
+    if getattr(args, "ta_num_topics", None) is not None:  # set at build time: args of a checkpoint
+        logger.warning(f"Topic Assistant: the checkpoint records no Phi checksum (saved before it was recorded): "
+                       f"cannot check that {path} is the topic model it was trained with")
+    args.ta_phi_sha256 = sha
+    args.ta_phi_file = os.path.abspath(path)
+
+
 def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
-    """Loads the topic model for ``--ta-*`` (checksum-checked) and records K in ``args``."""
+    """Loads the topic model for ``--ta-*`` (dictionary and, for a checkpoint, Phi checksum checked),
+    records K and Phi's checksum in ``args`` and the path on ``task`` (for the raw-text theta provider)."""
     if not ta_enabled(args):
         return None
     path = topic_model_path(args, task)
     model = load_topic_model(path, dictionary)
     if tgt_dictionary is not None and tgt_dictionary is not dictionary and tgt_dictionary != dictionary:
         raise ValueError("the Topic Assistant needs a joined dictionary (one Phi row per source and target token)")
+    check_phi(args, model, path)
     args.ta_num_topics = model.num_topics
-    return TopicAssistant(model.phi, args.ta_topics_n, path)
+    if task is not None:
+        previous = getattr(task, "ta_topic_model", None)
+        if previous and os.path.abspath(previous) != os.path.abspath(path):
+            logger.warning(f"Topic Assistant: models with different topic models ({previous}, {path}); "
+                           f"raw-text theta uses {path}")
+        task.ta_topic_model = path
+    return TopicAssistant(model.phi, args.ta_topics_n, path, prior=model.theta_prior())
 
 
 # --- side data for raw text (fairseq-interactive, hub) -------------------------------------------
@@ -268,16 +327,25 @@ _CACHE = {}
 
 @register_side_data_provider("theta")
 def theta_provider(task, src_tokens):
-    """theta of raw-text documents: PFA inference with the data directory's topic model.
+    """theta of raw-text documents: PFA inference with the model's topic model.
 
-    ``src_tokens`` are dictionary ids, whatever the BPE (sentencepiece pieces, or GPT-2 ids for
-    BART with ``--bpe gpt2``), and the counted symbols are the ``keep`` mask stored at fit time
-    (decided on the decoded GPT-2 text for a BART dictionary), so raw text gets the bag of words
-    the binarized splits got (specials such as BART's ``<s>`` are never counted)."""
-    data = utils.split_paths(task.cfg.data)[0]
-    path = os.path.join(data, "topic_model.npz")
+    That is the topic model the Topic Assistant model was built with (its ``--topic-model``, checked
+    against the checkpoint's Phi checksum, recorded on the task by :func:`build_topic_assistant`),
+    else ``DATA/topic_model.npz``. ``src_tokens`` are dictionary ids, whatever the BPE
+    (sentencepiece pieces, or GPT-2 ids for BART with ``--bpe gpt2``), and the counted symbols are
+    the ``keep`` mask stored at fit time (decided on the decoded GPT-2 text for a BART dictionary),
+    so raw text gets the bag of words the binarized splits got (specials such as BART's ``<s>`` are
+    never counted). fairseq-interactive encodes the whole text (no truncation), so its theta counts
+    the whole document, as ``topic_model --full-src`` does for the binarized splits; a document
+    with no countable token gets the prior proportions. (BART's hub ``encode`` cuts the text at
+    ``max_positions - 2`` tokens before the task sees it: for theta over a longer document call
+    ``task.provide_side_data("theta", tokens)`` with its whole token ids.)"""
+    path = getattr(task, "ta_topic_model", None)
+    if not path:
+        path = os.path.join(utils.split_paths(task.cfg.data)[0], "topic_model.npz")
     key = (path, os.path.getmtime(path) if os.path.exists(path) else None)
     if key not in _CACHE:
         _CACHE.clear()
         _CACHE[key] = load_topic_model(path, task.source_dictionary)
-    return _CACHE[key].infer_tokens([t.numpy() if torch.is_tensor(t) else np.asarray(t) for t in src_tokens])
+    return _CACHE[key].infer_tokens([t.numpy() if torch.is_tensor(t) else np.asarray(t) for t in src_tokens],
+                                    empty="prior")
