@@ -13,12 +13,14 @@ sentences), ``abstract_text`` (list of ``<S> sentence </S>`` strings), ``section
 Output: ``OUT/{train,valid,test}.jsonl`` with ``document`` = the article sentences and ``summary``
 = the abstract sentences (``<S>``/``</S>`` removed), both as lists so that ``fairseq-sum-prepare``
 keeps every sentence (as ``<sep>``). ``--max-sections N`` builds the document from the first N
-sections only (App. A.2 of Mem2Mem / Cohan et al. use 4; the per-section token cap is applied by
-the model's ``--max-sentence-tokens`` / ``--max-doc-sentences`` and by ``--max-src-tokens``).
-``--max-section-words N`` cuts every section after N words (whole sentences kept, the one
-crossing the limit cut; Mem2Mem: 500); ``--paper-truncation mem2mem`` sets 4 sections x 500
-words and abstracts of at most 200 words. ``--stats`` prints our averages beside Mem2Mem §5.1's
-(``--dataset`` names the corpus, default: guessed from the input path).
+sections only (App. A.2 of Mem2Mem / Cohan et al. use 4). ``--max-section-words N`` cuts every
+section after N words (whole sentences kept, the one crossing the limit cut; Mem2Mem: 500).
+``--paper-truncation mem2mem`` sets 4 sections x 500 words (every one of the 4 sections keeps its
+first 500 words: at most 2000 words) and abstracts of at most 200 words; the recipes
+(``recipes/{pubmed,arxiv}/run.sh``) use it. A record without ``sections`` falls back to
+``article_text``, cut after N x 500 words when both limits are set. ``--stats`` prints our
+averages beside Mem2Mem §5.1's (``--dataset`` names the corpus, default: guessed from the input
+path).
 ``--keep-sections`` also writes ``sections`` and ``section_names``. Examples with an empty article
 or abstract are skipped (counted on stderr).
 """
@@ -61,6 +63,8 @@ def convert_example(obj, where, max_sections=0, keep_sections=False, max_section
         document = [s for sec in sections[:max_sections or None] for s in sec]
     else:
         document = clean_sentences(obj["article_text"])
+        if max_sections and max_section_words:  # no sections: the same word budget over the article
+            document = stats.truncate_sentences(document, max_sections * max_section_words)
     summary = clean_sentences(obj["abstract_text"])
     if not document or not summary:
         return None

@@ -2,29 +2,38 @@
 # archs -- Adam at 2e-4, batch 16, gradient norm clipped at 2, 15 epochs, beam 4 at test time;
 # vocabulary 50k, summaries cut at 200 tokens. Source this after common.sh.
 #
-# Environment: WORK (data dir), VOCAB (50000), MAX_SRC (4000 pieces kept by fairseq-sum-prepare; the
-# model then keeps at most MAX_SENTS sentences x SENT_TOKENS tokens, App. A.2), MAX_SENTS (40),
-# SENT_TOKENS (50), EPOCHS (15), BATCH (16), FP16 (0; 1 adds --fp16 on a GPU), EXTRA (more
-# fairseq-train flags, e.g. smaller dims "--embed-dim 32 --decoder-hidden-size 64" for a CPU smoke run).
+# Environment: WORK (data dir), VOCAB (50000), MAX_SRC (4000: source pieces kept by
+# fairseq-sum-prepare; PubMed / arXiv come truncated to App. A.2's 4 sections x 500 words by their
+# converter, ~2000 words + <sep>s, which this rarely cuts), MAX_TGT (200: summary pieces kept by
+# fairseq-sum-prepare; --max-target-positions is MAX_TGT + 1 for </s>, so no training or test
+# example is filtered out by its length), MAX_SENTS / SENT_TOKENS (0 / 0: the model keeps every
+# sentence and every piece that prepare kept; N caps the sentences per document / pieces per
+# sentence, --max-doc-sentences / --max-sentence-tokens), EPOCHS (15), BATCH (16), FP16 (0; 1 adds
+# --fp16 on a GPU), EXTRA (more fairseq-train flags, e.g. smaller dims "--embed-dim 32
+# --decoder-hidden-size 64" for a CPU smoke run).
 VOCAB=${VOCAB:-50000}
 MAX_SRC=${MAX_SRC:-4000}
-MAX_SENTS=${MAX_SENTS:-40}
-SENT_TOKENS=${SENT_TOKENS:-50}
+MAX_TGT=${MAX_TGT:-200}
+MAX_SENTS=${MAX_SENTS:-0}
+SENT_TOKENS=${SENT_TOKENS:-0}
 EPOCHS=${EPOCHS:-15}
 BATCH=${BATCH:-16}
 FP16_FLAG=$(FP16=${FP16:-0} fp16_flag)  # off by default here
+if [ "$MAX_TGT" -le 0 ]; then echo "MAX_TGT must be > 0 (it sets --max-target-positions)" >&2; exit 2; fi
 
-# mem2mem_prepare JSONL_DIR MAX_TGT
+# mem2mem_prepare JSONL_DIR   (sources cut at MAX_SRC pieces, summaries at MAX_TGT)
 mem2mem_prepare() {
-  prepare "$1" "$WORK" --vocab-size "$VOCAB" --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$2" --workers "$(nproc)"
+  prepare "$1" "$WORK" --vocab-size "$VOCAB" --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$MAX_TGT" --workers "$(nproc)"
 }
 
 # mem2mem_run ARCH NAME MAX_LEN_B [extra fairseq-train options...]
-#   trains WORK/checkpoints/NAME, decodes the test split with beam 4 and scores it; for models with
-#   an encoder memory also runs the implicit-extraction analysis (Table 3, Fig. 2 heatmaps).
+#   trains WORK/checkpoints/NAME, decodes the test split with beam 4 (summaries of at most MAX_LEN_B
+#   pieces) and scores it; for mem2mem_base also runs the implicit-extraction analysis (Table 3,
+#   Fig. 2 heatmaps), skipped with a message for a model without an encoder memory (ablation rows).
 mem2mem_run() {
   local arch=$1 name=$2 max_len_b=$3; shift 3
-  local positions="--max-source-positions $((MAX_SRC + 1)) --max-target-positions $((max_len_b + 10))"
+  # positions cover the longest prepared target (and decoded summary) plus </s>
+  local positions="--max-source-positions $((MAX_SRC + 1)) --max-target-positions $(( (MAX_TGT > max_len_b ? MAX_TGT : max_len_b) + 1 ))"
   train "$WORK/bin" "$WORK/checkpoints/$name" --arch "$arch" $FP16_FLAG $positions \
     --max-doc-sentences "$MAX_SENTS" --max-sentence-tokens "$SENT_TOKENS" \
     --optimizer adam --lr 2e-4 --clip-norm 2 --batch-size "$BATCH" --max-epoch "$EPOCHS" \
@@ -39,5 +48,5 @@ mem2mem_run() {
   log "implicit extraction: $name"
   python -m fairseq_sum_plugins.analysis.implicit_extraction "$WORK/bin" \
     --path "$WORK/checkpoints/$name/checkpoint_best.pt" --split test --lead 10 \
-    --out "$extraction" --png-index 0 --max-len-b "$max_len_b"
+    --out "$extraction" --png-index 0 --max-len-b "$max_len_b" --skip-without-memory
 }

@@ -48,6 +48,25 @@ def test_arxiv_pubmed_sections(cohan_dir, tmp_path):
     assert rec["section_names"] == ["introduction", "methods"]
 
 
+def test_arxiv_pubmed_paper_truncation_keeps_4_sections_or_2000_words(tmp_path):
+    """Mem2Mem App. A.2: the first 4 sections, each cut after 500 words (section 3 included); a record
+    without sections keeps the same budget of its article_text (4 x 500 words)."""
+    d = tmp_path / "pubmed-dataset"
+    d.mkdir()
+    sections = [[" ".join([f"s{k}"] * 27) + " ." for _ in range(30)] for k in range(6)]  # 6 x 840 words
+    rec = dict(cohan_record(0), sections=sections, article_text=[s for sec in sections for s in sec])
+    bare = dict(rec, sections=[])
+    for split in ("train", "val", "test"):
+        (d / f"{split}.txt").write_text(json.dumps(rec) + "\n" + json.dumps(bare) + "\n")
+    out = tmp_path / "jsonl"
+    arxiv_pubmed_to_jsonl.main(["--in", str(d), "--out", str(out), "--paper-truncation", "mem2mem"])
+    with_sections, without = read(out / "test.jsonl")
+    words = " ".join(with_sections["document"]).split()
+    assert [words.count(f"s{k}") for k in range(6)] == [483, 483, 483, 483, 0, 0]  # 17 x 27 + 24, then "."
+    assert len(words) == 2000 and len(with_sections["document"]) == 4 * 18
+    assert len(" ".join(without["document"]).split()) == 2000
+
+
 def test_arxiv_pubmed_bad_input_names_the_line(tmp_path):
     d = tmp_path / "arxiv"
     d.mkdir()

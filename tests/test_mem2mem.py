@@ -262,7 +262,7 @@ def test_padding_does_not_change_the_output():
 # --- incremental decoding ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("setting", ["hred", "encoder_mem", "full"])
+@pytest.mark.parametrize("setting", ["hred", "encoder_mem", "decoder_mem_from_zeros", "full"])
 def test_incremental_equals_full_forward_with_beam_reorder(setting):
     model, d = build_model("mem2mem_base", **TINY, **SETTINGS[setting])
     model.eval()
@@ -287,6 +287,47 @@ def test_incremental_equals_full_forward_with_beam_reorder(setting):
             p = prev[order] if t >= 3 else prev
             steps.append(model.decoder(p[:, : t + 1], enc, incremental_state=inc)[0])
         assert (torch.cat(steps[3:], dim=1) - full_r[:, 3:]).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("setting", ["decoder_mem_from_zeros", "full"])
+def test_memory_write_timing(setting):
+    """Eq. 7-10: step t reads with h^(d)_t (eq. 7); the write (eq. 8-10) takes h^(d)_{t+1}, the state
+    that has read the token y_t just produced, with the read m_t. Here (0-based steps): at every step
+    but the first, the memory is written from h^(d)_t and m_{t-1}, then read; step 0 reads the initial
+    M_D. So the memory read at step t changes with the decoder input x'_t, not only from step t + 1."""
+    model, d = build_model("mem2mem_base", **TINY, **SETTINGS[setting])
+    model.eval()
+    src, lens, prev = doc_batch(d, [[3, 4, 2], [5]], tgt_len=5)
+    prev[-1, -1] = d.index("w3")
+    steps = prev.size(1)
+    reads, writes = [], []  # reader: (h, memory read, m); writer: (h, m, memory before, memory after)
+    model.decoder.reader.register_forward_hook(lambda mod, i, o: reads.append((i[0].squeeze(1), i[1], o[1].squeeze(1))))
+    model.decoder.writer.register_forward_hook(lambda mod, i, o: writes.append((*i, o)))
+
+    def decode(p):
+        reads.clear()
+        writes.clear()
+        with torch.no_grad():
+            enc = model.encoder(src, lens)
+            model.decoder(p, enc)
+            hs = model.decoder.rnn(model.decoder.embed_tokens(p), enc["init_hidden"].unsqueeze(0))[0]
+        return enc, hs, [mem for _, mem, _ in reads]
+
+    enc, hs, read_mems = decode(prev)
+    assert len(reads) == steps and len(writes) == steps - 1
+    initial = enc["memory"] if setting == "full" else torch.zeros_like(read_mems[0])
+    assert torch.equal(read_mems[0], initial)
+    for t in range(1, steps):
+        h, m, before, after = writes[t - 1]
+        assert torch.allclose(h, hs[:, t], atol=1e-6)  # h^(d)_t (eq. 8-9's h^(d)_{t+1})
+        assert torch.equal(m, reads[t - 1][2])  # the previous read m_{t-1}
+        assert torch.equal(before, read_mems[t - 1]) and torch.equal(after, read_mems[t])  # write, then read
+    # changing x'_2 (the token produced at step 1) changes the memory read at step 2, not before
+    other = prev.clone()
+    other[:, 2] = torch.where(prev[:, 2] == d.index("w5"), d.index("w6"), d.index("w5"))
+    _, _, other_mems = decode(other)
+    assert torch.equal(other_mems[0], read_mems[0]) and torch.equal(other_mems[1], read_mems[1])
+    assert (other_mems[2] - read_mems[2]).abs().amax(dim=(1, 2)).min() > 1e-6
 
 
 # --- size -----------------------------------------------------------------------------------------
@@ -345,3 +386,28 @@ def test_implicit_extraction_cli(trained_mem2mem, tmp_path, capsys):
     assert (tmp_path / "ext" / "extractive.txt").read_text().count("\n") == 12
     for name in ("write_attn.png", "read_attn.png"):
         assert (tmp_path / "ext" / name).stat().st_size > 1000
+
+
+def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_path, capsys):
+    """Table 2's "+ Decoder Mem" row (--encoder-memory False) has no memory to extract with: an error,
+    or with --skip-without-memory (what the recipes pass) one line and exit 0, nothing written."""
+    from conftest import FakeTask
+    from fairseq_sum_plugins.analysis.implicit_extraction import cli_main
+    from fairseq_sum_plugins.models.mem2mem import Mem2MemModel
+
+    state = torch.load(trained_mem2mem["ckpt"], weights_only=False)
+    args = state["cfg"]["model"]
+    args.encoder_memory, args.memory_transfer = False, False
+    d = Dictionary.load(os.path.join(trained_mem2mem["data"], "dict.src.txt"))
+    keys = Mem2MemModel.build_model(args, FakeTask(d)).state_dict()
+    state["model"] = {k: state["model"][k] for k in keys}
+    ckpt = str(tmp_path / "dec_mem.pt")
+    torch.save(state, ckpt)
+    argv = [trained_mem2mem["data"], "--path", ckpt, "--split", "test", "--out", str(tmp_path / "ext"), "--cpu"]
+    with pytest.raises(SystemExit) as err:
+        cli_main(argv)
+    assert err.value.code != 0 and "no encoder memory" in capsys.readouterr().err
+    cli_main(argv + ["--skip-without-memory"])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "no encoder memory" in out[0] and "skipped" in out[0]
+    assert not (tmp_path / "ext").exists()

@@ -5,9 +5,11 @@ fairseq-sum-score. Only the recipes' environment variables make the runs small (
 one-layer model, ~100 sentencepiece pieces, small beams). Every test checks that each test example
 got a summary and that the ROUGE json holds finite scores; the XSum one runs its recipe a second time
 and checks that every finished step is skipped."""
+import gzip
 import json
 import math
 import os
+import random
 import re
 import subprocess
 import sys
@@ -27,7 +29,7 @@ TINY_TRANSFORMER = ("--encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 3
 # the recipes' other variables: not inherited from the caller's environment
 RECIPE_VARS = ("WORK ARCH EXTRA BATCH BEAM BEAMS UPDATE_FREQ MAX_SRC MAX_TGT MAX_SENTS SENT_TOKENS EPOCHS "
                "SAVE_INTERVAL TOPICS TOPICS_N LENPEN LAMBDA THRESHOLD TEST_SUBSET DENSITY_BIN COVERAGE_TYPE "
-               "MAX_SECTIONS MAX_LEN_B").split()
+               "MAX_SECTIONS SECTION_WORDS MAX_LEN_B").split()
 STEP = re.compile(r"^\[\d\d:\d\d:\d\d\] ([a-z][a-z ]*?): (.*)$", re.M)
 
 
@@ -95,16 +97,87 @@ def test_cnndm_etads_raw_stories(tmp_path):
     check_decoding(work / "test.etads_base.beam2.out")
 
 
+# Mem2Mem recipes: a tiny model, one epoch
+MEM2MEM_ENV = dict(EPOCHS="1", BATCH="8", MAX_SRC="256", EXTRA="--embed-dim 32 --encoder-hidden-size 32 "
+                   "--decoder-hidden-size 64 --memory-attn-dim 32")
+
+
+def rewrite_split_files(folder, edit):
+    """Applies ``edit(split, index, record)`` (in place) to every record of the JSON-lines files of
+    ``folder`` (``.txt``, ``.jsonl`` or ``.jsonl.gz``)."""
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            records = [json.loads(line) for line in f if line.strip()]
+        for i, record in enumerate(records):
+            edit(name.split(".")[0], i, record)
+        with opener(path, "wt", encoding="utf-8") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in records))
+
+
 def test_pubmed_mem2mem(tmp_path):
-    """Mem2Mem on PubMed in Cohan et al.'s release format, with the implicit extraction analysis."""
+    """Mem2Mem on PubMed in Cohan et al.'s release format, with the implicit extraction analysis.
+    Articles of 6 sections, the first over 500 words: the recipe keeps App. A.2's 4 sections x 500
+    words, and the model (MAX_SENTS / SENT_TOKENS unset) cuts nothing further."""
+    import torch
+
+    from preprocess.stats import truncate_sentences
+
     raw = corpora.write_cohan(tmp_path / "pubmed-dataset")
+    rng = random.Random(1)
+
+    def lengthen(split, i, record):
+        sections = record["sections"]
+        sections[0] += [corpora.sentence(rng, 9).lower()[:-1] + " ." for _ in range(60)]  # 600 words more
+        sections += [[f"section {k} of {split} {i} ."] for k in (4, 5)]
+        record["article_text"] = [s for sec in sections for s in sec]
+
+    rewrite_split_files(raw, lengthen)
     work = tmp_path / "work"
-    run_recipe("pubmed/mem2mem.sh", raw, WORK=str(work), EPOCHS="1", BATCH="8", MAX_SRC="256", MAX_SENTS="8",
-               SENT_TOKENS="24", EXTRA="--embed-dim 32 --encoder-hidden-size 32 --decoder-hidden-size 64 "
-                                   "--memory-attn-dim 32")
+    run_recipe("pubmed/mem2mem.sh", raw, WORK=str(work), **MEM2MEM_ENV)
     check_decoding(work / "test.mem2mem_base.beam4.out")
     with open(work / "implicit_extraction.mem2mem_base" / "scores.json", encoding="utf-8") as f:
         assert json.load(f)["num_docs"] == N_TEST
+    with open(os.path.join(raw, "test.txt"), encoding="utf-8") as f:
+        sections = [json.loads(line)["sections"] for line in f]
+    with open(work / "jsonl" / "test.jsonl", encoding="utf-8") as f:
+        docs = [json.loads(line)["document"] for line in f]
+    firsts = [truncate_sentences(secs[0], 500) for secs in sections]  # section 0 cut at 500 words
+    assert all(sum(len(s.split()) for s in first) == 500 for first in firsts)
+    assert docs == [first + [s for sec in secs[1:4] for s in sec] for first, secs in zip(firsts, sections)]
+    cfg = torch.load(work / "checkpoints" / "mem2mem_base" / "checkpoint_best.pt", weights_only=False)["cfg"]["model"]
+    assert (cfg.max_doc_sentences, cfg.max_sentence_tokens) == (0, 0)
+
+
+def test_pubmed_ablation_decoder_memory_row(tmp_path):
+    """Table 2's "+ Decoder Mem" row (no encoder memory) runs to the end: its implicit extraction is
+    skipped with a message instead of stopping ablation.sh before the next rows."""
+    raw = corpora.write_cohan(tmp_path / "pubmed-dataset")
+    work = tmp_path / "work"
+    stdout = run_recipe("pubmed/ablation.sh", raw, "dec_mem", WORK=str(work), **MEM2MEM_ENV)
+    check_decoding(work / "test.ablation_dec_mem.beam4.out")
+    assert "implicit extraction skipped" in stdout and "no encoder memory" in stdout
+    assert not (work / "implicit_extraction.ablation_dec_mem").exists()
+
+
+def test_newsroom_hred_long_references(tmp_path):
+    """HRED on Newsroom (abstractive test subset) with references longer than the 60 decoded pieces:
+    they are kept up to MAX_TGT = 200 pieces, neither skipped in training nor an error in
+    fairseq-generate ("Size of sample ... is invalid")."""
+    raw = corpora.write_newsroom(tmp_path / "newsroom", sizes={"test": 3 * N_TEST})  # a third is abstractive
+    rng = random.Random(2)
+
+    def lengthen(split, i, record):
+        if i % 2 == 0:  # ~110 words, over MAX_LEN_B + 10 pieces
+            record["summary"] = " ".join(corpora.sentence(rng, 10) for _ in range(10))
+
+    rewrite_split_files(raw, lengthen)
+    work = tmp_path / "work"
+    run_recipe("newsroom/hred.sh", raw, WORK=str(work), **MEM2MEM_ENV)
+    check_decoding(work / "test.hred_base.beam4.out")
+    with open(work / "checkpoints" / "hred_base" / "train.log", encoding="utf-8") as f:
+        assert "invalid sizes" not in f.read()  # fairseq's warning for skipped examples
 
 
 def test_newsroom_transformer_gated(tmp_path):

@@ -7,12 +7,15 @@ scored with ROUGE against the reference beside Lead-k (the first k sentences)::
     python -m fairseq_sum_plugins.analysis.implicit_extraction DATA/bin --path ckpt.pt \\
         --split test --lead 10 --out ext/ [--png-index 0]
 
+A model without an encoder memory is an error, or with ``--skip-without-memory`` (the recipes) a
+one-line message and nothing written.
+
 Writes ``OUT/extractive.txt`` and ``OUT/lead.txt`` (one document per line in split order, sentences
 joined by `` <sep> ``), ``OUT/scores.json``, and with ``--png-index I`` the heatmaps of document
 ``I``: ``OUT/write_attn.png`` (``A``, slots x sentences, Fig. 2a/3) and ``OUT/read_attn.png``
 (``Psi``, slots x decoding steps of its beam-search summary, Fig. 2b/4). Sentences are the
-``<sep>`` spans of the binarized source (full sentences; the model itself sees them truncated
-to ``--max-doc-sentences`` x ``--max-sentence-tokens``).
+``<sep>`` spans of the binarized source (full sentences; the model itself sees them capped by
+``--max-doc-sentences`` / ``--max-sentence-tokens`` where those are set).
 """
 import argparse
 import json
@@ -146,6 +149,9 @@ def cli_main(argv=None):
     parser.add_argument("--beam", type=int, default=4, help="beam of the summary drawn in the Psi heatmap")
     parser.add_argument("--max-len-b", type=int, default=200)
     parser.add_argument("--cpu", action="store_true")
+    parser.add_argument("--skip-without-memory", action="store_true",
+                        help="a model without an encoder memory (e.g. Table 2's HRED / + Decoder Mem rows): print a "
+                             "one-line message and exit 0 instead of failing")
     args = parser.parse_args(argv)
 
     import fairseq_sum_plugins  # noqa: F401  (registers the model and the task)
@@ -154,6 +160,9 @@ def cli_main(argv=None):
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.path], arg_overrides={"data": args.data})
     model = models[0]
     if getattr(model.encoder, "compression", None) is None:
+        if args.skip_without_memory:
+            print(f"implicit extraction skipped: {args.path} has no encoder memory (--encoder-memory False)")
+            return
         parser.error(f"{args.path}: this model has no encoder memory (--encoder-memory), nothing to extract with")
     use_cuda = torch.cuda.is_available() and not args.cpu
     if use_cuda:

@@ -9,11 +9,13 @@ Shapes: B batch, S kept source tokens, L sentences, T target steps, r memory slo
 E embedding (128), d = 2 x ``--encoder-hidden-size`` (bi-GRU output), H decoder hidden (256).
 
 Encoder (eq. 1-2, 4-6). Sentences are the ``<sep>``-delimited spans of ``src_tokens``
-(:mod:`..modules.sentences`, truncated to ``--max-doc-sentences`` x ``--max-sentence-tokens``,
-App. A.2). A bi-GRU runs over every sentence (packed): its outputs are the token states
-``h^(w)_i`` and its final states (forward last, backward first) the sentence embedding ``s_j``
-(eq. 1). A bi-GRU over the sentence embeddings gives ``h^(s)_j`` (eq. 2), i.e. the rows of ``H``
-(eq. 4), and its final states give the decoder's initial state ``tanh(W_init [->h_L; <-h_1])``.
+(:mod:`..modules.sentences`), optionally capped at ``--max-doc-sentences`` sentences of at most
+``--max-sentence-tokens`` pieces (default 0 / 0: all; App. A.2's 4 sections x 500 tokens is applied
+to the data by the PubMed / arXiv converter, so the model cuts nothing further). A bi-GRU runs over
+every sentence (packed): its outputs are the token states ``h^(w)_i`` and its final states
+(forward last, backward first) the sentence embedding ``s_j`` (eq. 1). A bi-GRU over the sentence
+embeddings gives ``h^(s)_j`` (eq. 2), i.e. the rows of ``H`` (eq. 4), and its final states give the
+decoder's initial state ``tanh(W_init [->h_L; <-h_1])``.
 With ``--encoder-memory``: ``A = softmax(W_a1 tanh(W_a2 H^T))`` (eq. 5, padding sentences
 masked), ``M_E = A H`` and ``L_comp = ||A A^T - I||_F^2`` (eq. 6), returned as aux loss
 ``mem_comp`` (mean over documents).
@@ -22,7 +24,14 @@ Decoder, per step t (the target GRU has no input feeding, so it runs over the wh
 the rest runs step by step because memory and coverage are recurrent):
 
 * ``h^(d)_t = GRU(x'_t, h^(d)_{t-1})`` with ``x'_t`` the embedding of the previous token;
-* memory read (eq. 7): ``psi_t = softmax(h_t W_psi M_D^T)``, ``m_t = psi_t M_D``,
+* gated write (eq. 8-10), at every step but the first, before the read: each slot ``M_D(k)`` is
+  updated from ``h^(d)_t`` and the previous read ``m_{t-1}``, i.e. eq. 8-10's ``h^(d)_{t+1}`` and
+  ``m_t`` one step on, so the memory absorbs the token just produced (``x'_t``, through ``h^(d)_t``)
+  before eq. 7 reads it. The first step reads the initial ``M_D``: ``M_E`` (transfer) or zeros. The
+  incremental state carries ``M_D`` and ``m_{t-1}``. (So the write's parameters get no gradient
+  from a batch whose targets are all one token long, i.e. empty summaries, which preprocessing
+  rejects; every real batch uses them, as DDP needs.);
+* memory read (eq. 7) of the updated memory: ``psi_t = softmax(h_t W_psi M_D^T)``, ``m_t = psi_t M_D``,
   ``h^(m)_t = W_m [h^(d)_t; m_t]``; without any memory ``h^(m)_t = h^(d)_t``;
 * token attention with coverage (eq. 16-17, Luong "concat" score):
   ``alpha_t = softmax(v^T tanh(W_e h^(w)_i + W_d h^(m)_t + w_c cov_ti))``, ``cov_t = sum_{t'<t} alpha_t'``;
@@ -30,10 +39,7 @@ the rest runs step by step because memory and coverage are recurrent):
 * ``gamma_ti = beta_{t,m(i)} alpha_ti / sum_l beta_{t,m(l)} alpha_tl`` (eq. 3), ``c_t = sum_i gamma_ti h^(w)_i``;
 * ``P_g = softmax(W_v tanh(W_o [h^(m)_t; c_t]))``, ``z_t = sigma(w_c c_t + w_d h^(m)_t + w_x x'_t)``,
   ``P = z_t P_g + (1 - z_t) P_c`` with ``P_c(w) = sum_{i: x_i = w} gamma_ti`` (eq. 13-15, over the
-  extended vocabulary of :mod:`..modules.pointer_generator`);
-* gated write after the step (eq. 8-10) with ``h^(d)_t``, ``m_t`` and each slot ``M_D(k)`` (the
-  paper's ``h^(d)_{t+1}`` is the state of the step just taken in our indexing, the write being
-  the last operation of a step); ``M_D`` starts from ``M_E`` (transfer) or zeros.
+  extended vocabulary of :mod:`..modules.pointer_generator`).
 
 Auxiliary losses (``net_output[1]["aux_losses"]``, weighted by ``summarization_loss``):
 ``mem_comp`` (eq. 6, per document), ``mem_read`` (eq. 11 against the initial ``M_E``: per
@@ -232,7 +238,7 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
         if self.attn_cov is not None:
             cov = encoder_out["token_states"].new_zeros(encoder_out["token_mask"].shape)
         keys = self.attn_key(encoder_out["token_states"])
-        return {"hidden": h0, "memory": memory, "coverage": cov, "keys": keys}
+        return {"hidden": h0, "memory": memory, "read": None, "coverage": cov, "keys": keys}
 
     def reorder_incremental_state(self, incremental_state, new_order):
         state = self.get_incremental_state(incremental_state, "state")
@@ -262,6 +268,7 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
         x = F.dropout(self.embed_tokens(prev_output_tokens), self.dropout, self.training)
         hs, h_last = self.rnn(x, state["hidden"].unsqueeze(0).contiguous())  # h^(d), B x T x H
         memory, cov, keys = state["memory"], state["coverage"], state["keys"]
+        m = state["read"]  # m_{t-1}, the previous step's read (None before the first step)
 
         hms, alphas, psis, cov_losses = [], [], [], []
         # eq. 17 keeps a B x S x A tanh per step for backward; above RECOMPUTE_ABOVE elements in all
@@ -269,6 +276,8 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
         recompute = self.training and torch.is_grad_enabled() and keys.numel() * hs.size(1) > RECOMPUTE_ABOVE
         for t in range(hs.size(1)):
             h = hs[:, t]
+            if self.writer is not None and m is not None:  # eq. 8-10: h^(d)_t with m_{t-1}, before the read
+                memory = self.writer(h, m, memory)
             if self.reader is not None:  # eq. 7
                 hm, m, psi = self.reader(h.unsqueeze(1), memory)
                 hm, m = hm.squeeze(1), m.squeeze(1)
@@ -285,8 +294,6 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
                 if self.coverage_loss:
                     cov_losses.append(torch.minimum(alpha, cov).sum(-1))
                 cov = cov + alpha  # eq. 16
-            if self.writer is not None:  # eq. 8-10
-                memory = self.writer(h, m, memory)
             hms.append(hm)
             alphas.append(alpha)
         hm = torch.stack(hms, dim=1)  # h^(m), B x T x H
@@ -322,9 +329,10 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
             extra["attn"] = [full]
 
         if incremental_state is not None:
-            self.set_incremental_state(
-                incremental_state, "state", {"hidden": h_last.squeeze(0), "memory": memory, "coverage": cov, "keys": keys}
-            )
+            self.set_incremental_state(incremental_state, "state", {
+                "hidden": h_last.squeeze(0), "memory": memory, "read": m if self.writer is not None else None,
+                "coverage": cov, "keys": keys,
+            })
             extra["aux_losses"] = {}
         else:
             aux = dict(encoder_out.get("aux_losses", {}))
@@ -366,9 +374,9 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
                             help="one embedding table for source and target (joined dictionary)")
         parser.add_argument("--share-decoder-input-output-embed", type=b, metavar="BOOL")
         parser.add_argument("--max-doc-sentences", type=int, metavar="N",
-                            help="keep at most N sentences per document (0: all; App. A.2)")
+                            help="keep at most N sentences per document (0: all, the default)")
         parser.add_argument("--max-sentence-tokens", type=int, metavar="M",
-                            help="keep at most M tokens per sentence (0: all; App. A.2)")
+                            help="keep at most M tokens per sentence (0: all, the default)")
         parser.add_argument("--max-source-positions", type=int, metavar="N")
         parser.add_argument("--max-target-positions", type=int, metavar="N")
         parser.add_argument("--pointer-generator", type=b, metavar="BOOL", help="copy mechanism (eq. 13-15)")
@@ -423,9 +431,11 @@ def base_architecture(args):
     args.decoder_out_embed_dim = getattr(args, "decoder_out_embed_dim", args.embed_dim)
     args.share_embeddings = getattr(args, "share_embeddings", True)
     args.share_decoder_input_output_embed = getattr(args, "share_decoder_input_output_embed", False)
-    # App. A.2 keeps 4 sections x 500 tokens; with sentences as the units: 40 x 50 = the same 2000 tokens
-    args.max_doc_sentences = getattr(args, "max_doc_sentences", 40)
-    args.max_sentence_tokens = getattr(args, "max_sentence_tokens", 50)
+    # no cut by default: App. A.2's 4 sections x 500 tokens is a cut by section, applied to the data
+    # (preprocess/arxiv_pubmed_to_jsonl.py --paper-truncation mem2mem), which sentence caps cannot
+    # reproduce (a section of 500 words may hold any number of sentences of any length)
+    args.max_doc_sentences = getattr(args, "max_doc_sentences", 0)
+    args.max_sentence_tokens = getattr(args, "max_sentence_tokens", 0)
     args.max_source_positions = getattr(args, "max_source_positions", 100000)
     args.max_target_positions = getattr(args, "max_target_positions", 1024)
     args.pointer_generator = getattr(args, "pointer_generator", True)

@@ -76,7 +76,8 @@ class MemoryReader(nn.Module):
 
 
 class MemoryWriter(nn.Module):
-    """Gated write of every slot after a decoding step (eq. 8-10)."""
+    """Gated write of every slot (eq. 8-10). The decoder calls it at step t > 1 with ``h^(d)_t`` and
+    the previous read ``m_{t-1}`` (eq. 8-10's ``h^(d)_{t+1}``, ``m_t``), before that step's read."""
 
     def __init__(self, query_dim, mem_dim):
         super().__init__()

@@ -1,8 +1,9 @@
 """Sentence spans of a padded source batch, from the ``<sep>`` tokens kept by preprocessing.
 
 Every non-pad token belongs to one sentence: a sentence runs up to and including its ``<sep>``
-(the last one ends at ``</s>``). Truncation follows Mem2Mem App. A.2 (at most ``max_sentences``
-sentences of at most ``max_sentence_tokens`` tokens each): tokens beyond either cap are dropped.
+(the last one ends at ``</s>``). Optional caps (at most ``max_sentences`` sentences of at most
+``max_sentence_tokens`` tokens each; 0: none) drop the tokens beyond either. Mem2Mem App. A.2's
+4 sections x 500 tokens is a cut by section, applied to the data by the PubMed / arXiv converter.
 Everything is vectorised over the batch and works with left- or right-padded sources.
 """
 from dataclasses import dataclass

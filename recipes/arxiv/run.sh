@@ -6,8 +6,12 @@
 #     ARXIV_DIR   the released arxiv-dataset/ (train.txt, val.txt, test.txt)
 #     NAME        checkpoint/output name (default: ARCH)
 #
-# Environment: WORK (data/arxiv), MAX_SECTIONS (0: whole articles; 4 keeps the first 4 sections
-# like Cohan et al.), and those of recipes/mem2mem_common.sh.
+# Environment: WORK (data/arxiv), MAX_SECTIONS (4) and SECTION_WORDS (500): the converter keeps the
+# first MAX_SECTIONS sections, each cut after SECTION_WORDS words (whole sentences, the one crossing
+# the limit cut), and abstracts of at most 200 words -- App. A.2's "maximum number of sections is set
+# to 4 and the maximum number of tokens for each section is 500" (--paper-truncation mem2mem; 0: no
+# limit, 0 and 0: the whole article_text); and those of recipes/mem2mem_common.sh (the model cuts
+# nothing further by default: MAX_SENTS = SENT_TOKENS = 0).
 source "$(dirname "$0")/../common.sh"
 source "$(dirname "$0")/../mem2mem_common.sh"
 ARCH=${1:?usage: run.sh ARCH ARXIV_DIR [NAME] [train options...]}
@@ -17,7 +21,8 @@ shift $(( $# < 3 ? $# : 3 ))
 WORK=${WORK:-data/arxiv}
 
 if ! converted "$WORK/jsonl" "$DATA"; then
-  python -m preprocess.arxiv_pubmed_to_jsonl --in "$DATA" --out "$WORK/jsonl" --max-sections "${MAX_SECTIONS:-0}"
+  python -m preprocess.arxiv_pubmed_to_jsonl --in "$DATA" --out "$WORK/jsonl" --dataset arxiv --paper-truncation mem2mem \
+    --max-sections "${MAX_SECTIONS:-4}" --max-section-words "${SECTION_WORDS:-500}"
 fi
-mem2mem_prepare "$WORK/jsonl" 200
+mem2mem_prepare "$WORK/jsonl"
 mem2mem_run "$ARCH" "$NAME" 200 "$@"

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The ablation rows of Mem2Mem Table 2 (PubMed), each trained and scored like run.sh.
+# The ablation rows of Mem2Mem Table 2 (PubMed), each trained and scored like run.sh. The implicit
+# extraction analysis runs for the rows with an encoder memory (enc_mem, transfer, comp, full); the
+# others (hred, dec_mem) have none to extract with.
 #
 #   bash recipes/pubmed/ablation.sh PUBMED_DIR [ROW...]
 #     ROW  hred | enc_mem | dec_mem | transfer | comp | full   (default: all six, in Table 2's order)
