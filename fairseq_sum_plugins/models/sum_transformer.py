@@ -446,6 +446,9 @@ def base_architecture(args):
     args.decoder_normalize_before = getattr(args, "decoder_normalize_before", args.encoder_normalize_before)
     args.decoder_learned_pos = getattr(args, "decoder_learned_pos", False)
     args.activation_fn = getattr(args, "activation_fn", "relu")
+    # "dropout 0.1" in fairseq's sense (embeddings and every sublayer's output before its residual),
+    # as fairseq's `transformer`; T5 also drops attention weights and the FF hidden layer:
+    # --attention-dropout 0.1 --activation-dropout 0.1
     args.dropout = getattr(args, "dropout", 0.1)
     args.attention_dropout = getattr(args, "attention_dropout", 0.0)
     args.activation_dropout = getattr(args, "activation_dropout", 0.0)
