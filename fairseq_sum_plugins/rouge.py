@@ -296,7 +296,9 @@ def _score_files2rouge(hyps, refs, rouge_args=OFFICIAL_ARGS):
                            "https://github.com/pltrdy/files2rouge), or use --scorer official")
     with tempfile.TemporaryDirectory(prefix="files2rouge-") as tmp:
         paths = []
-        for name, summaries in (("hyp.txt", hyps), ("ref.txt", refs)):
+        # references first: files2rouge passes its first file to ROUGE as the model (reference)
+        # summaries, whatever its argument names say (precision and recall would swap otherwise)
+        for name, summaries in (("ref.txt", refs), ("hyp.txt", hyps)):
             path = os.path.join(tmp, name)
             with open(path, "w", encoding="utf-8") as f:
                 f.writelines(" ||| ".join(s) + "\n" for s in summaries)
@@ -370,6 +372,10 @@ def read_generate_output(path):
         print(f"warning: {len(extra)} references without a hypothesis ignored (ids {extra[:10]})",
               file=sys.stderr)
     ids = sorted(hyp)
+    gaps = sorted(set(range(ids[-1] + 1)) - set(ids))
+    if gaps:  # e.g. examples dropped by --skip-invalid-size-inputs-valid-test: the score covers fewer
+        print(f"warning: {len(gaps)} sample ids missing from the output (ids {gaps[:10]}); "
+              f"scoring the {len(ids)} present", file=sys.stderr)
     return ids, [hyp[i] for i in ids], [ref[i] for i in ids]
 
 

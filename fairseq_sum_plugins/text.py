@@ -16,8 +16,12 @@ from functools import lru_cache
 SENT_SEP = "<sep>"
 
 # A sentence ends at ``.``, ``!`` or ``?`` (optionally followed by closing quotes/brackets)
-# when whitespace and an upper-case letter, a digit or an opening quote/bracket follow.
-_BOUNDARY = re.compile(r"""[.!?]+['"\u2019\u201d)\]]*(?=\s+['"\u2018\u201c(\[]?[A-Z0-9])""")
+# when whitespace, an optional opening quote/bracket and an upper-case letter (any script: "É",
+# "Ö") or a digit follow; the lookahead captures that character, checked in _split_line.
+_BOUNDARY = re.compile(r"""[.!?]+['"\u2019\u201d)\]]*(?=\s+['"\u2018\u201c(\[]?(\w))""")
+# "U.S", "e.g", "Ph.D" (the word before the final period): letters with inner periods; a number
+# such as "1.5m" or "9.58" is not an abbreviation
+_DOTTED = re.compile(r"(?:[^\W\d_]{1,2}\.)+[^\W\d_]{1,2}")
 _LAST_WORD = re.compile(r"(\S+?)[.!?]+['\"\u2019\u201d)\]]*$")
 # Words that usually end with a period without ending the sentence (compared lower-cased).
 ABBREVIATIONS = frozenset(
@@ -36,14 +40,15 @@ def _is_abbreviation(chunk):
     if m is None:
         return False
     word = m.group(1).lstrip("'\"\u2018\u201c([")
-    # "Mr.", "J." (initial), "U.S." / "e.g." (inner period)
-    return word.lower() in ABBREVIATIONS or (len(word) == 1 and word.isalpha()) or "." in word
+    # "Mr.", "J." (initial), "U.S." / "e.g." (inner periods)
+    return word.lower() in ABBREVIATIONS or (len(word) == 1 and word.isalpha()) or bool(_DOTTED.fullmatch(word))
 
 
 def _split_line(line):
     sents, start = [], 0
     for m in _BOUNDARY.finditer(line):
-        if _is_abbreviation(line[start:m.end()]):
+        following = m.group(1)
+        if not (following.isupper() or following.isdigit()) or _is_abbreviation(line[start:m.end()]):
             continue
         sents.append(line[start:m.end()])
         start = m.end()

@@ -108,7 +108,9 @@ def convert(args):
         with stats_module.open_split(os.path.join(args.out, f"{split}.jsonl")) as out:
             for line_no, ex in read_jsonl(path):
                 text, summary = ex.get("text") or "", ex.get("summary") or ""
-                if len(text.split()) < args.min_doc_tokens or len(summary.split()) < args.min_summary_tokens:
+                # empty documents / summaries are dropped (and counted) whatever the minimum lengths
+                if len(text.split()) < max(1, args.min_doc_tokens) or \
+                        len(summary.split()) < max(1, args.min_summary_tokens):
                     dropped += 1
                     continue
                 if bins and split in bin_splits and density_bin(ex) not in bins:

@@ -207,8 +207,29 @@ def _stamp_path(out, step):
     return os.path.join(out, ".stamps", step + ".json")
 
 
+def _signature(paths):
+    """Size and mtime of each input: a file replaced by another (even an older one: ``mv``, ``cp -p``,
+    ``rsync -a``) no longer matches the stamp."""
+    return {p: [os.stat(p).st_size, _mtime(p)] for p in paths}
+
+
 def up_to_date(args, step, outputs, inputs, options):
-    """The stats of a previous run of ``step``, or None when it has to run."""
+    """The stats of a previous run of ``step``, or None when it has to run.
+
+    Up to date: every output exists, none is older than an input, and the step's stamp (written
+    when it last finished) records the same options and the same inputs (size, mtime). When the
+    step has to run, its stamp is removed first, so a run that fails half-way (some outputs
+    already replaced) is never taken for a finished one by the next run."""
+    stats = _stamped_stats(args, step, outputs, inputs, options)
+    if stats is None:
+        try:
+            os.remove(_stamp_path(args.out, step))
+        except FileNotFoundError:
+            pass
+    return stats
+
+
+def _stamped_stats(args, step, outputs, inputs, options):
     if args.force or not all(os.path.exists(p) for p in outputs):
         return None
     if min(map(_mtime, outputs)) < max(map(_mtime, inputs)):
@@ -218,13 +239,15 @@ def up_to_date(args, step, outputs, inputs, options):
             stamp = json.load(f)
     except (OSError, ValueError):
         return None
-    return stamp["stats"] if stamp.get("options") == options else None
+    if stamp.get("options") != options or stamp.get("inputs") != _signature(inputs):
+        return None
+    return stamp["stats"]
 
 
-def save_stamp(args, step, options, stats):
+def save_stamp(args, step, options, stats, inputs):
     os.makedirs(os.path.join(args.out, ".stamps"), exist_ok=True)
     with open(_stamp_path(args.out, step), "w", encoding="utf-8") as f:
-        json.dump({"options": options, "stats": stats}, f, indent=1, sort_keys=True)
+        json.dump({"options": options, "inputs": _signature(inputs), "stats": stats}, f, indent=1, sort_keys=True)
 
 
 class AtomicFiles:
@@ -325,7 +348,7 @@ def step_tokenize(args, inputs):
     for d in ("tok", "raw"):
         os.makedirs(os.path.join(args.out, d), exist_ok=True)
     stats = {split: tokenize_split(args, split, *paths) for split, paths in inputs.items()}
-    save_stamp(args, "tokenize", options, stats)
+    save_stamp(args, "tokenize", options, stats, sources)
     return stats
 
 
@@ -389,7 +412,7 @@ def step_spm(args):
         f.write(buf.getvalue())
     os.replace(model + ".tmp", model)
     stats = dict(vocab_size=size, train_sentences=len(sents))
-    save_stamp(args, "spm", options, stats)
+    save_stamp(args, "spm", options, stats, tok)
     return stats
 
 
@@ -462,7 +485,7 @@ def step_encode(args, splits):
                     longest = max(longest, kept)
             st.update({f"{side}_pieces": before, f"{side}_pieces_kept": after,
                        f"{side}_truncated": truncated, f"{side}_max_pieces": longest})
-    save_stamp(args, "encode", options, stats)
+    save_stamp(args, "encode", options, stats, inputs)
     return stats
 
 
@@ -500,7 +523,7 @@ def step_binarize(args, splits):
             h.close()
     shutil.rmtree(bin_dir, ignore_errors=True)
     os.replace(tmp, bin_dir)
-    save_stamp(args, "binarize", {}, {})
+    save_stamp(args, "binarize", {}, {}, inputs)
 
 
 # ---------------------------------------------------------------- 5. finalize

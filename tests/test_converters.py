@@ -221,6 +221,13 @@ def test_newsroom_bad_input(tmp_path):
     (d / "test.jsonl.gz").write_bytes(data[: len(data) // 2])
     with pytest.raises(SystemExit, match=r"test\.jsonl\.gz: unreadable after line \d+ .*truncated file"):
         newsroom_to_jsonl.main(["--in", str(d), "--out", str(tmp_path / "o")])
+    # empty documents / summaries are dropped and counted (fairseq-sum-prepare would stop on them)
+    rows = [row, dict(row, text=""), dict(row, summary=None), dict(row, summary="  ")]
+    (d / "test.jsonl.gz").write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    stats = newsroom_to_jsonl.convert(newsroom_to_jsonl.get_parser().parse_args(
+        ["--in", str(d), "--out", str(tmp_path / "o"), "--min-doc-tokens", "0", "--min-summary-tokens", "0"]))
+    assert stats["test"] == {"kept": 1, "dropped": 3}
+    assert [ex["summary"] for ex in read(tmp_path / "o" / "test.jsonl")] == ["S."]
 
 
 def test_xsum_stats(tmp_path, capsys):

@@ -87,6 +87,12 @@ def test_split_sentences():
     assert split_sentences("A b. C d. <sep> E f.") == ["A b. C d.", "E f."]  # pre-segmented
     assert split_sentences("") == [] and split_sentences(" \n \n") == []
     assert split_sentences(text) == split_sentences(text)
+    # a number ending a sentence is no abbreviation; capitals of any script start one
+    assert split_sentences("It cost £1.5m. It rose 0.5%. He ran 9.58. Nobody did.") == [
+        "It cost £1.5m.", "It rose 0.5%.", "He ran 9.58.", "Nobody did."]
+    assert split_sentences("São Paulo spoke. Élise replied. Ökonomen nicht. é no.") == [
+        "São Paulo spoke.", "Élise replied.", "Ökonomen nicht. é no."]
+    assert split_sentences("A Ph.D. holder. E.g. this one.") == ["A Ph.D. holder.", "E.g. this one."]
 
 
 def test_tokenize_detokenize_round_trip():
@@ -208,6 +214,43 @@ def test_prepare_is_deterministic_and_skips_fresh_steps(prepared, tmp_path, caps
     assert "encode: up to date" not in capsys.readouterr().err
     run_prepare(raw, other, "--force")
     assert filecmp.cmp(out / "spm" / "train.src", other / "spm" / "train.src", shallow=False)
+
+
+def test_failed_run_leaves_no_stamp_for_the_next(tmp_path, capsys):
+    """A run that fails half-way (train split rewritten, valid bad) must not let the next run with
+    the first options take the half-rewritten outputs for up to date."""
+    raw = make_corpus(tmp_path / "raw", n_train=8)
+    with open(raw / "train.jsonl", encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    for r in records:
+        r["text"] = "Other words here. And more."
+    write_jsonl(raw / "train.jsonl", records)
+    # valid has no "text" field: the --src-field text run fails there, after rewriting train
+    out = tmp_path / "out"
+    run_prepare(raw, out, "--src-field", "document")
+    first = read(out / "tok" / "train.src")
+    with pytest.raises(PrepareError, match="missing field 'text'"):
+        run_prepare(raw, out, "--src-field", "text")
+    assert read(out / "tok" / "train.src") != first  # train was rewritten before valid failed
+    capsys.readouterr()
+    run_prepare(raw, out, "--src-field", "document")
+    assert "tokenize: up to date" not in capsys.readouterr().err
+    assert read(out / "tok" / "train.src") == first
+
+
+def test_input_replaced_by_an_older_file_is_seen(tmp_path, capsys):
+    raw = make_corpus(tmp_path / "raw", n_train=8)
+    out = tmp_path / "out"
+    run_prepare(raw, out)
+    replacement = tmp_path / "test.jsonl"
+    write_jsonl(replacement, make_examples(6, 9))
+    os.utime(replacement, ns=(10**18, 10**18))  # older than every output (2001)
+    os.replace(replacement, raw / "test.jsonl")
+    capsys.readouterr()
+    run_prepare(raw, out)
+    assert "tokenize: up to date" not in capsys.readouterr().err
+    new_docs = [line.replace(" <sep>", "") for line in read(out / "raw" / "test.src")]
+    assert new_docs == [ex["document"].replace("\n", " ") for ex in make_examples(6, 9)]
 
 
 def test_truncation_never_ends_on_separator():

@@ -1,6 +1,7 @@
 """Tests for fairseq_sum_plugins/rouge.py (fast; the ROUGE-1.5.5 tests skip without perl)."""
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -128,6 +129,34 @@ def test_generate_output_errors(tmp_path):
     path.write_text("some log line\n")
     with pytest.raises(ValueError, match="no H-/D- lines"):
         R.read_generate_output(path)
+
+
+def test_generate_output_with_missing_ids_warns(tmp_path, capsys):
+    path = tmp_path / "gen.out"
+    path.write_text("".join(f"T-{i}\tr {i}\nH-{i}\t-1.0\th {i}\n" for i in (0, 1, 3, 5)))
+    ids, _, _ = R.read_generate_output(path)
+    assert ids == [0, 1, 3, 5]
+    assert "2 sample ids missing from the output (ids [2, 4]); scoring the 4 present" in capsys.readouterr().err
+
+
+def test_files2rouge_gets_the_references_first(tmp_path, monkeypatch):
+    """files2rouge hands its first file to ROUGE-1.5.5 as the model (reference) summaries: a stand-in
+    with that layout reports recall = |overlap| / |first file|, precision = |overlap| / |second|."""
+    stub = tmp_path / "files2rouge"
+    stub.write_text(f"""#!{sys.executable}
+import sys
+first, second = (open(p, encoding="utf-8").read().split() for p in sys.argv[1:3])
+overlap = len(set(first) & set(second))
+r, p = overlap / len(first), overlap / len(second)
+f = 2 * p * r / (p + r)
+for n in ("1", "2", "L"):
+    for k, v in (("R", r), ("P", p), ("F", f)):
+        print(f"1 ROUGE-{{n}} Average_{{k}}: {{v:.5f}} (95%-conf.int. {{v:.5f}} - {{v:.5f}})")
+""")
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    out = R.score_summaries(["a b c d"], ["a b"], scorer="files2rouge", detok=False)
+    assert out["rouge1_recall"] == pytest.approx(1.0) and out["rouge1_precision"] == pytest.approx(0.5)
 
 
 def test_cli_hyp_ref_and_json(tmp_path, capsys):
