@@ -104,6 +104,17 @@ def test_hub_interface(trained):
     assert len(summaries) == 2 and all(isinstance(s, str) for s in summaries)
 
 
+def test_hub_truncates_a_document_longer_than_the_model_accepts(trained):
+    from fairseq_sum_plugins.models.sum_transformer import SumTransformerModel
+
+    hub = SumTransformerModel.from_pretrained(trained["save"], checkpoint_file="checkpoint_best.pt", data_name_or_path=trained["data"])
+    hub.cfg.dataset.max_tokens = 4000  # the checkpoint's training --max-tokens 1000 is below 1024 positions
+    long_doc = " ".join(["The model reads the paper and the network writes a summary."] * 150)
+    assert len(hub.encode(long_doc)) > hub.task.max_inference_source_tokens()
+    summaries = hub.sample([long_doc], beam=1, max_len_b=5)  # was: "Size of sample #0 is invalid"
+    assert len(summaries) == 1 and isinstance(summaries[0], str)
+
+
 def test_role_analysis_cli(trained, tmp_path):
     png = tmp_path / "roles.png"
     out = run(cli("fairseq-sum-roles"), trained["data"], "--path", trained["ckpt"], "--png", str(png), "--json", str(tmp_path / "r.json"))

@@ -141,3 +141,167 @@ def test_generation_keeps_the_last_partial_batch(toy_data):
     itr = task.get_batch_iterator(task.dataset("test"), max_sentences=8, required_batch_size_multiple=8)
     ids = sorted(i for b in itr.next_epoch_itr(shuffle=False) for i in b["id"].tolist())
     assert ids == list(range(12))
+
+
+# --- multi-worker reduction, fp16 aux losses ---------------------------------------------------------
+
+
+def test_reduce_metrics_takes_logging_outputs_summed_over_workers(toy_data):
+    """With several workers fairseq sums the logging outputs into (double) tensors."""
+    from fairseq import metrics
+
+    task = load_task(toy_data, eval_rouge=True)
+    log = {"loss": 10.0, "nll_loss": 9.0, "ntokens": 5, "nsentences": 2, "sample_size": 5, "aux_gate_l1": 2.5,
+           "gate_dropped": 3, "gate_tokens": 40, "_rouge_1_sum": 1.5, "_rouge_2_sum": 0.1, "_rouge_l_sum": 1.0, "_rouge_n": 3}
+    summed = {k: torch.tensor(float(v), dtype=torch.double) for k, v in log.items()}
+    values = []
+    for logs in ([log], [summed]):
+        with metrics.aggregate(new_root=True) as agg:
+            task.reduce_metrics(logs, SummarizationLoss(task, False, 0.1))
+        values.append({k: v for k, v in agg.get_smoothed_values().items() if "rouge" in k or "gate" in k})
+    assert values[0] == values[1]
+    assert values[1]["rouge_1"] == 50.0 and values[1]["rouge_l"] == pytest.approx(33.33)
+    assert values[1]["gate_sparsity"] == 7.5 and values[1]["aux_gate_l1"] == pytest.approx(0.5)
+
+
+def test_aux_loss_in_half_precision_is_scaled_in_float32(toy_data, tiny_overrides):
+    """fp16: mem_comp ~48 x 2000 target tokens is past the half range (65504)."""
+    task = load_task(toy_data)
+    _, sample = first_batch(task)
+    model, _ = build_model("t5_transformer_small", task.source_dictionary, **tiny_overrides)
+    model.eval()
+    sample = dict(sample, ntokens=2000)
+    crit = SummarizationLoss(task, False, 0.1, mem_comp_weight=1e-4)
+    loss, sample_size, log = crit(AuxModel(model, {"mem_comp": torch.tensor(48.0, dtype=torch.half)}), sample)
+    assert torch.isfinite(loss) and float(log["aux_mem_comp"]) == pytest.approx(48.0 * 2000)
+
+
+# --- side data with several data folders, raw text longer than the model accepts ------------------
+
+
+def test_side_data_is_read_from_the_folder_of_the_epoch(toy_data, tmp_path):
+    """``--data d1:d2`` (sharded training data): epoch e reads d[(e - 1) % 2], side data too."""
+    import shutil
+
+    shard = str(tmp_path / "shard2")
+    shutil.copytree(toy_data, shard)
+    for folder, tag in ((toy_data, 1000.0), (shard, 2000.0)):
+        np.save(os.path.join(folder, "train.theta.npy"), (tag + np.arange(64, dtype=np.float32))[:, None])
+    np.save(os.path.join(toy_data, "valid.theta.npy"), np.zeros((12, 1), np.float32))
+    try:
+        task = load_task(f"{toy_data}:{shard}", side_data="theta")
+        for epoch, tag in ((1, 1000.0), (2, 2000.0), (3, 1000.0)):
+            task.load_dataset("train", epoch=epoch)
+            assert float(task.dataset("train")[5]["theta"][0]) == tag + 5
+        task.load_dataset("valid", epoch=2)  # other splits: the first folder, as the translation task
+        assert len(task.dataset("valid")) == 12
+    finally:
+        for name in ("train.theta.npy", "valid.theta.npy"):
+            os.remove(os.path.join(toy_data, name))
+
+
+def test_raw_text_longer_than_the_model_accepts_is_truncated(toy_data, tiny_overrides):
+    from fairseq_sum_plugins.tasks.summarization import SIDE_DATA_PROVIDERS
+
+    task = load_task(toy_data, max_source_positions=64)
+    assert task.max_inference_source_tokens() == 64
+    d = task.source_dictionary
+    long_doc = torch.cat([torch.arange(d.nspecial, d.nspecial + 10).repeat(10), torch.tensor([d.eos()])])  # 101
+    short = torch.tensor([7, 8, d.eos()])
+    ds = task.build_dataset_for_inference([long_doc, short], [101, 3])
+    assert len(ds[0]["source"]) == 64 and ds[0]["source"][-1] == d.eos()
+    assert torch.equal(ds[0]["source"][:63], long_doc[:63]) and torch.equal(ds[1]["source"], short)
+    itr = task.get_batch_iterator(ds, max_tokens=1000, max_positions=task.max_positions())
+    assert sum(len(b["id"]) for b in itr.next_epoch_itr(shuffle=False)) == 2  # no "invalid size" error
+    # the models' own limit counts too (recorded by build_model, as fairseq-interactive and the hub load them)
+    task._model_max_source_positions = [32]
+    assert len(task.build_dataset_for_inference([long_doc], [101])[0]["source"]) == 32
+    # side data sees the whole document, also when fairseq-interactive rebuilds net_input
+    SIDE_DATA_PROVIDERS["_length"] = lambda task, toks: np.array([[float(len(t))] for t in toks])
+    try:
+        task = load_task(toy_data, max_source_positions=64, side_data="_length")
+        ds = task.build_dataset_for_inference([long_doc], [101])
+        assert float(ds[0]["_length"][0]) == 101
+        batch = ds.collater([ds[0]])
+        seen = {}
+        task.inference_step = type(task).inference_step.__get__(task)
+        sample = {"net_input": {k: batch["net_input"][k] for k in ("src_tokens", "src_lengths")}}
+        from fairseq.tasks.translation import TranslationTask
+
+        orig = TranslationTask.inference_step
+        TranslationTask.inference_step = lambda self, g, m, s, **kw: seen.update(s["net_input"])
+        try:
+            task.inference_step(None, [], sample)
+        finally:
+            TranslationTask.inference_step = orig
+        assert float(seen["_length"][0, 0]) == 101
+    finally:
+        del SIDE_DATA_PROVIDERS["_length"]
+
+
+# --- --eval-rouge decoding ------------------------------------------------------------------------
+
+
+def rouge_of_near_copies(task, model):
+    """--eval-rouge of "summaries" that are the references minus their first token."""
+    from fairseq import metrics, utils
+
+    task.sequence_generator = None
+    pad = task.tgt_dict.pad()
+    task.inference_step = lambda g, m, s, **kw: [[{"tokens": utils.strip_pad(t, pad)[1:]}] for t in s["target"]]
+    _, sample = first_batch(task, "valid", bsz=8)
+    crit = SummarizationLoss(task, False, 0.1)
+    with metrics.aggregate(new_root=True) as agg, torch.no_grad():
+        _, _, log = task.valid_step(sample, model, crit)
+        task.reduce_metrics([log], crit)
+    return agg.get_smoothed_values()["rouge_1"]
+
+
+def test_eval_rouge_on_word_level_data_keeps_the_spaces(toy_data, tiny_overrides):
+    task = load_task(toy_data, eval_rouge=True)
+    model, _ = build_model("t5_transformer_small", task.source_dictionary, **tiny_overrides)
+    assert task.resolve_rouge_bpe() == (None, {})  # no prepare_args.json, word symbols
+    decode = task.build_rouge_decoder()
+    assert decode(task.tgt_dict.encode_line("the cat sat <sep> on mat", add_if_not_exist=False)) == ["the cat sat", "on mat"]
+    assert rouge_of_near_copies(task, model) > 50  # was ~0: "thecatsat" vs "catsat"
+
+
+def test_eval_rouge_on_sentencepiece_data_as_recorded_by_prepare(toy_data, tmp_path):
+    """fairseq-sum-prepare data: decoded exactly as before (``Dictionary.string(.., "sentencepiece")``)."""
+    import json
+
+    from fairseq_sum_plugins.rouge import clean_summary
+
+    (tmp_path / "prepare_args.json").write_text(json.dumps({"bpe": {"bpe": "sentencepiece", "sentencepiece_model": "spm.model"}}))
+    task = load_task(toy_data, eval_rouge=True)
+    task.cfg.data = str(tmp_path)
+    assert task.resolve_rouge_bpe() == ("sentencepiece", {"sentencepiece_model": str(tmp_path / "spm.model")})
+    for s in ("\u2581the \u2581c at <sep> \u2581sat", "\u2581on\u2581mat", "at"):
+        for w in s.split():
+            task.tgt_dict.add_symbol(w)
+        toks = task.tgt_dict.encode_line(s, add_if_not_exist=False)
+        assert task.build_rouge_decoder()(toks) == clean_summary(task.tgt_dict.string(toks, "sentencepiece"))
+    assert task.build_rouge_decoder()(task.tgt_dict.encode_line("\u2581the \u2581c at <sep> \u2581sat")) == ["the cat", "sat"]
+
+
+def test_eval_rouge_on_gpt2_bpe_data_scores_decoded_text(toy_data, tmp_path):
+    """BART: dictionary symbols are GPT-2 BPE ids, decoded with fairseq's GPT-2 BPE."""
+    import json
+
+    from fairseq.data import Dictionary
+
+    words = ["\u0120The", "\u0120cat", "\u0120sat", ".", "\u0120It", "\u0120ran", "\u0120far"]
+    (tmp_path / "encoder.json").write_text(json.dumps({w: i for i, w in enumerate(words)}))
+    (tmp_path / "vocab.bpe").write_text("#version: 0.2\n")
+    task = load_task(toy_data, eval_rouge=True, eval_rouge_bpe_args=json.dumps(
+        {"gpt2_encoder_json": str(tmp_path / "encoder.json"), "gpt2_vocab_bpe": str(tmp_path / "vocab.bpe")}))
+    d = Dictionary()
+    for i in range(len(words)):
+        d.add_symbol(str(i))
+    d.add_symbol("madeupword0000")
+    task.tgt_dict = task.src_dict = d
+    assert task.resolve_rouge_bpe()[0] == "gpt2"
+    decode = task.build_rouge_decoder()
+    ids = [d.index(str(i)) for i in (4, 5, 6, 3, 0, 1, 2, 3)]  # " It ran far. The cat sat."
+    toks = torch.tensor([d.bos(), *ids, d.index("madeupword0000"), d.eos()])
+    assert decode(toks) == ["It ran far.", "The cat sat."]  # sentences, as fairseq-sum-score --split-sentences

@@ -94,7 +94,9 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
                     f"the model returned auxiliary loss {name!r} with no weight; "
                     f"set it with --aux-weights '{name}=W' (known: {sorted(self.aux_weights)})"
                 )
-            scaled = value * sample_size  # per-unit value -> summed-loss scale, see module doc
+            # per-unit value -> summed-loss scale, see module doc; in float32: under fp16 e.g.
+            # mem_comp ~48 x 2000 tokens overflows half precision
+            scaled = value.float() * sample_size
             loss = loss + self.aux_weights[name] * scaled
             logging_output[f"aux_{name}"] = scaled.data
             logging_output["loss"] = loss.data
@@ -117,8 +119,10 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
             metrics.log_scalar(name, total / max(sample_size, 1), sample_size, round=5)
         gate_tokens = sum(log.get("gate_tokens", 0) for log in logging_outputs)
         if gate_tokens:  # % of source tokens whose gate is <= --gate-threshold (removed in eval mode)
-            metrics.log_scalar("_gate_dropped", sum(log.get("gate_dropped", 0) for log in logging_outputs))
-            metrics.log_scalar("_gate_tokens", gate_tokens)
+            # summed over workers the counts are tensors: log plain numbers (round() needs them)
+            dropped = sum(log.get("gate_dropped", 0) for log in logging_outputs)
+            metrics.log_scalar("_gate_dropped", float(utils.item(dropped)))
+            metrics.log_scalar("_gate_tokens", float(utils.item(gate_tokens)))
             metrics.log_derived(
                 "gate_sparsity", lambda m: round(100 * m["_gate_dropped"].sum / max(m["_gate_tokens"].sum, 1), 2)
             )

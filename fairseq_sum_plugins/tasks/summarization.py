@@ -10,9 +10,17 @@ that need it after the encoder keep it in ``encoder_out`` so that beam search re
 text (``fairseq-interactive``, the hub interface) side data is computed by a provider registered
 with :func:`register_side_data_provider`, or a clear error says that none is available.
 
+Raw text (:meth:`SummarizationTask.build_dataset_for_inference`) longer than the model accepts is
+truncated to its first ``max_source_positions - 1`` tokens plus the final EOS, as preprocessing
+truncated the training sources.
+
 ``--eval-rouge`` generates summaries during validation and logs ``rouge_1``, ``rouge_2`` and
 ``rouge_l`` (summary-level ROUGE-L, F1 x 100), so that ``--best-checkpoint-metric rouge_l
---maximize-best-checkpoint-metric`` selects checkpoints by ROUGE.
+--maximize-best-checkpoint-metric`` selects checkpoints by ROUGE. Summaries and references are
+turned back into text as ``--eval-rouge-bpe`` says (by default the BPE recorded in
+``DATA/prepare_args.json``, i.e. sentencepiece, else GPT-2 BPE for a dictionary of GPT-2 ids such
+as BART's, else none), then cleaned like ``fairseq-sum-score`` does
+(:func:`fairseq_sum_plugins.rouge.clean_summary`).
 """
 import json
 import logging
@@ -84,6 +92,17 @@ class SummarizationConfig(TranslationConfig):
         default="{}",
         metadata={"help": 'generation args for --eval-rouge as JSON, e.g. \'{"beam": 4, "max_len_b": 100}\''},
     )
+    eval_rouge_bpe: str = field(
+        default="auto",
+        metadata={"help": "how --eval-rouge decodes token ids into text: a fairseq --bpe name (sentencepiece, "
+                          "subword_nmt, gpt2, ...), 'none' (word-level data; sentencepiece and @@ marks are still "
+                          "undone by the ROUGE cleanup), or 'auto': the BPE recorded in DATA/prepare_args.json, "
+                          "else gpt2 for a dictionary of GPT-2 BPE ids (BART), else none"},
+    )
+    eval_rouge_bpe_args: str = field(
+        default="{}",
+        metadata={"help": 'args of --eval-rouge-bpe as JSON, e.g. \'{"gpt2_encoder_json": "E", "gpt2_vocab_bpe": "V"}\''},
+    )
     eval_rouge_print_samples: bool = field(default=False, metadata={"help": "log one summary per validation batch"})
     # GNMT penalties in beam search (Wu et al., 2016; ETADS §4.1), see fairseq_sum_plugins/sequence_generator.py
     lenpen_gnmt: Optional[float] = field(
@@ -111,7 +130,9 @@ class SummarizationTask(TranslationTask):
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         if self.side_data_names:
-            data_path = utils.split_paths(self.cfg.data)[0]
+            paths = utils.split_paths(self.cfg.data)
+            # the folder fairseq's translation task read this split from
+            data_path = paths[(epoch - 1) % len(paths)] if split == getattr(self.cfg, "train_subset", "train") else paths[0]
             side = {}
             for name in self.side_data_names:
                 path = os.path.join(data_path, f"{split}.{name}.npy")
@@ -120,14 +141,36 @@ class SummarizationTask(TranslationTask):
                 side[name] = np.load(path, mmap_mode="r")
             self.datasets[split] = SideDataDataset(self.datasets[split], side)
 
+    def max_inference_source_tokens(self):
+        """The longest source (tokens, EOS included) that the task and every model built by
+        :meth:`build_model` accept."""
+        limit = self.cfg.max_source_positions
+        for model_limit in getattr(self, "_model_max_source_positions", []):
+            if model_limit is not None:
+                limit = min(limit, model_limit)
+        return limit
+
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        """Raw-text sources (``fairseq-interactive``, the hub). A source longer than
+        :meth:`max_inference_source_tokens` is truncated to its first ``limit - 1`` tokens plus its
+        final EOS, as preprocessing truncated the training sources (instead of fairseq's "Size of
+        sample is invalid" error). Side data is computed by its provider from the whole, untruncated
+        sources (for the topic model's theta: the whole document)."""
+        limit = self.max_inference_source_tokens()
+        full_tokens = list(src_tokens)
+        src_tokens = [t if len(t) <= limit else torch.cat([t[: limit - 1], t[-1:]]) for t in full_tokens]
+        src_lengths = [len(t) for t in src_tokens]
         dataset = LanguagePairDataset(
             src_tokens, src_lengths, self.source_dictionary, tgt_dict=self.target_dictionary, constraints=constraints,
             left_pad_source=self.cfg.left_pad_source, left_pad_target=self.cfg.left_pad_target,
         )
         if not self.side_data_names:
             return dataset
-        side = {name: self.provide_side_data(name, src_tokens) for name in self.side_data_names}
+        side = {name: self.provide_side_data(name, full_tokens) for name in self.side_data_names}
+        # fairseq-interactive keeps only src_tokens/src_lengths: inference_step finds these rows again
+        self._inference_side = {
+            (tuple(t.tolist()), name): side[name][i] for i, t in enumerate(src_tokens) for name in side
+        }
         return SideDataDataset(dataset, side)
 
     def provide_side_data(self, name, src_tokens):
@@ -141,14 +184,21 @@ class SummarizationTask(TranslationTask):
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
         """fairseq-interactive rebuilds ``net_input`` from ``src_tokens``/``src_lengths`` only: side data
-        missing there is computed by its provider from the (unpadded) source tokens."""
+        missing there is the row :meth:`build_dataset_for_inference` computed for that source (from
+        the whole, untruncated text), else computed by its provider from the (unpadded) source tokens."""
         net_input = sample["net_input"]
         missing = [name for name in self.side_data_names if name not in net_input]
         if missing:
             src = net_input["src_tokens"]
             tokens = [utils.strip_pad(t, self.source_dictionary.pad()).cpu() for t in src]
+            known = getattr(self, "_inference_side", {})
             for name in missing:
-                net_input[name] = torch.from_numpy(self.provide_side_data(name, tokens)).to(src.device)
+                keys = [(tuple(t.tolist()), name) for t in tokens]
+                if all(k in known for k in keys):
+                    rows = np.stack([np.asarray(known[k]) for k in keys])
+                else:
+                    rows = self.provide_side_data(name, tokens)
+                net_input[name] = torch.from_numpy(rows).to(src.device)
         return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
 
     def build_generator(self, models, args, **kwargs):
@@ -180,22 +230,74 @@ class SummarizationTask(TranslationTask):
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
+        max_positions = model.max_positions()
+        source_limit = max_positions[0] if isinstance(max_positions, (tuple, list)) else max_positions
+        self._model_max_source_positions = getattr(self, "_model_max_source_positions", []) + [source_limit]
         if self.cfg.eval_rouge:
+            self.rouge_decoder = self.build_rouge_decoder()
             gen_args = json.loads(self.cfg.eval_rouge_args)
             self.sequence_generator = self.build_generator([model], Namespace(**gen_args))
         return model
 
+    def resolve_rouge_bpe(self):
+        """``(name, args)`` of the BPE that ``--eval-rouge`` undoes (``name`` None: none)."""
+        name, args = self.cfg.eval_rouge_bpe, json.loads(self.cfg.eval_rouge_bpe_args)
+        if name == "auto":
+            data = utils.split_paths(self.cfg.data)[0]
+            prepared = os.path.join(data, "prepare_args.json")
+            if os.path.exists(prepared):
+                with open(prepared) as f:
+                    recorded = dict(json.load(f).get("bpe", {}))
+                name = recorded.pop("bpe", None)
+                if recorded.get("sentencepiece_model") and not os.path.isabs(recorded["sentencepiece_model"]):
+                    recorded["sentencepiece_model"] = os.path.join(data, recorded["sentencepiece_model"])
+                args = {**recorded, **args}
+            else:
+                syms = self.tgt_dict.symbols[self.tgt_dict.nspecial:]  # GPT-2 BPE ids, e.g. BART's dict.txt
+                name = "gpt2" if syms and sum(s.isdigit() for s in syms) > len(syms) / 2 else None
+        return (None if name in (None, "", "none") else name), args
+
+    def build_rouge_decoder(self):
+        """``tokens -> list of sentences`` for ``--eval-rouge``. sentencepiece / subword-nmt marks are
+        undone by ``Dictionary.string`` (as fairseq's ``--eval-bleu-remove-bpe``); any other BPE
+        (e.g. GPT-2) by fairseq's BPE decoder, its text then split into sentences like
+        ``fairseq-sum-score --split-sentences``. Then :func:`~fairseq_sum_plugins.rouge.clean_summary`
+        (``<sep>`` boundaries, special tokens, Moses detokenization)."""
+        from ..rouge import clean_summary
+        from ..text import split_sentences
+
+        name, args = self.resolve_rouge_bpe()
+        symbol = {"sentencepiece": "sentencepiece", "subword_nmt": "subword_nmt"}.get(name)
+        bpe = None
+        if name is not None and symbol is None:
+            from fairseq.data import encoders
+
+            bpe = encoders.build_bpe(Namespace(bpe=name, **args))
+            if bpe is None:
+                raise ValueError(f"--eval-rouge-bpe {name!r}: not a fairseq BPE")
+
+        def decode(tokens):
+            text = self.tgt_dict.string(tokens.int().cpu(), symbol)
+            if bpe is None:
+                return clean_summary(text)
+            if name == "gpt2":  # only GPT-2 ids decode: drop specials (<s>) and madeupword0000
+                text = " ".join(t for t in text.split() if t.isdigit())
+            return [s for sent in split_sentences(bpe.decode(text)) for s in clean_summary(sent)]
+
+        return decode
+
     def valid_step(self, sample, model, criterion):
         loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
         if self.cfg.eval_rouge:
-            from ..rouge import clean_summary, rouge_pair
+            from ..rouge import rouge_pair
 
+            decode = getattr(self, "rouge_decoder", None) or self.build_rouge_decoder()
             gen_out = self.inference_step(self.sequence_generator, [model], sample, prefix_tokens=None)
             totals = np.zeros(3)
             for i, hypos in enumerate(gen_out):
-                hyp = self.tgt_dict.string(hypos[0]["tokens"].int().cpu(), "sentencepiece")
-                ref = self.tgt_dict.string(utils.strip_pad(sample["target"][i], self.tgt_dict.pad()).int().cpu(), "sentencepiece")
-                totals += rouge_pair(clean_summary(hyp), clean_summary(ref))
+                hyp = decode(hypos[0]["tokens"])
+                ref = decode(utils.strip_pad(sample["target"][i], self.tgt_dict.pad()))
+                totals += rouge_pair(hyp, ref)
                 if self.cfg.eval_rouge_print_samples and i == 0:
                     logger.info(f"example summary: {hyp}\nexample reference: {ref}")
             for key, value in zip(("rouge_1", "rouge_2", "rouge_l"), totals):
@@ -210,7 +312,9 @@ class SummarizationTask(TranslationTask):
         n = sum(log.get("_rouge_n", 0) for log in logging_outputs)
         if n == 0:
             return
-        metrics.log_scalar("_rouge_n", n)
+        # summed over workers the values are tensors: log plain numbers (round() needs them)
+        metrics.log_scalar("_rouge_n", float(utils.item(n)))
         for key in ("rouge_1", "rouge_2", "rouge_l"):
-            metrics.log_scalar(f"_{key}_sum", sum(log.get(f"_{key}_sum", 0) for log in logging_outputs))
+            total = sum(log.get(f"_{key}_sum", 0) for log in logging_outputs)
+            metrics.log_scalar(f"_{key}_sum", float(utils.item(total)))
             metrics.log_derived(key, lambda meters, k=key: round(100 * meters[f"_{k}_sum"].sum / meters["_rouge_n"].sum, 2))
