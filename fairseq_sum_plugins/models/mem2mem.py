@@ -263,13 +263,36 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
             state = self.get_incremental_state(incremental_state, "state")
         if state is None:
             state = self._initial_state(encoder_out)
-        token_mask = encoder_out["token_mask"]
 
         x = F.dropout(self.embed_tokens(prev_output_tokens), self.dropout, self.training)
         hs, h_last = self.rnn(x, state["hidden"].unsqueeze(0).contiguous())  # h^(d), B x T x H
+        steps = self._recurrent_steps(hs, state, encoder_out["token_mask"])
+        hm, alpha = steps["hm"], steps["alpha"]
+        beta, gamma, ctx = self._sentence_attention(hm, alpha, encoder_out)
+        output = self._output_distribution(hm, ctx, gamma, x, encoder_out)
+
+        extra = {"attn": [None], "alpha": alpha, "beta": beta, "gamma": gamma, "read_attn": steps["read_attn"]}
+        if self.need_attn and not self.training:
+            extra["attn"] = [self._source_attention(gamma, encoder_out)]
+        if incremental_state is not None:
+            self.set_incremental_state(incremental_state, "state", {
+                "hidden": h_last.squeeze(0), "memory": steps["memory"],
+                "read": steps["read"] if self.writer is not None else None, "coverage": steps["coverage"],
+                "keys": state["keys"],
+            })
+            extra["aux_losses"] = {}
+        else:
+            extra["aux_losses"] = self._aux_losses(prev_output_tokens, encoder_out, extra, beta, steps["cov_losses"])
+        return output, extra
+
+    def _recurrent_steps(self, hs, state, token_mask):
+        """Per step: gated write (eq. 8-10), read (eq. 7), token attention with coverage (eq. 16-17).
+
+        Returns ``hm`` (h^(m), B x T x H), ``alpha`` (B x T x S), ``read_attn`` (Psi, B x T x r, or
+        None), the final ``memory``, ``read`` (m_t) and ``coverage``, and the per-step coverage
+        losses."""
         memory, cov, keys = state["memory"], state["coverage"], state["keys"]
         m = state["read"]  # m_{t-1}, the previous step's read (None before the first step)
-
         hms, alphas, psis, cov_losses = [], [], [], []
         # eq. 17 keeps a B x S x A tanh per step for backward; above RECOMPUTE_ABOVE elements in all
         # (long documents and summaries), it is recomputed in backward instead of stored
@@ -296,18 +319,26 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
                 cov = cov + alpha  # eq. 16
             hms.append(hm)
             alphas.append(alpha)
-        hm = torch.stack(hms, dim=1)  # h^(m), B x T x H
-        alpha = torch.stack(alphas, dim=1)  # B x T x S
+        return {
+            "hm": torch.stack(hms, dim=1), "alpha": torch.stack(alphas, dim=1),
+            "read_attn": torch.stack(psis, dim=1) if psis else None,
+            "memory": memory, "read": m, "coverage": cov, "cov_losses": cov_losses,
+        }
 
+    def _sentence_attention(self, hm, alpha, encoder_out):
+        """Sentence attention ``beta``, eq. 3's ``gamma`` and the context ``c_t``."""
+        dtype = alpha.dtype
         sent_states, token_states = encoder_out["sent_states"], encoder_out["token_states"]
         beta = masked_softmax(torch.bmm(self.sent_attn(hm), sent_states.transpose(1, 2)), encoder_out["sent_mask"].unsqueeze(1))
-        beta = beta.to(hs.dtype)
+        beta = beta.to(dtype)
         bsz, tgt_len, slen = alpha.shape
         beta_tok = beta.gather(2, encoder_out["token_sent"].unsqueeze(1).expand(bsz, tgt_len, slen))
         gamma = alpha.float() * beta_tok.float()  # eq. 3 (in float32: the renormaliser may be tiny)
-        gamma = (gamma / gamma.sum(-1, keepdim=True).clamp(min=1e-30)).to(hs.dtype)
-        ctx = torch.bmm(gamma, token_states)  # c_t
+        gamma = (gamma / gamma.sum(-1, keepdim=True).clamp(min=1e-30)).to(dtype)
+        return beta, gamma, torch.bmm(gamma, token_states)  # c_t
 
+    def _output_distribution(self, hm, ctx, gamma, x, encoder_out):
+        """``P_g`` and, with the pointer-generator, ``z_t P_g + (1 - z_t) P_c`` (eq. 13-15)."""
         out = torch.tanh(self.readout(torch.cat([hm, ctx], dim=-1)))
         out = F.dropout(out, self.dropout, self.training)
         if self.output_projection is None:
@@ -316,34 +347,28 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
             logits = self.output_projection(out)
         if self.p_gen is not None:  # eq. 13-15
             z = torch.sigmoid(self.p_gen(torch.cat([ctx, hm, x], dim=-1)))
-            output = mix_copy_distribution(logits, z, gamma, encoder_out["src_ids"], len(self.dictionary))
-        else:
-            output = F.pad(logits, (0, self.num_markers), value=-1e4) if self.num_markers else logits
+            return mix_copy_distribution(logits, z, gamma, encoder_out["src_ids"], len(self.dictionary))
+        return F.pad(logits, (0, self.num_markers), value=-1e4) if self.num_markers else logits
 
-        extra = {"attn": [None], "alpha": alpha, "beta": beta, "gamma": gamma, "read_attn": None}
-        if psis:
-            extra["read_attn"] = torch.stack(psis, dim=1)  # Psi, B x T x r
-        if self.need_attn and not self.training:
-            full = gamma.new_zeros(bsz, tgt_len, encoder_out["src_len"])
-            full.scatter_add_(2, encoder_out["orig_pos"].unsqueeze(1).expand(bsz, tgt_len, slen), gamma * token_mask.unsqueeze(1))
-            extra["attn"] = [full]
+    @staticmethod
+    def _source_attention(gamma, encoder_out):
+        """``gamma`` in the layout of ``src_tokens`` (B x T x src_len), for alignment / coverage."""
+        bsz, tgt_len, slen = gamma.shape
+        token_mask = encoder_out["token_mask"]
+        full = gamma.new_zeros(bsz, tgt_len, encoder_out["src_len"])
+        full.scatter_add_(2, encoder_out["orig_pos"].unsqueeze(1).expand(bsz, tgt_len, slen), gamma * token_mask.unsqueeze(1))
+        return full
 
-        if incremental_state is not None:
-            self.set_incremental_state(incremental_state, "state", {
-                "hidden": h_last.squeeze(0), "memory": memory, "read": m if self.writer is not None else None,
-                "coverage": cov, "keys": keys,
-            })
-            extra["aux_losses"] = {}
-        else:
-            aux = dict(encoder_out.get("aux_losses", {}))
-            tgt_mask = prev_output_tokens.ne(self.dictionary.pad())
-            if "memory" in encoder_out and psis:  # eq. 11 against the initial M_E
-                aux["mem_read"] = read_loss(extra["read_attn"], encoder_out["memory"], beta, sent_states, tgt_mask).mean()
-            if cov_losses:
-                per_step = torch.stack(cov_losses, dim=1) * tgt_mask
-                aux["coverage"] = per_step.sum() / tgt_mask.sum().clamp(min=1)
-            extra["aux_losses"] = aux
-        return output, extra
+    def _aux_losses(self, prev_output_tokens, encoder_out, extra, beta, cov_losses):
+        """``mem_comp`` (from the encoder), ``mem_read`` (eq. 11) and See et al.'s ``coverage``."""
+        aux = dict(encoder_out.get("aux_losses", {}))
+        tgt_mask = prev_output_tokens.ne(self.dictionary.pad())
+        if "memory" in encoder_out and extra["read_attn"] is not None:  # eq. 11 against the initial M_E
+            aux["mem_read"] = read_loss(extra["read_attn"], encoder_out["memory"], beta, encoder_out["sent_states"], tgt_mask).mean()
+        if cov_losses:
+            per_step = torch.stack(cov_losses, dim=1) * tgt_mask
+            aux["coverage"] = per_step.sum() / tgt_mask.sum().clamp(min=1)
+        return aux
 
     def get_normalized_probs(self, net_output, log_probs, sample=None):
         if self.p_gen is None:

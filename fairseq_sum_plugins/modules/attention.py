@@ -12,7 +12,7 @@ The paper features hook in where their equations sit:
 probabilities; both paths compute the same function (tested).
 """
 import math
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Protocol, runtime_checkable
 
 import torch
 import torch.nn as nn
@@ -20,7 +20,19 @@ import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 
-from .saliency import GateFactors, gated_attention
+
+
+@runtime_checkable
+class FactoredGate(Protocol):
+    """A probability gate that ``prob_gate_fn`` returns in factored form.
+
+    ``gate()`` gives the ``(B, H, T, S)`` gate; ``attend(q, k, v, mask, dropout_p, training)``
+    gives ``(gate * softmax(q k^T / sqrt(d_k) + mask)) v`` ``(B, H, T, d_k)`` directly.
+    """
+
+    def gate(self) -> Tensor: ...
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float, training: bool) -> Tensor: ...
 
 
 @with_incremental_state
@@ -81,10 +93,10 @@ class MultiheadAttention(nn.Module):
             attn_bias_fn: ``f(q) -> bias`` computed from the projected queries ``(B, H, T, d_k)``
                 and added to ``attn_bias`` (ETADS focal bias, :mod:`.focus`).
             prob_gate_fn: ``g(q, k) -> gate (B, H, T, S)`` multiplying the attention probabilities
-                (ETADS saliency, :mod:`.saliency`); runs the explicit path. It may return
-                :class:`~.saliency.GateFactors` ``(hq, sk)`` for ``gate = sigmoid(hq sk^T)``: then, unless
-                weights are requested, :func:`~.saliency.gated_attention` runs it without keeping
-                ``(B, H, T, S)`` tensors for backward.
+                (e.g. ETADS saliency, :mod:`.saliency`); runs the explicit path. It may instead return
+                a :class:`FactoredGate`: then, unless weights are requested or the attention is
+                causal, its ``attend`` computes the gated attention (e.g. without keeping
+                ``(B, H, T, S)`` tensors for backward), else its ``gate()`` is materialised.
             kv_scale: encoder-decoder attention only, broadcastable to ``(B, H, S, 1)``: scales the
                 projected key and value rows (information selection eq. 6, :mod:`.gates`); cached
                 scaled, like the keys/values themselves.
@@ -138,10 +150,10 @@ class MultiheadAttention(nn.Module):
         if not need_weights and gate is None:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal)
             weights = None
-        elif not need_weights and not causal and isinstance(gate, GateFactors):
-            out, weights = gated_attention(q, k, v, gate, mask, dropout_p, self.training), None
+        elif not need_weights and not causal and isinstance(gate, FactoredGate):
+            out, weights = gate.attend(q, k, v, mask, dropout_p, self.training), None
         else:
-            gate = gate.gate() if isinstance(gate, GateFactors) else gate
+            gate = gate.gate() if isinstance(gate, FactoredGate) else gate
             out, weights = self._explicit_attention(q, k, v, mask, causal, dropout_p, gate)
             weights = weights if need_weights else None
         out = out.transpose(1, 2).flatten(2)  # concat heads (eq. 3)

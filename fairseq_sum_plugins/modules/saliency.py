@@ -81,6 +81,11 @@ class GateFactors(NamedTuple):
     def gate(self):
         return (self.hq @ self.sk.transpose(-1, -2)).sigmoid()
 
+    def attend(self, q, k, v, mask=None, dropout_p=0.0, training=False):
+        """Eq. 10 with this gate (:func:`gated_attention`): the attention module's
+        :class:`~.attention.FactoredGate` interface."""
+        return gated_attention(q, k, v, self, mask, dropout_p, training)
+
 
 def _probs_and_gate(q, k, hq, sk, mask, scale):
     logits = q @ k.transpose(-1, -2)
