@@ -127,20 +127,3 @@ def save_bart_checkpoint(data, path, arch_args, *extra):
         "extra_state": {"epoch": 1, "train_iterator": {"epoch": 1, "iterations_in_epoch": 0}, "val_loss": None},
     }, path)
     return path
-
-
-def check_beam_reordering(model, src, lengths, prev, order, steps=3):
-    """Decode ``steps`` tokens incrementally, reorder the state and encoder output by ``order`` (as
-    beam search does), take one more step: equal to a full forward on the reordered batch."""
-    order = torch.tensor(order)
-    with torch.no_grad():
-        enc = model.encoder(src, lengths)
-        state = {}
-        for t in range(steps):
-            model.decoder(prev[:, : t + 1], enc, incremental_state=state)
-        model.decoder.reorder_incremental_state_scripting(state, order)
-        enc_r = model.encoder.reorder_encoder_out(enc, order)
-        prev_r = prev.index_select(0, order)
-        step, _ = model.decoder(prev_r[:, : steps + 1], enc_r, incremental_state=state)
-        full, _ = model(src.index_select(0, order), lengths.index_select(0, order), prev_r[:, : steps + 1])
-    assert (step[:, -1] - full[:, -1]).abs().max() < 1e-5

@@ -200,21 +200,19 @@ def test_copy_distribution_sums_to_one_over_extended_vocabulary():
 
 
 @pytest.mark.parametrize("setting", list(SETTINGS))
-def test_every_parameter_gets_a_gradient(setting):
+def test_aux_losses_per_setting(setting):
+    """Each setting returns the aux losses of its modules (gradients: tests/test_model_contract.py)."""
     model, d = build_model("mem2mem_base", **TINY, **SETTINGS[setting])
     model.train()
     src, lens, prev = doc_batch(d, [[3, 4, 2], [5], [2, 3]])
-    loss, _, extra = total_loss(model, src, lens, prev)
-    loss.backward()
-    missing = [n for n, p in model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all() or p.grad.abs().sum() == 0]
-    assert not missing, f"{setting}: no gradient for {missing}"
+    _, _, extra = total_loss(model, src, lens, prev)
     expected_aux = set()
     cfg = {"encoder_memory": True, "decoder_memory": True, "coverage_loss": False, **SETTINGS[setting]}
     if cfg["encoder_memory"]:
         expected_aux |= {"mem_comp", "mem_read"}
     if cfg["coverage_loss"]:
         expected_aux.add("coverage")
-    assert set(extra["aux_losses"]) == expected_aux
+    assert set(extra["aux_losses"]) == expected_aux and all(v.requires_grad for v in extra["aux_losses"].values())
 
 
 def test_recomputed_attention_gives_the_same_gradients(monkeypatch):
@@ -249,44 +247,7 @@ def test_one_sentence_documents_and_pad_slots_give_no_nan(arch, left_pad):
     assert torch.isfinite(out).all() and torch.isfinite(loss)
 
 
-def test_padding_does_not_change_the_output():
-    """Left- and right-padded sources give the same distributions."""
-    model, d = build_model("mem2mem_base", **TINY)
-    model.eval()
-    docs = [[3, 4, 2], [5], [2, 2, 2, 2]]
-    a = model(*doc_batch(d, docs, left_pad=True))[0]
-    b = model(*doc_batch(d, docs, left_pad=False))[0]
-    assert (a - b).abs().max() < 1e-5
-
-
 # --- incremental decoding ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("setting", ["hred", "encoder_mem", "decoder_mem_from_zeros", "full"])
-def test_incremental_equals_full_forward_with_beam_reorder(setting):
-    model, d = build_model("mem2mem_base", **TINY, **SETTINGS[setting])
-    model.eval()
-    src, lens, prev = doc_batch(d, [[3, 4, 2], [5], [2, 2, 2]], tgt_len=6)
-    prev[-1, -1] = d.index("w3")  # no padding inside the decoded prefix
-    with torch.no_grad():
-        full = model(src, lens, prev)[0]
-        enc = model.encoder(src, lens)
-        inc, steps = {}, []
-        for t in range(prev.size(1)):
-            steps.append(model.decoder(prev[:, : t + 1], enc, incremental_state=inc)[0])
-        assert (torch.cat(steps, dim=1) - full).abs().max() < 1e-5
-        # beam search reorders (and duplicates) hypotheses mid-sequence
-        order = torch.tensor([2, 0, 0, 1])
-        full_r = model(src[order], lens[order], prev[order])[0]
-        enc = model.encoder(src, lens)
-        inc, steps = {}, []
-        for t in range(prev.size(1)):
-            if t == 3:
-                enc = model.encoder.reorder_encoder_out(enc, order)
-                model.decoder.reorder_incremental_state_scripting(inc, order)
-            p = prev[order] if t >= 3 else prev
-            steps.append(model.decoder(p[:, : t + 1], enc, incremental_state=inc)[0])
-        assert (torch.cat(steps[3:], dim=1) - full_r[:, 3:]).abs().max() < 1e-5
 
 
 @pytest.mark.parametrize("setting", ["decoder_mem_from_zeros", "full"])

@@ -225,29 +225,6 @@ def test_drm_adds_theta_wb_to_cross_attention_output(ta_setup):
 # --- decoding, gradients, degenerate inputs, errors ----------------------------------------------------
 
 
-@pytest.mark.parametrize("features", [dict(), dict(ta_tema=False), dict(ta_sia=False), dict(ta_drm=False, ta_sia=False)])
-def test_incremental_equals_full_forward(ta_setup, features):
-    d, _, build = ta_setup
-    model = build(**features)
-    src, lengths, prev = random_batch(d, bsz=3)
-    # three hypotheses of one document (as beam search has them), so reordering them is valid
-    src, lengths, theta = src[:1].repeat(3, 1), lengths[:1].repeat(3), theta_for(1).repeat(3, 1)
-    full, _ = model(src, lengths, prev, theta=theta)
-    enc = model.encoder(src, lengths, theta=theta)
-    state = {}
-    steps = []
-    for t in range(prev.size(1)):
-        out, _ = model.decoder(prev[:, : t + 1], enc, incremental_state=state)
-        steps.append(out)
-        if t == 2:  # beam search reorders hypotheses: everything cached must follow
-            order = torch.tensor([2, 0, 1])
-            model.decoder.reorder_incremental_state_scripting(state, order)
-            enc = model.encoder.reorder_encoder_out(enc, order)
-            prev, full = prev[order], full[order]
-            steps = [s[order] for s in steps]
-    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-4, rtol=1e-4)
-
-
 def test_generation_with_side_theta(ta_setup):
     from fairseq.sequence_generator import SequenceGenerator
 
@@ -258,16 +235,6 @@ def test_generation_with_side_theta(ta_setup):
     hypos = gen.forward({"net_input": {"src_tokens": src, "src_lengths": lengths, "theta": theta_for(2)}})
     assert len(hypos) == 2 and all(len(h) == 3 for h in hypos)
     assert all(torch.isfinite(h[0]["positional_scores"]).all() for h in hypos)
-
-
-def test_every_parameter_gets_a_gradient(ta_setup):
-    d, _, build = ta_setup
-    model = build().train()
-    src, lengths, prev = random_batch(d, bsz=2)
-    out, _ = model(src, lengths, prev, theta=theta_for(2))
-    out.logsumexp(-1).sum().backward()
-    missing = [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().sum() == 0]
-    assert not missing, missing
 
 
 def test_degenerate_documents_no_nan(ta_setup):
@@ -379,31 +346,6 @@ def test_topic_map_png(tmp_path):
 BART_TINY = dict(encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=4,
                  decoder_embed_dim=32, decoder_ffn_embed_dim=64, decoder_layers=2, decoder_attention_heads=4,
                  dropout=0.0, attention_dropout=0.0, max_source_positions=64, max_target_positions=64)
-
-
-@pytest.mark.parametrize("features", [dict(), dict(ta_tema=False), dict(ta_sia=False, ta_drm=False)])
-def test_bart_ta_incremental_equals_full_and_gradients(ta_setup, features):
-    d, path, _ = ta_setup
-    model, _ = build_model("bart_base_ta", d, **dict(BART_TINY, topic_model=path, **features))
-    model.eval()
-    src, lengths, prev = random_batch(d, bsz=3, left_pad_source=False)
-    src, lengths, theta = src[:1].repeat(3, 1), lengths[:1].repeat(3), theta_for(1).repeat(3, 1)
-    full, _ = model(src, lengths, prev, theta=theta)
-    assert full.shape[:2] == prev.shape  # the TEMA prefix is never emitted
-    enc = model.encoder(src, lengths, theta=theta)
-    state, steps = {}, []
-    for t in range(prev.size(1)):
-        steps.append(model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0])
-        if t == 2:
-            order = torch.tensor([2, 0, 1])
-            model.decoder.reorder_incremental_state_scripting(state, order)
-            enc = model.encoder.reorder_encoder_out(enc, order)
-            prev, full, steps = prev[order], full[order], [s[order] for s in steps]
-    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-4, rtol=1e-4)
-    model.train()
-    out, _ = model(src, lengths, prev, theta=theta)
-    out.logsumexp(-1).sum().backward()
-    assert not [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().sum() == 0]
 
 
 def test_bart_ta_loads_a_bart_checkpoint_with_fresh_ta_parameters(ta_setup):
@@ -522,7 +464,7 @@ def test_zero_theta_uses_the_prior_deterministically(ta_setup, tmp_path):
     # no corpus mean in the file: uniform, top topics 0..n-1
     model = build()
     topic = model.decoder.topic
-    assert topic.top_topics(topic.theta({"side": {"theta": zeros}})).tolist() == [[0, 1, 2, 3, 4]] * 2
+    assert topic.top_topics(topic.theta(zeros)).tolist() == [[0, 1, 2, 3, 4]] * 2
     out, _ = model(src, lengths, prev, theta=zeros)
     assert torch.isfinite(out).all()
     torch.testing.assert_close(out, model(src, lengths, prev, theta=torch.full((2, K), 1.0 / K))[0])
@@ -533,7 +475,7 @@ def test_zero_theta_uses_the_prior_deterministically(ta_setup, tmp_path):
     tm.save(with_mean)
     model = build(topic_model=with_mean)
     topic = model.decoder.topic
-    assert topic.top_topics(topic.theta({"side": {"theta": zeros}})).tolist() == [[1, 3, 4, 2, 5]] * 2
+    assert topic.top_topics(topic.theta(zeros)).tolist() == [[1, 3, 4, 2, 5]] * 2
     mixed = torch.stack([torch.zeros(K), theta_for(1)[0]])
     expected = torch.stack([torch.from_numpy(tm.theta_mean), theta_for(1)[0]])
     torch.testing.assert_close(model(src, lengths, prev, theta=mixed)[0], model(src, lengths, prev, theta=expected)[0])

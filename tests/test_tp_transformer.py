@@ -1,4 +1,4 @@
-"""TP-Transformer: TPR equations, parameter counts, incremental decoding, gradients, attention paths."""
+"""TP-Transformer: TPR equations, parameter counts, attention paths (the model contract: test_model_contract.py)."""
 import contextlib
 import math
 
@@ -6,12 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import build_model, check_beam_reordering, random_batch
+from conftest import build_model, random_batch
 from fairseq_sum_plugins.modules.attention import MultiheadAttention
 from fairseq_sum_plugins.modules.tpr import DiscreteBinding, TPRBinding, shared_role_normalization
-
-ARCHS = ["t5_transformer_small", "tp_transformer_small", "tp_transformer_continuous_small"]
-
 
 # --- eq. 4-6 against a hand computation ------------------------------------------------------
 
@@ -198,75 +195,6 @@ def test_role_binding_parameter_overhead_equals_the_papers():
 # --- forward behaviour -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("left_pad_source", [True, False])
-def test_incremental_decoding_equals_full_forward(arch, left_pad_source, tiny_overrides):
-    torch.manual_seed(0)
-    model, d = build_model(arch, **tiny_overrides)
-    model.eval()
-    src, lengths, prev = random_batch(d, left_pad_source=left_pad_source)
-    with torch.no_grad():
-        full, _ = model(src, lengths, prev)
-        enc = model.encoder(src, lengths)
-        state, steps = {}, []
-        for t in range(prev.size(1)):
-            out, _ = model.decoder(prev[:, : t + 1], enc, incremental_state=state)
-            steps.append(out)
-    assert (torch.cat(steps, dim=1) - full).abs().max() < 1e-5
-
-
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("order", [[1, 0, 3, 3, 5, 4], [5, 4, 1]])  # within beams; batch shrinking
-def test_beam_reordering_of_incremental_state(arch, order, tiny_overrides):
-    """Reordering cached keys/values as beam search does equals decoding the reordered batch."""
-    torch.manual_seed(0)
-    model, d = build_model(arch, **tiny_overrides)
-    model.eval()
-    src, lengths, prev = random_batch(d, bsz=3)
-    beam = torch.arange(3).repeat_interleave(2)  # 3 sentences x 2 hypotheses, like SequenceGenerator
-    src, lengths = src[beam], lengths[beam]
-    prev = prev[beam] + torch.arange(6)[:, None] % 2  # hypotheses of a sentence differ
-    check_beam_reordering(model, src, lengths, prev, order)
-
-
-@pytest.mark.parametrize("arch", ARCHS)
-def test_every_parameter_gets_a_gradient(arch, tiny_overrides):
-    """DDP safety: no parameter is unused in a training step."""
-    torch.manual_seed(0)
-    model, d = build_model(arch, **tiny_overrides)
-    model.train()
-    src, lengths, prev = random_batch(d)
-    logits, _ = model(src, lengths, prev)
-    logits.float().log_softmax(-1).mean().backward()
-    missing = [n for n, p in model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all()]
-    assert not missing
-    assert all(p.grad.abs().sum() > 0 for n, p in model.named_parameters() if "roles" in n or "role_proj" in n)
-
-
-@pytest.mark.parametrize("arch", ARCHS)
-def test_padding_does_not_change_outputs(arch, tiny_overrides):
-    torch.manual_seed(0)
-    model, d = build_model(arch, **tiny_overrides)
-    model.eval()
-    src, lengths, prev = random_batch(d)
-    with torch.no_grad():
-        batched, _ = model(src, lengths, prev)
-        for b in range(src.size(0)):
-            alone = src[b : b + 1, src.size(1) - lengths[b] :]
-            single, _ = model(alone, lengths[b : b + 1], prev[b : b + 1])
-            assert (single - batched[b : b + 1]).abs().max() < 1e-5
-
-
-def test_one_token_document_gives_finite_outputs(tiny_overrides):
-    model, d = build_model("tp_transformer_small", **tiny_overrides)
-    model.eval()
-    src = torch.tensor([[d.eos()]])
-    prev = torch.tensor([[d.eos(), 5]])
-    with torch.no_grad():
-        out, _ = model(src, torch.tensor([1]), prev)
-    assert torch.isfinite(out).all()
-
-
 @pytest.mark.parametrize("causal", [False, True])
 def test_fused_and_explicit_attention_agree(causal):
     torch.manual_seed(0)
@@ -299,13 +227,7 @@ def test_attention_matches_equation_2():
     assert torch.allclose(out, attn.out_proj(torch.cat(heads, -1)), atol=1e-6)
 
 
-def test_post_ln_variant_builds_and_decodes_incrementally(tiny_overrides):
+def test_post_ln_variant_has_no_final_layer_norm(tiny_overrides):
+    """(incremental decoding of the post-LN cell: tests/test_model_contract.py)"""
     model, d = build_model("tp_transformer_small", encoder_normalize_before=False, **tiny_overrides)
     assert model.encoder.layer_norm is None and model.decoder.layer_norm is None
-    model.eval()
-    src, lengths, prev = random_batch(d)
-    with torch.no_grad():
-        full, _ = model(src, lengths, prev)
-        enc, state = model.encoder(src, lengths), {}
-        steps = [model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0] for t in range(prev.size(1))]
-    assert (torch.cat(steps, 1) - full).abs().max() < 1e-5

@@ -44,6 +44,7 @@ from fairseq.models import (
 from fairseq.modules import LayerNorm, PositionalEmbedding
 
 from ..modules.attention import MultiheadAttention
+from ..modules.encoder_out import EncoderOut
 from ..modules.gates import (
     InformationGate,
     add_gate_args,
@@ -54,7 +55,15 @@ from ..modules.gates import (
 )
 from ..modules.focus import FocusBias, parse_layers
 from ..modules.saliency import SaliencyGate
-from ..modules.topic import DRM, SIAHead, add_head, add_topic_args, build_topic_assistant, topic_defaults
+from ..modules.topic import (
+    DRM,
+    SIAHead,
+    TopicInputs,
+    add_head,
+    add_topic_args,
+    build_topic_assistant,
+    topic_defaults,
+)
 from ..modules.tpr import TPRBinding, shared_role_normalization
 
 DEFAULT_MAX_POSITIONS = 1024
@@ -164,12 +173,13 @@ class DecoderLayer(nn.Module):
         self.ffn_sublayer = Sublayer(d, args.dropout, pre)
 
     def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_kwargs=None, ta=None):
-        ta = ta or {}
-        self_bias = ta.get("self_bias")  # TEMA's prefix mask (Fig. 3(b)) replaces the causal mask
+        """``ta``: the Topic Assistant's :class:`~..modules.topic.TopicInputs` of this call, or None."""
+        ta = ta or TopicInputs()
+        self_bias = ta.self_mask  # TEMA's prefix mask (Fig. 3(b)) replaces the causal mask
 
         def self_attend(h):
             out = self.self_attn(h, causal=self_bias is None, attn_bias=self_bias, incremental_state=incremental_state)
-            return add_head(out, self.self_sia(h, ta["self_probs"], incremental_state)) if self.self_sia is not None else out
+            return add_head(out, self.self_sia(h, ta.self_probs, incremental_state)) if self.self_sia is not None else out
 
         x, _ = self.self_attn_sublayer(x, self_attend)
         x = self.self_attn_binding(x)
@@ -183,9 +193,9 @@ class DecoderLayer(nn.Module):
             if self.cross_sia is not None:  # SIA eq. 7; with information selection, over the gated rows
                 scale = cross_kwargs.get("kv_scale") if cross_kwargs else None  # (B, G, S, 1)
                 scale = scale.mean(1) if scale is not None else None  # per-head gates: their mean
-                out = add_head(out, self.cross_sia(enc, ta["cross_probs"], incremental_state, v_scale=scale))
+                out = add_head(out, self.cross_sia(enc, ta.cross_probs, incremental_state, v_scale=scale))
             if self.drm is not None:  # DRM eq. 9: before add & norm
-                out = add_head(out, self.drm(ta["theta"]).type_as(out[0]))
+                out = add_head(out, self.drm(ta.theta).type_as(out[0]))
             return out
 
         x, attn = self.cross_attn_sublayer(x, cross_attend)
@@ -197,9 +207,9 @@ class DecoderLayer(nn.Module):
 class SumTransformerEncoder(FairseqEncoder):
     """Token + sinusoidal position embeddings, ``L`` encoder cells, final LayerNorm (pre-LN).
 
-    The output dictionary is batch-first: ``enc`` is ``(B, S, C)``. Extra ``net_input`` fields
-    (task side data) are passed through under ``side`` so that decoder-side features can use
-    them after beam-search reordering.
+    The output is the batch-first dict of :mod:`..modules.encoder_out` (``enc`` is ``(B, S, C)``).
+    Extra ``net_input`` fields (task side data) are passed through under ``side`` so that
+    decoder-side features can use them after beam-search reordering.
     """
 
     def __init__(self, args, dictionary, embed_tokens):
@@ -237,27 +247,14 @@ class SumTransformerEncoder(FairseqEncoder):
                 x = layer(x, attn_mask, sia_probs)
         if self.layer_norm is not None:
             x = self.layer_norm(x)
-        out = {
-            "enc": x,
-            "enc_padding_mask": padding_mask,
-            "src_tokens": src_tokens,
-            "side": side,
-            "aux_losses": {},
-        }
+        out = EncoderOut(enc=x, padding_mask=padding_mask, src_tokens=src_tokens, side=side)
         if self.info_gate is not None:  # gates, gate_l1, and (eval) thresholding/pruning
             apply_information_selection(self.info_gate, out)
-        return out
+        return out.to_dict()
 
     @torch.jit.export
     def reorder_encoder_out(self, encoder_out, new_order):
-        def reorder(v):
-            if torch.is_tensor(v):
-                return v.index_select(0, new_order)
-            if isinstance(v, dict) and v is not encoder_out.get("aux_losses"):
-                return {k: reorder(x) for k, x in v.items()}
-            return v
-
-        return {k: reorder(v) for k, v in encoder_out.items()}
+        return EncoderOut.of(encoder_out).reorder(new_order).to_dict()
 
     def max_positions(self):
         return self.max_source_positions
@@ -288,7 +285,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         # in ``extra["attn"]`` (for alignment printing / coverage); it disables the fused kernel there.
         self.need_attn = False
         self.topic = None  # Topic Assistant buffers (modules/topic.py), set by build_model with --ta-*
-        self.ta_args, self.ta_heads = args, args.decoder_attention_heads
+        self.sia_head_dim = d // args.decoder_attention_heads
 
     def forward(self, prev_output_tokens, encoder_out, incremental_state=None, features_only=False, **kwargs):
         x, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
@@ -304,28 +301,35 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
             positions = positions[:, -1:]
         x = self.embed_scale * self.embed_tokens(prev_output_tokens) + positions
         x = F.dropout(x, self.dropout, self.training)
-        enc, enc_mask = encoder_out["enc"], encoder_out["enc_padding_mask"]
+        view = EncoderOut.of(encoder_out)
+        enc, enc_mask = view.enc, view.padding_mask
         if not enc_mask.any():
             enc_mask = None
         attn = None
-        cross_kwargs = gated_cross_attention_kwargs(encoder_out)  # {} without --info-gate
-        ta, n_prefix = {}, 0
+        cross_kwargs = gated_cross_attention_kwargs(view)  # {} without --info-gate
+        ta, n_prefix = None, 0
         if self.topic is not None:  # Topic Assistant: TEMA prefix, SIA probabilities, DRM theta
-            x, ta, n_prefix = self.topic.decoder_inputs(self, x, all_prev_tokens, encoder_out, incremental_state)
+            ta = self.topic.decoder_inputs(
+                all_prev_tokens, x.size(1), view.src_tokens, view.padding_mask, self.sia_head_dim,
+                theta=view.side.get("theta"), gate_index=view.gate_index, incremental=incremental_state is not None)
+            n_prefix = ta.n_prefix
+            if n_prefix:  # TEMA eq. 8: the topic embeddings before the new positions
+                topics = self.embed_scale * self.topic.topic_embeddings(ta.topic_ids, self.embed_tokens.weight)
+                x = torch.cat([F.dropout(topics.type_as(x), self.dropout, self.training), x], dim=1)
         with shared_role_normalization(self.layers):  # eq. 4 for every sublayer at once
             for i, layer in enumerate(self.layers):
                 last = i == len(self.layers) - 1
                 x, layer_attn = layer(x, enc, enc_mask, incremental_state, cross_kwargs=cross_kwargs, ta=ta,
                                       need_attn=last and self.need_attn and not self.training)
                 if last:
-                    attn = restore_attention(layer_attn, encoder_out)  # pruned positions -> source positions
+                    attn = restore_attention(layer_attn, view)  # pruned positions -> source positions
         if n_prefix:  # TEMA's topic positions are never emitted
             x = x[:, n_prefix:]
             attn = attn[:, n_prefix:] if attn is not None else None
         if self.layer_norm is not None:
             x = self.layer_norm(x)
-        return x, {"attn": [attn], "inner_states": None, "aux_losses": dict(encoder_out.get("aux_losses", {})),
-                   "gate_counts": encoder_out.get("gate_counts")}
+        return x, {"attn": [attn], "inner_states": None, "aux_losses": dict(view.aux_losses),
+                   "gate_counts": view.gate_counts}
 
     def output_layer(self, features):
         if self.output_projection is None:

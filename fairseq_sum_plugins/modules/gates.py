@@ -38,7 +38,7 @@ applied per head, and every head keeps at least its highest-gated token. In trai
 is removed; ``gate_counts`` then report what the threshold would remove.
 
 The sparsity rate (dropped / total non-pad source tokens, EOS included) is returned per document in
-``encoder_out["gate_counts"]`` (logged by validation as ``gate_sparsity``) and accumulated by the
+the encoder output's ``gate_counts`` (:mod:`.encoder_out`) (logged by validation as ``gate_sparsity``) and accumulated by the
 gate module in eval mode (reported by ``fairseq-generate``; see :func:`report_sparsity_at_exit`).
 """
 import atexit
@@ -163,38 +163,34 @@ def prune(h, g, bias, kept):
     return dict(h=h, gates=g, bias=bias, padding_mask=pad, index=order.masked_fill(pad, 0))
 
 
-def apply_information_selection(gate, encoder_out):
-    """Applies ``gate`` to a ``sum_transformer`` encoder output (batch-first ``enc``) in place."""
-    sel = gate.select(encoder_out["enc"], encoder_out["enc_padding_mask"])
-    encoder_out["enc"] = sel["h"]
-    encoder_out["enc_padding_mask"] = sel["padding_mask"]
-    encoder_out["enc_gates"] = sel["gates"]
-    encoder_out["enc_gate_bias"] = sel["bias"]
-    encoder_out["gate_index"] = sel["index"]
-    encoder_out["gate_counts"] = sel["counts"]
-    encoder_out["aux_losses"]["gate_l1"] = sel["l1"]
-    return encoder_out
+def apply_information_selection(gate, view):
+    """Applies ``gate`` to an :class:`~.encoder_out.EncoderOut` ``view`` in place: gated, thresholded
+    and (eval mode) pruned states, the gate fields, and the ``gate_l1`` aux loss."""
+    sel = gate.select(view.enc, view.padding_mask)
+    view.enc, view.padding_mask = sel["h"], sel["padding_mask"]
+    view.gates, view.gate_bias, view.gate_index, view.gate_counts = sel["gates"], sel["bias"], sel["index"], sel["counts"]
+    view.aux_losses["gate_l1"] = sel["l1"]
+    return view
 
 
-def gated_cross_attention_kwargs(encoder_out):
-    """Extra keyword arguments of every decoder cross-attention (eq. 6): ``kv_scale`` ``(B, G, S, 1)``
-    scales the projected key/value rows, ``attn_bias`` masks per-head closed positions."""
-    gates = encoder_out.get("enc_gates")
-    if gates is None:
+def gated_cross_attention_kwargs(view):
+    """Extra keyword arguments of every decoder cross-attention (eq. 6) for an
+    :class:`~.encoder_out.EncoderOut`: ``kv_scale`` ``(B, G, S, 1)`` scales the projected key/value
+    rows, ``attn_bias`` masks per-head closed positions."""
+    if view.gates is None:
         return {}
-    kwargs = {"kv_scale": gates.transpose(1, 2).unsqueeze(-1)}
-    if encoder_out.get("enc_gate_bias") is not None:
-        kwargs["attn_bias"] = encoder_out["enc_gate_bias"]
+    kwargs = {"kv_scale": view.gates.transpose(1, 2).unsqueeze(-1)}
+    if view.gate_bias is not None:
+        kwargs["attn_bias"] = view.gate_bias
     return kwargs
 
 
-def restore_attention(attn, encoder_out):
+def restore_attention(attn, view):
     """Maps attention over pruned positions ``(B, T, S')`` back to source positions ``(B, T, S)``."""
-    index = encoder_out.get("gate_index")
-    if attn is None or index is None:
+    if attn is None or view.gate_index is None:
         return attn
-    full = attn.new_zeros(attn.size(0), attn.size(1), encoder_out["src_tokens"].size(1))
-    return full.scatter_add_(2, index.unsqueeze(1).expand(-1, attn.size(1), -1), attn)
+    full = attn.new_zeros(attn.size(0), attn.size(1), view.src_tokens.size(1))
+    return full.scatter_add_(2, view.gate_index.unsqueeze(1).expand(-1, attn.size(1), -1), attn)
 
 
 def information_gates(models):

@@ -13,7 +13,7 @@ Equations and where they live::
                                                                             forward for each block type
     MHA = Concat(head_1..h) W^a_ori + (A_{h+1} X W^v_add) W^a_add       (7)  SIAHead (added to the block output)
     E_topic = Phi^T E_token                                            (8)  TopicAssistant.topic_embeddings
-    top-n topics of theta as a decoder prefix, Fig. 3(b) masks              TopicAssistant.decoder_inputs
+    top-n topics of theta as a decoder prefix, Fig. 3(b) masks              TopicAssistant.decoder_inputs, TopicInputs
     z^(l) = theta^T W_b^(l), added to the cross-attention output       (9)  DRM
 
 SIA's extra head is one more head of width ``d_k = d_model / h`` in every attention block
@@ -51,6 +51,8 @@ files and checksums; a checkpoint saved before the checksum was recorded loads w
 import logging
 import math
 import os
+from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 import torch
@@ -109,8 +111,9 @@ def load_topic_model(path, dictionary):
 class TopicAssistant(nn.Module):
     """Fixed topic buffers (from the PFA, not trained) and what every layer shares per forward."""
 
-    def __init__(self, phi, n_topics=5, path="", prior=None):
+    def __init__(self, phi, n_topics=5, path="", prior=None, sia=True, tema=True, drm=True):
         super().__init__()
+        self.sia, self.tema, self.drm = sia, tema, drm  # which of the three modules the model has
         phi = torch.as_tensor(np.asarray(phi, dtype=np.float32))
         self.num_topics = phi.size(1)
         self.n = min(n_topics, self.num_topics)
@@ -163,9 +166,9 @@ class TopicAssistant(nn.Module):
         allowed = torch.where(q < n, k < n, (k < n) | (k <= q))
         return torch.zeros(new_len, total, device=device, dtype=dtype).masked_fill(~allowed, float("-inf"))
 
-    def theta(self, encoder_out):
-        side = encoder_out.get("side") or {}
-        theta = side.get("theta")
+    def theta(self, theta):
+        """The document proportions ``(B, K)`` of side data ``theta`` (checked); the prior where a
+        document has no topic evidence."""
         if theta is None:
             raise ValueError(
                 "Topic Assistant TEMA/DRM need the document's topic proportions: run with --side-data theta "
@@ -181,48 +184,64 @@ class TopicAssistant(nn.Module):
             theta = torch.where(empty, self.theta_prior.to(theta.device), theta)
         return theta
 
-    def decoder_inputs(self, decoder, x, prev_tokens, encoder_out, incremental_state=None):
-        """Prefix the topic embeddings (TEMA) and precompute what the decoder layers share.
+    def decoder_inputs(self, prev_tokens, new_len, src_tokens, src_padding_mask, head_dim, theta=None,
+                       gate_index=None, incremental=False):
+        """What the decoder layers share for one decoder call.
 
-        ``x``: embedded new positions ``(B, T_new, C)``; ``prev_tokens``: all summary tokens so far.
-        Returns ``(x, ta, n_prefix)``, ``n_prefix`` the number of prefix rows to strip from the output.
-        In incremental decoding the prefix goes in with the first step (cached like any position);
-        the top topics are recomputed from ``theta`` in ``encoder_out``, which beam search reorders.
+        Args:
+            prev_tokens: every summary token so far ``(B, T)``; new_len: the positions this call
+                embeds (``T``, or 1 in incremental decoding); src_tokens: the source ``(B, S)``;
+            src_padding_mask: of the encoder output ``(B, S')``; head_dim: ``d_k`` of SIA (eq. 6);
+            theta: side data ``(B, K)`` (TEMA, DRM); gate_index: the source position of each
+                encoder-output row after information selection removed some (``(B, S')``), or None.
+        Returns :class:`TopicInputs`. In incremental decoding the prefix goes in with the first step
+        (cached like any position); the top topics come from ``theta``, which beam search reorders.
         """
-        args = decoder.ta_args
-        ta, n_prefix = {}, 0
-        n = self.n if args.ta_tema else 0
-        incremental = incremental_state is not None
-        first_step = not incremental or prev_tokens.size(1) == x.size(1)
-        theta = self.theta(encoder_out) if (args.ta_tema or args.ta_drm) else None
-        ids = self.top_topics(theta) if args.ta_tema else None
-        if args.ta_tema:
-            if first_step:
-                topics = decoder.embed_scale * self.topic_embeddings(ids, decoder.embed_tokens.weight)
-                x = torch.cat([nn.functional.dropout(topics.type_as(x), decoder.dropout, decoder.training), x], dim=1)
-                n_prefix = n
-            # Fig. 3(b): later incremental steps see every cached position
-            ta["self_bias"] = self.prefix_mask(n, x.size(1), 0, x.device) if first_step else None
-        if args.ta_sia:
-            d_k = decoder.embed_tokens.embedding_dim // decoder.ta_heads
+        first_step = not incremental or prev_tokens.size(1) == new_len
+        theta = self.theta(theta) if (self.tema or self.drm) else None
+        ids = self.top_topics(theta) if self.tema else None
+        n = ids.size(1) if ids is not None and first_step else 0
+        out = TopicInputs(topic_ids=ids if n else None, theta=theta if self.drm else None)
+        if self.tema and first_step:  # Fig. 3(b); later incremental steps see every cached position
+            out.self_mask = self.prefix_mask(n, new_len + n, 0, prev_tokens.device)
+        if self.sia:
             k_rows = self.rows(prev_tokens)
-            if n:  # a topic position is represented by its topic, e_k
+            if self.tema:  # a topic position is represented by its topic, e_k
                 k_rows = torch.cat([nn.functional.one_hot(ids, self.num_topics).to(k_rows.dtype), k_rows], dim=1)
-            q_rows = k_rows[:, -x.size(1):]
-            bias = ta.get("self_bias")
+            q_rows = k_rows[:, -(new_len + n):]
+            bias = out.self_mask
             if bias is None and not incremental:  # causal
                 t = k_rows.size(1)
-                future = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
-                bias = torch.zeros(t, t, device=x.device).masked_fill(future, float("-inf"))
-            ta["self_probs"] = self.sia_probs(q_rows, k_rows, d_k, bias)
-            src_rows = self.rows(encoder_out["src_tokens"])
-            index = encoder_out.get("gate_index")  # information selection removed positions (Algorithm 1)
-            if index is not None:
-                src_rows = src_rows.gather(1, index.unsqueeze(-1).expand(-1, -1, src_rows.size(-1)))
-            ta["cross_probs"] = self.sia_probs(q_rows, src_rows, d_k, None, encoder_out["enc_padding_mask"])
-        if args.ta_drm:
-            ta["theta"] = theta
-        return x, ta, n_prefix
+                future = torch.ones(t, t, dtype=torch.bool, device=k_rows.device).triu(1)
+                bias = torch.zeros(t, t, device=k_rows.device).masked_fill(future, float("-inf"))
+            out.self_probs = self.sia_probs(q_rows, k_rows, head_dim, bias)
+            src_rows = self.rows(src_tokens)
+            if gate_index is not None:  # information selection removed positions (Algorithm 1)
+                src_rows = src_rows.gather(1, gate_index.unsqueeze(-1).expand(-1, -1, src_rows.size(-1)))
+            out.cross_probs = self.sia_probs(q_rows, src_rows, head_dim, None, src_padding_mask)
+        return out
+
+
+@dataclass
+class TopicInputs:
+    """One decoder call's Topic Assistant inputs (:meth:`TopicAssistant.decoder_inputs`).
+
+    ``topic_ids`` ``(B, n)``: the TEMA prefix to embed (eq. 8) before the new positions, or None;
+    ``self_mask``: the additive self-attention mask of Fig. 3(b) over the prefix and the new
+    positions, replacing the causal mask (None: causal, or a later incremental step);
+    ``self_probs`` / ``cross_probs``: SIA's attention (eq. 6) of the decoder self and cross blocks;
+    ``theta``: DRM's proportions (eq. 9).
+    """
+
+    topic_ids: Optional[torch.Tensor] = None
+    self_mask: Optional[torch.Tensor] = None
+    self_probs: Optional[torch.Tensor] = None
+    cross_probs: Optional[torch.Tensor] = None
+    theta: Optional[torch.Tensor] = None
+
+    @property
+    def n_prefix(self):
+        return 0 if self.topic_ids is None else self.topic_ids.size(1)
 
 
 @with_incremental_state
@@ -317,7 +336,8 @@ def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
             logger.warning(f"Topic Assistant: models with different topic models ({previous}, {path}); "
                            f"raw-text theta uses {path}")
         task.ta_topic_model = path
-    return TopicAssistant(model.phi, args.ta_topics_n, path, prior=model.theta_prior())
+    return TopicAssistant(model.phi, args.ta_topics_n, path, prior=model.theta_prior(),
+                          sia=bool(args.ta_sia), tema=bool(args.ta_tema), drm=bool(args.ta_drm))
 
 
 # --- side data for raw text (fairseq-interactive, hub) -------------------------------------------

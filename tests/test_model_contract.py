@@ -1,0 +1,301 @@
+"""The contract every model of the plugin keeps, over one table of (arch, feature combination) cells:
+
+* incremental decoding equals the full forward (left- and right-padded sources);
+* reordering the incremental state and the encoder output as beam search does (within beams, and
+  shrinking the batch) equals decoding the reordered batch;
+* padding changes no output (each document alone equals its row of a padded batch);
+* every parameter gets a finite gradient from one training step (DDP needs each one used), and
+  the cell's own parameters a non-zero one;
+* bf16 autocast and fp16 give finite outputs; a one-token document gives finite outputs and gradients.
+
+Each paper's own test file keeps its equation tests. To add a model or a feature combination, add
+one :class:`Cell` line to ``CELLS``.
+"""
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import build_model, make_dictionary, random_batch
+
+torch.set_num_threads(1)
+
+# model dims per family: every cell builds and runs in milliseconds
+DIMS = {
+    "transformer": dict(encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=4,
+                        decoder_layers=2, tpr_roles=5, dropout=0.0),
+    "bart": dict(encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=4,
+                 decoder_embed_dim=32, decoder_ffn_embed_dim=64, decoder_layers=2, decoder_attention_heads=4,
+                 dropout=0.0, attention_dropout=0.0, max_source_positions=64, max_target_positions=64),
+    "mem2mem": dict(embed_dim=16, encoder_hidden_size=8, decoder_hidden_size=12, attention_dim=10, memory_attn_dim=6,
+                    memory_slots=4),
+}
+AUX_WEIGHTS = {"gate_l1": 0.1, "mem_comp": 1e-4, "mem_read": 0.01, "coverage": 1.0}  # summarization_loss defaults
+K = 6  # topics of the test topic model
+
+ALL = "."  # every parameter
+ROLES = r"roles|role_proj"
+ETADS = r"\.focus\.|\.saliency\."
+GATE = r"info_gate"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One row of the contract: ``arch`` with ``features`` (model flags by their ``dest`` names).
+
+    ``family`` picks the dims and the batch (``transformer``, ``bart``: random tokens; ``mem2mem``:
+    ``<sep>``-delimited documents); ``nonzero`` is a regex of parameter names whose gradient must be
+    non-zero; ``prune``: in eval mode the information gate closes about half of the batch's tokens;
+    ``theta``: the Topic Assistant's side data and topic model.
+    """
+
+    arch: str
+    features: dict = field(default_factory=dict)
+    family: str = "transformer"
+    nonzero: str = ""
+    prune: bool = False
+    theta: bool = False
+
+    @property
+    def id(self):
+        return "-".join([self.arch] + [f"{k}={v}" for k, v in sorted(self.features.items())])
+
+
+CELLS = [
+    # TP-Transformer (tests/test_tp_transformer.py)
+    Cell("t5_transformer_small"),
+    Cell("tp_transformer_small", nonzero=ROLES),
+    Cell("tp_transformer_continuous_small", nonzero=ROLES),
+    Cell("tp_transformer_small", dict(encoder_normalize_before=False), nonzero=ROLES),
+    # ETADS (tests/test_etads.py)
+    Cell("etads_base", nonzero=ETADS),
+    Cell("etads_base", dict(encoder_normalize_before=True), nonzero=ETADS),
+    Cell("tp_transformer_small", dict(focus_layers="1", saliency_layers="2"), nonzero=ETADS),
+    # information selection (tests/test_information_selection.py)
+    Cell("transformer_gated_small", nonzero=GATE, prune=True),
+    Cell("transformer_gated_small", dict(gate_per_head=True), nonzero=GATE, prune=True),
+    Cell("tp_transformer_gated_small", nonzero=GATE, prune=True),
+    Cell("tp_transformer_gated_small", dict(gate_per_head=True), nonzero=GATE, prune=True),
+    # Topic Assistant (tests/test_topic_assistant.py)
+    Cell("transformer_ta_small", nonzero=ALL, theta=True),
+    Cell("transformer_ta_small", dict(ta_tema=False), nonzero=ALL, theta=True),
+    Cell("transformer_ta_small", dict(ta_sia=False), nonzero=ALL, theta=True),
+    Cell("transformer_ta_small", dict(ta_sia=False, ta_drm=False), nonzero=ALL, theta=True),
+    # compositions
+    Cell("transformer_ta_small", dict(info_gate=True), nonzero=ALL, prune=True, theta=True),
+    Cell("transformer_ta_small", dict(info_gate=True, gate_per_head=True), nonzero=ALL, prune=True, theta=True),
+    Cell("etads_base", dict(info_gate=True, tpr="discrete"), nonzero=ETADS + "|" + GATE + "|" + ROLES, prune=True),
+    # BART (models/bart.py)
+    Cell("bart_base_gated", family="bart", nonzero=GATE, prune=True),
+    Cell("bart_base_gated", dict(gate_per_head=True), family="bart", nonzero=GATE, prune=True),
+    Cell("bart_base_ta", family="bart", nonzero=r"sia|drm", theta=True),
+    Cell("bart_base_ta", dict(ta_tema=False), family="bart", nonzero=r"sia|drm", theta=True),
+    Cell("bart_base_ta", dict(ta_sia=False, ta_drm=False), family="bart", theta=True),
+    Cell("bart_base_ta", dict(info_gate=True), family="bart", nonzero=r"sia|drm|info_gate", prune=True, theta=True),
+    Cell("bart_base_ta", dict(info_gate=True, gate_per_head=True), family="bart", nonzero=r"sia|drm|info_gate",
+         prune=True, theta=True),
+    # Mem2Mem / HRED: the rows of its Table 2 and the other switches (tests/test_mem2mem.py)
+    Cell("hred_base", family="mem2mem", nonzero=ALL),
+    Cell("hred_base", dict(coverage_loss=True), family="mem2mem", nonzero=ALL),
+    Cell("hred_base", dict(coverage=False, pointer_generator=False), family="mem2mem", nonzero=ALL),
+    Cell("mem2mem_base", dict(decoder_memory=False), family="mem2mem", nonzero=ALL),
+    Cell("mem2mem_base", dict(encoder_memory=False, memory_transfer=False), family="mem2mem", nonzero=ALL),
+    Cell("mem2mem_base", dict(memory_transfer=False), family="mem2mem", nonzero=ALL),
+    Cell("mem2mem_base", family="mem2mem", nonzero=ALL),
+]
+IDS = [c.id for c in CELLS]
+assert len(set(IDS)) == len(IDS), "two cells with the same arch and features"
+
+
+# --- building cells ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def topic_model(tmp_path_factory):
+    from test_topic_assistant import write_topic_model
+
+    return write_topic_model(make_dictionary(), str(tmp_path_factory.mktemp("contract") / "topic_model.npz"), k=K)
+
+
+def build(cell, topic_model, seed=0):
+    torch.manual_seed(seed)
+    overrides = dict(DIMS[cell.family], **cell.features)
+    if cell.theta:
+        overrides["topic_model"] = topic_model
+    model, d = build_model(cell.arch, make_dictionary(), **overrides)
+    return model, d
+
+
+def theta_for(bsz, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.rand(bsz, K, generator=g) ** 3
+    return t / t.sum(1, keepdim=True)
+
+
+def batch(cell, d, left_pad=True, bsz=3):
+    """``(src, lengths, prev, side)`` with ragged sources padded on ``left_pad``'s side."""
+    if cell.family == "mem2mem":
+        from test_mem2mem import doc_batch
+
+        docs = [[3, 4, 2], [5], [2, 2, 2], [2, 3]][:bsz]
+        src, lengths, prev = doc_batch(d, docs, tgt_len=6, left_pad=left_pad)
+        prev[-1, -1] = d.index("w3")  # no padding inside the decoded prefix
+    else:
+        src, lengths, prev = random_batch(d, bsz=bsz, src_len=12, left_pad_source=left_pad)
+    side = {"theta": theta_for(bsz)} if cell.theta else {}
+    return src, lengths, prev, side
+
+
+def select(side, index):
+    return {k: v.index_select(0, index) for k, v in side.items()}
+
+
+def prepare(cell, model, src, lengths, side):
+    """Eval mode; with ``prune``, a gate threshold that removes about half of this batch's positions."""
+    model.eval()
+    if cell.prune:
+        gate = model.encoder.info_gate
+        gate.threshold = -1.0  # nothing closed: the raw scores
+        with torch.no_grad():
+            out = model.encoder(src, lengths, **side)
+        from fairseq_sum_plugins.modules.encoder_out import EncoderOut
+
+        view = EncoderOut.of(out)
+        g = view.gates[~view.padding_mask].max(-1).values.sort().values  # a position goes when all heads close
+        gate.threshold = float(g[len(g) // 2 - 1 : len(g) // 2 + 1].mean())  # between two gates: no ties
+    return model
+
+
+def decode_incrementally(model, enc, prev, state, start=0):
+    return [model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0] for t in range(start, prev.size(1))]
+
+
+def training_loss(model, src, lengths, prev, side):
+    out, extra = model(src, lengths, prev, **side)
+    lprobs = model.get_normalized_probs((out, extra), log_probs=True)
+    target = torch.cat([prev[:, 1:], prev[:, :1]], dim=1)  # the next tokens
+    loss = -lprobs.gather(2, target.unsqueeze(-1)).float().mean()
+    for name, value in (extra.get("aux_losses") or {}).items():
+        loss = loss + AUX_WEIGHTS[name] * value.float()
+    return loss, out
+
+
+# --- the contract ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=IDS)
+@pytest.mark.parametrize("left_pad", [True, False])
+def test_incremental_decoding_equals_full_forward(cell, left_pad, topic_model):
+    model, d = build(cell, topic_model)
+    src, lengths, prev, side = batch(cell, d, left_pad, bsz=4)
+    prepare(cell, model, src, lengths, side)
+    with torch.no_grad():
+        full, _ = model(src, lengths, prev, **side)
+        steps = decode_incrementally(model, model.encoder(src, lengths, **side), prev, {})
+    assert (torch.cat(steps, dim=1) - full).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=IDS)
+@pytest.mark.parametrize("order", [[1, 0, 3, 3, 5, 4], [5, 4, 1]])  # within beams; batch shrinking
+def test_beam_reordering_of_incremental_state(cell, order, topic_model):
+    """Decode 3 steps, reorder the state and the encoder output by ``order`` as beam search does,
+    decode the rest: equal to the full forward of the reordered batch."""
+    model, d = build(cell, topic_model)
+    src, lengths, prev, side = batch(cell, d)
+    beam = torch.arange(3).repeat_interleave(2)  # 3 sentences x 2 hypotheses, like SequenceGenerator
+    src, lengths, side = src[beam], lengths[beam], select(side, beam)
+    prev = prev[beam]
+    prev[:, 1:] = prev[:, 1:] + torch.arange(6)[:, None] % 2  # hypotheses of a sentence differ
+    prepare(cell, model, src, lengths, side)
+    order, steps = torch.tensor(order), 3
+    with torch.no_grad():
+        enc, state = model.encoder(src, lengths, **side), {}
+        decode_incrementally(model, enc, prev[:, :steps], state)
+        model.decoder.reorder_incremental_state_scripting(state, order)
+        enc = model.encoder.reorder_encoder_out(enc, order)
+        prev_r = prev.index_select(0, order)
+        rest = decode_incrementally(model, enc, prev_r, state, start=steps)
+        full, _ = model(src.index_select(0, order), lengths.index_select(0, order), prev_r, **select(side, order))
+    assert (torch.cat(rest, dim=1) - full[:, steps:]).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=IDS)
+@pytest.mark.parametrize("left_pad", [True, False])
+def test_padding_does_not_change_outputs(cell, left_pad, topic_model):
+    model, d = build(cell, topic_model)
+    src, lengths, prev, side = batch(cell, d, left_pad)
+    prepare(cell, model, src, lengths, side)
+    with torch.no_grad():
+        batched, _ = model(src, lengths, prev, **side)
+        for b in range(src.size(0)):
+            n = int(lengths[b])
+            alone = src[b : b + 1, src.size(1) - n :] if left_pad else src[b : b + 1, :n]
+            single, _ = model(alone, lengths[b : b + 1], prev[b : b + 1], **select(side, torch.tensor([b])))
+            assert (single - batched[b : b + 1]).abs().max() < 1e-5
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=IDS)
+def test_every_parameter_gets_a_gradient(cell, topic_model):
+    """DDP safety: no parameter is unused in a training step (gates thresholded as in training)."""
+    model, d = build(cell, topic_model)
+    src, lengths, prev, side = batch(cell, d)
+    if cell.prune:
+        model.encoder.info_gate.threshold = 0.5
+    model.train()
+    loss, _ = training_loss(model, src, lengths, prev, side)
+    loss.backward()
+    bad = [n for n, p in model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all()]
+    assert not bad
+    if cell.nonzero:
+        own = [(n, p) for n, p in model.named_parameters() if re.search(cell.nonzero, n)]
+        assert own and not [n for n, p in own if p.grad.abs().sum() == 0]
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=IDS)
+def test_half_precision_and_bf16_autocast(cell, topic_model):
+    model, d = build(cell, topic_model)
+    src, lengths, prev, side = batch(cell, d)
+    prepare(cell, model, src, lengths, side)
+
+    def check(out, extra):
+        assert torch.isfinite(out).all()
+        if extra.get("gate_counts") is not None:  # every document keeps a token
+            assert (extra["gate_counts"][:, 1] > extra["gate_counts"][:, 0]).all()
+
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        check(*model(src, lengths, prev, **side))
+    half = model.half()
+    with torch.no_grad():
+        try:
+            out, extra = half(src, lengths, prev, **{k: v.half() for k, v in side.items()})
+        except RuntimeError as e:  # an op without a CPU half kernel in this torch build
+            pytest.skip(f"CPU half not supported here: {e}")
+    assert out.dtype == torch.float16 or cell.family == "mem2mem"  # Mem2Mem returns float32 probabilities
+    check(out, extra)
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=IDS)
+def test_one_token_document_gives_finite_outputs_and_gradients(cell, topic_model):
+    model, d = build(cell, topic_model)
+    src, prev = torch.tensor([[d.eos()]]), torch.tensor([[d.eos(), 5]])
+    side = {"theta": theta_for(1)} if cell.theta else {}
+    model.train()
+    loss, out = training_loss(model, src, torch.tensor([1]), prev, side)
+    loss.backward()
+    assert torch.isfinite(out).all() and torch.isfinite(loss)
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_the_table_covers_every_registered_arch_family():
+    """Every model registered by the plugin has at least one cell."""
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    import fairseq_sum_plugins
+
+    ours = {a for a, m in ARCH_MODEL_REGISTRY.items() if m.__module__.startswith(fairseq_sum_plugins.__name__)}
+    models = {ARCH_MODEL_REGISTRY[a] for a in ours}
+    covered = {ARCH_MODEL_REGISTRY[c.arch] for c in CELLS}
+    assert models == covered
+    assert np.all([c.arch in ours for c in CELLS])
