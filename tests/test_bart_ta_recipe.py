@@ -266,10 +266,10 @@ def test_topic_model_of_the_recipe_uses_the_gpt2_mapping(recipe_run, gpt2_files)
 def test_raw_text_through_the_hub_gets_the_same_theta(recipe_run, gpt2_files):
     """BART's hub interface (raw text, --bpe gpt2): the task's provider infers theta from the
     dictionary ids; it equals the theta the recipe wrote for the binarized test split."""
-    from fairseq_sum_plugins.models.bart_ta import TopicBARTModel
+    from fairseq_sum_plugins.models.bart import SumBARTModel
 
     work, bart = recipe_run["work"], recipe_run["bart"]
-    hub = TopicBARTModel.from_pretrained(
+    hub = SumBARTModel.from_pretrained(
         os.path.join(work, "checkpoints", "bart_base_ta"), checkpoint_file="checkpoint_best.pt",
         data_name_or_path=os.path.join(work, "bin"), bpe="gpt2",
         gpt2_encoder_json=os.path.join(bart, "encoder.json"), gpt2_vocab_bpe=os.path.join(bart, "vocab.bpe"))

@@ -248,3 +248,63 @@ def test_recipe_update_freq_is_paper_gpus_times_six_over_ngpu():
     assert recipe_update_freq(NGPU="8") == 3
     assert recipe_update_freq(NGPU="5") == 5  # rounded up
     assert recipe_update_freq(PAPER_ACCUM="1", NGPU="2") == 2
+
+
+# --- BART with information selection and the Topic Assistant together ----------------------------------
+
+
+def test_bart_with_gate_and_topic_assistant_restores_fine_tunes_generates(tmp_path):
+    """A tiny fairseq ``bart_base`` checkpoint fine-tuned as ``bart_base_ta --info-gate True`` through
+    fairseq-train --restore-file (the new parameters initialised fresh), then generation with a
+    gate threshold; pruning the closed positions gives the output of masking them."""
+    import re
+    from argparse import Namespace
+
+    import torch
+    from fairseq import checkpoint_utils
+
+    from conftest import save_bart_checkpoint
+    from preprocess.topic_model import main as topic_model_main
+
+    write_toy_parallel(str(tmp_path / "raw"), n_train=24, n_valid=4, n_test=5, seed=5)
+    data = binarize(str(tmp_path / "raw"), str(tmp_path / "bin"))
+    topic_model_main(["fit", data, "--topics", str(K), "--iters", "5"])
+    dims = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32", "--decoder-embed-dim", "32",
+            "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
+            "--decoder-attention-heads", "2", "--max-source-positions", "64", "--max-target-positions", "64"]
+    bart = save_bart_checkpoint(data, str(tmp_path / "model.pt"), dims)
+    save = str(tmp_path / "ft")
+    proc = run(cli("fairseq-train"), data, "--user-dir", USER_DIR, "--task", "summarization", "--arch", "bart_base_ta",
+               "--info-gate", "True", "--gate-per-head", "True", "--side-data", "theta", "--ta-topics-n", "3", *dims,
+               "--restore-file", bart, "--reset-optimizer", "--reset-dataloader", "--reset-meters",
+               "--reset-lr-scheduler", "--criterion", "summarization_loss", "--optimizer", "adam", "--lr", "0.003",
+               "--max-tokens", "1000", "--max-update", "3", "--save-dir", save, "--no-epoch-checkpoints",
+               "--log-format", "simple", "--log-interval", "1", "--disable-validation")
+    log = proc.stderr + proc.stdout
+    for fresh in ("encoder.info_gate.proj.weight", "encoder.layers.0.self_attn.sia.v_add.weight",
+                  "decoder.layers.0.encoder_attn.drm.w_b.weight"):
+        assert f"initialising {fresh} fresh" in log
+    assert re.search(r"aux_gate_l1 [0-9.]+", log)
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [os.path.join(save, "checkpoint_last.pt")], arg_overrides={"gate_threshold": 0.5, "data": data})
+    model = models[0].eval()
+    task.load_dataset("test")
+    ds = task.dataset("test")
+    sample = ds.collater([ds[i] for i in range(len(ds))])
+    with torch.no_grad():
+        hypos = task.inference_step(task.build_generator([model], Namespace(beam=2, max_len_b=6)), [model], sample)
+        assert len(hypos) == len(ds) and all(len(h[0]["tokens"]) > 0 for h in hypos)
+        net_input = dict(sample["net_input"])
+        gate = model.encoder.info_gate
+        gate.threshold = -1.0
+        view_enc = model.encoder(**net_input)
+        g = view_enc["enc_gates"][0][~view_enc["encoder_padding_mask"][0]].max(-1).values.sort().values
+        gate.threshold = float(g[len(g) // 2 - 1 : len(g) // 2 + 1].mean())
+        gate.prune = False
+        masked, _ = model(**net_input)
+        gate.prune = True
+        pruned, _ = model(**net_input)
+        enc = model.encoder(**net_input)
+    assert enc["encoder_out"][0].size(0) < net_input["src_tokens"].size(1)  # positions were removed
+    assert (pruned - masked).abs().max() < 1e-5

@@ -1,0 +1,382 @@
+"""fairseq's BART with this plugin's features, for fine-tuning a pre-trained fairseq BART checkpoint.
+
+One model (``bart_sum``) whose features are the flags of ``sum_transformer``: ``--info-gate``
+(``--gate-per-head``, ``--gate-threshold``; information selection, :mod:`..modules.gates`) and
+``--ta-sia`` / ``--ta-tema`` / ``--ta-drm`` (Topic Assistant, :mod:`..modules.topic`), in any
+combination. Presets::
+
+    bart_base_gated, bart_large_gated   information selection (Ishimwe & Grave)
+    bart_base_ta, bart_large_ta         Topic Assistant: SIA + TEMA + DRM (its Table 5, BART+TA)
+
+    fairseq-train DATA --user-dir fairseq_sum_plugins --task summarization --arch bart_large_ta \\
+        --side-data theta --restore-file bart.large/model.pt --reset-optimizer --reset-dataloader \\
+        --reset-meters [--info-gate True] ...
+
+The features enter through fairseq's builder hooks, as in fairseq's linformer example:
+``build_encoder_layer`` / ``build_decoder_layer`` build layers whose ``build_self_attention`` /
+``build_encoder_attention`` return :class:`FeatureAttention`, fairseq's attention plus
+
+* the information gate's row scaling of the projected keys and values (eq. 6) and the per-head
+  mask of closed positions (``apply_sparse_mask``); the gate itself runs on the encoder's final
+  states (eq. 3, Algorithm 1: thresholding and pruning in eval mode);
+* SIA's extra head (eq. 7) in every attention block, and DRM's ``theta^T W_b`` (eq. 9) on every
+  cross-attention output (before dropout, residual and LayerNorm);
+* TEMA: the first decoder layer prefixes the top-n topic embeddings (scaled and normalised like
+  the token embeddings, no position) and every decoder layer attends with Fig. 3(b)'s mask; the
+  decoder strips the prefix from its output.
+
+fairseq's layers pass their attention modules no per-batch data, so the encoder and the decoder
+hand the batch's feature inputs (gates, SIA probabilities, theta, the TEMA prefix) to the modules
+they built through one :class:`BatchInputs`, filled for exactly the span of their own forward, as
+fairseq's latent-depth and head-selection examples do. The encoder output follows
+:mod:`..modules.encoder_out` in fairseq's time-first layout.
+
+No BART parameter is renamed, so BART checkpoints load as they are; the new parameters (gate,
+SIA, DRM) are initialised fresh (:meth:`SumBARTModel.upgrade_state_dict_named`).
+"""
+import re
+from contextlib import contextmanager
+
+import torch
+from fairseq.distributed import fsdp_wrap
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.bart.model import BARTModel, bart_base_architecture, bart_large_architecture
+from fairseq.models.transformer import TransformerConfig, TransformerDecoder, TransformerEncoder
+from fairseq.modules import MultiheadAttention
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
+
+from ..modules.encoder_out import EncoderOut
+from ..modules.gates import InformationGate, add_gate_args, apply_information_selection, gate_defaults, restore_attention
+from ..modules.topic import DRM, SIAHead, add_topic_args, build_topic_assistant, topic_defaults
+from .fresh_params import keep_fresh_parameters
+
+# the parameters a plain BART checkpoint lacks
+FRESH = re.compile(r"\.sia\.|\.drm\.|info_gate\.")
+# names of the TA parameters in checkpoints of the earlier BART+TA layout -> their names here
+RENAMED = [
+    (re.compile(r"^(.*\.)?encoder\.sia\.(\d+)\."), r"\1encoder.layers.\2.self_attn.sia."),
+    (re.compile(r"^(.*\.)?decoder\.self_sia\.(\d+)\."), r"\1decoder.layers.\2.self_attn.sia."),
+    (re.compile(r"^(.*\.)?decoder\.cross_sia\.(\d+)\."), r"\1decoder.layers.\2.encoder_attn.sia."),
+    (re.compile(r"^(.*\.)?decoder\.drm\.(\d+)\."), r"\1decoder.layers.\2.encoder_attn.drm."),
+]
+BART_FORWARD_ARGS = {"features_only", "classification_head_name", "token_embeddings", "return_all_hiddens",
+                     "alignment_layer", "alignment_heads"}
+_NONE = object()
+
+
+class BatchInputs:
+    """The per-batch inputs of the feature modules inside fairseq's layers.
+
+    The owner (encoder or decoder) provides them for the span of its forward with
+    ``with inputs.given(name=value, ...)``; the modules it built read ``inputs.get(name)``. Reading
+    outside any span is an error (unless a default is given), so nothing is read from another batch.
+    """
+
+    def __init__(self):
+        self._stack = []
+
+    @contextmanager
+    def given(self, **values):
+        outer = self._stack[-1] if self._stack else {}
+        self._stack.append({**outer, **values})
+        try:
+            yield
+        finally:
+            self._stack.pop()
+
+    def get(self, name, default=_NONE):
+        if not self._stack:
+            if default is _NONE:
+                raise RuntimeError(f"feature input {name!r} read outside the forward that provides it")
+            return default
+        value = self._stack[-1].get(name)
+        return default if value is None and default is not _NONE else value
+
+
+def as_config(cfg):
+    return cfg if isinstance(cfg, TransformerConfig) else TransformerConfig.from_namespace(cfg)
+
+
+def wrap_layer(layer, cfg):
+    """fairseq's activation checkpointing and FSDP wrapping of a layer (as its own builders do)."""
+    if cfg.checkpoint_activations:
+        layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+    return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
+
+
+class FeatureAttention(MultiheadAttention):
+    """fairseq's attention with the features of its block (time-first, as fairseq's).
+
+    ``sia``: SIA's extra head (eq. 7), whose probabilities are the batch input ``sia_input``;
+    ``gated``: keys and values scaled by the batch input ``kv_scale`` ``(S, B, G, 1)`` (eq. 6),
+    per-head closed positions masked by ``gate_bias`` ``(B, G, 1, S)``; ``drm``: ``theta^T W_b``
+    (eq. 9) from the batch input ``theta``.
+    """
+
+    def __init__(self, *args, inputs, sia=None, sia_input=None, gated=False, drm=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.inputs = inputs
+        self.sia, self.sia_input, self.drm = sia, sia_input, drm
+        if gated:
+            self.k_proj.register_forward_hook(self._scale_rows)
+            self.v_proj.register_forward_hook(self._scale_rows)
+        self.gated = gated
+
+    def _scale_rows(self, module, args, out):  # g_j K_j, g_j V_j: computed once per source, then cached
+        scale = self.inputs.get("kv_scale")
+        if scale is None:
+            return None
+        src_len, bsz, dim = out.shape
+        return (out.view(src_len, bsz, self.num_heads, self.head_dim) * scale.type_as(out)).view(src_len, bsz, dim)
+
+    def apply_sparse_mask(self, attn_weights, tgt_len: int, src_len: int, bsz: int):
+        bias = self.inputs.get("gate_bias") if self.gated else None
+        if bias is not None:  # (B, G, 1, S) -> (B * H, 1, S)
+            bias = bias.expand(bsz, self.num_heads, 1, src_len).reshape(bsz * self.num_heads, 1, src_len)
+            attn_weights = attn_weights + bias.type_as(attn_weights)
+        return attn_weights
+
+    def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, need_weights=True,
+                static_kv=False, attn_mask=None, before_softmax=False, need_head_weights=False):
+        out, weights = super().forward(query, key, value, key_padding_mask, incremental_state, need_weights,
+                                       static_kv, attn_mask, before_softmax, need_head_weights)
+        if self.sia is not None:  # eq. 7; the cross head reads the gated rows
+            kv = (key if self.encoder_decoder_attention else query).transpose(0, 1)
+            head = self.sia(kv, self.inputs.get(self.sia_input), incremental_state,
+                            v_scale=self.inputs.get("sia_v_scale") if self.encoder_decoder_attention else None)
+            out = out + head.transpose(0, 1).type_as(out)
+        if self.drm is not None:  # eq. 9
+            out = out + self.drm(self.inputs.get("theta")).transpose(0, 1).type_as(out)
+        return out, weights
+
+
+class SumBARTEncoderLayer(TransformerEncoderLayerBase):
+    def __init__(self, cfg, inputs, features):
+        self.inputs, self.features = inputs, features
+        super().__init__(cfg)
+
+    def build_self_attention(self, embed_dim, cfg):
+        d_k = embed_dim // cfg.encoder.attention_heads
+        return FeatureAttention(
+            embed_dim, cfg.encoder.attention_heads, dropout=cfg.attention_dropout, self_attention=True,
+            q_noise=self.quant_noise, qn_block_size=self.quant_noise_block_size,
+            xformers_att_config=cfg.encoder.xformers_att_config,
+            inputs=self.inputs, sia=SIAHead(embed_dim, d_k) if self.features.ta_sia else None, sia_input="sia_probs",
+        )
+
+
+class SumBARTDecoderLayer(TransformerDecoderLayerBase):
+    """fairseq's decoder layer; with TEMA the first layer prefixes the topic rows and every layer
+    attends with Fig. 3(b)'s mask instead of the causal one."""
+
+    def __init__(self, cfg, inputs, features, first, no_encoder_attn=False):
+        self.inputs, self.features, self.first = inputs, features, first
+        super().__init__(cfg, no_encoder_attn)
+
+    def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
+        d_k = embed_dim // cfg.decoder.attention_heads
+        return FeatureAttention(
+            embed_dim, cfg.decoder.attention_heads, dropout=cfg.attention_dropout, add_bias_kv=add_bias_kv,
+            add_zero_attn=add_zero_attn, self_attention=not cfg.cross_self_attention, q_noise=self.quant_noise,
+            qn_block_size=self.quant_noise_block_size, xformers_att_config=cfg.decoder.xformers_att_config,
+            inputs=self.inputs, sia=SIAHead(embed_dim, d_k) if self.features.ta_sia else None, sia_input="self_probs",
+        )
+
+    def build_encoder_attention(self, embed_dim, cfg):
+        f, d_k = self.features, embed_dim // cfg.decoder.attention_heads
+        return FeatureAttention(
+            embed_dim, cfg.decoder.attention_heads, kdim=cfg.encoder.embed_dim, vdim=cfg.encoder.embed_dim,
+            dropout=cfg.attention_dropout, encoder_decoder_attention=True, q_noise=self.quant_noise,
+            qn_block_size=self.quant_noise_block_size, xformers_att_config=cfg.encoder.xformers_att_config,
+            inputs=self.inputs, gated=bool(f.info_gate), sia_input="cross_probs",
+            sia=SIAHead(embed_dim, d_k, static_kv=True) if f.ta_sia else None,
+            drm=DRM(f.ta_num_topics, embed_dim) if f.ta_drm else None,
+        )
+
+    def forward(self, x, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
+                prev_self_attn_state=None, prev_attn_state=None, self_attn_mask=None, self_attn_padding_mask=None,
+                need_attn=False, need_head_weights=False):
+        prefix = self.inputs.get("prefix")  # (n, B, C): TEMA, in full mode and at the first step
+        if prefix is not None:
+            if self.first:
+                x = torch.cat([prefix.type_as(x), x], dim=0)
+            self_attn_mask = self.inputs.get("self_mask")  # Fig. 3(b)
+            if self_attn_padding_mask is not None:  # topic positions are never padding
+                self_attn_padding_mask = torch.cat(
+                    [self_attn_padding_mask.new_zeros(x.size(1), prefix.size(0)), self_attn_padding_mask], dim=1)
+        return super().forward(x, encoder_out, encoder_padding_mask, incremental_state, prev_self_attn_state,
+                               prev_attn_state, self_attn_mask, self_attn_padding_mask, need_attn, need_head_weights)
+
+
+class SumBARTEncoder(TransformerEncoder):
+    """BART's encoder with SIA in its layers and the information gate on its final states."""
+
+    def __init__(self, args, dictionary, embed_tokens):
+        self.inputs = BatchInputs()
+        super().__init__(args, dictionary, embed_tokens)
+        gates = args.decoder_attention_heads if args.gate_per_head else 1
+        self.info_gate = InformationGate(args.encoder_embed_dim, gates, args.gate_threshold) if args.info_gate else None
+        self.topic = None  # Topic Assistant buffers (modules/topic.py), set by SumBARTModel.build_model
+        self.sia_head_dim = args.encoder_embed_dim // args.encoder_attention_heads
+
+    def build_encoder_layer(self, cfg):
+        cfg = as_config(cfg)
+        return wrap_layer(SumBARTEncoderLayer(cfg, self.inputs, self.args), cfg)
+
+    def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False, token_embeddings=None, **side):
+        side = {**self.inputs.get("side", {}), **side}  # side data: net_input fields, or from the model's forward
+        sia_probs = None
+        if self.topic is not None and self.args.ta_sia:  # SIA eq. 6, shared by the layers
+            rows = self.topic.rows(src_tokens)
+            sia_probs = self.topic.sia_probs(rows, rows, self.sia_head_dim, None, src_tokens.eq(self.padding_idx))
+        with self.inputs.given(sia_probs=sia_probs):
+            out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
+        view = EncoderOut.of(out)
+        view.src_tokens, view.side, view.aux_losses = src_tokens, side, {}
+        if self.info_gate is not None:  # gates, gate_l1, and (eval) thresholding/pruning
+            apply_information_selection(self.info_gate, view)
+        return view.into_fairseq(out)
+
+    def reorder_encoder_out(self, encoder_out, new_order):
+        new = super().reorder_encoder_out(encoder_out, new_order)
+        return EncoderOut.of(encoder_out).reorder(new_order).into_fairseq(new)
+
+
+class SumBARTDecoder(TransformerDecoder):
+    """BART's decoder with the features' batch inputs provided around fairseq's own forward."""
+
+    def __init__(self, args, dictionary, embed_tokens, no_encoder_attn=False):
+        self.inputs, self.n_built = BatchInputs(), 0
+        super().__init__(args, dictionary, embed_tokens, no_encoder_attn)
+        self.topic = None  # Topic Assistant buffers (modules/topic.py), set by SumBARTModel.build_model
+        self.sia_head_dim = args.decoder_embed_dim // args.decoder_attention_heads
+
+    def build_decoder_layer(self, cfg, no_encoder_attn=False):
+        cfg = as_config(cfg)
+        layer = SumBARTDecoderLayer(cfg, self.inputs, self.args, first=self.n_built == 0, no_encoder_attn=no_encoder_attn)
+        self.n_built += 1
+        return wrap_layer(layer, cfg)
+
+    def batch_inputs(self, prev_output_tokens, view, incremental_state):
+        """The decoder layers' feature inputs for this call (see :class:`FeatureAttention`)."""
+        inputs = {}
+        if view.gates is not None:  # eq. 6
+            inputs["kv_scale"] = view.gates.transpose(0, 1).unsqueeze(-1)  # (S, B, G, 1)
+            inputs["gate_bias"] = view.gate_bias
+            inputs["sia_v_scale"] = view.gates.mean(-1, keepdim=True)  # the SIA head: the mean of the head gates
+        if self.topic is None:
+            return inputs, 0
+        incremental = incremental_state is not None
+        ta = self.topic.decoder_inputs(
+            prev_output_tokens, 1 if incremental else prev_output_tokens.size(1), view.src_tokens, view.padding_mask,
+            self.sia_head_dim, theta=view.side.get("theta"), gate_index=view.gate_index, incremental=incremental)
+        inputs.update(self_probs=ta.self_probs, cross_probs=ta.cross_probs, theta=ta.theta, self_mask=ta.self_mask)
+        if ta.n_prefix:  # TEMA eq. 8, embedded like the tokens (without a position)
+            x = self.embed_scale * self.topic.topic_embeddings(ta.topic_ids, self.embed_tokens.weight)
+            if self.project_in_dim is not None:
+                x = self.project_in_dim(x)
+            if self.layernorm_embedding is not None:
+                x = self.layernorm_embedding(x)
+            inputs["prefix"] = self.dropout_module(x).transpose(0, 1)
+        return inputs, ta.n_prefix
+
+    def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None,
+                         full_context_alignment: bool = False, alignment_layer=None, alignment_heads=None):
+        view = EncoderOut.of(encoder_out)
+        inputs, n_prefix = self.batch_inputs(prev_output_tokens, view, incremental_state)
+        with self.inputs.given(**inputs):
+            x, extra = super().extract_features(prev_output_tokens, encoder_out, incremental_state,
+                                                full_context_alignment, alignment_layer, alignment_heads)
+        attn = extra["attn"][0] if extra.get("attn") else None
+        if n_prefix:  # TEMA's topic positions are never emitted
+            x, attn = x[:, n_prefix:], (attn[:, n_prefix:] if attn is not None else None)
+        extra["attn"] = [restore_attention(attn, view)]  # pruned positions -> source positions
+        extra["aux_losses"], extra["gate_counts"] = dict(view.aux_losses), view.gate_counts
+        return x, extra
+
+
+@register_model("bart_sum")
+class SumBARTModel(BARTModel):
+    """fairseq's BART with information selection and the Topic Assistant; see the module docstring."""
+
+    def __init__(self, args, encoder, decoder):
+        super().__init__(args, encoder, decoder)
+        # BARTModel applies BERT-style init (N(0, 0.02), zero bias) to every linear layer; the paper
+        # initialises the gate layer "with the default initialization in the linear layer" (§4.2)
+        if self.encoder.info_gate is not None:
+            self.encoder.info_gate.proj.reset_parameters()
+
+    @staticmethod
+    def add_args(parser):
+        BARTModel.add_args(parser)
+        add_gate_args(parser)
+        add_topic_args(parser)
+
+    @classmethod
+    def build_model(cls, args, task):
+        gate_defaults(args)
+        topic_defaults(args)
+        # loads the topic model (None without --ta-*); sets args.ta_num_topics for DRM
+        topic = build_topic_assistant(args, task, task.source_dictionary, task.target_dictionary)
+        model = super().build_model(args, task)
+        model.encoder.topic = model.decoder.topic = topic
+        return model
+
+    @classmethod
+    def build_encoder(cls, args, src_dict, embed_tokens):
+        return SumBARTEncoder(args, src_dict, embed_tokens)
+
+    @classmethod
+    def build_decoder(cls, args, tgt_dict, embed_tokens):
+        return SumBARTDecoder(args, tgt_dict, embed_tokens, no_encoder_attn=getattr(args, "no_cross_attention", False))
+
+    def forward(self, src_tokens, src_lengths, prev_output_tokens, **kwargs):
+        """BART's forward; keyword arguments other than BART's are side data for the encoder."""
+        side = {k: kwargs.pop(k) for k in list(kwargs) if k not in BART_FORWARD_ARGS}
+        with self.encoder.inputs.given(side=side):
+            return super().forward(src_tokens, src_lengths, prev_output_tokens, **kwargs)
+
+    def set_beam_size(self, beam):
+        """No beamable encoder-decoder attention: it would keep the encoder output (and the gates and
+        per-head masks in it) un-expanded and skip its reordering; keys/values are computed per
+        hypothesis instead, as in ``sum_transformer``."""
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """A plain BART checkpoint has none of the features' parameters: keep this model's fresh ones."""
+        super().upgrade_state_dict_named(state_dict, name)
+        for key in list(state_dict):
+            for pattern, target in RENAMED:
+                if pattern.match(key):
+                    state_dict[pattern.sub(target, key)] = state_dict.pop(key)
+                    break
+        fresh = {k: v for k, v in self.state_dict().items() if FRESH.search(k)}
+        keep_fresh_parameters(state_dict, fresh, name + "." if name else "")
+
+
+@register_model_architecture("bart_sum", "bart_base_gated")
+def bart_base_gated(args):
+    gate_defaults(args, info_gate=True)
+    topic_defaults(args)
+    bart_base_architecture(args)
+
+
+@register_model_architecture("bart_sum", "bart_large_gated")
+def bart_large_gated(args):
+    gate_defaults(args, info_gate=True)
+    topic_defaults(args)
+    bart_large_architecture(args)
+
+
+@register_model_architecture("bart_sum", "bart_base_ta")
+def bart_base_ta(args):
+    topic_defaults(args, on=True)
+    gate_defaults(args)
+    bart_base_architecture(args)
+
+
+@register_model_architecture("bart_sum", "bart_large_ta")
+def bart_large_ta(args):
+    topic_defaults(args, on=True)
+    gate_defaults(args)
+    bart_large_architecture(args)
