@@ -103,48 +103,14 @@ class MultiheadAttention(nn.Module):
         Returns:
             ``(output (B, T, C), attention (B, T, S) averaged over heads or None)``.
         """
-        saved = self._get_input_buffer(incremental_state) if incremental_state is not None else None
-        q_in = query
-        if self.self_attention:
-            q, k, v = self.in_proj(query).chunk(3, dim=-1)
-            q, k, v = self._heads(q), self._heads(k), self._heads(v)
-            if saved is not None:
-                if "prev_key" in saved:
-                    k = torch.cat([saved["prev_key"], k], dim=2)
-                    v = torch.cat([saved["prev_value"], v], dim=2)
-                saved["prev_key"], saved["prev_value"] = k, v
-                self._set_input_buffer(incremental_state, saved)
-                causal = False  # the new step may attend to everything cached so far
-        else:
-            q = self._heads(self.q_proj(q_in))
-            if saved is not None and "prev_key" in saved:
-                k, v = saved["prev_key"], saved["prev_value"]  # static: computed once per source
-            else:
-                k, v = self.kv_proj(key_value).chunk(2, dim=-1)
-                k, v = self._heads(k), self._heads(v)
-                if kv_scale is not None:  # g_j K_j, g_j V_j
-                    k, v = k * kv_scale, v * kv_scale
-                if saved is not None:
-                    saved["prev_key"], saved["prev_value"] = k, v
-                    self._set_input_buffer(incremental_state, saved)
-
+        q, k, v = self._project(query, key_value, incremental_state, kv_scale)
+        if incremental_state is not None and self.self_attention:
+            causal = False  # the new step may attend to everything cached so far
         if attn_bias_fn is not None:
             extra_bias = attn_bias_fn(q)
             attn_bias = extra_bias if attn_bias is None else attn_bias + extra_bias
         gate = prob_gate_fn(q, k) if prob_gate_fn is not None else None
-
-        mask = attn_bias
-        if key_padding_mask is not None:
-            pad = key_padding_mask[:, None, None, :].to(torch.bool)
-            if mask is None:
-                mask = ~pad  # boolean: True = attend
-            else:
-                mask = torch.where(pad, float("-inf"), mask)
-        if causal and mask is not None:
-            tgt_len, src_len = q.size(2), k.size(2)
-            future = torch.ones(tgt_len, src_len, dtype=torch.bool, device=q.device).triu(1)
-            mask = mask.masked_fill(future, float("-inf")) if mask.dtype != torch.bool else mask & ~future
-            causal = False
+        mask, causal = self._mask(attn_bias, key_padding_mask, causal, q.size(2), k.size(2), q.device)
 
         dropout_p = self.dropout if self.training else 0.0
         if not need_weights and gate is None:
@@ -158,6 +124,44 @@ class MultiheadAttention(nn.Module):
             weights = weights if need_weights else None
         out = out.transpose(1, 2).flatten(2)  # concat heads (eq. 3)
         return self.out_proj(out), weights
+
+    def _project(self, query, key_value, incremental_state, kv_scale):
+        """Queries, keys and values ``(B, H, *, d_k)`` (eq. 1), with the cached keys/values of
+        earlier steps (self-attention) or of the source (cross-attention, ``kv_scale`` applied)."""
+        saved = self._get_input_buffer(incremental_state) if incremental_state is not None else None
+        if self.self_attention:
+            q, k, v = (self._heads(t) for t in self.in_proj(query).chunk(3, dim=-1))
+            if saved is not None:
+                if "prev_key" in saved:
+                    k = torch.cat([saved["prev_key"], k], dim=2)
+                    v = torch.cat([saved["prev_value"], v], dim=2)
+                saved["prev_key"], saved["prev_value"] = k, v
+                self._set_input_buffer(incremental_state, saved)
+            return q, k, v
+        q = self._heads(self.q_proj(query))
+        if saved is not None and "prev_key" in saved:
+            return q, saved["prev_key"], saved["prev_value"]  # static: computed once per source
+        k, v = (self._heads(t) for t in self.kv_proj(key_value).chunk(2, dim=-1))
+        if kv_scale is not None:  # g_j K_j, g_j V_j
+            k, v = k * kv_scale, v * kv_scale
+        if saved is not None:
+            saved["prev_key"], saved["prev_value"] = k, v
+            self._set_input_buffer(incremental_state, saved)
+        return q, k, v
+
+    @staticmethod
+    def _mask(attn_bias, key_padding_mask, causal, tgt_len, src_len, device):
+        """One mask for the kernel: boolean (True = attend) or additive; ``(mask, causal)`` with
+        ``causal`` folded into the mask when there is one."""
+        mask = attn_bias
+        if key_padding_mask is not None:
+            pad = key_padding_mask[:, None, None, :].to(torch.bool)
+            mask = ~pad if mask is None else torch.where(pad, float("-inf"), mask)
+        if causal and mask is not None:
+            future = torch.ones(tgt_len, src_len, dtype=torch.bool, device=device).triu(1)
+            mask = mask.masked_fill(future, float("-inf")) if mask.dtype != torch.bool else mask & ~future
+            causal = False
+        return mask, causal
 
     def _explicit_attention(self, q, k, v, mask, causal, dropout_p, gate=None):
         """softmax(QK^T / sqrt(d_k) + bias) V (eq. 2), also returning head-averaged probabilities.
