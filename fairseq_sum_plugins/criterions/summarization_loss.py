@@ -14,6 +14,7 @@ exactly fairseq's ``label_smoothed_cross_entropy``. Models with an information s
 also report ``gate_sparsity``: % of source tokens whose gate is <= ``--gate-threshold`` (removed
 from the encoder output in eval mode, so in validation this is the pruning rate).
 """
+import argparse
 from dataclasses import dataclass, field
 
 from fairseq import metrics, utils
@@ -33,7 +34,8 @@ class SummarizationLossConfig(LabelSmoothedCrossEntropyCriterionConfig):
     gate_l1_weight: float = field(default=0.1, metadata={"help": "weight of the gate L1 loss (information selection eq. 9)"})
     mem_comp_weight: float = field(default=1e-4, metadata={"help": "λ1, memory compression loss (Mem2Mem eq. 6, 12)"})
     mem_read_weight: float = field(default=0.01, metadata={"help": "λ2, memory read loss (Mem2Mem eq. 11, 12)"})
-    coverage_weight: float = field(default=1.0, metadata={"help": "coverage loss weight (See et al., 2017)"})
+    coverage_weight: float = field(default=1.0, metadata={"help": "coverage loss weight (See et al., 2017); "
+                                                                  "also spelled --coverage-loss-weight"})
     aux_weights: str = field(
         default="",
         metadata={"help": "weights for any other auxiliary loss, 'name=w,name2=w2' (overrides the flags above)"},
@@ -108,6 +110,14 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
             logging_output["n_correct"] = utils.item(n_correct.data)
             logging_output["total"] = utils.item(total.data)
         return loss, sample_size, logging_output
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        # the criterion's coverage loss weight, named apart from the model's coverage attention
+        # (Mem2Mem --coverage-attention) and the decoding coverage penalty (--coverage-penalty)
+        parser.add_argument("--coverage-loss-weight", dest="coverage_weight", type=float, metavar="W",
+                            default=argparse.SUPPRESS, help="weight of the coverage loss (same as --coverage-weight)")
 
     @classmethod
     def reduce_metrics(cls, logging_outputs) -> None:

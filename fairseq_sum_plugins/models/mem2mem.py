@@ -407,9 +407,11 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
         parser.add_argument("--pointer-generator", type=b, metavar="BOOL", help="copy mechanism (eq. 13-15)")
         parser.add_argument("--source-position-markers", type=int, metavar="K",
                             help="trailing <unk-N> entries of the dictionary (-1: count them)")
-        parser.add_argument("--coverage", type=b, metavar="BOOL", help="coverage in token attention (eq. 16-17)")
+        parser.add_argument("--coverage-attention", "--coverage", dest="coverage", type=b, metavar="BOOL",
+                            help="model coverage: the coverage vector in token attention (eq. 16-17)")
         parser.add_argument("--coverage-loss", type=b, metavar="BOOL",
-                            help="return See et al.'s coverage loss (aux loss 'coverage', --coverage-weight)")
+                            help="return See et al.'s coverage loss (aux loss 'coverage', weighted by the "
+                                 "criterion's --coverage-loss-weight)")
         parser.add_argument("--encoder-memory", type=b, metavar="BOOL", help="memory compression M_E (eq. 5-6)")
         parser.add_argument("--decoder-memory", type=b, metavar="BOOL", help="decoder memory with writes (eq. 8-10)")
         parser.add_argument("--memory-transfer", type=b, metavar="BOOL", help="M_D starts from M_E (else zeros)")

@@ -55,10 +55,11 @@ logger = logging.getLogger(__name__)
 
 
 def add_gate_args(parser, switch=True):
-    """Model flags of the information selection layer (``switch``: add ``--info-gate`` too)."""
+    """Model flags of the information selection layer, ``--gate-*`` (``switch``: add the switch
+    ``--gate``, also spelled ``--info-gate``, too)."""
     # fmt: off
     if switch:
-        parser.add_argument("--info-gate", type=utils.eval_bool, metavar="BOOL",
+        parser.add_argument("--gate", "--info-gate", dest="info_gate", type=utils.eval_bool, metavar="BOOL",
                             help="information selection: encoder gate + gated cross-attention (eq. 3, 6)")
     parser.add_argument("--gate-per-head", type=utils.eval_bool, metavar="BOOL",
                         help="one gate per cross-attention head (paper Table 2 'different gates') "

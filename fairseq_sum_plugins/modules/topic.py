@@ -67,7 +67,7 @@ logger = logging.getLogger(__name__)
 
 def add_topic_args(parser):
     # fmt: off
-    parser.add_argument("--topic-model", type=str, metavar="PATH",
+    parser.add_argument("--ta-topic-model", "--topic-model", dest="topic_model", type=str, metavar="PATH",
                         help="PFA topic model (default DATA/topic_model.npz, written by "
                              "`python -m preprocess.topic_model fit DATA`)")
     parser.add_argument("--ta-sia", type=utils.eval_bool, metavar="BOOL",
@@ -98,7 +98,7 @@ def topic_model_path(args, task):
         return path
     data = getattr(getattr(task, "cfg", None), "data", None) or getattr(getattr(task, "args", None), "data", None)
     if not data:
-        raise ValueError("--ta-* needs --topic-model PATH (no task data directory to look in)")
+        raise ValueError("--ta-* needs --ta-topic-model PATH (no task data directory to look in)")
     return os.path.join(utils.split_paths(data)[0], "topic_model.npz")
 
 
