@@ -240,7 +240,7 @@ def test_recipe_generates_every_test_summary_and_scores(recipe_run):
     rouge = json.load(open(out + ".rouge.json"))
     assert rouge["num_summaries"] == N_TEST and all(0 <= rouge[k] <= 1 for k in ("rouge1", "rouge2", "rougeL"))
     log = open(os.path.join(work, "checkpoints", "bart_base_ta", "train.log")).read()
-    assert "initialising encoder.sia.0.v_add.weight fresh" in log  # BART restored, TA parameters fresh
+    assert "initialising encoder.layers.0.self_attn.sia.v_add.weight fresh" in log  # BART restored, TA parameters fresh
     assert re.search(r"num_updates 2\b", log)
     # side data: theta for every example of every split, K = TOPICS
     for split, n in (("train", 24), ("valid", 4), ("test", N_TEST)):

@@ -1,6 +1,6 @@
 """fairseq's BART with this plugin's features, for fine-tuning a pre-trained fairseq BART checkpoint.
 
-One model (``bart_sum``) whose features are the flags of ``sum_transformer``: ``--info-gate``
+One model (``bart_sum``) whose features are the flags of ``sum_transformer``: ``--gate``
 (``--gate-per-head``, ``--gate-threshold``; information selection, :mod:`..modules.gates`) and
 ``--ta-sia`` / ``--ta-tema`` / ``--ta-drm`` (Topic Assistant, :mod:`..modules.topic`), in any
 combination. Presets::
@@ -10,7 +10,7 @@ combination. Presets::
 
     fairseq-train DATA --user-dir fairseq_sum_plugins --task summarization --arch bart_large_ta \\
         --side-data theta --restore-file bart.large/model.pt --reset-optimizer --reset-dataloader \\
-        --reset-meters [--info-gate True] ...
+        --reset-meters [--gate True] ...
 
 The features enter through fairseq's builder hooks, as in fairseq's linformer example:
 ``build_encoder_layer`` / ``build_decoder_layer`` build layers whose ``build_self_attention`` /
@@ -53,7 +53,7 @@ from .fresh_params import keep_fresh_parameters
 
 # the parameters a plain BART checkpoint lacks
 FRESH = re.compile(r"\.sia\.|\.drm\.|info_gate\.")
-# names of the TA parameters in checkpoints of the earlier BART+TA layout -> their names here
+# TA parameter names of the per-decoder ModuleList layout (encoder.sia.N, decoder.drm.N, ...) -> their names here
 RENAMED = [
     (re.compile(r"^(.*\.)?encoder\.sia\.(\d+)\."), r"\1encoder.layers.\2.self_attn.sia."),
     (re.compile(r"^(.*\.)?decoder\.self_sia\.(\d+)\."), r"\1decoder.layers.\2.self_attn.sia."),

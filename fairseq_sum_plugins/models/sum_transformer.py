@@ -306,7 +306,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         if not enc_mask.any():
             enc_mask = None
         attn = None
-        cross_kwargs = gated_cross_attention_kwargs(view)  # {} without --info-gate
+        cross_kwargs = gated_cross_attention_kwargs(view)  # {} without --gate
         ta, n_prefix = None, 0
         if self.topic is not None:  # Topic Assistant: TEMA prefix, SIA probabilities, DRM theta
             ta = self.topic.decoder_inputs(
@@ -466,7 +466,7 @@ def base_architecture(args):
     args.tpr_role_dim = getattr(args, "tpr_role_dim", args.encoder_embed_dim // args.encoder_attention_heads)
     args.focus_layers = getattr(args, "focus_layers", "none")
     args.saliency_layers = getattr(args, "saliency_layers", "none")
-    gate_defaults(args)  # --info-gate False, --gate-per-head False, --gate-threshold 0
+    gate_defaults(args)  # --gate False, --gate-per-head False, --gate-threshold 0
     topic_defaults(args)  # --ta-sia/--ta-tema/--ta-drm False, --ta-topics-n 5
 
 

@@ -82,7 +82,7 @@ class EncoderOut:
         encoder_out["encoder_out"] = [self.enc.transpose(0, 1)]
         encoder_out["encoder_padding_mask"] = [self.padding_mask]
         encoder_out["src_tokens"] = [self.src_tokens]
-        if self.gate_index is not None:  # pruned: per-position fields no longer align with encoder_out
+        if self.gate_index is not None:  # pruned: fairseq's per-position fields do not align with the kept rows
             encoder_out["encoder_embedding"] = []
             encoder_out["encoder_states"] = []
         encoder_out["side"], encoder_out["aux_losses"] = self.side, self.aux_losses

@@ -28,14 +28,14 @@ topic and causally to the summary; in cross-attention every position attends to 
 topic positions never change with the summary tokens, and the prefix is computed once (the first
 incremental step) and never emitted (its outputs are removed before the output projection).
 
-With information selection (``--info-gate``, modules/gates.py) the cross-attention SIA head reads
+With information selection (``--gate``, modules/gates.py) the cross-attention SIA head reads
 the decoder's view of the document: its value rows are scaled by the gates as the other heads'
 keys and values are (eq. 6 of that paper; with ``--gate-per-head``, by the mean of the head gates,
 since the extra head has no gate of its own), and positions that Algorithm 1 removed at inference
 are removed from its topic rows too, so pruning and masking give the same output.
 
 **A document without topic evidence** (theta all zero, e.g. a ``theta.npy`` row of a document with
-only stop words, written before the topic model had a fallback) takes the topic model's prior
+only stop words) takes the topic model's prior
 proportions (:meth:`preprocess.topic_model.PoissonFactorAnalysis.theta_prior`: the corpus mean of
 the fit, or uniform), for TEMA and DRM alike, and TEMA breaks ties by the lower topic id, so its
 prefix is deterministic and nothing is NaN.
@@ -45,7 +45,7 @@ prefix is deterministic and nothing is NaN.
 model args, ``ta_phi_sha256`` / ``ta_phi_file``, which fairseq saves in the checkpoint's cfg. When a
 model is rebuilt from a checkpoint (fairseq-generate, -interactive, the hub) with a topic model whose
 Phi differs (refit, another data dir with the same dictionary and K), that is an error naming both
-files and checksums; a checkpoint saved before the checksum was recorded loads with a warning.
+files and checksums; a checkpoint whose args hold no checksum loads with a warning.
 (Resuming fairseq-train builds the model from the command line's args: not checked there.)
 """
 import logging
@@ -313,7 +313,7 @@ def check_phi(args, model, path):
             )
         return
     if getattr(args, "ta_num_topics", None) is not None:  # set at build time: args of a checkpoint
-        logger.warning(f"Topic Assistant: the checkpoint records no Phi checksum (saved before it was recorded): "
+        logger.warning(f"Topic Assistant: the checkpoint records no Phi checksum: "
                        f"cannot check that {path} is the topic model it was trained with")
     args.ta_phi_sha256 = sha
     args.ta_phi_file = os.path.abspath(path)
@@ -349,7 +349,7 @@ _CACHE = {}
 def theta_provider(task, src_tokens):
     """theta of raw-text documents: PFA inference with the model's topic model.
 
-    That is the topic model the Topic Assistant model was built with (its ``--topic-model``, checked
+    That is the topic model the Topic Assistant model was built with (its ``--ta-topic-model``, checked
     against the checkpoint's Phi checksum, recorded on the task by :func:`build_topic_assistant`),
     else ``DATA/topic_model.npz``. ``src_tokens`` are dictionary ids, whatever the BPE
     (sentencepiece pieces, or GPT-2 ids for BART with ``--bpe gpt2``), and the counted symbols are
