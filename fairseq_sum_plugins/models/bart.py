@@ -354,29 +354,18 @@ class SumBARTModel(BARTModel):
         keep_fresh_parameters(state_dict, fresh, name + "." if name else "")
 
 
-@register_model_architecture("bart_sum", "bart_base_gated")
-def bart_base_gated(args):
-    gate_defaults(args, info_gate=True)
-    topic_defaults(args)
-    bart_base_architecture(args)
+def register_preset(name, size_architecture, gate=False, topic_assistant=False):
+    """Registers ``name``: ``size_architecture`` (fairseq's BART dims) with the features switched on."""
+
+    def preset(args):
+        gate_defaults(args, info_gate=gate)
+        topic_defaults(args, on=topic_assistant)
+        size_architecture(args)
+
+    preset.__name__ = name
+    register_model_architecture("bart_sum", name)(preset)
 
 
-@register_model_architecture("bart_sum", "bart_large_gated")
-def bart_large_gated(args):
-    gate_defaults(args, info_gate=True)
-    topic_defaults(args)
-    bart_large_architecture(args)
-
-
-@register_model_architecture("bart_sum", "bart_base_ta")
-def bart_base_ta(args):
-    topic_defaults(args, on=True)
-    gate_defaults(args)
-    bart_base_architecture(args)
-
-
-@register_model_architecture("bart_sum", "bart_large_ta")
-def bart_large_ta(args):
-    topic_defaults(args, on=True)
-    gate_defaults(args)
-    bart_large_architecture(args)
+for size, architecture in (("base", bart_base_architecture), ("large", bart_large_architecture)):
+    register_preset(f"bart_{size}_gated", architecture, gate=True)  # information selection
+    register_preset(f"bart_{size}_ta", architecture, topic_assistant=True)  # SIA + TEMA + DRM

@@ -35,8 +35,21 @@ class FactoredGate(Protocol):
     def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float, training: bool) -> Tensor: ...
 
 
+class InputBuffer:
+    """The module's dict in fairseq's incremental state, under the key ``buffer_name``
+    (for modules decorated with ``with_incremental_state``)."""
+
+    buffer_name = "attn_state"
+
+    def _get_input_buffer(self, incremental_state):
+        return self.get_incremental_state(incremental_state, self.buffer_name) or {}
+
+    def _set_input_buffer(self, incremental_state, buffer):
+        return self.set_incremental_state(incremental_state, self.buffer_name, buffer)
+
+
 @with_incremental_state
-class MultiheadAttention(nn.Module):
+class MultiheadAttention(InputBuffer, nn.Module):
     """Self-attention (fused QKV projection) or encoder-decoder attention (fused KV projection)."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True):
@@ -197,9 +210,3 @@ class MultiheadAttention(nn.Module):
                     saved[key] = value.index_select(0, new_order)
             self._set_input_buffer(incremental_state, saved)
         return incremental_state
-
-    def _get_input_buffer(self, incremental_state):
-        return self.get_incremental_state(incremental_state, "attn_state") or {}
-
-    def _set_input_buffer(self, incremental_state, buffer):
-        return self.set_incremental_state(incremental_state, "attn_state", buffer)

@@ -27,9 +27,13 @@ import torch.nn as nn
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 
+from .attention import InputBuffer
+
 
 @with_incremental_state
-class SaliencyGate(nn.Module):
+class SaliencyGate(InputBuffer, nn.Module):
+    buffer_name = "gate_state"
+
     def __init__(self, embed_dim, num_heads):
         super().__init__()
         self.embed_dim = embed_dim
@@ -64,12 +68,6 @@ class SaliencyGate(nn.Module):
             saved["gate_key"] = saved["gate_key"].index_select(0, new_order)
             self._set_input_buffer(incremental_state, saved)
         return incremental_state
-
-    def _get_input_buffer(self, incremental_state):
-        return self.get_incremental_state(incremental_state, "gate_state") or {}
-
-    def _set_input_buffer(self, incremental_state, buffer):
-        return self.set_incremental_state(incremental_state, "gate_state", buffer)
 
 
 class GateFactors(NamedTuple):
