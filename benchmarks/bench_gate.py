@@ -87,7 +87,10 @@ def threshold_for(model, batch, target):
     with torch.no_grad():
         enc = model.encoder(**{k: v for k, v in batch["net_input"].items() if k != "prev_output_tokens"})
     gate.threshold = saved
-    g = enc["enc_gates"][~enc["enc_padding_mask"]].float().max(-1).values  # removed iff closed in all heads
+    from fairseq_sum_plugins.modules.encoder_out import EncoderOut
+
+    view = EncoderOut.of(enc)
+    g = view.gates[~view.padding_mask].float().max(-1).values  # removed iff closed in all heads
     return float(torch.quantile(g, target))
 
 

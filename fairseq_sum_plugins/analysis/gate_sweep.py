@@ -24,6 +24,8 @@ from argparse import Namespace
 import numpy as np
 import torch
 
+from ..modules.encoder_out import EncoderOut
+
 logger = logging.getLogger("fairseq_sum_plugins.gate_sweep")
 
 DEFAULT_THRESHOLDS = [0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2]
@@ -150,8 +152,7 @@ def document_gates(model, task, gates, subset, index, cuda):
     finally:
         for g, t in zip(gates, saved):
             g.threshold = t
-    scores = enc["enc_gates"][0] if isinstance(enc.get("enc_gates"), list) else enc["enc_gates"]
-    scores = scores[0].float().max(-1).values.cpu()
+    scores = EncoderOut.of(enc).gates[0].float().max(-1).values.cpu()  # either model's layout
     keep = src[0].ne(task.source_dictionary.pad())
     tokens = [task.source_dictionary[int(t)] for t in src[0][keep]]
     return tokens, scores[keep.to(scores.device)].tolist()
