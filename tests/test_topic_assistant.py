@@ -7,12 +7,8 @@ import pytest
 import torch
 
 from conftest import build_model, load_task, make_dictionary, random_batch
-from preprocess.topic_model import (
-    PoissonFactorAnalysis,
-    bag_of_words,
-    dictionary_checksum,
-    excluded_symbols,
-)
+from fairseq_sum_plugins.topic_model import bag_of_words, dictionary_checksum
+from preprocess.topic_model import PoissonFactorAnalysis, excluded_symbols  # with the fit
 
 torch.set_num_threads(1)
 K = 6

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import binarize, write_toy_parallel
-from preprocess.topic_model import load_split_tokens
+from fairseq_sum_plugins.topic_model import load_split_tokens
 from test_cli_roundtrip import USER_DIR, cli, run
 
 K = 8
@@ -92,8 +92,8 @@ def test_fit_and_theta_count_the_untruncated_documents(truncated_data, tmp_path)
     without --full-src the binarized (truncated) source is counted, as before."""
     import shutil
 
-    from preprocess.topic_model import (PoissonFactorAnalysis, bag_of_words, load_dictionary, load_split_tokens,
-                                        main as topic_model_main)
+    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, bag_of_words, load_dictionary, load_split_tokens
+    from preprocess.topic_model import main as topic_model_main
 
     data, full = truncated_data
     topic_model_main(["fit", data, "--topics", "2", "--iters", "30", "--full-src", full])
@@ -199,7 +199,7 @@ def test_checkpoint_records_phi_and_rejects_a_refit_topic_model(ta_trained, tmp_
     import torch
     from fairseq import checkpoint_utils
 
-    from preprocess.topic_model import PoissonFactorAnalysis, load_dictionary
+    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, load_dictionary
 
     data, ckpt = ta_trained["data"], ta_trained["ckpt"]
     d = load_dictionary(data)
