@@ -43,9 +43,11 @@ def looks_like_gpt2_ids(dictionary):
 
 
 def looks_like_sentencepiece(dictionary):
-    """True when at least a fifth of the non-special symbols start with sentencepiece's ``▁``."""
+    """True when symbols start with sentencepiece's word mark ``▁`` (at least one, and 1% of them:
+    a word-level dictionary has none; a small sentencepiece vocabulary may be mostly characters)."""
     syms = dictionary.symbols[dictionary.nspecial:]
-    return bool(syms) and sum(s.startswith("\u2581") for s in syms) >= len(syms) / 5
+    marked = sum(s.startswith("\u2581") for s in syms)
+    return marked > 0 and marked >= len(syms) / 100
 
 
 def _bad(path, key, value, expected):
