@@ -270,3 +270,34 @@ def test_checkpoint_refuses_data_binarized_with_another_dictionary(trained, tmp_
     torch.save(state, tmp_path / "old.pt")
     models, _ = checkpoint_utils.load_model_ensemble([str(tmp_path / "old.pt")], arg_overrides={"data": trained["data"]})
     assert len(models) == 1
+
+
+def test_mem2mem_hub_encodes_raw_text_as_prepare_args_records(trained, tmp_path):
+    """Issue 16.5: Mem2MemModel.from_pretrained takes the tokenizer and BPE of prepare_args.json (its
+    raw text is no longer all <unk>), as SumTransformerModel's hub does."""
+    import torch
+    from fairseq import options, tasks
+
+    from fairseq_sum_plugins.models.mem2mem import Mem2MemModel
+    from fairseq_sum_plugins.models.sum_transformer import SumTransformerModel
+
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        trained["data"], "--task", "summarization", "--arch", "hred_base", "--embed-dim", "8",
+        "--encoder-hidden-size", "8", "--decoder-hidden-size", "8", "--attention-dim", "8",
+        "--decoder-out-embed-dim", "8", "--optimizer", "adam", "--lr", "0.001"])
+    model = tasks.setup_task(args).build_model(args)
+    torch.save({"args": args, "model": model.state_dict(), "last_optimizer_state": None,
+                "optimizer_history": [{"criterion_name": "CrossEntropyCriterion", "optimizer_name": "FairseqAdam",
+                                       "lr_scheduler_state": {"best": None}, "num_updates": 0}],
+                "extra_state": {"epoch": 1, "train_iterator": {"epoch": 1, "iterations_in_epoch": 0}}},
+               tmp_path / "checkpoint_best.pt")
+    hub = Mem2MemModel.from_pretrained(str(tmp_path), checkpoint_file="checkpoint_best.pt",
+                                       data_name_or_path=trained["data"])
+    text = "The model reads the paper. Attention finds the role."
+    tokens = hub.encode(text)
+    assert hub.task.source_dictionary.unk() not in tokens.tolist()
+    assert hub.task.source_dictionary.index("<sep>") in tokens.tolist()
+    reference = SumTransformerModel.from_pretrained(trained["save"], checkpoint_file="checkpoint_best.pt",
+                                                    data_name_or_path=trained["data"])
+    assert torch.equal(tokens, reference.encode(text))
+    assert len(hub.sample([text], beam=1, max_len_b=3)) == 1
