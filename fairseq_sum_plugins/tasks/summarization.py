@@ -186,8 +186,8 @@ class SummarizationTask(TranslationTask):
                 except Exception:  # a structured config without the key: nothing to record in
                     pass
         for name in self.side_data_names:
-            if name in SIDE_DATA_USERS and not SIDE_DATA_USERS[name][0](model):
-                used_by, feature = SIDE_DATA_USERS[name]
+            reads, feature = SIDE_DATA_USERS.get(name, (None, None))
+            if reads is not None and not reads(model):
                 raise ValueError(f"--side-data {name}: this model ({getattr(cfg, 'arch', type(model).__name__)}) "
                                  f"does not read it; {name} feeds {feature}. Drop --side-data {name} or use such a model")
         for split in getattr(self, "_side_data_paths", {}):
