@@ -274,7 +274,7 @@ def test_checkpoint_refuses_data_binarized_with_another_dictionary(trained, tmp_
 
 def test_mem2mem_hub_encodes_raw_text_as_prepare_args_records(trained, tmp_path):
     """Issue 16.5: Mem2MemModel.from_pretrained takes the tokenizer and BPE of prepare_args.json (its
-    raw text is no longer all <unk>), as SumTransformerModel's hub does."""
+    raw text does not become <unk>), as SumTransformerModel's hub does."""
     import torch
     from fairseq import options, tasks
 
