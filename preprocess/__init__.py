@@ -10,5 +10,6 @@
 * :mod:`preprocess.nyt_to_jsonl` -- NYT Annotated Corpus (JSONL extracted from the licensed data)
 * :mod:`preprocess.stats` -- corpus statistics beside the papers' figures, the papers' truncations
 * :mod:`preprocess.gpt2_bpe` -- GPT-2 BPE encoding of the JSONL for fine-tuning fairseq's BART
-* :mod:`preprocess.topic_model` -- the Topic Assistant's PFA topic model and theta side data
+* :mod:`preprocess.topic_model` -- fits the Topic Assistant's PFA topic model and writes theta side data
+  (its runtime part is :mod:`fairseq_sum_plugins.topic_model`)
 """

@@ -33,52 +33,54 @@ model). With the augmentation ``b_vn = sum_k x_vkn``, ``x_vkn ~ Poisson(phi_vk t
 Every iteration is two sparse-dense products over the non-zeros of the document-term matrix
 (``torch.sparse.sampled_addmm`` for ``(Phi theta)_vn`` at the non-zeros only), and it never
 decreases the log posterior ``log p(B | Phi, Theta) + log p(Theta) + log p(Phi)``
-(:func:`log_posterior`, tested). ``infer`` runs the same theta updates with ``Phi`` fixed, for a
-whole batch of documents at once. The paper uses the autoencoding variational inference of Zhang
+(:func:`log_posterior`, tested). The paper uses the autoencoding variational inference of Zhang
 et al. (2018); any PFA posterior estimate serves SIA/TEMA/DRM, and this one needs no GPU.
 
-theta written for the summarizer is the normalised topic proportion ``theta_n / sum_k theta_kn``
-(float32, N x K). A document with no countable token (empty, or only stop words / punctuation)
-has no topic evidence: in the summarizer's side data (``{split}.theta.npy``, the task's raw-text
-provider) it gets the prior proportions, never zeros or NaN (:meth:`theta_prior`:
-the corpus-mean topic proportions of the training documents, stored in ``topic_model.npz`` as
-``theta_mean`` by ``fit``; for a file fitted before that, the uniform ``1/K``, the mean proportions
-of the symmetric Gamma prior of theta). TEMA breaks ties between equal proportions by the lower
-topic id, so such a document's prefix is deterministic.
+This module fits. Inference with ``Phi`` fixed (the same theta updates, batched over documents),
+the prior of a document without countable tokens, the bags of words and the data readers are the
+runtime part, :mod:`fairseq_sum_plugins.topic_model`, which the summarizer uses.
 
-**Whole documents** (Topic Assistant paper §5.4: the topic model "extracts global semantics from
-all tokens in the document"). The binarized source is what the encoder reads, truncated by the
-preprocessing (``fairseq-sum-prepare --max-src-tokens``, ``preprocess.gpt2_bpe --max-src-tokens``).
-With ``--full-src DIR`` the bags of words (for the fit and for every theta) are counted over the
-untruncated source instead: ``DIR/{split}.src``, one document per line in the dictionary's symbols
-(what ``fairseq-preprocess`` reads), encoded with the same dictionary. ``fairseq-sum-prepare
---write-full-src`` writes it to ``OUT/spm_full`` (sentencepiece pieces), ``preprocess.gpt2_bpe
---full-src-out DIR`` for BART (GPT-2 ids). Its lines must be the binarized examples, in the same
-order and number, each binarized source being a prefix of its line (checked; a mismatch is an
-error naming the file and line), so theta stays aligned 1:1 with the binarized split. Without
-``--full-src`` the binarized source is counted, as before (the truncated documents).
+**Writing a fit** (``fit``): Phi and every split's theta are computed first; then the old
+``{split}.theta.npy`` files and their records are removed, ``topic_model.npz`` is replaced
+atomically, and each theta file is written with its record (the sha256 of Phi and of the file,
+:func:`fairseq_sum_plugins.topic_model.write_theta_file`). A fit killed at any point leaves the old
+topic model with its theta, or no theta at all, or the new topic model with (some of) its own theta:
+never a new Phi with old topic proportions, and the task refuses any theta file whose record names
+another Phi or another file. ``infer`` rewrites theta files (with records) for a fixed Phi.
+
+Whole documents: ``--full-src DIR`` counts the untruncated ``DIR/{split}.src`` (``fairseq-sum-prepare
+--write-full-src`` -> ``OUT/spm_full``, ``preprocess.gpt2_bpe --full-src-out DIR``) instead of the
+binarized, truncated source (see :func:`fairseq_sum_plugins.topic_model.split_documents`).
 
 CLI::
 
     python -m preprocess.topic_model fit DATA/bin [--topics 256] [--iters 100] [--full-src DIR]
         [--gpt2-encoder-json E --gpt2-vocab-bpe V]   (BART: dictionary symbols are GPT-2 ids)
         -> DATA/bin/topic_model.npz (Phi, dictionary checksum, corpus-mean theta) and
-           DATA/bin/{train,valid,test}.theta.npy
+           DATA/bin/{train,valid,test}.theta.npy, each with its record {split}.theta.json
     python -m preprocess.topic_model infer DATA/bin --splits valid,test [--topic-model PATH] [--full-src DIR]
 """
 import argparse
-import glob
-import hashlib
 import itertools
-import json
 import logging
-import math
 import os
 import time
 import warnings
 
 import numpy as np
 import torch
+
+from fairseq_sum_plugins.data_folder import looks_like_gpt2_ids
+from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis as _RuntimePFA
+from fairseq_sum_plugins.topic_model import (  # the runtime part this module fits for
+    _progress,
+    bag_of_words,
+    dictionary_checksum,
+    gpt2_files_info,
+    load_dictionary,
+    split_documents,
+    write_theta_file,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -95,26 +97,6 @@ us may might must shall n't 's 're 've 'll 'd
 """.split())
 
 
-def dictionary_checksum(dictionary):
-    """sha256 of the dictionary's symbols in index order: Phi's rows are only valid for it."""
-    return hashlib.sha256("\n".join(dictionary.symbols).encode("utf-8")).hexdigest()
-
-
-def phi_checksum(phi):
-    """sha256 of Phi (float32, C order, with its shape): identifies the topics a summarizer was
-    trained with (stored in the model args, so in checkpoints; see modules/topic.py)."""
-    phi = np.ascontiguousarray(np.asarray(phi, dtype=np.float32))
-    digest = hashlib.sha256(repr(phi.shape).encode("ascii"))
-    digest.update(phi.tobytes())
-    return digest.hexdigest()
-
-
-def looks_like_gpt2_ids(dictionary):
-    """True when most non-special symbols are integers: a GPT-2 BPE dictionary (BART's ``dict.txt``)."""
-    syms = dictionary.symbols[dictionary.nspecial:]
-    return bool(syms) and sum(s.isdigit() for s in syms) > len(syms) / 2
-
-
 def gpt2_surfaces(dictionary, bpe):
     """The text of every symbol of a GPT-2 BPE dictionary, decoded with fairseq's GPT-2 ``Encoder``
     ``bpe`` (leading / trailing whitespace stripped); other symbols (specials, ``madeupword0000``,
@@ -128,16 +110,6 @@ def gpt2_surfaces(dictionary, bpe):
         else:
             out.append(sym)
     return out
-
-
-def gpt2_files_info(encoder_json, vocab_bpe):
-    """Absolute paths and sha256 of the GPT-2 encoder files, as stored in ``topic_model.npz``."""
-    digest = hashlib.sha256()
-    for path in (encoder_json, vocab_bpe):
-        with open(path, "rb") as f:
-            digest.update(f.read())
-    return {"encoder_json": os.path.abspath(encoder_json), "vocab_bpe": os.path.abspath(vocab_bpe),
-            "sha256": digest.hexdigest()}
 
 
 def excluded_symbols(dictionary, surfaces=None):
@@ -165,27 +137,6 @@ def excluded_symbols(dictionary, surfaces=None):
             or surface in STOP_WORDS
         )
     return mask
-
-
-def bag_of_words(token_lists, vocab_size, keep):
-    """Sparse CSR document-term counts (N x V) over the kept symbols (``token_lists``: any iterable
-    of id arrays, e.g. a generator)."""
-    import scipy.sparse as sp
-
-    rows, cols = [], []
-    n_docs = 0
-    for n, toks in enumerate(token_lists):
-        n_docs = n + 1
-        toks = np.asarray(toks, dtype=np.int64)
-        toks = toks[(toks >= 0) & (toks < vocab_size)]
-        toks = toks[keep[toks]]
-        rows.append(np.full(len(toks), n, dtype=np.int64))
-        cols.append(toks)
-    rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-    cols = np.concatenate(cols) if cols else np.zeros(0, np.int64)
-    bow = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n_docs, vocab_size))
-    bow.sum_duplicates()
-    return bow
 
 
 class _Sparse:
@@ -231,16 +182,6 @@ class _Sparse:
         return m @ dense
 
 
-def _progress(iterable, desc, enabled):
-    if not enabled:
-        return iterable
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        return iterable
-    return tqdm(iterable, desc=desc, leave=False)
-
-
 def log_posterior(sparse, theta, phi, r, rate, eta, keep):
     """``log p(B|Phi,Theta) + log p(Theta) + log p(Phi)`` up to constants (uses ``sum_v phi_vk = 1``)."""
     lam = sparse.rate_at_nonzeros(theta, phi).clamp_min(1e-30)
@@ -257,56 +198,8 @@ def _theta_step(sparse, theta, phi, r, rate):
     return (s_theta + (r - 1)).clamp_min(0) / (1.0 + rate), ratio
 
 
-class PoissonFactorAnalysis:
-    """PFA with MAP-EM (see the module docstring). ``phi``: V x K, columns sum to one over kept rows."""
-
-    def __init__(self, phi, keep, checksum="", r=1.05, rate=1.0, eta=1.01, surfaces=None, gpt2=None,
-                 theta_mean=None):
-        self.phi = np.asarray(phi, dtype=np.float32)
-        self.keep = np.asarray(keep, dtype=bool)
-        self.checksum = str(checksum)
-        self.r, self.rate, self.eta = float(r), float(rate), float(eta)
-        self.surfaces = list(surfaces) if surfaces is not None else None  # text of each symbol (GPT-2)
-        self.gpt2 = dict(gpt2) if gpt2 else None  # gpt2_files_info of the encoder the surfaces come from
-        # corpus-mean topic proportions of the training documents (fit); None for older files
-        self.theta_mean = None if theta_mean is None else np.asarray(theta_mean, dtype=np.float32)
-
-    @property
-    def phi_sha256(self):
-        return phi_checksum(self.phi)
-
-    def theta_prior(self):
-        """Topic proportions (K,) of a document with no countable token: the corpus mean of the
-        fit when the file has it, else uniform (the mean proportions of the symmetric Gamma prior)."""
-        k = self.num_topics
-        mean = self.theta_mean
-        if mean is not None and mean.shape == (k,) and np.isfinite(mean).all() and mean.sum() > 0:
-            return (mean / mean.sum()).astype(np.float32)
-        return np.full(k, 1.0 / k, dtype=np.float32)
-
-    def surface(self, index, dictionary):
-        """The text of symbol ``index`` (decoded GPT-2 id, or the symbol without ``▁``)."""
-        return self.surfaces[index] if self.surfaces is not None else dictionary[index].replace("\u2581", "")
-
-    def gpt2_encoder(self):
-        """fairseq's GPT-2 ``Encoder`` of the fit (``None`` for a dictionary of text pieces); the
-        files must still be those of the fit (sha256)."""
-        if not self.gpt2:
-            return None
-        from preprocess.gpt2_bpe import load_encoder
-
-        info = self.gpt2
-        for key in ("encoder_json", "vocab_bpe"):
-            if not os.path.isfile(info[key]):
-                raise FileNotFoundError(f"{info[key]}: GPT-2 file of the topic model not found (moved?); "
-                                        "refit with --gpt2-encoder-json / --gpt2-vocab-bpe")
-        if gpt2_files_info(info["encoder_json"], info["vocab_bpe"])["sha256"] != info["sha256"]:
-            raise ValueError(f"{info['encoder_json']} / {info['vocab_bpe']} changed since the topic model was fit")
-        return load_encoder(info["encoder_json"], info["vocab_bpe"])
-
-    @property
-    def num_topics(self):
-        return self.phi.shape[1]
+class PoissonFactorAnalysis(_RuntimePFA):
+    """The runtime PFA (:class:`fairseq_sum_plugins.topic_model.PoissonFactorAnalysis`) plus its fit."""
 
     @classmethod
     def fit(cls, bow, keep, num_topics=256, iters=100, r=1.05, rate=1.0, eta=1.01, seed=0, checksum="",
@@ -343,180 +236,11 @@ class PoissonFactorAnalysis:
             model.theta_mean = props.mean(0).numpy().astype(np.float32)
         return model
 
-    def infer(self, bow, iters=50, progress=False, normalize=True, batch_size=256, empty="zero"):
-        """Topic proportions of new documents with Phi fixed (N x K, float32).
-
-        The theta updates of MAP-EM, vectorised over a batch of documents: each document's distinct
-        tokens' rows of Phi are gathered once into a padded ``(B, L, K)`` tensor, then every
-        iteration is two batched matrix products. A document with no countable token gets the
-        zero vector (``empty="zero"``: no topic evidence, what the semantic similarity of eq. 10
-        scores as 0) or, with ``empty="prior"`` (the summarizer's side data: ``write_theta``, the
-        task's raw-text provider), :meth:`theta_prior` (normalised output only).
-        """
-        if empty not in ("prior", "zero"):
-            raise ValueError(f"empty={empty!r}: 'prior' or 'zero'")
-        bow = bow.tocsr()
-        phi = torch.from_numpy(self.phi)
-        k = self.num_topics
-        out = np.zeros((bow.shape[0], k), dtype=np.float32)
-        starts = range(0, bow.shape[0], batch_size)
-        for s in _progress(starts, "PFA infer", progress and len(starts) > 1):
-            part = bow[s : s + batch_size]
-            nnz = np.diff(part.indptr)
-            width = max(1, int(nnz.max()) if len(nnz) else 1)
-            ids = torch.zeros(part.shape[0], width, dtype=torch.long)
-            counts = torch.zeros(part.shape[0], width)
-            for i in range(part.shape[0]):
-                a, b = part.indptr[i], part.indptr[i + 1]
-                ids[i, : b - a] = torch.from_numpy(part.indices[a:b].astype(np.int64))
-                counts[i, : b - a] = torch.from_numpy(part.data[a:b].astype(np.float32))
-            rows = phi[ids]  # (B, L, K); padding has count 0
-            lengths = counts.sum(1)
-            theta = (lengths[:, None] / k).expand(-1, k).clone() + 1e-3
-            for _ in range(iters):
-                lam = torch.bmm(rows, theta[:, :, None]).squeeze(-1).clamp_min(1e-30)  # (Phi theta)_v
-                s_theta = theta * torch.bmm((counts / lam)[:, None, :], rows).squeeze(1)  # sum_v E[x_vk]
-                theta = (s_theta + (self.r - 1)).clamp_min(0) / (1.0 + self.rate)
-            theta[lengths == 0] = 0  # nothing countable: no topic evidence
-            if normalize:
-                theta = theta / theta.sum(1, keepdim=True).clamp_min(1e-30)
-                if empty == "prior":
-                    theta[theta.sum(1) <= 0] = torch.from_numpy(self.theta_prior())
-            out[s : s + len(theta)] = theta.numpy()
-        return out
-
-    def infer_tokens(self, token_lists, iters=50, empty="zero"):
-        return self.infer(bag_of_words(token_lists, len(self.phi), self.keep), iters=iters, empty=empty)
-
-    def save(self, path):
-        extra = {}
-        if self.surfaces is not None:
-            extra["surfaces"] = np.array(json.dumps(self.surfaces, ensure_ascii=False))
-        if self.gpt2:
-            extra["gpt2"] = np.array(json.dumps(self.gpt2))
-        if self.theta_mean is not None:
-            extra["theta_mean"] = np.asarray(self.theta_mean, dtype=np.float32)
-        np.savez(path, phi=self.phi, keep=self.keep, checksum=np.array(self.checksum),
-                 hyper=np.array([self.r, self.rate, self.eta], dtype=np.float64), **extra)
-
-    @classmethod
-    def load(cls, path, dictionary=None):
-        """Load ``topic_model.npz``; with ``dictionary``, check that Phi's rows are its symbols."""
-        if not os.path.exists(path):
-            raise FileNotFoundError(
-                f"topic model {path} not found: fit it with `python -m preprocess.topic_model fit DATA/bin`"
-            )
-        with np.load(path, allow_pickle=False) as f:
-            surfaces = json.loads(str(f["surfaces"])) if "surfaces" in f.files else None
-            gpt2 = json.loads(str(f["gpt2"])) if "gpt2" in f.files else None
-            theta_mean = f["theta_mean"] if "theta_mean" in f.files else None
-            model = cls(f["phi"], f["keep"], str(f["checksum"]), *f["hyper"].tolist(), surfaces=surfaces, gpt2=gpt2,
-                        theta_mean=theta_mean)
-        if dictionary is not None:
-            check_dictionary(model, dictionary, path)
-        return model
-
-
-def check_dictionary(model, dictionary, path="topic model"):
-    got = dictionary_checksum(dictionary)
-    if model.phi.shape[0] != len(dictionary) or model.checksum != got:
-        raise ValueError(
-            f"{path} does not match the dictionary ({model.phi.shape[0]} rows, checksum {model.checksum[:12]} vs "
-            f"{len(dictionary)} symbols, checksum {got[:12]}): Phi's rows must be this dictionary's symbols; "
-            "refit it with `python -m preprocess.topic_model fit DATA/bin`"
-        )
-
-
-# --- data ----------------------------------------------------------------------------------------
-
-
-def load_dictionary(data_dir):
-    from fairseq.data import Dictionary
-
-    for name in ("dict.src.txt", "dict.txt"):
-        path = os.path.join(data_dir, name)
-        if os.path.exists(path):
-            return Dictionary.load(path)
-    raise FileNotFoundError(f"no dict.src.txt in {data_dir}")
-
-
-def split_prefix(data_dir, split, lang="src"):
-    hits = sorted(glob.glob(os.path.join(data_dir, f"{split}.*-*.{lang}.idx")))
-    return hits[0][: -len(".idx")] if hits else None
-
-
-def _indexed_split(data_dir, split, dictionary, lang="src"):
-    from fairseq.data import data_utils
-
-    prefix = split_prefix(data_dir, split, lang)
-    return None if prefix is None else data_utils.load_indexed_dataset(prefix, dictionary)
-
-
-def load_split_tokens(data_dir, split, dictionary, lang="src"):
-    """Token id arrays of a binarized split, in dataset order (None if the split does not exist)."""
-    ds = _indexed_split(data_dir, split, dictionary, lang)
-    return None if ds is None else [ds[i].numpy() for i in range(len(ds))]
-
-
-def _count_lines(path):
-    with open(path, "rb") as f:
-        return sum(1 for _ in f)
-
-
-def full_split_tokens(full_src, data_dir, split, dictionary, lang="src"):
-    """``(n, iterator)`` over the untruncated source of a binarized split: the lines of
-    ``full_src/{split}.{lang}`` encoded with ``dictionary`` as ``fairseq-preprocess`` encodes them
-    (``</s>`` appended), ``n`` the number of binarized examples (``(0, None)`` if the split is not
-    binarized). Checked to be the binarized examples, in order: as many lines, and every binarized
-    source (``</s>`` aside) a prefix of its line; anything else is a ``ValueError`` naming the line."""
-    ds = _indexed_split(data_dir, split, dictionary, lang)
-    if ds is None:
-        return 0, None
-    path = os.path.join(full_src, f"{split}.{lang}")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"--full-src: {path} not found (the untruncated source of the binarized {split} split, one "
-            "document per line in the dictionary's symbols: `fairseq-sum-prepare --write-full-src` writes "
-            "OUT/spm_full, `python -m preprocess.gpt2_bpe --full-src-out DIR` the GPT-2 ids)"
-        )
-    n = len(ds)
-    lines = _count_lines(path)
-    if lines != n:
-        raise ValueError(f"--full-src: {path} has {lines} lines but the binarized {split} split has {n} examples: "
-                         "it must hold the same documents in the same order")
-    eos = dictionary.eos()
-
-    def tokens():
-        with open(path, encoding="utf-8") as f:
-            for i, line in enumerate(f):
-                full = dictionary.encode_line(line, add_if_not_exist=False, append_eos=True).numpy()
-                binarized = ds[i].numpy()
-                head = binarized[:-1] if len(binarized) and binarized[-1] == eos else binarized
-                if len(head) > len(full) or not np.array_equal(full[: len(head)], head):
-                    raise ValueError(
-                        f"--full-src: {path}:{i + 1} is not the untruncated form of binarized {split} example {i} "
-                        "(its binarized source is not a prefix of the line): the files are not aligned"
-                    )
-                yield full
-
-    return n, tokens()
-
-
-def split_documents(data_dir, split, dictionary, full_src=None):
-    """``(n, token arrays)`` of a split's documents for the bags of words: the untruncated source
-    with ``full_src`` (:func:`full_split_tokens`), else the binarized source; ``(0, None)`` when the
-    split is not binarized."""
-    if full_src:
-        return full_split_tokens(full_src, data_dir, split, dictionary)
-    toks = load_split_tokens(data_dir, split, dictionary)
-    return (0, None) if toks is None else (len(toks), toks)
-
-
-def write_theta(model, data_dir, splits, iters, dictionary, full_src=None, bows=None):
-    """``DATA/{split}.theta.npy`` for every binarized split, one row per binarized example (bags of
-    words of the untruncated documents with ``full_src``, else of the binarized source; ``bows``:
-    ``{split: (n, bag of words)}`` already counted the same way, e.g. the train split of the fit)."""
-    written = {}
+def compute_theta(model, data_dir, splits, iters, dictionary, full_src=None, bows=None):
+    """``{split: theta}`` (N x K float32, one row per binarized example) for every binarized split:
+    bags of words of the untruncated documents with ``full_src``, else of the binarized source;
+    ``bows``: ``{split: (n, bag of words)}`` already counted the same way (the train split of the fit)."""
+    out = {}
     for split in splits:
         t0 = time.time()
         if bows and split in bows:
@@ -529,16 +253,40 @@ def write_theta(model, data_dir, splits, iters, dictionary, full_src=None, bows=
         theta = model.infer(bow, iters=iters, progress=True, empty="prior")
         if theta.shape[0] != n:  # pragma: no cover (full_split_tokens checks the alignment)
             raise ValueError(f"{split}: {theta.shape[0]} theta rows for {n} binarized examples")
+        logger.info(f"{split} theta: {theta.shape}{' (untruncated documents)' if full_src else ''}, "
+                    f"{1000 * (time.time() - t0) / max(1, n):.2f} ms/document")
+        out[split] = theta.astype(np.float32)
+    return out
+
+
+def write_theta(model, data_dir, thetas, topic_model_path, full_src=None):
+    """``DATA/{split}.theta.npy`` with its record for every ``{split: theta}``."""
+    documents = f"untruncated ({os.path.abspath(full_src)})" if full_src else "binarized"
+    for split, theta in thetas.items():
         path = os.path.join(data_dir, f"{split}.theta.npy")
-        np.save(path, theta.astype(np.float32))
-        dt = time.time() - t0
-        logger.info(f"{path}: {theta.shape}{' (untruncated documents)' if full_src else ''}, "
-                    f"{1000 * dt / max(1, n):.2f} ms/document")
-        written[split] = (path, theta.shape, dt)
-    return written
+        write_theta_file(path, theta, model, topic_model_path, documents)
+        logger.info(f"wrote {path} ({theta.shape[0]} x {theta.shape[1]}) and its record")
 
 
-def main(argv=None):
+def commit_fit(model, path, data_dir, thetas, full_src=None):
+    """Replace the topic model and its theta files so that no new Phi ever sits beside old theta:
+    old theta files (and records) of the data folder go first, then Phi (atomic rename), then the
+    new theta files, each with its record."""
+    for name in os.listdir(data_dir):
+        if name.endswith(".theta.npy") or name.endswith(".theta.json"):
+            os.remove(os.path.join(data_dir, name))
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        model.save(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    logger.info(f"wrote {path}")
+    write_theta(model, data_dir, thetas, path, full_src)
+
+
+def get_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fit", help="fit Phi on the train split and write theta for every split")
@@ -564,42 +312,51 @@ def main(argv=None):
                             "per line in the dictionary's symbols, aligned with the binarized split: "
                             "fairseq-sum-prepare --write-full-src -> OUT/spm_full, preprocess.gpt2_bpe "
                             "--full-src-out); default: the binarized source, as truncated by the preprocessing")
+    return p
+
+
+def fit_command(args, dictionary):
+    """``fit``: ``(model, bows)``, the fitted PFA and the train split's counts (not read twice)."""
+    n_docs, toks = split_documents(args.data, "train", dictionary, args.full_src)
+    if toks is None:
+        raise FileNotFoundError(f"no binarized train split in {args.data}")
+    if args.max_docs:
+        toks = itertools.islice(toks, args.max_docs)
+        n_docs = min(n_docs, args.max_docs)
+    surfaces = gpt2 = None
+    if args.gpt2_encoder_json:
+        from preprocess.gpt2_bpe import load_encoder
+
+        surfaces = gpt2_surfaces(dictionary, load_encoder(args.gpt2_encoder_json, args.gpt2_vocab_bpe))
+        gpt2 = gpt2_files_info(args.gpt2_encoder_json, args.gpt2_vocab_bpe)
+    keep = ~excluded_symbols(dictionary, surfaces)
+    bow = bag_of_words(toks, len(dictionary), keep)
+    t0 = time.time()
+    model = PoissonFactorAnalysis.fit(bow, keep, args.topics, args.iters, args.r, args.rate, args.eta, args.seed,
+                                      checksum=dictionary_checksum(dictionary))
+    model.surfaces, model.gpt2 = surfaces, gpt2
+    logger.info(f"fit K={args.topics} on {n_docs} {'untruncated' if args.full_src else 'binarized'} documents "
+                f"({bow.nnz} non-zeros, {int(keep.sum())} kept symbols) in {time.time() - t0:.1f}s")
+    return model, (None if args.max_docs else {"train": (n_docs, bow)})
+
+
+def main(argv=None):
+    p = get_parser()
     args = p.parse_args(argv)
     if args.cmd == "fit" and bool(args.gpt2_encoder_json) != bool(args.gpt2_vocab_bpe):
         p.error("--gpt2-encoder-json and --gpt2-vocab-bpe go together")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
     dictionary = load_dictionary(args.data)
     path = args.topic_model or os.path.join(args.data, "topic_model.npz")
+    splits = [s.strip() for s in args.splits.split(",") if s.strip()]
     if args.cmd == "fit":
-        n_docs, toks = split_documents(args.data, "train", dictionary, args.full_src)
-        if toks is None:
-            raise FileNotFoundError(f"no binarized train split in {args.data}")
-        if args.max_docs:
-            toks = itertools.islice(toks, args.max_docs)
-            n_docs = min(n_docs, args.max_docs)
-        surfaces = gpt2 = None
-        if args.gpt2_encoder_json:
-            from preprocess.gpt2_bpe import load_encoder
-
-            surfaces = gpt2_surfaces(dictionary, load_encoder(args.gpt2_encoder_json, args.gpt2_vocab_bpe))
-            gpt2 = gpt2_files_info(args.gpt2_encoder_json, args.gpt2_vocab_bpe)
-        keep = ~excluded_symbols(dictionary, surfaces)
-        bow = bag_of_words(toks, len(dictionary), keep)
-        t0 = time.time()
-        model = PoissonFactorAnalysis.fit(bow, keep, args.topics, args.iters, args.r, args.rate, args.eta, args.seed,
-                                          checksum=dictionary_checksum(dictionary))
-        model.surfaces, model.gpt2 = surfaces, gpt2
-        logger.info(f"fit K={args.topics} on {n_docs} {'untruncated' if args.full_src else 'binarized'} documents "
-                    f"({bow.nnz} non-zeros, {int(keep.sum())} kept symbols) "
-                    f"in {time.time() - t0:.1f}s")
-        model.save(path)
-        logger.info(f"wrote {path}")
-        bows = None if args.max_docs else {"train": (n_docs, bow)}  # the fit's counts: not read twice
+        model, bows = fit_command(args, dictionary)
+        thetas = compute_theta(model, args.data, splits, args.infer_iters, dictionary, args.full_src, bows)
+        commit_fit(model, path, args.data, thetas, args.full_src)
     else:
         model = PoissonFactorAnalysis.load(path, dictionary)
-        bows = None
-    splits = [s.strip() for s in args.splits.split(",") if s.strip()]
-    write_theta(model, args.data, splits, args.infer_iters, dictionary, args.full_src, bows)
+        thetas = compute_theta(model, args.data, splits, args.infer_iters, dictionary, args.full_src)
+        write_theta(model, args.data, thetas, path, args.full_src)
 
 
 if __name__ == "__main__":

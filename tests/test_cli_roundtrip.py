@@ -135,3 +135,169 @@ def test_prepare_rejects_mismatched_parallel_files(tmp_path):
                           capture_output=True, text=True, env=env)
     assert proc.returncode != 0
     assert "train" in proc.stderr and ("2" in proc.stderr and "1" in proc.stderr)
+
+
+# --- the data folder is data: dictionary checksums, prepare_args.json read without trusting it -----------
+
+
+def _data_copy(trained, dest, payload_dir=None):
+    """A copy of the prepared data folder; with ``payload_dir``, its prepare_args.json carries a
+    ``user_dir`` key in the tokenizer section pointing at a module that writes a marker file."""
+    import shutil
+
+    data = shutil.copytree(trained["data"], dest)
+    if payload_dir is not None:
+        payload_dir.mkdir()
+        marker = payload_dir / "MARKER"
+        (payload_dir / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('code ran')\n")
+        args = json.loads((dest / "prepare_args.json").read_text())
+        args["tokenizer"]["user_dir"] = str(payload_dir)
+        args["tokenizer"]["sum_lowercase_typo"] = True
+        (dest / "prepare_args.json").write_text(json.dumps(args))
+        return str(data), marker
+    return str(data)
+
+
+def test_interactive_takes_text_encoding_from_prepare_args_cuts_at_the_models_limit_and_warns(trained, tmp_path):
+    """Issues 12.8-10, 16.5: fairseq-interactive without --tokenizer/--bpe encodes raw text as
+    prepare_args.json records (validated: its user_dir payload is ignored, no code runs); a model
+    accepting 1,500 positions reads 1,500 tokens, not the task default 1,023, and says when it cuts;
+    an empty line is warned about."""
+    data, marker = _data_copy(trained, tmp_path / "bin", payload_dir=tmp_path / "payload")
+    long_doc = " ".join(["The model reads the paper and the network writes a summary."] * 200)
+    out = subprocess.run(
+        [cli("fairseq-interactive"), data, "--user-dir", USER_DIR, "--task", "summarization",
+         "--path", trained["ckpt"], "--beam", "1", "--max-len-b", "3",
+         "--model-overrides", "{'max_source_positions': 1500}"],
+        input=f"Data and results. The role of each filler.\n{long_doc}\n   \n", capture_output=True, text=True,
+        cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert not marker.exists()  # the payload was not imported
+    assert "ignoring tokenizer.sum_lowercase_typo, tokenizer.user_dir" in out.stderr
+    sources = {int(l.split("\t")[0][2:]): l.split("\t")[1] for l in out.stdout.splitlines() if l.startswith("S-")}
+    assert "<sep>" in sources[0] and "<unk>" not in sources[0]  # sum_moses + sentencepiece of DATA
+    assert len(sources[1].split()) == 1499  # the model's 1,500 positions (EOS not printed)
+    assert "truncated to the model's limit of 1500" in out.stderr
+    assert "raw-text input 0 is empty or whitespace only" in out.stderr  # third line, a batch of its own
+
+
+def test_interactive_without_bpe_on_sentencepiece_data_without_a_record_is_refused(trained, tmp_path):
+    data = _data_copy(trained, tmp_path / "bin")
+    os.remove(os.path.join(data, "prepare_args.json"))
+    out = subprocess.run(
+        [cli("fairseq-interactive"), data, "--user-dir", USER_DIR, "--task", "summarization",
+         "--path", trained["ckpt"], "--beam", "1", "--max-len-b", "3"],
+        input="Data and results.\n", capture_output=True, text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
+    assert out.returncode != 0 and "--bpe sentencepiece --sentencepiece-model" in out.stderr
+
+
+def test_hub_ignores_code_in_prepare_args_and_warns_about_empty_input(trained, tmp_path, caplog):
+    """Issue 12.9 payload through from_pretrained: no marker file, the hub still summarizes."""
+    import logging
+
+    from fairseq_sum_plugins.models.sum_transformer import SumTransformerModel
+
+    data, marker = _data_copy(trained, tmp_path / "bin", payload_dir=tmp_path / "payload")
+    with caplog.at_level(logging.WARNING):
+        hub = SumTransformerModel.from_pretrained(trained["save"], checkpoint_file="checkpoint_best.pt",
+                                                  data_name_or_path=data)
+        summaries = hub.sample(["The network reads the corpus.", "  "], beam=1, max_len_b=4)
+    assert not marker.exists() and len(summaries) == 2
+    assert "user_dir" in caplog.text and "empty or whitespace only" in caplog.text
+
+
+def test_prepare_args_values_are_validated(tmp_path):
+    from fairseq_sum_plugins.data_folder import read_prepare_args
+
+    good = {"tokenizer": {"tokenizer": "sum_moses", "moses_lang": "en", "sum_lowercase": False,
+                          "sum_sentence_split": True},
+            "bpe": {"bpe": "sentencepiece", "sentencepiece_model": "spm.model"}, "options": {"x": 1}}
+    path = tmp_path / "prepare_args.json"
+    path.write_text(json.dumps(good))
+    got = read_prepare_args(str(tmp_path))
+    assert got["bpe"] == {"bpe": "sentencepiece", "sentencepiece_model": str(tmp_path / "spm.model")}
+    assert got["tokenizer"] == good["tokenizer"]
+    for section, key, value in (("bpe", "sentencepiece_model", "../../elsewhere/spm.model"),
+                                ("bpe", "sentencepiece_model", "/abs/spm.model"), ("bpe", "bpe", "gpt2"),
+                                ("tokenizer", "tokenizer", "moses"), ("tokenizer", "moses_lang", "en; rm -rf /"),
+                                ("tokenizer", "sum_lowercase", "yes")):
+        bad = json.loads(json.dumps(good))
+        bad[section][key] = value
+        path.write_text(json.dumps(bad))
+        with pytest.raises(ValueError, match=f"prepare_args.json: {section}.{key}"):
+            read_prepare_args(str(tmp_path))
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="prepare_args.json: not valid JSON"):
+        read_prepare_args(str(tmp_path))
+
+
+def test_checkpoint_refuses_data_binarized_with_another_dictionary(trained, tmp_path):
+    """Issue 12.6: the same test split binarized with a dictionary of the same size but another
+    order: fairseq-generate and the hub refuse; a checkpoint without the checksum still loads."""
+    import torch
+    from fairseq import checkpoint_utils, options
+    from fairseq.data import Dictionary
+    from fairseq_cli import preprocess
+
+    from fairseq_sum_plugins.data_folder import dictionary_checksum
+    from fairseq_sum_plugins.models.sum_transformer import SumTransformerModel
+
+    d = Dictionary.load(os.path.join(trained["data"], "dict.src.txt"))
+    state = torch.load(trained["ckpt"], map_location="cpu", weights_only=False)
+    assert state["cfg"]["model"].src_dict_sha256 == dictionary_checksum(d)
+    lines = open(os.path.join(trained["data"], "dict.src.txt"), encoding="utf-8").read().splitlines()
+    swapped = tmp_path / "dict.txt"
+    swapped.write_text("\n".join(lines[len(lines) // 2:] + lines[: len(lines) // 2]) + "\n", encoding="utf-8")
+    other = tmp_path / "other"
+    spm = os.path.join(os.path.dirname(trained["data"]), "spm")
+    preprocess.main(options.get_preprocessing_parser().parse_args([
+        "--source-lang", "src", "--target-lang", "tgt", "--joined-dictionary", "--srcdict", str(swapped),
+        "--testpref", f"{spm}/test", "--destdir", str(other), "--workers", "1"]))
+    assert len(Dictionary.load(str(other / "dict.src.txt"))) == len(d)
+    proc = subprocess.run(
+        [cli("fairseq-generate"), str(other), "--user-dir", USER_DIR, "--task", "summarization",
+         "--path", trained["ckpt"], "--gen-subset", "test", "--beam", "1", "--max-len-b", "3"],
+        capture_output=True, text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
+    assert proc.returncode != 0 and "trained with another source dictionary" in proc.stderr
+    for name in ("spm.model", "prepare_args.json"):
+        open(other / name, "wb").write(open(os.path.join(trained["data"], name), "rb").read())
+    with pytest.raises(ValueError, match="another source dictionary"):
+        SumTransformerModel.from_pretrained(trained["save"], checkpoint_file="checkpoint_best.pt",
+                                            data_name_or_path=str(other))
+    # a checkpoint saved without the checksums loads (with a warning)
+    for key in ("src_dict_sha256", "tgt_dict_sha256"):
+        delattr(state["cfg"]["model"], key)
+    torch.save(state, tmp_path / "old.pt")
+    models, _ = checkpoint_utils.load_model_ensemble([str(tmp_path / "old.pt")], arg_overrides={"data": trained["data"]})
+    assert len(models) == 1
+
+
+def test_mem2mem_hub_encodes_raw_text_as_prepare_args_records(trained, tmp_path):
+    """Issue 16.5: Mem2MemModel.from_pretrained takes the tokenizer and BPE of prepare_args.json (its
+    raw text does not become <unk>), as SumTransformerModel's hub does."""
+    import torch
+    from fairseq import options, tasks
+
+    from fairseq_sum_plugins.models.mem2mem import Mem2MemModel
+    from fairseq_sum_plugins.models.sum_transformer import SumTransformerModel
+
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        trained["data"], "--task", "summarization", "--arch", "hred_base", "--embed-dim", "8",
+        "--encoder-hidden-size", "8", "--decoder-hidden-size", "8", "--attention-dim", "8",
+        "--decoder-out-embed-dim", "8", "--optimizer", "adam", "--lr", "0.001"])
+    model = tasks.setup_task(args).build_model(args)
+    torch.save({"args": args, "model": model.state_dict(), "last_optimizer_state": None,
+                "optimizer_history": [{"criterion_name": "CrossEntropyCriterion", "optimizer_name": "FairseqAdam",
+                                       "lr_scheduler_state": {"best": None}, "num_updates": 0}],
+                "extra_state": {"epoch": 1, "train_iterator": {"epoch": 1, "iterations_in_epoch": 0}}},
+               tmp_path / "checkpoint_best.pt")
+    hub = Mem2MemModel.from_pretrained(str(tmp_path), checkpoint_file="checkpoint_best.pt",
+                                       data_name_or_path=trained["data"])
+    text = "The model reads the paper. Attention finds the role."
+    tokens = hub.encode(text)
+    assert hub.task.source_dictionary.unk() not in tokens.tolist()
+    assert hub.task.source_dictionary.index("<sep>") in tokens.tolist()
+    reference = SumTransformerModel.from_pretrained(trained["save"], checkpoint_file="checkpoint_best.pt",
+                                                    data_name_or_path=trained["data"])
+    assert torch.equal(tokens, reference.encode(text))
+    assert len(hub.sample([text], beam=1, max_len_b=3)) == 1

@@ -7,12 +7,8 @@ import pytest
 import torch
 
 from conftest import build_model, load_task, make_dictionary, random_batch
-from preprocess.topic_model import (
-    PoissonFactorAnalysis,
-    bag_of_words,
-    dictionary_checksum,
-    excluded_symbols,
-)
+from fairseq_sum_plugins.topic_model import bag_of_words, dictionary_checksum
+from preprocess.topic_model import PoissonFactorAnalysis, excluded_symbols  # with the fit
 
 torch.set_num_threads(1)
 K = 6
@@ -555,3 +551,19 @@ def test_raw_text_provider_uses_the_models_topic_model(toy_data, tmp_path, tiny_
     tm = PoissonFactorAnalysis.load(path)
     np.testing.assert_allclose(theta[0], tm.infer_tokens([toks[0].numpy()])[0], atol=1e-6)
     np.testing.assert_allclose(theta[1], np.full(K, 1.0 / K), atol=1e-6)  # stop words only: the prior
+
+
+def test_side_data_theta_messages_name_the_feature_and_the_command(toy_data):
+    """Issue 12.10: a missing theta file names the command that writes it; --side-data theta on a
+    model without the Topic Assistant says so."""
+    from fairseq import options
+
+    task = load_task(toy_data, side_data="theta")
+    with pytest.raises(FileNotFoundError, match=r"valid.theta.npy not found .*python -m preprocess.topic_model fit"):
+        task.load_dataset("valid")
+    args = options.parse_args_and_arch(options.get_training_parser(), [
+        toy_data, "--task", "summarization", "--side-data", "theta", "--arch", "t5_transformer_small",
+        "--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
+        "--encoder-attention-heads", "2"])
+    with pytest.raises(ValueError, match="--side-data theta: this model .* does not read it; theta feeds the Topic Assistant"):
+        task.build_model(args)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import binarize, write_toy_parallel
-from preprocess.topic_model import load_split_tokens
+from fairseq_sum_plugins.topic_model import load_split_tokens
 from test_cli_roundtrip import USER_DIR, cli, run
 
 K = 8
@@ -92,8 +92,8 @@ def test_fit_and_theta_count_the_untruncated_documents(truncated_data, tmp_path)
     without --full-src the binarized (truncated) source is counted, as before."""
     import shutil
 
-    from preprocess.topic_model import (PoissonFactorAnalysis, bag_of_words, load_dictionary, load_split_tokens,
-                                        main as topic_model_main)
+    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, bag_of_words, load_dictionary, load_split_tokens
+    from preprocess.topic_model import main as topic_model_main
 
     data, full = truncated_data
     topic_model_main(["fit", data, "--topics", "2", "--iters", "30", "--full-src", full])
@@ -199,7 +199,7 @@ def test_checkpoint_records_phi_and_rejects_a_refit_topic_model(ta_trained, tmp_
     import torch
     from fairseq import checkpoint_utils
 
-    from preprocess.topic_model import PoissonFactorAnalysis, load_dictionary
+    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, load_dictionary
 
     data, ckpt = ta_trained["data"], ta_trained["ckpt"]
     d = load_dictionary(data)
@@ -308,3 +308,125 @@ def test_bart_with_gate_and_topic_assistant_restores_fine_tunes_generates(tmp_pa
         enc = model.encoder(**net_input)
     assert enc["encoder_out"][0].size(0) < net_input["src_tokens"].size(1)  # positions were removed
     assert (pruned - masked).abs().max() < 1e-5
+# --- theta is tied to the topic model it was inferred with ------------------------------------------------
+
+
+def _copy_data(src, dst):
+    import shutil
+
+    shutil.copytree(src, dst)
+    return str(dst)
+
+
+def _refit_phi(data, path, seed=5):
+    """A topic model over the same dictionary and K with another Phi (a refit)."""
+    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, load_dictionary
+
+    tm = PoissonFactorAnalysis.load(os.path.join(data, "topic_model.npz"), load_dictionary(data))
+    phi = np.random.default_rng(seed).gamma(0.3, 1.0, tm.phi.shape).astype(np.float32)
+    phi[~tm.keep] = 0
+    PoissonFactorAnalysis(phi / phi.sum(0), tm.keep, tm.checksum).save(path)
+    return path
+
+
+def _fails(*cmd):
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    env = dict(os.environ, PYTHONPATH=REPO)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)
+    assert proc.returncode != 0, f"{cmd[0]} succeeded:\n{proc.stderr[-2000:]}"
+    return proc.stderr
+
+
+def test_train_refuses_theta_of_another_topic_model(ta_trained, tmp_path):
+    """Issue 12.5: Phi replaced (a fit killed after writing topic_model.npz) beside the old theta:
+    fairseq-train stops, naming the theta file and the command that rewrites it."""
+    data = _copy_data(ta_trained["data"], tmp_path / "bin")
+    _refit_phi(data, os.path.join(data, "topic_model.npz"))
+    err = _fails(
+        cli("fairseq-train"), data, "--user-dir", USER_DIR, "--task", "summarization", "--arch", "transformer_ta_small",
+        "--side-data", "theta", "--ta-topics-n", "3", "--encoder-layers", "1", "--decoder-layers", "1",
+        "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
+        "--criterion", "summarization_loss", "--optimizer", "adam", "--lr", "0.003", "--max-tokens", "1000",
+        "--max-update", "1", "--save-dir", str(tmp_path / "ckpt"), "--log-format", "simple")
+    assert "valid.theta.npy was inferred with the topic model" in err
+    assert "python -m preprocess.topic_model infer" in err
+
+
+def test_generate_with_the_training_topic_model_refuses_theta_of_a_refit(ta_trained, tmp_path):
+    """Issue 12.5: after a refit of DATA, following the checkpoint error's advice
+    (--model-overrides "{'topic_model': PATH}") decodes with theta of the other fit: refused; theta
+    rewritten with that topic model (the command the error names) is accepted."""
+    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, check_theta_file
+    from preprocess.topic_model import main as topic_model_main
+
+    data = _copy_data(ta_trained["data"], tmp_path / "bin")
+    trained_with = str(tmp_path / "trained_with.npz")
+    os.replace(os.path.join(data, "topic_model.npz"), trained_with)
+    topic_model_main(["fit", data, "--topics", str(K), "--iters", "3", "--seed", "7"])  # a refit in DATA
+    err = _fails(cli("fairseq-generate"), data, "--user-dir", USER_DIR, "--task", "summarization",
+                 "--path", ta_trained["ckpt"], "--side-data", "theta", "--gen-subset", "test", "--beam", "1",
+                 "--max-len-b", "3", "--model-overrides", f"{{'topic_model': '{trained_with}'}}")
+    assert "test.theta.npy was inferred with the topic model" in err and trained_with in err
+    topic_model_main(["infer", data, "--splits", "test", "--topic-model", trained_with])
+    check_theta_file(os.path.join(data, "test.theta.npy"), PoissonFactorAnalysis.load(trained_with).phi_sha256,
+                     trained_with, "test")
+
+
+def test_a_killed_fit_never_leaves_new_phi_beside_old_theta(ta_trained, tmp_path, monkeypatch):
+    """topic_model fit interrupted at every file operation (np.save, os.replace, os.remove): never the
+    new Phi with an old theta file; what is left is refused or consistent."""
+    import hashlib
+    import shutil
+
+    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, check_theta_file
+    from preprocess.topic_model import main as topic_model_main
+
+    def sha(path):
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+
+    orig = {"save": np.save, "replace": os.replace, "remove": os.remove}
+    splits = ("train", "valid", "test")
+    k, finished = 0, False
+    while not finished:
+        data = str(tmp_path / f"bin{k}")
+        shutil.copytree(ta_trained["data"], data)
+        old_phi = sha(os.path.join(data, "topic_model.npz"))
+        old_theta = {s: sha(os.path.join(data, f"{s}.theta.npy")) for s in splits}
+        calls = [0]
+
+        def killer(name):
+            def op(*a, **kw):
+                calls[0] += 1
+                if calls[0] == k + 1:
+                    raise KeyboardInterrupt(f"killed at {name} #{k + 1}")
+                return orig[name](*a, **kw)
+            return op
+
+        monkeypatch.setattr(np, "save", killer("save"))
+        monkeypatch.setattr(os, "replace", killer("replace"))
+        monkeypatch.setattr(os, "remove", killer("remove"))
+        try:
+            topic_model_main(["fit", data, "--topics", str(K), "--iters", "3", "--seed", "9"])
+            finished = True
+        except KeyboardInterrupt:
+            pass
+        finally:
+            monkeypatch.undo()
+        phi_path = os.path.join(data, "topic_model.npz")
+        new_phi = sha(phi_path) != old_phi
+        for s in splits:
+            path = os.path.join(data, f"{s}.theta.npy")
+            if not os.path.exists(path):
+                continue
+            assert not (new_phi and sha(path) == old_theta[s]), f"killed at operation {k + 1}: new Phi, old {s} theta"
+            try:  # whatever is left is either consistent with the Phi in DATA or refused
+                check_theta_file(path, PoissonFactorAnalysis.load(phi_path).phi_sha256, phi_path, s)
+            except ValueError as err:
+                assert "rewrite it" in str(err)
+        k += 1
+    assert k > 5  # every operation of the fit was interrupted once

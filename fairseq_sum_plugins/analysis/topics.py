@@ -50,15 +50,11 @@ def _encoder(data, dictionary, model=None):
 
     from .. import text  # noqa: F401  (registers sum_moses)
 
-    recorded = {}
-    path = os.path.join(data, "prepare_args.json")
-    if os.path.exists(path):
-        with open(path) as f:
-            recorded = json.load(f)
+    from ..data_folder import read_prepare_args
+
+    recorded = read_prepare_args(data) or {}  # validated: only the keys fairseq-sum-prepare writes
     tok_args = recorded.get("tokenizer", {})
     bpe_args = dict(recorded.get("bpe", {}))
-    if bpe_args.get("sentencepiece_model") and not os.path.isabs(bpe_args["sentencepiece_model"]):
-        bpe_args["sentencepiece_model"] = os.path.join(data, bpe_args["sentencepiece_model"])
     gpt2 = model.gpt2_encoder() if model is not None and not bpe_args.get("bpe") else None
     if gpt2 is not None:
 
@@ -91,7 +87,7 @@ def parse_generate_output(path):
 
 def load_topic_model(data, topic_model=None):
     """(dictionary, PoissonFactorAnalysis) of a data dir; Phi is checked against the dictionary."""
-    from preprocess.topic_model import PoissonFactorAnalysis, load_dictionary
+    from ..topic_model import PoissonFactorAnalysis, load_dictionary
 
     dictionary = load_dictionary(data)
     model = PoissonFactorAnalysis.load(topic_model or os.path.join(data, "topic_model.npz"), dictionary)
@@ -120,7 +116,7 @@ def format_ss(result):
 
 
 def ss_main(args):
-    from preprocess.topic_model import split_documents
+    from ..topic_model import split_documents
 
     from ..rouge import read_generate_output
 

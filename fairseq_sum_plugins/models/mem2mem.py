@@ -441,6 +441,15 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
         decoder = Mem2MemDecoder(args, tgt_dict, dec_emb, num_markers=markers)
         return cls(encoder, decoder)
 
+    @classmethod
+    def from_pretrained(cls, model_name_or_path, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs):
+        """Hub interface summarizing raw text, with the tokenizer and BPE recorded in
+        ``DATA/prepare_args.json`` (validated keys only, given ones win), as ``SumTransformerModel``'s."""
+        from ..data_folder import hub_text_kwargs
+
+        kwargs = hub_text_kwargs(model_name_or_path, data_name_or_path, kwargs)
+        return super().from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
+
     def forward(self, src_tokens, src_lengths, prev_output_tokens, **kwargs):
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, **kwargs)
         return self.decoder(prev_output_tokens, encoder_out=encoder_out)

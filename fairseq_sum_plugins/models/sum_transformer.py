@@ -26,9 +26,7 @@ read ``LN(X)``.
 ``TPR`` is the identity when ``--tpr none``. Positions are fairseq's sinusoidal embeddings (the
 T5 relative position bias is not implemented). Every parameter takes part in every forward pass.
 """
-import json
 import math
-import os
 
 import torch
 import torch.nn as nn
@@ -43,6 +41,7 @@ from fairseq.models import (
 )
 from fairseq.modules import LayerNorm, PositionalEmbedding
 
+from ..data_folder import hub_text_kwargs
 from ..modules.attention import MultiheadAttention
 from ..modules.encoder_out import EncoderOut
 from ..modules.gates import (
@@ -411,19 +410,10 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
 
         The tokenizer and sentencepiece model default to the ones ``fairseq-sum-prepare`` recorded
         in ``DATA/prepare_args.json`` (``sum_moses`` + ``DATA/spm.model``), so raw text is processed
-        exactly like the training data.
+        exactly like the training data; only those validated keys are read
+        (:func:`fairseq_sum_plugins.data_folder.hub_text_kwargs`).
         """
-        data_dir = data_name_or_path
-        if data_name_or_path.startswith("."):
-            data_dir = os.path.join(model_name_or_path, data_name_or_path)
-        prepared = os.path.join(data_dir, "prepare_args.json")
-        if os.path.exists(prepared):
-            with open(prepared) as f:
-                recorded = json.load(f)
-            for key, value in {**recorded.get("tokenizer", {}), **recorded.get("bpe", {})}.items():
-                kwargs.setdefault(key, value)
-        if kwargs.get("bpe") == "sentencepiece" and not os.path.isabs(kwargs.get("sentencepiece_model", "/")):
-            kwargs["sentencepiece_model"] = os.path.join(data_dir, kwargs["sentencepiece_model"])
+        kwargs = hub_text_kwargs(model_name_or_path, data_name_or_path, kwargs)
         return super().from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, **side):

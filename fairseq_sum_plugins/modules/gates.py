@@ -51,6 +51,8 @@ import torch
 import torch.nn as nn
 from fairseq import utils
 
+from ..side_data import register_generator_hook
+
 logger = logging.getLogger(__name__)
 
 
@@ -201,6 +203,7 @@ def information_gates(models):
 _REPORTED = weakref.WeakSet()
 
 
+@register_generator_hook
 def report_sparsity_at_exit(models):
     """Resets the models' gate counters and logs their sparsity rate when the process ends
     (``fairseq-generate`` / ``fairseq-interactive`` give the task no hook after the last batch);

@@ -1,8 +1,9 @@
 """Topic Assistant (Topic Assistant paper §4): SIA, TEMA and DRM as features of ``sum_transformer``.
 
-The topic model is the PFA of :mod:`preprocess.topic_model` (``DATA/bin/topic_model.npz``), fitted
-on the summarizer's own dictionary, so row ``v`` of ``Phi`` (V x K) is token ``v``; ``theta`` (the
-document's normalised topic proportions, K) is the task side data ``--side-data theta``.
+The topic model is the PFA of :mod:`fairseq_sum_plugins.topic_model` (``DATA/bin/topic_model.npz``,
+fitted by ``python -m preprocess.topic_model fit``) on the summarizer's own dictionary, so row ``v``
+of ``Phi`` (V x K) is token ``v``; ``theta`` (the document's normalised topic proportions, K) is
+the task side data ``--side-data theta``.
 
 Equations and where they live::
 
@@ -36,7 +37,7 @@ are removed from its topic rows too, so pruning and masking give the same output
 
 **A document without topic evidence** (theta all zero, e.g. a ``theta.npy`` row of a document with
 only stop words) takes the topic model's prior
-proportions (:meth:`preprocess.topic_model.PoissonFactorAnalysis.theta_prior`: the corpus mean of
+proportions (:meth:`fairseq_sum_plugins.topic_model.PoissonFactorAnalysis.theta_prior`: the corpus mean of
 the fit, or uniform), for TEMA and DRM alike, and TEMA breaks ties by the lower topic id, so its
 prefix is deterministic and nothing is NaN.
 
@@ -47,6 +48,15 @@ model is rebuilt from a checkpoint (fairseq-generate, -interactive, the hub) wit
 Phi differs (refit, another data dir with the same dictionary and K), that is an error naming both
 files and checksums; a checkpoint whose args hold no checksum loads with a warning.
 (Resuming fairseq-train builds the model from the command line's args: not checked there.)
+
+**theta tied to Phi.** This module registers the side data ``theta`` with the task's neutral
+registry (:mod:`fairseq_sum_plugins.side_data`): the raw-text provider (:func:`theta_provider`),
+the command that writes ``DATA/{split}.theta.npy`` (named when it is missing), that only a model
+with the Topic Assistant reads it (``--side-data theta`` on another model is an error saying so),
+and a check of every loaded theta file against the Phi of the model built on the task: its record
+(``{split}.theta.json``, :func:`fairseq_sum_plugins.topic_model.check_theta_file`) must name this
+very file and this Phi, at train, generate (also with ``--model-overrides "{'topic_model': PATH}"``)
+and validation alike.
 """
 import logging
 import math
@@ -60,7 +70,8 @@ import torch.nn as nn
 from fairseq import utils
 from fairseq.incremental_decoding_utils import with_incremental_state
 
-from ..tasks.summarization import register_side_data_provider
+from ..side_data import register_side_data
+from ..topic_model import FIT_COMMAND, PoissonFactorAnalysis, check_theta_file
 
 logger = logging.getLogger(__name__)
 
@@ -68,8 +79,7 @@ logger = logging.getLogger(__name__)
 def add_topic_args(parser):
     # fmt: off
     parser.add_argument("--ta-topic-model", "--topic-model", dest="topic_model", type=str, metavar="PATH",
-                        help="PFA topic model (default DATA/topic_model.npz, written by "
-                             "`python -m preprocess.topic_model fit DATA`)")
+                        help=f"PFA topic model (default DATA/topic_model.npz, written by `{FIT_COMMAND}`)")
     parser.add_argument("--ta-sia", type=utils.eval_bool, metavar="BOOL",
                         help="Topic Assistant SIA: an extra topic-similarity head in every attention block (eq. 5-7)")
     parser.add_argument("--ta-tema", type=utils.eval_bool, metavar="BOOL",
@@ -103,8 +113,6 @@ def topic_model_path(args, task):
 
 
 def load_topic_model(path, dictionary):
-    from preprocess.topic_model import PoissonFactorAnalysis
-
     return PoissonFactorAnalysis.load(path, dictionary)  # checks the dictionary checksum
 
 
@@ -172,7 +180,7 @@ class TopicAssistant(nn.Module):
         if theta is None:
             raise ValueError(
                 "Topic Assistant TEMA/DRM need the document's topic proportions: run with --side-data theta "
-                "(DATA/{split}.theta.npy, written by `python -m preprocess.topic_model fit DATA`)"
+                f"(DATA/{{split}}.theta.npy, written by `{FIT_COMMAND}`)"
             )
         if theta.dim() != 2 or theta.size(1) != self.num_topics:
             raise ValueError(f"side data theta has shape {tuple(theta.shape)}, the topic model has "
@@ -336,6 +344,7 @@ def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
             logger.warning(f"Topic Assistant: models with different topic models ({previous}, {path}); "
                            f"raw-text theta uses {path}")
         task.ta_topic_model = path
+        task.ta_phi_sha256 = model.phi_sha256
     return TopicAssistant(model.phi, args.ta_topics_n, path, prior=model.theta_prior(),
                           sia=bool(args.ta_sia), tema=bool(args.ta_tema), drm=bool(args.ta_drm))
 
@@ -345,7 +354,6 @@ def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
 _CACHE = {}
 
 
-@register_side_data_provider("theta")
 def theta_provider(task, src_tokens):
     """theta of raw-text documents: PFA inference with the model's topic model.
 
@@ -369,3 +377,23 @@ def theta_provider(task, src_tokens):
         _CACHE[key] = load_topic_model(path, task.source_dictionary)
     return _CACHE[key].infer_tokens([t.numpy() if torch.is_tensor(t) else np.asarray(t) for t in src_tokens],
                                     empty="prior")
+
+
+def check_theta(task, split, path):
+    """A loaded ``DATA/{split}.theta.npy`` must have been inferred with the Phi of the Topic
+    Assistant model built on ``task`` (its record says so); nothing to check without such a model."""
+    sha = getattr(task, "ta_phi_sha256", None)
+    if sha:
+        check_theta_file(path, sha, task.ta_topic_model, split)
+
+
+def reads_theta(model):
+    return any(isinstance(m, TopicAssistant) for m in model.modules())
+
+
+register_side_data(
+    "theta", provider=theta_provider, check=check_theta, used_by=reads_theta,
+    feature="the Topic Assistant (--ta-sia/--ta-tema/--ta-drm, e.g. --arch transformer_ta_base or bart_base_ta)",
+    hint=f"written with its record {{split}}.theta.json by `{FIT_COMMAND}` "
+         "(or `python -m preprocess.topic_model infer DATA --splits SPLIT` for a fitted topic model)",
+)

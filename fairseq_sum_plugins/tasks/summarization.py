@@ -6,13 +6,26 @@ dictionary, sentences separated by the ``<sep>`` token, and ``spm.model`` beside
 Side data (``--side-data theta,...``) are arrays ``{split}.{name}.npy`` whose first axis is aligned
 with the examples of the split. Each example's row travels with it through filtering, sorting and
 batching and reaches the model as ``net_input[name]`` (a ``B x ...`` tensor in batch order); models
-that need it after the encoder keep it in ``encoder_out`` so that beam search reorders it. For raw
-text (``fairseq-interactive``, the hub interface) side data is computed by a provider registered
-with :func:`register_side_data_provider`, or a clear error says that none is available.
+that need it after the encoder keep it in ``encoder_out`` so that beam search reorders it. The task
+knows no feature: what it needs to know about side data comes from the neutral registry
+:mod:`fairseq_sum_plugins.side_data`, where features register it (for raw text, ``fairseq-interactive``
+and the hub interface, a provider computing it, or a clear error says that none is available; the
+command that writes the file; which models read it: asking a model for side data it does not read
+is an error; a check of each loaded file against the models built on the task).
+
+Dictionaries: the sha256 of the source and target dictionaries is stored in the model args (so in
+every checkpoint, ``src_dict_sha256`` / ``tgt_dict_sha256``); a checkpoint rebuilt on data with
+another dictionary (``fairseq-generate``, ``-interactive``, the hub), even one of the same size, is
+an error. A checkpoint without the checksums loads with a warning.
 
 Raw text (:meth:`SummarizationTask.build_dataset_for_inference`) longer than the model accepts is
 truncated to its first ``max_source_positions - 1`` tokens plus the final EOS, as preprocessing
-truncated the training sources.
+truncated the training sources; the limit is the built models' own ``max_source_positions`` (a
+checkpoint trained on 4,001-token documents reads them whole, whatever the task's default), and
+every truncation is logged. Empty or whitespace-only inputs are logged as a warning. Without
+``--tokenizer`` / ``--bpe``, ``fairseq-interactive`` (which loads no binarized split) takes them
+from ``DATA/prepare_args.json`` (only the validated keys, :mod:`fairseq_sum_plugins.data_folder`),
+or refuses a dictionary of sentencepiece pieces or GPT-2 ids that would turn the text into ``<unk>``.
 
 ``--eval-rouge`` generates summaries during validation and logs ``rouge_1``, ``rouge_2`` and
 ``rouge_l`` (summary-level ROUGE-L, F1 x 100), so that ``--best-checkpoint-metric rouge_l
@@ -27,7 +40,7 @@ import logging
 import os
 from argparse import Namespace
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Optional
+from typing import Dict, Optional
 
 import numpy as np
 import torch
@@ -36,20 +49,17 @@ from fairseq.data import BaseWrapperDataset, LanguagePairDataset
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
+from ..data_folder import dictionary_checksum, read_prepare_args, text_encoding_for
+from ..side_data import (  # noqa: F401  (register_side_data_provider: part of the task's interface)
+    GENERATOR_HOOKS,
+    SIDE_DATA_CHECKS,
+    SIDE_DATA_HINTS,
+    SIDE_DATA_PROVIDERS,
+    SIDE_DATA_USERS,
+    register_side_data_provider,
+)
+
 logger = logging.getLogger(__name__)
-
-# name -> fn(task, list of 1-D source token tensors) -> np.ndarray aligned with them
-SIDE_DATA_PROVIDERS: Dict[str, Callable] = {}
-
-
-def register_side_data_provider(name):
-    """Register ``fn(task, src_tokens_list) -> np.ndarray`` computing side data for raw text."""
-
-    def wrapper(fn):
-        SIDE_DATA_PROVIDERS[name] = fn
-        return fn
-
-    return wrapper
 
 
 class SideDataDataset(BaseWrapperDataset):
@@ -137,18 +147,116 @@ class SummarizationTask(TranslationTask):
             for name in self.side_data_names:
                 path = os.path.join(data_path, f"{split}.{name}.npy")
                 if not os.path.exists(path):
-                    raise FileNotFoundError(f"--side-data {name}: {path} not found (written by the preprocessing step)")
+                    raise FileNotFoundError(f"--side-data {name}: {path} not found "
+                                            f"({SIDE_DATA_HINTS.get(name, 'written by the preprocessing step')})")
                 side[name] = np.load(path, mmap_mode="r")
             self.datasets[split] = SideDataDataset(self.datasets[split], side)
+            self._side_data_paths = {**getattr(self, "_side_data_paths", {}),
+                                     split: {name: os.path.join(data_path, f"{split}.{name}.npy") for name in side}}
+            if getattr(self, "_model_max_source_positions", None):  # models built: check the files now
+                self.check_side_data(split)
+
+    def check_side_data(self, split):
+        """The registered checks of the side-data files of ``split`` (e.g. theta against Phi)."""
+        for name, path in getattr(self, "_side_data_paths", {}).get(split, {}).items():
+            if name in SIDE_DATA_CHECKS:
+                SIDE_DATA_CHECKS[name](self, split, path)
+
+    def check_model_data(self, cfg, model, from_checkpoint=False):
+        """After building ``model``: the dictionaries are those of training (checksums in ``cfg``,
+        the model args), every ``--side-data`` name is read by the model, and the side-data files
+        already loaded pass their checks."""
+        for side, d, lang in (("src", self.source_dictionary, self.cfg.source_lang),
+                              ("tgt", self.target_dictionary, self.cfg.target_lang)):
+            key, got = f"{side}_dict_sha256", dictionary_checksum(d)
+            stored = getattr(cfg, key, None)
+            if stored and stored != got:
+                where = os.path.join(utils.split_paths(self.cfg.data)[0], f"dict.{lang}.txt")
+                raise ValueError(
+                    f"the checkpoint was trained with another {'source' if side == 'src' else 'target'} dictionary "
+                    f"than {where} (sha256 {stored[:16]} vs {got[:16]}, {len(d)} symbols here): its token ids "
+                    "mean other words in this data; binarize it with the training dictionary "
+                    "(fairseq-preprocess --srcdict/--tgtdict TRAINING_DATA/dict.*.txt)")
+            if not stored:
+                if from_checkpoint and side == "src":
+                    logger.warning("the checkpoint records no dictionary checksum: cannot check that the data "
+                                   "was binarized with the training dictionary")
+                try:
+                    setattr(cfg, key, got)
+                except Exception:  # a structured config without the key: nothing to record in
+                    pass
+        for name in self.side_data_names:
+            reads, feature = SIDE_DATA_USERS.get(name, (None, None))
+            if reads is not None and not reads(model):
+                raise ValueError(f"--side-data {name}: this model ({getattr(cfg, 'arch', type(model).__name__)}) "
+                                 f"does not read it; {name} feeds {feature}. Drop --side-data {name} or use such a model")
+        for split in getattr(self, "_side_data_paths", {}):
+            self.check_side_data(split)
 
     def max_inference_source_tokens(self):
-        """The longest source (tokens, EOS included) that the task and every model built by
-        :meth:`build_model` accept."""
-        limit = self.cfg.max_source_positions
-        for model_limit in getattr(self, "_model_max_source_positions", []):
-            if model_limit is not None:
-                limit = min(limit, model_limit)
-        return limit
+        """The longest source (tokens, EOS included) that every model built by :meth:`build_model`
+        accepts (their own ``max_source_positions``); before any model is built, the task's
+        ``--max-source-positions``."""
+        limits = [m for m in getattr(self, "_model_max_source_positions", []) if m is not None]
+        return min(limits) if limits else self.cfg.max_source_positions
+
+    def max_positions(self):
+        """``(source, target)`` limits: once models are built, the source limit is theirs (so that
+        ``fairseq-interactive`` and the hub, whose task is set up with the default 1,024, accept
+        what the checkpoint was trained on)."""
+        if getattr(self, "_model_max_source_positions", None):
+            return (self.max_inference_source_tokens(), self.cfg.max_target_positions)
+        return super().max_positions()
+
+    def _raw_text_mode(self):
+        """``fairseq-interactive`` loads no binarized split before building its tokenizer and BPE
+        (``fairseq-generate`` does)."""
+        return not self.datasets
+
+    def _text_encoding(self, tokenizer_given, bpe_given):
+        data = utils.split_paths(self.cfg.data)[0]
+        return text_encoding_for(data, self.source_dictionary, tokenizer_given, bpe_given)
+
+    def build_tokenizer(self, args):
+        """Raw text without ``--tokenizer``: the one recorded in ``DATA/prepare_args.json``."""
+        if self._raw_text_mode() and getattr(args, "_name", getattr(args, "tokenizer", None)) is None:
+            recorded, _ = self._text_encoding(tokenizer_given=False, bpe_given=True)
+            if recorded:
+                logger.info(f"raw text: --tokenizer {recorded['tokenizer']} {recorded} from DATA/prepare_args.json")
+                from fairseq.data import encoders
+
+                from .. import text  # noqa: F401  (registers sum_moses)
+
+                return encoders.build_tokenizer(Namespace(**recorded))
+        return super().build_tokenizer(args)
+
+    def build_bpe(self, args):
+        """Raw text without ``--bpe``: the BPE recorded in ``DATA/prepare_args.json``; none recorded
+        for a dictionary of sentencepiece pieces or GPT-2 ids is an error naming the flags."""
+        if self._raw_text_mode() and getattr(args, "_name", getattr(args, "bpe", None)) is None:
+            _, recorded = self._text_encoding(tokenizer_given=True, bpe_given=False)
+            if recorded:
+                logger.info(f"raw text: --bpe {recorded['bpe']} {recorded} from DATA/prepare_args.json")
+                from fairseq.data import encoders
+
+                return encoders.build_bpe(Namespace(**recorded))
+        return super().build_bpe(args)
+
+    def _log_raw_text(self, src_tokens, limit):
+        """Warn about empty inputs, sources that are mostly ``<unk>``, and truncated sources."""
+        d = self.source_dictionary
+        blank = {d.bos(), d.eos(), d.pad()}
+        for i, t in enumerate(src_tokens):
+            ids = t.tolist()
+            if all(x in blank for x in ids):
+                logger.warning(f"raw-text input {i} is empty or whitespace only: its summary is generated from an "
+                               "empty document")
+            elif sum(x == d.unk() for x in ids) * 2 > len(ids):
+                logger.warning(f"raw-text input {i}: {sum(x == d.unk() for x in ids)} of {len(ids)} tokens are <unk>: "
+                               "the text is not encoded like the training data (--tokenizer / --bpe)")
+            if len(ids) > limit:
+                logger.warning(f"raw-text input {i}: {len(ids)} tokens, truncated to the model's limit of {limit} "
+                               f"(its first {limit - 1} tokens and EOS)")
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         """Raw-text sources (``fairseq-interactive``, the hub). A source longer than
@@ -158,6 +266,7 @@ class SummarizationTask(TranslationTask):
         sources (for the topic model's theta: the whole document)."""
         limit = self.max_inference_source_tokens()
         full_tokens = list(src_tokens)
+        self._log_raw_text(full_tokens, limit)
         src_tokens = [t if len(t) <= limit else torch.cat([t[: limit - 1], t[-1:]]) for t in full_tokens]
         src_lengths = [len(t) for t in src_tokens]
         dataset = LanguagePairDataset(
@@ -221,9 +330,8 @@ class SummarizationTask(TranslationTask):
                 coverage_penalty=coverage,
                 coverage_penalty_type=getattr(args, "coverage_penalty_type", self.cfg.coverage_penalty_type),
             )
-        from ..modules.gates import report_sparsity_at_exit
-
-        report_sparsity_at_exit(models)  # information selection: log the gate sparsity rate at the end
+        for hook in GENERATOR_HOOKS:  # registered by features (side_data.register_generator_hook)
+            hook(models)
         return super().build_generator(models, args, **kwargs)
 
     # --- ROUGE during validation -----------------------------------------------------------------
@@ -233,6 +341,7 @@ class SummarizationTask(TranslationTask):
         max_positions = model.max_positions()
         source_limit = max_positions[0] if isinstance(max_positions, (tuple, list)) else max_positions
         self._model_max_source_positions = getattr(self, "_model_max_source_positions", []) + [source_limit]
+        self.check_model_data(cfg, model, from_checkpoint)
         if self.cfg.eval_rouge:
             self.rouge_decoder = self.build_rouge_decoder()
             gen_args = json.loads(self.cfg.eval_rouge_args)
@@ -244,13 +353,10 @@ class SummarizationTask(TranslationTask):
         name, args = self.cfg.eval_rouge_bpe, json.loads(self.cfg.eval_rouge_bpe_args)
         if name == "auto":
             data = utils.split_paths(self.cfg.data)[0]
-            prepared = os.path.join(data, "prepare_args.json")
-            if os.path.exists(prepared):
-                with open(prepared) as f:
-                    recorded = dict(json.load(f).get("bpe", {}))
+            prepared = read_prepare_args(data)  # validated: only the keys fairseq-sum-prepare writes
+            if prepared is not None:
+                recorded = dict(prepared["bpe"])
                 name = recorded.pop("bpe", None)
-                if recorded.get("sentencepiece_model") and not os.path.isabs(recorded["sentencepiece_model"]):
-                    recorded["sentencepiece_model"] = os.path.join(data, recorded["sentencepiece_model"])
                 args = {**recorded, **args}
             else:
                 syms = self.tgt_dict.symbols[self.tgt_dict.nspecial:]  # GPT-2 BPE ids, e.g. BART's dict.txt
