@@ -159,10 +159,10 @@ def format_comparison(res, name_a="A", name_b="B"):
 
 def plot_comparison(res, path, name_a="A", name_b="B"):
     """PNG: per metric the difference A - B (points) with its 95% CI and p-value."""
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     import matplotlib
 
     matplotlib.use("Agg")
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     import matplotlib.pyplot as plt
 
     names = list(res["metrics"])
