@@ -32,8 +32,8 @@ over the summaries' words (``--write-words`` writes them, one sentence per line)
 to the summaries word by word; the first word that disagrees is an error naming the file and line.
 ``--spacy-model NAME`` labels the summaries with an installed spaCy pipeline instead. Probes are
 trained on ``--split`` (the paper: training-set references) and evaluated on ``--eval-split`` with
-``--eval-labels`` (the paper: the model's own dev-set summaries, binarized as a split), or on a
-held-out ``--heldout`` fraction of the summaries.
+``--eval-labels`` (the paper: the model's own dev-set summaries, binarized with DATA's dictionaries
+into ``--eval-data DIR``), or on a held-out ``--heldout`` fraction of the summaries.
 """
 import argparse
 import json
@@ -429,6 +429,9 @@ def get_parser():
     p.add_argument("--split", default="train", help="summaries the probes are trained on")
     p.add_argument("--eval-split", help="summaries the probes are evaluated on (with --eval-labels)")
     p.add_argument("--eval-labels", help="labels of --eval-split")
+    p.add_argument("--eval-data", metavar="DIR",
+                   help="binarized data dir of --eval-split (default: DATA), e.g. the model's own "
+                        "summaries binarized with DATA's dictionaries")
     p.add_argument("--heldout", type=float, default=0.2,
                    help="without --eval-split: share of --split's summaries held out for evaluation")
     p.add_argument("--spacy-model", help="label the summaries with this installed spaCy pipeline")
@@ -493,7 +496,11 @@ def main(argv=None):
         num_layers = len(probe_points(model, args.sublayer))
         train = _labelled(args, task, model, args.split, args.labels)
         if args.eval_split:
-            evaluation = _labelled(args, task, model, args.eval_split, args.eval_labels)
+            eval_task = task
+            if args.eval_data:
+                eval_task = checkpoint_utils.load_model_ensemble_and_task(
+                    [args.path], arg_overrides={"data": args.eval_data})[2]
+            evaluation = _labelled(args, eval_task, model, args.eval_split, args.eval_labels)
         else:
             train, evaluation = _heldout(train, args.heldout, args.seed)
         grid = probe_grid(train, evaluation, args.probe_task, args.epochs, args.seed)
