@@ -279,12 +279,13 @@ def decoder_features(model, task, split, summaries, sublayer="cross", batch_size
 
     handles = [p.register_forward_hook(hook(i)) for i, p in enumerate(points)]
     rows = {}
+    device = next(model.parameters()).device
     model.eval()
     try:
         for b in range(0, len(summaries), batch_size):
             chunk = summaries[b:b + batch_size]
             sample = dataset.collater([dataset[i] for i, _ in chunk])
-            model(**sample["net_input"])
+            model(**move_to(sample["net_input"], device))
             length = sample["net_input"]["prev_output_tokens"].shape[1]
             row_of = {int(i): r for r, i in enumerate(sample["id"])}
             for i, sents in chunk:
@@ -316,6 +317,17 @@ def probe_inputs(feats, aligned, summaries, task):
         raise ValueError("no entity spans in the labels (all 'O')")
     x = np.stack([feats[[offset[si] + j for j in words]].mean(0) for si, words, _ in spans])
     return x, [kind for _, _, kind in spans]
+
+
+def move_to(value, device):
+    """``value`` (tensors in nested dicts/lists) on ``device``."""
+    if torch.is_tensor(value):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: move_to(v, device) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(move_to(v, device) for v in value)
+    return value
 
 
 # ------------------------------------------------------------------------------------------ probes
@@ -441,7 +453,9 @@ def get_parser():
     p.add_argument("--label-column", type=int, default=-1, help="CoNLL (not -U): label column (-1: last)")
     p.add_argument("--sublayer", choices=["cross", "self"], default="cross")
     p.add_argument("--write-words", metavar="FILE", help="write --split's summary words for a tagger and stop")
-    p.add_argument("--max-summaries", type=int, default=0, help="use the first N summaries (0: all)")
+    p.add_argument("--max-summaries", type=int, default=2000,
+                   help="use the first N summaries of each split (0: all); the features take "
+                        "words x layers x 3 x d_m x 4 bytes (2000 XSum summaries, base model: ~1.7 GB)")
     p.add_argument("--epochs", type=int, default=100)
     p.add_argument("--batch-size", type=int, default=32, help="summaries per forward pass")
     p.add_argument("--seed", type=int, default=1)
