@@ -51,12 +51,12 @@ def write_chain_data(folder, seed=0):
                 ft.write(" ".join([STARTS[j]] + [CHAIN[(4 * j + i) % 12] for i in range(m)]) + "\n")
 
 
-def save_checkpoint(data, arch, path):
+def save_checkpoint(data, arch, path, *extra):
     """A freshly initialised ``arch`` (tiny dims) saved as fairseq-train saves checkpoints."""
     from fairseq import options, tasks
 
     args = options.parse_args_and_arch(options.get_training_parser(), [
-        data, "--task", "summarization", "--arch", arch, "--encoder-layers", "2", "--decoder-layers", "2",
+        data, "--task", "summarization", *extra, "--arch", arch, "--encoder-layers", "2", "--decoder-layers", "2",
         "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
         "--tpr-roles", "4", "--dropout", "0", "--criterion", "summarization_loss", "--optimizer", "adam", "--lr", "0.001"])
     torch.manual_seed(0)
@@ -131,6 +131,27 @@ def test_hooked_vectors_are_the_decoders_own(chain):
         np.testing.assert_allclose(feats[(1, "final")][row + j], captured["t"][0, -1].numpy(), atol=1e-5)
     r, f, t = (feats[(0, rep)] for rep in ("role", "filler", "final"))
     np.testing.assert_allclose(t, r * f + f, atol=1e-5)  # eq. 6
+
+
+def test_summaries_with_side_data(chain, tmp_path):
+    """A task with --side-data wraps the split (SideDataDataset): words and vectors are read through it."""
+    import shutil
+
+    from fairseq import checkpoint_utils
+
+    data = str(tmp_path / "bin")
+    shutil.copytree(chain["data"], data)
+    for split, n in (("train", 60), ("valid", 16), ("test", 4)):
+        np.save(f"{data}/{split}.extra.npy", np.arange(n, dtype=np.float32)[:, None])
+    ckpt = save_checkpoint(data, "t5_transformer_small", str(tmp_path / "side.pt"), "--side-data", "extra")
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([ckpt], arg_overrides={"data": data})
+    with_side = P.summary_words(task, "valid")
+    assert type(task.dataset("valid")).__name__ == "SideDataDataset"
+    plain_models, _, plain_task = checkpoint_utils.load_model_ensemble_and_task([chain["t5_transformer_small"]],
+                                                                                arg_overrides={"data": chain["data"]})
+    assert with_side == P.summary_words(plain_task, "valid")
+    feats = P.decoder_features(models[0], task, "valid", with_side)
+    assert feats[(1, "filler")].shape == (sum(len(s) for _, sents in with_side for s in sents), 32)
 
 
 # --------------------------------------------------------------------------------------- CLI runs

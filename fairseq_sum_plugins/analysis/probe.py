@@ -110,7 +110,7 @@ def summary_words(task, split, max_summaries=0):
     n = len(dataset) if not max_summaries else min(max_summaries, len(dataset))
     out = []
     for i in range(n):
-        target = dataset.tgt[i].tolist()
+        target = dataset[i]["target"].tolist()
         if target and target[-1] == dictionary.eos():
             target = target[:-1]
         out.append((i, split_words([dictionary[t] for t in target], mode)))
