@@ -103,6 +103,29 @@ def test_words_are_represented_by_the_position_predicting_their_first_piece():
     assert P.piece_mode(["<s>", "\u2581the"]) == "sentencepiece" and P.piece_mode(["a@@", "b"]) == "bpe"
 
 
+def test_conll_readers_and_entity_spans(tmp_path):
+    conll = tmp_path / "ner.conll"
+    conll.write_text("-DOCSTART- -X- O\n\nJohn NNP B-PER\nSmith NNP I-PER\nmet VBD O\nMary NNP B-PER\n\n"
+                     "in IN O\nNew NNP LOCATION\nYork NNP LOCATION\n")
+    pos = P.read_conll(str(conll), "pos", label_column=2)
+    assert [t["label"] for t in pos] == ["NNP", "NNP", "VBD", "NNP", "IN", "NNP", "NNP"]
+    assert [(t["sentence"], t["index"]) for t in pos][3:5] == [(0, 3), (1, 0)]
+    summaries = [(0, [[("John", 0), ("Smith", 1), ("met", 2), ("Mary", 3)]]), (1, [[("in", 0), ("New", 1), ("York", 2)]])]
+    aligned = P.align_labels(summaries, P.read_conll(str(conll), "nel"), str(conll))
+    assert P.entity_spans(aligned) == [(0, [0, 1], "PER"), (0, [3], "PER"), (1, [1, 2], "LOCATION")]
+    conllu = tmp_path / "dep.conllu"
+    conllu.write_text("# text = don't go\n1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+                      "1\tdo\tdo\tAUX\tVBP\t_\t3\taux\t_\t_\n2\tn't\tnot\tPART\tRB\t_\t3\tadvmod\t_\t_\n"
+                      "3\tgo\tgo\tVERB\t_\t_\t0\troot\t_\tNER=O\n")
+    dep = P.read_conll(str(conllu), "dep")
+    assert [(t["word"], t["label"], t["head"]) for t in dep] == [("do", "aux", 2), ("n't", "advmod", 2), ("go", "root", -1)]
+    aligned = P.align_labels([(7, [[("do", 0), ("n't", 1), ("go", 2)]])], dep, str(conllu))
+    assert [a[3] for a in aligned] == [(0, 2), (0, 2), (0, 2)]  # the root is paired with itself
+    with pytest.raises(ValueError, match=r"dep.conllu:5: no pos label .*--pos-field upos"):
+        P.read_conll(str(conllu), "pos")
+    assert [t["label"] for t in P.read_conll(str(conllu), "pos", pos_field="upos")] == ["AUX", "PART", "VERB"]
+
+
 def test_hooked_vectors_are_the_decoders_own(chain):
     """The vector of word j is the decoder state at the position whose input is the piece before it
     (recomputed on that prefix alone), and final = R * F + F with the hooked role and filler."""

@@ -19,8 +19,8 @@ A model without TPR has no role column, and its final output is its filler (the 
 The vectors are taken with forward hooks on the bindings (``nn.Identity`` without TPR); the role
 is recomputed from the filler with the binding's own parameters (:func:`role_vectors`).
 
-Probe (App. C: "a linear layer on top of the target representation"; the issue's choice over
-§4.2's span convolution + MLP): ``softmax(W x + b)`` over the labels, trained with cross-entropy
+Probe (App. C: "a linear layer on top of the target representation"; §4.2 names Tenney et al.'s
+span convolution + 2-layer MLP instead, the linear layer is used here): ``softmax(W x + b)`` over the labels, trained with cross-entropy
 (Adam) on z-scored features. ``x`` is the word's vector (POS), the concatenation ``[h_i; h_head(i)]``
 of the word and its syntactic head (DEP; the root is paired with itself), or the mean of the
 vectors of the span's words (NEL). F1 is micro-averaged over labels (single-label
@@ -130,6 +130,8 @@ def read_conll(path, task, pos_field="xpos", word_column=1, label_column=-1):
     """Tokens of a CoNLL-U / CoNLL file: dicts with word, label, line, sentence, index in sentence,
     head (0-based index in the sentence, DEP only)."""
     conllu = path.endswith(".conllu")
+    if word_column < 1 or label_column == 0:
+        raise ValueError(f"--word-column must be >= 1 and --label-column non-zero (got {word_column}, {label_column})")
     tokens, sent_no, in_sent = [], 0, 0
     with open(path, encoding="utf-8") as f:
         for line_no, line in enumerate(f, 1):
@@ -163,7 +165,8 @@ def read_conll(path, task, pos_field="xpos", word_column=1, label_column=-1):
                 if task == "dep":
                     raise ValueError(f"{path}: DEP needs a CoNLL-U file (.conllu) with HEAD/DEPREL")
                 try:
-                    tok["word"], tok["label"] = cols[word_column - 1], cols[label_column]
+                    tok["word"] = cols[word_column - 1]
+                    tok["label"] = cols[label_column - 1 if label_column > 0 else label_column]
                 except IndexError:
                     raise ValueError(f"{path}:{line_no}: too few columns for --word-column "
                                      f"{word_column} / --label-column {label_column}") from None
@@ -436,7 +439,8 @@ def get_parser():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="binarized data dir (fairseq-sum-prepare's OUT/bin)")
     p.add_argument("--path", required=True, help="checkpoint of a sum_transformer model")
-    p.add_argument("--task", dest="probe_task", choices=["pos", "dep", "nel"], default="pos")
+    p.add_argument("--task", dest="probe_task", choices=["pos", "dep", "nel"], default="pos",
+                   help="POS tags, dependency labels (word + head) or named-entity types (spans)")
     p.add_argument("--labels", help="CoNLL-U (.conllu) or CoNLL labels of --split's summaries")
     p.add_argument("--split", default="train", help="summaries the probes are trained on")
     p.add_argument("--eval-split", help="summaries the probes are evaluated on (with --eval-labels)")
@@ -450,7 +454,7 @@ def get_parser():
     p.add_argument("--pos-field", choices=["xpos", "upos"], default="xpos",
                    help="CoNLL-U POS column (xpos: PTB tags as CoreNLP writes, the paper's)")
     p.add_argument("--word-column", type=int, default=1, help="CoNLL (not -U): 1-based word column")
-    p.add_argument("--label-column", type=int, default=-1, help="CoNLL (not -U): label column (-1: last)")
+    p.add_argument("--label-column", type=int, default=-1, help="CoNLL (not -U): 1-based label column (negative: from the end, -1: last)")
     p.add_argument("--sublayer", choices=["cross", "self"], default="cross")
     p.add_argument("--write-words", metavar="FILE", help="write --split's summary words for a tagger and stop")
     p.add_argument("--max-summaries", type=int, default=2000,
