@@ -29,6 +29,8 @@ setup(
             "fairseq-sum-prepare = preprocess.prepare:cli_main",
             "fairseq-sum-score = fairseq_sum_plugins.rouge:cli_main",
             "fairseq-sum-roles = fairseq_sum_plugins.analysis.roles:cli_main",
+            "fairseq-sum-compare = fairseq_sum_plugins.analysis.compare:cli_main",
+            "fairseq-sum-probe = fairseq_sum_plugins.analysis.probe:cli_main",
         ]
     },
 )

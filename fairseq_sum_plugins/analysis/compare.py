@@ -1,0 +1,253 @@
+"""Paired significance of the difference between two summarizers (console script ``fairseq-sum-compare``).
+
+The TP-Transformer paper (Table 2) bolds "the best ROUGE scores with a statistically significant
+advantage". Given two systems' outputs on the same documents with the same references::
+
+    fairseq-sum-compare gen_a.out gen_b.out                      # fairseq-generate outputs
+    fairseq-sum-compare hyp_a.txt hyp_b.txt --ref ref.txt        # one summary per line
+    fairseq-sum-compare gen_a.out gen_b.out --method ar --json cmp.json --png cmp.png
+
+per metric ``m`` (ROUGE-1/2/L F1 by default; the scorer's per-document numbers, see
+:func:`document_scores`) with per-document scores ``a_i``, ``b_i`` (i = 1..n)::
+
+    d_i   = a_i - b_i,         delta = mean_i d_i                            (difference, A - B)
+    paired bootstrap (Koehn, 2004): B resamples I_b of n documents drawn with replacement,
+          delta_b = mean_{i in I_b} d_i;   95% CI = [2.5th, 97.5th] percentile of delta_b
+          p = (1 + #{b : |delta_b - delta| >= |delta|}) / (1 + B)
+              (two-sided; the bootstrap distribution shifted to the null, Berg-Kirkpatrick et al., 2012)
+    approximate randomization (--method ar; Noreen, 1989; Riezler & Maxwell, 2005): R trials
+          swap a_i and b_i with probability 1/2 each, delta_r = mean_i s_ri d_i with s_ri = +-1,
+          p = (1 + #{r : |delta_r| >= |delta|}) / (1 + R)
+
+The CI is the bootstrap one with either method. Identical systems give delta = 0, CI [0, 0] and
+p = 1 under both tests; the smallest p reachable is 1 / (1 + B) (or 1 / (1 + R)).
+
+Inputs are read as ``fairseq-sum-score`` reads them: a file holding ``H-``/``D-`` lines is a
+``fairseq-generate`` output (references from its ``T-`` lines, matched by sample id), any other
+file holds one hypothesis per line. ``--ref FILE`` (or ``--ref-jsonl``) gives the references for
+both systems (line i = sample id / hypothesis line i); without it both generate outputs must hold
+the same sample ids and identical references, else it is an error naming the first difference.
+"""
+import argparse
+import json
+import logging
+import re
+import sys
+
+import numpy as np
+
+from fairseq_sum_plugins import rouge
+
+DEFAULT_METRICS = ("rouge1", "rouge2", "rougeL")
+_GENERATE_LINE = re.compile(r"^[HD]-\d+\t")
+
+
+# ------------------------------------------------------------------------------ per-document scores
+def document_scores(hyps, refs, metrics=DEFAULT_METRICS, detok=True):
+    """{metric: array (n,)} of per-document F1s, cleaned and scored exactly as ``fairseq-sum-score``.
+
+    One place to change when the scorer exposes its own per-document function (METEOR included).
+    """
+    unknown = [m for m in metrics if m not in ("rouge1", "rouge2", "rougeL", "rougeL_plain")]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}: rouge1, rouge2, rougeL, rougeL_plain")
+    hyp_sents = [rouge._as_sents(h, detok) for h in hyps]
+    ref_sents = [rouge._as_sents(r, detok) for r in refs]
+    for i, r in enumerate(ref_sents):
+        if not r:
+            raise ValueError(f"empty reference at line {i} (0-based): {refs[i]!r}")
+    per = [rouge._pair_scores(h, r) for h, r in zip(hyp_sents, ref_sents)]
+    return {m: np.array([s[m].fmeasure for s in per], dtype=np.float64) for m in metrics}
+
+
+# ------------------------------------------------------------------------------------ statistics
+def paired_bootstrap(a, b, n_samples=1000, seed=1, confidence=0.95):
+    """(delta, (ci_low, ci_high), p) of mean(a - b) by the paired bootstrap (module docstring)."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    delta = d.mean()
+    rng = np.random.default_rng(seed)
+    deltas = np.array([d[rng.integers(0, len(d), len(d))].mean() for _ in range(n_samples)])
+    alpha = (1 - confidence) / 2 * 100
+    ci = (float(np.percentile(deltas, alpha)), float(np.percentile(deltas, 100 - alpha)))
+    # a tolerance keeps float noise of a zero difference (identical systems) on the "as extreme" side
+    extreme = np.abs(deltas - delta) >= abs(delta) - 1e-12
+    return float(delta), ci, float((1 + extreme.sum()) / (1 + n_samples))
+
+
+def approximate_randomization(a, b, trials=10000, seed=1, chunk=256):
+    """(delta, p) of mean(a - b) by approximate randomization (random swaps within each pair)."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    delta = d.mean()
+    rng = np.random.default_rng(seed)
+    hits, done = 0, 0
+    while done < trials:
+        k = min(chunk, trials - done)
+        signs = rng.integers(0, 2, (k, len(d))) * 2 - 1
+        hits += int((np.abs(signs @ d / len(d)) >= abs(delta) - 1e-12).sum())
+        done += k
+    return float(delta), float((1 + hits) / (1 + trials))
+
+
+def compare_systems(hyps_a, hyps_b, refs, metrics=DEFAULT_METRICS, method="bootstrap", samples=1000,
+                    trials=10000, seed=1, detok=True):
+    """Per metric: means of A and B, their difference, its 95% bootstrap CI and the p-value."""
+    if not (len(hyps_a) == len(hyps_b) == len(refs)):
+        raise ValueError(f"{len(hyps_a)} and {len(hyps_b)} hypotheses for {len(refs)} references")
+    if not refs:
+        raise ValueError("nothing to compare")
+    if method not in ("bootstrap", "ar"):
+        raise ValueError(f"unknown method {method!r} (bootstrap, ar)")
+    sa, sb = document_scores(hyps_a, refs, metrics, detok), document_scores(hyps_b, refs, metrics, detok)
+    out = {}
+    for m in metrics:
+        delta, ci, p = paired_bootstrap(sa[m], sb[m], samples, seed)
+        if method == "ar":
+            p = approximate_randomization(sa[m], sb[m], trials, seed)[1]
+        out[m] = {"a": float(sa[m].mean()), "b": float(sb[m].mean()), "diff": delta, "ci": list(ci), "p": p}
+    return {"method": method, "num_summaries": len(refs), "metrics": out}
+
+
+# ---------------------------------------------------------------------------------------- inputs
+def is_generate_output(path):
+    """True when ``path`` holds ``H-``/``D-`` lines of ``fairseq-generate``."""
+    with open(path, encoding="utf-8") as f:
+        return any(_GENERATE_LINE.match(line) for line in f)
+
+
+def load_system(path):
+    """{sample id: (hypothesis, reference or None)} of one system's output file."""
+    if is_generate_output(path):
+        ids, hyps, refs = rouge.read_generate_output(path)
+        return {i: (h, r) for i, h, r in zip(ids, hyps, refs)}
+    return {i: (h, None) for i, h in enumerate(rouge.read_lines(path))}
+
+
+def paired_inputs(path_a, path_b, refs=None):
+    """(hyps_a, hyps_b, refs) over the sample ids of both systems, checked to pair up."""
+    sys_a, sys_b = load_system(path_a), load_system(path_b)
+    if set(sys_a) != set(sys_b):
+        only = sorted(set(sys_a) ^ set(sys_b))
+        raise ValueError(f"{path_a} and {path_b} cover different samples ({len(sys_a)} vs {len(sys_b)}; "
+                         f"ids in one only: {only[:10]})")
+    ids = sorted(sys_a)
+    if refs is not None:
+        if ids[-1] >= len(refs):
+            raise ValueError(f"{len(refs)} references for sample ids up to {ids[-1]}")
+        return [sys_a[i][0] for i in ids], [sys_b[i][0] for i in ids], [refs[i] for i in ids]
+    for i in ids:
+        ra, rb = sys_a[i][1], sys_b[i][1]
+        if ra is None or rb is None:
+            raise ValueError("hypothesis files need the references: --ref FILE or --ref-jsonl FILE")
+        if ra != rb:
+            raise ValueError(f"sample {i}: the references differ between {path_a} ({ra[:60]!r}) and "
+                             f"{path_b} ({rb[:60]!r}); pass the references with --ref")
+    return [sys_a[i][0] for i in ids], [sys_b[i][0] for i in ids], [sys_a[i][1] for i in ids]
+
+
+# ------------------------------------------------------------------------------------------ report
+def format_comparison(res, name_a="A", name_b="B"):
+    """Text table: metric, A, B, A - B with its 95% CI and p (ROUGE points)."""
+    label = "approximate randomization" if res["method"] == "ar" else "paired bootstrap"
+    lines = [f"{res['num_summaries']} summaries; p-values by {label}; scores x 100",
+             f"{'metric':12s} {name_a[:10]:>10s} {name_b[:10]:>10s} {'A - B':>8s} {'95% CI':>18s} {'p':>8s}"]
+    for m, r in res["metrics"].items():
+        ci = f"[{100 * r['ci'][0]:+.2f}, {100 * r['ci'][1]:+.2f}]"
+        lines.append(f"{rouge.LABELS.get(m, m):12s} {100 * r['a']:10.2f} {100 * r['b']:10.2f} "
+                     f"{100 * r['diff']:+8.2f} {ci:>18s} {r['p']:8.4f}")
+    return "\n".join(lines)
+
+
+def plot_comparison(res, path, name_a="A", name_b="B"):
+    """PNG: per metric the difference A - B (points) with its 95% CI and p-value."""
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(res["metrics"])
+    rows = [res["metrics"][m] for m in names]
+    diff = np.array([100 * r["diff"] for r in rows])
+    err = np.array([[100 * (r["diff"] - r["ci"][0]) for r in rows], [100 * (r["ci"][1] - r["diff"]) for r in rows]])
+    fig, ax = plt.subplots(figsize=(6, 0.6 * len(names) + 1.6))
+    y = np.arange(len(names))[::-1]
+    colors = ["tab:green" if r["p"] < 0.05 else "tab:gray" for r in rows]
+    for i in range(len(names)):
+        ax.errorbar(diff[i], y[i], xerr=err[:, i:i + 1], fmt="none", ecolor=colors[i], capsize=5, lw=2)
+    ax.scatter(diff, y, c=colors, zorder=3)
+    ax.axvline(0, color="black", lw=0.8, ls="--")
+    for yi, d, r in zip(y, diff, rows):
+        ax.annotate(f"p={r['p']:.3g}", (d, yi), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=8)
+    ax.set_yticks(y, [rouge.LABELS.get(m, m) for m in names])
+    ax.set_ylim(-0.7, len(names) - 0.3)
+    ax.set_xlabel(f"{name_a} - {name_b} (points, 95% paired-bootstrap CI)")
+    ax.set_title(f"{res['num_summaries']} summaries, p by "
+                 f"{'approximate randomization' if res['method'] == 'ar' else 'paired bootstrap'}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def get_parser():
+    p = argparse.ArgumentParser(prog="fairseq-sum-compare", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("sys_a", metavar="SYS_A", help="system A: fairseq-generate output or hypotheses, one per line")
+    p.add_argument("sys_b", metavar="SYS_B", help="system B, same documents and references")
+    refs = p.add_mutually_exclusive_group()
+    refs.add_argument("--ref", metavar="FILE", help="references, one per line (line i = sample id)")
+    refs.add_argument("--ref-jsonl", metavar="FILE", help="references from a JSONL file (line i = sample id)")
+    p.add_argument("--ref-field", default="summary", help="JSONL field of the reference (default: summary)")
+    p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
+                   help="comma-separated: rouge1, rouge2, rougeL (summary-level), rougeL_plain")
+    p.add_argument("--method", choices=["bootstrap", "ar"], default="bootstrap",
+                   help="p-value by paired bootstrap or approximate randomization (CI: bootstrap)")
+    p.add_argument("--bootstrap-samples", type=int, default=1000)
+    p.add_argument("--ar-trials", type=int, default=10000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--no-detok", action="store_true", help="skip Moses detokenization")
+    p.add_argument("--split-sentences", action="store_true",
+                   help="split summaries with the rule-based splitter (outputs without <sep>/newlines)")
+    p.add_argument("--name-a", default="A")
+    p.add_argument("--name-b", default="B")
+    p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
+    p.add_argument("--png", metavar="FILE", help="plot the differences with their CIs")
+    return p
+
+
+def main(argv=None):
+    """Runs the comparison CLI and returns its result (``cli_main`` is the console entry point)."""
+    args = get_parser().parse_args(argv)
+    try:
+        if args.bootstrap_samples < 1 or args.ar_trials < 1:
+            raise ValueError("--bootstrap-samples and --ar-trials must be >= 1")
+        refs = None
+        if args.ref:
+            refs = rouge.read_lines(args.ref)
+        elif args.ref_jsonl:
+            refs = rouge.read_jsonl_field(args.ref_jsonl, args.ref_field)
+        hyps_a, hyps_b, refs = paired_inputs(args.sys_a, args.sys_b, refs)
+        if args.split_sentences:
+            split = rouge._sentence_splitter()
+            hyps_a, hyps_b, refs = ([split(x) for x in xs] for xs in (hyps_a, hyps_b, refs))
+        metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+        res = compare_systems(hyps_a, hyps_b, refs, metrics, args.method, args.bootstrap_samples,
+                              args.ar_trials, args.seed, detok=not args.no_detok)
+    except (ValueError, OSError) as e:
+        sys.exit(f"fairseq-sum-compare: error: {e}")
+    res.update(sys_a=args.sys_a, sys_b=args.sys_b)
+    print(format_comparison(res, args.name_a, args.name_b))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(res, f, indent=2)
+    if args.png:
+        plot_comparison(res, args.png, args.name_a, args.name_b)
+        print(f"wrote {args.png}")
+    return res
+
+
+def cli_main():
+    main()
+
+
+if __name__ == "__main__":
+    cli_main()

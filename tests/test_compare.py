@@ -1,0 +1,118 @@
+"""fairseq-sum-compare: paired bootstrap / approximate randomization between two systems."""
+import json
+import random
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from fairseq_sum_plugins import rouge
+from fairseq_sum_plugins.analysis import compare as C
+
+WORDS = [f"word{i}" for i in range(60)]
+
+
+def _corpus(n=60, seed=0):
+    """References and two systems: A replaces 2 words of each reference, B the same 2 plus 4 more."""
+    rng = random.Random(seed)
+    refs, hyp_a, hyp_b = [], [], []
+    for _ in range(n):
+        ref = [rng.choice(WORDS) for _ in range(14)]
+        pos = rng.sample(range(14), 6)
+        a, b = list(ref), list(ref)
+        for k, p in enumerate(pos):
+            if k < 2:
+                a[p] = b[p] = "zzz"
+            else:
+                b[p] = "yyy"
+        refs.append(" ".join(ref))
+        hyp_a.append(" ".join(a))
+        hyp_b.append(" ".join(b))
+    return hyp_a, hyp_b, refs
+
+
+def _write_generate(path, hyps, refs, order=None):
+    with open(path, "w") as f:
+        for i in order or range(len(hyps)):
+            f.write(f"S-{i}\tsource {i}\nT-{i}\t{refs[i]}\nH-{i}\t-0.5\t{hyps[i]}\nD-{i}\t-0.5\t{hyps[i]}\n")
+    return str(path)
+
+
+def test_document_scores_equal_the_scorer_per_pair():
+    hyp_a, _, refs = _corpus(5)
+    scores = C.document_scores(hyp_a, refs)
+    for i in range(5):
+        assert scores["rouge1"][i] == pytest.approx(rouge.rouge_pair(hyp_a[i], refs[i])[0])
+    mean = rouge.score_summaries(hyp_a, refs)
+    assert scores["rougeL"].mean() == pytest.approx(mean["rougeL"])
+
+
+def test_identical_systems_have_p_one_and_a_zero_interval():
+    hyp_a, _, refs = _corpus()
+    for method in ("bootstrap", "ar"):
+        res = C.compare_systems(hyp_a, list(hyp_a), refs, method=method, samples=200, trials=500)
+        for r in res["metrics"].values():
+            assert r["diff"] == 0 and r["ci"] == [0.0, 0.0] and r["p"] == 1.0
+
+
+def test_strictly_better_system_is_significant_with_both_tests():
+    hyp_a, hyp_b, refs = _corpus()
+    for method in ("bootstrap", "ar"):
+        res = C.compare_systems(hyp_a, hyp_b, refs, method=method, samples=1000, trials=2000)
+        for m, r in res["metrics"].items():
+            assert r["a"] > r["b"] and r["diff"] == pytest.approx(r["a"] - r["b"])
+            assert 0 < r["ci"][0] <= r["diff"] <= r["ci"][1], m
+            assert r["p"] < 0.01, (method, m, r)
+    # swapping the systems flips the sign, not the p-value
+    rev = C.compare_systems(hyp_b, hyp_a, refs, samples=1000)
+    assert rev["metrics"]["rouge1"]["diff"] == pytest.approx(-res["metrics"]["rouge1"]["diff"])
+    assert rev["metrics"]["rouge1"]["ci"][1] < 0
+
+
+def test_approximate_randomization_by_hand():
+    # d = (1, 1): |mean(s * d)| = 1 when both signs agree (prob 1/2), else 0 -> p = 1/2
+    assert C.approximate_randomization([1, 1], [0, 0], trials=20000)[1] == pytest.approx(0.5, abs=0.015)
+    # d = (1, 0): |mean(s * d)| = 0.5 = |delta| always -> p = 1
+    assert C.approximate_randomization([1, 0], [0, 0], trials=100)[1] == 1.0
+    # large consistent gain: no random swap reaches it; p = 1 / (1 + R)
+    assert C.approximate_randomization(np.ones(40), np.zeros(40), trials=999)[1] == pytest.approx(1e-3)
+
+
+def test_cli_reads_generate_outputs_and_writes_json_and_png(tmp_path):
+    hyp_a, hyp_b, refs = _corpus(40)
+    a = _write_generate(tmp_path / "a.out", hyp_a, refs)
+    b = _write_generate(tmp_path / "b.out", hyp_b, refs, order=list(range(39, -1, -1)))  # ids in another order
+    exe = shutil.which("fairseq-sum-compare")
+    assert exe, "console script not installed (pip install -e .)"
+    out = subprocess.run([exe, a, b, "--json", str(tmp_path / "c.json"), "--png", str(tmp_path / "c.png"),
+                          "--bootstrap-samples", "300"], capture_output=True, text=True, check=True)
+    assert "ROUGE-1" in out.stdout and "ROUGE-L" in out.stdout
+    res = json.loads((tmp_path / "c.json").read_text())
+    assert res["num_summaries"] == 40 and set(res["metrics"]) == {"rouge1", "rouge2", "rougeL"}
+    assert all(r["p"] < 0.01 for r in res["metrics"].values())
+    assert (tmp_path / "c.png").stat().st_size > 1000
+    # hypothesis files with --ref give the same numbers
+    for name, hyps in (("a.txt", hyp_a), ("b.txt", hyp_b)):
+        (tmp_path / name).write_text("\n".join(hyps) + "\n")
+    (tmp_path / "ref.txt").write_text("\n".join(refs) + "\n")
+    res2 = C.main([str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "--ref", str(tmp_path / "ref.txt"),
+                   "--bootstrap-samples", "300"])
+    assert res2["metrics"]["rouge2"] == res["metrics"]["rouge2"]
+
+
+def test_bad_inputs_give_clear_errors(tmp_path):
+    hyp_a, hyp_b, refs = _corpus(6)
+    a = _write_generate(tmp_path / "a.out", hyp_a, refs)
+    other = list(refs)
+    other[3] = "a different reference"
+    b = _write_generate(tmp_path / "b.out", hyp_b, other)
+    with pytest.raises(SystemExit, match="sample 3: the references differ"):
+        C.main([a, b])
+    short = _write_generate(tmp_path / "short.out", hyp_b[:5], refs[:5])
+    with pytest.raises(SystemExit, match="different samples"):
+        C.main([a, short])
+    (tmp_path / "a.txt").write_text("\n".join(hyp_a) + "\n")
+    (tmp_path / "b.txt").write_text("\n".join(hyp_b) + "\n")
+    with pytest.raises(SystemExit, match="--ref"):
+        C.main([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")])
