@@ -119,10 +119,11 @@ class GatedAttention(torch.autograd.Function):
         return grad_q, grad_k, grad_v, grad_z @ sk, grad_z.transpose(-1, -2) @ hq, None, None
 
 
-def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, training=False):
+def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, training=False, scale=None):
     """Saliency-gated attention (eq. 10) on ``(B, H, *, d_k)`` heads; returns ``(B, H, T, d_k)``.
-    With attention dropout (or a bias needing a gradient) it runs the same math under autograd."""
-    scale = 1.0 / math.sqrt(q.size(-1))
+    With attention dropout (or a bias needing a gradient) it runs the same math under autograd.
+    ``scale``: the logit scale (default ``1/sqrt(d_k)``; 1 for the T5 cell)."""
+    scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     if (dropout_p > 0 and training) or (mask is not None and mask.requires_grad):
         probs, gate = _probs_and_gate(q, k, factors.hq, factors.sk, mask, scale)
         probs = torch.nn.functional.dropout(probs, p=dropout_p, training=training)
