@@ -23,12 +23,14 @@ setup(
         "plots": ["matplotlib"],
         "data": ["aclsum", "datasets"],
         "test": ["pytest"],
+        "t5": ["transformers", "safetensors"],  # tests of fairseq-sum-import-t5 only
     },
     entry_points={
         "console_scripts": [
             "fairseq-sum-prepare = preprocess.prepare:cli_main",
             "fairseq-sum-score = fairseq_sum_plugins.rouge:cli_main",
             "fairseq-sum-roles = fairseq_sum_plugins.analysis.roles:cli_main",
+            "fairseq-sum-import-t5 = fairseq_sum_plugins.models.t5_import:cli_main",
         ]
     },
 )

@@ -76,6 +76,8 @@ from ..modules.saliency import SaliencyGate
 from ..modules.t5 import RelativePositionBias, T5LayerNorm, t5_init_attention, t5_init_feed_forward
 from ..modules.topic import DRM, SIAHead, add_head, add_topic_args, build_topic_assistant, topic_defaults
 from ..modules.tpr import TPRBinding, shared_role_normalization
+from .fresh_params import keep_fresh_parameters
+from .t5_import import IMPORT_MARKER
 
 DEFAULT_MAX_POSITIONS = 1024
 
@@ -547,6 +549,14 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         if kwargs.get("bpe") == "sentencepiece" and not os.path.isabs(kwargs.get("sentencepiece_model", "/")):
             kwargs["sentencepiece_model"] = os.path.join(data_dir, kwargs["sentencepiece_model"])
         return super().from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """A checkpoint of ``fairseq-sum-import-t5`` (marked) lacks this model's paper parameters (gate,
+        bindings, focus, saliency, Topic Assistant): they keep their fresh initialisation, each logged."""
+        super().upgrade_state_dict_named(state_dict, name)
+        prefix = name + "." if name else ""
+        if state_dict.pop(prefix + IMPORT_MARKER, None) is not None:
+            keep_fresh_parameters(state_dict, self.state_dict(), prefix)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, **side):
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, **side)
