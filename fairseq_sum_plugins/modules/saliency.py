@@ -87,7 +87,9 @@ def _probs_and_gate(q, k, hq, sk, mask, scale):
     logits = (logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits) * scale
     if mask is not None:
         logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
-    probs = logits.softmax(-1).nan_to_num_(0.0).type_as(q)
+    probs = logits.softmax(-1)
+    # in place only outside autograd (the softmax output is saved for its backward)
+    probs = (probs.nan_to_num(0.0) if torch.is_grad_enabled() else probs.nan_to_num_(0.0)).type_as(q)
     return probs, (hq @ sk.transpose(-1, -2)).sigmoid()
 
 
