@@ -5,11 +5,11 @@ TEXT = ("the cat sat on the mat . a dog ran in the park with a red ball . "
         "blue sky over the big city and the small river . news of the day in brief .").split(" . ")
 
 
-def train_spm(path_prefix, vocab_size=60):
+def train_spm(path_prefix, vocab_size=60, sentences=None):
     """A unigram sentencepiece model with T5's special ids (pad 0, eos 1, unk 2, no bos)."""
     import sentencepiece as spm
 
-    sents = [f"{a} {b}" for a in TEXT for b in TEXT] * 3
+    sents = list(sentences or [f"{a} {b}" for a in TEXT for b in TEXT] * 3)
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(sents), model_prefix=path_prefix, vocab_size=vocab_size, model_type="unigram",
         pad_id=0, eos_id=1, unk_id=2, bos_id=-1, hard_vocab_limit=False, minloglevel=2, num_threads=1,
@@ -17,13 +17,14 @@ def train_spm(path_prefix, vocab_size=60):
     return path_prefix + ".model"
 
 
-def write_tiny_t5(hf_dir, seed=0, **config):
-    """Saves a random ``T5ForConditionalGeneration`` (2+2 layers, d 32) and its ``spiece.model``."""
+def write_tiny_t5(hf_dir, seed=0, sentences=None, vocab_size=60, **config):
+    """Saves a random ``T5ForConditionalGeneration`` (2+2 layers, d 32) and its ``spiece.model``
+    (trained on ``sentences``, by default a few fixed ones)."""
     import torch
     from transformers import T5Config, T5ForConditionalGeneration
 
     os.makedirs(hf_dir, exist_ok=True)
-    model_file = train_spm(os.path.join(hf_dir, "spiece"))
+    model_file = train_spm(os.path.join(hf_dir, "spiece"), vocab_size, sentences)
     import sentencepiece as spm
 
     n = spm.SentencePieceProcessor(model_file=model_file).get_piece_size()
