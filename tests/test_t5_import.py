@@ -135,3 +135,28 @@ def test_console_script_error_names_the_file(tmp_path):
     script = os.path.join(os.path.dirname(sys.executable), "fairseq-sum-import-t5")
     proc = subprocess.run([script, str(tmp_path), str(tmp_path / "out")], capture_output=True, text=True)
     assert proc.returncode != 0 and "config.json: not found" in proc.stderr
+
+
+def test_pytorch_model_bin_with_an_old_cross_attention_table(imported, tmp_path, caplog):
+    """``pytorch_model.bin`` is read like ``model.safetensors``; the cross-attention
+    ``relative_attention_bias`` of early HF checkpoints (unused by T5) is dropped, with a log line."""
+    import shutil
+
+    from safetensors.torch import load_file
+
+    from fairseq_sum_plugins.models.t5_import import import_t5
+
+    _, hf_dir, out = imported
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in ("config.json", "spiece.model"):
+        shutil.copy(os.path.join(hf_dir, name), old / name)
+    weights = load_file(os.path.join(hf_dir, "model.safetensors"))
+    weights["decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight"] = torch.randn(8, 4)
+    torch.save(weights, old / "pytorch_model.bin")
+    with caplog.at_level(logging.INFO):
+        import_t5(str(old), str(tmp_path / "out"))
+    assert "EncDecAttention.relative_attention_bias" in caplog.text
+    new = torch.load(tmp_path / "out" / "model.pt", weights_only=True)["model"]
+    ref = torch.load(os.path.join(out, "model.pt"), weights_only=True)["model"]
+    assert new.keys() == ref.keys() and all(torch.equal(new[k], ref[k]) for k in ref)
