@@ -13,8 +13,6 @@ import torch
 from conftest import FakeTask
 from t5_fixtures import write_tiny_t5
 
-pytest.importorskip("transformers")
-
 torch.set_num_threads(1)
 DOCS = ["the cat sat on the mat with a red ball", "news of the day in the big city"]
 SUMMARIES = ["a dog ran", "blue sky over the small river"]
@@ -22,6 +20,7 @@ SUMMARIES = ["a dog ran", "blue sky over the small river"]
 
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory):
+    pytest.importorskip("transformers")
     from fairseq_sum_plugins.models.t5_import import import_t5
 
     root = tmp_path_factory.mktemp("t5")
@@ -160,3 +159,18 @@ def test_pytorch_model_bin_with_an_old_cross_attention_table(imported, tmp_path,
     new = torch.load(tmp_path / "out" / "model.pt", weights_only=True)["model"]
     ref = torch.load(os.path.join(out, "model.pt"), weights_only=True)["model"]
     assert new.keys() == ref.keys() and all(torch.equal(new[k], ref[k]) for k in ref)
+
+
+def test_prepare_spm_model_and_dict_go_together(tmp_path):
+    from preprocess.prepare import PrepareError, main
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for split in ("train", "valid", "test"):
+        (raw / f"{split}.jsonl").write_text('{"document": "a b c", "summary": "a"}\n')
+    with pytest.raises(PrepareError, match="--spm-model and --dict go together"):
+        main(["--jsonl-dir", str(raw), "--out", str(tmp_path / "out"), "--spm-model", str(raw / "train.jsonl")])
+    missing = str(tmp_path / "none.model")
+    with pytest.raises(PrepareError, match="none.model: no such file"):
+        main(["--jsonl-dir", str(raw), "--out", str(tmp_path / "out"), "--spm-model", missing,
+              "--dict", str(raw / "train.jsonl")])
