@@ -74,6 +74,8 @@ def test_app_b_parameter_counts_at_vocabulary_32128():
     assert t5_param_count("t5_transformer_t5_small") == 60_506_880  # + 32 x 8 cross-attention table
     assert t5_param_count("tp_transformer_continuous_t5_small") == 65_234_688  # TPT-c
     assert t5_param_count("tp_transformer_t5_small") == 64_258_080  # TPT-d
+    assert t5_param_count("t5_base") == 222_903_552  # T5-base v1.0
+    assert t5_param_count("t5_base_gated") == 222_903_552 + 768 + 1  # + the gate's Linear(d, 1)
 
 
 def test_t5_cell_has_no_biases_no_positions_and_scaled_output(tiny_overrides):
