@@ -73,8 +73,10 @@ def read_config(hf_dir):
 def read_weights(hf_dir):
     st, pt = os.path.join(hf_dir, "model.safetensors"), os.path.join(hf_dir, "pytorch_model.bin")
     if os.path.exists(st):
-        from safetensors.torch import load_file
-
+        try:
+            from safetensors.torch import load_file
+        except ImportError:
+            raise T5ImportError(f"{st}: reading it needs the safetensors package (pip install safetensors)") from None
         return load_file(st)
     if os.path.exists(pt):
         return torch.load(pt, map_location="cpu", weights_only=True)
