@@ -23,6 +23,7 @@ setup(
         "plots": ["matplotlib"],
         "data": ["aclsum", "datasets"],
         "test": ["pytest"],
+        "t5": ["transformers", "safetensors"],  # tests of fairseq-sum-import-t5 only
     },
     entry_points={
         "console_scripts": [
@@ -31,6 +32,7 @@ setup(
             "fairseq-sum-roles = fairseq_sum_plugins.analysis.roles:cli_main",
             "fairseq-sum-compare = fairseq_sum_plugins.analysis.compare:cli_main",
             "fairseq-sum-probe = fairseq_sum_plugins.analysis.probe:cli_main",
+            "fairseq-sum-import-t5 = fairseq_sum_plugins.models.t5_import:cli_main",
         ]
     },
 )

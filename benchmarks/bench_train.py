@@ -26,6 +26,13 @@ exactly ``--tgt-len`` by ``min_len = max_len_b = tgt_len``.
     python benchmarks/bench_train.py --device cuda --fp16 --generate --json out.json
                                                           # GPU: *_base presets, src 512, batch 32
 
+T5-cell presets (``--archs t5_small``, ``t5_base``, ``t5_*_gated``, ``*_t5_small``) run like any other:
+the baseline then is fairseq's ``transformer`` with T5-small's dims and T5's dropouts (0.1 on
+embeddings, sublayers, attention probabilities and FF hidden units), so the table sets the T5 cell
+(RMS norm, relative position bias, no biases) against fairseq's cell at the same size::
+
+    python benchmarks/bench_train.py --threads 1 --archs t5_small --generate
+
 Topic Assistant archs (``transformer_ta_small``/``_base``, any arch with ``--ta-*`` on) get a random
 topic model over the in-memory dictionary (every topic a Dirichlet draw over the kept symbols, saved
 as a temporary ``topic_model.npz`` in :mod:`preprocess.topic_model`'s format, ``--topics`` columns)

@@ -37,6 +37,11 @@ options; ``--force`` redoes everything):
 5. finalize: ``OUT/bin/spm.model`` and ``OUT/bin/prepare_args.json`` (options, tokenizer
    flags for inference, statistics), so ``OUT/bin`` alone is enough for training and inference.
 
+A pretrained model's vocabulary (``--spm-model M --dict D``, e.g. ``fairseq-sum-import-t5``'s
+``OUT/spm.model`` and ``OUT/dict.txt``): step 2 copies them instead of training, and step 3 encodes the
+untokenized text of ``OUT/raw`` (sentences joined by a space; no Moses, no ``<sep>``), as the model's
+own tokenizer does; ``prepare_args.json`` then records no tokenizer for inference.
+
 Empty documents or summaries are an error naming file and line unless ``--skip-empty`` is given,
 which drops the pair from every aligned output. The output is deterministic (byte-identical
 for the same input and options; the sentencepiece model also depends on ``--num-threads``).
@@ -100,6 +105,10 @@ def get_parser():
                     help="truncate documents to this many pieces (0: no truncation)")
     sp.add_argument("--max-tgt-tokens", type=int, default=0,
                     help="truncate summaries to this many pieces (0: no truncation)")
+    sp.add_argument("--spm-model", help="a pretrained model's sentencepiece model (e.g. fairseq-sum-import-t5's "
+                    "OUT/spm.model): no model is trained, and it encodes the raw text (no Moses, no <sep>); "
+                    "needs --dict")
+    sp.add_argument("--dict", help="the fairseq dictionary of --spm-model (fairseq-sum-import-t5's OUT/dict.txt)")
     sp.add_argument("--write-full-src", action="store_true",
                     help="also write the untruncated source pieces to OUT/spm_full/{split}.src "
                     "(for the topic model: preprocess.topic_model --full-src)")
@@ -372,9 +381,32 @@ def _train_sentences(paths, limit, seed):
     return [s for _, s in sample], n
 
 
+def step_given_spm(args):
+    """``--spm-model`` / ``--dict``: copied to ``OUT/spm.model`` / ``OUT/dict.txt`` (``spm.vocab`` listed)."""
+    import sentencepiece as spm
+
+    model, vocab, fdict = (os.path.join(args.out, n) for n in ("spm.model", "spm.vocab", "dict.txt"))
+    inputs = [args.spm_model, args.dict]
+    stats = up_to_date(args, "spm", [model, vocab, fdict], inputs, dict(given=True))
+    if stats is not None:
+        print("| spm: up to date", file=sys.stderr)
+        return stats
+    sp = spm.SentencePieceProcessor(model_file=args.spm_model)
+    with AtomicFiles(vocab) as (fv,):
+        for i in range(sp.get_piece_size()):
+            fv.write(f"{sp.id_to_piece(i)}\t{sp.get_score(i):g}\n")
+    shutil.copyfile(args.spm_model, model)
+    shutil.copyfile(args.dict, fdict)
+    stats = dict(vocab_size=sp.get_piece_size(), train_sentences=0)
+    save_stamp(args, "spm", dict(given=True), stats, inputs)
+    return stats
+
+
 def step_spm(args):
     import sentencepiece as spm
 
+    if getattr(args, "spm_model", None):
+        return step_given_spm(args)
     tok = [os.path.join(args.out, "tok", "train." + ext) for ext in ("src", "tgt")]
     model, vocab, fdict = (os.path.join(args.out, n)
                            for n in ("spm.model", "spm.vocab", "dict.txt"))
@@ -450,10 +482,13 @@ def step_encode(args, splits):
     write_full = getattr(args, "write_full_src", False)
     if write_full:  # only then: stamps of earlier runs stay valid
         options["write_full_src"] = True
+    text_dir = "raw" if getattr(args, "spm_model", None) else "tok"  # a pretrained spm reads raw text
+    if text_dir == "raw":
+        options["text"] = "raw"
     outputs = [os.path.join(args.out, "spm", f"{s}.{e}") for s in splits for e in limits]
     if write_full:
         outputs += [os.path.join(args.out, "spm_full", f"{s}.src") for s in splits]
-    inputs = [model] + [os.path.join(args.out, "tok", f"{s}.{e}") for s in splits for e in limits]
+    inputs = [model] + [os.path.join(args.out, text_dir, f"{s}.{e}") for s in splits for e in limits]
     stats = up_to_date(args, "encode", outputs, inputs, options)
     if stats is not None:
         print("| encode: up to date", file=sys.stderr)
@@ -465,8 +500,10 @@ def step_encode(args, splits):
     for split in splits:
         st = stats[split] = {}
         for side, limit in limits.items():
-            src = os.path.join(args.out, "tok", f"{split}.{side}")
+            src = os.path.join(args.out, text_dir, f"{split}.{side}")
             lines = (line for _, line in _lines(src))
+            if text_dir == "raw":  # sentences joined by a space: the pretrained vocabulary has no <sep>
+                lines = (line.replace(f" {SENT_SEP} ", " ") for line in lines)
             full = write_full and side == "src"
             fn = partial(_encode_line, model=model, limit=limit, full=full)
             n = before = after = truncated = longest = 0
@@ -538,10 +575,13 @@ def step_finalize(args, stats):
         tokenizer.append("--sum-lowercase")
     if args.no_sentence_split:
         tokenizer.append("--sum-sentence-split")  # fairseq: a True-default bool flag sets False
+    moses = dict(tokenizer="sum_moses", moses_lang=args.lang,
+                 sum_lowercase=args.lowercase, sum_sentence_split=not args.no_sentence_split)
+    if getattr(args, "spm_model", None):  # raw text straight into the pretrained sentencepiece
+        tokenizer, moses = [], {}
     info = dict(
         options={k: v for k, v in sorted(vars(args).items()) if k not in ("force",)},
-        tokenizer=dict(tokenizer="sum_moses", moses_lang=args.lang,
-                       sum_lowercase=args.lowercase, sum_sentence_split=not args.no_sentence_split),
+        tokenizer=moses,
         bpe=dict(bpe="sentencepiece", sentencepiece_model="spm.model"),
         interactive_args=" ".join(tokenizer + ["--bpe", "sentencepiece", "--sentencepiece-model",
                                                os.path.join(bin_dir, "spm.model")]),
@@ -588,6 +628,11 @@ def prepare(args):
     args.splits = [s for s in SPLITS if s in args.splits]
     if args.vocab_size < 10:
         raise PrepareError("--vocab-size must be at least 10")
+    if bool(getattr(args, "spm_model", None)) != bool(getattr(args, "dict", None)):
+        raise PrepareError("--spm-model and --dict go together (fairseq-sum-import-t5 writes both)")
+    for path in (getattr(args, "spm_model", None), getattr(args, "dict", None)):
+        if path and not os.path.isfile(path):
+            raise PrepareError(f"{path}: no such file")
     inputs = find_inputs(args)
     os.makedirs(args.out, exist_ok=True)
     start = time.time()

@@ -96,6 +96,14 @@ CELLS = [
     Cell("bart_base_ta", dict(info_gate=True), family="bart", nonzero=r"sia|drm|info_gate", prune=True, theta=True),
     Cell("bart_base_ta", dict(info_gate=True, gate_per_head=True), family="bart", nonzero=r"sia|drm|info_gate",
          prune=True, theta=True),
+    # the exact T5 v1.0 cell (--cell t5) with every feature (tests/test_t5_cell.py)
+    Cell("t5_small", nonzero=ALL),
+    Cell("tp_transformer_t5_small", nonzero=ROLES),  # + TPT's cross-attention position table
+    Cell("tp_transformer_continuous_t5_small", nonzero=ROLES),
+    Cell("t5_small_gated", nonzero=GATE, prune=True),
+    Cell("t5_transformer_t5_small", dict(info_gate=True, gate_per_head=True), nonzero=GATE, prune=True),
+    Cell("t5_small", dict(focus_layers="all", saliency_layers="all"), nonzero=ETADS),
+    Cell("t5_small", dict(ta_sia=True, ta_tema=True, ta_drm=True), nonzero=ALL, theta=True),
     # Mem2Mem / HRED: the rows of its Table 2 and the other switches (tests/test_mem2mem.py)
     Cell("hred_base", family="mem2mem", nonzero=ALL),
     Cell("hred_base", dict(coverage_loss=True), family="mem2mem", nonzero=ALL),

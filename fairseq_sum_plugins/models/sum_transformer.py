@@ -23,8 +23,27 @@ Eq. 3 writes the residual as ``X̂ + ...`` (the normalized input) and eq. 7 feed
 feed-forward layer un-normalized; we follow the T5 cell the paper builds on (Raffel et al., 2020),
 whose residual carries the un-normalized stream ``X`` and whose sublayers (feed-forward included)
 read ``LN(X)``.
-``TPR`` is the identity when ``--tpr none``. Positions are fairseq's sinusoidal embeddings (the
-T5 relative position bias is not implemented). Every parameter takes part in every forward pass.
+``TPR`` is the identity when ``--tpr none``. With the default cell, positions are fairseq's sinusoidal
+embeddings and the norms are LayerNorm with bias. Every parameter takes part in every forward pass.
+
+The T5 cell (``--cell t5``; presets ``t5_small``, ``t5_base``, ``t5_*_gated`` and the App. B
+``*_t5_small`` below) is T5 v1.0 exactly (Raffel et al., 2020; HF ``modeling_t5.py``)::
+
+    X_0           = dropout(E[x])                              no absolute positions, no sqrt(d) scale
+    Self(X)       = X + dropout(W_o Attn(RMS(X)))              Attn logits: Q K^T + B_rel (no 1/sqrt(d_k))
+    FF(X)         = X + dropout(W_out dropout(ReLU(W_in RMS(X))))   no biases anywhere
+    H             = dropout(RMS(X_L))                           (both stacks)
+    p(y_i)        = softmax(E (d_m^-1/2 h_i))                   tied output scaled by d_m^-1/2
+
+``B_rel`` (modules/t5.py): one bucketed table per stack, computed once per forward and shared by its
+layers, bidirectional in the encoder and causal in the decoder. Attention probabilities are dropped
+out too (``--attention-dropout``, 0.1 in the presets), as are the FF hidden units
+(``--activation-dropout``). The pad row is the decoder's start token, as in T5: the decoder embeds
+fairseq's leading EOS with the pad row (EOS appears nowhere else in ``prev_output_tokens``), and that
+row is trained. ``--t5-cross-position-bias`` adds a third causal table in cross-attention (query
+step vs. source position): TP-Transformer's code is built on an early HF T5 in which the first
+decoder block's cross-attention also owned and used a ``relative_attention_bias`` (buckets x heads =
+32 x 8 = 256 parameters), which makes App. B's counts 256 more than today's T5-small.
 """
 import math
 
@@ -54,6 +73,7 @@ from ..modules.gates import (
 )
 from ..modules.focus import FocusBias, parse_layers
 from ..modules.saliency import SaliencyGate
+from ..modules.t5 import RelativePositionBias, T5LayerNorm, t5_init_attention, t5_init_feed_forward
 from ..modules.topic import (
     DRM,
     SIAHead,
@@ -64,6 +84,8 @@ from ..modules.topic import (
     topic_defaults,
 )
 from ..modules.tpr import TPRBinding, shared_role_normalization
+from .fresh_params import keep_fresh_parameters
+from .t5_import import IMPORT_MARKER
 
 DEFAULT_MAX_POSITIONS = 1024
 
@@ -73,6 +95,46 @@ def Embedding(num_embeddings, embedding_dim, padding_idx):
     nn.init.normal_(m.weight, mean=0, std=embedding_dim**-0.5)
     nn.init.constant_(m.weight[padding_idx], 0)
     return m
+
+
+def is_t5_cell(args):
+    """``--cell t5``: the exact T5 v1.0 cell (modules/t5.py; see "The T5 cell" above)."""
+    return getattr(args, "cell", "default") == "t5"
+
+
+def build_embedding(args, dictionary, dim):
+    """Token embeddings; the T5 cell's are ``N(0, 1)`` with a trainable pad row (T5's decoder start)."""
+    if not is_t5_cell(args):
+        return Embedding(len(dictionary), dim, dictionary.pad())
+    m = nn.Embedding(len(dictionary), dim)
+    nn.init.normal_(m.weight, mean=0, std=1.0)
+    return m
+
+
+def build_norm(args, dim):
+    return T5LayerNorm(dim) if is_t5_cell(args) else LayerNorm(dim)
+
+
+def build_attention(args, dim, heads, self_attention):
+    """Fairseq-style attention, or T5's: no biases, no ``1/sqrt(d_k)``, T5's init."""
+    if not is_t5_cell(args):
+        return MultiheadAttention(dim, heads, args.attention_dropout, self_attention=self_attention)
+    attn = MultiheadAttention(dim, heads, args.attention_dropout, self_attention=self_attention, bias=False, scaling=1.0)
+    t5_init_attention(attn)
+    return attn
+
+
+def build_feed_forward(args, dim, ffn_dim):
+    if not is_t5_cell(args):
+        return FeedForward(dim, ffn_dim, args.activation_fn, args.activation_dropout)
+    ffn = FeedForward(dim, ffn_dim, args.activation_fn, args.activation_dropout, bias=False)
+    t5_init_feed_forward(ffn, dim, ffn_dim)
+    return ffn
+
+
+def t5_positions(length, end, device):
+    """Positions ``end - length .. end - 1`` (the new query rows of a stack of ``end`` positions)."""
+    return torch.arange(end - length, end, device=device)
 
 
 def build_binding(args, embed_dim, num_heads):
@@ -85,15 +147,16 @@ def build_binding(args, embed_dim, num_heads):
 class FeedForward(nn.Module):
     """``W_f ReLU(W_g x + b_g) + b_f`` (eq. 7, without the residual)."""
 
-    def __init__(self, embed_dim, ffn_dim, activation_fn="relu", activation_dropout=0.0):
+    def __init__(self, embed_dim, ffn_dim, activation_fn="relu", activation_dropout=0.0, bias=True):
         super().__init__()
-        self.fc1 = nn.Linear(embed_dim, ffn_dim)
-        self.fc2 = nn.Linear(ffn_dim, embed_dim)
+        self.fc1 = nn.Linear(embed_dim, ffn_dim, bias=bias)
+        self.fc2 = nn.Linear(ffn_dim, embed_dim, bias=bias)
         self.activation_fn = utils.get_activation_fn(activation_fn)
         self.activation_dropout = activation_dropout
         for fc in (self.fc1, self.fc2):
             nn.init.xavier_uniform_(fc.weight)
-            nn.init.zeros_(fc.bias)
+            if fc.bias is not None:
+                nn.init.zeros_(fc.bias)
 
     def forward(self, x):
         x = F.dropout(self.activation_fn(self.fc1(x)), self.activation_dropout, self.training)
@@ -103,9 +166,9 @@ class FeedForward(nn.Module):
 class Sublayer(nn.Module):
     """Residual wrapper: ``x + dropout(f(LN(x)))`` (pre-LN) or ``LN(x + dropout(f(x)))`` (post-LN)."""
 
-    def __init__(self, embed_dim, dropout, normalize_before):
+    def __init__(self, embed_dim, dropout, normalize_before, norm=None):
         super().__init__()
-        self.layer_norm = LayerNorm(embed_dim)
+        self.layer_norm = LayerNorm(embed_dim) if norm is None else norm
         self.dropout = dropout
         self.normalize_before = normalize_before
 
@@ -128,18 +191,18 @@ class EncoderLayer(nn.Module):
         focus = layer_idx in parse_layers(args.focus_layers, args.encoder_layers, "--focus-layers")
         self.focus = FocusBias(d, heads) if focus else None  # ETADS eq. 5-8
         pre = args.encoder_normalize_before
-        self.self_attn = MultiheadAttention(d, heads, args.attention_dropout, self_attention=True)
+        self.self_attn = build_attention(args, d, heads, self_attention=True)
         self.sia = SIAHead(d, d // heads) if getattr(args, "ta_sia", False) else None  # Topic Assistant eq. 7
-        self.self_attn_sublayer = Sublayer(d, args.dropout, pre)
+        self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
         self.self_attn_binding = build_binding(args, d, heads)
-        self.ffn = FeedForward(d, args.encoder_ffn_embed_dim, args.activation_fn, args.activation_dropout)
-        self.ffn_sublayer = Sublayer(d, args.dropout, pre)
+        self.ffn = build_feed_forward(args, d, args.encoder_ffn_embed_dim)
+        self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
-    def forward(self, x, padding_mask, sia_probs=None):
+    def forward(self, x, padding_mask, sia_probs=None, position_bias=None):
         focus = (lambda q: self.focus(q, padding_mask)) if self.focus is not None else None
 
-        def attend(h):
-            out = self.self_attn(h, key_padding_mask=padding_mask, attn_bias_fn=focus)
+        def attend(h):  # position_bias: the T5 cell's relative position bias (B|1, H, S, S)
+            out = self.self_attn(h, key_padding_mask=padding_mask, attn_bias=position_bias, attn_bias_fn=focus)
             return add_head(out, self.sia(h, sia_probs)) if self.sia is not None else out  # SIA eq. 7
 
         x, _ = self.self_attn_sublayer(x, attend)
@@ -157,27 +220,35 @@ class DecoderLayer(nn.Module):
         saliency = layer_idx in parse_layers(args.saliency_layers, args.decoder_layers, "--saliency-layers")
         self.saliency = SaliencyGate(d, heads) if saliency else None  # ETADS eq. 9-10
         pre = args.decoder_normalize_before
-        self.self_attn = MultiheadAttention(d, heads, args.attention_dropout, self_attention=True)
-        self.self_attn_sublayer = Sublayer(d, args.dropout, pre)
+        self.self_attn = build_attention(args, d, heads, self_attention=True)
+        self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
         self.self_attn_binding = build_binding(args, d, heads)
-        self.cross_attn = MultiheadAttention(d, heads, args.attention_dropout, self_attention=False)
+        self.cross_attn = build_attention(args, d, heads, self_attention=False)
         # Topic Assistant: SIA's extra head in both attention blocks (eq. 7), DRM's bias (eq. 9)
         sia = getattr(args, "ta_sia", False)
         self.self_sia = SIAHead(d, d // heads) if sia else None
         self.cross_sia = SIAHead(d, d // heads, static_kv=True) if sia else None
         self.drm = DRM(args.ta_num_topics, d) if getattr(args, "ta_drm", False) else None
-        self.cross_attn_sublayer = Sublayer(d, args.dropout, pre)
+        self.cross_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
         self.cross_attn_binding = build_binding(args, d, heads)
-        self.ffn = FeedForward(d, args.decoder_ffn_embed_dim, args.activation_fn, args.activation_dropout)
-        self.ffn_sublayer = Sublayer(d, args.dropout, pre)
+        self.ffn = build_feed_forward(args, d, args.decoder_ffn_embed_dim)
+        self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
-    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_kwargs=None, ta=None):
-        """``ta``: the Topic Assistant's :class:`~..modules.topic.TopicInputs` of this call, or None."""
+    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_kwargs=None, ta=None,
+                position_bias=None):
+        """``ta``: the Topic Assistant's :class:`~..modules.topic.TopicInputs` of this call, or None.
+        ``position_bias``: the T5 cell's ``{"self": (1, H, T, T'), "cross": (B, H, T, S) or None}``."""
         ta = ta or TopicInputs()
         self_bias = ta.self_mask  # TEMA's prefix mask (Fig. 3(b)) replaces the causal mask
+        causal = self_bias is None
+        if position_bias is not None:
+            self_bias = _add_bias(self_bias, position_bias["self"])
+            if position_bias.get("cross") is not None:
+                cross_kwargs = dict(cross_kwargs or {})
+                cross_kwargs["attn_bias"] = _add_bias(cross_kwargs.get("attn_bias"), position_bias["cross"])
 
         def self_attend(h):
-            out = self.self_attn(h, causal=self_bias is None, attn_bias=self_bias, incremental_state=incremental_state)
+            out = self.self_attn(h, causal=causal, attn_bias=self_bias, incremental_state=incremental_state)
             return add_head(out, self.self_sia(h, ta.self_probs, incremental_state)) if self.self_sia is not None else out
 
         x, _ = self.self_attn_sublayer(x, self_attend)
@@ -203,6 +274,10 @@ class DecoderLayer(nn.Module):
         return x, attn
 
 
+def _add_bias(a, b):
+    return b if a is None else a + b
+
+
 class SumTransformerEncoder(FairseqEncoder):
     """Token + sinusoidal position embeddings, ``L`` encoder cells, final LayerNorm (pre-LN).
 
@@ -214,16 +289,21 @@ class SumTransformerEncoder(FairseqEncoder):
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(dictionary)
         d = embed_tokens.embedding_dim
-        self.padding_idx = embed_tokens.padding_idx
+        self.padding_idx = dictionary.pad()
         self.max_source_positions = args.max_source_positions
         self.embed_tokens = embed_tokens
-        self.embed_scale = 1.0 if args.no_scale_embedding else math.sqrt(d)
-        self.embed_positions = PositionalEmbedding(
+        self.t5 = is_t5_cell(args)
+        self.embed_scale = 1.0 if args.no_scale_embedding or self.t5 else math.sqrt(d)
+        self.embed_positions = None if self.t5 else PositionalEmbedding(
             args.max_source_positions, d, self.padding_idx, learned=args.encoder_learned_pos
         )
+        # T5 cell: one bidirectional bucketed table for the stack (modules/t5.py), no absolute positions
+        self.relative_position = RelativePositionBias(
+            args.encoder_attention_heads, args.t5_relative_buckets, args.t5_relative_max_distance, True, d
+        ) if self.t5 else None
         self.dropout = args.dropout
         self.layers = nn.ModuleList([EncoderLayer(args, i) for i in range(args.encoder_layers)])
-        self.layer_norm = LayerNorm(d) if args.encoder_normalize_before else None
+        self.layer_norm = build_norm(args, d) if args.encoder_normalize_before else None
         # information selection (eq. 3, Algorithm 1): a gate per source token on the final states
         self.info_gate = None
         if getattr(args, "info_gate", False):
@@ -234,7 +314,13 @@ class SumTransformerEncoder(FairseqEncoder):
 
     def forward(self, src_tokens, src_lengths=None, **side):
         padding_mask = src_tokens.eq(self.padding_idx)
-        x = self.embed_scale * self.embed_tokens(src_tokens) + self.embed_positions(src_tokens)
+        x = self.embed_scale * self.embed_tokens(src_tokens)
+        position_bias = None
+        if self.t5:  # relative positions only (left padding shifts no difference between real tokens)
+            pos = torch.arange(src_tokens.size(1), device=src_tokens.device)
+            position_bias = self.relative_position(pos, pos)
+        else:
+            x = x + self.embed_positions(src_tokens)
         x = F.dropout(x, self.dropout, self.training)
         attn_mask = padding_mask if padding_mask.any() else None
         sia_probs = None
@@ -243,9 +329,11 @@ class SumTransformerEncoder(FairseqEncoder):
             sia_probs = self.topic.sia_probs(rows, rows, self.sia_head_dim, None, padding_mask)
         with shared_role_normalization(self.layers):  # eq. 4 for every sublayer at once
             for layer in self.layers:
-                x = layer(x, attn_mask, sia_probs)
+                x = layer(x, attn_mask, sia_probs, position_bias)
         if self.layer_norm is not None:
             x = self.layer_norm(x)
+        if self.t5:  # T5 drops out the final normalized states too
+            x = F.dropout(x, self.dropout, self.training)
         out = EncoderOut(enc=x, padding_mask=padding_mask, src_tokens=src_tokens, side=side)
         if self.info_gate is not None:  # gates, gate_l1, and (eval) thresholding/pruning
             apply_information_selection(self.info_gate, out)
@@ -265,16 +353,24 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(dictionary)
         d = embed_tokens.embedding_dim
-        self.padding_idx = embed_tokens.padding_idx
+        self.padding_idx = dictionary.pad()
         self.max_target_positions = args.max_target_positions
         self.embed_tokens = embed_tokens
-        self.embed_scale = 1.0 if args.no_scale_embedding else math.sqrt(d)
-        self.embed_positions = PositionalEmbedding(
+        self.t5 = is_t5_cell(args)
+        self.embed_scale = 1.0 if args.no_scale_embedding or self.t5 else math.sqrt(d)
+        self.embed_positions = None if self.t5 else PositionalEmbedding(
             args.max_target_positions, d, self.padding_idx, learned=args.decoder_learned_pos
         )
+        self.relative_position = self.cross_position = None
+        if self.t5:  # T5 cell: causal table for self-attention; TPT's cross-attention table (App. B)
+            heads, buckets, dist = args.decoder_attention_heads, args.t5_relative_buckets, args.t5_relative_max_distance
+            self.relative_position = RelativePositionBias(heads, buckets, dist, False, d)
+            if args.t5_cross_position_bias:
+                self.cross_position = RelativePositionBias(heads, buckets, dist, False, d)
+        self.output_scale = d**-0.5 if self.t5 and args.share_decoder_input_output_embed else 1.0
         self.dropout = args.dropout
         self.layers = nn.ModuleList([DecoderLayer(args, i) for i in range(args.decoder_layers)])
-        self.layer_norm = LayerNorm(d) if args.decoder_normalize_before else None
+        self.layer_norm = build_norm(args, d) if args.decoder_normalize_before else None
         if args.share_decoder_input_output_embed:
             self.output_projection = None
         else:
@@ -293,12 +389,15 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         return x, extra
 
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **kwargs):
-        positions = self.embed_positions(prev_output_tokens, incremental_state=incremental_state)
         all_prev_tokens = prev_output_tokens
         if incremental_state is not None:
             prev_output_tokens = prev_output_tokens[:, -1:]
-            positions = positions[:, -1:]
-        x = self.embed_scale * self.embed_tokens(prev_output_tokens) + positions
+        if self.t5:  # the decoder starts from the pad row, as T5 (fairseq feeds EOS first)
+            tokens = prev_output_tokens.masked_fill(prev_output_tokens.eq(self.dictionary.eos()), self.padding_idx)
+            x = self.embed_tokens(tokens)
+        else:
+            positions = self.embed_positions(all_prev_tokens, incremental_state=incremental_state)
+            x = self.embed_scale * self.embed_tokens(prev_output_tokens) + positions[:, -prev_output_tokens.size(1):]
         x = F.dropout(x, self.dropout, self.training)
         view = EncoderOut.of(encoder_out)
         enc, enc_mask = view.enc, view.padding_mask
@@ -315,11 +414,13 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
             if n_prefix:  # TEMA eq. 8: the topic embeddings before the new positions
                 topics = self.embed_scale * self.topic.topic_embeddings(ta.topic_ids, self.embed_tokens.weight)
                 x = torch.cat([F.dropout(topics.type_as(x), self.dropout, self.training), x], dim=1)
+        position_bias = self.t5_position_bias(x, all_prev_tokens, view) if self.t5 else None
         with shared_role_normalization(self.layers):  # eq. 4 for every sublayer at once
             for i, layer in enumerate(self.layers):
                 last = i == len(self.layers) - 1
                 x, layer_attn = layer(x, enc, enc_mask, incremental_state, cross_kwargs=cross_kwargs, ta=ta,
-                                      need_attn=last and self.need_attn and not self.training)
+                                      need_attn=last and self.need_attn and not self.training,
+                                      position_bias=position_bias)
                 if last:
                     attn = restore_attention(layer_attn, view)  # pruned positions -> source positions
         if n_prefix:  # TEMA's topic positions are never emitted
@@ -327,10 +428,28 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
             attn = attn[:, n_prefix:] if attn is not None else None
         if self.layer_norm is not None:
             x = self.layer_norm(x)
+        if self.t5:
+            x = F.dropout(x, self.dropout, self.training)
         return x, {"attn": [attn], "inner_states": None, "aux_losses": dict(view.aux_losses),
                    "gate_counts": view.gate_counts}
 
+    def t5_position_bias(self, x, all_prev_tokens, view):
+        """The T5 cell's biases for the new rows ``x``: causal self-attention over every position so far
+        (TEMA's topic prefix included) and, with ``--t5-cross-position-bias``, cross-attention to the
+        source positions (counted over real tokens, so left padding and gate pruning keep them)."""
+        n_prefix = self.topic.n if self.topic is not None and self.topic.tema else 0
+        total = n_prefix + all_prev_tokens.size(1)
+        q_pos = t5_positions(x.size(1), total, x.device)
+        bias = {"self": self.relative_position(q_pos, torch.arange(total, device=x.device)), "cross": None}
+        if self.cross_position is not None:
+            k_pos = view.src_tokens.ne(self.padding_idx).long().cumsum(1) - 1
+            if view.gate_index is not None:  # information selection removed positions
+                k_pos = k_pos.gather(1, view.gate_index)
+            bias["cross"] = self.cross_position(q_pos, k_pos)
+        return bias
+
     def output_layer(self, features):
+        features = features * self.output_scale if self.output_scale != 1.0 else features  # T5: d_m^-0.5
         if self.output_projection is None:
             return F.linear(features, self.embed_tokens.weight)
         return self.output_projection(features)
@@ -361,6 +480,14 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         parser.add_argument("--share-decoder-input-output-embed", type=utils.eval_bool, metavar="BOOL")
         parser.add_argument("--share-all-embeddings", type=utils.eval_bool, metavar="BOOL")
         parser.add_argument("--no-scale-embedding", action="store_true")
+        # the cell (module docstring, "The T5 cell")
+        parser.add_argument("--cell", choices=["default", "t5"],
+                            help="default: this module's cell; t5: the exact T5 v1.0 cell (modules/t5.py)")
+        parser.add_argument("--t5-relative-buckets", type=int, metavar="N", help="T5 cell: buckets per table (32)")
+        parser.add_argument("--t5-relative-max-distance", type=int, metavar="N",
+                            help="T5 cell: distance from which all positions share a bucket (128)")
+        parser.add_argument("--t5-cross-position-bias", type=utils.eval_bool, metavar="BOOL",
+                            help="T5 cell: a causal bucketed table in cross-attention too (TPT's code, App. B)")
         parser.add_argument("--max-source-positions", type=int, metavar="N")
         parser.add_argument("--max-target-positions", type=int, metavar="N")
         # TP-Transformer
@@ -387,14 +514,14 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
         if args.encoder_embed_dim != args.decoder_embed_dim:
             raise ValueError("encoder and decoder embedding dims must match for cross-attention")
-        enc_emb = Embedding(len(src_dict), args.encoder_embed_dim, src_dict.pad())
+        enc_emb = build_embedding(args, src_dict, args.encoder_embed_dim)
         if args.share_all_embeddings:
             if src_dict != tgt_dict:
                 raise ValueError("--share-all-embeddings requires a joined dictionary (preprocess with --joined-dictionary)")
             dec_emb = enc_emb
             args.share_decoder_input_output_embed = True
         else:
-            dec_emb = Embedding(len(tgt_dict), args.decoder_embed_dim, tgt_dict.pad())
+            dec_emb = build_embedding(args, tgt_dict, args.decoder_embed_dim)
         topic = build_topic_assistant(args, task, src_dict, tgt_dict)  # None without --ta-*; sets args.ta_num_topics
         encoder = SumTransformerEncoder(args, src_dict, enc_emb)
         decoder = SumTransformerDecoder(args, tgt_dict, dec_emb)
@@ -415,6 +542,14 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         """
         kwargs = hub_text_kwargs(model_name_or_path, data_name_or_path, kwargs)
         return super().from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """A checkpoint of ``fairseq-sum-import-t5`` (marked) lacks this model's paper parameters (gate,
+        bindings, focus, saliency, Topic Assistant): they keep their fresh initialisation, each logged."""
+        super().upgrade_state_dict_named(state_dict, name)
+        prefix = name + "." if name else ""
+        if state_dict.pop(prefix + IMPORT_MARKER, None) is not None:
+            keep_fresh_parameters(state_dict, self.state_dict(), prefix)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, **side):
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, **side)
@@ -451,6 +586,12 @@ def base_architecture(args):
     args.no_scale_embedding = getattr(args, "no_scale_embedding", False)
     args.max_source_positions = getattr(args, "max_source_positions", DEFAULT_MAX_POSITIONS)
     args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_POSITIONS)
+    args.cell = getattr(args, "cell", "default")
+    args.t5_relative_buckets = getattr(args, "t5_relative_buckets", 32)
+    args.t5_relative_max_distance = getattr(args, "t5_relative_max_distance", 128)
+    args.t5_cross_position_bias = getattr(args, "t5_cross_position_bias", False)
+    if args.cell == "t5" and not (args.encoder_normalize_before and args.decoder_normalize_before):
+        raise ValueError("--cell t5 is a pre-norm cell: --encoder/decoder-normalize-before must be True")
     args.tpr = getattr(args, "tpr", "none")
     args.tpr_roles = getattr(args, "tpr_roles", 50)
     args.tpr_role_dim = getattr(args, "tpr_role_dim", args.encoder_embed_dim // args.encoder_attention_heads)
@@ -508,6 +649,83 @@ def tp_transformer_small(args):
 def tp_transformer_continuous_small(args):
     _small(args)
     tp_transformer_continuous_base(args)
+
+
+# --- T5 cell presets (Raffel et al., 2020: v1.0 small / base; App. B of TP-Transformer) ---
+
+
+def _t5(args):
+    """T5's cell with T5's dropout placement (0.1 on embeddings, sublayers, attention, FF hidden)."""
+    args.cell = getattr(args, "cell", "t5")
+    args.dropout = getattr(args, "dropout", 0.1)
+    args.attention_dropout = getattr(args, "attention_dropout", 0.1)
+    args.activation_dropout = getattr(args, "activation_dropout", 0.1)
+    args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
+
+
+def _t5_small_dims(args):
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 2048)
+    args.encoder_layers = getattr(args, "encoder_layers", 6)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 8)
+
+
+def _t5_base_dims(args):
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 768)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 3072)
+    args.encoder_layers = getattr(args, "encoder_layers", 12)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 12)
+
+
+@register_model_architecture("sum_transformer", "t5_small")
+def t5_small(args):
+    """T5-small v1.0: 6+6 layers, d_m 512, 8 heads, d_ff 2048 (60,506,624 parameters at vocab 32,128)."""
+    _t5(args)
+    _t5_small_dims(args)
+    base_architecture(args)
+
+
+@register_model_architecture("sum_transformer", "t5_base")
+def t5_base(args):
+    """T5-base v1.0: 12+12 layers, d_m 768, 12 heads, d_ff 3072."""
+    _t5(args)
+    _t5_base_dims(args)
+    base_architecture(args)
+
+
+@register_model_architecture("sum_transformer", "t5_small_gated")
+def t5_small_gated(args):
+    """Information selection on T5-small: encoder gate + gated cross-attention."""
+    args.info_gate = getattr(args, "info_gate", True)
+    t5_small(args)
+
+
+@register_model_architecture("sum_transformer", "t5_base_gated")
+def t5_base_gated(args):
+    """Information selection as the paper ran it (§4.2): T5-base + gate (PyTorch's default Linear init)."""
+    args.info_gate = getattr(args, "info_gate", True)
+    t5_base(args)
+
+
+@register_model_architecture("sum_transformer", "t5_transformer_t5_small")
+def t5_transformer_t5_small(args):
+    """App. B's Transformer: T5-small plus TPT's cross-attention position table (60,506,880 at 32,128)."""
+    args.t5_cross_position_bias = getattr(args, "t5_cross_position_bias", True)
+    t5_small(args)
+
+
+@register_model_architecture("sum_transformer", "tp_transformer_t5_small")
+def tp_transformer_t5_small(args):
+    """App. B's TPT-d on the T5 cell: 50 roles of d_r 64 (64,258,080 at 32,128)."""
+    args.tpr = getattr(args, "tpr", "discrete")
+    t5_transformer_t5_small(args)
+
+
+@register_model_architecture("sum_transformer", "tp_transformer_continuous_t5_small")
+def tp_transformer_continuous_t5_small(args):
+    """App. B's TPT-c on the T5 cell (65,234,688 at 32,128)."""
+    args.tpr = getattr(args, "tpr", "continuous")
+    t5_transformer_t5_small(args)
 
 
 # --- ETADS presets (You et al., 2019, §4.1: 4+4 layers, 8 heads, d_m 512, d_f 2048, post-LN §3.1,

@@ -32,7 +32,8 @@ class FactoredGate(Protocol):
 
     def gate(self) -> Tensor: ...
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float, training: bool) -> Tensor: ...
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float, training: bool,
+               scale: Optional[float] = None) -> Tensor: ...
 
 
 class InputBuffer:
@@ -52,13 +53,15 @@ class InputBuffer:
 class MultiheadAttention(InputBuffer, nn.Module):
     """Self-attention (fused QKV projection) or encoder-decoder attention (fused KV projection)."""
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True):
+    def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True, scaling=None):
         super().__init__()
         if embed_dim % num_heads != 0:
             raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
         self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.head_dim = embed_dim // num_heads
+        # logit scale: 1/sqrt(d_k), or 1.0 for the T5 cell (its init absorbs the scaling)
+        self.scaling = 1 / math.sqrt(self.head_dim) if scaling is None else scaling
         self.dropout = dropout
         self.self_attention = self_attention
         if self_attention:
@@ -127,10 +130,11 @@ class MultiheadAttention(InputBuffer, nn.Module):
 
         dropout_p = self.dropout if self.training else 0.0
         if not need_weights and gate is None:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal,
+                                                 scale=self.scaling)
             weights = None
         elif not need_weights and not causal and isinstance(gate, FactoredGate):
-            out, weights = gate.attend(q, k, v, mask, dropout_p, self.training), None
+            out, weights = gate.attend(q, k, v, mask, dropout_p, self.training, self.scaling), None
         else:
             gate = gate.gate() if isinstance(gate, FactoredGate) else gate
             out, weights = self._explicit_attention(q, k, v, mask, causal, dropout_p, gate)
@@ -177,12 +181,12 @@ class MultiheadAttention(InputBuffer, nn.Module):
         return mask, causal
 
     def _explicit_attention(self, q, k, v, mask, causal, dropout_p, gate=None):
-        """softmax(QK^T / sqrt(d_k) + bias) V (eq. 2), also returning head-averaged probabilities.
+        """softmax(QK^T * scaling + bias) V (eq. 2; scaling 1/sqrt(d_k), or 1 for the T5 cell), also returning head-averaged probabilities.
 
         With ``gate`` (B, H, T, S): ``(gate * softmax(...)) V`` (ETADS eq. 10); the returned
         probabilities stay the ungated softmax.
         """
-        logits = (q @ k.transpose(-1, -2)).float() / math.sqrt(self.head_dim)
+        logits = (q @ k.transpose(-1, -2)).float() * self.scaling
         if causal:
             future = torch.ones(logits.shape[-2:], dtype=torch.bool, device=q.device).triu(1)
             logits = logits.masked_fill(future, float("-inf"))

@@ -79,10 +79,10 @@ class GateFactors(NamedTuple):
     def gate(self):
         return (self.hq @ self.sk.transpose(-1, -2)).sigmoid()
 
-    def attend(self, q, k, v, mask=None, dropout_p=0.0, training=False):
+    def attend(self, q, k, v, mask=None, dropout_p=0.0, training=False, scale=None):
         """Eq. 10 with this gate (:func:`gated_attention`): the attention module's
         :class:`~.attention.FactoredGate` interface."""
-        return gated_attention(q, k, v, self, mask, dropout_p, training)
+        return gated_attention(q, k, v, self, mask, dropout_p, training, scale)
 
 
 def _probs_and_gate(q, k, hq, sk, mask, scale):
@@ -90,7 +90,9 @@ def _probs_and_gate(q, k, hq, sk, mask, scale):
     logits = (logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits) * scale
     if mask is not None:
         logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
-    probs = logits.softmax(-1).nan_to_num_(0.0).type_as(q)
+    probs = logits.softmax(-1)
+    # in place only outside autograd (the softmax output is saved for its backward)
+    probs = (probs.nan_to_num(0.0) if torch.is_grad_enabled() else probs.nan_to_num_(0.0)).type_as(q)
     return probs, (hq @ sk.transpose(-1, -2)).sigmoid()
 
 
@@ -122,10 +124,11 @@ class GatedAttention(torch.autograd.Function):
         return grad_q, grad_k, grad_v, grad_z @ sk, grad_z.transpose(-1, -2) @ hq, None, None
 
 
-def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, training=False):
+def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, training=False, scale=None):
     """Saliency-gated attention (eq. 10) on ``(B, H, *, d_k)`` heads; returns ``(B, H, T, d_k)``.
-    With attention dropout (or a bias needing a gradient) it runs the same math under autograd."""
-    scale = 1.0 / math.sqrt(q.size(-1))
+    With attention dropout (or a bias needing a gradient) it runs the same math under autograd.
+    ``scale``: the logit scale (default ``1/sqrt(d_k)``; 1 for the T5 cell)."""
+    scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     if (dropout_p > 0 and training) or (mask is not None and mask.requires_grad):
         probs, gate = _probs_and_gate(q, k, factors.hq, factors.sk, mask, scale)
         probs = torch.nn.functional.dropout(probs, p=dropout_p, training=training)
