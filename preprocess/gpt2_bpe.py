@@ -34,7 +34,7 @@ import os
 import sys
 from multiprocessing import Pool
 
-from preprocess import stats
+from preprocess import converter_io
 
 SPLITS = {"train": ("train",), "valid": ("valid", "val", "validation"), "test": ("test",)}
 
@@ -89,7 +89,7 @@ def split_path(jsonl_dir, split):
 
 def iter_examples(path, src_field="document", tgt_field="summary"):
     """``(document, summary)`` of every example of a JSONL split, checked."""
-    for _, where, obj in stats.iter_jsonl(path, Gpt2BpeError):
+    for _, where, obj in converter_io.iter_jsonl(path, Gpt2BpeError):
         pair = []
         for name in (src_field, tgt_field):
             value = obj.get(name)
