@@ -40,7 +40,9 @@ def get_parser():
     p.add_argument("--max-len-b", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--doc-index", type=int, default=0, help="example shown in gate_scores.png")
-    p.add_argument("--max-doc-tokens", type=int, default=80, help="tokens shown in gate_scores.png")
+    p.add_argument("--max-doc-tokens", type=int, default=80, help="words shown in gate_scores.png")
+    p.add_argument("--plot-threshold", type=float, default=0.1,
+                   help="threshold drawn in gate_scores.png (default: the paper's 0.1)")
     p.add_argument("--bpe-symbol", default="sentencepiece", help="post-processing of dictionary strings")
     p.add_argument("--cpu", action="store_true", help="stay on CPU even with a GPU")
     p.add_argument("--out-dir", required=True)
@@ -112,25 +114,27 @@ def table(rows):
 
 
 def plot_curve(rows, png):
-    """Fig. 4: ROUGE against the sparsity rate, thresholds annotated."""
-    import matplotlib
+    """Fig. 4: ROUGE against the sparsity rate; thresholds that reach the same point share one label,
+    the other labels are placed where they overlap none."""
+    from .plotting import place_labels, pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     x = [r["sparsity"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for key, label in (("rouge1", "ROUGE-1"), ("rouge2", "ROUGE-2"), ("rougeL", "ROUGE-L")):
         ax.plot(x, [r[key] for r in rows], marker="o", label=label)
+    points = {}
     for r in rows:
-        ax.annotate(f"t={r['threshold']:g}", (r["sparsity"], r["rouge1"]), textcoords="offset points",
-                    xytext=(0, 6), fontsize=7, ha="center")
+        points.setdefault((round(r["sparsity"], 2), round(r["rouge1"], 2)), []).append(f"{r['threshold']:g}")
     ax.set_xlabel("sparsity rate (% of source tokens removed)")
     ax.set_ylabel("F1 x 100")
-    ax.set_title("Gate threshold sweep")
-    ax.legend()
+    ax.set_title("Gate threshold sweep (labels: thresholds t on the ROUGE-1 curve)", fontsize=9)
+    ax.legend(loc="lower left", fontsize=8)
     ax.grid(alpha=0.3)
+    ax.margins(x=0.12, y=0.15)
     fig.tight_layout()
+    place_labels(ax, list(points), ["t=" + ",".join(ts) for ts in points.values()],
+                 offsets=((0, 7), (0, -13), (6, 2), (-6, 2), (0, 17), (0, -23), (6, -10), (-6, -10)))
     fig.savefig(png, dpi=120)
     plt.close(fig)
 
@@ -157,27 +161,39 @@ def document_gates(model, task, gates, subset, index, cuda):
     return tokens, scores[keep.to(scores.device)].tolist()
 
 
-def plot_gates(tokens, scores, png, max_tokens=80, threshold=None):
-    """Fig. 3: one bar per source token, its gate score."""
-    import matplotlib
+def plot_gates(tokens, scores, png, max_words=80, threshold=0.1, title=""):
+    """Fig. 3: one bar per source word (sentencepiece pieces joined; a word's gate is the largest of its
+    pieces'), bars of words whose gates are all closed (``<= threshold``) in grey, the threshold line
+    always drawn; ``title`` names the document."""
+    from .plotting import join_pieces, pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    tokens, scores = tokens[:max_tokens], scores[:max_tokens]
-    fig, ax = plt.subplots(figsize=(max(6, 0.18 * len(tokens)), 3.5))
-    ax.bar(range(len(tokens)), scores, color="tab:blue")
-    if threshold is not None:
-        ax.axhline(threshold, color="tab:red", lw=1, ls="--", label=f"threshold {threshold:g}")
-        ax.legend(loc="upper right")
-    ax.set_xticks(range(len(tokens)))
-    ax.set_xticklabels([t.replace("\u2581", "") or "_" for t in tokens], rotation=90, fontsize=6)
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("gate g_i")
-    ax.set_title("Gate scores of the source tokens")
+    plt = pyplot()
+    words, values = join_pieces(tokens, scores)
+    closed = sum(v <= threshold for v in values)
+    words, values = words[:max_words], values[:max_words]
+    fig, ax = plt.subplots(figsize=(max(6, 0.2 * len(words)), 3.8))
+    ax.bar(range(len(words)), values, color=["lightgrey" if v <= threshold else "tab:blue" for v in values])
+    ax.axhline(threshold, color="tab:red", lw=1, ls="--", label=f"threshold t = {threshold:g} (grey: removed)")
+    ax.legend(loc="upper right", fontsize=7)
+    ax.set_xticks(range(len(words)))
+    ax.set_xticklabels(words, rotation=90, fontsize=7)
+    ax.set_xlim(-0.6, len(words) - 0.4)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("gate g_i (max over the word's pieces)")
+    shown = "" if len(words) == len(join_pieces(tokens, scores)[0]) else f", first {len(words)} shown"
+    ax.set_title(f"Gate scores of {title or 'one document'}\nthreshold t = {threshold:g}: {closed} of "
+                 f"{len(join_pieces(tokens, scores)[0])} words removed{shown}", fontsize=9)
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)
+
+
+def document_title(subset, index, tokens, words=8):
+    """``subset #index: "first words ..."`` of one document."""
+    from .plotting import join_pieces
+
+    text = join_pieces([t for t in tokens if t not in ("<sep>", "</s>")], [0.0] * len(tokens))[0]
+    return f'{subset} #{index}: "' + " ".join(text[:words]) + (' ..."' if len(text) > words else '"')
 
 
 def main(argv=None):
@@ -196,7 +212,7 @@ def main(argv=None):
     plot_curve(rows, os.path.join(args.out_dir, "sparsity_rouge.png"))
     tokens, scores = document_gates(model, task, gates, args.gen_subset, args.doc_index, cuda)
     plot_gates(tokens, scores, os.path.join(args.out_dir, "gate_scores.png"), args.max_doc_tokens,
-               threshold=0.1 if 0.1 in args.thresholds else None)
+               threshold=args.plot_threshold, title=document_title(args.gen_subset, args.doc_index, tokens))
     return rows
 
 
