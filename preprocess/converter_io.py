@@ -145,11 +145,13 @@ def write_split(args, split, examples, note=""):
     return len(examples)
 
 
-def iter_jsonl(path, error):
+def iter_jsonl(path, error, progress=True):
     """Yields ``(line number, where, object)`` for the non-blank lines of a JSONL file; a line that is not valid
-    UTF-8 JSON (e.g. a truncated file) or not an object raises ``error`` naming ``path:line``."""
+    UTF-8 JSON (e.g. a truncated file) or not an object raises ``error`` naming ``path:line``. With
+    ``progress`` a bar on stderr shows the share of the file read."""
     with open(path, "rb") as f, tqdm(total=os.path.getsize(path), desc=f"read {os.path.basename(path)}",
-                                     unit="B", unit_scale=True, mininterval=1, leave=False) as bar:
+                                     unit="B", unit_scale=True, mininterval=1, leave=False,
+                                     disable=not progress) as bar:
         for lineno, raw in enumerate(f, 1):
             bar.update(len(raw))
             where = f"{path}:{lineno}"

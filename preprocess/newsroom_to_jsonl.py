@@ -27,6 +27,8 @@ import json
 import os
 import sys
 
+from tqdm import tqdm
+
 from preprocess import converter_io
 from preprocess import stats as stats_module
 
@@ -107,7 +109,8 @@ def convert(args):
         path = find_split(args.newsroom_dir, split)
         kept = dropped = 0
         with converter_io.open_split(os.path.join(args.out, f"{split}.jsonl")) as out:
-            for line_no, ex in read_jsonl(path):
+            for line_no, ex in tqdm(read_jsonl(path), desc=f"read {os.path.basename(path)}", unit="ex",
+                                    mininterval=1, leave=False):
                 text, summary = ex.get("text") or "", ex.get("summary") or ""
                 # empty documents / summaries are dropped (and counted) whatever the minimum lengths
                 if len(text.split()) < max(1, args.min_doc_tokens) or \

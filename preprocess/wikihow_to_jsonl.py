@@ -30,6 +30,8 @@ import os
 import re
 import sys
 
+from tqdm import tqdm
+
 from preprocess import converter_io, stats
 from preprocess.xsum_to_jsonl import ConvertError
 
@@ -94,7 +96,7 @@ def read_csv(path, skip_bad_rows=False, length_filter=True):
             if missing:
                 raise ConvertError(f"{path}: missing column {missing[0]!r} (header: {', '.join(header)})")
             col = {c: header.index(c) for c in COLUMNS if c in header}
-            for row in reader:
+            for row in tqdm(reader, desc=f"read {os.path.basename(path)}", unit="row", mininterval=1, leave=False):
                 where = f"{path}:{reader.line_num}"
                 if not any(cell.strip() for cell in row):
                     continue

@@ -56,8 +56,6 @@ def select_sentences(A, num_sentences):
 def plot_matrix(matrix, path, xlabel, title):
     """Heatmap of ``matrix`` (memory slots x sentences or decoding steps), 1-based integer ticks on both
     axes, the colour scale from the data's minimum to its maximum."""
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
-
     from .plotting import pyplot
 
     plt = pyplot()
@@ -65,10 +63,9 @@ def plot_matrix(matrix, path, xlabel, title):
     fig, ax = plt.subplots(figsize=(max(4.5, 0.25 * matrix.shape[1] + 2.5), max(2.8, 0.3 * matrix.shape[0] + 1.4)))
     lo, hi = float(matrix.min()), float(matrix.max())
     im = ax.imshow(matrix, aspect="auto", cmap="Blues", vmin=lo, vmax=hi if hi > lo else lo + 1e-6)
-    one_based = FuncFormatter(lambda v, _: f"{int(v) + 1}")
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_locator(MaxNLocator(integer=True, nbins=min(20, max(matrix.shape))))
-        axis.set_major_formatter(one_based)
+    for size, set_ticks in ((matrix.shape[1], ax.set_xticks), (matrix.shape[0], ax.set_yticks)):
+        ticks = range(0, size, -(-size // 20))  # at most 20 integer ticks, 1-based labels
+        set_ticks(ticks, [str(t + 1) for t in ticks])
     ax.set_ylabel("memory slot")
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=9)

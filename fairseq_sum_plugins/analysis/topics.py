@@ -167,7 +167,8 @@ def whole_words(model, dictionary, data=None, max_docs=20000):
             starts = token.startswith("\u0120") if token is not None else len(text) >= 3
             mask[i] = starts and text.isalpha()
         return mask
-    letters = np.array([any(c.isalpha() for c in sym) for sym in symbols])
+    letters = np.array([any(c.isalpha() for c in sym) and i >= dictionary.nspecial
+                        and not (sym.startswith("<") and sym.endswith(">")) for i, sym in enumerate(symbols)])
     starts = np.array([sym.startswith("\u2581") for sym in symbols])
     if not starts.any():
         return letters

@@ -55,7 +55,7 @@ for T in 0 "$THRESHOLD"; do
       --source-lang source --target-lang target --gen-subset test --beam 4 --lenpen 2.0 --max-len-b 128 \
       --min-len 10 --no-repeat-ngram-size 3 --batch-size 16 $FP16_FLAG --model-overrides "{'gate_threshold': $T}" \
       --bpe gpt2 --gpt2-encoder-json "$BART/encoder.json" --gpt2-vocab-bpe "$BART/vocab.bpe" \
-      > "$OUT" 2> >(tee "$OUT.log" >&2)
+      --log-format simple --log-interval 10 > "$OUT" 2> >(tee "$OUT.log" >&2)
   fi
   grep "sparsity rate" "$OUT.log" || true
   score "$OUT" --no-detok
