@@ -60,7 +60,7 @@ def plot_matrix(matrix, path, xlabel, title):
 
     plt = pyplot()
     matrix = np.asarray(matrix, dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(max(4.5, 0.25 * matrix.shape[1] + 2.5), max(2.8, 0.3 * matrix.shape[0] + 1.4)))
+    fig, ax = plt.subplots(figsize=(max(5, 0.25 * matrix.shape[1] + 2.5), max(3, 0.3 * matrix.shape[0] + 1.6)))
     lo, hi = float(matrix.min()), float(matrix.max())
     im = ax.imshow(matrix, aspect="auto", cmap="Blues", vmin=lo, vmax=hi if hi > lo else lo + 1e-6)
     for size, set_ticks in ((matrix.shape[1], ax.set_xticks), (matrix.shape[0], ax.set_yticks)):
@@ -121,7 +121,7 @@ def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200, use
         A = enc["write_attn"][0, :, :n].float().cpu()
         paths = [os.path.join(out_dir, "write_attn.png")]
         plot_matrix(A, paths[0], "input sentence (1-based, document order)",
-                    f"memory write attention A: slot x sentence ({split} document #{index}, {n} sentences)")
+                    f"memory write attention A: slot x sentence\n({split} document #{index}, {n} sentences)")
         generator = task.build_generator([model], Namespace(beam=beam, max_len_b=max_len_b))
         hypo = task.inference_step(generator, [model], sample)[0][0]["tokens"]
         eos = task.target_dictionary.eos()
@@ -131,7 +131,7 @@ def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200, use
         psi = extra["read_attn"][0].float().cpu().T  # slots x steps
         paths.append(os.path.join(out_dir, "read_attn.png"))
         plot_matrix(psi, paths[-1], "decoding step (1-based)",
-                    f"memory read attention Psi: slot x step ({split} document #{index}, {psi.shape[1]} steps)")
+                    f"memory read attention Psi: slot x step\n({split} document #{index}, {psi.shape[1]} steps)")
     return paths
 
 
