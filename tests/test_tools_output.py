@@ -128,3 +128,18 @@ def test_memory_heatmap_scale_and_ticks(tmp_path, monkeypatch):
     assert ax.images[0].get_clim() == (0.2, 0.4)  # from the data, not from 0
     assert [t.get_text() for t in ax.get_xticklabels() if t.get_text()] == ["1", "2", "3"]
     assert [t.get_text() for t in ax.get_yticklabels() if t.get_text()] == ["1", "2"]
+
+
+def test_focus_plot_names_the_document_in_words():
+    from fairseq.data import Dictionary
+
+    from fairseq_sum_plugins.analysis.focus_plot import document_name
+
+    d = Dictionary()
+    for sym in "\u2581The \u2581commit tee \u2581said <sep> \u2581It \u2581left fast red".split():
+        d.add_symbol(sym)
+    task = SimpleNamespace(source_dictionary=d)
+    ids = lambda words: torch.tensor([d.index(w) for w in words.split()] + [d.eos()])  # noqa: E731
+    assert document_name(task, "test", 0, ids("\u2581The \u2581commit tee \u2581said <sep> \u2581It \u2581left")) == \
+        'test #0 (8 tokens): "The committee said / It left"'
+    assert document_name(task, "valid", 3, ids("fast red fast"), words=2) == 'valid #3 (4 tokens): "fast red ..."'

@@ -85,7 +85,9 @@ def plot_focus(focus, path, title=""):
 
 def document_name(task, split, index, src, words=10):
     """``split #index (N tokens): "first words ..."`` of one source document (pieces joined into words)."""
-    text = task.source_dictionary.string(src, bpe_symbol="sentencepiece")
+    text = task.source_dictionary.string(src)
+    if "\u2581" in text:  # sentencepiece pieces: joined into words
+        text = text.replace(" ", "").replace("\u2581", " ").replace("<sep>", " <sep> ")
     head = text.replace("<sep>", "/").split()
     snippet = " ".join(head[:words]) + (" ..." if len(head) > words else "")
     return f'{split} #{index} ({len(src)} tokens): "{snippet}"'

@@ -72,9 +72,11 @@ def plot_role_usage(stats, path, threshold=0.98):
     im = ax.imshow(usage, aspect="auto", cmap="viridis")
     labels = [f"{sublayer_label(n)}  ({100 * stats[n]['peaked']:.0f}% max > {threshold:g})" for n in names]
     ax.set_yticks(range(len(names)), labels, fontsize=7)
-    ax.set_xticks(range(0, usage.shape[1], 5), [str(r + 1) for r in range(0, usage.shape[1], 5)], fontsize=7)
-    ax.set_xlabel("role (1-based; argmax of the role attention softmax(F W_r), eq. 5)")
-    ax.set_title(f"TP-Transformer role usage per sublayer; in brackets: share of role attention "
+    step = 1 if usage.shape[1] <= 20 else 5
+    ticks = [r for r in range(usage.shape[1]) if r == 0 or (r + 1) % step == 0]
+    ax.set_xticks(ticks, [str(r + 1) for r in ticks], fontsize=7)
+    ax.set_xlabel("role (1-based): argmax of the role attention (eq. 5)", fontsize=8)
+    ax.set_title(f"TP-Transformer role usage per sublayer\nin brackets: share of role attention "
                  f"distributions with max > {threshold:g} (paper §4.4)", fontsize=8)
     fig.colorbar(im, ax=ax, label="share of token-heads")
     fig.tight_layout()
