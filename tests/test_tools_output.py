@@ -143,3 +143,17 @@ def test_focus_plot_names_the_document_in_words():
     assert document_name(task, "test", 0, ids("\u2581The \u2581commit tee \u2581said <sep> \u2581It \u2581left")) == \
         'test #0 (8 tokens): "The committee said / It left"'
     assert document_name(task, "valid", 3, ids("fast red fast"), words=2) == 'valid #3 (4 tokens): "fast red ..."'
+
+
+def test_gate_plot_words_of_gpt2_ids(tmp_path):
+    """BART data: the GPT-2 ids of the gate plot become words ("cats" = " cat" + "s")."""
+    from test_bart_ta_recipe import encoder_of, write_gpt2_files
+
+    from fairseq_sum_plugins.analysis.gate_sweep import gpt2_pieces
+
+    files = write_gpt2_files(str(tmp_path))
+    ids = [str(i) for i in encoder_of(files).encode("The cats sat on the farm.")]
+    pieces = gpt2_pieces(ids + ["</s>"], files["encoder.json"], files["vocab.bpe"])
+    words, scores = join_pieces(pieces, list(range(len(pieces))))
+    assert words == ["The", "cats", "sat", "on", "the", "farm.", "</s>"]
+    assert scores[-1] == len(pieces) - 1

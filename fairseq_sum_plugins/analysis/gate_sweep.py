@@ -12,7 +12,10 @@ summary-level ROUGE-L), as ``fairseq-sum-score`` computes them::
 writes ``sweep/gate_sweep.{md,json}``, ``sweep/sparsity_rouge.png`` (ROUGE against sparsity, one
 point per threshold) and ``sweep/gate_scores.png`` (each token of document ``--doc-index`` with its
 gate; with per-head gates the maximum over heads, which decides whether the position is removed).
-Data is what ``fairseq-sum-prepare`` writes (sentencepiece pieces, ``<sep>`` between sentences).
+Data is what ``fairseq-sum-prepare`` writes (sentencepiece pieces, ``<sep>`` between sentences);
+``gate_scores.png`` joins the pieces into words (a word's gate: the largest of its pieces'), names the
+document and draws ``--plot-threshold`` (0.1). BART data (GPT-2 ids) is shown as words with
+``--gpt2-encoder-json`` / ``--gpt2-vocab-bpe``.
 """
 import argparse
 import json
@@ -41,6 +44,8 @@ def get_parser():
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--doc-index", type=int, default=0, help="example shown in gate_scores.png")
     p.add_argument("--max-doc-tokens", type=int, default=80, help="words shown in gate_scores.png")
+    p.add_argument("--gpt2-encoder-json", help="with --gpt2-vocab-bpe: GPT-2 ids (BART data) shown as words")
+    p.add_argument("--gpt2-vocab-bpe")
     p.add_argument("--plot-threshold", type=float, default=0.1,
                    help="threshold drawn in gate_scores.png (default: the paper's 0.1)")
     p.add_argument("--bpe-symbol", default="sentencepiece", help="post-processing of dictionary strings")
@@ -188,6 +193,23 @@ def plot_gates(tokens, scores, png, max_words=80, threshold=0.1, title=""):
     plt.close(fig)
 
 
+def gpt2_pieces(tokens, encoder_json, vocab_bpe):
+    """GPT-2 BPE ids (BART's dictionary symbols) as text pieces, a word start marked ``▁`` like
+    sentencepiece's, so that :func:`~.plotting.join_pieces` joins them into words; other symbols
+    are kept."""
+    from fairseq.data.encoders.gpt2_bpe_utils import get_encoder
+
+    bpe = get_encoder(encoder_json, vocab_bpe)
+    out = []
+    for t in tokens:
+        if not (t.isdigit() and int(t) in bpe.decoder):
+            out.append(t)
+            continue
+        text = bytearray(bpe.byte_decoder[c] for c in bpe.decoder[int(t)]).decode("utf-8", errors="replace")
+        out.append("▁" + text.strip() if text[:1].isspace() else text)
+    return out
+
+
 def document_title(subset, index, tokens, words=8):
     """``subset #index: "first words ..."`` of one document."""
     from .plotting import join_pieces
@@ -211,6 +233,8 @@ def main(argv=None):
         json.dump(rows, f, indent=2)
     plot_curve(rows, os.path.join(args.out_dir, "sparsity_rouge.png"))
     tokens, scores = document_gates(model, task, gates, args.gen_subset, args.doc_index, cuda)
+    if args.gpt2_encoder_json and args.gpt2_vocab_bpe:
+        tokens = gpt2_pieces(tokens, args.gpt2_encoder_json, args.gpt2_vocab_bpe)
     plot_gates(tokens, scores, os.path.join(args.out_dir, "gate_scores.png"), args.max_doc_tokens,
                threshold=args.plot_threshold, title=document_title(args.gen_subset, args.doc_index, tokens))
     return rows
