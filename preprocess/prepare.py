@@ -14,8 +14,8 @@ Input, one of:
   separate sentences or paragraphs, or a list of strings (the sentences). ``id`` is kept if present.
 * ``--parallel-dir DIR``: ``{split}.source`` / ``{split}.target``, one example per line. A line
   may mark its sentence boundaries with the token ``<sep>``; a line without it is split by the
-  splitter of :mod:`fairseq_sum_plugins.text` chosen by ``--sentence-splitter regex|pysbd``. A literal ``\\n`` is *not* interpreted.
-
+  splitter of :mod:`fairseq_sum_plugins.text` chosen by ``--sentence-splitter regex|pysbd``. A
+  literal ``\\n`` is *not* interpreted.
 * ``--hf-dataset NAME_OR_PATH [--hf-config C]``: a Hugging Face ``datasets`` dataset (optional
   package) with its own train / validation / test splits and the fields ``--src-field`` /
   ``--tgt-field``: a folder written by ``save_to_disk`` (``load_from_disk``), else
