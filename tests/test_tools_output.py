@@ -157,3 +157,20 @@ def test_gate_plot_words_of_gpt2_ids(tmp_path):
     words, scores = join_pieces(pieces, list(range(len(pieces))))
     assert words == ["The", "cats", "sat", "on", "the", "farm.", "</s>"]
     assert scores[-1] == len(pieces) - 1
+
+
+def test_topic_top_words_are_whole_words():
+    from fairseq.data import Dictionary
+
+    from fairseq_sum_plugins.analysis.topics import top_words
+
+    d = Dictionary()
+    for sym in ["\u2581bank", "ing", "\u2581loan", "\u2581cat", "s"]:
+        d.add_symbol(sym)
+    phi = np.full((len(d), 2), 1e-3)
+    phi[d.index("ing"), 0], phi[d.index("\u2581bank"), 0], phi[d.index("\u2581loan"), 0] = 0.5, 0.3, 0.2
+    phi[d.index("\u2581cat"), 1], phi[d.index("s"), 1] = 0.6, 0.4
+    model = SimpleNamespace(phi=phi, keep=np.arange(len(d)) >= d.nspecial, surfaces=None,
+                            surface=lambda i, dic: dic[i].replace("\u2581", ""))
+    assert top_words(model, d, 0, 3) == ["bank", "loan", "cat"]  # "ing" (the largest) left out
+    assert top_words(model, d, 1, 1) == ["cat"]
