@@ -21,6 +21,9 @@ setup(
     ],
     extras_require={
         "plots": ["matplotlib"],
+        # --sentence-splitter pysbd (fairseq-sum-prepare, sum_moses, fairseq-sum-score)
+        "sentences": ["pysbd"],
+        # --hf-dataset (fairseq-sum-prepare) and the ACLSum quickstart corpus
         "data": ["aclsum", "datasets"],
         "test": ["pytest"],
         "t5": ["transformers", "safetensors"],  # tests of fairseq-sum-import-t5 only

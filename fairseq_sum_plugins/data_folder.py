@@ -6,7 +6,7 @@
 * :func:`read_prepare_args`: the tokenizer and BPE that ``fairseq-sum-prepare`` recorded in
   ``DATA/prepare_args.json``. The file is data, never code or configuration: only the keys the
   plugin writes are read (``tokenizer``: ``tokenizer`` = ``sum_moses``, ``moses_lang``,
-  ``sum_lowercase``, ``sum_sentence_split``; ``bpe``: ``bpe`` = ``sentencepiece``,
+  ``sum_lowercase``, ``sum_sentence_split``, ``sentence_splitter`` = ``regex`` | ``pysbd``; ``bpe``: ``bpe`` = ``sentencepiece``,
   ``sentencepiece_model``, a file name inside DATA, no path), each value is validated (a bad one is a
   ``ValueError`` naming the file and key), and every other key (e.g. ``user_dir``, which fairseq
   would import as a module) is ignored with a warning.
@@ -28,6 +28,7 @@ _TOKENIZERS = ("sum_moses",)
 _BPES = ("sentencepiece",)
 _LANG = re.compile(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})?")
 _BOOL_KEYS = ("sum_lowercase", "sum_sentence_split")
+_SPLITTERS = ("regex", "pysbd")
 
 
 def dictionary_checksum(dictionary):
@@ -71,6 +72,10 @@ def _tokenizer_section(path, section):
             if not isinstance(section[key], bool):
                 raise _bad(path, f"tokenizer.{key}", section[key], "true or false")
             out[key] = section[key]
+    if "sentence_splitter" in section:
+        if section["sentence_splitter"] not in _SPLITTERS:
+            raise _bad(path, "tokenizer.sentence_splitter", section["sentence_splitter"], f"one of {list(_SPLITTERS)}")
+        out["sentence_splitter"] = section["sentence_splitter"]
     if out and "tokenizer" not in out:
         raise _bad(path, "tokenizer.tokenizer", None, "the tokenizer's name is missing")
     return out
@@ -111,7 +116,8 @@ def read_prepare_args(data_dir):
         raise ValueError(f"{path}: a JSON object expected")
     out = {}
     for name, allowed, read in (
-        ("tokenizer", ("tokenizer", "moses_lang") + _BOOL_KEYS, lambda s: _tokenizer_section(path, s)),
+        ("tokenizer", ("tokenizer", "moses_lang", "sentence_splitter") + _BOOL_KEYS,
+         lambda s: _tokenizer_section(path, s)),
         ("bpe", ("bpe", "sentencepiece_model"), lambda s: _bpe_section(path, s, data_dir)),
     ):
         section = recorded.get(name, {})

@@ -461,6 +461,8 @@ def get_parser():
     p.add_argument("--split-sentences", action="store_true",
                    help="split hypotheses and references into sentences with the rule-based splitter "
                         "(outputs without <sep> / newline boundaries, e.g. BART's)")
+    p.add_argument("--sentence-splitter", choices=("regex", "pysbd"), default="regex",
+                   help="splitter of --split-sentences, as fairseq-sum-prepare --sentence-splitter")
     p.add_argument("--bootstrap-samples", type=int, default=1000,
                    help="bootstrap resamples for rouge-score CIs (0: no CIs)")
     p.add_argument("--seed", type=int, default=1, help="bootstrap seed")
@@ -499,7 +501,7 @@ def main(argv=None):
             raise ValueError(f"line count mismatch: {len(hyps)} hypotheses vs {len(refs)} references")
         rouge_hyps, rouge_refs = hyps, refs
         if args.split_sentences:
-            split = _sentence_splitter()
+            split = functools.partial(_sentence_splitter(), splitter=args.sentence_splitter)
             rouge_hyps, rouge_refs = [split(h) for h in hyps], [split(r) for r in refs]
         res = score_summaries(rouge_hyps, rouge_refs, scorer=args.scorer, detok=not args.no_detok,
                               bootstrap=args.bootstrap_samples > 0,

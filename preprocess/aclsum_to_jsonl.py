@@ -25,7 +25,7 @@ import os
 import re
 import sys
 
-from preprocess import stats
+from preprocess import converter_io, stats
 
 SPLITS = {"train": "train", "val": "valid", "test": "test"}
 ASPECTS = ("challenge", "approach", "outcome")
@@ -38,7 +38,7 @@ def get_parser():
     parser.add_argument("--summary", default="abstract",
                         choices=("abstract",) + ASPECTS + ("aspects",),
                         help="target summary (default: the abstract)")
-    stats.add_arguments(parser)
+    converter_io.add_arguments(parser)
     return parser
 
 
@@ -89,7 +89,7 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     counts = {}
     for split, name in SPLITS.items():
-        counts[name] = stats.write_split(args, name, [convert(doc, args.summary) for doc in ACLSum(split)])
+        counts[name] = converter_io.write_split(args, name, [convert(doc, args.summary) for doc in ACLSum(split)])
     stats.finish(args, "aclsum")
     return counts
 

@@ -30,7 +30,7 @@ import os
 import re
 import sys
 
-from preprocess import stats
+from preprocess import converter_io, stats
 
 SPLITS = {"train": ("train",), "valid": ("val", "valid", "validation"), "test": ("test",)}
 TAG = re.compile(r"</?S>")
@@ -58,13 +58,13 @@ def convert_example(obj, where, max_sections=0, keep_sections=False, max_section
         raise ConvertError(f"{where}: article_text and abstract_text must be lists of sentences")
     sections = [clean_sentences(sec) for sec in obj.get("sections") or []]
     if max_section_words:
-        sections = [stats.truncate_sentences(sec, max_section_words) for sec in sections]
+        sections = [converter_io.truncate_sentences(sec, max_section_words) for sec in sections]
     if (max_sections or max_section_words) and sections:
         document = [s for sec in sections[:max_sections or None] for s in sec]
     else:
         document = clean_sentences(obj["article_text"])
         if max_sections and max_section_words:  # no sections: the same word budget over the article
-            document = stats.truncate_sentences(document, max_sections * max_section_words)
+            document = converter_io.truncate_sentences(document, max_sections * max_section_words)
     summary = clean_sentences(obj["abstract_text"])
     if not document or not summary:
         return None
@@ -86,14 +86,14 @@ def find_split(directory, split):
 
 def convert_file(path, out_path, max_sections=0, keep_sections=False, limit=0, max_section_words=0, args=None):
     kept = skipped = 0
-    with stats.open_split(out_path) as fout:
-        for _, where, obj in stats.iter_jsonl(path, ConvertError):
+    with converter_io.open_split(out_path) as fout:
+        for _, where, obj in converter_io.iter_jsonl(path, ConvertError):
             record = convert_example(obj, where, max_sections, keep_sections, max_section_words)
             if record is None:
                 skipped += 1
                 continue
             if args is not None:
-                record = stats.truncate_example(record, args)
+                record = converter_io.truncate_example(record, args)
             fout.write(json.dumps(record, ensure_ascii=False) + "\n")
             kept += 1
             if limit and kept >= limit:
@@ -110,13 +110,13 @@ def get_parser():
     parser.add_argument("--dataset", choices=("arxiv", "pubmed"), help="corpus name for --stats (default: from --in)")
     parser.add_argument("--keep-sections", action="store_true", help="also write sections and section_names")
     parser.add_argument("--limit-per-split", type=int, default=0, help="keep the first N examples (0: all)")
-    stats.add_arguments(parser)
+    converter_io.add_arguments(parser)
     return parser
 
 
 def main(argv=None):
     args = get_parser().parse_args(argv)
-    _, _, paper_sections, paper_section_words = stats.limits(args)
+    _, _, paper_sections, paper_section_words = converter_io.limits(args)
     max_sections = paper_sections if args.max_sections is None else args.max_sections
     max_section_words = paper_section_words if args.max_section_words is None else args.max_section_words
     try:

@@ -21,7 +21,7 @@ import hashlib
 import os
 import sys
 
-from preprocess import stats
+from preprocess import converter_io, stats
 from preprocess.xsum_to_jsonl import SPLIT_NAMES, ConvertError, _find, carve
 
 URL_LISTS = {"train": ("all_train",), "valid": ("all_val", "all_valid", "all_validation"), "test": ("all_test",)}
@@ -38,7 +38,7 @@ def get_parser():
     parser.add_argument("--test-frac", type=float, default=0.05, help="share carved when there is no split")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--limit-per-split", type=int, default=0, help="keep the first N (0: all)")
-    stats.add_arguments(parser)
+    converter_io.add_arguments(parser)
     return parser
 
 
@@ -65,7 +65,7 @@ def parse_story(text):
 
 def read_hf_jsonl(path):
     examples = []
-    for lineno, where, obj in stats.iter_jsonl(path, ConvertError):
+    for lineno, where, obj in converter_io.iter_jsonl(path, ConvertError):
         for key in ("article", "highlights"):
             if not isinstance(obj.get(key), str):
                 raise ConvertError(f"{where}: missing or non-string field {key!r}")
@@ -133,7 +133,7 @@ def convert(args):
             print(f"| {split}: dropped {len(examples) - len(kept)} stories without article or highlights", file=sys.stderr)
         if args.limit_per_split:
             kept = kept[: args.limit_per_split]
-        counts[split] = stats.write_split(args, split, kept)
+        counts[split] = converter_io.write_split(args, split, kept)
     stats.finish(args, "cnn_dm")
     return counts
 
@@ -143,7 +143,7 @@ def main(argv=None):
 
 
 def cli_main():
-    stats.run_converter("cnndm_to_jsonl", main, ConvertError)
+    converter_io.run_converter("cnndm_to_jsonl", main, ConvertError)
 
 
 if __name__ == "__main__":

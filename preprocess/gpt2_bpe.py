@@ -34,7 +34,9 @@ import os
 import sys
 from multiprocessing import Pool
 
-from preprocess import stats
+from tqdm import tqdm
+
+from preprocess import converter_io
 
 SPLITS = {"train": ("train",), "valid": ("valid", "val", "validation"), "test": ("test",)}
 
@@ -89,7 +91,7 @@ def split_path(jsonl_dir, split):
 
 def iter_examples(path, src_field="document", tgt_field="summary"):
     """``(document, summary)`` of every example of a JSONL split, checked."""
-    for _, where, obj in stats.iter_jsonl(path, Gpt2BpeError):
+    for _, where, obj in converter_io.iter_jsonl(path, Gpt2BpeError, progress=False):
         pair = []
         for name in (src_field, tgt_field):
             value = obj.get(name)
@@ -139,6 +141,7 @@ def encode_split(path, outs, args, pool=None, chunk_size=8192):
     files = []
     try:
         files = [open(out + ".tmp", "w", encoding="utf-8", newline="\n") for out in outs]
+        bar = tqdm(desc=f"gpt2 bpe {os.path.basename(path)}", unit="ex", mininterval=1)
         for chunk in chunks(iter_examples(path, args.src_field, args.tgt_field), chunk_size):
             lines = pool.map(_encode_pair, chunk, chunksize=64) if pool is not None else map(_encode_pair, chunk)
             for encoded in lines:
@@ -146,6 +149,8 @@ def encode_split(path, outs, args, pool=None, chunk_size=8192):
                     f.write(line + "\n")
                 src, tgt = encoded[:2]
                 n, n_src, n_tgt = n + 1, n_src + src.count(" ") + 1, n_tgt + tgt.count(" ") + 1
+            bar.update(len(chunk))
+        bar.close()
         for f in files:
             f.close()
         if n == 0:

@@ -27,6 +27,9 @@ import json
 import os
 import sys
 
+from tqdm import tqdm
+
+from preprocess import converter_io
 from preprocess import stats as stats_module
 
 SPLITS = {"train": ("train",), "valid": ("dev", "valid", "validation"), "test": ("test",)}
@@ -47,7 +50,7 @@ def get_parser():
     p.add_argument("--density-bin-splits", default="test",
                    help="comma-separated splits the --density-bin filter applies to (train, valid, test)")
     p.add_argument("--limit-per-split", type=int, default=0, help="keep the first N kept examples (0: all)")
-    stats_module.add_arguments(p)
+    converter_io.add_arguments(p)
     return p
 
 
@@ -105,8 +108,9 @@ def convert(args):
     for split in SPLITS:
         path = find_split(args.newsroom_dir, split)
         kept = dropped = 0
-        with stats_module.open_split(os.path.join(args.out, f"{split}.jsonl")) as out:
-            for line_no, ex in read_jsonl(path):
+        with converter_io.open_split(os.path.join(args.out, f"{split}.jsonl")) as out:
+            for line_no, ex in tqdm(read_jsonl(path), desc=f"read {os.path.basename(path)}", unit="ex",
+                                    mininterval=1, leave=False):
                 text, summary = ex.get("text") or "", ex.get("summary") or ""
                 # empty documents / summaries are dropped (and counted) whatever the minimum lengths
                 if len(text.split()) < max(1, args.min_doc_tokens) or \
@@ -119,7 +123,7 @@ def convert(args):
                 row = {"id": ex.get("url") or ex.get("archive") or f"{split}-{line_no}", "document": text, "summary": summary}
                 row.update({k: ex.get(k) for k in KEPT_FIELDS})
                 row["density_bin"] = density_bin(ex)
-                out.write(json.dumps(stats_module.truncate_example(row, args), ensure_ascii=False) + "\n")
+                out.write(json.dumps(converter_io.truncate_example(row, args), ensure_ascii=False) + "\n")
                 kept += 1
                 if args.limit_per_split and kept >= args.limit_per_split:
                     break

@@ -23,7 +23,7 @@ import os
 import random
 import re
 
-from preprocess import stats
+from preprocess import converter_io, stats
 from preprocess.xsum_to_jsonl import SPLIT_NAMES, ConvertError, _find, carve
 
 _MARKER = re.compile(r"\s*(?:;\s*)?\((?:[A-Z])\)\s*$")
@@ -46,7 +46,7 @@ def get_parser():
     p.add_argument("--strip-markers", type=lambda s: s.lower() not in ("0", "false", "no"), default=True,
                    help="remove trailing (M)/(S)-style markers of the abstracts (default: true)")
     p.add_argument("--limit-per-split", type=int, default=0, help="keep the first N examples (0: all)")
-    stats.add_arguments(p)
+    converter_io.add_arguments(p)
     return p
 
 
@@ -60,7 +60,7 @@ def _text(value, where, field):
 
 def read_jsonl(path, args):
     examples = []
-    for lineno, where, obj in stats.iter_jsonl(path, ConvertError):
+    for lineno, where, obj in converter_io.iter_jsonl(path, ConvertError):
         article = _text(obj.get(args.field_article), where, args.field_article)
         abstract = _text(obj.get(args.field_abstract), where, args.field_abstract)
         if args.strip_markers:
@@ -77,7 +77,7 @@ def read_jsonl(path, args):
 def split_examples(examples, args):
     """``{split: examples}`` of one file: by ``split`` field, else by date, else carved."""
     if all(s is not None for _, s, _, _ in examples):
-        splits = {s: [] for s in stats.SPLITS}
+        splits = {s: [] for s in converter_io.SPLITS}
         for ex, s, _, where in examples:
             s = {"validation": "valid", "val": "valid", "dev": "valid"}.get(s, s)
             if s not in splits:
@@ -110,18 +110,18 @@ def convert(args):
         raise ConvertError(f"{args.jsonl}: no such file or directory")
     os.makedirs(args.out, exist_ok=True)
     counts = {}
-    for split in stats.SPLITS:
+    for split in converter_io.SPLITS:
         kept = [e for e in splits[split] if e["document"] and e["summary"]]
         short = 0
         if args.min_summary_words:
             n = len(kept)
-            kept = [e for e in kept if sum(len(s.split()) for s in stats.split_sentences(e["summary"]))
+            kept = [e for e in kept if sum(len(s.split()) for s in converter_io.split_sentences(e["summary"], args.sentence_splitter))
                     >= args.min_summary_words]
             short = n - len(kept)
         empty = len(splits[split]) - len(kept) - short
         kept = kept[: args.limit_per_split or None]
         note = f" ({empty} empty, {short} with a summary < {args.min_summary_words} words dropped)"
-        counts[split] = stats.write_split(args, split, kept, note)
+        counts[split] = converter_io.write_split(args, split, kept, note)
     stats.finish(args, "nyt")
     return counts
 
@@ -131,7 +131,7 @@ def main(argv=None):
 
 
 def cli_main():
-    stats.run_converter("nyt_to_jsonl", main, ConvertError)
+    converter_io.run_converter("nyt_to_jsonl", main, ConvertError)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,13 @@ Input, one of:
   separate sentences or paragraphs, or a list of strings (the sentences). ``id`` is kept if present.
 * ``--parallel-dir DIR``: ``{split}.source`` / ``{split}.target``, one example per line. A line
   may mark its sentence boundaries with the token ``<sep>``; a line without it is split by the
-  rule-based splitter of :mod:`fairseq_sum_plugins.text`. A literal ``\\n`` is *not* interpreted.
+  splitter of :mod:`fairseq_sum_plugins.text` chosen by ``--sentence-splitter regex|pysbd``. A
+  literal ``\\n`` is *not* interpreted.
+* ``--hf-dataset NAME_OR_PATH [--hf-config C]``: a Hugging Face ``datasets`` dataset (optional
+  package) with its own train / validation / test splits and the fields ``--src-field`` /
+  ``--tgt-field``: a folder written by ``save_to_disk`` (``load_from_disk``), else
+  ``datasets.load_dataset(NAME_OR_PATH, C)`` (the local cache, or data files in a folder). Its
+  splits are exported to ``OUT/hf_jsonl/{split}.jsonl`` and read as ``--jsonl-dir``.
 
 Steps (each is skipped when its outputs are newer than its inputs and were made with the same
 options; ``--force`` redoes everything):
@@ -47,6 +53,7 @@ which drops the pair from every aligned output. The output is deterministic (byt
 for the same input and options; the sentencepiece model also depends on ``--num-threads``).
 """
 import argparse
+import filecmp
 import io
 import json
 import logging
@@ -60,7 +67,8 @@ from multiprocessing import Pool
 
 from tqdm import tqdm
 
-from fairseq_sum_plugins.text import SENT_SEP, segment_document, tokenize_sentence
+from fairseq_sum_plugins.text import (DEFAULT_SENTENCE_SPLITTER, SENT_SEP, SENTENCE_SPLITTERS, segment_document,
+                                      tokenize_sentence)
 
 SPLITS = ("train", "valid", "test")
 SPLIT_NAMES = {"train": ("train",), "valid": ("valid", "val", "validation"), "test": ("test",)}
@@ -79,9 +87,14 @@ def get_parser():
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--jsonl-dir", help="directory with train/valid/test .jsonl files")
     src.add_argument("--parallel-dir", help="directory with {split}.source / {split}.target")
+    src.add_argument("--hf-dataset", metavar="NAME_OR_PATH",
+                     help="a Hugging Face `datasets` dataset with train/validation/test splits: a folder "
+                     "written by save_to_disk, or a name / data folder for datasets.load_dataset "
+                     "(local cache or files; set HF_DATASETS_OFFLINE=1 to never download)")
+    parser.add_argument("--hf-config", default=None, help="configuration name of --hf-dataset")
     parser.add_argument("--out", required=True, help="output directory")
-    parser.add_argument("--src-field", default="document", help="JSONL field of the document")
-    parser.add_argument("--tgt-field", default="summary", help="JSONL field of the summary")
+    parser.add_argument("--src-field", default="document", help="JSONL / dataset field of the document")
+    parser.add_argument("--tgt-field", default="summary", help="JSONL / dataset field of the summary")
     parser.add_argument("--splits", default="train,valid,test",
                         help="comma-separated splits to prepare (train is required)")
     text = parser.add_argument_group("text")
@@ -89,6 +102,9 @@ def get_parser():
     text.add_argument("--lowercase", action="store_true", help="lower-case tokenized text")
     text.add_argument("--no-sentence-split", action="store_true",
                       help="no <sep> markers: every document is a single segment")
+    text.add_argument("--sentence-splitter", choices=SENTENCE_SPLITTERS, default=DEFAULT_SENTENCE_SPLITTER,
+                      help="sentence splitter of strings without <sep> (fairseq_sum_plugins/text.py); "
+                      "inference (sum_moses) and the scorer take the same option")
     text.add_argument("--skip-empty", action="store_true",
                       help="drop pairs with an empty document or summary instead of failing")
     sp = parser.add_argument_group("sentencepiece")
@@ -205,6 +221,55 @@ def count_examples(args, src_path):
     return sum(1 for _ in _lines(src_path))
 
 
+def _load_hf(args):
+    try:
+        import datasets
+    except ImportError:
+        raise PrepareError("--hf-dataset needs the `datasets` package: pip install datasets "
+                           "(or pip install 'fairseq-sum-plugins[data]')") from None
+    path = args.hf_dataset
+    saved = any(os.path.isfile(os.path.join(path, n)) for n in ("dataset_dict.json", "state.json"))
+    try:
+        ds = datasets.load_from_disk(path) if saved else datasets.load_dataset(path, args.hf_config)
+    except Exception as e:  # noqa: BLE001 - datasets raises many kinds; the message names the flag
+        raise PrepareError(f"--hf-dataset {path}: cannot load it ({type(e).__name__}: {e})") from None
+    if not isinstance(ds, (dict, datasets.DatasetDict)):
+        raise PrepareError(f"--hf-dataset {path}: one split without names; save a DatasetDict with "
+                           "train / validation / test splits")
+    return ds
+
+
+def export_hf_dataset(args):
+    """``--hf-dataset``: the dataset's own splits (``train``, ``validation`` / ``valid`` / ``val``,
+    ``test``) written as JSONL (``id`` when the dataset has one, ``--src-field``, ``--tgt-field``) to
+    ``OUT/hf_jsonl``, which then is the ``--jsonl-dir``. A split file is replaced only when its content
+    changes, so the later steps stay up to date on a re-run."""
+    ds = _load_hf(args)
+    out_dir = os.path.join(args.out, "hf_jsonl")
+    os.makedirs(out_dir, exist_ok=True)
+    for split in args.splits:
+        names = [n for n in SPLIT_NAMES[split] if n in ds]
+        if not names:
+            raise PrepareError(f"--hf-dataset {args.hf_dataset}: no {split} split "
+                               f"(looked for {' / '.join(SPLIT_NAMES[split])}; it has {', '.join(ds)})")
+        data = ds[names[0]]
+        for name, flag in ((args.src_field, "--src-field"), (args.tgt_field, "--tgt-field")):
+            if name not in data.column_names:
+                raise PrepareError(f"--hf-dataset {args.hf_dataset} [{names[0]}]: no field {name!r} "
+                                   f"(has: {', '.join(data.column_names)}); choose it with {flag}")
+        path = os.path.join(out_dir, split + ".jsonl")
+        with open(path + ".tmp", "w", encoding="utf-8", newline="\n") as f:
+            for i, row in enumerate(tqdm(data, desc=f"export {split}", unit="ex", mininterval=1)):
+                rec = {"id": str(row.get("id", i)), args.src_field: row[args.src_field],
+                       args.tgt_field: row[args.tgt_field]}
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        if os.path.isfile(path) and filecmp.cmp(path, path + ".tmp", shallow=False):
+            os.remove(path + ".tmp")
+        else:
+            os.replace(path + ".tmp", path)
+    return out_dir
+
+
 # ---------------------------------------------------------------- helpers
 
 
@@ -291,12 +356,12 @@ def _map(fn, items, workers):
 # ---------------------------------------------------------------- 1. tokenize
 
 
-def _tokenize_example(example, lang, lowercase, sentence_split):
+def _tokenize_example(example, lang, lowercase, sentence_split, splitter=DEFAULT_SENTENCE_SPLITTER):
     where, ex_id, doc, summ = example
     out = [where, ex_id]
     for text in (doc, summ):
         pairs = [(s, tokenize_sentence(s, lang, lowercase))
-                 for s in segment_document(text, sentence_split)]
+                 for s in segment_document(text, sentence_split, splitter, lang)]
         pairs = [(s, t) for s, t in pairs if t]
         out.append(f" {SENT_SEP} ".join(s for s, _ in pairs))
         out.append(f" {SENT_SEP} ".join(t for _, t in pairs))
@@ -307,7 +372,7 @@ def tokenize_split(args, split, src_path, tgt_path):
     examples = (read_jsonl(src_path, args.src_field, args.tgt_field) if args.jsonl_dir
                 else read_parallel(src_path, tgt_path))
     fn = partial(_tokenize_example, lang=args.lang, lowercase=args.lowercase,
-                 sentence_split=not args.no_sentence_split)
+                 sentence_split=not args.no_sentence_split, splitter=args.sentence_splitter)
     stats = dict(examples=0, skipped=0, src_tokens=0, src_sents=0, tgt_tokens=0, tgt_sents=0)
     tok, raw = os.path.join(args.out, "tok", split), os.path.join(args.out, "raw", split)
     total = count_examples(args, src_path)
@@ -344,7 +409,7 @@ def step_tokenize(args, inputs):
         inputs={s: [os.path.abspath(p) for p in paths] for s, paths in inputs.items()},
         src_field=args.src_field, tgt_field=args.tgt_field, lang=args.lang,
         lowercase=args.lowercase, sentence_split=not args.no_sentence_split,
-        skip_empty=args.skip_empty,
+        skip_empty=args.skip_empty, sentence_splitter=args.sentence_splitter,
     )
     outputs = [os.path.join(args.out, d, f"{s}.{ext}")
                for s in inputs for d in ("tok", "raw") for ext in ("src", "tgt")]
@@ -575,8 +640,9 @@ def step_finalize(args, stats):
         tokenizer.append("--sum-lowercase")
     if args.no_sentence_split:
         tokenizer.append("--sum-sentence-split")  # fairseq: a True-default bool flag sets False
-    moses = dict(tokenizer="sum_moses", moses_lang=args.lang,
-                 sum_lowercase=args.lowercase, sum_sentence_split=not args.no_sentence_split)
+    tokenizer += ["--sentence-splitter", args.sentence_splitter]
+    moses = dict(tokenizer="sum_moses", moses_lang=args.lang, sum_lowercase=args.lowercase,
+                 sum_sentence_split=not args.no_sentence_split, sentence_splitter=args.sentence_splitter)
     if getattr(args, "spm_model", None):  # raw text straight into the pretrained sentencepiece
         tokenizer, moses = [], {}
     info = dict(
@@ -633,6 +699,8 @@ def prepare(args):
     for path in (getattr(args, "spm_model", None), getattr(args, "dict", None)):
         if path and not os.path.isfile(path):
             raise PrepareError(f"{path}: no such file")
+    if args.hf_dataset:
+        args.jsonl_dir = export_hf_dataset(args)
     inputs = find_inputs(args)
     os.makedirs(args.out, exist_ok=True)
     start = time.time()

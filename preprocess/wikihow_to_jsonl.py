@@ -30,7 +30,9 @@ import os
 import re
 import sys
 
-from preprocess import stats
+from tqdm import tqdm
+
+from preprocess import converter_io, stats
 from preprocess.xsum_to_jsonl import ConvertError
 
 COLUMNS = ("headline", "title", "text")
@@ -50,7 +52,7 @@ def get_parser():
     p.add_argument("--no-length-filter", action="store_true",
                    help="keep rows whose summary is at least 3/4 of the article's length")
     p.add_argument("--limit-per-split", type=int, default=0, help="keep the first N examples (0: all)")
-    stats.add_arguments(p)
+    converter_io.add_arguments(p)
     return p
 
 
@@ -94,7 +96,7 @@ def read_csv(path, skip_bad_rows=False, length_filter=True):
             if missing:
                 raise ConvertError(f"{path}: missing column {missing[0]!r} (header: {', '.join(header)})")
             col = {c: header.index(c) for c in COLUMNS if c in header}
-            for row in reader:
+            for row in tqdm(reader, desc=f"read {os.path.basename(path)}", unit="row", mininterval=1, leave=False):
                 where = f"{path}:{reader.line_num}"
                 if not any(cell.strip() for cell in row):
                     continue
@@ -143,7 +145,7 @@ def convert(args):
         raise ConvertError("--valid-frac + --test-frac must be below 1")
     examples, dropped = read_csv(args.csv, args.skip_bad_rows, not args.no_length_filter)
     titles = read_lists(args.split_lists) if args.split_lists else None
-    splits = {s: [] for s in stats.SPLITS}
+    splits = {s: [] for s in converter_io.SPLITS}
     unlisted = 0
     for ex in examples:
         title = ex.pop("title") or ex["id"]
@@ -160,9 +162,9 @@ def convert(args):
           + (f", {unlisted} titles in no split list" if titles is not None else ""), file=sys.stderr)
     os.makedirs(args.out, exist_ok=True)
     counts = {}
-    for split in stats.SPLITS:
+    for split in converter_io.SPLITS:
         rows = splits[split][: args.limit_per_split or None]
-        counts[split] = stats.write_split(args, split, rows)
+        counts[split] = converter_io.write_split(args, split, rows)
     stats.finish(args, "wikihow")
     return counts
 
@@ -172,7 +174,7 @@ def main(argv=None):
 
 
 def cli_main():
-    stats.run_converter("wikihow_to_jsonl", main, ConvertError)
+    converter_io.run_converter("wikihow_to_jsonl", main, ConvertError)
 
 
 if __name__ == "__main__":

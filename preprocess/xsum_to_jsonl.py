@@ -27,7 +27,7 @@ import random
 import re
 import sys
 
-from preprocess import stats
+from preprocess import converter_io, stats
 
 SPLIT_NAMES = {"train": ("train",), "valid": ("validation", "valid", "val"), "test": ("test",)}
 SECTION = re.compile(r"\[(?:SN|XSUM)\]([A-Z][A-Z-]*)\[(?:SN|XSUM)\]")
@@ -62,7 +62,7 @@ def get_parser():
     parser.add_argument("--limit-per-split", type=int, default=0, help="keep the first N (0: all)")
     parser.add_argument("--skip-missing", action="store_true",
                         help="skip ids of the split file without a raw file instead of failing")
-    stats.add_arguments(parser)
+    converter_io.add_arguments(parser)
     return parser
 
 
@@ -72,7 +72,7 @@ def get_parser():
 def read_jsonl(path):
     """Examples of an HF XSum JSONL file (blank lines are ignored)."""
     examples = []
-    for lineno, where, obj in stats.iter_jsonl(path, ConvertError):
+    for lineno, where, obj in converter_io.iter_jsonl(path, ConvertError):
         for key in ("document", "summary"):
             if not isinstance(obj.get(key), str):
                 raise ConvertError(f"{where}: missing or non-string field {key!r}")
@@ -230,7 +230,7 @@ def convert(args):
         examples = splits[split]
         if args.limit_per_split:
             examples = examples[:args.limit_per_split]
-        counts[split] = stats.write_split(args, split, examples)
+        counts[split] = converter_io.write_split(args, split, examples)
     stats.finish(args, "xsum")
     return counts
 
@@ -240,7 +240,7 @@ def main(argv=None):
 
 
 def cli_main():
-    stats.run_converter("xsum_to_jsonl", main, ConvertError)
+    converter_io.run_converter("xsum_to_jsonl", main, ConvertError)
 
 
 if __name__ == "__main__":

@@ -104,8 +104,8 @@ generate() {
   if [ -s "$out" ] && grep -q "^Generate" "$out" 2>/dev/null; then log "generate: $out exists, skipped"; return; fi
   log "generate: $ckpt -> $out"
   fairseq-generate "$data" --user-dir "$USER_DIR" --task summarization --path "$ckpt" \
-    --tokenizer sum_moses --bpe sentencepiece --sentencepiece-model "$data/spm.model" "$@" \
-    > "$out" 2> >(tee "$out.log" >&2)
+    --tokenizer sum_moses --bpe sentencepiece --sentencepiece-model "$data/spm.model" \
+    --log-format simple --log-interval 10 "$@" > "$out" 2> >(tee "$out.log" >&2)  # progress every 10 batches
 }
 
 # score GENERATE_OUTPUT [fairseq-sum-score options...]   (-> GENERATE_OUTPUT.rouge.json / .rouge.txt;

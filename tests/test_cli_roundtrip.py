@@ -210,7 +210,7 @@ def test_prepare_args_values_are_validated(tmp_path):
     from fairseq_sum_plugins.data_folder import read_prepare_args
 
     good = {"tokenizer": {"tokenizer": "sum_moses", "moses_lang": "en", "sum_lowercase": False,
-                          "sum_sentence_split": True},
+                          "sum_sentence_split": True, "sentence_splitter": "pysbd"},
             "bpe": {"bpe": "sentencepiece", "sentencepiece_model": "spm.model"}, "options": {"x": 1}}
     path = tmp_path / "prepare_args.json"
     path.write_text(json.dumps(good))
@@ -220,7 +220,7 @@ def test_prepare_args_values_are_validated(tmp_path):
     for section, key, value in (("bpe", "sentencepiece_model", "../../elsewhere/spm.model"),
                                 ("bpe", "sentencepiece_model", "/abs/spm.model"), ("bpe", "bpe", "gpt2"),
                                 ("tokenizer", "tokenizer", "moses"), ("tokenizer", "moses_lang", "en; rm -rf /"),
-                                ("tokenizer", "sum_lowercase", "yes")):
+                                ("tokenizer", "sum_lowercase", "yes"), ("tokenizer", "sentence_splitter", "os")):
         bad = json.loads(json.dumps(good))
         bad[section][key] = value
         path.write_text(json.dumps(bad))

@@ -1,5 +1,5 @@
 """Converters on small fixtures in the real formats: WikiHow CSV, NYT JSONL, the shared statistics
-and truncation of preprocess/stats.py, and bad / truncated input of every converter."""
+and truncation of preprocess/stats.py / preprocess/converter_io.py, and bad / truncated input of every converter."""
 import csv
 import gzip
 import json
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from preprocess import (arxiv_pubmed_to_jsonl, cnndm_to_jsonl, newsroom_to_jsonl, nyt_to_jsonl, stats,
+from preprocess import (arxiv_pubmed_to_jsonl, cnndm_to_jsonl, converter_io, newsroom_to_jsonl, nyt_to_jsonl, stats,
                         wikihow_to_jsonl, xsum_to_jsonl)
 from preprocess.xsum_to_jsonl import ConvertError
 
@@ -166,10 +166,10 @@ def test_stats_against_paper_table():
 
 def test_truncation_keeps_sentences():
     sents = ["one two three.", "four five six.", "seven eight."]
-    assert stats.truncate_sentences(sents, 5) == ["one two three.", "four five"]
-    assert stats.truncate_sentences(sents, 0) == sents
-    assert stats.truncate_text("Short one. Two.", 10) == "Short one. Two."
-    assert stats.truncate_text("One two three. Four five six.", 4) == ["One two three.", "Four"]
+    assert converter_io.truncate_sentences(sents, 5) == ["one two three.", "four five"]
+    assert converter_io.truncate_sentences(sents, 0) == sents
+    assert converter_io.truncate_text("Short one. Two.", 10) == "Short one. Two."
+    assert converter_io.truncate_text("One two three. Four five six.", 4) == ["One two three.", "Four"]
 
 
 def test_cnndm_paper_truncation_and_stats(tmp_path, capsys):
@@ -278,7 +278,7 @@ def test_interrupted_converter_leaves_no_split(tmp_path):
 def test_stats_needs_no_fairseq():
     """The converters' statistics split sentences without importing fairseq (seconds per call)."""
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    code = ("import sys; from preprocess import stats; assert stats.split_sentences('One. Two here.') == "
+    code = ("import sys; from preprocess import converter_io, stats; assert converter_io.split_sentences('One. Two here.') == "
             "['One.', 'Two here.']; print('fairseq' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=repo)
     assert proc.stdout.strip() == "False"

@@ -168,8 +168,8 @@ def test_prepare_makes_loadable_dataset(prepared):
 
     assert stats["encode"]["train"]["src_truncated"] > 0
     info = json.loads((bin_dir / "prepare_args.json").read_text())
-    assert info["tokenizer"] == {"tokenizer": "sum_moses", "moses_lang": "en",
-                                 "sum_lowercase": False, "sum_sentence_split": True}
+    assert info["tokenizer"] == {"tokenizer": "sum_moses", "moses_lang": "en", "sum_lowercase": False,
+                                 "sum_sentence_split": True, "sentence_splitter": "regex"}
     assert info["options"]["max_src_tokens"] == 40
     assert read(out / "tok" / "train.src")[5] == "Alone"
     assert read(out / "tok" / "train.id")[0] == "ex1-0"

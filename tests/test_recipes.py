@@ -122,7 +122,7 @@ def test_pubmed_mem2mem(tmp_path):
     words, and the model (MAX_SENTS / SENT_TOKENS unset) cuts nothing further."""
     import torch
 
-    from preprocess.stats import truncate_sentences
+    from preprocess.converter_io import truncate_sentences
 
     raw = corpora.write_cohan(tmp_path / "pubmed-dataset")
     rng = random.Random(1)

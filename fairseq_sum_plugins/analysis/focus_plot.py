@@ -44,6 +44,8 @@ def collect_focus(model, src_tokens):
 
 
 def plot_focus(focus, path, title=""):
+    """One panel per (layer, head): centre (line), scope (band), ``mu~_i = i`` (dotted), with a legend;
+    ``title`` names the document."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -60,10 +62,10 @@ def plot_focus(focus, path, title=""):
         for h in range(heads):
             ax = axes[r][h]
             mu, sigma = f["mu"][h], f["sigma"][h]
-            ax.fill_between(pos, [a - b for a, b in zip(mu, sigma)], [a + b for a, b in zip(mu, sigma)],
-                            color="tab:blue", alpha=0.25, linewidth=0)
-            ax.plot(pos, mu, color="tab:blue", linewidth=1)
-            ax.plot(pos, pos, color="grey", linewidth=0.5, linestyle=":")
+            band = ax.fill_between(pos, [a - b for a, b in zip(mu, sigma)], [a + b for a, b in zip(mu, sigma)],
+                                   color="tab:blue", alpha=0.25, linewidth=0)
+            line, = ax.plot(pos, mu, color="tab:blue", linewidth=1)
+            diag, = ax.plot(pos, pos, color="grey", linewidth=0.8, linestyle=":")
             ax.set_ylim(0, f["m"] + 1)
             if r == 0:
                 ax.set_title(f"head {h + 1}", fontsize=8)
@@ -72,10 +74,23 @@ def plot_focus(focus, path, title=""):
             if r == len(layers) - 1:
                 ax.set_xlabel("query position i", fontsize=7)
             ax.tick_params(labelsize=6)
-    fig.suptitle(title or "focus centres mu~ (line) and scopes mu~ +- sigma~ (band)", fontsize=9)
-    fig.tight_layout()
+    fig.legend([line, band, diag], ["centre mu~_i (eq. 6)", "scope mu~_i +- sigma~_i (focal bias > -2)",
+                                     "mu~_i = i (no shift)"], loc="lower center", ncol=3, fontsize=7, frameon=False)
+    head = "ETADS focus attention: centre and scope of every query position"
+    fig.suptitle(f"{head}\n{title}" if title else head, fontsize=9)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def document_name(task, split, index, src, words=10):
+    """``split #index (N tokens): "first words ..."`` of one source document (pieces joined into words)."""
+    text = task.source_dictionary.string(src)
+    if "\u2581" in text:  # sentencepiece pieces: joined into words
+        text = text.replace(" ", "").replace("\u2581", " ").replace("<sep>", " <sep> ")
+    head = text.replace("<sep>", "/").split()
+    snippet = " ".join(head[:words]) + (" ..." if len(head) > words else "")
+    return f'{split} #{index} ({len(src)} tokens): "{snippet}"'
 
 
 def get_parser():
@@ -100,7 +115,7 @@ def main(argv=None):
     task.load_dataset(args.split)
     src = task.dataset(args.split)[args.index]["source"]
     focus = collect_focus(model, src)
-    plot_focus(focus, args.png, f"{args.split} #{args.index}: {len(src)} tokens")
+    plot_focus(focus, args.png, document_name(task, args.split, args.index, src))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(focus, f)

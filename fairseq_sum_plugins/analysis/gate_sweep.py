@@ -12,7 +12,10 @@ summary-level ROUGE-L), as ``fairseq-sum-score`` computes them::
 writes ``sweep/gate_sweep.{md,json}``, ``sweep/sparsity_rouge.png`` (ROUGE against sparsity, one
 point per threshold) and ``sweep/gate_scores.png`` (each token of document ``--doc-index`` with its
 gate; with per-head gates the maximum over heads, which decides whether the position is removed).
-Data is what ``fairseq-sum-prepare`` writes (sentencepiece pieces, ``<sep>`` between sentences).
+Data is what ``fairseq-sum-prepare`` writes (sentencepiece pieces, ``<sep>`` between sentences);
+``gate_scores.png`` joins the pieces into words (a word's gate: the largest of its pieces'), names the
+document and draws ``--plot-threshold`` (0.1). BART data (GPT-2 ids) is shown as words with
+``--gpt2-encoder-json`` / ``--gpt2-vocab-bpe``.
 """
 import argparse
 import json
@@ -42,7 +45,11 @@ def get_parser():
     p.add_argument("--max-len-b", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--doc-index", type=int, default=0, help="example shown in gate_scores.png")
-    p.add_argument("--max-doc-tokens", type=int, default=80, help="tokens shown in gate_scores.png")
+    p.add_argument("--max-doc-tokens", type=int, default=80, help="words shown in gate_scores.png")
+    p.add_argument("--gpt2-encoder-json", help="with --gpt2-vocab-bpe: GPT-2 ids (BART data) shown as words")
+    p.add_argument("--gpt2-vocab-bpe")
+    p.add_argument("--plot-threshold", type=float, default=0.1,
+                   help="threshold drawn in gate_scores.png (default: the paper's 0.1)")
     p.add_argument("--bpe-symbol", default="sentencepiece", help="post-processing of dictionary strings")
     p.add_argument("--cpu", action="store_true", help="stay on CPU even with a GPU")
     p.add_argument("--out-dir", required=True)
@@ -114,25 +121,27 @@ def table(rows):
 
 
 def plot_curve(rows, png):
-    """Fig. 4: ROUGE against the sparsity rate, thresholds annotated."""
-    import matplotlib
+    """Fig. 4: ROUGE against the sparsity rate; thresholds that reach the same point share one label,
+    the other labels are placed where they overlap none."""
+    from .plotting import place_labels, pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     x = [r["sparsity"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for key, label in (("rouge1", "ROUGE-1"), ("rouge2", "ROUGE-2"), ("rougeL", "ROUGE-L")):
         ax.plot(x, [r[key] for r in rows], marker="o", label=label)
+    points = {}
     for r in rows:
-        ax.annotate(f"t={r['threshold']:g}", (r["sparsity"], r["rouge1"]), textcoords="offset points",
-                    xytext=(0, 6), fontsize=7, ha="center")
+        points.setdefault((round(r["sparsity"], 2), round(r["rouge1"], 2)), []).append(f"{r['threshold']:g}")
     ax.set_xlabel("sparsity rate (% of source tokens removed)")
     ax.set_ylabel("F1 x 100")
-    ax.set_title("Gate threshold sweep")
-    ax.legend()
+    ax.set_title("Gate threshold sweep (labels: thresholds t on the ROUGE-1 curve)", fontsize=9)
+    ax.legend(loc="lower left", fontsize=8)
     ax.grid(alpha=0.3)
+    ax.margins(x=0.12, y=0.15)
     fig.tight_layout()
+    place_labels(ax, list(points), ["t=" + ",".join(ts) for ts in points.values()],
+                 offsets=((0, 7), (0, -13), (6, 2), (-6, 2), (0, 17), (0, -23), (6, -10), (-6, -10)))
     fig.savefig(png, dpi=120)
     plt.close(fig)
 
@@ -158,27 +167,56 @@ def document_gates(model, task, gates, subset, index, cuda):
     return tokens, scores[keep.to(scores.device)].tolist()
 
 
-def plot_gates(tokens, scores, png, max_tokens=80, threshold=None):
-    """Fig. 3: one bar per source token, its gate score."""
-    import matplotlib
+def plot_gates(tokens, scores, png, max_words=80, threshold=0.1, title=""):
+    """Fig. 3: one bar per source word (sentencepiece pieces joined; a word's gate is the largest of its
+    pieces'), bars of words whose gates are all closed (``<= threshold``) in grey, the threshold line
+    always drawn; ``title`` names the document."""
+    from .plotting import join_pieces, pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    tokens, scores = tokens[:max_tokens], scores[:max_tokens]
-    fig, ax = plt.subplots(figsize=(max(6, 0.18 * len(tokens)), 3.5))
-    ax.bar(range(len(tokens)), scores, color="tab:blue")
-    if threshold is not None:
-        ax.axhline(threshold, color="tab:red", lw=1, ls="--", label=f"threshold {threshold:g}")
-        ax.legend(loc="upper right")
-    ax.set_xticks(range(len(tokens)))
-    ax.set_xticklabels([t.replace("\u2581", "") or "_" for t in tokens], rotation=90, fontsize=6)
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("gate g_i")
-    ax.set_title("Gate scores of the source tokens")
+    plt = pyplot()
+    words, values = join_pieces(tokens, scores)
+    closed = sum(v <= threshold for v in values)
+    words, values = words[:max_words], values[:max_words]
+    fig, ax = plt.subplots(figsize=(max(6, 0.2 * len(words)), 3.8))
+    ax.bar(range(len(words)), values, color=["lightgrey" if v <= threshold else "tab:blue" for v in values])
+    ax.axhline(threshold, color="tab:red", lw=1, ls="--", label=f"threshold t = {threshold:g} (grey: removed)")
+    ax.legend(loc="upper right", fontsize=7)
+    ax.set_xticks(range(len(words)))
+    ax.set_xticklabels(words, rotation=90, fontsize=7)
+    ax.set_xlim(-0.6, len(words) - 0.4)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("gate g_i (max over the word's pieces)")
+    shown = "" if len(words) == len(join_pieces(tokens, scores)[0]) else f", first {len(words)} shown"
+    ax.set_title(f"Gate scores of {title or 'one document'}\nthreshold t = {threshold:g}: {closed} of "
+                 f"{len(join_pieces(tokens, scores)[0])} words removed{shown}", fontsize=9)
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)
+
+
+def gpt2_pieces(tokens, encoder_json, vocab_bpe):
+    """GPT-2 BPE ids (BART's dictionary symbols) as text pieces, a word start marked ``▁`` like
+    sentencepiece's, so that :func:`~.plotting.join_pieces` joins them into words; other symbols
+    are kept."""
+    from fairseq.data.encoders.gpt2_bpe_utils import get_encoder
+
+    bpe = get_encoder(encoder_json, vocab_bpe)
+    out = []
+    for t in tokens:
+        if not (t.isdigit() and int(t) in bpe.decoder):
+            out.append(t)
+            continue
+        text = bytearray(bpe.byte_decoder[c] for c in bpe.decoder[int(t)]).decode("utf-8", errors="replace")
+        out.append("▁" + text.strip() if text[:1].isspace() else text)
+    return out
+
+
+def document_title(subset, index, tokens, words=8):
+    """``subset #index: "first words ..."`` of one document."""
+    from .plotting import join_pieces
+
+    text = join_pieces([t for t in tokens if t not in ("<sep>", "</s>")], [0.0] * len(tokens))[0]
+    return f'{subset} #{index}: "' + " ".join(text[:words]) + (' ..."' if len(text) > words else '"')
 
 
 def main(argv=None):
@@ -196,8 +234,10 @@ def main(argv=None):
         json.dump(rows, f, indent=2)
     plot_curve(rows, os.path.join(args.out_dir, "sparsity_rouge.png"))
     tokens, scores = document_gates(model, task, gates, args.gen_subset, args.doc_index, cuda)
+    if args.gpt2_encoder_json and args.gpt2_vocab_bpe:
+        tokens = gpt2_pieces(tokens, args.gpt2_encoder_json, args.gpt2_vocab_bpe)
     plot_gates(tokens, scores, os.path.join(args.out_dir, "gate_scores.png"), args.max_doc_tokens,
-               threshold=0.1 if 0.1 in args.thresholds else None)
+               threshold=args.plot_threshold, title=document_title(args.gen_subset, args.doc_index, tokens))
     return rows
 
 

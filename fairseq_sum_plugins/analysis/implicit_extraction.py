@@ -54,20 +54,22 @@ def select_sentences(A, num_sentences):
 
 
 def plot_matrix(matrix, path, xlabel, title):
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    import matplotlib
+    """Heatmap of ``matrix`` (memory slots x sentences or decoding steps), 1-based integer ticks on both
+    axes, the colour scale from the data's minimum to its maximum."""
+    from .plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    matrix = np.asarray(matrix)
-    fig, ax = plt.subplots(figsize=(max(4, 0.25 * matrix.shape[1] + 2), max(2.5, 0.3 * matrix.shape[0] + 1)))
-    im = ax.imshow(matrix, aspect="auto", cmap="Blues", vmin=0)
-    ax.set_yticks(range(matrix.shape[0]), [str(k) for k in range(matrix.shape[0])])
+    plt = pyplot()
+    matrix = np.asarray(matrix, dtype=np.float64)
+    fig, ax = plt.subplots(figsize=(max(5, 0.25 * matrix.shape[1] + 2.5), max(3, 0.3 * matrix.shape[0] + 1.6)))
+    lo, hi = float(matrix.min()), float(matrix.max())
+    im = ax.imshow(matrix, aspect="auto", cmap="Blues", vmin=lo, vmax=hi if hi > lo else lo + 1e-6)
+    for size, set_ticks in ((matrix.shape[1], ax.set_xticks), (matrix.shape[0], ax.set_yticks)):
+        ticks = range(0, size, -(-size // 20))  # at most 20 integer ticks, 1-based labels
+        set_ticks(ticks, [str(t + 1) for t in ticks])
     ax.set_ylabel("memory slot")
     ax.set_xlabel(xlabel)
-    ax.set_title(title)
-    fig.colorbar(im, ax=ax)
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(im, ax=ax, label="attention weight")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -118,7 +120,8 @@ def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200, use
         n = int(enc["sent_mask"].sum())
         A = enc["write_attn"][0, :, :n].float().cpu()
         paths = [os.path.join(out_dir, "write_attn.png")]
-        plot_matrix(A, paths[0], "input sentence", f"memory write attention A (document {index})")
+        plot_matrix(A, paths[0], "input sentence (1-based, document order)",
+                    f"memory write attention A: slot x sentence\n({split} document #{index}, {n} sentences)")
         generator = task.build_generator([model], Namespace(beam=beam, max_len_b=max_len_b))
         hypo = task.inference_step(generator, [model], sample)[0][0]["tokens"]
         eos = task.target_dictionary.eos()
@@ -127,7 +130,8 @@ def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200, use
     if extra.get("read_attn") is not None:
         psi = extra["read_attn"][0].float().cpu().T  # slots x steps
         paths.append(os.path.join(out_dir, "read_attn.png"))
-        plot_matrix(psi, paths[-1], "decoding step", f"memory read attention Psi (document {index})")
+        plot_matrix(psi, paths[-1], "decoding step (1-based)",
+                    f"memory read attention Psi: slot x step\n({split} document #{index}, {psi.shape[1]} steps)")
     return paths
 
 

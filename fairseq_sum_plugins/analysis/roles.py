@@ -9,6 +9,7 @@ finds > 90%), and writes a PNG heatmap of how often each role is the argmax, per
 import argparse
 import json
 import logging
+import re
 
 import numpy as np
 import torch
@@ -50,21 +51,33 @@ def collect_role_usage(model, batches, threshold=0.98, pad=1):
     }
 
 
-def plot_role_usage(stats, path):
-    import matplotlib
+def sublayer_label(name):
+    """``encoder.layers.0.self_attn_binding`` -> ``encoder layer 1 self-attn`` (1-based layers, as
+    ``--focus-layers`` and the other plots count them)."""
+    m = re.match(r"(\w+)\.layers\.(\d+)\.(\w+?)(?:_binding)?$", name)
+    if m is None:
+        return name
+    return f"{m.group(1)} layer {int(m.group(2)) + 1} {m.group(3).replace('_attn', '-attn').replace('_', ' ')}"
 
-    matplotlib.use("Agg")
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    import matplotlib.pyplot as plt
 
+def plot_role_usage(stats, path, threshold=0.98):
+    """Heatmap of how often each role is the argmax, one row per sublayer labelled with its share of
+    role attention distributions whose maximum exceeds ``threshold``."""
+    from .plotting import pyplot
+
+    plt = pyplot()
     names = list(stats)
     usage = np.array([stats[n]["usage"] for n in names])
-    fig, ax = plt.subplots(figsize=(max(6, usage.shape[1] * 0.18 + 3), 0.35 * len(names) + 1.5))
+    fig, ax = plt.subplots(figsize=(max(6, usage.shape[1] * 0.18 + 4), 0.35 * len(names) + 1.7))
     im = ax.imshow(usage, aspect="auto", cmap="viridis")
-    labels = [f"{n.replace('.layers.', ' L').replace('_binding', '')}  ({100 * stats[n]['peaked']:.0f}% > thr)" for n in names]
+    labels = [f"{sublayer_label(n)}  ({100 * stats[n]['peaked']:.0f}% max > {threshold:g})" for n in names]
     ax.set_yticks(range(len(names)), labels, fontsize=7)
-    ax.set_xlabel("role index (argmax of the role attention)")
-    ax.set_title("TP-Transformer role usage per sublayer")
+    step = 1 if usage.shape[1] <= 20 else 5
+    ticks = [r for r in range(usage.shape[1]) if r == 0 or (r + 1) % step == 0]
+    ax.set_xticks(ticks, [str(r + 1) for r in ticks], fontsize=7)
+    ax.set_xlabel("role (1-based): argmax of the role attention (eq. 5)", fontsize=8)
+    ax.set_title(f"TP-Transformer role usage per sublayer\nin brackets: share of role attention "
+                 f"distributions with max > {threshold:g} (paper §4.4)", fontsize=8)
     fig.colorbar(im, ax=ax, label="share of token-heads")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -108,7 +121,7 @@ def cli_main():
         print(f"{name:45s} {100 * s['peaked']:9.1f}% {sum(u > 0.01 for u in s['usage']):10d}")
     print(f"overall: {100 * total_peaked:.1f}% of role attention distributions have max > {args.threshold}")
     if args.png:
-        plot_role_usage(stats, args.png)
+        plot_role_usage(stats, args.png, args.threshold)
         print(f"wrote {args.png}")
     if args.json:
         with open(args.json, "w") as f:

@@ -31,8 +31,11 @@ import argparse
 import json
 import os
 from argparse import Namespace
+from collections import Counter
 
 import numpy as np
+
+from .plotting import place_labels, pyplot
 
 
 def semantic_similarity(theta_1, theta_2):
@@ -139,44 +142,98 @@ def ss_main(args):
     return result
 
 
+def whole_words(model, dictionary, data=None, max_docs=20000):
+    """Boolean mask of the symbols that are whole words, for the plots (the model keeps every symbol).
+
+    Sentencepiece pieces: a piece that starts a word (``▁``) and holds a letter, and, when the
+    binarized ``data/train`` split is at hand, is followed by the start of the next word (or a
+    special symbol) in at least half of its occurrences in the first ``max_docs`` documents: "▁entit"
+    of "▁entit ies" is left out, "▁entity" kept. GPT-2 ids: the BPE token starts a word (``Ġ``,
+    when the fit's GPT-2 files are at hand; else a decoded text of at least three letters).
+    A word-level dictionary (no ``▁`` at all): every symbol with a letter."""
+    symbols = dictionary.symbols
+    if model.surfaces is not None:
+        try:
+            bpe = model.gpt2_encoder()
+        except (OSError, ValueError):
+            bpe = None
+        mask = np.zeros(len(symbols), dtype=bool)
+        for i, (sym, text) in enumerate(zip(symbols, model.surfaces)):
+            token = bpe.decoder.get(int(sym)) if bpe is not None and sym.isdigit() else None
+            starts = token.startswith("\u0120") if token is not None else len(text) >= 3
+            mask[i] = starts and text.isalpha()
+        return mask
+    letters = np.array([any(c.isalpha() for c in sym) and i >= dictionary.nspecial
+                        and not (sym.startswith("<") and sym.endswith(">")) for i, sym in enumerate(symbols)])
+    starts = np.array([sym.startswith("\u2581") for sym in symbols])
+    if not starts.any():
+        return letters
+    mask = starts & letters
+    ends = _word_end_share(dictionary, starts, data, max_docs)
+    return mask if ends is None else mask & (ends >= 0.5)
+
+
+def _word_end_share(dictionary, starts, data, max_docs):
+    """Per symbol, the share of its occurrences in ``data``'s train sources that the start of a word or a
+    special symbol follows (1 where it never occurs); None without binarized data."""
+    if data is None:
+        return None
+    from fairseq.data import data_utils
+
+    path = os.path.join(data, "train.src-tgt.src")
+    dataset = data_utils.load_indexed_dataset(path, dictionary) if os.path.exists(path + ".idx") else None
+    if dataset is None:
+        return None
+    n = min(len(dataset), max_docs)
+    tokens = np.concatenate([dataset[i].numpy() for i in range(n)]) if n else np.zeros(0, dtype=np.int64)
+    boundary = starts | (np.arange(len(starts)) < dictionary.nspecial) | ~np.array(
+        [any(c.isalnum() for c in sym) for sym in dictionary.symbols])
+    following = np.append(boundary[tokens[1:]], True) if len(tokens) else np.zeros(0, dtype=bool)
+    total = np.bincount(tokens, minlength=len(starts))
+    ended = np.bincount(tokens, weights=following, minlength=len(starts))
+    return np.where(total > 0, ended / np.maximum(total, 1), 1.0)
+
+
+def top_words(model, dictionary, k, n, mask=None):
+    """The ``n`` whole words of topic ``k`` ranked by relevance (Sievert & Shirley, 2014, lambda 0.6:
+    frequent words shared by every topic go down)."""
+    mask = whole_words(model, dictionary) if mask is None else mask
+    marginal = model.phi.mean(1) + 1e-12
+    col = model.phi[:, k] + 1e-12
+    relevance = np.where(model.keep & mask, 0.6 * np.log(col) + 0.4 * np.log(col / marginal), -np.inf)
+    order = np.argsort(-relevance)[:n]
+    return [model.surface(w, dictionary) for w in order if np.isfinite(relevance[w])]
+
+
 def plot_main(args):
-    import logging
-
-    import matplotlib
-
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     dictionary, model = load_topic_model(args.data, args.topic_model)
     theta = np.load(os.path.join(args.data, f"{args.split}.theta.npy"), mmap_mode="r")[args.index]
     top = np.argsort(-theta)[: args.topics]
-    fig, ax = plt.subplots(figsize=(9, 0.6 * len(top) + 1))
+    mask = whole_words(model, dictionary, args.data)
+    fig, ax = plt.subplots(figsize=(10, 0.6 * len(top) + 1.6))
     ax.barh(range(len(top)), theta[top], color="tab:blue")
     ax.set_yticks(range(len(top)))
-    labels = []
-    # words ranked by relevance (Sievert & Shirley, 2014, lambda 0.6): frequent pieces shared by
-    # every topic go down
-    marginal = model.phi.mean(1) + 1e-12
-    for k in top:
-        col = model.phi[:, k] + 1e-12
-        relevance = np.where(model.keep, 0.6 * np.log(col) + 0.4 * np.log(col / marginal), -np.inf)
-        words = np.argsort(-relevance)[: args.words]
-        labels.append(f"topic {k}: " + " ".join(model.surface(w, dictionary) for w in words))
-    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_yticklabels([f"topic {k}: " + " ".join(top_words(model, dictionary, k, args.words, mask)) for k in top],
+                       fontsize=8)
+    for y, k in enumerate(top):
+        ax.text(theta[k], y, f" {theta[k]:.2f}", va="center", fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("theta (topic proportion)")
-    ax.set_title(f"{args.split} example {args.index}: top {len(top)} topics")
+    ax.set_xlabel("theta (topic proportion of the document)")
+    ax.set_title(f"{args.split} document #{args.index}: its top {len(top)} of {model.num_topics} topics\n"
+                 f"each with its {args.words} most relevant whole words", fontsize=9)
     fig.tight_layout()
     fig.savefig(args.png, dpi=120)
+    plt.close(fig)
     print(f"wrote {args.png}")
 
 
-def token_map(model, dictionary, n_tokens=80):
-    """(token ids, (n, 2) PCA coordinates of their normalised Phi rows) of the most frequent kept tokens."""
+def token_map(model, dictionary, n_tokens=80, data=None):
+    """(token ids, (n, 2) PCA coordinates of their normalised Phi rows) of the most frequent kept
+    whole words (:func:`whole_words`)."""
     counts = np.asarray(dictionary.count, dtype=np.float64)
     mass = model.phi.sum(1)
-    candidates = np.flatnonzero(model.keep & (mass > 0))
+    candidates = np.flatnonzero(model.keep & (mass > 0) & whole_words(model, dictionary, data))
     ids = candidates[np.argsort(-counts[candidates], kind="stable")][:n_tokens]
     rows = model.phi[ids].astype(np.float64)
     rows = rows / rows.sum(1, keepdims=True)
@@ -189,28 +246,34 @@ def token_map(model, dictionary, n_tokens=80):
 
 
 def map_main(args):
-    import logging
-
-    import matplotlib
-
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     dictionary, model = load_topic_model(args.data, args.topic_model)
-    ids, coords = token_map(model, dictionary, args.tokens)
+    ids, coords = token_map(model, dictionary, args.tokens, args.data)
     if len(ids) == 0:
         raise ValueError("no kept token has a non-zero Phi row")
     colour = model.phi[ids].argmax(1)
-    fig, ax = plt.subplots(figsize=(10, 8))
-    ax.scatter(coords[:, 0], coords[:, 1], c=colour, cmap="tab20", s=12)
-    for (x, y), i in zip(coords, ids):
-        ax.annotate(model.surface(i, dictionary), (x, y), fontsize=7, xytext=(2, 2),
-                    textcoords="offset points")
+    topics = [k for k, _ in sorted(Counter(colour.tolist()).items(), key=lambda kv: (-kv[1], kv[0]))]
+    shown = topics[:10]  # the legend names the 10 topics most tokens belong to; the rest in grey
+    cmap = plt.get_cmap("tab10")
+    fig, ax = plt.subplots(figsize=(11, 8))
+    mask = whole_words(model, dictionary, args.data)
+    for j, k in enumerate(shown):
+        sel = colour == k
+        ax.scatter(coords[sel, 0], coords[sel, 1], color=cmap(j), s=16,
+                   label=f"topic {k}: " + " ".join(top_words(model, dictionary, k, 3, mask)))
+    rest = ~np.isin(colour, shown)
+    if rest.any():
+        ax.scatter(coords[rest, 0], coords[rest, 1], color="lightgrey", s=12,
+                   label=f"{len(topics) - len(shown)} other topics")
+    ax.legend(title="colour: the word's most likely topic (its top words)", fontsize=7, title_fontsize=8,
+              loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     ax.set_xlabel("PC 1")
     ax.set_ylabel("PC 2")
-    ax.set_title(f"{len(ids)} most frequent tokens: PCA of p(topic | token), colour = top topic")
+    title = f"{len(ids)} most frequent whole words: PCA of p(topic | word)"
+    ax.set_title(title + "; N crowded labels left out", fontsize=9)
     fig.tight_layout()
+    skipped = place_labels(ax, coords, [model.surface(i, dictionary) for i in ids])
+    ax.set_title(title + (f"; {skipped} crowded labels left out" if skipped else ""), fontsize=9)
     fig.savefig(args.png, dpi=120)
     plt.close(fig)
     print(f"wrote {args.png}")

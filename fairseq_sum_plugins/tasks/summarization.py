@@ -38,6 +38,7 @@ as BART's, else none), then cleaned like ``fairseq-sum-score`` does
 import json
 import logging
 import os
+import time
 from argparse import Namespace
 from dataclasses import dataclass, field
 from typing import Dict, Optional
@@ -409,7 +410,23 @@ class SummarizationTask(TranslationTask):
             for key, value in zip(("rouge_1", "rouge_2", "rouge_l"), totals):
                 logging_output[f"_{key}_sum"] = float(value)
             logging_output["_rouge_n"] = len(gen_out)
+            self.rouge_progress(len(gen_out))
         return loss, sample_size, logging_output
+
+    ROUGE_PROGRESS_SECONDS = 30
+
+    def rouge_progress(self, n):
+        """Logs, every :data:`ROUGE_PROGRESS_SECONDS`, how many validation summaries ``--eval-rouge`` has
+        generated (fairseq's validation loop is silent until it ends); counted from the first batch
+        after the last :meth:`reduce_metrics` of a validation."""
+        now = time.monotonic()
+        state = self.__dict__.setdefault("_rouge_progress", {"start": now, "last": now, "n": 0})
+        state["n"] += n
+        if now - state["last"] >= self.ROUGE_PROGRESS_SECONDS:
+            state["last"] = now
+            total = sum(len(d) for name, d in self.datasets.items() if name.startswith("valid"))
+            logger.info(f"--eval-rouge: {state['n']} of {total} validation summaries generated "
+                        f"in {now - state['start']:.0f}s")
 
     def reduce_metrics(self, logging_outputs, criterion):
         super().reduce_metrics(logging_outputs, criterion)
@@ -418,6 +435,7 @@ class SummarizationTask(TranslationTask):
         n = sum(log.get("_rouge_n", 0) for log in logging_outputs)
         if n == 0:
             return
+        self.__dict__.pop("_rouge_progress", None)  # the next validation counts from zero
         # summed over workers the values are tensors: log plain numbers (round() needs them)
         metrics.log_scalar("_rouge_n", float(utils.item(n)))
         for key in ("rouge_1", "rouge_2", "rouge_l"):

@@ -6,6 +6,8 @@
 #
 # ARCH (tp_transformer_small), TRAIN_MINUTES (5) and BEAM (4) can be set in the environment.
 # A few CPU minutes on 100 papers only shows the pipeline working: expect ROUGE far below the papers'.
+# Paper's ROUGE-1/2/L: no paper figure; paper's hardware: a few minutes on a CPU.
+# Data: the aclsum package (PyPI; HF sobamchan/aclsum), shipped with it. More in recipes/README.md, "Reproducing a paper".
 source "$(dirname "$0")/../common.sh"
 WORK=${1:-data/aclsum-quickstart}
 ARCH=${ARCH:-tp_transformer_small}

@@ -44,6 +44,8 @@
 #       coverage attention. Not reproduced: this transformer has no coverage attention; the decoding
 #       coverage penalty above is what acts at inference.
 #   ROUGE F1 (pyrouge)                                   fairseq-sum-score (--scorer official: ROUGE-1.5.5)
+# Paper's ROUGE-1/2/L: 41.75/19.01/38.89 (beam 10); paper's hardware: 4 Titan Xp, 200k steps.
+# Data: https://cs.nyu.edu/~kcho/DMQA/ stories + https://github.com/abisee/cnn-dailymail url lists (HF: abisee/cnn_dailymail 3.0.0). More in recipes/README.md, "Reproducing a paper".
 source "$(dirname "$0")/../common.sh"
 CNNDM=${1:?usage: etads.sh CNNDM [URL_LISTS]}
 URL_LISTS=${2:-}

@@ -2,4 +2,6 @@
 # t5_transformer_base (the Transformer baseline) on CNN/Daily Mail (TP-Transformer paper, Table 2).
 # Usage: bash recipes/cnn_dm/t5_transformer.sh CNNDM [URL_LISTS]; ARCH=... overrides the preset (e.g. t5_transformer_small);
 # the steps and environment (NGPU, UPDATE_FREQ, MAX_UPDATE, ...) are those of recipes/tp_transformer_run.sh.
+# Paper's ROUGE-1/2/L: 39.83/17.63/37.02 (beam 4: 41.22/18.70/38.09); paper's hardware: 4 V100 32GB, batch 32/GPU; training length not stated.
+# Data: https://cs.nyu.edu/~kcho/DMQA/ stories + https://github.com/abisee/cnn-dailymail url lists (HF: abisee/cnn_dailymail 3.0.0). More in recipes/README.md, "Reproducing a paper".
 exec bash "$(dirname "$0")/../tp_transformer_run.sh" cnn_dm "${ARCH:-t5_transformer_base}" "$@"

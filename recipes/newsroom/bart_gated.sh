@@ -13,6 +13,8 @@
 # 700 tokens: here GPT-2 BPE tokens, as BART counts them); fine-tuning hyper-parameters are fairseq's
 # BART summarization ones (lr 3e-5, polynomial decay, 500 warm-up updates, label smoothing 0.1); the
 # best checkpoint is chosen by validation perplexity as in the paper (--best-checkpoint-metric nll_loss).
+# Paper's ROUGE-1/2/L: not reported (the paper fine-tunes T5-base); paper's hardware: not stated.
+# Data: https://lil.nlp.cornell.edu/newsroom/ (train/dev/test.jsonl.gz). More in recipes/README.md, "Reproducing a paper".
 source "$(dirname "$0")/../common.sh"
 NEWSROOM=${1:?usage: bart_gated.sh NEWSROOM_DIR BART_DIR}
 BART=${2:?usage: bart_gated.sh NEWSROOM_DIR BART_DIR}
@@ -55,7 +57,7 @@ for T in 0 "$THRESHOLD"; do
       --source-lang source --target-lang target --gen-subset test --beam 4 --lenpen 2.0 --max-len-b 128 \
       --min-len 10 --no-repeat-ngram-size 3 --batch-size 16 $FP16_FLAG --model-overrides "{'gate_threshold': $T}" \
       --bpe gpt2 --gpt2-encoder-json "$BART/encoder.json" --gpt2-vocab-bpe "$BART/vocab.bpe" \
-      > "$OUT" 2> >(tee "$OUT.log" >&2)
+      --log-format simple --log-interval 10 > "$OUT" 2> >(tee "$OUT.log" >&2)
   fi
   grep "sparsity rate" "$OUT.log" || true
   score "$OUT" --no-detok

@@ -5,6 +5,8 @@
 #
 #   bash recipes/pubmed/ablation.sh PUBMED_DIR [ROW...]
 #     ROW  hred | enc_mem | dec_mem | transfer | comp | full   (default: all six, in Table 2's order)
+# Paper's ROUGE-1/2/L: Table 2 rows (recipes/README.md); paper's hardware: hardware not stated; 15 epochs, batch 16.
+# Data: https://github.com/armancohan/long-summarization (pubmed-dataset/). More in recipes/README.md, "Reproducing a paper".
 set -euo pipefail
 DATA=${1:?usage: ablation.sh PUBMED_DIR [ROW...]}; shift
 ROWS=${*:-hred enc_mem dec_mem transfer comp full}

@@ -1,0 +1,53 @@
+"""Less banner noise on fairseq's command lines, applied when the plugin is imported (``--user-dir``).
+
+* Hydra's deprecation warnings, which fairseq 0.12 triggers on every start (``hydra.experimental``,
+  ``version_base``, ``@package _group_``, schema matching, the ``strict`` flag), are ignored.
+* The configuration dump that ``fairseq-train`` / ``-generate`` / ``-interactive`` / ``-validate``
+  log at start (one line of several thousand characters) and ``fairseq-train``'s module tree are
+  replaced by one short line; the model's name and parameter counts are still logged by fairseq.
+
+``FAIRSEQ_SUM_VERBOSE=1`` keeps fairseq's output unchanged.
+"""
+import logging
+import os
+import warnings
+
+HYDRA_WARNINGS = (
+    r"hydra\.experimental\.\w+\(\) is no longer experimental",
+    r"\s*The version_base parameter is not specified",
+    r"In '[\w/]+': Usage of deprecated keyword in package header",
+    r"\s*'[\w/]+' is validated against ConfigStore schema",
+    r"\s*The strict flag in the compose API is deprecated",
+)
+CLI_LOGGERS = ("fairseq_cli.train", "fairseq_cli.generate", "fairseq_cli.interactive", "fairseq_cli.validate")
+
+
+def verbose():
+    return os.environ.get("FAIRSEQ_SUM_VERBOSE", "") not in ("", "0")
+
+
+class BannerFilter(logging.Filter):
+    """Shortens the configuration dump and the module tree that fairseq's command lines log."""
+
+    def filter(self, record):
+        msg = record.msg
+        if type(msg).__name__ == "DictConfig" or (isinstance(msg, str) and msg.startswith("{'_name':")):
+            record.msg, record.args = "configuration not printed (FAIRSEQ_SUM_VERBOSE=1 prints it)", ()
+        elif hasattr(msg, "named_modules"):  # an nn.Module: its repr is the whole module tree
+            record.msg, record.args = f"{type(msg).__name__}: module tree not printed (FAIRSEQ_SUM_VERBOSE=1 prints it)", ()
+        return True
+
+
+def install():
+    """Idempotently installs the warning filters and the log filter (nothing with FAIRSEQ_SUM_VERBOSE=1)."""
+    if verbose():
+        return
+    for message in HYDRA_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=UserWarning)
+    for name in CLI_LOGGERS:
+        log = logging.getLogger(name)
+        if not any(isinstance(f, BannerFilter) for f in log.filters):
+            log.addFilter(BannerFilter())
+
+
+install()
