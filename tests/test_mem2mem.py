@@ -185,15 +185,38 @@ def test_copy_distribution_sums_to_one_over_extended_vocabulary():
     prev[0, 2] = markers[0]  # a copied marker fed back to the decoder reads the <unk> embedding
     out, extra = model(src, lens, prev)
     assert out.shape[-1] == len(d)  # the extended vocabulary is the dictionary with its markers
+    out = out.exp()  # the decoder's scores are log P
     assert torch.allclose(out.sum(-1), torch.ones(out.shape[:2]), atol=1e-5)
-    assert (out[0, :, markers[0]] > 0).all() and (out[1, :, markers[2]] > 0).all()
-    assert (out[:, :, markers[1]] == 0).all() and (out[:, :, markers[3]] == 0).all()  # not in any source
+    assert (out[0, :, markers[0]] > 1e-6).all() and (out[1, :, markers[2]] > 1e-6).all()
+    assert (out[:, :, markers[1]] < 1.01e-10).all() and (out[:, :, markers[3]] < 1.01e-10).all()  # not in any source
     assert model.encoder.embed_tokens.num_embeddings == len(d) - 4
     # eq. 15 by hand: V = 4 entries (the last a marker), z = 0.25, gamma over ids [1, 3, 1]
     logits = torch.log(torch.tensor([[[0.2, 0.3, 0.5]]]))
     probs = mix_copy_distribution(logits, torch.tensor([[[0.25]]]), torch.tensor([[[0.5, 0.2, 0.3]]]),
                                   torch.tensor([[1, 3, 1]]), vocab_size=4)
     assert probs[0, 0].tolist() == pytest.approx([0.05, 0.075 + 0.75 * 0.8, 0.125, 0.75 * 0.2])
+
+
+@pytest.mark.parametrize("temperature", [0.5, 2.0])
+def test_temperature_tempers_the_pointer_generator_mixture(temperature):
+    """fairseq's search at --temperature T scores with P^(1/T) / sum_w P(w)^(1/T), P the eq. 15 mixture."""
+    from fairseq.sequence_generator import EnsembleModel
+
+    model, d = build_model("mem2mem_base", **TINY)
+    model.eval()
+    src, lens, prev = doc_batch(d, [[3, 4], [5]])
+    prev = prev[:, :1]  # the first search step
+    with torch.no_grad():
+        out, _ = model(src, lens, prev)
+        p = model.get_normalized_probs((out, None), log_probs=False)[:, -1].double()
+        ens = EnsembleModel([model])
+        enc = ens.forward_encoder({"src_tokens": src, "src_lengths": lens})
+        lprobs, _ = ens.forward_decoder(prev, enc, [{}], temperature=temperature)
+    assert torch.allclose(p.sum(-1), torch.ones(2, dtype=torch.double), atol=1e-5)
+    tempered = p ** (1 / temperature)
+    tempered = tempered / tempered.sum(-1, keepdim=True)
+    assert torch.allclose(lprobs.double().exp(), tempered, atol=1e-5)
+    assert (lprobs.double().exp() - p).abs().max() > 1e-3  # the option does something
 
 
 # --- gradients / robustness ----------------------------------------------------------------------
