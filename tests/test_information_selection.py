@@ -457,3 +457,27 @@ def test_document_gate_loss_is_equations_7_to_9_by_hand(per_head, toy_data, tiny
     assert tok_loss.item() / tok_size == pytest.approx((nll.sum() / tok_size + lam * gsum.sum() / n_src).item(), rel=1e-5)
     with pytest.raises(ValueError, match="--gate-l1-norm"):
         SummarizationLoss(task, False, 0.0, gate_l1_norm="sentence")
+
+
+def test_gate_warmup_opens_the_gates_then_hands_over(tiny_overrides):
+    """--gate-warmup-updates N: training attends with 1 - r (1 - g) and the gate loss is r x mean
+    gate, r = updates / N (set by fairseq's model.set_num_updates); eval mode uses g itself."""
+    model, d = gated(overrides=tiny_overrides, gate_warmup_updates=10)
+    src, lengths, _ = random_batch(d)
+    gate = model.encoder.info_gate
+    model.eval()
+    with torch.no_grad():
+        raw = model.encoder(src, lengths)
+    pad = raw["enc_padding_mask"]
+    g = raw["enc_gates"]
+    model.train()
+    for updates, r in ((0, 0.0), (4, 0.4), (10, 1.0), (25, 1.0)):
+        model.set_num_updates(updates)
+        assert gate.num_updates == updates
+        with torch.no_grad():
+            out = model.encoder(src, lengths)
+        assert torch.allclose(out["enc_gates"][~pad], (1 - r * (1 - g))[~pad], atol=1e-6)
+        assert (out["enc_gates"][pad] == 0).all()
+        assert out["aux_losses"]["gate_l1"].item() == pytest.approx(r * g[~pad].mean().item(), abs=1e-6)
+    off, _ = gated(overrides=tiny_overrides)
+    assert off.encoder.info_gate.warmup_ratio() == 1.0  # default: the paper's gate from the start

@@ -82,7 +82,7 @@ class GatedBARTEncoder(TransformerEncoder):
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(args, dictionary, embed_tokens)
         gates = args.decoder_attention_heads if args.gate_per_head else 1
-        self.info_gate = InformationGate(args.encoder_embed_dim, gates, args.gate_threshold)
+        self.info_gate = InformationGate(args.encoder_embed_dim, gates, args.gate_threshold, getattr(args, "gate_warmup_updates", 0))
 
     def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False, token_embeddings=None):
         out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)

@@ -219,7 +219,7 @@ class SumTransformerEncoder(FairseqEncoder):
         self.info_gate = None
         if getattr(args, "info_gate", False):
             gates = args.decoder_attention_heads if args.gate_per_head else 1
-            self.info_gate = InformationGate(d, gates, args.gate_threshold)
+            self.info_gate = InformationGate(d, gates, args.gate_threshold, getattr(args, "gate_warmup_updates", 0))
         self.topic = None  # Topic Assistant buffers (modules/topic.py), set by build_model with --ta-*
         self.sia_head_dim = d // args.encoder_attention_heads
 

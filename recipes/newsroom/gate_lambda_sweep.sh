@@ -8,9 +8,12 @@
 #     PAIRS_JSONL  JSONL with `document` and `summary` (e.g. 1,000 XSum pairs in the HF layout); its
 #                  first N_TRAIN lines train, the next N_VALID validate, the next N_TEST test
 #
-# Environment: WORK (data/gate-lambda-sweep), LAMBDAS ("0 0.003 0.01 0.03 0.1"), NORM (token: the
-# criterion's --gate-l1-norm), MAX_UPDATE (500), N_TRAIN/N_VALID/N_TEST (800/100/100), VOCAB (4000),
-# DIM (128), LAYERS (2), THRESHOLD (0.1), EXTRA (more train flags).
+# Environment: WORK (data/gate-lambda-sweep), LAMBDAS ("0 0.01 0.1"), NORM (token: the criterion's
+# --gate-l1-norm), WARMUP (0: --gate-warmup-updates), MAX_UPDATE (500), N_TRAIN/N_VALID/N_TEST
+# (800/100/100), VOCAB (4000), DIM (128), LAYERS (2), THRESHOLD (0.1), EXTRA (more train flags),
+# TAG (NORM.wWARMUP: names the runs; finished runs are reused). Rows accumulate in WORK/sweep.md.
+#
+#   for W in 0 250; do WARMUP=$W bash recipes/newsroom/gate_lambda_sweep.sh PAIRS_JSONL; done
 #
 # Columns: sparsity = % of test source tokens whose gate is <= THRESHOLD (removed, Algorithm 1);
 # valid NLL = validation nll_loss (base 2, per target token, at THRESHOLD, without label smoothing or
@@ -19,8 +22,10 @@
 source "$(dirname "$0")/../common.sh"
 PAIRS=${1:?usage: gate_lambda_sweep.sh PAIRS_JSONL}
 WORK=${WORK:-data/gate-lambda-sweep}
-LAMBDAS=${LAMBDAS:-"0 0.003 0.01 0.03 0.1"}
+LAMBDAS=${LAMBDAS:-"0 0.01 0.1"}
 NORM=${NORM:-token}
+WARMUP=${WARMUP:-0}
+TAG=${TAG:-$NORM.w$WARMUP}
 MAX_UPDATE=${MAX_UPDATE:-500}
 N_TRAIN=${N_TRAIN:-800}
 N_VALID=${N_VALID:-100}
@@ -50,37 +55,37 @@ fi
 prepare "$WORK/jsonl" "$WORK" --src-field document --tgt-field summary --vocab-size "$VOCAB" \
   --max-src-tokens 700 --num-threads 1 --workers 1
 
-ROWS="$WORK/rows.$NORM.tsv"
+ROWS="$WORK/rows.$TAG.tsv"
 : > "$ROWS"
 for LAMBDA in $LAMBDAS; do
-  SAVE="$WORK/checkpoints/$NORM.l$LAMBDA"
+  SAVE="$WORK/checkpoints/$TAG.l$LAMBDA"
   # shellcheck disable=SC2086
   train "$WORK/bin" "$SAVE" --arch transformer_gated_small ${EXTRA:-} \
     --encoder-embed-dim "$DIM" --encoder-ffn-embed-dim $((4 * DIM)) --encoder-attention-heads 4 \
     --encoder-layers "$LAYERS" --decoder-layers "$LAYERS" \
-    --gate-l1-weight "$LAMBDA" --gate-l1-norm "$NORM" --gate-threshold "$THRESHOLD" \
+    --gate-l1-weight "$LAMBDA" --gate-l1-norm "$NORM" --gate-warmup-updates "$WARMUP" --gate-threshold "$THRESHOLD" \
     --optimizer adam --adam-betas '(0.9, 0.98)' --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 100 \
     --clip-norm 1.0 --dropout 0.1 --label-smoothing 0.1 --max-tokens 4096 --max-update "$MAX_UPDATE" \
     --max-source-positions 704 --seed 1 --num-workers 0 --no-epoch-checkpoints --no-save-optimizer-state \
     --validate-interval-updates "$MAX_UPDATE" --save-interval-updates "$MAX_UPDATE" --keep-interval-updates 1 \
     --log-interval 50 --cpu
-  OUTD="$WORK/sweep/$NORM.l$LAMBDA"
+  OUTD="$WORK/sweep/$TAG.l$LAMBDA"
   if [ ! -f "$OUTD/gate_sweep.json" ]; then
     python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$SAVE/checkpoint_last.pt" \
       --gen-subset test --thresholds "$THRESHOLD" --beam 1 --max-len-b 64 --cpu --out-dir "$OUTD"
   fi
-  python - "$LAMBDA" "$SAVE/train.log" "$OUTD/gate_sweep.json" >> "$ROWS" <<'EOF'
+  python - "$LAMBDA" "$NORM" "$WARMUP" "$SAVE/train.log" "$OUTD/gate_sweep.json" >> "$ROWS" <<'EOF'
 import json, re, sys
-lam, log, sweep = sys.argv[1:4]
+lam, norm, warmup, log, sweep = sys.argv[1:6]
 valid = [line for line in open(log, encoding="utf-8") if "valid on 'valid' subset" in line][-1]
 nll = float(re.search(r"nll_loss ([0-9.]+)", valid).group(1))
 row = json.load(open(sweep, encoding="utf-8"))[0]
-print("\t".join([lam, f"{row['sparsity']:.1f}", f"{nll:.2f}"] + [f"{row[k]:.2f}" for k in ("rouge1", "rouge2", "rougeL")]))
+print("\t".join([lam, norm, warmup, f"{row['sparsity']:.1f}", f"{nll:.2f}"] + [f"{row[k]:.2f}" for k in ("rouge1", "rouge2", "rougeL")]))
 EOF
 done
 
 {
-  echo "| lambda ($NORM) | sparsity % at t=$THRESHOLD | valid NLL (bits) | R-1 | R-2 | R-L |"
-  echo "|---|---|---|---|---|---|"
-  awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6}' "$ROWS"
-} | tee "$WORK/sweep.$NORM.md"
+  echo "| lambda | --gate-l1-norm | --gate-warmup-updates | sparsity % at t=$THRESHOLD | valid NLL (bits) | R-1 | R-2 | R-L |"
+  echo "|---|---|---|---|---|---|---|---|"
+  cat "$WORK"/rows.*.tsv | awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}'
+} | tee "$WORK/sweep.md"
