@@ -27,6 +27,7 @@ documents of the batch (fairseq's ``sample_size`` is the number of documents). W
 ``g_i`` is token ``i``'s gate averaged over the heads. Other auxiliary losses then enter once per
 document (``weight * value * documents``). The logged ``nll_loss`` stays per target token in both.
 """
+import difflib
 from dataclasses import dataclass, field
 
 from fairseq import metrics, utils
@@ -56,7 +57,8 @@ class SummarizationLossConfig(LabelSmoothedCrossEntropyCriterionConfig):
     )
     aux_weights: str = field(
         default="",
-        metadata={"help": "weights for any other auxiliary loss, 'name=w,name2=w2' (overrides the flags above)"},
+        metadata={"help": "auxiliary loss weights, 'name=w,name2=w2' (overrides the flags above); a name that is "
+                          "none of gate_l1, mem_comp, mem_read, coverage must be one the model reports"},
     )
 
 
@@ -66,7 +68,12 @@ def parse_aux_weights(cfg):
         name, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"--aux-weights expects 'name=weight' items, got {item!r}")
-        weights[name.strip()] = float(value)
+        name = name.strip()
+        close = difflib.get_close_matches(name, KNOWN_AUX_LOSSES, n=1, cutoff=0.7)
+        if name not in KNOWN_AUX_LOSSES and close:
+            raise ValueError(f"--aux-weights: unknown auxiliary loss {name!r} (did you mean {close[0]!r}?); "
+                             f"the models' losses are {', '.join(KNOWN_AUX_LOSSES)}")
+        weights[name] = float(value)
     return weights
 
 
@@ -99,6 +106,8 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
         if gate_l1_norm not in ("token", "document"):
             raise ValueError(f"--gate-l1-norm must be 'token' or 'document', got {gate_l1_norm!r}")
         self.gate_l1_norm = gate_l1_norm
+        # names given only through --aux-weights: checked against what the model reports (first forward)
+        self.unchecked_aux = {n for n in self.aux_weights if n not in KNOWN_AUX_LOSSES}
 
     def forward(self, model, sample, reduce=True):
         net_output = model(**sample["net_input"])
@@ -116,7 +125,14 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
         units = {}  # loss name -> how many units its per-unit value is summed over (default sample_size)
         if self.gate_l1_norm == "document" and extra.get("gate_counts") is not None:
             units["gate_l1"] = extra["gate_counts"][:, 1].sum()  # mean gate per token -> sum over documents
-        for name, value in (extra.get("aux_losses") or {}).items():
+        reported = extra.get("aux_losses") or {}
+        if self.unchecked_aux:
+            missing = sorted(self.unchecked_aux - set(reported))
+            if missing:
+                raise ValueError(f"--aux-weights: this model reports no auxiliary loss {missing} (it reports "
+                                 f"{sorted(reported) or 'none'}; the models' losses are {', '.join(KNOWN_AUX_LOSSES)})")
+            self.unchecked_aux = set()
+        for name, value in reported.items():
             if name not in self.aux_weights:
                 raise ValueError(
                     f"the model returned auxiliary loss {name!r} with no weight; "

@@ -394,6 +394,9 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
     @classmethod
     def build_model(cls, args, task):
         base_architecture(args)
+        if args.coverage_loss and not args.coverage:
+            raise ValueError("--coverage-loss True needs --coverage True (the loss is computed from the coverage "
+                             "vector of eq. 16); set both, or drop --coverage-loss")
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
         sep_index(src_dict)
         joined = len(src_dict) == len(tgt_dict) and src_dict.symbols == tgt_dict.symbols

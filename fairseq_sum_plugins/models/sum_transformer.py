@@ -388,8 +388,7 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         if args.share_all_embeddings:
             if src_dict != tgt_dict:
                 raise ValueError("--share-all-embeddings requires a joined dictionary (preprocess with --joined-dictionary)")
-            dec_emb = enc_emb
-            args.share_decoder_input_output_embed = True
+            dec_emb = enc_emb  # the output projection stays separate with --share-decoder-input-output-embed False
         else:
             dec_emb = Embedding(len(tgt_dict), args.decoder_embed_dim, tgt_dict.pad())
         topic = build_topic_assistant(args, task, src_dict, tgt_dict)  # None without --ta-*; sets args.ta_num_topics
