@@ -2,6 +2,7 @@
 parameter count at the paper's dims, and a fairseq-train -> fairseq-generate round trip."""
 import math
 import os
+import sys
 
 import pytest
 import torch
@@ -434,3 +435,26 @@ def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_pat
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and "no encoder memory" in out[0] and "skipped" in out[0]
     assert not (tmp_path / "ext").exists()
+
+
+def test_generate_temperature_changes_the_scores(trained_mem2mem, capsys, monkeypatch):
+    """fairseq-generate --temperature 2 (its cli_main, in this process): greedy picks the same tokens
+    (tempering keeps the argmax) but scores them under P^(1/2) renormalised, not log P - log 2."""
+    from fairseq_cli import generate
+
+    def positional_scores(*extra):
+        monkeypatch.setattr(sys, "argv", [
+            "fairseq-generate", trained_mem2mem["data"], "--user-dir", os.path.join(REPO, "fairseq_sum_plugins"),
+            "--task", "summarization", "--path", trained_mem2mem["ckpt"], "--gen-subset", "test", "--beam", "1",
+            "--batch-size", "12", "--max-len-b", "6", "--num-workers", "0", *extra])
+        generate.cli_main()
+        lines = capsys.readouterr().out.splitlines()
+        hyps = {l.split("\t")[0][2:]: l.split("\t")[2] for l in lines if l.startswith("H-")}
+        scores = {l.split("\t")[0][2:]: [float(x) for x in l.split("\t")[1].split()] for l in lines if l.startswith("P-")}
+        return hyps, scores
+
+    hyps1, p1 = positional_scores()
+    hyps2, p2 = positional_scores("--temperature", "2")
+    assert hyps1 == hyps2 and len(hyps1) == 12
+    diffs = [b - a for i in p1 for a, b in zip(p1[i], p2[i])]  # base 2, per token
+    assert max(abs(d + 1.0) for d in diffs) > 0.05  # not a constant shift by log2(T) = 1 bit
