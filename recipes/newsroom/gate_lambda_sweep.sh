@@ -55,8 +55,6 @@ fi
 prepare "$WORK/jsonl" "$WORK" --src-field document --tgt-field summary --vocab-size "$VOCAB" \
   --max-src-tokens 700 --num-threads 1 --workers 1
 
-ROWS="$WORK/rows.$TAG.tsv"
-: > "$ROWS"
 for LAMBDA in $LAMBDAS; do
   SAVE="$WORK/checkpoints/$TAG.l$LAMBDA"
   # shellcheck disable=SC2086
@@ -74,7 +72,7 @@ for LAMBDA in $LAMBDAS; do
     python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$SAVE/checkpoint_last.pt" \
       --gen-subset test --thresholds "$THRESHOLD" --beam 1 --max-len-b 64 --cpu --out-dir "$OUTD"
   fi
-  python - "$LAMBDA" "$NORM" "$WARMUP" "$SAVE/train.log" "$OUTD/gate_sweep.json" >> "$ROWS" <<'EOF'
+  python - "$LAMBDA" "$NORM" "$WARMUP" "$SAVE/train.log" "$OUTD/gate_sweep.json" > "$WORK/rows.$TAG.l$LAMBDA.tsv" <<'EOF'
 import json, re, sys
 lam, norm, warmup, log, sweep = sys.argv[1:6]
 valid = [line for line in open(log, encoding="utf-8") if "valid on 'valid' subset" in line][-1]
