@@ -459,25 +459,29 @@ def test_document_gate_loss_is_equations_7_to_9_by_hand(per_head, toy_data, tiny
         SummarizationLoss(task, False, 0.0, gate_l1_norm="sentence")
 
 
-def test_gate_warmup_opens_the_gates_then_hands_over(tiny_overrides):
-    """--gate-warmup-updates N: training attends with 1 - r (1 - g) and the gate loss is r x mean
-    gate, r = updates / N (set by fairseq's model.set_num_updates); eval mode uses g itself."""
+def test_gate_warmup_holds_the_gates_open_then_hands_over(tiny_overrides):
+    """--gate-warmup-updates N: in training, gates of 1, no gate loss and zero gate gradients for the
+    first N updates (counted by fairseq's model.set_num_updates), then eq. 3-9; eval mode uses g."""
     model, d = gated(overrides=tiny_overrides, gate_warmup_updates=10)
-    src, lengths, _ = random_batch(d)
+    src, lengths, prev = random_batch(d)
     gate = model.encoder.info_gate
     model.eval()
     with torch.no_grad():
         raw = model.encoder(src, lengths)
-    pad = raw["enc_padding_mask"]
-    g = raw["enc_gates"]
+    pad, g = raw["enc_padding_mask"], raw["enc_gates"]
     model.train()
-    for updates, r in ((0, 0.0), (4, 0.4), (10, 1.0), (25, 1.0)):
+    for updates, warm in ((0, True), (9, True), (10, False), (25, False)):
         model.set_num_updates(updates)
         assert gate.num_updates == updates
-        with torch.no_grad():
-            out = model.encoder(src, lengths)
-        assert torch.allclose(out["enc_gates"][~pad], (1 - r * (1 - g))[~pad], atol=1e-6)
+        model.zero_grad()
+        out = model.encoder(src, lengths)
+        expected = torch.ones_like(g) if warm else g
+        assert torch.allclose(out["enc_gates"][~pad], expected[~pad], atol=1e-6)
         assert (out["enc_gates"][pad] == 0).all()
-        assert out["aux_losses"]["gate_l1"].item() == pytest.approx(r * g[~pad].mean().item(), abs=1e-6)
+        l1 = out["aux_losses"]["gate_l1"]
+        assert l1.item() == pytest.approx(0.0 if warm else g[~pad].mean().item(), abs=1e-6)
+        (model(src, lengths, prev)[0].sum() + l1).backward()
+        grad = gate.proj.weight.grad
+        assert grad is not None and (grad.abs().sum() == 0) == warm  # zero (not None: DDP) while held open
     off, _ = gated(overrides=tiny_overrides)
-    assert off.encoder.info_gate.warmup_ratio() == 1.0  # default: the paper's gate from the start
+    assert not off.encoder.info_gate.in_warmup()  # default: the paper's gate from the start

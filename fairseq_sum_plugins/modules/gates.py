@@ -38,11 +38,12 @@ applied per head, and every head keeps at least its highest-gated token. In trai
 is removed; ``gate_counts`` then report what the threshold would remove.
 
 **Gate warm-up** (``--gate-warmup-updates N``, off by default; not in the paper): for the first ``N``
-training updates the attention uses ``1 - r (1 - g)`` and the gate loss is ``r * gate_l1``, with
-``r = updates / N`` rising from 0 (every gate open: plain attention, no penalty) to 1 (eq. 3-9
-exactly). Trained from scratch, the gates otherwise close while the decoder is still a language
-model that gains nothing from the source (measured in recipes/newsroom/transformer_gated.sh's header).
-Eval mode (validation, generation) always uses the gates themselves.
+training updates every gate is held at 1 (plain attention) and the gate layer gets no gradient and
+no gate loss; from update ``N`` on, eq. 3-9 exactly. Trained from scratch, the gates otherwise close
+while the decoder is still a language model that gains nothing from the source (measured in
+recipes/newsroom/transformer_gated.sh's header); after the warm-up the decoder reads the source, so
+closing a useful token's gate costs likelihood. Eval mode (validation, generation) always uses the
+gates themselves.
 
 The sparsity rate (dropped / total non-pad source tokens, EOS included) is returned per document in
 ``encoder_out["gate_counts"]`` (logged by validation as ``gate_sparsity``) and accumulated by the
@@ -74,10 +75,9 @@ def add_gate_args(parser, switch=True):
                         help="in eval mode, close gates <= T and remove their positions from the encoder "
                              "output (Algorithm 1); at generation: --model-overrides \"{'gate_threshold': 0.1}\"")
     parser.add_argument("--gate-warmup-updates", type=int, metavar="N",
-                        help="in training, for the first N updates attend with 1 - r (1 - g) instead of g and "
-                             "scale the gate loss by r, r = updates / N rising from 0 (gates open) to 1 (the "
-                             "paper's gate): a decoder trained from scratch learns to read the source before "
-                             "the gates can close it (0: off, the paper)")
+                        help="in training, hold every gate at 1 (no gate gradient, no gate loss) for the first "
+                             "N updates, then the paper's gate: a decoder trained from scratch learns to read "
+                             "the source before the gates can close it (0: off, the paper)")
     # fmt: on
 
 
@@ -109,11 +109,9 @@ class InformationGate(nn.Module):
         """Called by fairseq's ``train_step`` (through the model) before every update."""
         self.num_updates = num_updates
 
-    def warmup_ratio(self):
-        """``r`` of ``--gate-warmup-updates``: 1 when off or after the warm-up."""
-        if not self.warmup_updates:
-            return 1.0
-        return min(1.0, self.num_updates / self.warmup_updates)
+    def in_warmup(self):
+        """True in the first ``--gate-warmup-updates`` training updates."""
+        return self.num_updates < self.warmup_updates
 
     def reset_counts(self):
         self.counts = None  # [dropped, total] source tokens seen in eval mode
@@ -157,10 +155,9 @@ class InformationGate(nn.Module):
         counts = torch.stack([(real & ~kept).sum(1), real.sum(1)], dim=1)
         out = dict(h=h, padding_mask=padding_mask, gates=g, bias=None, index=None, counts=counts, l1=l1)
         if self.training:
-            r = self.warmup_ratio()
-            if r < 1.0:  # --gate-warmup-updates: attend with 1 - r (1 - g), gate loss x r
-                out["gates"] = (1.0 - r * (1.0 - g)).masked_fill(padding_mask.unsqueeze(-1), 0.0)
-                out["l1"] = r * l1
+            if self.in_warmup():  # --gate-warmup-updates: gates held open, no gate loss (zero gradients)
+                out["gates"] = (1.0 + 0.0 * g).masked_fill(padding_mask.unsqueeze(-1), 0.0)
+                out["l1"] = 0.0 * l1
             return out
 
         c = counts.detach().sum(0)
