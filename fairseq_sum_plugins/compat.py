@@ -15,6 +15,8 @@ rejects arbitrary pickled code. (The alternatives, ``TORCH_FORCE_NO_WEIGHTS_ONLY
    :func:`keep_batch_remainder`).
 
 3. Make ``--no-repeat-ngram-size`` block repeated n-grams again (see :func:`fix_no_repeat_ngram`).
+
+4. Name the file when a checkpoint is empty or cut short (see :func:`name_unreadable_checkpoints`).
 """
 import argparse
 
@@ -111,3 +113,33 @@ def fix_no_repeat_ngram():
 
 
 fix_no_repeat_ngram()
+
+
+def name_unreadable_checkpoints():
+    """Make fairseq's ``checkpoint_utils.load_checkpoint_to_cpu`` (``--path``, ``--restore-file``,
+    the hub interface) name the file when it is empty (0 bytes) or truncated, instead of a bare
+    ``EOFError`` / unpickling error."""
+    import os
+    import pickle
+
+    from fairseq import checkpoint_utils
+
+    original = checkpoint_utils.load_checkpoint_to_cpu
+    if getattr(original, "_names_file", False):
+        return
+
+    def load_checkpoint_to_cpu(path, *args, **kwargs):
+        if os.path.isfile(path) and os.path.getsize(path) == 0:
+            raise ValueError(f"checkpoint {path} is empty (0 bytes): an interrupted save? use another checkpoint")
+        try:
+            return original(path, *args, **kwargs)
+        except (EOFError, pickle.UnpicklingError, RuntimeError) as err:
+            if isinstance(err, RuntimeError) and "zip archive" not in str(err) and "central directory" not in str(err):
+                raise
+            raise ValueError(f"checkpoint {path} cannot be read (truncated or not a checkpoint): {err}") from err
+
+    load_checkpoint_to_cpu._names_file = True
+    checkpoint_utils.load_checkpoint_to_cpu = load_checkpoint_to_cpu
+
+
+name_unreadable_checkpoints()

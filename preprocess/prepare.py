@@ -165,9 +165,12 @@ def find_inputs(args):
 
 
 def _lines(path):
-    """Yield ``(line_number, text)``; lines end at ``\\n`` only."""
+    """Yield ``(line_number, text)``; lines end at ``\\n`` only. A byte order mark opening the file
+    (JSONL or ``--parallel-dir`` text alike) is an encoding mark, not text: it is dropped."""
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
             try:
                 yield lineno, raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as e:

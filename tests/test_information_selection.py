@@ -360,3 +360,69 @@ def test_newsroom_converter_paper_filter_and_fields(tmp_path):
     assert set(train[0]) >= {"document", "summary", "title", "density", "coverage", "compression", "density_bin"}
     assert train[0]["density_bin"] == "abstractive" and train[1]["density_bin"] == "extractive"
     assert stats["valid"] == {"kept": 2, "dropped": 2}
+
+
+@pytest.mark.parametrize("per_head", [False, True])
+def test_document_gate_loss_is_equations_7_to_9_by_hand(per_head, toy_data, tiny_overrides):
+    """--gate-l1-norm document: (1/|D|) sum_docs [ -sum_t log p(y_t) + lambda sum_i g_i ] (eq. 7-9),
+    computed here from the model's log-probabilities and gates; the logged NLL stays per token."""
+    from conftest import load_task
+    from fairseq_sum_plugins.criterions.summarization_loss import SummarizationLoss
+
+    task = load_task(toy_data)
+    task.load_dataset("train")
+    ds = task.dataset("train")
+    sample = ds.collater([ds[i] for i in range(8)])
+    model, _ = gated(overrides=tiny_overrides, dictionary=task.source_dictionary, gate_per_head=per_head)
+    model.eval()
+    model.encoder.info_gate.threshold = -1.0  # nothing closed: the raw gates
+    lam = 0.3
+    crit = SummarizationLoss(task, False, 0.0, gate_l1_weight=lam, gate_l1_norm="document")
+    loss, sample_size, log = crit(model, sample)
+    with torch.no_grad():
+        net = sample["net_input"]
+        lprobs = torch.log_softmax(model(**net)[0].double(), -1)
+        enc = model.encoder(net["src_tokens"], net["src_lengths"])
+    target = sample["target"]
+    nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1).masked_fill(target.eq(task.target_dictionary.pad()), 0)
+    gsum = enc["enc_gates"].double().mean(-1).masked_fill(enc["enc_padding_mask"], 0).sum(1)  # per document
+    expected = (nll.sum(1) + lam * gsum).mean()
+    assert sample_size == target.size(0) == 8
+    assert loss.item() / sample_size == pytest.approx(expected.item(), rel=1e-5)
+    assert float(log["nll_loss"]) == pytest.approx(nll.sum().item(), rel=1e-5)  # reduced per token
+    assert float(log["aux_gate_l1"]) == pytest.approx(gsum.sum().item(), rel=1e-5)
+    # the default reading: CE per target token + lambda x mean gate per source token
+    tok_loss, tok_size, _ = SummarizationLoss(task, False, 0.0, gate_l1_weight=lam)(model, sample)
+    n_src = (~enc["enc_padding_mask"]).sum()
+    assert tok_size == sample["ntokens"]
+    assert tok_loss.item() / tok_size == pytest.approx((nll.sum() / tok_size + lam * gsum.sum() / n_src).item(), rel=1e-5)
+    with pytest.raises(ValueError, match="--gate-l1-norm"):
+        SummarizationLoss(task, False, 0.0, gate_l1_norm="sentence")
+
+
+def test_gate_warmup_holds_the_gates_open_then_hands_over(tiny_overrides):
+    """--gate-warmup-updates N: in training, gates of 1, no gate loss and zero gate gradients for the
+    first N updates (counted by fairseq's model.set_num_updates), then eq. 3-9; eval mode uses g."""
+    model, d = gated(overrides=tiny_overrides, gate_warmup_updates=10)
+    src, lengths, prev = random_batch(d)
+    gate = model.encoder.info_gate
+    model.eval()
+    with torch.no_grad():
+        raw = model.encoder(src, lengths)
+    pad, g = raw["enc_padding_mask"], raw["enc_gates"]
+    model.train()
+    for updates, warm in ((0, True), (9, True), (10, False), (25, False)):
+        model.set_num_updates(updates)
+        assert gate.num_updates == updates
+        model.zero_grad()
+        out = model.encoder(src, lengths)
+        expected = torch.ones_like(g) if warm else g
+        assert torch.allclose(out["enc_gates"][~pad], expected[~pad], atol=1e-6)
+        assert (out["enc_gates"][pad] == 0).all()
+        l1 = out["aux_losses"]["gate_l1"]
+        assert l1.item() == pytest.approx(0.0 if warm else g[~pad].mean().item(), abs=1e-6)
+        (model(src, lengths, prev)[0].sum() + l1).backward()
+        grad = gate.proj.weight.grad
+        assert grad is not None and (grad.abs().sum() == 0) == warm  # zero (not None: DDP) while held open
+    off, _ = gated(overrides=tiny_overrides)
+    assert not off.encoder.info_gate.in_warmup()  # default: the paper's gate from the start

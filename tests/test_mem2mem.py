@@ -2,6 +2,7 @@
 parameter count at the paper's dims, and a fairseq-train -> fairseq-generate round trip."""
 import math
 import os
+import sys
 
 import pytest
 import torch
@@ -185,15 +186,38 @@ def test_copy_distribution_sums_to_one_over_extended_vocabulary():
     prev[0, 2] = markers[0]  # a copied marker fed back to the decoder reads the <unk> embedding
     out, extra = model(src, lens, prev)
     assert out.shape[-1] == len(d)  # the extended vocabulary is the dictionary with its markers
+    out = out.exp()  # the decoder's scores are log P
     assert torch.allclose(out.sum(-1), torch.ones(out.shape[:2]), atol=1e-5)
-    assert (out[0, :, markers[0]] > 0).all() and (out[1, :, markers[2]] > 0).all()
-    assert (out[:, :, markers[1]] == 0).all() and (out[:, :, markers[3]] == 0).all()  # not in any source
+    assert (out[0, :, markers[0]] > 1e-6).all() and (out[1, :, markers[2]] > 1e-6).all()
+    assert (out[:, :, markers[1]] < 1.01e-10).all() and (out[:, :, markers[3]] < 1.01e-10).all()  # not in any source
     assert model.encoder.embed_tokens.num_embeddings == len(d) - 4
     # eq. 15 by hand: V = 4 entries (the last a marker), z = 0.25, gamma over ids [1, 3, 1]
     logits = torch.log(torch.tensor([[[0.2, 0.3, 0.5]]]))
     probs = mix_copy_distribution(logits, torch.tensor([[[0.25]]]), torch.tensor([[[0.5, 0.2, 0.3]]]),
                                   torch.tensor([[1, 3, 1]]), vocab_size=4)
     assert probs[0, 0].tolist() == pytest.approx([0.05, 0.075 + 0.75 * 0.8, 0.125, 0.75 * 0.2])
+
+
+@pytest.mark.parametrize("temperature", [0.5, 2.0])
+def test_temperature_tempers_the_pointer_generator_mixture(temperature):
+    """fairseq's search at --temperature T scores with P^(1/T) / sum_w P(w)^(1/T), P the eq. 15 mixture."""
+    from fairseq.sequence_generator import EnsembleModel
+
+    model, d = build_model("mem2mem_base", **TINY)
+    model.eval()
+    src, lens, prev = doc_batch(d, [[3, 4], [5]])
+    prev = prev[:, :1]  # the first search step
+    with torch.no_grad():
+        out, _ = model(src, lens, prev)
+        p = model.get_normalized_probs((out, None), log_probs=False)[:, -1].double()
+        ens = EnsembleModel([model])
+        enc = ens.forward_encoder({"src_tokens": src, "src_lengths": lens})
+        lprobs, _ = ens.forward_decoder(prev, enc, [{}], temperature=temperature)
+    assert torch.allclose(p.sum(-1), torch.ones(2, dtype=torch.double), atol=1e-5)
+    tempered = p ** (1 / temperature)
+    tempered = tempered / tempered.sum(-1, keepdim=True)
+    assert torch.allclose(lprobs.double().exp(), tempered, atol=1e-5)
+    assert (lprobs.double().exp() - p).abs().max() > 1e-3  # the option does something
 
 
 # --- gradients / robustness ----------------------------------------------------------------------
@@ -372,3 +396,26 @@ def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_pat
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and "no encoder memory" in out[0] and "skipped" in out[0]
     assert not (tmp_path / "ext").exists()
+
+
+def test_generate_temperature_changes_the_scores(trained_mem2mem, capsys, monkeypatch):
+    """fairseq-generate --temperature 2 (its cli_main, in this process): greedy picks the same tokens
+    (tempering keeps the argmax) but scores them under P^(1/2) renormalised, not log P - log 2."""
+    from fairseq_cli import generate
+
+    def positional_scores(*extra):
+        monkeypatch.setattr(sys, "argv", [
+            "fairseq-generate", trained_mem2mem["data"], "--user-dir", os.path.join(REPO, "fairseq_sum_plugins"),
+            "--task", "summarization", "--path", trained_mem2mem["ckpt"], "--gen-subset", "test", "--beam", "1",
+            "--batch-size", "12", "--max-len-b", "6", "--num-workers", "0", *extra])
+        generate.cli_main()
+        lines = capsys.readouterr().out.splitlines()
+        hyps = {l.split("\t")[0][2:]: l.split("\t")[2] for l in lines if l.startswith("H-")}
+        scores = {l.split("\t")[0][2:]: [float(x) for x in l.split("\t")[1].split()] for l in lines if l.startswith("P-")}
+        return hyps, scores
+
+    hyps1, p1 = positional_scores()
+    hyps2, p2 = positional_scores("--temperature", "2")
+    assert hyps1 == hyps2 and len(hyps1) == 12
+    diffs = [b - a for i in p1 for a, b in zip(p1[i], p2[i])]  # base 2, per token
+    assert max(abs(d + 1.0) for d in diffs) > 0.05  # not a constant shift by log2(T) = 1 bit

@@ -13,11 +13,26 @@ loss is logged under its own name (``aux_<name>``, unweighted). With no auxiliar
 exactly fairseq's ``label_smoothed_cross_entropy``. Models with an information selection layer
 also report ``gate_sparsity``: % of source tokens whose gate is <= ``--gate-threshold`` (removed
 from the encoder output in eval mode, so in validation this is the pruning rate).
+
+**Gate loss normalisation** (``--gate-l1-norm``), two readings of information selection eq. 7-9::
+
+    token (default)  L = CE / target token + lambda * (sum_i g_i) / source token
+    document         L = (1/|D|) sum_docs [ sum_t CE_t + lambda * sum_i g_i ]      (eq. 7-9 as written)
+
+``token`` divides both terms by their token counts, so one ``lambda`` means the same for any document
+and summary length (``gate_l1`` is the mean gate per non-pad source token, modules/gates.py).
+``document`` is eq. 7-9 literally: the NLL summed over each summary's tokens (eq. 7, label-smoothed
+like the token reading) and ``lambda`` times the gate sum of the document (eq. 8), averaged over the
+documents of the batch (fairseq's ``sample_size`` is the number of documents). With per-head gates,
+``g_i`` is token ``i``'s gate averaged over the heads. Other auxiliary losses then enter once per
+document (``weight * value * documents``). The logged ``nll_loss`` stays per target token in both.
 """
 import argparse
+import difflib
 from dataclasses import dataclass, field
 
 from fairseq import metrics, utils
+from fairseq.dataclass import ChoiceEnum
 from fairseq.criterions import register_criterion
 from fairseq.criterions.label_smoothed_cross_entropy import (
     LabelSmoothedCrossEntropyCriterion,
@@ -36,9 +51,16 @@ class SummarizationLossConfig(LabelSmoothedCrossEntropyCriterionConfig):
     mem_read_weight: float = field(default=0.01, metadata={"help": "λ2, memory read loss (Mem2Mem eq. 11, 12)"})
     coverage_weight: float = field(default=1.0, metadata={"help": "coverage loss weight (See et al., 2017); "
                                                                   "also spelled --coverage-loss-weight"})
+    gate_l1_norm: ChoiceEnum(["token", "document"]) = field(
+        default="token",
+        metadata={"help": "gate loss reading (module doc): 'token': CE per target token + lambda x mean gate per "
+                          "source token; 'document': eq. 7-9 as written, summary NLL summed + lambda x sum of "
+                          "the document's gates, averaged over documents"},
+    )
     aux_weights: str = field(
         default="",
-        metadata={"help": "weights for any other auxiliary loss, 'name=w,name2=w2' (overrides the flags above)"},
+        metadata={"help": "auxiliary loss weights, 'name=w,name2=w2' (overrides the flags above); a name that is "
+                          "none of gate_l1, mem_comp, mem_read, coverage must be one the model reports"},
     )
 
 
@@ -48,7 +70,12 @@ def parse_aux_weights(cfg):
         name, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"--aux-weights expects 'name=weight' items, got {item!r}")
-        weights[name.strip()] = float(value)
+        name = name.strip()
+        close = difflib.get_close_matches(name, KNOWN_AUX_LOSSES, n=1, cutoff=0.7)
+        if name not in KNOWN_AUX_LOSSES and close:
+            raise ValueError(f"--aux-weights: unknown auxiliary loss {name!r} (did you mean {close[0]!r}?); "
+                             f"the models' losses are {', '.join(KNOWN_AUX_LOSSES)}")
+        weights[name] = float(value)
     return weights
 
 
@@ -66,6 +93,7 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
         mem_read_weight=0.01,
         coverage_weight=1.0,
         aux_weights="",
+        gate_l1_norm="token",
     ):
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
         self.aux_weights = parse_aux_weights(
@@ -77,11 +105,17 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
                 aux_weights=aux_weights,
             )
         )
+        if gate_l1_norm not in ("token", "document"):
+            raise ValueError(f"--gate-l1-norm must be 'token' or 'document', got {gate_l1_norm!r}")
+        self.gate_l1_norm = gate_l1_norm
+        # names given only through --aux-weights: checked against what the model reports (first forward)
+        self.unchecked_aux = {n for n in self.aux_weights if n not in KNOWN_AUX_LOSSES}
 
     def forward(self, model, sample, reduce=True):
         net_output = model(**sample["net_input"])
         loss, nll_loss = self.compute_loss(model, net_output, sample, reduce=reduce)
-        sample_size = sample["target"].size(0) if self.sentence_avg else sample["ntokens"]
+        per_document = self.sentence_avg or self.gate_l1_norm == "document"
+        sample_size = sample["target"].size(0) if per_document else sample["ntokens"]
         logging_output = {
             "loss": loss.data,
             "nll_loss": nll_loss.data,
@@ -90,7 +124,17 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
             "sample_size": sample_size,
         }
         extra = net_output[1] if isinstance(net_output[1], dict) else {}
-        for name, value in (extra.get("aux_losses") or {}).items():
+        units = {}  # loss name -> how many units its per-unit value is summed over (default sample_size)
+        if self.gate_l1_norm == "document" and extra.get("gate_counts") is not None:
+            units["gate_l1"] = extra["gate_counts"][:, 1].sum()  # mean gate per token -> sum over documents
+        reported = extra.get("aux_losses") or {}
+        if self.unchecked_aux:
+            missing = sorted(self.unchecked_aux - set(reported))
+            if missing:
+                raise ValueError(f"--aux-weights: this model reports no auxiliary loss {missing} (it reports "
+                                 f"{sorted(reported) or 'none'}; the models' losses are {', '.join(KNOWN_AUX_LOSSES)})")
+            self.unchecked_aux = set()
+        for name, value in reported.items():
             if name not in self.aux_weights:
                 raise ValueError(
                     f"the model returned auxiliary loss {name!r} with no weight; "
@@ -98,7 +142,7 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
                 )
             # per-unit value -> summed-loss scale, see module doc; in float32: under fp16 e.g.
             # mem_comp ~48 x 2000 tokens overflows half precision
-            scaled = value.float() * sample_size
+            scaled = value.float() * units.get(name, sample_size)
             loss = loss + self.aux_weights[name] * scaled
             logging_output[f"aux_{name}"] = scaled.data
             logging_output["loss"] = loss.data

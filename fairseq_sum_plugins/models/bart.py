@@ -216,7 +216,8 @@ class SumBARTEncoder(TransformerEncoder):
         self.inputs = BatchInputs()
         super().__init__(args, dictionary, embed_tokens)
         gates = args.decoder_attention_heads if args.gate_per_head else 1
-        self.info_gate = InformationGate(args.encoder_embed_dim, gates, args.gate_threshold) if args.info_gate else None
+        self.info_gate = (InformationGate(args.encoder_embed_dim, gates, args.gate_threshold, args.gate_warmup_updates)
+                          if args.info_gate else None)
         self.topic = None  # Topic Assistant buffers (modules/topic.py), set by SumBARTModel.build_model
         self.sia_head_dim = args.encoder_embed_dim // args.encoder_attention_heads
 

@@ -39,7 +39,9 @@ the rest runs step by step because memory and coverage are recurrent):
 * ``gamma_ti = beta_{t,m(i)} alpha_ti / sum_l beta_{t,m(l)} alpha_tl`` (eq. 3), ``c_t = sum_i gamma_ti h^(w)_i``;
 * ``P_g = softmax(W_v tanh(W_o [h^(m)_t; c_t]))``, ``z_t = sigma(w_c c_t + w_d h^(m)_t + w_x x'_t)``,
   ``P = z_t P_g + (1 - z_t) P_c`` with ``P_c(w) = sum_{i: x_i = w} gamma_ti`` (eq. 13-15, over the
-  extended vocabulary of :mod:`..modules.pointer_generator`).
+  extended vocabulary of :mod:`..modules.pointer_generator`). The decoder returns ``log P`` (floored
+  at ``log 1e-10``) as its scores, so ``get_normalized_probs`` (a log-softmax) gives ``P`` back and
+  ``fairseq-generate --temperature T`` samples/searches ``P^(1/T) / sum_w P(w)^(1/T)``.
 
 Auxiliary losses (``net_output[1]["aux_losses"]``, weighted by ``summarization_loss``):
 ``mem_comp`` (eq. 6, per document), ``mem_read`` (eq. 11 against the initial ``M_E``: per
@@ -347,7 +349,10 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
             logits = self.output_projection(out)
         if self.p_gen is not None:  # eq. 13-15
             z = torch.sigmoid(self.p_gen(torch.cat([ctx, hm, x], dim=-1)))
-            return mix_copy_distribution(logits, z, gamma, encoder_out["src_ids"], len(self.dictionary))
+            # log P as the decoder's scores: log_softmax(log P / T) is P^(1/T) renormalised, so fairseq's
+            # --temperature (it divides the scores by T) tempers the mixture; at T = 1 it is P itself
+            probs = mix_copy_distribution(logits, z, gamma, encoder_out["src_ids"], len(self.dictionary))
+            return probs.clamp(min=1e-10).log()
         return F.pad(logits, (0, self.num_markers), value=-1e4) if self.num_markers else logits
 
     @staticmethod
@@ -369,12 +374,6 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
             per_step = torch.stack(cov_losses, dim=1) * tgt_mask
             aux["coverage"] = per_step.sum() / tgt_mask.sum().clamp(min=1)
         return aux
-
-    def get_normalized_probs(self, net_output, log_probs, sample=None):
-        if self.p_gen is None:
-            return super().get_normalized_probs(net_output, log_probs, sample)
-        probs = net_output[0].float()  # already a distribution over the extended vocabulary
-        return probs.clamp(min=1e-10).log() if log_probs else probs
 
     def max_positions(self):
         return self.max_target_positions
@@ -422,6 +421,9 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
     @classmethod
     def build_model(cls, args, task):
         base_architecture(args)
+        if args.coverage_loss and not args.coverage:
+            raise ValueError("--coverage-loss True needs --coverage-attention True (the loss is computed from the "
+                             "coverage vector of eq. 16); set both, or drop --coverage-loss")
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
         sep_index(src_dict)
         joined = len(src_dict) == len(tgt_dict) and src_dict.symbols == tgt_dict.symbols

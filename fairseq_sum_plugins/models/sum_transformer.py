@@ -308,7 +308,7 @@ class SumTransformerEncoder(FairseqEncoder):
         self.info_gate = None
         if getattr(args, "info_gate", False):
             gates = args.decoder_attention_heads if args.gate_per_head else 1
-            self.info_gate = InformationGate(d, gates, args.gate_threshold)
+            self.info_gate = InformationGate(d, gates, args.gate_threshold, getattr(args, "gate_warmup_updates", 0))
         self.topic = None  # Topic Assistant buffers (modules/topic.py), set by build_model with --ta-*
         self.sia_head_dim = d // args.encoder_attention_heads
 
@@ -518,8 +518,7 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         if args.share_all_embeddings:
             if src_dict != tgt_dict:
                 raise ValueError("--share-all-embeddings requires a joined dictionary (preprocess with --joined-dictionary)")
-            dec_emb = enc_emb
-            args.share_decoder_input_output_embed = True
+            dec_emb = enc_emb  # the output projection stays separate with --share-decoder-input-output-embed False
         else:
             dec_emb = build_embedding(args, tgt_dict, args.decoder_embed_dim)
         topic = build_topic_assistant(args, task, src_dict, tgt_dict)  # None without --ta-*; sets args.ta_num_topics

@@ -37,6 +37,14 @@ kept and masked out in those heads only (an additive ``-inf`` bias per head), wh
 applied per head, and every head keeps at least its highest-gated token. In training mode nothing
 is removed; ``gate_counts`` then report what the threshold would remove.
 
+**Gate warm-up** (``--gate-warmup-updates N``, off by default; not in the paper): for the first ``N``
+training updates every gate is held at 1 (plain attention) and the gate layer gets no gradient and
+no gate loss; from update ``N`` on, eq. 3-9 exactly. It is meant for training from scratch, where
+the gates close while the decoder is still a language model that gains nothing from the source: the
+warm-up lets the decoder learn to read the source first. In the small CPU sweep of
+recipes/newsroom/transformer_gated.sh's header (500 updates) the gates close after the warm-up too.
+Eval mode (validation, generation) always uses the gates themselves.
+
 The sparsity rate (dropped / total non-pad source tokens, EOS included) is returned per document in
 the encoder output's ``gate_counts`` (:mod:`.encoder_out`) (logged by validation as ``gate_sparsity``) and accumulated by the
 gate module in eval mode (reported by ``fairseq-generate``; see :func:`report_sparsity_at_exit`).
@@ -69,6 +77,10 @@ def add_gate_args(parser, switch=True):
     parser.add_argument("--gate-threshold", type=float, metavar="T",
                         help="in eval mode, close gates <= T and remove their positions from the encoder "
                              "output (Algorithm 1); at generation: --model-overrides \"{'gate_threshold': 0.1}\"")
+    parser.add_argument("--gate-warmup-updates", type=int, metavar="N",
+                        help="in training, hold every gate at 1 (no gate gradient, no gate loss) for the first "
+                             "N updates, then the paper's gate: a decoder trained from scratch learns to read "
+                             "the source before the gates can close it (0: off, the paper)")
     # fmt: on
 
 
@@ -76,6 +88,7 @@ def gate_defaults(args, info_gate=False):
     args.info_gate = getattr(args, "info_gate", info_gate)
     args.gate_per_head = getattr(args, "gate_per_head", False)
     args.gate_threshold = getattr(args, "gate_threshold", 0.0)
+    args.gate_warmup_updates = getattr(args, "gate_warmup_updates", 0)
 
 
 class InformationGate(nn.Module):
@@ -85,13 +98,23 @@ class InformationGate(nn.Module):
     layer keeps PyTorch's default initialisation, as in the paper (§4.2).
     """
 
-    def __init__(self, embed_dim, num_gates=1, threshold=0.0):
+    def __init__(self, embed_dim, num_gates=1, threshold=0.0, warmup_updates=0):
         super().__init__()
         self.proj = nn.Linear(embed_dim, num_gates)
         self.num_gates = num_gates
         self.threshold = threshold
+        self.warmup_updates = warmup_updates or 0
+        self.num_updates = 0
         self.prune = True  # False: keep closed positions in the encoder output, masked (same output)
         self.reset_counts()
+
+    def set_num_updates(self, num_updates):
+        """Called by fairseq's ``train_step`` (through the model) before every update."""
+        self.num_updates = num_updates
+
+    def in_warmup(self):
+        """True in the first ``--gate-warmup-updates`` training updates."""
+        return self.num_updates < self.warmup_updates
 
     def reset_counts(self):
         self.counts = None  # [dropped, total] source tokens seen in eval mode
@@ -135,6 +158,9 @@ class InformationGate(nn.Module):
         counts = torch.stack([(real & ~kept).sum(1), real.sum(1)], dim=1)
         out = dict(h=h, padding_mask=padding_mask, gates=g, bias=None, index=None, counts=counts, l1=l1)
         if self.training:
+            if self.in_warmup():  # --gate-warmup-updates: gates held open, no gate loss (zero gradients)
+                out["gates"] = (1.0 + 0.0 * g).masked_fill(padding_mask.unsqueeze(-1), 0.0)
+                out["l1"] = 0.0 * l1
             return out
 
         c = counts.detach().sum(0)

@@ -130,6 +130,31 @@ class SummarizationConfig(TranslationConfig):
     )
 
 
+def parse_dict_flag(flag, text):
+    """A dict flag's value as JSON (``{"beam": 4}``) or a Python literal (``{'beam': 4}``, the style
+    of ``--model-overrides``; read with ``ast.literal_eval``, never evaluated as code)."""
+    import ast
+
+    try:
+        value = json.loads(text)
+    except ValueError:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError) as err:
+            raise ValueError(f"{flag} {text!r}: not a JSON or Python dict literal ({err})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{flag} {text!r}: expected a dict such as '{{\"beam\": 4}}'")
+    return value
+
+
+def refuse_cpu_half_precision(cfg):
+    """``--fp16`` / ``--memory-efficient-fp16`` need a CUDA GPU: refused up front on CPU."""
+    for flag in ("fp16", "memory_efficient_fp16"):
+        if getattr(cfg, flag, False) and (getattr(cfg, "cpu", False) or not torch.cuda.is_available()):
+            raise ValueError(f"--{flag.replace('_', '-')} needs a CUDA GPU and none is in use: drop it to train "
+                             "in float32 on CPU")
+
+
 @register_task("summarization", dataclass=SummarizationConfig)
 class SummarizationTask(TranslationTask):
     cfg: SummarizationConfig
@@ -331,6 +356,10 @@ class SummarizationTask(TranslationTask):
                 coverage_penalty=coverage,
                 coverage_penalty_type=getattr(args, "coverage_penalty_type", self.cfg.coverage_penalty_type),
             )
+        for model in models:  # fairseq-generate/interactive --fp16 halve the models before this hook
+            if any(p.dtype == torch.float16 and p.device.type == "cpu" for p in model.parameters()):
+                raise ValueError("--fp16 needs a CUDA GPU: on CPU the model would decode in half precision "
+                                 "(different scores); drop --fp16 to decode in float32")
         for hook in GENERATOR_HOOKS:  # registered by features (side_data.register_generator_hook)
             hook(models)
         return super().build_generator(models, args, **kwargs)
@@ -338,6 +367,8 @@ class SummarizationTask(TranslationTask):
     # --- ROUGE during validation -----------------------------------------------------------------
 
     def build_model(self, cfg, from_checkpoint=False):
+        if not from_checkpoint:  # fairseq-train: fail before building anything for --fp16 on CPU
+            refuse_cpu_half_precision(cfg)
         model = super().build_model(cfg, from_checkpoint)
         max_positions = model.max_positions()
         source_limit = max_positions[0] if isinstance(max_positions, (tuple, list)) else max_positions
@@ -345,13 +376,13 @@ class SummarizationTask(TranslationTask):
         self.check_model_data(cfg, model, from_checkpoint)
         if self.cfg.eval_rouge:
             self.rouge_decoder = self.build_rouge_decoder()
-            gen_args = json.loads(self.cfg.eval_rouge_args)
+            gen_args = parse_dict_flag("--eval-rouge-args", self.cfg.eval_rouge_args)
             self.sequence_generator = self.build_generator([model], Namespace(**gen_args))
         return model
 
     def resolve_rouge_bpe(self):
         """``(name, args)`` of the BPE that ``--eval-rouge`` undoes (``name`` None: none)."""
-        name, args = self.cfg.eval_rouge_bpe, json.loads(self.cfg.eval_rouge_bpe_args)
+        name, args = self.cfg.eval_rouge_bpe, parse_dict_flag("--eval-rouge-bpe-args", self.cfg.eval_rouge_bpe_args)
         if name == "auto":
             data = utils.split_paths(self.cfg.data)[0]
             prepared = read_prepare_args(data)  # validated: only the keys fairseq-sum-prepare writes

@@ -12,6 +12,9 @@ source "$(dirname "$0")/../common.sh"
 WORK=${1:-data/aclsum-quickstart}
 ARCH=${ARCH:-tp_transformer_small}
 TRAIN_MINUTES=${TRAIN_MINUTES:-5}
+if ! [[ $TRAIN_MINUTES =~ ^[0-9]+([.][0-9]+)?$ ]]; then
+  echo "quickstart.sh: TRAIN_MINUTES must be a number of minutes, got '$TRAIN_MINUTES'" >&2; exit 2
+fi
 BEAM=${BEAM:-4}
 
 converted "$WORK/jsonl" ACLSum || python -m preprocess.aclsum_to_jsonl --out "$WORK/jsonl"
@@ -21,7 +24,7 @@ train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" \
   --optimizer adam --adam-betas '(0.9, 0.98)' --lr 2e-3 --lr-scheduler inverse_sqrt --warmup-updates 50 \
   --label-smoothing 0.1 --dropout 0.1 --clip-norm 1.0 --max-tokens 4000 \
   --max-source-positions 520 --max-target-positions 260 \
-  --max-update 100000 --stop-time-hours "$(python -c "print($TRAIN_MINUTES / 60)")" \
+  --max-update 100000 --stop-time-hours "$(python -c 'import sys; print(float(sys.argv[1]) / 60)' "$TRAIN_MINUTES")" \
   --validate-interval 4 --save-interval 4 --no-epoch-checkpoints --log-interval 10 --seed 1
 
 generate "$WORK/bin" "$WORK/checkpoints/$ARCH/checkpoint_best.pt" "$WORK/test.$ARCH.beam$BEAM.out" \

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Gate-loss weight sweep for the from-scratch information selection recipe (transformer_gated.sh):
+# small transformer_gated models trained for a fixed number of updates on a fixed split of an XSum-style
+# JSONL file, one model per lambda, and a table of lambda, gate sparsity at t = 0.1, validation NLL and
+# test ROUGE (Markdown, WORK/sweep.md). CPU-sized: the defaults take ~5 CPU-minutes per lambda.
+#
+#   bash recipes/newsroom/gate_lambda_sweep.sh PAIRS_JSONL
+#     PAIRS_JSONL  JSONL with `document` and `summary` (e.g. 1,000 XSum pairs in the HF layout); its
+#                  first N_TRAIN lines train, the next N_VALID validate, the next N_TEST test
+#
+# Environment: WORK (data/gate-lambda-sweep), LAMBDAS ("0 0.01 0.1"), NORM (token: the criterion's
+# --gate-l1-norm), WARMUP (0: --gate-warmup-updates), MAX_UPDATE (500), N_TRAIN/N_VALID/N_TEST
+# (800/100/100), VOCAB (4000), DIM (128), LAYERS (2), THRESHOLD (0.1), EXTRA (more train flags),
+# TAG (NORM.wWARMUP: names the runs; finished runs are reused). Rows accumulate in WORK/sweep.md.
+#
+#   for W in 0 250; do WARMUP=$W bash recipes/newsroom/gate_lambda_sweep.sh PAIRS_JSONL; done
+#
+# Columns: sparsity = % of test source tokens whose gate is <= THRESHOLD (removed, Algorithm 1);
+# valid NLL = validation nll_loss (base 2, per target token, at THRESHOLD, without label smoothing or
+# the gate loss) of the last checkpoint; ROUGE-1/2/L F1 of greedy test summaries decoded at THRESHOLD
+# (fairseq_sum_plugins.analysis.gate_sweep: rouge-score, stemming, summary-level ROUGE-L).
+source "$(dirname "$0")/../common.sh"
+PAIRS=${1:?usage: gate_lambda_sweep.sh PAIRS_JSONL}
+WORK=${WORK:-data/gate-lambda-sweep}
+LAMBDAS=${LAMBDAS:-"0 0.01 0.1"}
+NORM=${NORM:-token}
+WARMUP=${WARMUP:-0}
+TAG=${TAG:-$NORM.w$WARMUP}
+MAX_UPDATE=${MAX_UPDATE:-500}
+N_TRAIN=${N_TRAIN:-800}
+N_VALID=${N_VALID:-100}
+N_TEST=${N_TEST:-100}
+VOCAB=${VOCAB:-4000}
+DIM=${DIM:-128}
+LAYERS=${LAYERS:-2}
+THRESHOLD=${THRESHOLD:-0.1}
+
+if ! converted "$WORK/jsonl"; then
+  python - "$PAIRS" "$WORK/jsonl" "$N_TRAIN" "$N_VALID" "$N_TEST" <<'EOF'
+import os, sys
+pairs, out, sizes = sys.argv[1], sys.argv[2], [int(n) for n in sys.argv[3:6]]
+with open(pairs, encoding="utf-8-sig") as f:
+    lines = [line for line in f if line.strip()]
+if len(lines) < sum(sizes):
+    sys.exit(f"{pairs}: {len(lines)} pairs, the split needs {sum(sizes)}")
+os.makedirs(out, exist_ok=True)
+start = 0
+for split, n in zip(("train", "valid", "test"), sizes):  # test last: `converted` tests for it
+    with open(os.path.join(out, split + ".jsonl.tmp"), "w", encoding="utf-8") as f:
+        f.writelines(lines[start : start + n])
+    os.replace(os.path.join(out, split + ".jsonl.tmp"), os.path.join(out, split + ".jsonl"))
+    start += n
+EOF
+fi
+prepare "$WORK/jsonl" "$WORK" --src-field document --tgt-field summary --vocab-size "$VOCAB" \
+  --max-src-tokens 700 --num-threads 1 --workers 1
+
+for LAMBDA in $LAMBDAS; do
+  SAVE="$WORK/checkpoints/$TAG.l$LAMBDA"
+  # shellcheck disable=SC2086
+  train "$WORK/bin" "$SAVE" --arch transformer_gated_small ${EXTRA:-} \
+    --encoder-embed-dim "$DIM" --encoder-ffn-embed-dim $((4 * DIM)) --encoder-attention-heads 4 \
+    --encoder-layers "$LAYERS" --decoder-layers "$LAYERS" \
+    --gate-l1-weight "$LAMBDA" --gate-l1-norm "$NORM" --gate-warmup-updates "$WARMUP" --gate-threshold "$THRESHOLD" \
+    --optimizer adam --adam-betas '(0.9, 0.98)' --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 100 \
+    --clip-norm 1.0 --dropout 0.1 --label-smoothing 0.1 --max-tokens 4096 --max-update "$MAX_UPDATE" \
+    --max-source-positions 704 --seed 1 --num-workers 0 --no-epoch-checkpoints --no-save-optimizer-state \
+    --validate-interval-updates "$MAX_UPDATE" --save-interval-updates "$MAX_UPDATE" --keep-interval-updates 1 \
+    --log-interval 50 --cpu
+  OUTD="$WORK/sweep/$TAG.l$LAMBDA"
+  if [ ! -f "$OUTD/gate_sweep.json" ]; then
+    python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$SAVE/checkpoint_last.pt" \
+      --gen-subset test --thresholds "$THRESHOLD" --beam 1 --max-len-b 64 --cpu --out-dir "$OUTD"
+  fi
+  python - "$LAMBDA" "$NORM" "$WARMUP" "$SAVE/train.log" "$OUTD/gate_sweep.json" > "$WORK/rows.$TAG.l$LAMBDA.tsv" <<'EOF'
+import json, re, sys
+lam, norm, warmup, log, sweep = sys.argv[1:6]
+valid = [line for line in open(log, encoding="utf-8") if "valid on 'valid' subset" in line][-1]
+nll = float(re.search(r"nll_loss ([0-9.]+)", valid).group(1))
+row = json.load(open(sweep, encoding="utf-8"))[0]
+print("\t".join([lam, norm, warmup, f"{row['sparsity']:.1f}", f"{nll:.2f}"] + [f"{row[k]:.2f}" for k in ("rouge1", "rouge2", "rougeL")]))
+EOF
+done
+
+{
+  echo "| lambda | --gate-l1-norm | --gate-warmup-updates | sparsity % at t=$THRESHOLD | valid NLL (bits) | R-1 | R-2 | R-L |"
+  echo "|---|---|---|---|---|---|---|---|"
+  cat "$WORK"/rows.*.tsv | awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}'
+} | tee "$WORK/sweep.md"
