@@ -24,7 +24,6 @@ Usable on its own, on any JSONL directory::
 """
 import argparse
 import contextlib
-import importlib.util
 import json
 import os
 import sys
@@ -102,21 +101,11 @@ def limits(args):
     return doc, summ, sections, section_words
 
 
-_TEXT = None
-
-
 def split_sentences(text):
-    """:func:`fairseq_sum_plugins.text.split_sentences`, loaded without importing fairseq."""
-    global _TEXT
-    if _TEXT is None:
-        _TEXT = sys.modules.get("fairseq_sum_plugins.text")
-        if _TEXT is None:
-            path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "fairseq_sum_plugins", "text.py")
-            spec = importlib.util.spec_from_file_location("_fairseq_sum_text", path)
-            _TEXT = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(_TEXT)
-    return _TEXT.split_sentences(text)
+    """:func:`fairseq_sum_plugins.text.split_sentences` (imported when first needed)."""
+    from fairseq_sum_plugins.text import split_sentences as split
+
+    return split(text)
 
 
 def truncate_sentences(sents, max_words):
