@@ -488,7 +488,8 @@ def score_summaries(hyps, refs, scorer="rouge-score", detok=True, bootstrap=Fals
 
     Returns a flat dict: ``rouge1``, ``rouge2``, ``rougeL`` (summary-level) F1s in [0, 1], plus
     ``<metric>_precision`` / ``<metric>_recall``, ``<key>_ci`` = [low, high] 95% intervals (a
-    seeded bootstrap over documents when ``bootstrap``; files2rouge: ROUGE-1.5.5's, always),
+    seeded bootstrap over documents; rouge-score only when ``bootstrap``, the perl scorers always;
+    files2rouge: ROUGE-1.5.5's own),
     ``rougeL_plain`` for rouge-score, the extra ROUGE-1.5.5 metrics for the perl scorers, and
     ``num_summaries``. Empty hypotheses score 0; an empty reference raises ``ValueError``.
     """
@@ -497,7 +498,7 @@ def score_summaries(hyps, refs, scorer="rouge-score", detok=True, bootstrap=Fals
         out = _score_files2rouge(hyp_sents, ref_sents, rouge_args)
     else:
         per = _per_doc(hyp_sents, ref_sents, scorer, rouge_args, workers)
-        out = aggregate(per, bootstrap_samples if bootstrap else 0, seed)
+        out = aggregate(per, bootstrap_samples if bootstrap or scorer == "official" else 0, seed)
     out["num_summaries"] = len(hyps)
     return out
 
