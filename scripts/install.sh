@@ -36,6 +36,16 @@ if ! $PY -c "import fairseq" 2>/dev/null; then
 fi
 step "fairseq-sum-plugins"
 $PIP -e . aclsum matplotlib
+if [ ! -f /usr/share/wordnet/data.noun ]; then
+  # METEOR (fairseq-sum-score --meteor) reads WordNet from Debian's wordnet-base: nothing is downloaded at run time
+  step "WordNet (Debian wordnet-base, for METEOR)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  if command -v apt-get >/dev/null; then
+    $SUDO apt-get update -q && $SUDO apt-get install -y -q wordnet-base
+  else
+    echo "[install] no apt-get: install WordNet 3.0's dict files and set WORDNET_DIR for --meteor" >&2
+  fi
+fi
 if [ "$WITH_TEST" = 1 ]; then
   step "pytest"
   $PIP pytest
