@@ -150,10 +150,11 @@ def read_prepared_references(data, split):
     for lineno, line in _decoded_lines(path):
         try:
             rec = json.loads(line)
-            records.append(rec)
-            rec["summary"]  # noqa: B018  (checked)
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise ScoreInputError(f"{path}:{lineno}: not a reference record of fairseq-sum-prepare") from None
+        except json.JSONDecodeError:
+            rec = None
+        if not isinstance(rec, dict) or not isinstance(rec.get("summary"), list):
+            raise ScoreInputError(f"{path}:{lineno}: not a reference record of fairseq-sum-prepare")
+        records.append(rec)
     return records
 
 

@@ -62,50 +62,61 @@ def _with_hyps(text, hyps):
                   + " <sep> ".join(hyps[int(m.group(2))]), text, flags=re.M)
 
 
-def _score(*args):
-    env = dict(os.environ, PYTHONPATH=REPO)
-    return subprocess.run([cli("fairseq-sum-score"), "--bootstrap-samples", "0", *args], capture_output=True,
-                          text=True, env=env, cwd=REPO)
+class _Run:
+    def __init__(self, stdout, stderr):
+        self.stdout, self.stderr, self.returncode = stdout, stderr, 0
+
+
+@pytest.fixture
+def score(capsys):
+    """fairseq-sum-score's main in this process (the console script's startup is seconds)."""
+
+    def run_score(*args):
+        S.main(["--bootstrap-samples", "0", *args])
+        out = capsys.readouterr()
+        return _Run(out.out, out.err)
+
+    return run_score
 
 
 def _f1(stdout):
     return [float(x) for x in re.search(r"ROUGE-1/2/L F1: ([\d.]+)/([\d.]+)/([\d.]+)", stdout).groups()]
 
 
-def test_gold_hypotheses_score_100_against_untruncated_references(generated, tmp_path):
+def test_gold_hypotheses_score_100_against_untruncated_references(generated, tmp_path, score):
     """Item 1: the T- lines are cut at 6 pieces; the scorer finds DATA/bin/test.ref.jsonl through
     generate's log (GEN.log) or --data, and only without both scores the T- lines, with a warning."""
     out = tmp_path / "gold.out"
     out.write_text(_with_hyps(generated["gen"], generated["gold"]))
-    alone = _score("--generate-output", str(out))
+    alone = score("--generate-output", str(out))
     assert alone.returncode == 0, alone.stderr
     assert "scoring against the T- lines" in alone.stderr and _f1(alone.stdout)[0] < 100
     (tmp_path / "gold.out.log").write_text(generated["log"])
-    found = _score("--generate-output", str(out))
+    found = score("--generate-output", str(out))
     assert _f1(found.stdout) == [100.0, 100.0, 100.0] and "T- lines" not in found.stderr
     os.remove(tmp_path / "gold.out.log")
-    assert _f1(_score("--generate-output", str(out), "--data", generated["data"]).stdout) == [100.0, 100.0, 100.0]
+    assert _f1(score("--generate-output", str(out), "--data", generated["data"]).stdout) == [100.0, 100.0, 100.0]
 
 
-def test_ref_jsonl_follows_the_records_dropped_by_skip_empty(generated, tmp_path):
+def test_ref_jsonl_follows_the_records_dropped_by_skip_empty(generated, tmp_path, score):
     """Item 2: binarized example i >= 3 came from record i + 1: matched through the reference index."""
     out = tmp_path / "gold.out"
     out.write_text(_with_hyps(generated["gen"], [[" ".join(g)] for g in generated["gold"]]))  # one line, as in the JSONL
     raw = str(generated["root"] / "jsonl" / "test.jsonl")
-    res = _score("--generate-output", str(out), "--ref-jsonl", raw, "--data", generated["data"])
+    res = score("--generate-output", str(out), "--ref-jsonl", raw, "--data", generated["data"])
     assert res.returncode == 0, res.stderr
     assert _f1(res.stdout) == [100.0, 100.0, 100.0]
     records = [json.loads(line) for line in open(os.path.join(generated["data"], "test.ref.jsonl"))]
     assert [r["line"] for r in records] == [i + 1 for i in range(N_TEST + 1) if i != EMPTY_RECORD]
 
 
-def test_ids_missing_at_the_end_are_reported_against_the_split_size(generated, tmp_path):
+def test_ids_missing_at_the_end_are_reported_against_the_split_size(generated, tmp_path, score):
     """Item 4: the last document's lines removed (as --skip-invalid-size-inputs-valid-test does)."""
     last = N_TEST - 1
     out = tmp_path / "gen.out"
     out.write_text("".join(line + "\n" for line in generated["gen"].splitlines()
                            if not re.match(rf"^[STHDP]-{last}\t", line)))
-    res = _score("--generate-output", str(out), "--data", generated["data"])
+    res = score("--generate-output", str(out), "--data", generated["data"])
     assert res.returncode == 0, res.stderr
     assert f"1 sample ids missing from {out} (ids [{last}]); scoring the {last} present of the split's {N_TEST}" in res.stderr
 
