@@ -175,8 +175,8 @@ def main(argv=None):
     langs = [s.strip() for s in args.langs.split(",")]
     if len(langs) != 2 or not all(langs) or langs[0] == langs[1]:
         raise Gpt2BpeError(f"--langs needs two different suffixes SRC,TGT, got {args.langs!r}")
-    load_encoder(args.encoder_json, args.vocab_bpe)  # fail early on missing files
     paths = {split: split_path(args.jsonl_dir, split) for split in SPLITS}
+    load_encoder(args.encoder_json, args.vocab_bpe)  # fail early on missing files (imports fairseq)
     os.makedirs(args.out, exist_ok=True)
     if args.full_src_out:
         os.makedirs(args.full_src_out, exist_ok=True)
