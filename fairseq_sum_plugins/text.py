@@ -189,14 +189,12 @@ def detokenize(text, lang="en"):
 
 
 FairseqDataclass = None
-# fairseq is optional for the text utilities themselves, and not imported at all when this file is
-# loaded outside its package (preprocess/converter_io.py does, for the converters, which need no fairseq)
-if __package__:
-    try:
-        from fairseq.data.encoders import TOKENIZER_REGISTRY, register_tokenizer
-        from fairseq.dataclass import FairseqDataclass
-    except ImportError:
-        pass
+# fairseq is optional for the text utilities themselves (the scorer and the converters need none)
+try:
+    from fairseq.data.encoders import TOKENIZER_REGISTRY, register_tokenizer
+    from fairseq.dataclass import FairseqDataclass
+except ImportError:
+    pass
 
 if FairseqDataclass is not None:
 

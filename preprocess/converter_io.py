@@ -16,7 +16,6 @@ Every converter takes the options of :func:`add_arguments`:
 The sentence splitter is loaded without importing fairseq, so converters run without it.
 """
 import contextlib
-import importlib.util
 import json
 import os
 import sys
@@ -60,22 +59,13 @@ def limits(args):
     return doc, summ, sections, section_words
 
 
-_TEXT = None
-
-
 def split_sentences(text, splitter=None):
-    """:func:`fairseq_sum_plugins.text.split_sentences` by ``splitter`` (None: its default), loaded
-    without importing fairseq."""
-    global _TEXT
-    if _TEXT is None:
-        _TEXT = sys.modules.get("fairseq_sum_plugins.text")
-        if _TEXT is None:
-            path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "fairseq_sum_plugins", "text.py")
-            spec = importlib.util.spec_from_file_location("_fairseq_sum_text", path)
-            _TEXT = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(_TEXT)
-    return _TEXT.split_sentences(text, splitter or _TEXT.DEFAULT_SENTENCE_SPLITTER)
+    """:func:`fairseq_sum_plugins.text.split_sentences` by ``splitter`` (None: its default); imported
+    when first needed (it imports without fairseq)."""
+    from fairseq_sum_plugins.text import DEFAULT_SENTENCE_SPLITTER
+    from fairseq_sum_plugins.text import split_sentences as split
+
+    return split(text, splitter or DEFAULT_SENTENCE_SPLITTER)
 
 
 def truncate_sentences(sents, max_words):

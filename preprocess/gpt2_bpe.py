@@ -29,7 +29,6 @@ error naming the file (and line). Each split is written to temporary files renam
 ``test`` last, so ``O/test.{TGT}`` exists only after a complete run.
 """
 import argparse
-import importlib.util
 import os
 import sys
 from multiprocessing import Pool
@@ -46,25 +45,14 @@ class Gpt2BpeError(Exception):
 
 
 def load_encoder(encoder_json, vocab_bpe):
-    """fairseq's GPT-2 ``Encoder`` (``gpt2_bpe_utils.get_encoder``).
-
-    When fairseq is not imported yet, its ``gpt2_bpe_utils.py`` (which needs only ``json`` and
-    ``regex``) is loaded on its own, without the seconds that importing the fairseq package takes.
-    """
+    """fairseq's GPT-2 ``Encoder`` (``gpt2_bpe_utils.get_encoder``)."""
     for path in (encoder_json, vocab_bpe):
         if not os.path.isfile(path):
             raise Gpt2BpeError(f"{path}: no such file (GPT-2 BPE files: encoder.json, vocab.bpe)")
-    if "fairseq" in sys.modules:
+    try:
         from fairseq.data.encoders.gpt2_bpe_utils import get_encoder
-    else:
-        spec = importlib.util.find_spec("fairseq")
-        if spec is None or not spec.submodule_search_locations:
-            raise Gpt2BpeError("fairseq is not installed")
-        path = os.path.join(list(spec.submodule_search_locations)[0], "data", "encoders", "gpt2_bpe_utils.py")
-        module_spec = importlib.util.spec_from_file_location("_fairseq_gpt2_bpe_utils", path)
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-        get_encoder = module.get_encoder
+    except ImportError as e:
+        raise Gpt2BpeError(f"fairseq's GPT-2 BPE is not importable ({e}): install fairseq") from None
     return get_encoder(encoder_json, vocab_bpe)
 
 
@@ -192,8 +180,8 @@ def main(argv=None):
     langs = [s.strip() for s in args.langs.split(",")]
     if len(langs) != 2 or not all(langs) or langs[0] == langs[1]:
         raise Gpt2BpeError(f"--langs needs two different suffixes SRC,TGT, got {args.langs!r}")
-    load_encoder(args.encoder_json, args.vocab_bpe)  # fail early on missing files
     paths = {split: split_path(args.jsonl_dir, split) for split in SPLITS}
+    load_encoder(args.encoder_json, args.vocab_bpe)  # fail early on missing files (imports fairseq)
     os.makedirs(args.out, exist_ok=True)
     if args.full_src_out:
         os.makedirs(args.full_src_out, exist_ok=True)

@@ -41,7 +41,10 @@ options; ``--force`` redoes everything):
    fit OUT/bin --full-src OUT/spm_full``) while the encoder reads the truncated ones.
 4. binarize: ``fairseq-preprocess --joined-dictionary --srcdict OUT/dict.txt`` -> ``OUT/bin``.
 5. finalize: ``OUT/bin/spm.model`` and ``OUT/bin/prepare_args.json`` (options, tokenizer
-   flags for inference, statistics), so ``OUT/bin`` alone is enough for training and inference.
+   flags for inference, statistics), so ``OUT/bin`` alone is enough for training and inference;
+   ``OUT/bin/{split}.ref.jsonl`` (from step 1's ``OUT/raw``): line ``i`` = binarized example
+   ``i`` as ``{"id", "file", "line", "summary": [sentences]}``, the untruncated gold summary and
+   the source record it came from, which ``fairseq-sum-score`` scores against.
 
 A pretrained model's vocabulary (``--spm-model M --dict D``, e.g. ``fairseq-sum-import-t5``'s
 ``OUT/spm.model`` and ``OUT/dict.txt``): step 2 copies them instead of training, and step 3 encodes the
@@ -379,7 +382,8 @@ def tokenize_split(args, split, src_path, tgt_path):
     stats = dict(examples=0, skipped=0, src_tokens=0, src_sents=0, tgt_tokens=0, tgt_sents=0)
     tok, raw = os.path.join(args.out, "tok", split), os.path.join(args.out, "raw", split)
     total = count_examples(args, src_path)
-    with AtomicFiles(raw + ".src", raw + ".tgt", tok + ".src", tok + ".tgt", tok + ".id") as outs:
+    with AtomicFiles(raw + ".src", raw + ".tgt", tok + ".src", tok + ".tgt", tok + ".id",
+                     raw + ".ref.jsonl") as outs:
         results = _map(fn, examples, args.workers)
         for (src_where, tgt_where), ex_id, raw_src, tok_src, raw_tgt, tok_tgt in tqdm(
             results, total=total, desc=f"tokenize {split}", unit="ex"
@@ -392,7 +396,8 @@ def tokenize_split(args, split, src_path, tgt_path):
                     continue
                 raise PrepareError(f"{empty[1]}: empty {empty[0]} "
                                    "(use --skip-empty to drop such pairs)")
-            for f, line in zip(outs, (raw_src, raw_tgt, tok_src, tok_tgt, ex_id)):
+            for f, line in zip(outs, (raw_src, raw_tgt, tok_src, tok_tgt, ex_id,
+                                      reference_record(ex_id, tgt_where, raw_tgt))):
                 f.write(line + "\n")
             stats["examples"] += 1
             for side, line in (("src", tok_src), ("tgt", tok_tgt)):
@@ -407,6 +412,20 @@ def tokenize_split(args, split, src_path, tgt_path):
     return stats
 
 
+def reference_record(ex_id, where, raw_tgt):
+    """One line of ``{split}.ref.jsonl``: the untruncated summary's sentences and its source record."""
+    path, _, line = where.rpartition(":")
+    return json.dumps({"id": ex_id, "file": os.path.abspath(path), "line": int(line),
+                       "summary": raw_tgt.split(f" {SENT_SEP} ")}, ensure_ascii=False)
+
+
+def copy_references(args, splits):
+    """``OUT/raw/{split}.ref.jsonl`` -> ``OUT/bin``: the scorer's untruncated references."""
+    for split in splits:
+        name = f"{split}.ref.jsonl"
+        shutil.copyfile(os.path.join(args.out, "raw", name), os.path.join(args.out, "bin", name))
+
+
 def step_tokenize(args, inputs):
     options = dict(
         inputs={s: [os.path.abspath(p) for p in paths] for s, paths in inputs.items()},
@@ -417,6 +436,7 @@ def step_tokenize(args, inputs):
     outputs = [os.path.join(args.out, d, f"{s}.{ext}")
                for s in inputs for d in ("tok", "raw") for ext in ("src", "tgt")]
     outputs += [os.path.join(args.out, "tok", f"{s}.id") for s in inputs]
+    outputs += [os.path.join(args.out, "raw", f"{s}.ref.jsonl") for s in inputs]
     sources = [p for paths in inputs.values() for p in paths]
     stats = up_to_date(args, "tokenize", outputs, sources, options)
     if stats is not None:
@@ -711,6 +731,7 @@ def prepare(args):
     stats["spm"] = _timed("spm", step_spm, args)
     stats["encode"] = _timed("encode", step_encode, args, args.splits)
     _timed("binarize", step_binarize, args, args.splits)
+    copy_references(args, args.splits)
     step_finalize(args, stats)
     print_summary(stats, args.splits)
     print(f"| wrote {os.path.join(args.out, 'bin')} in {time.time() - start:.1f}s")

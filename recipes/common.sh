@@ -109,7 +109,8 @@ generate() {
 }
 
 # score GENERATE_OUTPUT [fairseq-sum-score options...]   (-> GENERATE_OUTPUT.rouge.json / .rouge.txt;
-# skipped when the json is newer than the decoding)
+# skipped when the json is newer than the decoding). The references are the untruncated gold summaries
+# of DATA/bin/{split}.ref.jsonl: the scorer finds DATA in generate's log, GENERATE_OUTPUT.log.
 score() {
   local gen=$1; shift
   if [ "$gen.rouge.json" -nt "$gen" ]; then log "score: $gen.rouge.json exists, skipped"; return; fi

@@ -36,9 +36,19 @@ if ! $PY -c "import fairseq" 2>/dev/null; then
 fi
 step "fairseq-sum-plugins"
 $PIP -e ".[sentences]" aclsum matplotlib
+if [ ! -f /usr/share/wordnet/data.noun ]; then
+  # METEOR (fairseq-sum-score --meteor) reads WordNet from Debian's wordnet-base: nothing is downloaded at run time
+  step "WordNet (Debian wordnet-base, for METEOR)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  if command -v apt-get >/dev/null; then
+    $SUDO apt-get update -q && $SUDO apt-get install -y -q wordnet-base
+  else
+    echo "[install] no apt-get: install WordNet 3.0's dict files and set WORDNET_DIR for --meteor" >&2
+  fi
+fi
 if [ "$WITH_TEST" = 1 ]; then
-  step "pytest, datasets"
-  $PIP pytest datasets
+  step "pytest, datasets, transformers (tests build tiny HF T5 models)"
+  $PIP pytest datasets "transformers>=4.40" safetensors
 fi
 if [ "$WITH_ROUGE155" = 1 ]; then
   step "official ROUGE-1.5.5"

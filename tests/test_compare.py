@@ -70,6 +70,22 @@ def test_strictly_better_system_is_significant_with_both_tests():
     assert rev["metrics"]["rouge1"]["ci"][1] < 0
 
 
+def test_meteor_is_compared_with_the_scorers_per_document_meteor():
+    """METEOR per document equals fairseq_sum_plugins.meteor on the same cleaned pairs; the better
+    system is significantly better in METEOR too."""
+    import os
+
+    if not os.path.exists("/usr/share/wordnet/data.noun") and not os.environ.get("WORDNET_DIR"):
+        pytest.skip("WordNet (Debian wordnet-base) is not installed")
+    from fairseq_sum_plugins import meteor
+
+    hyp_a, hyp_b, refs = _corpus()
+    per = C.document_scores(hyp_a, refs, metrics=("meteor",))["meteor"]
+    assert per[0] == pytest.approx(meteor.meteor_pair(hyp_a[0], refs[0]))
+    res = C.compare_systems(hyp_a, hyp_b, refs, metrics=("rouge1", "meteor"), samples=500)
+    assert res["metrics"]["meteor"]["diff"] > 0 and res["metrics"]["meteor"]["p"] < 0.01
+
+
 def test_approximate_randomization_by_hand():
     # d = (1, 1): |mean(s * d)| = 1 when both signs agree (prob 1/2), else 0 -> p = 1/2
     assert C.approximate_randomization([1, 1], [0, 0], trials=20000)[1] == pytest.approx(0.5, abs=0.015)

@@ -55,7 +55,7 @@ def test_sum_moses_and_scorer_use_the_splitter(tmp_path):
     """The fairseq tokenizer and ``fairseq-sum-score --split-sentences`` honour --sentence-splitter."""
     pytest.importorskip("pysbd")
     from fairseq.data import encoders
-    from fairseq_sum_plugins import rouge
+    from fairseq_sum_plugins import score
 
     from fairseq import options
 
@@ -72,7 +72,7 @@ def test_sum_moses_and_scorer_use_the_splitter(tmp_path):
     (tmp_path / "r").write_text("Sales fell sharply in Jan. Prices rose.\n")
     scores = {}
     for splitter in ("regex", "pysbd"):
-        res = rouge.main(["--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r"), "--split-sentences",
+        res = score.main(["--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r"), "--split-sentences",
                           "--sentence-splitter", splitter, "--bootstrap-samples", "0"])
         scores[splitter] = res["rougeL"]
     # regex: one sentence each, LCS "Sales fell sharply" or "Prices rose in Jan." -> 3/7 tokens

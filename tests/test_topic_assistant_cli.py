@@ -1,6 +1,5 @@
 """Topic Assistant through the CLIs: binarized data -> topic_model fit -> fairseq-train --side-data theta ->
 fairseq-generate."""
-import argparse
 import json
 import os
 
@@ -165,8 +164,9 @@ def test_prepare_and_gpt2_bpe_write_aligned_untruncated_sources(tmp_path):
 
 
 def test_semantic_similarity_reads_d_lines(ta_trained, tmp_path):
-    """eq. 10 of fairseq-generate output: hypotheses from the D- lines (detokenized, as the T-
-    references), the H- lines only when there is no D- line."""
+    """eq. 10 of fairseq-generate output through its one command line, fairseq-sum-score --topic-model:
+    hypotheses from the D- lines (detokenized, as the T- references), the H- lines only when there
+    is no D- line."""
     from fairseq_sum_plugins.analysis import topics
 
     data = ta_trained["data"]
@@ -175,21 +175,22 @@ def test_semantic_similarity_reads_d_lines(ta_trained, tmp_path):
              "H-1\t-0.5\tred red red", "D-1\t-0.5\tdog ran fast in park"]
     gen = tmp_path / "gen.out"
     gen.write_text("\n".join(lines) + "\n")
-    args = argparse.Namespace(data=data, generate_output=str(gen), split="test", json=None, topic_model=None,
-                              full_src=None)
-    got = topics.ss_main(args)
+    from fairseq_sum_plugins import score
+
+    common = ["--topic-model", os.path.join(data, "topic_model.npz"), "--bootstrap-samples", "0"]
+    got = score.main(["--generate-output", str(gen)] + common)
     dictionary, model = topics.load_topic_model(data)
     encode = topics._encoder(data, dictionary, model)
-    docs = load_split_tokens(data, "test", dictionary)
-    expect = topics.summary_similarities(model, encode, ["cat sat mat", "dog ran fast in park"], docs[:2],
+    docs = ["the cat sat on mat", "dog ran fast"]  # the S- lines
+    expect = topics.summary_similarities(model, encode, ["cat sat mat", "dog ran fast in park"], docs,
                                          ["cat sat on mat", "dog ran"])
-    assert got == expect
+    assert (got["ss_sum_doc"], got["ss_sum_gold"]) == (expect["ss_sum_doc"], expect["ss_sum_gold"])
     h_only = tmp_path / "h.out"
     h_only.write_text("\n".join(l for l in lines if not l.startswith("D-")) + "\n")
-    got = topics.ss_main(argparse.Namespace(**dict(vars(args), generate_output=str(h_only))))
-    assert got == topics.summary_similarities(model, encode, ["blue sky ball park", "red red red"], docs[:2],
-                                              ["cat sat on mat", "dog ran"])
-    assert topics.parse_generate_output(str(gen))[0] == {0: "cat sat mat", 1: "dog ran fast in park"}
+    got = score.main(["--generate-output", str(h_only)] + common)
+    expect = topics.summary_similarities(model, encode, ["blue sky ball park", "red red red"], docs,
+                                         ["cat sat on mat", "dog ran"])
+    assert (got["ss_sum_doc"], got["ss_sum_gold"]) == (expect["ss_sum_doc"], expect["ss_sum_gold"])
 
 
 # --- checkpoints record Phi's checksum ------------------------------------------------------------------

@@ -39,25 +39,29 @@ import numpy as np
 from fairseq_sum_plugins import rouge
 
 DEFAULT_METRICS = ("rouge1", "rouge2", "rougeL")
+METRICS = ("rouge1", "rouge2", "rougeL", "rougeL_plain", "meteor")
 _GENERATE_LINE = re.compile(r"^[HD]-\d+\t")
 
 
 # ------------------------------------------------------------------------------ per-document scores
 def document_scores(hyps, refs, metrics=DEFAULT_METRICS, detok=True):
-    """{metric: array (n,)} of per-document F1s, cleaned and scored exactly as ``fairseq-sum-score``.
-
-    One place to change when the scorer exposes its own per-document function (METEOR included).
-    """
-    unknown = [m for m in metrics if m not in ("rouge1", "rouge2", "rougeL", "rougeL_plain")]
+    """{metric: array (n,)} of per-document F1s (METEOR: its score), cleaned and scored exactly as
+    ``fairseq-sum-score`` (:func:`fairseq_sum_plugins.rouge.document_scores`,
+    :func:`fairseq_sum_plugins.meteor.meteor_scores`)."""
+    unknown = [m for m in metrics if m not in METRICS]
     if unknown:
-        raise ValueError(f"unknown metric(s) {unknown}: rouge1, rouge2, rougeL, rougeL_plain")
-    hyp_sents = [rouge._as_sents(h, detok) for h in hyps]
-    ref_sents = [rouge._as_sents(r, detok) for r in refs]
-    for i, r in enumerate(ref_sents):
-        if not r:
-            raise ValueError(f"empty reference at line {i} (0-based): {refs[i]!r}")
-    per = [rouge._pair_scores(h, r) for h, r in zip(hyp_sents, ref_sents)]
-    return {m: np.array([s[m].fmeasure for s in per], dtype=np.float64) for m in metrics}
+        raise ValueError(f"unknown metric(s) {unknown}: {', '.join(METRICS)}")
+    out = {}
+    rouge_metrics = [m for m in metrics if m != "meteor"]
+    if rouge_metrics:
+        per = rouge.document_scores(hyps, refs, detok=detok)
+        out.update({m: np.array([d["fmeasure"] for d in per[m]], dtype=np.float64) for m in rouge_metrics})
+    if "meteor" in metrics:
+        from ..meteor import meteor_scores
+
+        hyp_sents, ref_sents = rouge.prepare_pairs(hyps, refs, detok)
+        out["meteor"] = np.asarray(meteor_scores(hyp_sents, ref_sents), dtype=np.float64)
+    return {m: out[m] for m in metrics}
 
 
 # ------------------------------------------------------------------------------------ statistics
@@ -198,7 +202,8 @@ def get_parser():
     refs.add_argument("--ref-jsonl", metavar="FILE", help="references from a JSONL file (line i = sample id)")
     p.add_argument("--ref-field", default="summary", help="JSONL field of the reference (default: summary)")
     p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
-                   help="comma-separated: rouge1, rouge2, rougeL (summary-level), rougeL_plain")
+                   help="comma-separated: rouge1, rouge2, rougeL (summary-level), rougeL_plain, meteor (WordNet: "
+                        "Debian wordnet-base)")
     p.add_argument("--method", choices=["bootstrap", "ar"], default="bootstrap",
                    help="p-value by paired bootstrap or approximate randomization (CI: bootstrap)")
     p.add_argument("--bootstrap-samples", type=int, default=1000)

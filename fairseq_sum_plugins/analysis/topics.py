@@ -2,24 +2,19 @@
 
 Semantic similarity (§5.5, eq. 10) of generated summaries to their documents and to the gold
 summaries, ``SS(D1, D2; Phi) = theta_1^T theta_2 / (||theta_1|| ||theta_2||)`` with both thetas
-inferred with ``Phi`` fixed (Table 6)::
+inferred with ``Phi`` fixed (Table 6), :func:`semantic_similarity_scores`; its command line is the
+scorer's::
 
-    python -m fairseq_sum_plugins.analysis.topics ss DATA/bin --generate-output gen.out [--json ss.json]
-        [--full-src DIR]
+    fairseq-sum-score --generate-output gen.out --topic-model DATA/bin/topic_model.npz [--src FILE]
 
 A document's top topics and each topic's top words, as a PNG::
 
     python -m fairseq_sum_plugins.analysis.topics plot DATA/bin --split test --index 0 --png topics.png
 
-Texts of ``fairseq-generate`` output (hypotheses from the detokenized ``D-`` lines, ``H-`` only
-when the output has no ``D-`` line, references from ``T-``: read by
-:func:`fairseq_sum_plugins.rouge.read_generate_output`) are encoded again with the tokenizer and
-sentencepiece model recorded in ``DATA/prepare_args.json`` (for a topic model fit over BART's
-GPT-2 BPE dictionary, with the GPT-2 encoder recorded in ``topic_model.npz``). Documents are read
-by example id from the untruncated source with ``--full-src DIR`` (``DIR/{split}.src``, as for
-``preprocess.topic_model --full-src``: the whole document, as the topic model saw it), else from
-the binarized split (the encoder's input, possibly truncated). A summary with no countable token
-has theta = 0 and scores 0.
+Texts are encoded again with the tokenizer and sentencepiece model recorded in
+``DATA/prepare_args.json`` (for a topic model fit over BART's GPT-2 BPE dictionary, with the GPT-2
+encoder recorded in ``topic_model.npz``). A summary with no countable token has theta = 0 and
+scores 0.
 
 A 2-D map of token topic rows: the ``--tokens`` most frequent kept (non-stop, non-special) symbols,
 their Phi rows normalised to ``p(topic | token)``, projected on the first two principal components
@@ -79,15 +74,6 @@ def _encoder(data, dictionary, model=None):
     return encode
 
 
-def parse_generate_output(path):
-    """``({id: hypothesis}, {id: reference})`` of fairseq-generate output: the parser of
-    ``fairseq-sum-score`` (detokenized ``D-`` lines, ``H-`` only without them; ``T-`` references)."""
-    from ..rouge import read_generate_output
-
-    ids, hyps, refs = read_generate_output(path)
-    return dict(zip(ids, hyps)), dict(zip(ids, refs))
-
-
 def load_topic_model(data, topic_model=None):
     """(dictionary, PoissonFactorAnalysis) of a data dir; Phi is checked against the dictionary."""
     from ..topic_model import PoissonFactorAnalysis, load_dictionary
@@ -118,28 +104,16 @@ def format_ss(result):
             + f"  ({result['num_summaries']} summaries)")
 
 
-def ss_main(args):
-    from ..topic_model import split_documents
+def semantic_similarity_scores(hyps, docs, refs, topic_model, data=None):
+    """Mean SS (eq. 10) of summaries to documents (``ss_sum_doc``) and to gold (``ss_sum_gold``).
 
-    from ..rouge import read_generate_output
-
-    dictionary, model = load_topic_model(args.data, args.topic_model)
-    ids, hyps, refs = read_generate_output(args.generate_output)
-    encode = _encoder(args.data, dictionary, model)
-    n, docs = split_documents(args.data, args.split, dictionary, getattr(args, "full_src", None))
-    if docs is None:
-        raise FileNotFoundError(f"no binarized {args.split} split in {args.data}")
-    wanted = set(ids)
-    docs = {i: toks for i, toks in enumerate(docs) if i in wanted}
-    if len(docs) != len(wanted):
-        raise ValueError(f"{args.generate_output}: ids {sorted(wanted - set(docs))[:10]} are not in the "
-                         f"{args.split} split ({n} examples)")
-    result = summary_similarities(model, encode, hyps, [docs[i] for i in ids], refs)
-    print(format_ss(result))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-    return result
+    Texts are cleaned summaries / documents (sentences joined by ``<sep>``), encoded as the data
+    of ``data`` was (the binarized data dir the topic model was fit on, default: the folder of
+    ``topic_model``). The command line is ``fairseq-sum-score --topic-model``. Imports fairseq.
+    """
+    data = data or os.path.dirname(os.path.abspath(topic_model))
+    dictionary, model = load_topic_model(data, topic_model)
+    return summary_similarities(model, _encoder(data, dictionary, model), hyps, docs, refs)
 
 
 def whole_words(model, dictionary, data=None, max_docs=20000):
@@ -281,16 +255,9 @@ def map_main(args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="Topic Assistant analyses (SS, eq. 10; a document's topics)")
+    p = argparse.ArgumentParser(description="Topic Assistant analyses (a document's topics, the topic map); "
+                                "semantic similarity: fairseq-sum-score --topic-model")
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("ss", help="semantic similarity of generated summaries (Table 6)")
-    s.add_argument("data")
-    s.add_argument("--generate-output", required=True)
-    s.add_argument("--split", default="test")
-    s.add_argument("--json", default=None)
-    s.add_argument("--full-src", metavar="DIR", default=None,
-                   help="the untruncated documents, DIR/{split}.src (as for preprocess.topic_model --full-src); "
-                        "default: the binarized split")
     g = sub.add_parser("plot", help="a document's top topics with their top words, as a PNG")
     g.add_argument("data")
     g.add_argument("--split", default="test")
@@ -302,10 +269,10 @@ def main(argv=None):
     m.add_argument("data")
     m.add_argument("--tokens", type=int, default=80)
     m.add_argument("--png", default="topic_map.png")
-    for q in (s, g, m):
+    for q in (g, m):
         q.add_argument("--topic-model", default=None)
     args = p.parse_args(argv)
-    return {"ss": ss_main, "plot": plot_main, "map": map_main}[args.cmd](args)
+    return {"plot": plot_main, "map": map_main}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,308 @@
+"""``fairseq-sum-score``: ROUGE (P/R/F1 with bootstrap CIs), METEOR, novel n-grams and the Topic
+Assistant's semantic similarity of generated summaries.
+
+Inputs: the stdout of ``fairseq-generate`` (``--generate-output``) or two files with one summary
+per line (``--hyp`` with ``--ref`` or ``--ref-jsonl``).
+
+References of a generate output are the untruncated gold summaries that ``fairseq-sum-prepare``
+writes to ``DATA/bin/{split}.ref.jsonl`` (see :mod:`fairseq_sum_plugins.score_inputs`); the data
+folder comes from ``--data``, else from fairseq's log line in the output or in ``GEN.log`` beside
+it. Only without it are the ``T-`` lines scored, with a warning: they are the binarized targets,
+cut by ``--max-tgt-tokens``. ``--ref-jsonl RAW.jsonl`` reads another field (``--ref-field``) of the
+raw records; with the reference index of the data folder, binarized example ``i`` is matched to
+the record it came from (records dropped by ``--skip-empty`` stay aligned), else record ``i`` =
+sample ``i``. With the split's size known, sample ids missing from the output (at its end too) are
+reported.
+
+Measurements (all also in ``--json``):
+
+* ROUGE (:mod:`fairseq_sum_plugins.rouge`): ``--scorer rouge-score`` (default) | ``official``
+  (ROUGE-1.5.5, ``--workers`` processes) | ``files2rouge``; ``--report prf`` adds a
+  precision / recall / F1 table of every ROUGE variant (ETADS Tables 5-6).
+* ``--meteor``: METEOR (:mod:`fairseq_sum_plugins.meteor`, TP-Transformer Table 2).
+* ``--novel-ngrams [1,2,3,4]``: share of summary n-grams not in the source, for hypotheses and
+  references (:mod:`fairseq_sum_plugins.novelty`, Mem2Mem Table 4).
+* ``--topic-model NPZ``: semantic similarity (eq. 10) of each summary to its document and to its
+  gold summary (:func:`fairseq_sum_plugins.analysis.topics.semantic_similarity_scores`; imports
+  fairseq).
+
+Documents (novel n-grams, semantic similarity) are the ``S-`` lines of the generate output (the
+encoder's possibly truncated input) or ``--src FILE`` (line ``i`` = sample ``i``).
+
+Sentences end at ``<sep>`` and newlines; ``--sentence-sep TOKEN`` adds separators (See et al.'s
+``<q>``), and a known separator found in the summaries without it is warned about.
+``--split-sentences`` splits one-line outputs (BART's) with the rule-based splitter.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+from . import rouge
+from .score_inputs import (GenerateOutput, ScoreInputError, find_data_dir, read_generate_output,
+                           read_jsonl_field, read_jsonl_records, read_lines, read_prepared_references,
+                           split_size, warn)
+
+
+def get_parser():
+    p = argparse.ArgumentParser(prog="fairseq-sum-score", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--generate-output", metavar="FILE", help="stdout of fairseq-generate")
+    src.add_argument("--hyp", metavar="FILE", help="hypotheses, one summary per line")
+    refs = p.add_mutually_exclusive_group()
+    refs.add_argument("--ref", metavar="FILE", help="references, one summary per line (with --hyp)")
+    refs.add_argument("--ref-jsonl", metavar="FILE",
+                      help="references from the raw JSONL records (matched through DATA's reference "
+                           "index when found, else line i = sample id / hyp line i)")
+    p.add_argument("--ref-field", default="summary", help="JSONL field of the reference (default: summary)")
+    p.add_argument("--data", metavar="DIR",
+                   help="binarized data dir of fairseq-sum-prepare (untruncated references, reference "
+                        "index, split size); default: from the generate output's log")
+    p.add_argument("--split", help="split of --data (default: the generate output's, else test)")
+    p.add_argument("--scorer", default="rouge-score", choices=["rouge-score", "official", "files2rouge"])
+    p.add_argument("--workers", type=int, default=None,
+                   help="parallel ROUGE-1.5.5 processes for --scorer official (default: all cores)")
+    p.add_argument("--report", default="f1", choices=["f1", "prf"],
+                   help="prf: also a precision/recall/F1 table of every ROUGE variant")
+    p.add_argument("--meteor", action="store_true", help="also METEOR (nltk, local WordNet)")
+    p.add_argument("--novel-ngrams", nargs="?", const="1,2,3,4", metavar="ORDERS",
+                   help="also the novel n-gram ratios of hypotheses and references (default 1,2,3,4)")
+    p.add_argument("--sentence-sep", action="append", metavar="TOKEN",
+                   help="an extra sentence separator token, e.g. '<q>' (repeatable)")
+    p.add_argument("--no-detok", action="store_true", help="skip Moses detokenization")
+    p.add_argument("--split-sentences", action="store_true",
+                   help="split hypotheses and references into sentences with the rule-based splitter "
+                        "(outputs without <sep> / newline boundaries, e.g. BART's)")
+    p.add_argument("--sentence-splitter", choices=("regex", "pysbd"), default="regex",
+                   help="splitter of --split-sentences, as fairseq-sum-prepare --sentence-splitter")
+    p.add_argument("--bootstrap-samples", type=int, default=1000,
+                   help="bootstrap resamples for the CIs (0: no CIs)")
+    p.add_argument("--seed", type=int, default=1, help="bootstrap seed")
+    p.add_argument("--rouge-args", default=rouge.OFFICIAL_ARGS, help="ROUGE-1.5.5 options (perl scorers)")
+    p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
+    p.add_argument("--topic-model", metavar="NPZ",
+                   help="also report semantic similarity (eq. 10) with this PFA topic model")
+    p.add_argument("--topic-data", metavar="DIR",
+                   help="data dir of the topic model (dict, spm.model, prepare_args.json; "
+                        "default: the topic model's folder)")
+    p.add_argument("--src", metavar="FILE",
+                   help="documents, one per line (line i = sample id / hyp line i); default: S- lines")
+    return p
+
+
+# ---------------------------------------------------------------------------------------- inputs
+def _jsonl_references(path, field, ids, records, generated=True):
+    """References of sample ``ids`` from a raw JSONL, through the reference index when known."""
+    if records is None:
+        raw = read_jsonl_field(path, field)
+        if ids[-1] >= len(raw) or (not generated and len(raw) != len(ids)):
+            raise ScoreInputError(f"{path} has {len(raw)} records for {len(ids)} hypotheses "
+                                  f"(max id {ids[-1]})")
+        if generated:
+            warn(f"--ref-jsonl {path}: no reference index of fairseq-sum-prepare (pass --data "
+                 "DATA/bin): record i is taken for sample i, wrong where records were dropped (--skip-empty)")
+        return [raw[i] for i in ids]
+    by_line = read_jsonl_records(path, field)
+    names = {os.path.basename(str(r.get("file", ""))) for r in records}
+    if os.path.basename(path) not in names:
+        warn(f"--ref-jsonl {path}: the data was prepared from {sorted(names)}; matching by line number")
+    out = []
+    for i in ids:
+        line = records[i].get("line")
+        if line not in by_line:
+            raise ScoreInputError(f"{path}: no record at line {line} (sample {i} came from "
+                                  f"{records[i].get('file')}:{line})")
+        out.append(by_line[line])
+    return out
+
+
+def _warn_truncated_targets(path, data, split):
+    """Warn that the T- lines are scored, unless prepare_args.json shows they were not cut."""
+    if data:
+        try:
+            with open(os.path.join(data, "prepare_args.json"), encoding="utf-8") as f:
+                stats = json.load(f)["stats"]["encode"][split]
+            if stats.get("tgt_truncated") == 0:
+                return
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    warn(f"scoring against the T- lines of {path}: they are the binarized targets, cut where "
+         "fairseq-sum-prepare --max-tgt-tokens truncated the summaries; pass --data DATA/bin "
+         "(untruncated references in DATA/bin/SPLIT.ref.jsonl) or --ref-jsonl")
+
+
+def load_generate_inputs(args):
+    """(ids, hyps, refs, {id: source}) of ``--generate-output``."""
+    if args.ref:
+        raise ScoreInputError("--ref goes with --hyp (use --ref-jsonl to replace T- lines)")
+    gen = GenerateOutput(args.generate_output)
+    data, split = find_data_dir(gen, args.data, args.split)
+    size = split_size(data, split) if data else None
+    if size is None and gen.loaded and (data is None or gen.loaded[1] == split):
+        size = gen.loaded[2]
+    ids, hyps, refs = read_generate_output(gen, size)
+    records = read_prepared_references(data, split) if data else None
+    if records is not None and size is not None and len(records) != size:
+        raise ScoreInputError(f"{data}/{split}.ref.jsonl has {len(records)} records for {size} "
+                              "binarized examples (prepared again since?)")
+    if args.ref_jsonl:
+        refs = _jsonl_references(args.ref_jsonl, args.ref_field, ids, records)
+    elif records is not None:
+        refs = ["\n".join(records[i]["summary"]) for i in ids]
+    else:
+        _warn_truncated_targets(args.generate_output, data, split)
+    return ids, hyps, refs, gen.sources
+
+
+def load_inputs(args):
+    """(ids, hyps, refs, {id: source} or None) from the command line's files."""
+    if args.generate_output:
+        return load_generate_inputs(args)
+    if not (args.ref or args.ref_jsonl):
+        raise ScoreInputError("--hyp needs --ref or --ref-jsonl")
+    hyps = read_lines(args.hyp, "hypotheses")
+    ids = list(range(len(hyps)))
+    if args.ref:
+        refs = read_lines(args.ref, "references")
+    else:
+        records = read_prepared_references(args.data, args.split or "test") if args.data else None
+        refs = _jsonl_references(args.ref_jsonl, args.ref_field, ids, records, generated=False)
+    if len(hyps) != len(refs):
+        raise ScoreInputError(f"line count mismatch: {len(hyps)} hypotheses vs {len(refs)} references")
+    return ids, hyps, refs, None
+
+
+def documents(args, ids, sources):
+    """The source documents of sample ``ids`` (``--src``, else the S- lines)."""
+    if args.src:
+        docs = read_lines(args.src, "documents")
+        if ids[-1] >= len(docs):
+            raise ScoreInputError(f"{args.src} has {len(docs)} lines for max id {ids[-1]}")
+        return [docs[i] for i in ids]
+    if sources is None:
+        raise ScoreInputError("--topic-model / --novel-ngrams need the documents: --src FILE")
+    missing = [i for i in ids if i not in sources]
+    if missing:
+        raise ScoreInputError(f"{args.generate_output}: no S- line for ids {missing[:10]} "
+                              "(pass the documents with --src)")
+    return [sources[i] for i in ids]
+
+
+# ------------------------------------------------------------------------------------ measures
+def sentence_separators(args, texts):
+    """``--sentence-sep`` tokens; warns about known separators found in ``texts`` without it."""
+    seps = tuple(args.sentence_sep or ())
+    unseen = [s for s in rouge.known_separators(texts) if s not in seps]
+    if unseen:
+        warn(f"{', '.join(unseen)} occur in the summaries and are scored as words; if they end "
+             f"sentences, pass --sentence-sep '{unseen[0]}'")
+    return seps
+
+
+def rouge_scores(args, hyps, refs, seps):
+    if args.split_sentences:
+        split = rouge._sentence_splitter()
+        hyps = [split(h, args.sentence_splitter) for h in hyps]
+        refs = [split(r, args.sentence_splitter) for r in refs]
+    return rouge.score_summaries(hyps, refs, scorer=args.scorer, detok=not args.no_detok,
+                                 bootstrap=args.bootstrap_samples > 0,
+                                 bootstrap_samples=args.bootstrap_samples, seed=args.seed,
+                                 rouge_args=args.rouge_args, seps=seps, workers=args.workers)
+
+
+def extra_scores(args, ids, hyps, refs, sources, seps):
+    """METEOR, novel n-grams and semantic similarity, as asked for."""
+    out = {}
+    if not (args.meteor or args.novel_ngrams or args.topic_model):
+        return out
+    hyp_sents, ref_sents = rouge.prepare_pairs(hyps, refs, not args.no_detok, seps)
+    if args.meteor:
+        from .meteor import meteor_scores
+
+        per = np.array(meteor_scores(hyp_sents, ref_sents))
+        out["meteor"] = float(per.mean())
+        if args.bootstrap_samples:
+            lo, hi = rouge.bootstrap_ci(per, args.bootstrap_samples, args.seed)
+            out["meteor_ci"] = [float(lo), float(hi)]
+    if args.novel_ngrams or args.topic_model:
+        docs = [rouge.clean_summary(d, not args.no_detok, seps) for d in documents(args, ids, sources)]
+    if args.novel_ngrams:
+        from .novelty import novel_ngram_ratios
+
+        try:
+            orders = [int(n) for n in args.novel_ngrams.split(",")]
+        except ValueError:
+            raise ScoreInputError(f"--novel-ngrams {args.novel_ngrams}: expected orders like 1,2,3,4") from None
+        for side, summaries in (("hyp", hyp_sents), ("ref", ref_sents)):
+            for n, ratio in novel_ngram_ratios(summaries, docs, orders).items():
+                out[f"novel_{n}gram_{side}"] = ratio
+    if args.topic_model:
+        from .analysis.topics import semantic_similarity_scores
+
+        join = " <sep> ".join
+        ss = semantic_similarity_scores([join(h) for h in hyp_sents], [join(d) for d in docs],
+                                        [join(r) for r in ref_sents], args.topic_model, args.topic_data)
+        out.update(ss_sum_doc=ss["ss_sum_doc"], ss_sum_gold=ss["ss_sum_gold"])
+    return out
+
+
+# ---------------------------------------------------------------------------------------- report
+def format_results(res, report="f1"):
+    """Text report in files2rouge's / ROUGE-1.5.5's layout plus one-line summaries."""
+    lines = []
+    for m in [k for k in rouge.LABELS if k in res]:
+        lines.append("-" * 45)
+        for letter, name in rouge._MEASURES:
+            key = m if name is None else f"{m}_{name}"
+            ci = res.get(key + "_ci")
+            ci = f" (95%-conf.int. {ci[0]:.5f} - {ci[1]:.5f})" if ci else ""
+            lines.append(f"{rouge.LABELS[m]} Average_{letter}: {res[key]:.5f}{ci}")
+    lines.append("-" * 45)
+    if report == "prf":
+        lines.append(f"{'metric':<15} {'P':>6} {'R':>6} {'F1':>6}")
+        for m in [k for k in rouge.LABELS if k in res]:
+            lines.append(f"{rouge.LABELS[m]:<15} {100 * res[m + '_precision']:6.2f} "
+                         f"{100 * res[m + '_recall']:6.2f} {100 * res[m]:6.2f}")
+    lines.append("ROUGE-1/2/L F1: " + "/".join(f"{100 * res[m]:.2f}" for m in rouge.MAIN_METRICS))
+    if "meteor" in res:
+        ci = res.get("meteor_ci")
+        lines.append(f"METEOR: {100 * res['meteor']:.2f}" + (f" (95%-conf.int. {100 * ci[0]:.2f} - "
+                                                             f"{100 * ci[1]:.2f})" if ci else ""))
+    for side, name in (("hyp", "hypotheses"), ("ref", "references")):
+        keys = sorted((k for k in res if k.startswith("novel_") and k.endswith("_" + side)),
+                      key=lambda k: int(k.split("_")[1][:-4]))
+        if keys:
+            cells = [f"{k.split('_')[1]} " + ("-" if res[k] is None else f"{100 * res[k]:.1f}%") for k in keys]
+            lines.append(f"novel n-grams ({name}): " + "  ".join(cells))
+    if "ss_sum_doc" in res:
+        lines.append(f"SS (eq. 10) summary-document: {res['ss_sum_doc']:.4f}  "
+                     f"summary-gold: {res['ss_sum_gold']:.4f}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    """Runs the scorer CLI and returns the scores (``cli_main`` is the console entry point)."""
+    args = get_parser().parse_args(argv)
+    try:
+        ids, hyps, refs, sources = load_inputs(args)
+        seps = sentence_separators(args, hyps + refs)
+        res = rouge_scores(args, hyps, refs, seps)
+        res.update(extra_scores(args, ids, hyps, refs, sources, seps))
+    except (ValueError, RuntimeError, OSError) as e:
+        sys.exit(f"fairseq-sum-score: error: {e}")
+    print(format_results(res, args.report))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"scorer": args.scorer, **res}, f, indent=2)
+    return res
+
+
+def cli_main():
+    main()
+
+
+if __name__ == "__main__":
+    cli_main()

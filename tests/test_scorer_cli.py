@@ -1,0 +1,273 @@
+"""fairseq-sum-score end to end: untruncated references from fairseq-sum-prepare, --ref-jsonl after
+--skip-empty, ids missing at the end, every script, clear input errors, METEOR, P/R, novel n-grams,
+sentence separators, default == ROUGE-1.5.5, and ROUGE inside fairseq-generate (--scoring rouge)."""
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from test_cli_roundtrip import USER_DIR, WORDS, cli, run
+from test_rouge import _perl_ready
+
+from fairseq_sum_plugins import rouge as R
+from fairseq_sum_plugins import score as S
+
+needs_perl = pytest.mark.skipif(_perl_ready() is not None, reason=str(_perl_ready()))
+N_TEST = 9  # binarized test examples (10 records, one with an empty summary dropped by --skip-empty)
+EMPTY_RECORD = 3
+
+
+def _sentences(rng, k):
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7))).capitalize() + "." for _ in range(k)]
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """prepare (--max-tgt-tokens 6 --skip-empty) -> 2 updates -> fairseq-generate --scoring rouge."""
+    root = tmp_path_factory.mktemp("scorer_cli")
+    rng = random.Random(1)
+    (root / "jsonl").mkdir()
+    gold = []
+    for split, n in (("train", 30), ("valid", 4), ("test", N_TEST + 1)):
+        with open(root / "jsonl" / f"{split}.jsonl", "w") as f:
+            for i in range(n):
+                doc = _sentences(rng, 3)
+                summ = "" if split == "test" and i == EMPTY_RECORD else " ".join(doc[:2])
+                if split == "test" and summ:
+                    gold.append(doc[:2])
+                f.write(json.dumps({"id": f"{split}{i}", "document": doc, "summary": summ}) + "\n")
+    run(cli("fairseq-sum-prepare"), "--jsonl-dir", str(root / "jsonl"), "--out", str(root / "data"),
+        "--vocab-size", "60", "--max-tgt-tokens", "6", "--skip-empty")
+    data = str(root / "data" / "bin")
+    run(cli("fairseq-train"), data, "--user-dir", USER_DIR, "--task", "summarization", "--arch", "tp_transformer_small",
+        "--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32",
+        "--encoder-attention-heads", "2", "--tpr-roles", "2", "--criterion", "summarization_loss",
+        "--optimizer", "adam", "--lr", "0.003", "--max-tokens", "2000", "--max-update", "1",
+        "--save-dir", str(root / "ckpt"), "--no-epoch-checkpoints", "--no-save-optimizer-state")
+    gen = run(cli("fairseq-generate"), data, "--user-dir", USER_DIR, "--task", "summarization",
+              "--path", str(root / "ckpt" / "checkpoint_last.pt"), "--gen-subset", "test", "--beam", "1",
+              "--batch-size", "4", "--max-len-b", "4", "--scoring", "rouge", "--tokenizer", "sum_moses",
+              "--bpe", "sentencepiece", "--sentencepiece-model", os.path.join(data, "spm.model"))
+    return {"root": root, "data": data, "gen": gen.stdout, "log": gen.stderr, "gold": gold}
+
+
+def _with_hyps(text, hyps):
+    """A generate output whose H-/D- lines hold ``hyps[id]``."""
+    return re.sub(r"^([HD])-(\d+)\t(\S+)\t.*$", lambda m: f"{m.group(1)}-{m.group(2)}\t{m.group(3)}\t"
+                  + " <sep> ".join(hyps[int(m.group(2))]), text, flags=re.M)
+
+
+class _Run:
+    def __init__(self, stdout, stderr):
+        self.stdout, self.stderr, self.returncode = stdout, stderr, 0
+
+
+@pytest.fixture
+def score(capsys):
+    """fairseq-sum-score's main in this process (the console script's startup is seconds)."""
+
+    def run_score(*args):
+        S.main(["--bootstrap-samples", "0", *args])
+        out = capsys.readouterr()
+        return _Run(out.out, out.err)
+
+    return run_score
+
+
+def _f1(stdout):
+    return [float(x) for x in re.search(r"ROUGE-1/2/L F1: ([\d.]+)/([\d.]+)/([\d.]+)", stdout).groups()]
+
+
+def test_gold_hypotheses_score_100_against_untruncated_references(generated, tmp_path, score):
+    """Item 1: the T- lines are cut at 6 pieces; the scorer finds DATA/bin/test.ref.jsonl through
+    generate's log (GEN.log) or --data, and only without both scores the T- lines, with a warning."""
+    out = tmp_path / "gold.out"
+    out.write_text(_with_hyps(generated["gen"], generated["gold"]))
+    alone = score("--generate-output", str(out))
+    assert alone.returncode == 0, alone.stderr
+    assert "scoring against the T- lines" in alone.stderr and _f1(alone.stdout)[0] < 100
+    (tmp_path / "gold.out.log").write_text(generated["log"])
+    found = score("--generate-output", str(out))
+    assert _f1(found.stdout) == [100.0, 100.0, 100.0] and "T- lines" not in found.stderr
+    os.remove(tmp_path / "gold.out.log")
+    assert _f1(score("--generate-output", str(out), "--data", generated["data"]).stdout) == [100.0, 100.0, 100.0]
+
+
+def test_ref_jsonl_follows_the_records_dropped_by_skip_empty(generated, tmp_path, score):
+    """Item 2: binarized example i >= 3 came from record i + 1: matched through the reference index."""
+    out = tmp_path / "gold.out"
+    out.write_text(_with_hyps(generated["gen"], [[" ".join(g)] for g in generated["gold"]]))  # one line, as in the JSONL
+    raw = str(generated["root"] / "jsonl" / "test.jsonl")
+    res = score("--generate-output", str(out), "--ref-jsonl", raw, "--data", generated["data"])
+    assert res.returncode == 0, res.stderr
+    assert _f1(res.stdout) == [100.0, 100.0, 100.0]
+    records = [json.loads(line) for line in open(os.path.join(generated["data"], "test.ref.jsonl"))]
+    assert [r["line"] for r in records] == [i + 1 for i in range(N_TEST + 1) if i != EMPTY_RECORD]
+
+
+def test_ids_missing_at_the_end_are_reported_against_the_split_size(generated, tmp_path, score):
+    """Item 4: the last document's lines removed (as --skip-invalid-size-inputs-valid-test does)."""
+    last = N_TEST - 1
+    out = tmp_path / "gen.out"
+    out.write_text("".join(line + "\n" for line in generated["gen"].splitlines()
+                           if not re.match(rf"^[STHDP]-{last}\t", line)))
+    res = score("--generate-output", str(out), "--data", generated["data"])
+    assert res.returncode == 0, res.stderr
+    assert f"1 sample ids missing from {out} (ids [{last}]); scoring the {last} present of the split's {N_TEST}" in res.stderr
+
+
+def test_generate_prints_rouge_with_scoring_rouge(generated):
+    """fairseq-generate --scoring rouge: ROUGE of the D- lines against the T- lines."""
+    m = re.search(r"^Generate test with beam=1: ROUGE-1/2/L F1 = ([\d.]+)/([\d.]+)/([\d.]+) \((\d+) summaries\)$",
+                  generated["gen"], re.M)
+    assert m, generated["gen"][-500:]
+    hyp = dict(re.findall(r"^D-(\d+)\t\S+\t(.*)$", generated["gen"], re.M))
+    ref = dict(re.findall(r"^T-(\d+)\t(.*)$", generated["gen"], re.M))
+    ids = sorted(hyp, key=int)
+    expect = R.score_summaries([hyp[i] for i in ids], [ref[i] for i in ids])
+    assert [float(x) for x in m.groups()[:3]] == [round(100 * expect[k], 2) for k in ("rouge1", "rouge2", "rougeL")]
+    assert int(m.group(4)) == N_TEST
+
+
+# ----------------------------------------------------------------------------------- every script
+def test_chinese_and_russian_identical_pairs_score_100(tmp_path):
+    hyps = ["今天北京天气很好。", "Москва — столица России. Там живут люди."]
+    (tmp_path / "h").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    (tmp_path / "r").write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    res = S.main(["--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r"), "--bootstrap-samples", "0"])
+    assert res["rouge1"] == res["rouge2"] == res["rougeL"] == pytest.approx(1.0)
+    half = R.score_summaries(["Москва столица"], ["Москва город"])
+    assert half["rouge1"] == pytest.approx(0.5)
+
+
+@needs_perl
+def test_official_scores_non_latin_text_and_names_a_failing_example(monkeypatch):
+    hyps = ["今天北京天气很好。", "Москва столица", "the cat sat"]
+    refs = ["今天北京天气很好。", "Москва город", "the cat sat down"]
+    ours, perl = R.score_summaries(hyps, refs), R.score_summaries(hyps, refs, scorer="official")
+    for k in ("rouge1", "rouge2", "rougeL"):
+        assert perl[k] == pytest.approx(ours[k], abs=1e-4), k
+    with pytest.raises(ValueError, match=r"reference at line 1 \(0-based\) has no word"):
+        R.score_summaries(["a", "b"], ["a", "!!! ..."], scorer="official")
+    real = R._run_perl
+    monkeypatch.setattr(R, "_run_perl", lambda h, r, a: (2, "", "Illegal division by zero")
+                        if any("cat" in s for x in h for s in x) else real(h, r, a))
+    with pytest.raises(RuntimeError, match=r"failed on example 2 \(0-based; hypothesis \['the cat sat'\]"):
+        R.score_summaries(hyps, refs, scorer="official", workers=1)
+
+
+# ---------------------------------------------------------------------------------- input errors
+def test_input_errors_name_file_and_line(tmp_path):
+    (tmp_path / "hyp").write_bytes(b"fine\n\xff\xfe broken\n")
+    (tmp_path / "ref").write_text("a\nb\n")
+    with pytest.raises(SystemExit, match=rf"{tmp_path / 'hyp'}:2: not valid UTF-8"):
+        S.main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref")])
+    (tmp_path / "empty").write_text("")
+    with pytest.raises(SystemExit, match=rf"{tmp_path / 'empty'}: empty file \(no hypotheses\)"):
+        S.main(["--hyp", str(tmp_path / "empty"), "--ref", str(tmp_path / "ref")])
+    (tmp_path / "h2").write_text("a\nb\n")
+    (tmp_path / "r.jsonl").write_text('{"summary": "a"}\n{"summary": "b"\n')
+    with pytest.raises(SystemExit, match=rf"{tmp_path / 'r.jsonl'}:2: invalid JSON"):
+        S.main(["--hyp", str(tmp_path / "h2"), "--ref-jsonl", str(tmp_path / "r.jsonl")])
+
+
+# ------------------------------------------------------------------------------------- measures
+def test_meteor_hand_checked_pairs_and_cli(tmp_path, monkeypatch):
+    from fairseq_sum_plugins import meteor
+
+    if meteor.os.environ.get("WORDNET_DIR") is None and not os.path.isfile("/usr/share/wordnet/data.noun"):
+        pytest.skip("Debian's wordnet-base is not installed")
+    # Fmean = PR / (0.9 P + 0.1 R), penalty = 0.5 (chunks / matches)^3
+    assert meteor.meteor_pair("the cat sat on the mat", "the cat sat on the mat") == pytest.approx(1 - 0.5 / 6 ** 3)
+    assert meteor.meteor_pair("a b c d", "a b x y") == pytest.approx(0.5 * (1 - 0.5 / 8))
+    assert meteor.meteor_pair("he walks home", "he walked home") == pytest.approx(1 - 0.5 / 27)  # stem match
+    assert meteor.meteor_pair("he is quick", "he is fast") == pytest.approx(1 - 0.5 / 27)  # WordNet synonym
+    assert meteor.meteor_pair("he is quick", "he is slow") == pytest.approx(2 / 3 * (1 - 0.5 / 8))
+    (tmp_path / "h").write_text("a b c d\nhe is quick\n")
+    (tmp_path / "r").write_text("a b x y\nhe is fast\n")
+    res = S.main(["--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r"), "--meteor", "--bootstrap-samples", "0",
+                  "--json", str(tmp_path / "s.json")])
+    assert json.loads((tmp_path / "s.json").read_text())["meteor"] == pytest.approx(res["meteor"])
+    assert res["meteor"] == pytest.approx((0.5 * (1 - 0.5 / 8) + 1 - 0.5 / 27) / 2)
+    monkeypatch.setenv("WORDNET_DIR", str(tmp_path / "nowhere"))
+    meteor.load_wordnet.cache_clear()
+    with pytest.raises(SystemExit, match="apt-get install -y wordnet-base"):
+        S.main(["--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r"), "--meteor"])
+    meteor.load_wordnet.cache_clear()
+
+
+def test_report_prf_and_novel_ngrams(tmp_path, capsys):
+    (tmp_path / "h").write_text("a b c d\n")
+    (tmp_path / "r").write_text("a b x c\n")
+    (tmp_path / "s").write_text("a b x c d\n")
+    res = S.main(["--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r"), "--src", str(tmp_path / "s"),
+                  "--report", "prf", "--novel-ngrams", "--bootstrap-samples", "0", "--json", str(tmp_path / "o.json")])
+    out = capsys.readouterr().out
+    # ROUGE-2: hyp {ab, bc, cd}, ref {ab, bx, xc}: 1 match -> P = R = 1/3
+    assert re.search(r"^ROUGE-2\s+33\.33\s+33\.33\s+33\.33$", out, re.M)
+    # hyp bigrams ab, bc, cd vs source bigrams ab, bx, xc, cd: bc novel -> 1/3; every trigram novel
+    assert res["novel_1gram_hyp"] == 0 and res["novel_2gram_hyp"] == pytest.approx(1 / 3)
+    assert res["novel_3gram_hyp"] == 1 and res["novel_4gram_hyp"] == 1
+    assert res["novel_2gram_ref"] == 0 and res["novel_4gram_ref"] == 0
+    assert json.loads((tmp_path / "o.json").read_text())["novel_2gram_hyp"] == pytest.approx(1 / 3)
+
+
+def test_sentence_separator_option_and_warning(tmp_path, capsys):
+    (tmp_path / "h").write_text("e f a b x <q> g h c d\n")
+    (tmp_path / "r").write_text("a b c d <q> e f g h\n")
+    common = ["--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r"), "--bootstrap-samples", "0"]
+    plain = S.main(common)
+    assert "<q> occur in the summaries and are scored as words" in capsys.readouterr().err
+    split = S.main(common + ["--sentence-sep", "<q>"])
+    assert split["rougeL"] == pytest.approx(16 / 17)  # as with <sep> (test_rouge_lsum_vs_plain_lcs)
+    assert split["rouge1"] == pytest.approx(16 / 17)  # "q" is no longer a word of both
+    assert plain["rouge1"] == pytest.approx(18 / 19) and plain["rougeL"] < 0.6
+
+
+def test_document_scores_average_to_the_corpus_scores():
+    hyps, refs = ["the cat sat", "a dog barked loudly", "birds fly"], ["the cat sat down", "the dog barked", "birds"]
+    per = R.document_scores(hyps, refs)
+    corpus = R.score_summaries(hyps, refs)
+    for m in ("rouge1", "rouge2", "rougeL"):
+        assert len(per[m]) == 3 and set(per[m][0]) == {"precision", "recall", "fmeasure", "score"}
+        assert sum(d["score"] for d in per[m]) / 3 == pytest.approx(corpus[m])
+        assert sum(d["recall"] for d in per[m]) / 3 == pytest.approx(corpus[m + "_recall"])
+
+
+XSUM = "/work/shared/data/xsum-sample/test.jsonl"
+
+
+@needs_perl
+@pytest.mark.skipif(not os.path.isfile(XSUM), reason="XSum sample not present")
+def test_default_equals_official_on_real_pairs():
+    """Lead sentences of 200 real XSum documents against their summaries: the default scorer (WordNet
+    exceptions before Porter) equals ROUGE-1.5.5 -m to 0.01 (points); official split over 2 workers
+    gives the same per-document scores as in one process, and CIs around the mean."""
+    from fairseq_sum_plugins.text import split_sentences
+
+    with open(XSUM, encoding="utf-8") as f:
+        pairs = [json.loads(line) for line in f][:200]
+    hyps, refs = [split_sentences(p["document"])[0] for p in pairs], [p["summary"] for p in pairs]
+    ours = R.score_summaries(hyps, refs)
+    perl = R.score_summaries(hyps, refs, scorer="official", workers=2)
+    for k in ("rouge1", "rouge2", "rougeL", "rouge1_precision", "rouge1_recall"):
+        assert 100 * abs(ours[k] - perl[k]) <= 0.01, (k, ours[k], perl[k])
+        assert perl[k + "_ci"][0] <= perl[k] <= perl[k + "_ci"][1]
+    one = R.document_scores(hyps[:20], refs[:20], scorer="official", workers=1)["rouge2"]
+    two = R.document_scores(hyps[:20], refs[:20], scorer="official", workers=2)["rouge2"]
+    assert one == two
+
+
+def test_scorer_and_topic_analysis_do_not_import_each_other():
+    code = ("import sys; sys.modules['fairseq'] = None; import fairseq_sum_plugins.score; "
+            "print('fairseq_sum_plugins.analysis.topics' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
+    for path, other in (("fairseq_sum_plugins/rouge.py", "topics"), ("fairseq_sum_plugins/analysis/topics.py", "rouge")):
+        with open(os.path.join(REPO, path), encoding="utf-8") as f:
+            assert not re.search(rf"^\s*from \S*\b{other}\b import|^\s*import \S*\b{other}\b", f.read(), re.M), path
