@@ -13,15 +13,27 @@
 # N: --gate-warmup-updates N, gates held open for the first N updates), GATE_NORM (token:
 # --gate-l1-norm; document: eq. 7-9 as written, summary NLL summed + LAMBDA x the document's gate sum).
 #
-# Trained from scratch the gates close (sparsity 99.8%) at every lambda, 0 included. Measured on CPU with
+# Trained from scratch the gates close (92.5-99.8% sparsity) in every setting measured, lambda 0 included. On CPU with
 # recipes/newsroom/gate_lambda_sweep.sh (1,000 real XSum pairs: first 800 train, next 100 valid, last
 # 100 test; transformer_gated_small at d 128, 2+2 layers, 4 heads, d_f 512, sentencepiece 4k; 500 updates,
 # lr 1e-3, 100 warm-up updates, --max-tokens 4096, seed 1; greedy decoding at threshold 0.1; sparsity =
 # % of test source tokens with gate <= 0.1; NLL = validation nll_loss in bits per target token):
 #
-#SWEEP_TABLE
+#   | lambda | --gate-l1-norm | --gate-warmup-updates | sparsity % at t=0.1 | valid NLL (bits) | R-1 | R-2 | R-L |
+#   |---|---|---|---|---|---|---|---|
+#   | 0    | token | 0   | 99.8 | 8.29 | 4.94 | 0.40 | 4.80 |
+#   | 0.01 | token | 0   | 99.8 | 8.27 | 7.56 | 0.47 | 7.36 |
+#   | 0.01 | token | 250 | 92.5 | 8.30 | 4.63 | 0.30 | 4.45 |
+#   | 0.1  | token | 250 | 99.8 | 8.31 | 8.18 | 0.70 | 7.91 |
 #
-#SWEEP_READING
+# At this budget the model is still a language model: validation NLL is 8.27-8.31 bits whatever the
+# gates do, so the source gives the decoder nothing and the gates close without any penalty (lambda 0)
+# and after 250 updates with open gates too; the ROUGE spread (R-1 4.6-8.2 on 100 documents) is that of
+# generic text. No setting of this sweep keeps the gates open, so the defaults stay the paper's (lambda
+# 0.1, no warm-up); whether GATE_WARMUP keeps them open once a longer run's decoder reads the source is
+# not measured. The paper fine-tunes a pre-trained T5-base, whose decoder reads the source from the
+# first update (here: bart_gated.sh).
+# Rerun / extend: for W in 0 250; do WARMUP=$W bash recipes/newsroom/gate_lambda_sweep.sh PAIRS_JSONL; done
 #
 # Paper -> flags:
 #   drop documents < 100 tokens, summaries < 10       newsroom_to_jsonl --min-doc-tokens 100 --min-summary-tokens 10
