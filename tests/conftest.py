@@ -109,21 +109,28 @@ def load_task(data, **overrides):
     return tasks.get_task("summarization").setup_task(cfg)
 
 
-def save_bart_checkpoint(data, path, arch_args, *extra):
-    """A ``bart_base`` model with ``arch_args`` (tiny dims) saved in the layout of fairseq's released
-    BART ``model.pt`` (``args``, ``model``, ``optimizer_history``, ``extra_state``); ``data`` holds the
-    dictionaries, ``extra`` more task flags (e.g. ``--source-lang src``)."""
+def save_fresh_checkpoint(argv, path, criterion_name):
+    """A freshly initialised model of the fairseq-train command line ``argv`` (data, task, arch and
+    its flags) saved in the layout of fairseq's checkpoints (``args``, ``model``,
+    ``optimizer_history``, ``extra_state``)."""
     from fairseq import options, tasks
 
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        data, "--task", "summarization", *extra, "--arch", "bart_base", *arch_args,
-        "--criterion", "label_smoothed_cross_entropy", "--optimizer", "adam", "--lr", "0.001"])
+    args = options.parse_args_and_arch(options.get_training_parser(), list(argv))
     torch.manual_seed(0)
     model = tasks.setup_task(args).build_model(args)
     torch.save({
         "args": args, "model": model.state_dict(), "last_optimizer_state": None,
-        "optimizer_history": [{"criterion_name": "LabelSmoothedCrossEntropyCriterion", "optimizer_name": "FairseqAdam",
+        "optimizer_history": [{"criterion_name": criterion_name, "optimizer_name": "FairseqAdam",
                                "lr_scheduler_state": {"best": None}, "num_updates": 0}],
         "extra_state": {"epoch": 1, "train_iterator": {"epoch": 1, "iterations_in_epoch": 0}, "val_loss": None},
     }, path)
     return path
+
+
+def save_bart_checkpoint(data, path, arch_args, *extra):
+    """A ``bart_base`` model with ``arch_args`` (tiny dims) saved in the layout of fairseq's released
+    BART ``model.pt``; ``data`` holds the dictionaries, ``extra`` more task flags (e.g. ``--source-lang src``)."""
+    return save_fresh_checkpoint(
+        [data, "--task", "summarization", *extra, "--arch", "bart_base", *arch_args,
+         "--criterion", "label_smoothed_cross_entropy", "--optimizer", "adam", "--lr", "0.001"],
+        path, "LabelSmoothedCrossEntropyCriterion")

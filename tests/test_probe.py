@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO, binarize
+from conftest import REPO, binarize, save_fresh_checkpoint
 from fairseq_sum_plugins.analysis import probe as P
 
 USER_DIR = os.path.join(REPO, "fairseq_sum_plugins")
@@ -53,21 +53,11 @@ def write_chain_data(folder, seed=0):
 
 def save_checkpoint(data, arch, path, *extra):
     """A freshly initialised ``arch`` (tiny dims) saved as fairseq-train saves checkpoints."""
-    from fairseq import options, tasks
-
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        data, "--task", "summarization", *extra, "--arch", arch, "--encoder-layers", "2", "--decoder-layers", "2",
-        "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
-        "--tpr-roles", "4", "--dropout", "0", "--criterion", "summarization_loss", "--optimizer", "adam", "--lr", "0.001"])
-    torch.manual_seed(0)
-    model = tasks.setup_task(args).build_model(args)
-    torch.save({
-        "args": args, "model": model.state_dict(), "last_optimizer_state": None,
-        "optimizer_history": [{"criterion_name": "SummarizationLoss", "optimizer_name": "FairseqAdam",
-                               "lr_scheduler_state": {"best": None}, "num_updates": 0}],
-        "extra_state": {"epoch": 1, "train_iterator": {"epoch": 1, "iterations_in_epoch": 0}, "val_loss": None},
-    }, path)
-    return path
+    return save_fresh_checkpoint(
+        [data, "--task", "summarization", *extra, "--arch", arch, "--encoder-layers", "2", "--decoder-layers", "2",
+         "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
+         "--tpr-roles", "4", "--dropout", "0", "--criterion", "summarization_loss", "--optimizer", "adam",
+         "--lr", "0.001"], path, "SummarizationLoss")
 
 
 @pytest.fixture(scope="module")

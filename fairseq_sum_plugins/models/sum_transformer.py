@@ -624,12 +624,17 @@ def tp_transformer_continuous_base(args):
     base_architecture(args)
 
 
+def _dims(args, embed_dim, ffn_dim, layers, heads):
+    """Encoder dims (the decoder's follow them in ``base_architecture``) unless set on the command line."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", embed_dim)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", ffn_dim)
+    args.encoder_layers = getattr(args, "encoder_layers", layers)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", heads)
+
+
 def _small(args):
     """CPU-sized dims for the quickstart and tests: 3+3 layers, d_m 256, 4 heads, d_f 1024."""
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 256)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 1024)
-    args.encoder_layers = getattr(args, "encoder_layers", 3)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
+    _dims(args, 256, 1024, 3, 4)
 
 
 @register_model_architecture("sum_transformer", "t5_transformer_small")
@@ -663,17 +668,11 @@ def _t5(args):
 
 
 def _t5_small_dims(args):
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 2048)
-    args.encoder_layers = getattr(args, "encoder_layers", 6)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 8)
+    _dims(args, 512, 2048, 6, 8)
 
 
 def _t5_base_dims(args):
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 768)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 3072)
-    args.encoder_layers = getattr(args, "encoder_layers", 12)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 12)
+    _dims(args, 768, 3072, 12, 12)
 
 
 @register_model_architecture("sum_transformer", "t5_small")
