@@ -29,7 +29,8 @@ def test_newsroom_t5_gated(tmp_path):
     write_tiny_t5(str(hf), sentences=newsroom_sentences(raw), vocab_size=120)
     work = tmp_path / "work"
     stdout = run_recipe("newsroom/t5_gated.sh", raw, hf, WORK=str(work), ARCH="t5_small_gated", LAMBDAS="0.3",
-                        SWEEP_SUBSETS="test", SUBSET=str(N_TEST), BEAM="1", MAX_LEN_B="6", MAX_TOKENS="2048", EXTRA=TINY_T5)
+                        SWEEP_SUBSETS="test", SUBSET=str(N_TEST), BEAM="1", MAX_LEN_B="6", MAX_TOKENS="2048", EXTRA=TINY_T5,
+                        FAIRSEQ_SUM_VERBOSE="1")  # the configuration dump shows each run's lambda
     assert [s for s, _ in steps(stdout)][:4] == ["import", "convert", "prepare", "train"]
     assert (work / "bin" / "dict.src.txt").read_text() == (work / "t5" / "dict.txt").read_text()
     with open(work / "bin" / "prepare_args.json", encoding="utf-8") as f:
