@@ -15,6 +15,8 @@ rejects arbitrary pickled code. (The alternatives, ``TORCH_FORCE_NO_WEIGHTS_ONLY
    :func:`keep_batch_remainder`).
 
 3. Make ``--no-repeat-ngram-size`` block repeated n-grams again (see :func:`fix_no_repeat_ngram`).
+
+4. Let ``--ddp-backend pytorch_ddp`` (``c10d``) wrap a CPU model (see :func:`ddp_on_cpu`).
 """
 import argparse
 
@@ -111,3 +113,35 @@ def fix_no_repeat_ngram():
 
 
 fix_no_repeat_ngram()
+
+
+def ddp_on_cpu():
+    """Make fairseq's ``pytorch_ddp`` / ``c10d`` wrapper accept a model on the CPU (``--cpu``, gloo).
+
+    ``DistributedFairseqModel`` passes ``device_ids=[args.device_id]`` and ``output_device`` to
+    ``torch.nn.parallel.DistributedDataParallel`` whatever the device; torch refuses ``device_ids``
+    for a CPU module ("device_ids can only be None or contain a single element" / "DistributedDataParallel
+    device_ids and output_device arguments only work with single-device/multiple-device GPU modules").
+    The class fairseq's wrapper instantiates is replaced by a subclass that drops both arguments when
+    the module's parameters live on the CPU; GPU modules are wrapped exactly as before.
+    """
+    from fairseq.models import distributed_fairseq_model as dfm
+
+    ddp = dfm.DistributedDataParallel
+    if getattr(ddp, "_cpu_ok", False):
+        return
+
+    class CpuTolerantDDP(ddp):
+        _cpu_ok = True
+
+        def __init__(self, module, *args, **kwargs):
+            param = next(module.parameters(), None)
+            if param is not None and param.device.type == "cpu":
+                kwargs.pop("device_ids", None)
+                kwargs.pop("output_device", None)
+            super().__init__(module, *args, **kwargs)
+
+    dfm.DistributedDataParallel = CpuTolerantDDP
+
+
+ddp_on_cpu()

@@ -2,4 +2,4 @@
 # tp_transformer_base (TPT-d) on Wikihow (TP-Transformer paper, Table 2).
 # Usage: bash recipes/wikihow/tp_transformer.sh WIKIHOW_CSV [SPLIT_LISTS_DIR]; ARCH=... overrides the preset (e.g. tp_transformer_small);
 # the steps and environment (NGPU, UPDATE_FREQ, MAX_UPDATE, ...) are those of recipes/tp_transformer_run.sh.
-exec bash "$(dirname "$0")/run.sh" "${ARCH:-tp_transformer_base}" "$@"
+exec bash "$(dirname "$0")/../tp_transformer_run.sh" wikihow "${ARCH:-tp_transformer_base}" "$@"
