@@ -62,14 +62,21 @@ def launch(data, save, family, workers, ddp_backend="legacy_ddp"):
         dist = ["--distributed-world-size", str(workers), "--distributed-init-method", f"tcp://127.0.0.1:{free_port()}",
                 "--distributed-no-spawn", "--distributed-backend", "gloo", "--ddp-backend", ddp_backend]
         cmds = [base + dist + ["--distributed-rank", str(r)] for r in range(workers)]
-    return [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env()) for c in cmds]
+    os.makedirs(save, exist_ok=True)
+    # each worker logs to a file: a worker blocked on a full pipe would stall the other in all-reduce
+    logs = [open(os.path.join(save, f"rank{r}.log"), "w+") for r in range(len(cmds))]
+    return [(subprocess.Popen(c, stdout=f, stderr=subprocess.STDOUT, text=True, env=_env()), f) for c, f in zip(cmds, logs)]
 
 
 def finish(procs, what):
     """Wait for the processes of one run -> the log of rank 0."""
-    outs = [p.communicate(timeout=600)[0] for p in procs]
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, f"fairseq-train ({what}) failed:\n{out[-3000:]}"
+    outs = []
+    for p, f in procs:
+        p.wait(timeout=600)
+        f.seek(0)
+        outs.append(f.read())
+        f.close()
+        assert p.returncode == 0, f"fairseq-train ({what}) failed:\n{outs[-1][-3000:]}"
     return outs[0]
 
 

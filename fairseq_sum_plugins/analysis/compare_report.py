@@ -4,7 +4,8 @@
 
 * ``OUT/LABEL/checkpoints/train.log`` (fairseq's ``--log-format simple``): the validation loss at each
   ``valid on 'valid' subset`` line, the training loss at each ``train_inner`` line (both against
-  ``num_updates``), the parameter count and the last validation line's auxiliary terms
+  ``num_updates``; training points after the last validation, and the first of two points logged for
+  one update by a resumed run, are dropped), the parameter count and the last validation line's auxiliary terms
   (``aux_*``, ``gate_sparsity``);
 * ``OUT/LABEL/test.out.rouge.json`` (``fairseq-sum-score --json``): ROUGE-1/2/L F1 with their 95%
   bootstrap intervals, and ``meteor`` when the scorer wrote it;
@@ -53,6 +54,9 @@ def parse_train_log(path):
                 if "| train_inner |" in line:
                     out["train"].append((int(upd), loss))
                 out["wall"] = _field(line, "wall") or out["wall"]
+    if out["valid"]:  # a run resumed from an earlier checkpoint logs the updates it redid twice
+        last = out["valid"][-1][0]
+        out["train"] = sorted({u: loss for u, loss in out["train"] if u <= last}.items())
     return out
 
 
