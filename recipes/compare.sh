@@ -15,7 +15,7 @@
 #            topics, over the untruncated documents of WORK/spm_full when prepare wrote them) and
 #            decodes with the same side data.
 #
-# Environment: MAX_UPDATE (200), SEED (1), VALID_INTERVAL (MAX_UPDATE / 5), MAX_TOKENS (4000),
+# Environment: NGPU (1; see gpu_setup in common.sh), MAX_UPDATE (200), SEED (1), VALID_INTERVAL (MAX_UPDATE / 5), MAX_TOKENS (4000),
 # LR (2e-3), WARMUP (50), BEAM (1), MIN_LEN (0), MAX_LEN_B (prepare's max target pieces), LENPEN
 # (1.0), NO_REPEAT (3), GEN_BATCH (25), TOPICS (64), TRAIN_EXTRA / GEN_EXTRA (flags for every model).
 # Steps are skipped when their output exists (common.sh), so a re-run resumes.
@@ -41,6 +41,7 @@ TOPICS=${TOPICS:-64}
 read -r MAX_SRC MAX_TGT < <(python -c "import json,sys; o=json.load(open(sys.argv[1]))['options']; print(o['max_src_tokens'], o['max_tgt_tokens'])" "$WORK/bin/prepare_args.json")
 MAX_LEN_B=${MAX_LEN_B:-$MAX_TGT}
 mkdir -p "$OUT"
+gpu_setup 1  # NGPU workers (1) share each update's batches (--update-freq 1 unless UPDATE_FREQ is set)
 
 METEOR_FLAG=$(fairseq-sum-score --help 2>/dev/null | grep -q -- '--meteor' && echo --meteor || true)
 TRAIN_FLAGS=(--optimizer adam --adam-betas '(0.9, 0.98)' --lr "$LR" --lr-scheduler inverse_sqrt
@@ -48,7 +49,7 @@ TRAIN_FLAGS=(--optimizer adam --adam-betas '(0.9, 0.98)' --lr "$LR" --lr-schedul
   --max-source-positions $((MAX_SRC + 8)) --max-target-positions $((MAX_TGT + 16)) --max-update "$MAX_UPDATE"
   --seed "$SEED" --validate-interval 1000000 --validate-interval-updates "$VALID_INTERVAL"
   --save-interval 1000000 --save-interval-updates "$VALID_INTERVAL" --keep-interval-updates 1
-  --no-epoch-checkpoints --log-interval 5 --num-workers 0)
+  --no-epoch-checkpoints --log-interval 5 --num-workers 0 --update-freq "$UPDATE_FREQ" "${DIST_FLAGS[@]}")
 GEN_FLAGS=(--gen-subset test --beam "$BEAM" --batch-size "$GEN_BATCH" --min-len "$MIN_LEN" --max-len-a 0
   --max-len-b "$MAX_LEN_B" --lenpen "$LENPEN" --no-repeat-ngram-size "$NO_REPEAT" --seed "$SEED")
 
@@ -64,7 +65,7 @@ fit_topics() {
   echo "# compare.sh $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "work=$WORK max_update=$MAX_UPDATE seed=$SEED valid_interval=$VALID_INTERVAL max_tokens=$MAX_TOKENS lr=$LR warmup=$WARMUP"
   echo "beam=$BEAM min_len=$MIN_LEN max_len_b=$MAX_LEN_B lenpen=$LENPEN no_repeat=$NO_REPEAT meteor=${METEOR_FLAG:-no}"
-  echo "cpu=$(python -c 'import platform; print(platform.processor() or platform.machine())') nproc=$(nproc) OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset}"
+  echo "cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | xargs) cores=$(getconf _NPROCESSORS_ONLN) OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset} load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
   echo "gpu=$(python -c 'import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")')"
 } > "$OUT/run_info.txt"
 
