@@ -37,6 +37,7 @@ def test_parse_train_log(tmp_path):
     assert log["params"] == 1234567
     assert log["valid"] == [(10, 10.5)]
     assert log["train"] == [(5, 12.5), (10, 11.0)]  # the point after the last validation is dropped
+    assert log["valid_nll"] == [(10, 10.1)] and log["train_nll"] == [(5, 12.1), (10, 10.7)]
     assert log["aux"] == {"aux_gate_l1": 0.7, "gate_sparsity": 12.5}
     assert log["wall"] == 150
 
@@ -47,7 +48,7 @@ def test_report_table_and_png(tmp_path):
     write_run(out, "method", 0.3, words="a b c d e")
     write_report(out, ["base", "method"])
     md = open(os.path.join(out, "results.md")).read()
-    assert "| `base` | 1.23M | 10 | 10.500 | 25.00 [24.00, 27.00] | 5.00 | 20.00 | 3.0 | aux_gate_l1 0.7, gate_sparsity 12.5 | 150 | 42 |" in md
+    assert "| `base` | 1.23M | 10 | 10.500 | 10.100 | 25.00 [24.00, 27.00] | 5.00 | 20.00 | 3.0 | aux_gate_l1 0.7, gate_sparsity 12.5 | 150 | 42 |" in md
     assert "| `method` |" in md and "30.00 [29.00, 32.00] | 5.00 | 20.00 | 5.0 |" in md
     assert os.path.getsize(os.path.join(out, "learning_curve.png")) > 1000
 

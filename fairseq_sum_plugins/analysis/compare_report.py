@@ -13,8 +13,8 @@
 * ``OUT/LABEL/wall.txt`` (seconds of the decoding), ``spec.txt``, ``vs_<first label>.txt`` (paired test output, when present)
   and ``OUT/run_info.txt``;
 
-and writes ``OUT/results.md`` and ``OUT/learning_curve.png`` (validation loss solid, training loss
-faint, one colour per label). A label without a score file is an error naming the file.
+and writes ``OUT/results.md`` and ``OUT/learning_curve.png`` (validation NLL solid, training NLL
+faint, one colour per label: the cross-entropy without auxiliary terms, comparable across models). A label without a score file is an error naming the file.
 """
 import argparse
 import json
@@ -35,10 +35,11 @@ def _field(line, name):
 
 
 def parse_train_log(path):
-    """{'valid': [(update, loss)], 'train': [(update, loss)], 'params': int|None, 'aux': {name: value},
+    """{'valid' / 'train': [(update, loss)], 'valid_nll' / 'train_nll': [(update, nll_loss)], 'params': int|None,
+    'aux': {name: value},
     'wall': seconds}; ``wall`` is fairseq's own wall-clock meter (training and validation), which a
     checkpoint carries over a resumed run."""
-    out = {"valid": [], "train": [], "params": None, "aux": {}, "wall": None}
+    out = {"valid": [], "train": [], "valid_nll": [], "train_nll": [], "params": None, "aux": {}, "wall": None}
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             m = _PARAMS.search(line)
@@ -47,16 +48,20 @@ def parse_train_log(path):
             upd, loss = _field(line, "num_updates"), _field(line, "loss")
             if upd is None or loss is None:
                 continue
+            nll = _field(line, "nll_loss")
             if _VALID.search(line):
                 out["valid"].append((int(upd), loss))
+                out["valid_nll"].append((int(upd), nll))
                 out["aux"] = {k: float(v) for k, v in _AUX.findall(line)}
             elif "| train_inner |" in line or "| train |" in line:
                 if "| train_inner |" in line:
                     out["train"].append((int(upd), loss))
+                    out["train_nll"].append((int(upd), nll))
                 out["wall"] = _field(line, "wall") or out["wall"]
     if out["valid"]:  # a run resumed from an earlier checkpoint logs the updates it redid twice
         last = out["valid"][-1][0]
-        out["train"] = sorted({u: loss for u, loss in out["train"] if u <= last}.items())
+        for key in ("train", "train_nll"):
+            out[key] = sorted({u: v for u, v in out[key] if u <= last}.items())
     return out
 
 
@@ -93,15 +98,16 @@ def _ci(scores, key):
 def table(rows):
     """Markdown table, one row per label."""
     meteor = any("meteor" in r["scores"] for r in rows)
-    head = ["model", "params", "updates", "valid loss", "ROUGE-1", "ROUGE-2", "ROUGE-L"]
+    head = ["model", "params", "updates", "valid loss", "valid nll", "ROUGE-1", "ROUGE-2", "ROUGE-L"]
     head += ["METEOR"] if meteor else []
     head += ["words", "aux terms (valid)", "train+valid s", "generate s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s, log = r["scores"], r["log"]
         last = log["valid"][-1] if log["valid"] else (None, float("nan"))
+        nll = log["valid_nll"][-1][1] if log["valid_nll"] and log["valid_nll"][-1][1] is not None else float("nan")
         cells = [f"`{r['label']}`", f"{log['params'] / 1e6:.2f}M" if log["params"] else "-", str(last[0]),
-                 f"{last[1]:.3f}", _ci(s, "rouge1"), _ci(s, "rouge2"), _ci(s, "rougeL")]
+                 f"{last[1]:.3f}", f"{nll:.3f}", _ci(s, "rouge1"), _ci(s, "rouge2"), _ci(s, "rougeL")]
         cells += [_ci(s, "meteor") if "meteor" in s else "-"] if meteor else []
         aux = ", ".join(f"{k} {v:.3g}" for k, v in sorted(log["aux"].items())) or "-"
         cells += [f"{r['words']:.1f}", aux, f"{log['wall']:.0f}" if log["wall"] else "-", r["wall"].get("generate_s", "-")]
@@ -116,13 +122,15 @@ def plot(rows, png):
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for i, r in enumerate(rows):
         color = f"C{i}"
-        if r["log"]["train"]:
-            ax.plot(*zip(*r["log"]["train"]), color=color, alpha=0.35, linestyle="--", linewidth=1)
-        if r["log"]["valid"]:
-            ax.plot(*zip(*r["log"]["valid"]), color=color, marker="o", label=f"{r['label']} (valid)")
+        train = [(u, v) for u, v in r["log"]["train_nll"] if v is not None]
+        valid = [(u, v) for u, v in r["log"]["valid_nll"] if v is not None]
+        if train:
+            ax.plot(*zip(*train), color=color, alpha=0.35, linestyle="--", linewidth=1)
+        if valid:
+            ax.plot(*zip(*valid), color=color, marker="o", label=f"{r['label']} (valid)")
     ax.set_xlabel("updates")
-    ax.set_ylabel("loss (base 2, label-smoothed)")
-    ax.set_title("validation loss (solid) and training loss (dashed)")
+    ax.set_ylabel("NLL per target token (base 2)")
+    ax.set_title("validation NLL (solid) and training NLL (dashed)")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -135,7 +143,9 @@ def write_report(out_dir, labels):
     plot(rows, os.path.join(out_dir, "learning_curve.png"))
     parts = ["# Comparison", "", "ROUGE F1 x 100 on the test split with 95% bootstrap intervals "
              "(fairseq-sum-score, rouge-score, ROUGE-L summary-level); `words`: mean hypothesis length; "
-             "`valid loss`: the last validation (the checkpoint that was decoded).", "", table(rows), "",
+             "`valid loss`: the training objective at the last validation (label-smoothed cross-entropy plus the "
+             "model's weighted auxiliary terms, base 2), `valid nll`: its cross-entropy alone, comparable across "
+             "models; the last validation is the decoded checkpoint's.", "", table(rows), "",
              "![learning curves](learning_curve.png)", "", "## Models", ""]
     parts += [f"- `{r['spec']}`" for r in rows]
     tests = [(r["label"], _read(os.path.join(out_dir, r["label"], f"vs_{labels[0]}.txt"))) for r in rows[1:]]
