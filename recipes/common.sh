@@ -23,7 +23,7 @@ visible_gpus() {
 # nodes (1). Stops when NGPU disagrees with the GPUs the node shows (fairseq would otherwise train on
 # every visible GPU: a larger batch than the paper's). Sets WORLD (NGPU x NNODES; 1 on a CPU),
 # UPDATE_FREQ (unless set: PAPER_WORKERS x PAPER_ACCUM / WORLD, rounded up, so that one update sums
-# the paper's batches; a warning when WORLD does not divide it) and DIST_FLAGS (fairseq-train flags:
+# the paper's batches; a warning on stderr when WORLD does not divide it) and DIST_FLAGS (fairseq-train flags:
 # --distributed-world-size, and for several nodes the rendezvous: under Slurm --distributed-port
 # DIST_PORT (fairseq reads the SLURM_* variables), else MASTER_ADDR, MASTER_PORT and NODE_RANK).
 gpu_setup() {
@@ -54,9 +54,9 @@ gpu_setup() {
   fi
   if [ -z "${UPDATE_FREQ:-}" ]; then
     UPDATE_FREQ=$(( (batches + WORLD - 1) / WORLD ))
-    [ $(( UPDATE_FREQ * WORLD )) -eq "$batches" ] || log "warning: $WORLD workers x --update-freq $UPDATE_FREQ = $(( UPDATE_FREQ * WORLD )) batches per update, the paper's $batches"
+    [ $(( UPDATE_FREQ * WORLD )) -eq "$batches" ] || log "warning: $WORLD workers x --update-freq $UPDATE_FREQ = $(( UPDATE_FREQ * WORLD )) batches per update, the paper's $batches" >&2
   fi
-  log "gpus: $WORLD worker(s) x --update-freq $UPDATE_FREQ (the paper: $batches batches per update)"
+  log "($WORLD worker(s) x --update-freq $UPDATE_FREQ; the paper: $batches batches per update)" >&2
 }
 
 # main_node: true on the node that decodes and scores (node 0; every node trains, the others stop

@@ -46,7 +46,7 @@ def test_ngpu_disagreeing_with_visible_gpus_stops():
 def test_batches_not_divisible_by_workers_warn():
     proc = gpu_setup("4", VISIBLE_GPUS="3", NGPU="3")
     assert proc.returncode == 0 and "WORLD=3 FREQ=2" in proc.stdout
-    assert "3 workers x --update-freq 2 = 6 batches per update, the paper's 4" in proc.stdout
+    assert "3 workers x --update-freq 2 = 6 batches per update, the paper's 4" in proc.stderr
 
 
 def test_recipe_stops_before_any_work_when_gpus_disagree(tmp_path):

@@ -37,8 +37,8 @@ def _field(line, name):
 def parse_train_log(path):
     """{'valid' / 'train': [(update, loss)], 'valid_nll' / 'train_nll': [(update, nll_loss)], 'params': int|None,
     'aux': {name: value},
-    'wall': seconds}; ``wall`` is fairseq's own wall-clock meter (training and validation), which a
-    checkpoint carries over a resumed run."""
+    'wall': seconds}; ``wall`` is fairseq's ``train_wall`` meter (seconds spent in training steps, without
+    validation and start-up) at the last logged line: for a resumed run, the last launch's."""
     out = {"valid": [], "train": [], "valid_nll": [], "train_nll": [], "params": None, "aux": {}, "wall": None}
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -57,7 +57,7 @@ def parse_train_log(path):
                 if "| train_inner |" in line:
                     out["train"].append((int(upd), loss))
                     out["train_nll"].append((int(upd), nll))
-                out["wall"] = _field(line, "wall") or out["wall"]
+                out["wall"] = _field(line, "train_wall") or out["wall"]
     if out["valid"]:  # a run resumed from an earlier checkpoint logs the updates it redid twice
         last = out["valid"][-1][0]
         for key in ("train", "train_nll"):
@@ -100,7 +100,7 @@ def table(rows):
     meteor = any("meteor" in r["scores"] for r in rows)
     head = ["model", "params", "updates", "valid loss", "valid nll", "ROUGE-1", "ROUGE-2", "ROUGE-L"]
     head += ["METEOR"] if meteor else []
-    head += ["words", "aux terms (valid)", "train+valid s", "generate s"]
+    head += ["words", "aux terms (valid)", "train s (last launch)", "generate s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s, log = r["scores"], r["log"]
