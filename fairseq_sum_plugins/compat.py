@@ -120,8 +120,8 @@ def ddp_on_cpu():
 
     ``DistributedFairseqModel`` passes ``device_ids=[args.device_id]`` and ``output_device`` to
     ``torch.nn.parallel.DistributedDataParallel`` whatever the device; torch refuses ``device_ids``
-    for a CPU module ("device_ids can only be None or contain a single element" / "DistributedDataParallel
-    device_ids and output_device arguments only work with single-device/multiple-device GPU modules").
+    for a CPU module ("DistributedDataParallel device_ids and output_device arguments only work with
+    single-device/multiple-device GPU modules or CPU modules, but got device_ids [0]").
     The class fairseq's wrapper instantiates is replaced by a subclass that drops both arguments when
     the module's parameters live on the CPU; GPU modules are wrapped exactly as before.
     """
