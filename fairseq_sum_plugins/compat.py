@@ -17,6 +17,7 @@ rejects arbitrary pickled code. (The alternatives, ``TORCH_FORCE_NO_WEIGHTS_ONLY
 3. Make ``--no-repeat-ngram-size`` block repeated n-grams again (see :func:`fix_no_repeat_ngram`).
 
 4. Name the file when a checkpoint is empty or cut short (see :func:`name_unreadable_checkpoints`).
+5. Let ``--ddp-backend pytorch_ddp`` (``c10d``) wrap a CPU model (see :func:`ddp_on_cpu`).
 """
 import argparse
 
@@ -143,3 +144,35 @@ def name_unreadable_checkpoints():
 
 
 name_unreadable_checkpoints()
+
+
+def ddp_on_cpu():
+    """Make fairseq's ``pytorch_ddp`` / ``c10d`` wrapper accept a model on the CPU (``--cpu``, gloo).
+
+    ``DistributedFairseqModel`` passes ``device_ids=[args.device_id]`` and ``output_device`` to
+    ``torch.nn.parallel.DistributedDataParallel`` whatever the device; torch refuses ``device_ids``
+    for a CPU module ("DistributedDataParallel device_ids and output_device arguments only work with
+    single-device/multiple-device GPU modules or CPU modules, but got device_ids [0]").
+    The class fairseq's wrapper instantiates is replaced by a subclass that drops both arguments when
+    the module's parameters live on the CPU; GPU modules are wrapped exactly as before.
+    """
+    from fairseq.models import distributed_fairseq_model as dfm
+
+    ddp = dfm.DistributedDataParallel
+    if getattr(ddp, "_cpu_ok", False):
+        return
+
+    class CpuTolerantDDP(ddp):
+        _cpu_ok = True
+
+        def __init__(self, module, *args, **kwargs):
+            param = next(module.parameters(), None)
+            if param is not None and param.device.type == "cpu":
+                kwargs.pop("device_ids", None)
+                kwargs.pop("output_device", None)
+            super().__init__(module, *args, **kwargs)
+
+    dfm.DistributedDataParallel = CpuTolerantDDP
+
+
+ddp_on_cpu()

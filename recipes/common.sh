@@ -12,6 +12,57 @@ fp16_flag() {
   if [ "${FP16:-1}" = 1 ]; then python -c "import torch; print('--fp16' if torch.cuda.is_available() else '')"; fi
 }
 
+# visible_gpus: the GPUs this node shows to torch (CUDA_VISIBLE_DEVICES applies); VISIBLE_GPUS
+# overrides the count (dry runs, tests)
+visible_gpus() {
+  if [ -n "${VISIBLE_GPUS:-}" ]; then echo "$VISIBLE_GPUS"; return; fi
+  python -c "import torch; print(torch.cuda.device_count())"
+}
+
+# gpu_setup PAPER_WORKERS [PAPER_ACCUM]: the paper's global batch on NGPU GPUs per node (1) x NNODES
+# nodes (1). Stops when NGPU disagrees with the GPUs the node shows (fairseq would otherwise train on
+# every visible GPU: a larger batch than the paper's). Sets WORLD (NGPU x NNODES; 1 on a CPU),
+# UPDATE_FREQ (unless set: PAPER_WORKERS x PAPER_ACCUM / WORLD, rounded up, so that one update sums
+# the paper's batches; a warning on stderr when WORLD does not divide it) and DIST_FLAGS (fairseq-train flags:
+# --distributed-world-size, and for several nodes the rendezvous: under Slurm --distributed-port
+# DIST_PORT (fairseq reads the SLURM_* variables), else MASTER_ADDR, MASTER_PORT and NODE_RANK).
+gpu_setup() {
+  local batches=$(( $1 * ${2:-1} )) visible
+  NGPU=${NGPU:-1}
+  NNODES=${NNODES:-1}
+  visible=$(visible_gpus)
+  if [ "$visible" -eq 0 ]; then
+    if [ "$NGPU" -ne 1 ] || [ "$NNODES" -ne 1 ]; then
+      echo "NGPU=$NGPU NNODES=$NNODES but no GPU is visible: set NGPU=1 NNODES=1 for a CPU run" >&2; exit 2
+    fi
+    WORLD=1
+    DIST_FLAGS=()
+  else
+    if [ "$visible" -ne "$NGPU" ]; then
+      echo "NGPU=$NGPU but this node shows $visible GPU(s): set NGPU=$visible, or CUDA_VISIBLE_DEVICES to $NGPU GPU(s)" >&2
+      exit 2
+    fi
+    WORLD=$(( NGPU * NNODES ))
+    DIST_FLAGS=(--distributed-world-size "$WORLD")
+    if [ "$NNODES" -gt 1 ] && [ -n "${SLURM_JOB_ID:-}" ]; then
+      DIST_FLAGS+=(--distributed-port "${DIST_PORT:-12355}")
+    elif [ "$NNODES" -gt 1 ]; then
+      : "${MASTER_ADDR:?NNODES>1 outside Slurm needs MASTER_ADDR (node 0), MASTER_PORT and NODE_RANK}"
+      : "${NODE_RANK:?NNODES>1 outside Slurm needs NODE_RANK (0..NNODES-1)}"
+      DIST_FLAGS+=(--distributed-init-method "tcp://$MASTER_ADDR:${MASTER_PORT:-12355}" --distributed-rank $(( NODE_RANK * NGPU )))
+    fi
+  fi
+  if [ -z "${UPDATE_FREQ:-}" ]; then
+    UPDATE_FREQ=$(( (batches + WORLD - 1) / WORLD ))
+    [ $(( UPDATE_FREQ * WORLD )) -eq "$batches" ] || log "warning: $WORLD workers x --update-freq $UPDATE_FREQ = $(( UPDATE_FREQ * WORLD )) batches per update, the paper's $batches" >&2
+  fi
+  log "($WORLD worker(s) x --update-freq $UPDATE_FREQ; the paper: $batches batches per update)" >&2
+}
+
+# main_node: true on the node that decodes and scores (node 0; every node trains, the others stop
+# after train)
+main_node() { [ "${NODE_RANK:-${SLURM_NODEID:-0}}" -eq 0 ]; }
+
 # converted JSONL_DIR [RAW]: true (and logs the skip) when a converter already wrote JSONL_DIR; the
 # converters write test.jsonl last, each split under a temporary name, so it is never partial
 converted() {
@@ -94,17 +145,25 @@ train() {
   fairseq-train "$data" --user-dir "$USER_DIR" --task summarization --criterion summarization_loss \
     --save-dir "$save" --log-format simple "$@" 2>&1 | tee -a "$save/train.log"
   touch "$save/.done"
+  main_node || { log "train: done; node ${NODE_RANK:-${SLURM_NODEID:-}} leaves decoding and scoring to node 0"; exit 0; }
 }
 
-# generate DATA_BIN CHECKPOINT OUT_FILE [fairseq-generate options...]
+# generate DATA_BIN CHECKPOINT OUT_FILE [BPE] [fairseq-generate options...]
+#   BPE: "spm" (the default: fairseq-sum-prepare's data, Moses tokenizer + DATA_BIN/spm.model) or
+#   "gpt2:BART_DIR" (the GPT-2 BPE of bart_binarize, no tokenizer)
 generate() {
-  local data=$1 ckpt=$2 out=$3; shift 3
+  local data=$1 ckpt=$2 out=$3 bpe=spm text
+  shift 3
+  case ${1:-} in spm|gpt2:*) bpe=$1; shift ;; esac
+  case $bpe in
+    spm) text=(--tokenizer sum_moses --bpe sentencepiece --sentencepiece-model "$data/spm.model") ;;
+    gpt2:*) text=(--bpe gpt2 --gpt2-encoder-json "${bpe#gpt2:}/encoder.json" --gpt2-vocab-bpe "${bpe#gpt2:}/vocab.bpe") ;;
+  esac
   # fairseq-generate prints its closing "Generate <subset> with beam=..." line to stdout last, so an
   # interrupted run (no such line) is redone
   if [ -s "$out" ] && grep -q "^Generate" "$out" 2>/dev/null; then log "generate: $out exists, skipped"; return; fi
   log "generate: $ckpt -> $out"
-  fairseq-generate "$data" --user-dir "$USER_DIR" --task summarization --path "$ckpt" \
-    --tokenizer sum_moses --bpe sentencepiece --sentencepiece-model "$data/spm.model" \
+  fairseq-generate "$data" --user-dir "$USER_DIR" --task summarization --path "$ckpt" "${text[@]}" \
     --log-format simple --log-interval 10 "$@" > "$out" 2> >(tee "$out.log" >&2)  # progress every 10 batches
 }
 

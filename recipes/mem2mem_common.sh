@@ -19,6 +19,9 @@ SENT_TOKENS=${SENT_TOKENS:-0}
 EPOCHS=${EPOCHS:-15}
 BATCH=${BATCH:-16}
 FP16_FLAG=$(FP16=${FP16:-0} fp16_flag)  # off by default here
+# the paper's batch of BATCH documents (GPUs not stated) is split over NGPU x NNODES workers
+UPDATE_FREQ=1 gpu_setup 1
+if [ $(( BATCH % WORLD )) -ne 0 ]; then echo "BATCH=$BATCH is not divisible by $WORLD workers" >&2; exit 2; fi
 if [ "$MAX_TGT" -le 0 ]; then echo "MAX_TGT must be > 0 (it sets --max-target-positions)" >&2; exit 2; fi
 
 # mem2mem_prepare JSONL_DIR   (sources cut at MAX_SRC pieces, summaries at MAX_TGT)
@@ -36,7 +39,7 @@ mem2mem_run() {
   local positions="--max-source-positions $((MAX_SRC + 1)) --max-target-positions $(( (MAX_TGT > max_len_b ? MAX_TGT : max_len_b) + 1 ))"
   train "$WORK/bin" "$WORK/checkpoints/$name" --arch "$arch" $FP16_FLAG $positions \
     --max-doc-sentences "$MAX_SENTS" --max-sentence-tokens "$SENT_TOKENS" \
-    --optimizer adam --lr 2e-4 --clip-norm 2 --batch-size "$BATCH" --max-epoch "$EPOCHS" \
+    --optimizer adam --lr 2e-4 --clip-norm 2 --batch-size $(( BATCH / WORLD )) --max-epoch "$EPOCHS" "${DIST_FLAGS[@]}" \
     --skip-invalid-size-inputs-valid-test --num-workers 4 --no-epoch-checkpoints ${EXTRA:-} "$@"
   local out="$WORK/test.$name.beam4.out"
   generate "$WORK/bin" "$WORK/checkpoints/$name/checkpoint_best.pt" "$out" $positions $FP16_FLAG \

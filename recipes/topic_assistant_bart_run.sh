@@ -16,8 +16,8 @@
 #               files encoder.json and vocab.bpe (https://dl.fbaipublicfiles.com/fairseq/gpt2_bpe/)
 #
 # Environment: ARCH (bart_large_ta; bart_base_ta with bart.base), WORK (data/DATASET-bart-ta), TOPICS
-# (256, App. B), TOPICS_N (5), NGPU (1), UPDATE_FREQ (fairseq's batch of 8 GPUs x 4 (CNN/DM) or x 2
-# (XSum) accumulated steps, divided by NGPU), MAX_UPDATE (20000 CNN/DM, 15000 XSum: fairseq's
+# (256, App. B), TOPICS_N (5), NGPU (1), NNODES (1), UPDATE_FREQ (fairseq's batch of 8 GPUs x 4
+# (CNN/DM) or x 2 (XSum) accumulated steps, divided by NGPU x NNODES), MAX_UPDATE (20000 CNN/DM, 15000 XSum: fairseq's
 # TOTAL_NUM_UPDATES), FP16 (1: --fp16 on a GPU), MAX_SRC (1023 GPT-2 tokens + </s> = BART's 1024
 # positions), MAX_TGT (0: summaries are not truncated), EXTRA (more fairseq-train flags, last, so they
 # override the recipe's: e.g. "--ta-sia False", or model dimensions matching a smaller model.pt),
@@ -56,8 +56,7 @@ ARCH=${ARCH:-bart_large_ta}
 WORK=${WORK:-data/$DATASET-bart-ta}
 TOPICS=${TOPICS:-256}
 TOPICS_N=${TOPICS_N:-5}
-NGPU=${NGPU:-1}
-UPDATE_FREQ=${UPDATE_FREQ:-$(( (8 * FAIRSEQ_FREQ + NGPU - 1) / NGPU ))}
+gpu_setup 8 "$FAIRSEQ_FREQ"
 MAX_UPDATE=${MAX_UPDATE:-$DEFAULT_UPDATES}
 MAX_SRC=${MAX_SRC:-1023}
 MAX_TGT=${MAX_TGT:-0}
@@ -89,20 +88,14 @@ train "$WORK/bin" "$SAVE" --arch "$ARCH" "${RESTORE[@]}" --source-lang src --tar
   --label-smoothing 0.1 --dropout 0.1 --attention-dropout 0.1 --weight-decay 0.01 \
   --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps 1e-08 --clip-norm 0.1 \
   --lr-scheduler polynomial_decay --lr 3e-05 --total-num-update "$MAX_UPDATE" --warmup-updates 500 \
-  --max-update "$MAX_UPDATE" --max-tokens 2048 --update-freq "$UPDATE_FREQ" $FP16_FLAG \
+  --max-update "$MAX_UPDATE" --max-tokens 2048 --update-freq "$UPDATE_FREQ" $FP16_FLAG "${DIST_FLAGS[@]}" \
   --skip-invalid-size-inputs-valid-test --no-epoch-checkpoints \
   --save-interval-updates 1000 --validate-interval-updates 1000 --keep-interval-updates 1 --keep-best-checkpoints 3 \
   ${EXTRA:-}
 
 OUT="$WORK/test.$ARCH.beam5.out"
-# as common.sh's generate, with GPT-2 BPE instead of the sentencepiece model of fairseq-sum-prepare
-if [ -s "$OUT" ] && grep -q "^Generate" "$OUT" 2>/dev/null; then log "generate: $OUT exists, skipped"
-else
-  log "generate: $SAVE/checkpoint_best.pt -> $OUT"
-  # shellcheck disable=SC2086
-  fairseq-generate "$WORK/bin" --user-dir "$USER_DIR" --task summarization --path "$SAVE/checkpoint_best.pt" \
-    --source-lang src --target-lang tgt --side-data theta --truncate-source --gen-subset test \
-    --beam 5 "${GEN[@]}" --max-len-a 0 --no-repeat-ngram-size 3 --batch-size "$BATCH" $FP16_FLAG \
-    --bpe gpt2 "${GPT2[@]}" --log-format simple --log-interval 10 ${GEN_EXTRA:-} > "$OUT" 2> >(tee "$OUT.log" >&2)
-fi
+# shellcheck disable=SC2086
+generate "$WORK/bin" "$SAVE/checkpoint_best.pt" "$OUT" "gpt2:$BART" --source-lang src --target-lang tgt \
+  --side-data theta --truncate-source --gen-subset test --beam 5 "${GEN[@]}" --max-len-a 0 \
+  --no-repeat-ngram-size 3 --batch-size "$BATCH" $FP16_FLAG ${GEN_EXTRA:-}
 score "$OUT" --no-detok --split-sentences --ref-jsonl "$WORK/jsonl/test.jsonl"

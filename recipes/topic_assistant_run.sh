@@ -12,8 +12,8 @@
 #
 # Environment: ARCH (transformer_ta_base; t5_transformer_base for the baseline of Table 7),
 # EXTRA (more fairseq-train flags, e.g. "--ta-sia False" for the ablation of Table 7), WORK
-# (data/DATASET-ta), TOPICS (256, App. B / Table 10), TOPICS_N (5), NGPU (1), PAPER_GPUS (4),
-# PAPER_ACCUM (6), UPDATE_FREQ (PAPER_GPUS x PAPER_ACCUM / NGPU, rounded up), MAX_UPDATE (250000,
+# (data/DATASET-ta), TOPICS (256, App. B / Table 10), TOPICS_N (5), NGPU (1), NNODES (1),
+# PAPER_GPUS (4), PAPER_ACCUM (6), UPDATE_FREQ (PAPER_GPUS x PAPER_ACCUM / (NGPU x NNODES), rounded up), MAX_UPDATE (250000,
 # App. B), VOCAB (32000), FP16 (1 on GPU), LENPEN (0.8: the paper tunes alpha in [0.6, 1] on the
 # validation set).
 #
@@ -43,10 +43,9 @@ ARCH=${ARCH:-transformer_ta_base}
 WORK=${WORK:-data/$DATASET-ta}
 TOPICS=${TOPICS:-256}
 TOPICS_N=${TOPICS_N:-5}
-NGPU=${NGPU:-1}
 PAPER_GPUS=${PAPER_GPUS:-4}
 PAPER_ACCUM=${PAPER_ACCUM:-6}
-UPDATE_FREQ=${UPDATE_FREQ:-$(( (PAPER_GPUS * PAPER_ACCUM + NGPU - 1) / NGPU ))}
+gpu_setup "$PAPER_GPUS" "$PAPER_ACCUM"
 MAX_UPDATE=${MAX_UPDATE:-250000}
 VOCAB=${VOCAB:-32000}
 LENPEN=${LENPEN:-0.8}
@@ -63,7 +62,7 @@ else
 fi
 
 # shellcheck disable=SC2086
-train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" --side-data theta --ta-topics-n "$TOPICS_N" $FP16_FLAG ${EXTRA:-} \
+train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" --side-data theta --ta-topics-n "$TOPICS_N" $FP16_FLAG "${DIST_FLAGS[@]}" ${EXTRA:-} \
   --optimizer adam --adam-betas '(0.9, 0.998)' --lr 0.0007 --lr-scheduler inverse_sqrt --warmup-updates 8000 \
   --clip-norm 1 --dropout 0.1 --label-smoothing 0.1 --max-tokens 4096 --update-freq "$UPDATE_FREQ" \
   --max-update "$MAX_UPDATE" --max-source-positions $((MAX_SRC + 8)) --max-target-positions $((MAX_TGT + 16)) \

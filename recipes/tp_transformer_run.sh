@@ -19,8 +19,8 @@
 # fairseq-sum-prepare -> fairseq-train -> fairseq-generate (beam 1, 4) -> fairseq-sum-score. Each
 # step is skipped when its output exists, so re-running resumes (training from checkpoint_last.pt).
 #
-# Environment: WORK (data/DATASET-tpt), NGPU (GPUs to use, 1), PAPER_GPUS (4), UPDATE_FREQ
-# (PAPER_GPUS / NGPU, rounded up), BATCH (32 per GPU), MAX_UPDATE (200000: the paper does not state
+# Environment: WORK (data/DATASET-tpt), NGPU (GPUs per node, 1) and NNODES (1) (gpu_setup in
+# common.sh), PAPER_GPUS (4), UPDATE_FREQ (PAPER_GPUS / (NGPU x NNODES), rounded up), BATCH (32 per GPU), MAX_UPDATE (200000: the paper does not state
 # its step count), FP16 (1: --fp16 when a GPU is there), VOCAB (32000), MAX_SRC / MAX_TGT (subword
 # pieces kept by fairseq-sum-prepare; per-dataset defaults below, the paper does not state them),
 # BEAMS ("1 4"), SAVE_INTERVAL (5000 updates), EXTRA (more fairseq-train flags).
@@ -45,9 +45,8 @@ case $DATASET in
   *) echo "unknown DATASET $DATASET (xsum wikihow arxiv pubmed cnn_dm)" >&2; exit 2 ;;
 esac
 WORK=${WORK:-data/$DATASET-tpt}
-NGPU=${NGPU:-1}
 PAPER_GPUS=${PAPER_GPUS:-4}
-UPDATE_FREQ=${UPDATE_FREQ:-$(( (PAPER_GPUS + NGPU - 1) / NGPU ))}
+gpu_setup "$PAPER_GPUS"
 BATCH=${BATCH:-32}
 MAX_UPDATE=${MAX_UPDATE:-200000}
 VOCAB=${VOCAB:-32000}
@@ -56,13 +55,12 @@ MAX_TGT=${MAX_TGT:-$TGT_DEFAULT}
 BEAMS=${BEAMS:-1 4}
 SAVE_INTERVAL=${SAVE_INTERVAL:-5000}
 FP16_FLAG=$(fp16_flag)
-DIST_FLAG=$([ "$NGPU" -gt 1 ] && echo "--distributed-world-size $NGPU" || true)
 
 convert_dataset "$DATASET" "$RAW" "$AUX" "$WORK/jsonl"
 prepare "$WORK/jsonl" "$WORK" --vocab-size "$VOCAB" --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$MAX_TGT" --workers "$(nproc)"
 
 # shellcheck disable=SC2086
-train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" $FP16_FLAG $DIST_FLAG ${EXTRA:-} \
+train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" $FP16_FLAG "${DIST_FLAGS[@]}" ${EXTRA:-} \
   --optimizer adafactor --scale-parameter --lr 0.01 --lr-scheduler inverse_sqrt --warmup-updates 10000 \
   --warmup-init-lr 0.01 --dropout 0.1 --label-smoothing 0 --batch-size "$BATCH" --update-freq "$UPDATE_FREQ" --max-update "$MAX_UPDATE" \
   --max-source-positions $((MAX_SRC + 8)) --max-target-positions $((MAX_TGT + 16)) --num-workers 4 \

@@ -120,10 +120,10 @@ def test_byte_order_mark_in_parallel_dir_is_dropped_like_in_jsonl(tmp_path):
     assert "\ufeff" not in (out / "bin" / "dict.src.txt").read_text(encoding="utf-8")
 
 
-def test_quickstart_refuses_a_non_numeric_train_minutes(tmp_path):
+def test_quickstart_refuses_a_non_numeric_update_count(tmp_path):
     marker = tmp_path / "marker"
-    env = {**os.environ, "TRAIN_MINUTES": f"1); __import__('os').system('touch {marker}'"}
+    env = {**os.environ, "MAX_UPDATE": f"1); __import__('os').system('touch {marker}'"}
     proc = subprocess.run(["bash", os.path.join(REPO, "recipes", "aclsum", "quickstart.sh"), str(tmp_path / "work")],
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
-    assert proc.returncode == 2 and "TRAIN_MINUTES must be a number" in proc.stderr
+    assert proc.returncode == 2 and "MAX_UPDATE must be a number" in proc.stderr
     assert not marker.exists() and not (tmp_path / "work").exists()

@@ -51,13 +51,12 @@ CNNDM=${1:?usage: etads.sh CNNDM [URL_LISTS]}
 URL_LISTS=${2:-}
 ARCH=${ARCH:-etads_base}
 WORK=${WORK:-data/cnn_dm-etads}
-NGPU=${NGPU:-1}
 PAPER_GPUS=${PAPER_GPUS:-4}
 MAX_UPDATE=${MAX_UPDATE:-200000}
 VOCAB=${VOCAB:-50000}
 COVERAGE_TYPE=${COVERAGE_TYPE:-summary}
 BEAM=${BEAM:-10}
-UPDATE_FREQ=$(( (PAPER_GPUS + NGPU - 1) / NGPU ))
+gpu_setup "$PAPER_GPUS"
 FP16_FLAG=$(fp16_flag)
 LR=0.000988  # 2 * 512 ** -0.5 * 8000 ** -0.5: the Noam peak, see above
 
@@ -72,7 +71,7 @@ fi
 prepare "$WORK/jsonl" "$WORK" --vocab-size "$VOCAB" --max-src-tokens 400 --max-tgt-tokens 100 --workers "$(nproc)"
 
 # shellcheck disable=SC2086
-train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" $FP16_FLAG ${EXTRA:-} \
+train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" $FP16_FLAG "${DIST_FLAGS[@]}" ${EXTRA:-} \
   --optimizer adam --adam-betas '(0.9, 0.998)' --adam-eps 1e-8 --clip-norm 2 \
   --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates 8000 \
   --dropout 0.2 --label-smoothing 0 --max-tokens 4096 --update-freq "$UPDATE_FREQ" --max-update "$MAX_UPDATE" \

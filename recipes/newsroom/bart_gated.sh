@@ -20,7 +20,7 @@ NEWSROOM=${1:?usage: bart_gated.sh NEWSROOM_DIR BART_DIR}
 BART=${2:?usage: bart_gated.sh NEWSROOM_DIR BART_DIR}
 ARCH=${ARCH:-bart_large_gated}
 WORK=${WORK:-data/newsroom-bart}
-NGPU=${NGPU:-1}
+gpu_setup 4
 MAX_UPDATE=${MAX_UPDATE:-20000}
 LAMBDA=${LAMBDA:-0.1}
 THRESHOLD=${THRESHOLD:-0.1}
@@ -44,21 +44,17 @@ train "$WORK/bin" "$SAVE" --arch "$ARCH" $FP16_FLAG ${EXTRA:-} "${RESTORE[@]}" \
   --label-smoothing 0.1 --dropout 0.1 --attention-dropout 0.1 --weight-decay 0.01 \
   --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps 1e-08 --clip-norm 0.1 \
   --lr-scheduler polynomial_decay --lr 3e-05 --total-num-update "$MAX_UPDATE" --warmup-updates 500 \
-  --max-update "$MAX_UPDATE" --max-tokens 2048 --update-freq $(( (4 + NGPU - 1) / NGPU )) \
+  --max-update "$MAX_UPDATE" --max-tokens 2048 --update-freq "$UPDATE_FREQ" "${DIST_FLAGS[@]}" \
   --skip-invalid-size-inputs-valid-test --no-epoch-checkpoints \
   --save-interval-updates 2000 --validate-interval-updates 2000 --keep-interval-updates 2 \
   --best-checkpoint-metric nll_loss
 
 for T in 0 "$THRESHOLD"; do
   OUT="$WORK/test.$ARCH.l$LAMBDA.t$T.out"
-  if [ ! -s "$OUT" ]; then
-    log "generate: threshold $T -> $OUT"
-    fairseq-generate "$WORK/bin" --user-dir "$USER_DIR" --task summarization --path "$SAVE/checkpoint_best.pt" \
-      --source-lang source --target-lang target --gen-subset test --beam 4 --lenpen 2.0 --max-len-b 128 \
-      --min-len 10 --no-repeat-ngram-size 3 --batch-size 16 $FP16_FLAG --model-overrides "{'gate_threshold': $T}" \
-      --bpe gpt2 --gpt2-encoder-json "$BART/encoder.json" --gpt2-vocab-bpe "$BART/vocab.bpe" \
-      --log-format simple --log-interval 10 > "$OUT" 2> >(tee "$OUT.log" >&2)
-  fi
+  # shellcheck disable=SC2086
+  generate "$WORK/bin" "$SAVE/checkpoint_best.pt" "$OUT" "gpt2:$BART" --source-lang source --target-lang target \
+    --truncate-source --gen-subset test --beam 4 --lenpen 2.0 --max-len-b 128 --min-len 10 --no-repeat-ngram-size 3 \
+    --batch-size 16 $FP16_FLAG --model-overrides "{'gate_threshold': $T}"
   grep "sparsity rate" "$OUT.log" || true
-  score "$OUT" --no-detok
+  score "$OUT" --no-detok --split-sentences --ref-jsonl "$WORK/jsonl/test.jsonl"
 done

@@ -57,7 +57,7 @@ source "$(dirname "$0")/../common.sh"
 NEWSROOM=${1:?usage: transformer_gated.sh NEWSROOM_DIR}
 ARCH=${ARCH:-transformer_gated_base}
 WORK=${WORK:-data/newsroom-gated}
-NGPU=${NGPU:-1}
+gpu_setup 4
 MAX_UPDATE=${MAX_UPDATE:-100000}
 VOCAB=${VOCAB:-32000}
 LAMBDA=${LAMBDA:-0.1}
@@ -78,7 +78,7 @@ prepare "$WORK/jsonl" "$WORK" --vocab-size "$VOCAB" --max-src-tokens 700 --max-t
 train "$WORK/bin" "$SAVE" --arch "$ARCH" $FP16_FLAG ${EXTRA:-} \
   --gate-l1-weight "$LAMBDA" --gate-l1-norm "$GATE_NORM" --gate-warmup-updates "$GATE_WARMUP" --gate-threshold "$THRESHOLD" \
   --optimizer adam --adam-betas '(0.9, 0.98)' --lr 5e-4 --lr-scheduler inverse_sqrt --warmup-updates 4000 \
-  --clip-norm 1.0 --dropout 0.1 --label-smoothing 0.1 --max-tokens 8192 --update-freq $(( (4 + NGPU - 1) / NGPU )) \
+  --clip-norm 1.0 --dropout 0.1 --label-smoothing 0.1 --max-tokens 8192 --update-freq "$UPDATE_FREQ" "${DIST_FLAGS[@]}" \
   --max-update "$MAX_UPDATE" --max-source-positions 704 --max-target-positions 132 --num-workers 4 \
   --save-interval-updates 5000 --validate-interval-updates 5000 --keep-interval-updates 2 --no-epoch-checkpoints \
   --best-checkpoint-metric nll_loss

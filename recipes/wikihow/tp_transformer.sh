@@ -4,4 +4,4 @@
 # the steps and environment (NGPU, UPDATE_FREQ, MAX_UPDATE, ...) are those of recipes/tp_transformer_run.sh.
 # Paper's ROUGE-1/2/L: 34.19/12.47/25.99 (beam 4: 36.70/13.75/27.36); paper's hardware: 4 V100 32GB, batch 32/GPU; training length not stated.
 # Data: https://github.com/mahnazkoupaee/WikiHow-Dataset (wikihowAll.csv + all_{train,val,test}.txt). More in recipes/README.md, "Reproducing a paper".
-exec bash "$(dirname "$0")/run.sh" "${ARCH:-tp_transformer_base}" "$@"
+exec bash "$(dirname "$0")/../tp_transformer_run.sh" wikihow "${ARCH:-tp_transformer_base}" "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tp_transformer_base on XSum (paper Table 2). Usage: bash recipes/xsum/tp_transformer.sh XSUM [SPLIT_FILE]; see run.sh.
+# tp_transformer_base on XSum (paper Table 2). Usage: bash recipes/xsum/tp_transformer.sh XSUM [SPLIT_FILE]; see recipes/tp_transformer_run.sh.
 # Paper's ROUGE-1/2/L: 34.62/12.98/27.49 (beam 4: 35.84/14.06/28.40); paper's hardware: 4 V100 32GB, batch 32/GPU; training length not stated.
 # Data: https://github.com/EdinburghNLP/XSum (HF: EdinburghNLP/xsum). More in recipes/README.md, "Reproducing a paper".
-exec bash "$(dirname "$0")/run.sh" "${ARCH:-tp_transformer_base}" "$@"
+exec bash "$(dirname "$0")/../tp_transformer_run.sh" xsum "${ARCH:-tp_transformer_base}" "$@"

@@ -1,0 +1,59 @@
+"""recipes/compare.sh's report: the table and learning curve read from fairseq's logs and the scorer's
+JSON (no training here; compare.sh itself runs in results/ with the commands recorded there)."""
+import json
+import os
+
+import pytest
+
+from fairseq_sum_plugins.analysis.compare_report import parse_train_log, write_report
+
+LOG = """\
+2026-11-23 21:11:15 | INFO | fairseq_cli.train | num. shared model params: 1,234,567 (num. trained: 1,234,567)
+2026-11-23 21:20:50 | INFO | train_inner | epoch 001:      5 / 33 loss=12.5, nll_loss=12.1, aux_gate_l1=0.9, gate_sparsity=0, num_updates=5, wall=50
+2026-11-23 21:20:50 | INFO | train_inner | epoch 001:     10 / 33 loss=11.0, nll_loss=10.7, aux_gate_l1=0.8, gate_sparsity=0, num_updates=10, wall=100
+2026-11-23 21:21:00 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 10.5 | nll_loss 10.1 | aux_gate_l1 0.7 | gate_sparsity 12.5 | num_updates 10
+2026-11-23 21:21:50 | INFO | train_inner | epoch 001:     15 / 33 loss=9.0, nll_loss=8.7, num_updates=15, train_wall=140, wall=150
+"""
+
+
+def write_run(out, label, rouge1, log=LOG, words="the cat sat"):
+    run = os.path.join(out, label)
+    os.makedirs(os.path.join(run, "checkpoints"))
+    with open(os.path.join(run, "checkpoints", "train.log"), "w") as f:
+        f.write(log)
+    with open(os.path.join(run, "test.out"), "w") as f:
+        f.write(f"S-0\tdoc\nT-0\tref\nH-0\t-1.0\t{words}\nD-0\t-1.0\t{words}\n")
+    scores = {"rouge1": rouge1, "rouge1_ci": [rouge1 - 0.01, rouge1 + 0.02], "rouge2": 0.05, "rougeL": 0.2}
+    with open(os.path.join(run, "test.out.rouge.json"), "w") as f:
+        json.dump(scores, f)
+    with open(os.path.join(run, "wall.txt"), "w") as f:
+        f.write("train_s=200 generate_s=42\n")
+
+
+def test_parse_train_log(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text(LOG)
+    log = parse_train_log(str(path))
+    assert log["params"] == 1234567
+    assert log["valid"] == [(10, 10.5)]
+    assert log["train"] == [(5, 12.5), (10, 11.0)]  # the point after the last validation is dropped
+    assert log["valid_nll"] == [(10, 10.1)] and log["train_nll"] == [(5, 12.1), (10, 10.7)]
+    assert log["aux"] == {"aux_gate_l1": 0.7, "gate_sparsity": 12.5}
+    assert log["wall"] == 140
+
+
+def test_report_table_and_png(tmp_path):
+    out = str(tmp_path)
+    write_run(out, "base", 0.25)
+    write_run(out, "method", 0.3, words="a b c d e")
+    write_report(out, ["base", "method"])
+    md = open(os.path.join(out, "results.md")).read()
+    assert "| `base` | 1.23M | 10 | 10.500 | 10.100 | 25.00 [24.00, 27.00] | 5.00 | 20.00 | 3.0 | aux_gate_l1 0.7, gate_sparsity 12.5 | 140 | 42 |" in md
+    assert "| `method` |" in md and "30.00 [29.00, 32.00] | 5.00 | 20.00 | 5.0 |" in md
+    assert os.path.getsize(os.path.join(out, "learning_curve.png")) > 1000
+
+
+def test_missing_scores_name_the_file(tmp_path):
+    write_run(str(tmp_path), "base", 0.25)
+    with pytest.raises(FileNotFoundError, match="other/test.out.rouge.json"):
+        write_report(str(tmp_path), ["base", "other"])

@@ -1,0 +1,141 @@
+"""Distributed training through the real fairseq-train on CPU: two gloo workers give the parameters and
+logged metrics of one worker with ``--update-freq 2`` on the same batches.
+
+fairseq hands worker r the batches r, r + 2, ... of the epoch's batch list; one worker with
+``--update-freq 2`` accumulates batches 2u and 2u + 1 for update u. Both sum the gradients of the same
+examples and divide by the same sample size, so after a few updates the parameters agree up to the
+order of floating-point sums. Logged metrics (loss, the auxiliary losses, ``gate_sparsity``, and the
+``--eval-rouge`` validation ROUGE whose sums come from both validation shards) must agree too.
+Each family (the composable transformer with TPR + gate + focus + saliency + Topic Assistant on,
+Mem2Mem, the tiny BART presets) runs with one of fairseq's two DDP wrappers (``pytorch_ddp``, which
+``compat.ddp_on_cpu`` lets wrap a CPU model, and ``legacy_ddp``).
+"""
+import json
+import os
+import socket
+import subprocess
+
+import pytest
+import torch
+
+from conftest import binarize, write_toy_parallel
+from test_cli_roundtrip import USER_DIR, cli
+
+TINY = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
+        "--encoder-attention-heads", "2"]
+BART_TINY = TINY + ["--decoder-attention-heads", "2", "--decoder-embed-dim", "32", "--decoder-ffn-embed-dim", "64",
+                    "--max-source-positions", "64", "--max-target-positions", "64"]
+FAMILIES = {
+    "transformer_all": ["--arch", "transformer_ta_small", *TINY, "--tpr", "discrete", "--tpr-roles", "4",
+                        "--info-gate", "True", "--gate-threshold", "0.3", "--focus-layers", "all",
+                        "--saliency-layers", "all", "--side-data", "theta", "--ta-topics-n", "2"],
+    "mem2mem": ["--arch", "mem2mem_base", "--embed-dim", "16", "--encoder-hidden-size", "16",
+                "--decoder-hidden-size", "32", "--memory-slots", "3", "--memory-attn-dim", "8"],
+    "bart_gated": ["--arch", "bart_base_gated", *BART_TINY, "--gate-threshold", "0.3"],
+    "bart_ta": ["--arch", "bart_base_ta", *BART_TINY, "--side-data", "theta", "--ta-topics-n", "2"],
+}
+AUX = {"transformer_all": {"aux_gate_l1", "gate_sparsity"}, "mem2mem": {"aux_mem_comp", "aux_mem_read"},
+       "bart_gated": {"aux_gate_l1", "gate_sparsity"}, "bart_ta": set()}
+COMMON = ["--task", "summarization", "--criterion", "summarization_loss", "--label-smoothing", "0.1",
+          "--optimizer", "adam", "--lr", "0.003", "--max-tokens", "300", "--max-update", "3", "--dropout", "0",
+          "--seed", "3", "--no-epoch-checkpoints", "--no-save-optimizer-state", "--log-format", "json",
+          "--log-interval", "1", "--num-workers", "0", "--cpu", "--validate-interval-updates", "3",
+          "--eval-rouge", "--eval-rouge-args", '{"beam": 1, "max_len_b": 6}', "--required-batch-size-multiple", "1"]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env():
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def launch(data, save, family, workers, ddp_backend="legacy_ddp"):
+    """Start fairseq-train with ``workers`` gloo processes (``--update-freq 2`` when 1)."""
+    base = [cli("fairseq-train"), data, "--user-dir", USER_DIR, *COMMON, *FAMILIES[family], "--save-dir", save]
+    if workers == 1:
+        cmds = [base + ["--update-freq", "2"]]
+    else:
+        dist = ["--distributed-world-size", str(workers), "--distributed-init-method", f"tcp://127.0.0.1:{free_port()}",
+                "--distributed-no-spawn", "--distributed-backend", "gloo", "--ddp-backend", ddp_backend]
+        cmds = [base + dist + ["--distributed-rank", str(r)] for r in range(workers)]
+    os.makedirs(save, exist_ok=True)
+    # each worker logs to a file: a worker blocked on a full pipe would stall the other in all-reduce
+    logs = [open(os.path.join(save, f"rank{r}.log"), "w+") for r in range(len(cmds))]
+    return [(subprocess.Popen(c, stdout=f, stderr=subprocess.STDOUT, text=True, env=_env()), f) for c, f in zip(cmds, logs)]
+
+
+def finish(procs, what):
+    """Wait for the processes of one run -> the log of rank 0."""
+    outs = []
+    for p, f in procs:
+        p.wait(timeout=600)
+        f.seek(0)
+        outs.append(f.read())
+        f.close()
+        assert p.returncode == 0, f"fairseq-train ({what}) failed:\n{outs[-1][-3000:]}"
+    return outs[0]
+
+
+def logged(log, kind):
+    """The JSON stats of fairseq's ``train_inner`` / ``valid`` log lines, in order (``valid_`` prefix dropped)."""
+    rows = []
+    for line in log.splitlines():
+        if f"| INFO | {kind} |" in line:
+            stats = json.loads(line.split(f"| {kind} | ", 1)[1])
+            rows.append({k[len(kind) + 1:] if k.startswith(kind + "_") else k: v for k, v in stats.items()})
+    return rows
+
+
+def params(save):
+    state = torch.load(os.path.join(save, "checkpoint_last.pt"), map_location="cpu")
+    return state["model"]
+
+
+@pytest.fixture(scope="module")
+def dist_data(tmp_path_factory):
+    from preprocess.topic_model import main as topic_model_main
+
+    root = tmp_path_factory.mktemp("dist")
+    write_toy_parallel(str(root / "raw"), n_train=48, n_valid=7, n_test=4, seed=5)
+    data = binarize(str(root / "raw"), str(root / "bin"))
+    topic_model_main(["fit", data, "--topics", "4", "--iters", "5"])
+    return data
+
+
+def _compared(stats):
+    return [k for k in stats if k in ("loss", "nll_loss", "gate_sparsity", "wpb", "bsz") or k.startswith(("aux_", "rouge"))]
+
+
+def _compare_stats(one, two, what):
+    assert len(one) == len(two) and one, what
+    for a, b in zip(one, two):
+        keys = _compared(a)
+        assert "loss" in keys and keys == _compared(b), what
+        for k in keys:
+            assert float(a[k]) == pytest.approx(float(b[k]), abs=2e-3, rel=1e-3), f"{what}: {k} {a[k]} != {b[k]}"
+
+
+@pytest.mark.parametrize("family,backend", [
+    ("transformer_all", "pytorch_ddp"), ("mem2mem", "legacy_ddp"), ("bart_gated", "legacy_ddp"), ("bart_ta", "pytorch_ddp"),
+])
+def test_two_workers_equal_one_worker_with_update_freq_2(dist_data, tmp_path, family, backend):
+    one, two = launch(dist_data, str(tmp_path / "one"), family, 1), launch(dist_data, str(tmp_path / "two"), family, 2, backend)
+    single, double = finish(one, f"{family}, 1 worker"), finish(two, f"{family}, 2 workers, {backend}")
+    p1, p2 = params(str(tmp_path / "one")), params(str(tmp_path / "two"))
+    assert p1.keys() == p2.keys()
+    worst = max((p1[k].float() - p2[k].float()).abs().max().item() for k in p1)
+    assert worst < 1e-5, f"{family}/{backend}: parameters differ by {worst}"
+    train_one, train_two = logged(single, "train_inner"), logged(double, "train_inner")
+    assert [r["num_updates"] for r in train_two] == ["1", "2", "3"]
+    _compare_stats(train_one, train_two, f"{family} train")
+    _compare_stats(logged(single, "valid"), logged(double, "valid"), f"{family} valid")
+    # the auxiliary terms each family logs (the Topic Assistant adds none), all compared above
+    aux = {k for k in train_two[0] if k.startswith("aux_") or k == "gate_sparsity"}
+    assert aux >= AUX[family] and (AUX[family] or not aux), f"{family}: logged {sorted(aux)}"
+    assert "rouge_l" in logged(double, "valid")[0]
