@@ -227,7 +227,8 @@ def test_checkpoint_records_phi_and_rejects_a_refit_topic_model(ta_trained, tmp_
 
 
 def recipe_update_freq(**env):
-    """UPDATE_FREQ as recipes/topic_assistant_run.sh computes it (its variable lines, run by bash)."""
+    """--update-freq of recipes/topic_assistant_run.sh: its PAPER_GPUS / PAPER_ACCUM lines, then
+    common.sh's gpu_setup as the recipe calls it (VISIBLE_GPUS fakes the node's GPUs)."""
     import re
     import subprocess
 
@@ -236,15 +237,20 @@ def recipe_update_freq(**env):
     with open(os.path.join(REPO, "recipes", "topic_assistant_run.sh")) as f:
         script = f.read()
     assert '--update-freq "$UPDATE_FREQ"' in script
-    lines = re.findall(r"^(?:NGPU|PAPER_GPUS|PAPER_ACCUM|UPDATE_FREQ)=.*$", script, re.M)
-    clean = {k: v for k, v in os.environ.items() if k not in ("NGPU", "PAPER_GPUS", "PAPER_ACCUM", "UPDATE_FREQ")}
-    proc = subprocess.run(["bash", "-c", "\n".join(lines + ['echo "$UPDATE_FREQ"'])], env=dict(clean, **env),
-                          capture_output=True, text=True, check=True)
-    return int(proc.stdout.strip())
+    lines = re.findall(r"^(?:PAPER_GPUS|PAPER_ACCUM)=.*$|^gpu_setup .*$", script, re.M)
+    assert len(lines) == 3, lines
+    common = os.path.join(REPO, "recipes", "common.sh")
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("NGPU", "NNODES", "PAPER_GPUS", "PAPER_ACCUM", "UPDATE_FREQ", "VISIBLE_GPUS")}
+    env = dict(env, VISIBLE_GPUS=env.get("NGPU", "0"))
+    proc = subprocess.run(["bash", "-c", "\n".join([f'source "{common}"'] + lines + ['echo "$UPDATE_FREQ"'])],
+                          env=dict(clean, **env), capture_output=True, text=True, check=True)
+    return int(proc.stdout.strip().splitlines()[-1])
 
 
 def test_recipe_update_freq_is_paper_gpus_times_six_over_ngpu():
-    assert recipe_update_freq() == 24  # 4 GPUs x 6 accumulated iterations, on one GPU
+    assert recipe_update_freq() == 24  # 4 GPUs x 6 accumulated iterations, on one worker (CPU)
+    assert recipe_update_freq(NGPU="1") == 24  # one GPU
     assert recipe_update_freq(NGPU="4") == 6
     assert recipe_update_freq(NGPU="8") == 3
     assert recipe_update_freq(NGPU="5") == 5  # rounded up
