@@ -132,3 +132,25 @@ def test_bad_inputs_give_clear_errors(tmp_path):
     (tmp_path / "b.txt").write_text("\n".join(hyp_b) + "\n")
     with pytest.raises(SystemExit, match="--ref"):
         C.main([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")])
+
+
+def test_generate_outputs_are_compared_against_untruncated_references(tmp_path):
+    """As fairseq-sum-score: the T- lines hold the summaries cut by --max-tgt-tokens, the data folder
+    named in generate's log holds the full gold summaries (DATA/test.ref.jsonl); systems equal to
+    the full summaries score 100, not the ROUGE of the cut targets."""
+    full = ["the committee approved the budget for the new school on tuesday evening",
+            "heavy rain flooded the roads near the river and closed two bridges"]
+    cut = [" ".join(s.split()[:4]) for s in full]
+    data = tmp_path / "bin"
+    data.mkdir()
+    with open(data / "test.ref.jsonl", "w") as f:
+        for i, s in enumerate(full):
+            f.write(json.dumps({"id": str(i), "file": "test.jsonl", "line": i + 1, "summary": [s]}) + "\n")
+    paths = []
+    for name in ("a", "b"):
+        path = _write_generate(tmp_path / f"{name}.out", full, cut)
+        with open(path + ".log", "w") as f:
+            f.write(f"INFO:fairseq.tasks.translation:{data} test src-tgt 2 examples\n")
+        paths.append(path)
+    res = C.main([*paths, "--bootstrap-samples", "50"])
+    assert all(r["a"] == pytest.approx(1.0) and r["b"] == pytest.approx(1.0) for r in res["metrics"].values())

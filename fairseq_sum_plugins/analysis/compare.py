@@ -37,6 +37,7 @@ import sys
 import numpy as np
 
 from fairseq_sum_plugins import rouge
+from fairseq_sum_plugins.score_inputs import GenerateOutput, find_data_dir, read_prepared_references
 
 DEFAULT_METRICS = ("rouge1", "rouge2", "rougeL")
 METRICS = ("rouge1", "rouge2", "rougeL", "rougeL_plain", "meteor")
@@ -119,9 +120,18 @@ def is_generate_output(path):
 
 
 def load_system(path):
-    """{sample id: (hypothesis, reference or None)} of one system's output file."""
+    """{sample id: (hypothesis, reference or None)} of one system's output file. The references of a
+    generate output are the untruncated gold summaries of ``DATA/{split}.ref.jsonl`` when its data
+    folder is known (as ``fairseq-sum-score`` finds it), else its ``T-`` lines."""
     if is_generate_output(path):
+        gen = GenerateOutput(path)
+        data, split = find_data_dir(gen)
         ids, hyps, refs = rouge.read_generate_output(path)
+        records = read_prepared_references(data, split) if data else None
+        if records is not None:
+            if ids and ids[-1] >= len(records):
+                raise ValueError(f"{data}/{split}.ref.jsonl has {len(records)} records for sample ids up to {ids[-1]}")
+            refs = ["\n".join(records[i]["summary"]) for i in ids]
         return {i: (h, r) for i, h, r in zip(ids, hyps, refs)}
     return {i: (h, None) for i, h in enumerate(rouge.read_lines(path))}
 
