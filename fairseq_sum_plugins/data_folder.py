@@ -56,12 +56,17 @@ def _bad(path, key, value, expected):
                       "fairseq-sum-prepare: re-run it rather than editing the file")
 
 
+def _choice(path, name, section, key, choices, out):
+    """Copies ``section[key]`` into ``out`` when present, refusing a value outside ``choices``."""
+    if key in section:
+        if section[key] not in choices:
+            raise _bad(path, f"{name}.{key}", section[key], f"one of {list(choices)}")
+        out[key] = section[key]
+
+
 def _tokenizer_section(path, section):
     out = {}
-    if "tokenizer" in section:
-        if section["tokenizer"] not in _TOKENIZERS:
-            raise _bad(path, "tokenizer.tokenizer", section["tokenizer"], f"one of {list(_TOKENIZERS)}")
-        out["tokenizer"] = section["tokenizer"]
+    _choice(path, "tokenizer", section, "tokenizer", _TOKENIZERS, out)
     if "moses_lang" in section:
         lang = section["moses_lang"]
         if not isinstance(lang, str) or not _LANG.fullmatch(lang):
@@ -72,10 +77,7 @@ def _tokenizer_section(path, section):
             if not isinstance(section[key], bool):
                 raise _bad(path, f"tokenizer.{key}", section[key], "true or false")
             out[key] = section[key]
-    if "sentence_splitter" in section:
-        if section["sentence_splitter"] not in _SPLITTERS:
-            raise _bad(path, "tokenizer.sentence_splitter", section["sentence_splitter"], f"one of {list(_SPLITTERS)}")
-        out["sentence_splitter"] = section["sentence_splitter"]
+    _choice(path, "tokenizer", section, "sentence_splitter", _SPLITTERS, out)
     if out and "tokenizer" not in out:
         raise _bad(path, "tokenizer.tokenizer", None, "the tokenizer's name is missing")
     return out
@@ -83,10 +85,7 @@ def _tokenizer_section(path, section):
 
 def _bpe_section(path, section, data_dir):
     out = {}
-    if "bpe" in section:
-        if section["bpe"] not in _BPES:
-            raise _bad(path, "bpe.bpe", section["bpe"], f"one of {list(_BPES)}")
-        out["bpe"] = section["bpe"]
+    _choice(path, "bpe", section, "bpe", _BPES, out)
     if "sentencepiece_model" in section:
         name = section["sentencepiece_model"]
         # a file of the data folder: no absolute path, no '..', no sub-folder

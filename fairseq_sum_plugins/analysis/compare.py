@@ -30,7 +30,6 @@ the same sample ids and identical references, else it is an error naming the fir
 """
 import argparse
 import json
-import logging
 import re
 import sys
 
@@ -173,11 +172,9 @@ def format_comparison(res, name_a="A", name_b="B"):
 
 def plot_comparison(res, path, name_a="A", name_b="B"):
     """PNG: per metric the difference A - B (points) with its 95% CI and p-value."""
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    import matplotlib
+    from .plotting import pyplot, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     names = list(res["metrics"])
     rows = [res["metrics"][m] for m in names]
@@ -197,9 +194,7 @@ def plot_comparison(res, path, name_a="A", name_b="B"):
     ax.set_xlabel(f"{name_a} - {name_b} (points, 95% paired-bootstrap CI)")
     ax.set_title(f"{res['num_summaries']} summaries, p by "
                  f"{'approximate randomization' if res['method'] == 'ar' else 'paired bootstrap'}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def get_parser():

@@ -54,3 +54,10 @@ def join_pieces(pieces, scores):
             words[-1] += piece
             out[-1] = max(out[-1], score)
     return [w or "_" for w in words], out
+
+
+def save(fig, path, dpi=120):
+    """Lays out ``fig``, writes it to ``path`` and closes it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)

@@ -37,7 +37,6 @@ into ``--eval-data DIR``), or on a held-out ``--heldout`` fraction of the summar
 """
 import argparse
 import json
-import logging
 import sys
 
 import numpy as np
@@ -410,11 +409,9 @@ def format_grid(grid, num_layers):
 
 def plot_grid(grid, num_layers, path, title):
     """Heatmap PNG of the grid (layers x representations, F1 annotated)."""
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    import matplotlib
+    from .plotting import pyplot, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     values = np.full((num_layers, len(REPRESENTATIONS)), np.nan)
     for (layer, rep), v in grid["cells"].items():
@@ -428,9 +425,7 @@ def plot_grid(grid, num_layers, path, title):
     ax.set_yticks(range(num_layers), [f"layer {i + 1}" for i in range(num_layers)])
     ax.set_title(f"{title}\nmajority class {100 * grid['majority']:.1f}", fontsize=9)
     fig.colorbar(im, ax=ax, label="F1 (micro)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 # --------------------------------------------------------------------------------------------- CLI
