@@ -4,7 +4,8 @@
 # updates (the learning curve), decodes the test set with the same settings from its last checkpoint
 # (same budget for all: no checkpoint selection), and is scored with fairseq-sum-score (ROUGE F1 with
 # 95% bootstrap CIs; METEOR when fairseq-sum-score offers --meteor; a paired significance test of each
-# model against the first when the console script fairseq-sum-compare is installed). Writes
+# model against the first when the console script fairseq-sum-compare is installed), and measured
+# for whether it reads its source at all (analysis/source_use.py: source gain, distinct summaries). Writes
 # OUT/results.md (table, commands, hardware, wall times) and OUT/learning_curve.png.
 #
 #   bash recipes/compare.sh WORK OUT "LABEL=ARCH [fairseq-train flags]" ...
@@ -93,6 +94,11 @@ for spec in "$@"; do
   end=$(date +%s)
   # shellcheck disable=SC2086
   score "$OUT/$label/test.out" $METEOR_FLAG
+  # does the model read its source? (source gain and distinct summaries: analysis/source_use.py)
+  if [ ! -s "$OUT/$label/source_use.json" ]; then
+    python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$OUT/$label/checkpoints/checkpoint_last.pt" \
+      --subset test --generate-output "$OUT/$label/test.out" --json "$OUT/$label/source_use.json" "${side[@]}"
+  fi
   # wall seconds of this launch's train and generate steps (a skipped step takes ~0 s: the first
   # launch's figures are kept)
   [ -s "$OUT/$label/wall.txt" ] || echo "train_s=$((mid - start)) generate_s=$((end - mid))" > "$OUT/$label/wall.txt"

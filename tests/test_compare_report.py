@@ -57,3 +57,24 @@ def test_missing_scores_name_the_file(tmp_path):
     write_run(str(tmp_path), "base", 0.25)
     with pytest.raises(FileNotFoundError, match="other/test.out.rouge.json"):
         write_report(str(tmp_path), ["base", "other"])
+
+
+def test_models_that_ignore_their_source_are_named_under_the_table(tmp_path):
+    out = str(tmp_path)
+    write_run(out, "base", 0.25)
+    write_run(out, "method", 0.3)
+    for label, use in (("base", {"gain": 0.004, "distinct": 1, "hypotheses": 1}),
+                       ("method", {"gain": 0.8, "distinct": 1, "hypotheses": 1})):
+        with open(os.path.join(out, label, "source_use.json"), "w") as f:
+            json.dump(use, f)
+    write_report(out, ["base", "method"])
+    md = open(os.path.join(out, "results.md")).read()
+    assert "| 0.004 | 1/1 |" in md and "| 0.800 | 1/1 |" in md
+    assert "**Not reading the source:** `base` (source gain < 0.05 bits" in md
+
+
+def test_report_without_source_measurements_has_no_such_columns(tmp_path):
+    write_run(str(tmp_path), "base", 0.25)
+    write_report(str(tmp_path), ["base"])
+    md = open(os.path.join(str(tmp_path), "results.md")).read()
+    assert "| source gain (bits) |" not in md and "Not reading the source" not in md

@@ -10,6 +10,10 @@
 * ``OUT/LABEL/test.out.rouge.json`` (``fairseq-sum-score --json``): ROUGE-1/2/L F1 with their 95%
   bootstrap intervals, and ``meteor`` when the scorer wrote it;
 * ``OUT/LABEL/test.out``: the mean length of the hypotheses in words (after :func:`clean_summary`);
+* ``OUT/LABEL/source_use.json`` (:mod:`.source_use`, when present): the source gain (bits per target
+  token a summary gains from its own document over another) and the number of distinct summaries; a
+  model below ``MIN_GAIN`` bits or writing one text for most documents is named under the table as
+  not reading its source, so that its ROUGE is not read as summarization;
 * ``OUT/LABEL/wall.txt`` (seconds of the decoding), ``spec.txt``, ``vs_<first label>.txt`` (paired test output, when present)
   and ``OUT/run_info.txt``;
 
@@ -26,6 +30,10 @@ _NUM = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 _VALID = re.compile(r"valid on '[^']+' subset")
 _PARAMS = re.compile(r"num\. (?:shared )?model params: ([\d,]+)")
 _AUX = re.compile(r"\| ((?:aux_\w+|gate_sparsity)) " + _NUM)
+
+
+MIN_GAIN = 0.05  # bits per target token: below this a model is reported as not reading its source
+MIN_DISTINCT = 0.5  # share of distinct summaries: below this likewise
 
 
 def _field(line, name):
@@ -85,8 +93,19 @@ def collect(out_dir, label):
         scores = json.load(f)
     log = parse_train_log(os.path.join(run, "checkpoints", "train.log"))
     wall = dict(kv.split("=") for kv in _read(os.path.join(run, "wall.txt")).split())
+    use_file = os.path.join(run, "source_use.json")
+    use = json.load(open(use_file, encoding="utf-8")) if os.path.exists(use_file) else None
     return {"label": label, "spec": _read(os.path.join(run, "spec.txt"), label), "scores": scores, "log": log,
-            "wall": wall, "words": _mean_words(os.path.join(run, "test.out"))}
+            "wall": wall, "words": _mean_words(os.path.join(run, "test.out")), "source_use": use}
+
+
+def reads_source(row):
+    """False when the row's source_use shows a model that ignores its document, None when unmeasured."""
+    use = row.get("source_use")
+    if not use:
+        return None
+    distinct = use.get("distinct", 1) / max(use.get("hypotheses", 1), 1)
+    return use["gain"] >= MIN_GAIN and distinct >= MIN_DISTINCT
 
 
 def _ci(scores, key):
@@ -100,6 +119,8 @@ def table(rows):
     meteor = any("meteor" in r["scores"] for r in rows)
     head = ["model", "params", "updates", "valid loss", "valid nll", "ROUGE-1", "ROUGE-2", "ROUGE-L"]
     head += ["METEOR"] if meteor else []
+    use = any(r.get("source_use") for r in rows)
+    head += ["source gain (bits)", "distinct"] if use else []
     head += ["words", "aux terms (valid)", "train s (last launch)", "generate s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -109,6 +130,10 @@ def table(rows):
         cells = [f"`{r['label']}`", f"{log['params'] / 1e6:.2f}M" if log["params"] else "-", str(last[0]),
                  f"{last[1]:.3f}", f"{nll:.3f}", _ci(s, "rouge1"), _ci(s, "rouge2"), _ci(s, "rougeL")]
         cells += [_ci(s, "meteor") if "meteor" in s else "-"] if meteor else []
+        if use:
+            u = r.get("source_use") or {}
+            cells += [f"{u['gain']:.3f}" if "gain" in u else "-",
+                      f"{u['distinct']}/{u['hypotheses']}" if "distinct" in u else "-"]
         aux = ", ".join(f"{k} {v:.3g}" for k, v in sorted(log["aux"].items())) or "-"
         cells += [f"{r['words']:.1f}", aux, f"{log['wall']:.0f}" if log["wall"] else "-", r["wall"].get("generate_s", "-")]
         lines.append("| " + " | ".join(cells) + " |")
@@ -145,8 +170,15 @@ def write_report(out_dir, labels):
              "(fairseq-sum-score, rouge-score, ROUGE-L summary-level); `words`: mean hypothesis length; "
              "`valid loss`: the training objective at the last validation (label-smoothed cross-entropy plus the "
              "model's weighted auxiliary terms, base 2), `valid nll`: its cross-entropy alone, comparable across "
-             "models; the last validation is the decoded checkpoint's.", "", table(rows), "",
-             "![learning curves](learning_curve.png)", "", "## Models", ""]
+             "models; the last validation is the decoded checkpoint's; `source gain`: bits per summary token "
+             "gained from its own document over another (0: the source is ignored), `distinct`: different "
+             "summaries among the test documents.", "", table(rows), ""]
+    blind = [r["label"] for r in rows if reads_source(r) is False]
+    if blind:
+        parts += [f"**Not reading the source:** {', '.join(f'`{b}`' for b in blind)} (source gain < {MIN_GAIN} bits "
+                  f"or fewer than {MIN_DISTINCT:.0%} distinct summaries). Their ROUGE is that of a generic summary "
+                  "written whatever the document, and differences involving them say nothing about summarization.", ""]
+    parts += ["![learning curves](learning_curve.png)", "", "## Models", ""]
     parts += [f"- `{r['spec']}`" for r in rows]
     tests = [(r["label"], _read(os.path.join(out_dir, r["label"], f"vs_{labels[0]}.txt"))) for r in rows[1:]]
     if any(text for _, text in tests):

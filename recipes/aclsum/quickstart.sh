@@ -9,7 +9,11 @@
 # floating-point sums; more threads are faster on an idle machine and may move ROUGE in the last
 # digit), the last checkpoint decoded. ARCH (tp_transformer_small) and BEAM (4) can be set too.
 # fairseq-generate logs every batch of BATCH (10) papers, so decoding shows its progress.
-# 150 updates on 100 papers only show the pipeline working: expect ROUGE far below the papers'.
+# 150 updates on 100 papers only show the pipeline working: expect ROUGE far below the papers'. At
+# this budget the model has learnt the abstracts' language but not yet to read the paper: it writes
+# one abstract for every test paper. The last step says so: the source gain (bits per abstract token
+# the model gains from its own paper over another; 0.000 here) and the number of distinct summaries
+# (1 of 100), from fairseq_sum_plugins/analysis/source_use.py. results/README.md has longer runs.
 # Paper's ROUGE-1/2/L: no paper figure; paper's hardware: a few minutes on a CPU.
 # Data: the aclsum package (PyPI; HF sobamchan/aclsum), shipped with it. More in recipes/README.md, "Reproducing a paper".
 source "$(dirname "$0")/../common.sh"
@@ -39,3 +43,5 @@ generate "$WORK/bin" "$CKPT/checkpoint_last.pt" "$OUT" spm --cpu --gen-subset te
   --batch-size "$BATCH" --min-len 60 --max-len-b 256 --lenpen 1.0 --no-repeat-ngram-size 3 \
   --log-format simple --log-interval 1
 score "$OUT"
+python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$CKPT/checkpoint_last.pt" --cpu \
+  --generate-output "$OUT" --json "$OUT.source_use.json"

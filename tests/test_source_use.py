@@ -1,0 +1,81 @@
+"""Source gain (NLL of a summary given another document minus given its own) and distinct outputs,
+checked against a per-example hand computation."""
+import json
+import math
+
+import pytest
+import torch
+
+from conftest import save_fresh_checkpoint
+from fairseq_sum_plugins.analysis.source_use import distinct_outputs, main, source_gain
+
+
+def checkpoint(data, path, arch="transformer_gated_small"):
+    return save_fresh_checkpoint(
+        [data, "--task", "summarization", "--arch", arch, "--encoder-layers", "1", "--decoder-layers", "1",
+         "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
+         "--dropout", "0.3", "--criterion", "summarization_loss", "--optimizer", "adam", "--lr", "0.001"],
+        path, "SummarizationLoss")
+
+
+def load(data, path):
+    from fairseq import checkpoint_utils
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
+    return models[0], task
+
+
+def nll_bits_one(model, task, src, tgt):
+    """NLL in bits of ``tgt`` given ``src`` (1-D tensors), one example, no batching."""
+    eos = task.target_dictionary.eos()
+    prev = torch.cat([tgt.new_tensor([eos]), tgt[:-1]]).unsqueeze(0)
+    with torch.no_grad():
+        out = model(src.unsqueeze(0), torch.tensor([len(src)]), prev)
+        lp = model.get_normalized_probs(out, log_probs=True)[0]
+    return -float(lp.gather(-1, tgt.unsqueeze(-1)).sum()) / math.log(2), len(tgt)
+
+
+def test_source_gain_equals_the_per_example_hand_computation(toy_data, tmp_path):
+    model, task = load(toy_data, checkpoint(toy_data, str(tmp_path / "m.pt")))
+    model.train()  # source_gain measures in eval mode and restores the mode
+    out = source_gain(model, task, "test", max_examples=7, batch_size=3)
+    assert model.training
+    model.eval()
+    ds = task.dataset("test")
+    own = other = tokens = 0
+    for i in range(7):
+        b, n = nll_bits_one(model, task, ds[i]["source"], ds[i]["target"])
+        own, tokens = own + b, tokens + n
+        other += nll_bits_one(model, task, ds[(i + 1) % 7]["source"], ds[i]["target"])[0]
+    assert out["examples"] == 7 and out["tokens"] == tokens
+    assert out["nll_own"] == pytest.approx(own / tokens, abs=1e-4)
+    assert out["nll_other"] == pytest.approx(other / tokens, abs=1e-4)
+    assert out["gain"] == pytest.approx((other - own) / tokens, abs=1e-4)
+    assert abs(out["gain"]) > 1e-4  # a random model's NLL depends on its (random) source
+
+
+def test_source_gain_is_zero_for_a_model_whose_gates_are_closed(toy_data, tmp_path):
+    """Gates ~1e-13 scale every key and value of the cross-attention to ~0 (eq. 6): the decoder sees
+    no document, so a summary is as likely after any document."""
+    model, task = load(toy_data, checkpoint(toy_data, str(tmp_path / "m.pt")))
+    with torch.no_grad():  # gates ~0 everywhere: keys and values scaled to ~0, so no document is read
+        model.encoder.info_gate.proj.bias.fill_(-30.0)
+    out = source_gain(model, task, "test", batch_size=5)
+    assert abs(out["gain"]) < 1e-4
+
+
+def test_cli_writes_json_with_distinct_outputs(toy_data, tmp_path, capsys):
+    path = checkpoint(toy_data, str(tmp_path / "m.pt"))
+    gen = tmp_path / "test.out"
+    gen.write_text("".join(f"S-{i}\tdoc\nT-{i}\tref\nH-{i}\t-1\t{h}\n" for i, h in enumerate(["the cat", "the cat", "a dog"])))
+    assert distinct_outputs(str(gen)) == (2, 3)
+    main([toy_data, "--path", path, "--max-examples", "5", "--generate-output", str(gen), "--json", str(tmp_path / "s.json")])
+    saved = json.load(open(tmp_path / "s.json"))
+    assert saved["examples"] == 5 and saved["distinct"] == 2 and saved["hypotheses"] == 3
+    assert "source gain" in capsys.readouterr().out
+
+
+def test_one_example_is_refused(toy_data, tmp_path):
+    model, task = load(toy_data, checkpoint(toy_data, str(tmp_path / "m.pt")))
+    with pytest.raises(ValueError, match="at least 2 examples"):
+        source_gain(model, task, "test", max_examples=1)
