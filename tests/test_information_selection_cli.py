@@ -126,4 +126,13 @@ def test_gate_sweep_table_and_pngs(toy_data, gated_run, tmp_path):
     assert sparsity[0] == 0.0 and sparsity == sorted(sparsity) and sparsity[-1] > 0
     assert all(r["tokens"] > 0 and r["n"] == 6 and 0 <= r["rouge1"] <= 100 for r in rows)
     assert "| 0.5 |" in (out / "gate_sweep.md").read_text()
+    # the source-gain forwards are not counted in the sparsity: tokens = the 6 decoded sources
+    model, task, _ = gate_sweep.load(toy_data, gated_run["ckpt"], cuda=False)
+    task.load_dataset("test")
+    assert all(r["tokens"] == sum(len(task.dataset("test")[i]["source"]) for i in range(6)) for r in rows)
+    assert all(1 <= r["distinct"] <= 6 for r in rows)
+    from fairseq_sum_plugins.analysis.source_use import source_gain
+
+    model.encoder.info_gate.threshold = 0.5
+    assert rows[1]["source_gain"] == pytest.approx(source_gain(model, task, "test", 6)["gain"], abs=1e-6)
     assert (out / "sparsity_rouge.png").stat().st_size > 1000 and (out / "gate_scores.png").stat().st_size > 1000

@@ -204,3 +204,24 @@ def test_xsum_transformer_ta_raw_bbc(tmp_path):
                TOPICS="8", TOPICS_N="2", EXTRA=TINY_TRANSFORMER)
     assert (work / "bin" / "test.theta.npy").is_file()
     check_decoding(work / "test.transformer_ta_small.beam5.out")
+
+
+def test_gate_lambda_sweep_table_has_a_row_per_lambda_with_the_source_gain(tmp_path):
+    """recipes/newsroom/gate_lambda_sweep.sh on XSum-style pairs: one model per lambda, and sweep.md
+    with sparsity, validation NLL, ROUGE, source gain and distinct summaries for each."""
+    rng = random.Random(0)
+    pairs = tmp_path / "pairs.jsonl"
+    with open(pairs, "w", encoding="utf-8") as f:
+        for _ in range(28):
+            sents, summary = corpora.example(rng)
+            f.write(json.dumps({"document": " ".join(sents), "summary": summary}) + "\n")
+    work = tmp_path / "work"
+    run_recipe("newsroom/gate_lambda_sweep.sh", pairs, WORK=str(work), LAMBDAS="0 0.1", MAX_UPDATE="2",
+               N_TRAIN="16", N_VALID="6", N_TEST="6", VOCAB="120", DIM="16", LAYERS="1")
+    rows = [line for line in (work / "sweep.md").read_text().splitlines() if line.startswith("| 0")]
+    assert [row.split(" | ")[0] for row in rows] == ["| 0", "| 0.1"]
+    for row in rows:
+        cells = row.strip("| ").split(" | ")
+        assert len(cells) == 11 and cells[3] == "2"  # updates
+        assert 0 <= float(cells[4]) <= 100 and math.isfinite(float(cells[5])) and math.isfinite(float(cells[9]))
+        assert re.fullmatch(r"[1-6]/6", cells[10])

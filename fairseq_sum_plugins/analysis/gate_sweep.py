@@ -3,8 +3,10 @@ scores of one document (Fig. 3).
 
 For each threshold ``t`` the same checkpoint generates summaries of ``--gen-subset`` with gates
 ``<= t`` closed and their positions removed (Algorithm 1); the table gives the sparsity rate
-(removed / total source tokens) and ROUGE-1/2/L F1 (x 100, ``rouge-score`` with stemming,
-summary-level ROUGE-L), as ``fairseq-sum-score`` computes them::
+(removed / total source tokens), ROUGE-1/2/L F1 (x 100, ``rouge-score`` with stemming,
+summary-level ROUGE-L), as ``fairseq-sum-score`` computes them, and whether the model still reads its
+source at that threshold: the source gain (bits per summary token gained from its own document over
+another, :mod:`.source_use`) and the number of distinct summaries::
 
     python -m fairseq_sum_plugins.analysis.gate_sweep DATA/bin --path checkpoints/checkpoint_best.pt \\
         --gen-subset test --max-examples 1000 --out-dir sweep/
@@ -28,6 +30,7 @@ import numpy as np
 import torch
 
 from ..modules.encoder_out import EncoderOut
+from .source_use import source_gain
 
 logger = logging.getLogger("fairseq_sum_plugins.gate_sweep")
 
@@ -93,7 +96,7 @@ def sweep(model, task, gates, args, cuda):
         for g in gates:
             g.threshold = t
             g.reset_counts()
-        scores, words, start = [], 0, time.perf_counter()
+        scores, words, texts, start = [], 0, set(), time.perf_counter()
         for sample in batches(task, args.gen_subset, args.max_examples, args.batch_size):
             sample = utils.move_to_cuda(sample) if cuda else sample
             with torch.no_grad():
@@ -102,21 +105,28 @@ def sweep(model, task, gates, args, cuda):
                 hyp = tgt.string(h[0]["tokens"].int().cpu(), args.bpe_symbol)
                 ref = tgt.string(utils.strip_pad(sample["target"][i], tgt.pad()).int().cpu(), args.bpe_symbol)
                 scores.append(rouge_pair(clean_summary(hyp), clean_summary(ref)))
+                texts.add(hyp)
                 words += len(h[0]["tokens"])
         seconds = time.perf_counter() - start
         dropped, total = gates[0].sparsity()
+        gain = source_gain(model, task, args.gen_subset, args.max_examples, args.batch_size, cuda)["gain"]
+        for g in gates:  # the source-gain forwards counted too
+            g.counts = None
         r1, r2, rl = (100 * np.mean(scores, axis=0)).tolist() if scores else (0.0, 0.0, 0.0)
         rows.append(dict(threshold=t, sparsity=100 * dropped / max(total, 1), dropped=dropped, tokens=total,
-                         rouge1=r1, rouge2=r2, rougeL=rl, n=len(scores), words_per_s=words / seconds))
-        logger.info(f"threshold {t:g}: sparsity {rows[-1]['sparsity']:.2f}% R-1 {r1:.2f} R-2 {r2:.2f} R-L {rl:.2f}")
+                         rouge1=r1, rouge2=r2, rougeL=rl, n=len(scores), words_per_s=words / seconds,
+                         source_gain=gain, distinct=len(texts)))
+        logger.info(f"threshold {t:g}: sparsity {rows[-1]['sparsity']:.2f}% R-1 {r1:.2f} R-2 {r2:.2f} R-L {rl:.2f} "
+                    f"source gain {gain:.3f} bits, {len(texts)} distinct summaries of {len(scores)}")
     return rows
 
 
 def table(rows):
-    lines = ["| threshold | sparsity | R-1 | R-2 | R-L | gen words/s |", "|---|---|---|---|---|---|"]
+    lines = ["| threshold | sparsity | R-1 | R-2 | R-L | source gain (bits) | distinct | gen words/s |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['threshold']:g} | {r['sparsity']:.2f}% | {r['rouge1']:.2f} | {r['rouge2']:.2f} | "
-                     f"{r['rougeL']:.2f} | {r['words_per_s']:.1f} |")
+                     f"{r['rougeL']:.2f} | {r['source_gain']:.3f} | {r['distinct']}/{r['n']} | {r['words_per_s']:.1f} |")
     return "\n".join(lines)
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Gate-loss weight sweep for the from-scratch information selection recipe (transformer_gated.sh):
 # small transformer_gated models trained for a fixed number of updates on a fixed split of an XSum-style
-# JSONL file, one model per lambda, and a table of lambda, gate sparsity at t = 0.1, validation NLL and
-# test ROUGE (Markdown, WORK/sweep.md). CPU-sized: the defaults take ~5 CPU-minutes per lambda.
+# JSONL file, one model per lambda, and a table of lambda, gate sparsity at t = 0.1, validation NLL,
+# test ROUGE and whether the model reads its source (Markdown, WORK/sweep.md). CPU-sized: ~2 updates/s
+# on one core.
 #
 #   bash recipes/newsroom/gate_lambda_sweep.sh PAIRS_JSONL
 #     PAIRS_JSONL  JSONL with `document` and `summary` (e.g. 1,000 XSum pairs in the HF layout); its
@@ -11,22 +12,26 @@
 # Environment: WORK (data/gate-lambda-sweep), LAMBDAS ("0 0.01 0.1"), NORM (token: the criterion's
 # --gate-l1-norm), WARMUP (0: --gate-warmup-updates), MAX_UPDATE (500), N_TRAIN/N_VALID/N_TEST
 # (800/100/100), VOCAB (4000), DIM (128), LAYERS (2), THRESHOLD (0.1), EXTRA (more train flags),
-# TAG (NORM.wWARMUP: names the runs; finished runs are reused). Rows accumulate in WORK/sweep.md.
+# VALID_EVERY (MAX_UPDATE: validation and checkpoint interval, for a learning curve in train.log),
+# TAG (NORM.wWARMUP.uMAX_UPDATE: names the runs; finished runs are reused). Rows accumulate in WORK/sweep.md.
 #
 #   for W in 0 250; do WARMUP=$W bash recipes/newsroom/gate_lambda_sweep.sh PAIRS_JSONL; done
 #
 # Columns: sparsity = % of test source tokens whose gate is <= THRESHOLD (removed, Algorithm 1);
 # valid NLL = validation nll_loss (base 2, per target token, at THRESHOLD, without label smoothing or
 # the gate loss) of the last checkpoint; ROUGE-1/2/L F1 of greedy test summaries decoded at THRESHOLD
-# (fairseq_sum_plugins.analysis.gate_sweep: rouge-score, stemming, summary-level ROUGE-L).
+# (fairseq_sum_plugins.analysis.gate_sweep: rouge-score, stemming, summary-level ROUGE-L); source gain =
+# bits per test summary token the model gains from its own document over another at THRESHOLD (0: the
+# source is ignored; analysis/source_use.py); distinct = different greedy summaries of the N_TEST.
 source "$(dirname "$0")/../common.sh"
 PAIRS=${1:?usage: gate_lambda_sweep.sh PAIRS_JSONL}
 WORK=${WORK:-data/gate-lambda-sweep}
 LAMBDAS=${LAMBDAS:-"0 0.01 0.1"}
 NORM=${NORM:-token}
 WARMUP=${WARMUP:-0}
-TAG=${TAG:-$NORM.w$WARMUP}
 MAX_UPDATE=${MAX_UPDATE:-500}
+TAG=${TAG:-$NORM.w$WARMUP.u$MAX_UPDATE}
+VALID_EVERY=${VALID_EVERY:-$MAX_UPDATE}
 N_TRAIN=${N_TRAIN:-800}
 N_VALID=${N_VALID:-100}
 N_TEST=${N_TEST:-100}
@@ -65,25 +70,28 @@ for LAMBDA in $LAMBDAS; do
     --optimizer adam --adam-betas '(0.9, 0.98)' --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 100 \
     --clip-norm 1.0 --dropout 0.1 --label-smoothing 0.1 --max-tokens 4096 --max-update "$MAX_UPDATE" \
     --max-source-positions 704 --seed 1 --num-workers 0 --no-epoch-checkpoints --no-save-optimizer-state \
-    --validate-interval-updates "$MAX_UPDATE" --save-interval-updates "$MAX_UPDATE" --keep-interval-updates 1 \
+    --validate-interval 1000000 --save-interval 1000000 \
+    --validate-interval-updates "$VALID_EVERY" --save-interval-updates "$VALID_EVERY" --keep-interval-updates 1 \
     --log-interval 50 --cpu
   OUTD="$WORK/sweep/$TAG.l$LAMBDA"
   if [ ! -f "$OUTD/gate_sweep.json" ]; then
     python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$SAVE/checkpoint_last.pt" \
       --gen-subset test --thresholds "$THRESHOLD" --beam 1 --max-len-b 64 --cpu --out-dir "$OUTD"
   fi
-  python - "$LAMBDA" "$NORM" "$WARMUP" "$SAVE/train.log" "$OUTD/gate_sweep.json" > "$WORK/rows.$TAG.l$LAMBDA.tsv" <<'EOF'
+  python - "$LAMBDA" "$NORM" "$WARMUP" "$MAX_UPDATE" "$SAVE/train.log" "$OUTD/gate_sweep.json" > "$WORK/rows.$TAG.l$LAMBDA.tsv" <<'EOF'
 import json, re, sys
-lam, norm, warmup, log, sweep = sys.argv[1:6]
+lam, norm, warmup, updates, log, sweep = sys.argv[1:7]
 valid = [line for line in open(log, encoding="utf-8") if "valid on 'valid' subset" in line][-1]
 nll = float(re.search(r"nll_loss ([0-9.]+)", valid).group(1))
 row = json.load(open(sweep, encoding="utf-8"))[0]
-print("\t".join([lam, norm, warmup, f"{row['sparsity']:.1f}", f"{nll:.2f}"] + [f"{row[k]:.2f}" for k in ("rouge1", "rouge2", "rougeL")]))
+print("\t".join([lam, norm, warmup, updates, f"{row['sparsity']:.1f}", f"{nll:.2f}"]
+                + [f"{row[k]:.2f}" for k in ("rouge1", "rouge2", "rougeL")]
+                + [f"{row['source_gain']:.3f}", f"{row['distinct']}/{row['n']}"]))
 EOF
 done
 
 {
-  echo "| lambda | --gate-l1-norm | --gate-warmup-updates | sparsity % at t=$THRESHOLD | valid NLL (bits) | R-1 | R-2 | R-L |"
-  echo "|---|---|---|---|---|---|---|---|"
-  cat "$WORK"/rows.*.tsv | awk -F'\t' '{printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8}'
+  echo "| lambda | --gate-l1-norm | --gate-warmup-updates | updates | sparsity % at t=$THRESHOLD | valid NLL (bits) | R-1 | R-2 | R-L | source gain (bits) | distinct |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  sort -t "$(printf '\t')" -k1,1g -k2,2 -k3,3n -k4,4n "$WORK"/rows.*.tsv | awk -F'\t' 'NF == 11 {printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11}'
 } | tee "$WORK/sweep.md"
