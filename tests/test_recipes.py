@@ -206,6 +206,12 @@ def test_xsum_transformer_ta_raw_bbc(tmp_path):
     check_decoding(work / "test.transformer_ta_small.beam5.out")
 
 
+def test_gate_lambda_sweep_refuses_an_unknown_target(tmp_path):
+    proc = subprocess.run(["bash", os.path.join(REPO, "recipes", "newsroom", "gate_lambda_sweep.sh"), "x.jsonl"],
+                          env={**os.environ, "TARGET": "abstract", "WORK": str(tmp_path)}, capture_output=True, text=True)
+    assert proc.returncode == 2 and "TARGET must be summary or lead, got 'abstract'" in proc.stderr
+
+
 def test_gate_lambda_sweep_table_has_a_row_per_lambda_with_the_source_gain(tmp_path):
     """recipes/newsroom/gate_lambda_sweep.sh on XSum-style pairs: one model per lambda, and sweep.md
     with sparsity, validation NLL, ROUGE, source gain and distinct summaries for each."""
@@ -217,7 +223,12 @@ def test_gate_lambda_sweep_table_has_a_row_per_lambda_with_the_source_gain(tmp_p
             f.write(json.dumps({"document": " ".join(sents), "summary": summary}) + "\n")
     work = tmp_path / "work"
     run_recipe("newsroom/gate_lambda_sweep.sh", pairs, WORK=str(work), LAMBDAS="0 0.1", MAX_UPDATE="2",
-               N_TRAIN="16", N_VALID="6", N_TEST="6", VOCAB="120", DIM="16", LAYERS="1")
+               N_TRAIN="16", N_VALID="6", N_TEST="6", VOCAB="120", DIM="16", LAYERS="1", TARGET="lead")
+    # TARGET=lead: each document's first sentence is its summary, the document is kept whole
+    first = [json.loads(line) for line in open(pairs, encoding="utf-8")][16]
+    valid = json.loads(open(work / "jsonl" / "valid.jsonl", encoding="utf-8").readline())
+    assert valid["document"] == first["document"]
+    assert first["document"].startswith(valid["summary"]) and len(valid["summary"]) < len(first["document"])
     rows = [line for line in (work / "sweep.md").read_text().splitlines() if line.startswith("| 0")]
     assert [row.split(" | ")[0] for row in rows] == ["| 0", "| 0.1"]
     for row in rows:

@@ -9,7 +9,13 @@
 #     PAIRS_JSONL  JSONL with `document` and `summary` (e.g. 1,000 XSum pairs in the HF layout); its
 #                  first N_TRAIN lines train, the next N_VALID validate, the next N_TEST test
 #
-# Environment: WORK (data/gate-lambda-sweep), LAMBDAS ("0 0.01 0.1"), NORM (token: the criterion's
+# TARGET (summary) picks what the models learn to write: `summary`, the reference summaries; `lead`,
+# each document's first sentence (the document kept whole): real text whose target is in the source,
+# like Newsroom's extractive bin, so that a small model trained from scratch for a few hundred updates
+# reads its source. Where it does not (source gain 0), every gate closes whatever lambda is, and a
+# sweep cannot tell lambdas apart.
+#
+# Environment: WORK (data/gate-lambda-sweep), TARGET (summary), LAMBDAS ("0 0.01 0.1"), NORM (token: the criterion's
 # --gate-l1-norm), WARMUP (0: --gate-warmup-updates), MAX_UPDATE (500), N_TRAIN/N_VALID/N_TEST
 # (800/100/100), VOCAB (4000), DIM (128), LAYERS (2), THRESHOLD (0.1), EXTRA (more train flags),
 # VALID_EVERY (MAX_UPDATE: validation and checkpoint interval, for a learning curve in train.log),
@@ -26,6 +32,8 @@
 source "$(dirname "$0")/../common.sh"
 PAIRS=${1:?usage: gate_lambda_sweep.sh PAIRS_JSONL}
 WORK=${WORK:-data/gate-lambda-sweep}
+TARGET=${TARGET:-summary}
+[[ $TARGET == summary || $TARGET == lead ]] || { echo "gate_lambda_sweep.sh: TARGET must be summary or lead, got '$TARGET'" >&2; exit 2; }
 LAMBDAS=${LAMBDAS:-"0 0.01 0.1"}
 NORM=${NORM:-token}
 WARMUP=${WARMUP:-0}
@@ -41,11 +49,19 @@ LAYERS=${LAYERS:-2}
 THRESHOLD=${THRESHOLD:-0.1}
 
 if ! converted "$WORK/jsonl"; then
-  python - "$PAIRS" "$WORK/jsonl" "$N_TRAIN" "$N_VALID" "$N_TEST" <<'EOF'
-import os, sys
-pairs, out, sizes = sys.argv[1], sys.argv[2], [int(n) for n in sys.argv[3:6]]
+  python - "$PAIRS" "$WORK/jsonl" "$N_TRAIN" "$N_VALID" "$N_TEST" "$TARGET" <<'EOF'
+import json, os, sys
+from fairseq_sum_plugins.text import split_sentences
+pairs, out, sizes, target = sys.argv[1], sys.argv[2], [int(n) for n in sys.argv[3:6]], sys.argv[6]
 with open(pairs, encoding="utf-8-sig") as f:
     lines = [line for line in f if line.strip()]
+if target == "lead":  # the document's first sentence as its summary
+    records = [json.loads(line) for line in lines]
+    for n, r in enumerate(records, 1):
+        if not isinstance(r.get("document"), str) or not r["document"].strip():
+            sys.exit(f"{pairs}:{n}: no `document` text to take a lead sentence from")
+        r["summary"] = split_sentences(r["document"].strip().split("\n")[0])[0]
+    lines = [json.dumps(r, ensure_ascii=False) + "\n" for r in records]
 if len(lines) < sum(sizes):
     sys.exit(f"{pairs}: {len(lines)} pairs, the split needs {sum(sizes)}")
 os.makedirs(out, exist_ok=True)
