@@ -5,6 +5,9 @@
 * The configuration dump that ``fairseq-train`` / ``-generate`` / ``-interactive`` / ``-validate``
   log at start (one line of several thousand characters) and ``fairseq-train``'s module tree are
   replaced by one short line; the model's name and parameter counts are still logged by fairseq.
+* Importing fairseq leaves the root logger at DEBUG (``fairseq.tasks.text_to_speech`` calls
+  ``logging.basicConfig(level=DEBUG)``), so that matplotlib, used by the plugin's figures, logs
+  every font it considers (~150 lines per figure): its logger is set to WARNING.
 
 ``FAIRSEQ_SUM_VERBOSE=1`` keeps fairseq's output unchanged.
 """
@@ -19,6 +22,7 @@ HYDRA_WARNINGS = (
     r"\s*'[\w/]+' is validated against ConfigStore schema",
     r"\s*The strict flag in the compose API is deprecated",
 )
+CHATTY_LIBRARIES = ("matplotlib", "PIL")
 CLI_LOGGERS = ("fairseq_cli.train", "fairseq_cli.generate", "fairseq_cli.interactive", "fairseq_cli.validate")
 
 
@@ -48,6 +52,9 @@ def install():
         log = logging.getLogger(name)
         if not any(isinstance(f, BannerFilter) for f in log.filters):
             log.addFilter(BannerFilter())
+    for name in CHATTY_LIBRARIES:
+        if logging.getLogger(name).level == logging.NOTSET:  # a level the user set is kept
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 install()

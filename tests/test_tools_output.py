@@ -46,6 +46,21 @@ def test_banner_filter_shortens_config_and_module_tree():
     assert any(isinstance(x, quiet.BannerFilter) for x in logging.getLogger("fairseq_cli.generate").filters)
 
 
+def test_a_figure_logs_no_font_search_although_fairseq_set_the_root_logger_to_debug(tmp_path):
+    """A fresh interpreter: the plugin imported (fairseq with it), then one figure drawn."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import logging, fairseq_sum_plugins\n"
+            "assert logging.getLogger().level == logging.DEBUG  # fairseq's doing\n"
+            "from fairseq_sum_plugins.analysis.plotting import pyplot\n"
+            "plt = pyplot(); fig, ax = plt.subplots(); ax.set_title('x'); fig.savefig(%r)\n" % str(tmp_path / "f.png"))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "FAIRSEQ_SUM_VERBOSE": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert "findfont" not in proc.stderr and "DEBUG:matplotlib" not in proc.stderr
+
+
 def test_eval_rouge_progress_is_logged(caplog):
     from fairseq_sum_plugins.tasks.summarization import SummarizationTask
 
