@@ -223,14 +223,16 @@ def test_gate_lambda_sweep_table_has_a_row_per_lambda_with_the_source_gain(tmp_p
             f.write(json.dumps({"document": " ".join(sents), "summary": summary}) + "\n")
     work = tmp_path / "work"
     run_recipe("newsroom/gate_lambda_sweep.sh", pairs, WORK=str(work), LAMBDAS="0 0.1", MAX_UPDATE="2",
-               N_TRAIN="16", N_VALID="6", N_TEST="6", VOCAB="120", DIM="16", LAYERS="1", TARGET="lead")
+               N_TRAIN="16", N_VALID="6", N_TEST="6", VOCAB="120", DIM="16", LAYERS="1", TARGET="lead",
+               REFERENCE="1")
     # TARGET=lead: each document's first sentence is its summary, the document is kept whole
     first = [json.loads(line) for line in open(pairs, encoding="utf-8")][16]
     valid = json.loads(open(work / "jsonl" / "valid.jsonl", encoding="utf-8").readline())
     assert valid["document"] == first["document"]
     assert first["document"].startswith(valid["summary"]) and len(valid["summary"]) < len(first["document"])
-    rows = [line for line in (work / "sweep.md").read_text().splitlines() if line.startswith("| 0")]
-    assert [row.split(" | ")[0] for row in rows] == ["| 0", "| 0.1"]
+    rows = [line for line in (work / "sweep.md").read_text().splitlines() if line.startswith(("| 0", "| none"))]
+    assert [row.split(" | ")[0] for row in rows] == ["| none", "| 0", "| 0.1"]  # none: the model without gates
+    assert rows[0].split(" | ")[1:5] == ["-", "-", "2", "0.0"]  # nothing removed without gates
     for row in rows:
         cells = row.strip("| ").split(" | ")
         assert len(cells) == 11 and cells[3] == "2"  # updates

@@ -55,11 +55,13 @@ def get_parser():
                    help="threshold drawn in gate_scores.png (default: the paper's 0.1)")
     p.add_argument("--bpe-symbol", default="sentencepiece", help="post-processing of dictionary strings")
     p.add_argument("--cpu", action="store_true", help="stay on CPU even with a GPU")
+    p.add_argument("--reference", action="store_true",
+                   help="the checkpoint has no gates (a sweep's reference model): one row at sparsity 0, no gate figure")
     p.add_argument("--out-dir", required=True)
     return p
 
 
-def load(data, path, cuda):
+def load(data, path, cuda, reference=False):
     from fairseq import checkpoint_utils
 
     import fairseq_sum_plugins  # noqa: F401  (registers the models and the task)
@@ -71,8 +73,11 @@ def load(data, path, cuda):
     from ..modules.gates import information_gates
 
     gates = information_gates([model])
-    if not gates:
-        raise SystemExit(f"{path} has no information selection layer (train with --info-gate or a *_gated arch)")
+    if not gates and not reference:
+        raise SystemExit(f"{path} has no information selection layer (train with --info-gate or a *_gated arch; "
+                         "--reference scores a model without gates)")
+    if gates and reference:
+        raise SystemExit(f"--reference: {path} has information selection gates; drop --reference")
     return model, task, gates
 
 
@@ -108,7 +113,7 @@ def sweep(model, task, gates, args, cuda):
                 texts.add(hyp)
                 words += len(h[0]["tokens"])
         seconds = time.perf_counter() - start
-        dropped, total = gates[0].sparsity()
+        dropped, total = gates[0].sparsity() if gates else (0, 0)
         gain = source_gain(model, task, args.gen_subset, args.max_examples, args.batch_size, cuda)["gain"]
         for g in gates:  # the source-gain forwards counted too
             g.counts = None
@@ -233,7 +238,9 @@ def main(argv=None):
     args = get_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
     cuda = torch.cuda.is_available() and not args.cpu
-    model, task, gates = load(args.data, args.path, cuda)
+    model, task, gates = load(args.data, args.path, cuda, args.reference)
+    if args.reference:
+        args.thresholds = args.thresholds[:1]
     os.makedirs(args.out_dir, exist_ok=True)
     rows = sweep(model, task, gates, args, cuda)
     md = table(rows)
@@ -242,6 +249,8 @@ def main(argv=None):
         f.write(md + "\n")
     with open(os.path.join(args.out_dir, "gate_sweep.json"), "w") as f:
         json.dump(rows, f, indent=2)
+    if args.reference:
+        return rows
     plot_curve(rows, os.path.join(args.out_dir, "sparsity_rouge.png"))
     tokens, scores = document_gates(model, task, gates, args.gen_subset, args.doc_index, cuda)
     if args.gpt2_encoder_json and args.gpt2_vocab_bpe:

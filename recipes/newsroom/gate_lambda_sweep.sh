@@ -19,6 +19,7 @@
 # --gate-l1-norm), WARMUP (0: --gate-warmup-updates), MAX_UPDATE (500), N_TRAIN/N_VALID/N_TEST
 # (800/100/100), VOCAB (4000), DIM (128), LAYERS (2), THRESHOLD (0.1), EXTRA (more train flags),
 # VALID_EVERY (MAX_UPDATE: validation and checkpoint interval, for a learning curve in train.log),
+# REFERENCE (0; 1: one more row, lambda `none`: the same model without the gate layer, trained alike),
 # TAG (NORM.wWARMUP.uMAX_UPDATE: names the runs; finished runs are reused). Rows accumulate in WORK/sweep.md.
 #
 #   for W in 0 250; do WARMUP=$W bash recipes/newsroom/gate_lambda_sweep.sh PAIRS_JSONL; done
@@ -76,27 +77,37 @@ fi
 prepare "$WORK/jsonl" "$WORK" --src-field document --tgt-field summary --vocab-size "$VOCAB" \
   --max-src-tokens 700 --num-threads 1 --workers 1
 
-for LAMBDA in $LAMBDAS; do
+RUNS=$LAMBDAS
+[ "${REFERENCE:-0}" = 1 ] && RUNS="$RUNS none"
+for LAMBDA in $RUNS; do
   SAVE="$WORK/checkpoints/$TAG.l$LAMBDA"
+  GATE=(--gate-l1-weight "$LAMBDA" --gate-l1-norm "$NORM" --gate-warmup-updates "$WARMUP" --gate-threshold "$THRESHOLD")
+  REF=()
+  if [ "$LAMBDA" = none ]; then  # the reference: no gate layer
+    SAVE="$WORK/checkpoints/plain.u$MAX_UPDATE"
+    GATE=(--gate False)
+    REF=(--reference)
+  fi
   # shellcheck disable=SC2086
-  train "$WORK/bin" "$SAVE" --arch transformer_gated_small ${EXTRA:-} \
+  train "$WORK/bin" "$SAVE" --arch transformer_gated_small ${EXTRA:-} "${GATE[@]}" \
     --encoder-embed-dim "$DIM" --encoder-ffn-embed-dim $((4 * DIM)) --encoder-attention-heads 4 \
     --encoder-layers "$LAYERS" --decoder-layers "$LAYERS" \
-    --gate-l1-weight "$LAMBDA" --gate-l1-norm "$NORM" --gate-warmup-updates "$WARMUP" --gate-threshold "$THRESHOLD" \
     --optimizer adam --adam-betas '(0.9, 0.98)' --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 100 \
     --clip-norm 1.0 --dropout 0.1 --label-smoothing 0.1 --max-tokens 4096 --max-update "$MAX_UPDATE" \
     --max-source-positions 704 --seed 1 --num-workers 0 --no-epoch-checkpoints --no-save-optimizer-state \
     --validate-interval 1000000 --save-interval 1000000 \
     --validate-interval-updates "$VALID_EVERY" --save-interval-updates "$VALID_EVERY" --keep-interval-updates 1 \
     --log-interval 50 --cpu
-  OUTD="$WORK/sweep/$TAG.l$LAMBDA"
+  OUTD="$WORK/sweep/$(basename "$SAVE")"
   if [ ! -f "$OUTD/gate_sweep.json" ]; then
-    python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$SAVE/checkpoint_last.pt" \
+    python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$SAVE/checkpoint_last.pt" "${REF[@]}" \
       --gen-subset test --thresholds "$THRESHOLD" --beam 1 --max-len-b 64 --cpu --out-dir "$OUTD"
   fi
-  python - "$LAMBDA" "$NORM" "$WARMUP" "$MAX_UPDATE" "$SAVE/train.log" "$OUTD/gate_sweep.json" > "$WORK/rows.$TAG.l$LAMBDA.tsv" <<'EOF'
+  python - "$LAMBDA" "$NORM" "$WARMUP" "$MAX_UPDATE" "$SAVE/train.log" "$OUTD/gate_sweep.json" > "$WORK/rows.$(basename "$SAVE").tsv" <<'EOF'
 import json, re, sys
 lam, norm, warmup, updates, log, sweep = sys.argv[1:7]
+if lam == "none":  # the reference without gates
+    norm = warmup = "-"
 valid = [line for line in open(log, encoding="utf-8") if "valid on 'valid' subset" in line][-1]
 nll = float(re.search(r"nll_loss ([0-9.]+)", valid).group(1))
 row = json.load(open(sweep, encoding="utf-8"))[0]
