@@ -93,6 +93,9 @@ for T in $DECODE_THRESHOLDS; do
   grep "sparsity rate" "$OUT.log" || true
   score "$OUT"
 done
+# does the decoder read its source through the gates? (source gain 0: the gates closed it off)
+python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$CKPT" --subset test --max-examples "$TEST_SUBSET" \
+  --generate-output "$OUT" --json "$OUT.source_use.json"
 
 # Table 2 / Fig. 4 (sparsity vs ROUGE over thresholds 0..0.2) and Fig. 3 (one document's gates,
 # gate_scores.png: written last)
