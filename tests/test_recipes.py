@@ -189,11 +189,11 @@ def test_newsroom_transformer_gated(tmp_path):
     stdout = run_recipe("newsroom/transformer_gated.sh", raw, WORK=str(work), ARCH="transformer_gated_small",
                         THRESHOLD="0", TEST_SUBSET=str(N_TEST), EXTRA=TINY_TRANSFORMER)
     assert [step for step, _ in steps(stdout)].count("generate") == 1
-    check_decoding(work / "test.transformer_gated_small.l0.1.t0.out")
-    with open(work / "test.transformer_gated_small.l0.1.t0.out.source_use.json", encoding="utf-8") as f:
+    check_decoding(work / "test.transformer_gated_small.l0.03.t0.out")
+    with open(work / "test.transformer_gated_small.l0.03.t0.out.source_use.json", encoding="utf-8") as f:
         use = json.load(f)
     assert use["examples"] == N_TEST and math.isfinite(use["gain"]) and 1 <= use["distinct"] <= N_TEST
-    with open(work / "gate_sweep.transformer_gated_small.l0.1" / "gate_sweep.json", encoding="utf-8") as f:
+    with open(work / "gate_sweep.transformer_gated_small.l0.03" / "gate_sweep.json", encoding="utf-8") as f:
         rows = json.load(f)
     assert len(rows) == 11 and all(row["n"] == N_TEST for row in rows)
 

@@ -39,10 +39,16 @@ is removed; ``gate_counts`` then report what the threshold would remove.
 
 **Gate warm-up** (``--gate-warmup-updates N``, off by default; not in the paper): for the first ``N``
 training updates every gate is held at 1 (plain attention) and the gate layer gets no gradient and
-no gate loss; from update ``N`` on, eq. 3-9 exactly. It is meant for training from scratch, where
-the gates close while the decoder is still a language model that gains nothing from the source: the
-warm-up lets the decoder learn to read the source first. In the small CPU sweep of
-recipes/newsroom/transformer_gated.sh's header (500 updates) the gates close after the warm-up too.
+no gate loss; from update ``N`` on, eq. 3-9 exactly. It is for training from scratch: there the
+cross-attention is noise to a decoder that is still a language model, the likelihood alone closes
+the gates (lambda 0 included: with Adam a small gradient of constant sign moves the gate logits by
+the learning rate each update), and a closed source is never learnt to be read. Measured on CPU
+(recipes/newsroom/gate_lambda_sweep.sh, XSum documents with their first sentence as the target, d 128,
+1,000 updates; table in recipes/newsroom/transformer_gated.sh): without warm-up the gates close at
+every lambda (99.8% sparsity at t = 0.1, source gain 0.00-0.06 bits against 0.60 without gates);
+with 500 warm-up updates they stay open and the decoder reads its source (gain 0.37 at lambda 0 and
+0.01, 0.69 at lambda 0.1 with 92.6% of the tokens removed). While ``N`` is not reached, a checkpoint's
+validation and generation see the gates of an untrained gate layer.
 Eval mode (validation, generation) always uses the gates themselves.
 
 The sparsity rate (dropped / total non-pad source tokens, EOS included) is returned per document in
