@@ -19,7 +19,7 @@ def _fairseq_available():
 
 
 if _fairseq_available():
-    from . import compat  # noqa: F401  (first: checkpoint loading under torch >= 2.6)
-    from . import quiet  # noqa: F401  (hydra deprecation warnings, configuration dumps)
+    from . import quiet  # noqa: F401  (first, before fairseq's import logs: hydra warnings, configuration dumps)
+    from . import compat  # noqa: F401  (checkpoint loading under torch >= 2.6, before any model code)
     from . import criterions, models, tasks, text  # noqa: F401
     from . import fairseq_scoring  # noqa: F401

@@ -61,6 +61,21 @@ def test_a_figure_logs_no_font_search_although_fairseq_set_the_root_logger_to_de
     assert "findfont" not in proc.stderr and "DEBUG:matplotlib" not in proc.stderr
 
 
+def test_importing_the_plugin_first_prints_no_tensorboardx_notice():
+    """fairseq's text_to_speech logs it at import; the plugin's reports (compare.sh's vs_*.txt) carried it."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", "import fairseq_sum_plugins, fairseq.tasks"],
+                          capture_output=True, text=True, env={**os.environ, "FAIRSEQ_SUM_VERBOSE": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert "tensorboardX" not in proc.stderr
+    verbose = subprocess.run([sys.executable, "-c", "import fairseq_sum_plugins"], capture_output=True, text=True,
+                             env={**os.environ, "FAIRSEQ_SUM_VERBOSE": "1"})
+    assert "tensorboardX" in verbose.stderr  # the notice exists: the filter, not its absence, hides it
+
+
 def test_eval_rouge_progress_is_logged(caplog):
     from fairseq_sum_plugins.tasks.summarization import SummarizationTask
 
