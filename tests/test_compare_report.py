@@ -12,7 +12,10 @@ LOG = """\
 2026-11-23 21:20:50 | INFO | train_inner | epoch 001:      5 / 33 loss=12.5, nll_loss=12.1, aux_gate_l1=0.9, gate_sparsity=0, num_updates=5, wall=50
 2026-11-23 21:20:50 | INFO | train_inner | epoch 001:     10 / 33 loss=11.0, nll_loss=10.7, aux_gate_l1=0.8, gate_sparsity=0, num_updates=10, wall=100
 2026-11-23 21:21:00 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 10.5 | nll_loss 10.1 | aux_gate_l1 0.7 | gate_sparsity 12.5 | num_updates 10
-2026-11-23 21:21:50 | INFO | train_inner | epoch 001:     15 / 33 loss=9.0, nll_loss=8.7, num_updates=15, train_wall=140, wall=150
+2026-11-23 21:21:50 | INFO | train_inner | epoch 001:     15 / 33 loss=9.0, nll_loss=8.7, num_updates=15, train_wall=14, wall=150
+2026-11-23 21:22:00 | INFO | train | epoch 001 | loss 10.0 | nll_loss 9.6 | num_updates 33 | train_wall 120 | wall 160
+2026-11-23 21:22:20 | INFO | train_inner | epoch 002:      5 / 33 loss=8.0, nll_loss=7.7, num_updates=38, train_wall=3, wall=170
+2026-11-23 21:22:30 | INFO | train | epoch 002 | loss 8.0 | nll_loss 7.7 | num_updates 40 | train_wall 20 | wall 175
 """
 
 
@@ -39,7 +42,7 @@ def test_parse_train_log(tmp_path):
     assert log["train"] == [(5, 12.5), (10, 11.0)]  # the point after the last validation is dropped
     assert log["valid_nll"] == [(10, 10.1)] and log["train_nll"] == [(5, 12.1), (10, 10.7)]
     assert log["aux"] == {"aux_gate_l1": 0.7, "gate_sparsity": 12.5}
-    assert log["wall"] == 140
+    assert log["wall"] == 140  # 120 + 20: every epoch's training seconds, not the last line's (3) or epoch's (20)
 
 
 def test_report_table_and_png(tmp_path):
@@ -48,7 +51,8 @@ def test_report_table_and_png(tmp_path):
     write_run(out, "method", 0.3, words="a b c d e")
     write_report(out, ["base", "method"])
     md = open(os.path.join(out, "results.md")).read()
-    assert "| `base` | 1.23M | 10 | 10.500 | 10.100 | 25.00 [24.00, 27.00] | 5.00 | 20.00 | 3.0 | aux_gate_l1 0.7, gate_sparsity 12.5 | 140 | 42 |" in md
+    assert "| `base` | 1.23M | 10 | 10.500 | 10.100 | 25.00 [24.00, 27.00] | 5.00 | 20.00 | 3.0 | aux_gate_l1 0.7, gate_sparsity 12.5 | 200 | 140 | 42 |" in md
+    assert "| train s (wall) | train s (steps) | generate s |" in md
     assert "| `method` |" in md and "30.00 [29.00, 32.00] | 5.00 | 20.00 | 5.0 |" in md
     assert os.path.getsize(os.path.join(out, "learning_curve.png")) > 1000
 

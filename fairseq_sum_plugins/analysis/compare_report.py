@@ -14,7 +14,8 @@
   token a summary gains from its own document over another) and the number of distinct summaries; a
   model below ``MIN_GAIN`` bits or writing one text for most documents is named under the table as
   not reading its source, so that its ROUGE is not read as summarization;
-* ``OUT/LABEL/wall.txt`` (seconds of the decoding), ``spec.txt``, ``vs_<first label>.txt`` (paired test output, when present)
+* ``OUT/LABEL/wall.txt`` (wall-clock seconds of compare.sh's train step, validation and start-up
+  included, and of the decoding, as the launch that finished them measured them), ``spec.txt``, ``vs_<first label>.txt`` (paired test output, when present)
   and ``OUT/run_info.txt``;
 
 and writes ``OUT/results.md`` and ``OUT/learning_curve.png`` (validation NLL solid, training NLL
@@ -45,8 +46,10 @@ def _field(line, name):
 def parse_train_log(path):
     """{'valid' / 'train': [(update, loss)], 'valid_nll' / 'train_nll': [(update, nll_loss)], 'params': int|None,
     'aux': {name: value},
-    'wall': seconds}; ``wall`` is fairseq's ``train_wall`` meter (seconds spent in training steps, without
-    validation and start-up) at the last logged line: for a resumed run, the last launch's."""
+    'wall': seconds}; ``wall`` is the sum of fairseq's ``train_wall`` over the end-of-epoch ``| train |``
+    lines (seconds spent in training steps, without validation and start-up, over every launch in the
+    log; fairseq resets that meter at each epoch and at each ``train_inner`` line, so no single line
+    holds the run's total)."""
     out = {"valid": [], "train": [], "valid_nll": [], "train_nll": [], "params": None, "aux": {}, "wall": None}
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -61,11 +64,11 @@ def parse_train_log(path):
                 out["valid"].append((int(upd), loss))
                 out["valid_nll"].append((int(upd), nll))
                 out["aux"] = {k: float(v) for k, v in _AUX.findall(line)}
-            elif "| train_inner |" in line or "| train |" in line:
-                if "| train_inner |" in line:
-                    out["train"].append((int(upd), loss))
-                    out["train_nll"].append((int(upd), nll))
-                out["wall"] = _field(line, "train_wall") or out["wall"]
+            elif "| train_inner |" in line:
+                out["train"].append((int(upd), loss))
+                out["train_nll"].append((int(upd), nll))
+            elif "| train |" in line and _field(line, "train_wall") is not None:
+                out["wall"] = (out["wall"] or 0.0) + _field(line, "train_wall")
     if out["valid"]:  # a run resumed from an earlier checkpoint logs the updates it redid twice
         last = out["valid"][-1][0]
         for key in ("train", "train_nll"):
@@ -121,7 +124,7 @@ def table(rows):
     head += ["METEOR"] if meteor else []
     use = any(r.get("source_use") for r in rows)
     head += ["source gain (bits)", "distinct"] if use else []
-    head += ["words", "aux terms (valid)", "train s (last launch)", "generate s"]
+    head += ["words", "aux terms (valid)", "train s (wall)", "train s (steps)", "generate s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s, log = r["scores"], r["log"]
@@ -135,7 +138,8 @@ def table(rows):
             cells += [f"{u['gain']:.3f}" if "gain" in u else "-",
                       f"{u['distinct']}/{u['hypotheses']}" if "distinct" in u else "-"]
         aux = ", ".join(f"{k} {v:.3g}" for k, v in sorted(log["aux"].items())) or "-"
-        cells += [f"{r['words']:.1f}", aux, f"{log['wall']:.0f}" if log["wall"] else "-", r["wall"].get("generate_s", "-")]
+        cells += [f"{r['words']:.1f}", aux, r["wall"].get("train_s", "-"),
+                  f"{log['wall']:.0f}" if log["wall"] is not None else "-", r["wall"].get("generate_s", "-")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
