@@ -8,9 +8,10 @@
 * Importing fairseq leaves the root logger at DEBUG (``fairseq.tasks.text_to_speech`` calls
   ``logging.basicConfig(level=DEBUG)``), so that matplotlib, used by the plugin's figures, logs
   every font it considers (~150 lines per figure): its logger is set to WARNING.
-* The same module logs "Please install tensorboardX" at import, which the plugin's own command lines
-  (``fairseq-sum-compare``, ``fairseq-sum-score``, ...) printed first, into the reports they write:
-  dropped when the plugin is imported before fairseq (fairseq's own command lines import fairseq first).
+* The same module logs "Please install tensorboardX" at import (INFO), which the plugin's own command
+  lines (``fairseq-sum-compare``, ``fairseq-sum-score``, ...) printed first, into the reports they
+  write: that module's logger is set to WARNING as well, which takes effect when the plugin is imported
+  before fairseq (fairseq's own command lines import fairseq first).
 
 ``FAIRSEQ_SUM_VERBOSE=1`` keeps fairseq's output unchanged.
 """
@@ -25,8 +26,7 @@ HYDRA_WARNINGS = (
     r"\s*'[\w/]+' is validated against ConfigStore schema",
     r"\s*The strict flag in the compose API is deprecated",
 )
-CHATTY_LIBRARIES = ("matplotlib", "PIL")
-IMPORT_NOISE = {"fairseq.tasks.text_to_speech": "Please install tensorboardX"}
+CHATTY_LOGGERS = ("matplotlib", "PIL", "fairseq.tasks.text_to_speech")
 CLI_LOGGERS = ("fairseq_cli.train", "fairseq_cli.generate", "fairseq_cli.interactive", "fairseq_cli.validate")
 
 
@@ -46,32 +46,17 @@ class BannerFilter(logging.Filter):
         return True
 
 
-class DropMessage(logging.Filter):
-    """Drops the records whose message starts with ``prefix``."""
-
-    def __init__(self, prefix):
-        super().__init__()
-        self.prefix = prefix
-
-    def filter(self, record):
-        return not str(record.msg).startswith(self.prefix)
-
-
 def install():
     """Idempotently installs the warning filters and the log filter (nothing with FAIRSEQ_SUM_VERBOSE=1)."""
     if verbose():
         return
     for message in HYDRA_WARNINGS:
         warnings.filterwarnings("ignore", message=message, category=UserWarning)
-    for name, prefix in IMPORT_NOISE.items():
-        log = logging.getLogger(name)
-        if not any(isinstance(f, DropMessage) for f in log.filters):
-            log.addFilter(DropMessage(prefix))
     for name in CLI_LOGGERS:
         log = logging.getLogger(name)
         if not any(isinstance(f, BannerFilter) for f in log.filters):
             log.addFilter(BannerFilter())
-    for name in CHATTY_LIBRARIES:
+    for name in CHATTY_LOGGERS:
         if logging.getLogger(name).level == logging.NOTSET:  # a level the user set is kept
             logging.getLogger(name).setLevel(logging.WARNING)
 

@@ -67,8 +67,8 @@ def parse_train_log(path):
             elif "| train_inner |" in line:
                 out["train"].append((int(upd), loss))
                 out["train_nll"].append((int(upd), nll))
-            elif "| train |" in line and _field(line, "train_wall") is not None:
-                out["wall"] = (out["wall"] or 0.0) + _field(line, "train_wall")
+            elif "| train |" in line and (seconds := _field(line, "train_wall")) is not None:
+                out["wall"] = (out["wall"] or 0.0) + seconds
     if out["valid"]:  # a run resumed from an earlier checkpoint logs the updates it redid twice
         last = out["valid"][-1][0]
         for key in ("train", "train_nll"):

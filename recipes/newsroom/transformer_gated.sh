@@ -44,11 +44,12 @@
 # removes half of the source tokens at t = 0.1 for 0.04 bits of validation NLL over lambda 0 and has
 # the best ROUGE of the gated models, while 0.1 removes 92.6% and costs 0.69 bits (run to 2,000
 # updates, 0.1 keeps that sparsity and NLL while its source gain grows to 1.15 bits and R-2 to 2.10:
-# the decoder reads the remaining tokens harder). Hence the defaults LAMBDA=0.03 and a warm-up; on Newsroom's 100k updates the warm-up ends at the first checkpoint
-# (5,000 updates), where `python -m fairseq_sum_plugins.analysis.source_use WORK/bin --path
-# SAVE/checkpoint_1_5000.pt --subset valid` tells whether the decoder reads its source yet (gain > 0)
-# before the gates act; this recipe's last step prints the decoded model's gain. All figures are from
-# one seed at a small scale: the ordering, not the values, is what they support. On the real XSum
+# the decoder reads the remaining tokens harder). Hence the defaults LAMBDA=0.03 and a warm-up; on
+# Newsroom's 100k updates the warm-up ends at the first checkpoint (5,000 updates), where `python -m
+# fairseq_sum_plugins.analysis.source_use WORK/bin --path SAVE/checkpoint_1_5000.pt --subset valid`
+# tells whether the decoder reads its source yet (gain > 0) before the gates act; this recipe's last
+# step prints the decoded model's gain. All figures are from one seed at a small scale: the ordering,
+# not the values, is what they support. On the real XSum
 # summaries (TARGET=summary, 500 updates) no setting reads the source: at that budget a model of this
 # size is a language model whatever the gates do (the ungated transformers of results/ likewise).
 # Rerun: for W in 0 500; do TARGET=lead MAX_UPDATE=1000 WARMUP=$W LAMBDAS="0 0.01 0.1" \
