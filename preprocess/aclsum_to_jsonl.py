@@ -95,4 +95,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    converter_io.run_converter("aclsum_to_jsonl", main, converter_io.ExampleError)

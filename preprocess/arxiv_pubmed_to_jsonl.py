@@ -93,7 +93,7 @@ def convert_file(path, out_path, max_sections=0, keep_sections=False, limit=0, m
                 skipped += 1
                 continue
             if args is not None:
-                record = converter_io.truncate_example(record, args)
+                record = converter_io.finish_example(record, args)
             fout.write(json.dumps(record, ensure_ascii=False) + "\n")
             kept += 1
             if limit and kept >= limit:
@@ -135,4 +135,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    converter_io.run_converter("arxiv_pubmed_to_jsonl", main, ConvertError)

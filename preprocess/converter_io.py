@@ -12,6 +12,15 @@ Every converter takes the options of :func:`add_arguments`:
   ``fairseq-sum-prepare --max-src-tokens`` truncates again, in subword pieces.
 * ``--sentence-splitter pysbd|regex``: the splitter of :func:`fairseq_sum_plugins.text.split_sentences`
   used for truncation and statistics (the same choice as ``fairseq-sum-prepare``'s).
+* ``--target summary|lead``: what each example's ``summary`` is: the corpus's reference summary
+  (default), or the document's lead, its first sentence (:func:`lead_sentence`; the document is kept
+  whole). The lead is real text whose target is in the source: a small model trained from scratch
+  learns to read its source on it within a few hundred updates, where it learns only a language model
+  of the reference summaries (``recipes/newsroom/gate_lambda_sweep.sh``, ``results/``). A document
+  without text is an error naming the example.
+
+:func:`finish_example` applies the target and the truncation; every converter writes each example
+through it.
 
 The sentence splitter is loaded without importing fairseq, so converters run without it.
 """
@@ -35,7 +44,7 @@ PAPER_TRUNCATION = {
 
 def add_arguments(parser):
     """The options every converter takes (see the module docstring)."""
-    g = parser.add_argument_group("statistics and truncation (preprocess/converter_io.py, preprocess/stats.py)")
+    g = parser.add_argument_group("statistics, truncation and target (preprocess/converter_io.py, preprocess/stats.py)")
     g.add_argument("--stats", action="store_true",
                    help="print examples / average words and sentences beside the papers' figures")
     g.add_argument("--paper-truncation", choices=sorted(PAPER_TRUNCATION),
@@ -45,7 +54,13 @@ def add_arguments(parser):
     g.add_argument("--sentence-splitter", choices=("regex", "pysbd"), default=None,
                    help="sentence splitter for truncation and --stats (default: that of "
                    "fairseq_sum_plugins/text.py, regex); use the one given to fairseq-sum-prepare")
+    g.add_argument("--target", choices=("summary", "lead"), default="summary",
+                   help="summary: the reference summaries; lead: each document's first sentence (document kept whole)")
     return parser
+
+
+class ExampleError(ValueError):
+    """An example the options asked for cannot be written (the converters report it like their own errors)."""
 
 
 def limits(args):
@@ -97,10 +112,34 @@ def truncate_text(text, max_words, splitter=None):
     return truncate_sentences(sents, max_words)
 
 
-def truncate_example(example, args, doc_field="document", summary_field="summary"):
-    """``example`` with its document / summary cut to the limits of ``args`` (in place)."""
+def _first_text(document):
+    """The first non-blank string of a document given as a string, or a list of sentences or sections."""
+    if isinstance(document, str):
+        return document
+    for part in document or ():
+        text = _first_text(part)
+        if text.strip():
+            return text
+    return ""
+
+
+def lead_sentence(document, splitter=None):
+    """The first sentence of the document's first non-blank paragraph, or None if it has no text."""
+    text = _first_text(document).strip()
+    sents = split_sentences(text.split("\n")[0], splitter) if text else []
+    return sents[0] if sents else None
+
+
+def finish_example(example, args, doc_field="document", summary_field="summary"):
+    """``example`` with its summary replaced by the document's lead under ``--target lead``, then its
+    document / summary cut to the limits of ``args`` (in place)."""
     doc, summ, _, _ = limits(args)
     splitter = getattr(args, "sentence_splitter", None)
+    if getattr(args, "target", "summary") == "lead":
+        lead = lead_sentence(example[doc_field], splitter)
+        if lead is None:
+            raise ExampleError(f"--target lead: example {example.get('id', '?')} has no document text to take a lead sentence from")
+        example[summary_field] = lead
     if doc:
         example[doc_field] = truncate_text(example[doc_field], doc, splitter)
     if summ:
@@ -130,7 +169,7 @@ def write_split(args, split, examples, note=""):
     path = os.path.join(args.out, f"{split}.jsonl")
     with open_split(path) as f:
         for example in tqdm(examples, desc=f"write {split}", unit="ex", mininterval=1, leave=False):
-            f.write(json.dumps(truncate_example(example, args), ensure_ascii=False) + "\n")
+            f.write(json.dumps(finish_example(example, args), ensure_ascii=False) + "\n")
     print(f"| {path}: {len(examples)} examples{note}")
     return len(examples)
 
@@ -161,7 +200,7 @@ def run_converter(name, main, errors):
     """Console entry of a converter: its errors become a one-line message and exit status 1."""
     try:
         main()
-    except errors as e:
+    except (errors, ExampleError) as e:
         sys.exit(f"{name}: error: {e}")
 
 

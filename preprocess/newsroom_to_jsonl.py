@@ -123,7 +123,7 @@ def convert(args):
                 row = {"id": ex.get("url") or ex.get("archive") or f"{split}-{line_no}", "document": text, "summary": summary}
                 row.update({k: ex.get(k) for k in KEPT_FIELDS})
                 row["density_bin"] = density_bin(ex)
-                out.write(json.dumps(converter_io.truncate_example(row, args), ensure_ascii=False) + "\n")
+                out.write(json.dumps(converter_io.finish_example(row, args), ensure_ascii=False) + "\n")
                 kept += 1
                 if args.limit_per_split and kept >= args.limit_per_split:
                     break
@@ -138,4 +138,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    converter_io.run_converter("newsroom_to_jsonl", main, ValueError)

@@ -252,6 +252,35 @@ def test_xsum_single_file_as_one_split(tmp_path, capsys):
         xsum_to_jsonl.main(["--jsonl", str(tmp_path), "--out", str(tmp_path / "o2"), "--single-split", "test"])
 
 
+def test_target_lead_is_the_first_sentence_of_the_first_paragraph(tmp_path):
+    """--target lead (every converter, through converter_io.finish_example): the summary becomes the
+    document's first sentence, the document is kept whole, truncation still applies; a document with
+    no text is an error naming the example, also from the command line."""
+    src = tmp_path / "x.jsonl"
+    docs = ["Mr. Smith met the U.K. team on Monday. They talked.\nSecond paragraph here.",
+            "\n  \nOnly after blank lines. Then more."]
+    src.write_text("\n".join(json.dumps({"document": d, "summary": "Ref.", "id": str(i)}) for i, d in enumerate(docs)) + "\n")
+    xsum_to_jsonl.main(["--jsonl", str(src), "--out", str(tmp_path / "o"), "--single-split", "test", "--target", "lead"])
+    rows = read(tmp_path / "o" / "test.jsonl")
+    assert [r["summary"] for r in rows] == ["Mr. Smith met the U.K. team on Monday.", "Only after blank lines."]
+    assert [r["document"] for r in rows] == docs
+    xsum_to_jsonl.main(["--jsonl", str(src), "--out", str(tmp_path / "o2"), "--single-split", "test", "--target", "lead",
+                        "--max-summary-words", "3"])
+    assert read(tmp_path / "o2" / "test.jsonl")[0]["summary"] == ["Mr. Smith met"]
+    assert read(tmp_path / "o2" / "test.jsonl")[1]["summary"] == ["Only after blank"]
+    # a document given as sections of sentences (arXiv / PubMed --keep-sections): the first sentence of the first
+    assert converter_io.lead_sentence([[], ["", "First one. Second."], ["Later."]]) == "First one."
+    assert converter_io.lead_sentence(["  ", []]) is None
+    src.write_text(json.dumps({"document": " \n ", "summary": "Ref.", "id": "empty-7"}) + "\n")
+    with pytest.raises(converter_io.ExampleError, match="example empty-7 has no document text"):
+        xsum_to_jsonl.main(["--jsonl", str(src), "--out", str(tmp_path / "o3"), "--single-split", "test", "--target", "lead"])
+    proc = subprocess.run([sys.executable, "-m", "preprocess.xsum_to_jsonl", "--jsonl", str(src), "--out",
+                           str(tmp_path / "o4"), "--single-split", "test", "--target", "lead"],
+                          capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert proc.returncode == 1 and "xsum_to_jsonl: error: --target lead: example empty-7" in proc.stderr
+    assert not (tmp_path / "o4" / "test.jsonl").exists()
+
+
 def test_interrupted_converter_leaves_no_split(tmp_path):
     """A converter stopped by bad input in the last split leaves no test.jsonl (the recipes skip the
     conversion when it exists) and no temporary file."""

@@ -52,16 +52,16 @@ THRESHOLD=${THRESHOLD:-0.1}
 if ! converted "$WORK/jsonl"; then
   python - "$PAIRS" "$WORK/jsonl" "$N_TRAIN" "$N_VALID" "$N_TEST" "$TARGET" <<'EOF'
 import json, os, sys
-from fairseq_sum_plugins.text import split_sentences
+from preprocess.converter_io import lead_sentence
 pairs, out, sizes, target = sys.argv[1], sys.argv[2], [int(n) for n in sys.argv[3:6]], sys.argv[6]
 with open(pairs, encoding="utf-8-sig") as f:
     lines = [line for line in f if line.strip()]
-if target == "lead":  # the document's first sentence as its summary
+if target == "lead":  # the document's first sentence as its summary (the converters' --target lead)
     records = [json.loads(line) for line in lines]
     for n, r in enumerate(records, 1):
-        if not isinstance(r.get("document"), str) or not r["document"].strip():
+        r["summary"] = lead_sentence(r.get("document") or "")
+        if r["summary"] is None:
             sys.exit(f"{pairs}:{n}: no `document` text to take a lead sentence from")
-        r["summary"] = split_sentences(r["document"].strip().split("\n")[0])[0]
     lines = [json.dumps(r, ensure_ascii=False) + "\n" for r in records]
 if len(lines) < sum(sizes):
     sys.exit(f"{pairs}: {len(lines)} pairs, the split needs {sum(sizes)}")
