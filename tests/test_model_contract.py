@@ -39,6 +39,7 @@ ALL = "."  # every parameter
 ROLES = r"roles|role_proj"
 ETADS = r"\.focus\.|\.saliency\."
 GATE = r"info_gate"
+COPY = r"copy\."
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,11 @@ CELLS = [
     Cell("transformer_ta_small", dict(ta_tema=False), nonzero=ALL, theta=True),
     Cell("transformer_ta_small", dict(ta_sia=False), nonzero=ALL, theta=True),
     Cell("transformer_ta_small", dict(ta_sia=False, ta_drm=False), nonzero=ALL, theta=True),
+    # pointer-generator (modules/pointer_generator.py), alone and with pruning, topics and the T5 cell
+    Cell("t5_transformer_small", dict(pointer_generator=True), nonzero=COPY),
+    Cell("transformer_gated_small", dict(pointer_generator=True), nonzero=COPY + "|" + GATE, prune=True),
+    Cell("transformer_ta_small", dict(pointer_generator=True), nonzero=ALL, theta=True),
+    Cell("t5_small", dict(pointer_generator=True), nonzero=ALL),
     # compositions
     Cell("transformer_ta_small", dict(info_gate=True), nonzero=ALL, prune=True, theta=True),
     Cell("transformer_ta_small", dict(info_gate=True, gate_per_head=True), nonzero=ALL, prune=True, theta=True),
@@ -280,7 +286,8 @@ def test_half_precision_and_bf16_autocast(cell, topic_model):
             out, extra = half(src, lengths, prev, **{k: v.half() for k, v in side.items()})
         except RuntimeError as e:  # an op without a CPU half kernel in this torch build
             pytest.skip(f"CPU half not supported here: {e}")
-    assert out.dtype == torch.float16 or cell.family == "mem2mem"  # Mem2Mem returns float32 probabilities
+    # Mem2Mem and the pointer-generator return float32 log-probabilities of their copy mixture
+    assert out.dtype == torch.float16 or cell.family == "mem2mem" or cell.features.get("pointer_generator")
     check(out, extra)
 
 

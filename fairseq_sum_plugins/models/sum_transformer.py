@@ -63,6 +63,7 @@ from fairseq.modules import LayerNorm, PositionalEmbedding
 from ..data_folder import hub_text_kwargs
 from ..modules.attention import MultiheadAttention
 from ..modules.encoder_out import EncoderOut
+from ..modules.pointer_generator import TransformerCopy
 from ..modules.gates import (
     InformationGate,
     add_gate_args,
@@ -381,12 +382,20 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         self.need_attn = False
         self.topic = None  # Topic Assistant buffers (modules/topic.py), set by build_model with --ta-*
         self.sia_head_dim = d // args.decoder_attention_heads
+        # copy mechanism over the last layer's cross-attention (modules/pointer_generator.py)
+        self.copy = TransformerCopy(d) if getattr(args, "pointer_generator", False) else None
 
     def forward(self, prev_output_tokens, encoder_out, incremental_state=None, features_only=False, **kwargs):
         x, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
-        if not features_only:
-            x = self.output_layer(x)
-        return x, extra
+        if features_only:
+            return x, extra
+        logits = self.output_layer(x)
+        if self.copy is None:
+            return logits, extra
+        # pointer-generator: log P of the copy mixture (get_normalized_probs gives it back)
+        tokens = prev_output_tokens[:, -1:] if incremental_state is not None else prev_output_tokens
+        src_tokens = EncoderOut.of(encoder_out).src_tokens
+        return self.copy(logits, x, self.embed_tokens(tokens), extra["attn"][0], src_tokens), extra
 
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **kwargs):
         all_prev_tokens = prev_output_tokens
@@ -419,7 +428,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
             for i, layer in enumerate(self.layers):
                 last = i == len(self.layers) - 1
                 x, layer_attn = layer(x, enc, enc_mask, incremental_state, cross_kwargs=cross_kwargs, ta=ta,
-                                      need_attn=last and self.need_attn and not self.training,
+                                      need_attn=last and (self.copy is not None or self.need_attn and not self.training),
                                       position_bias=position_bias)
                 if last:
                     attn = restore_attention(layer_attn, view)  # pruned positions -> source positions
@@ -506,6 +515,10 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         add_gate_args(parser)
         # Topic Assistant (modules/topic.py)
         add_topic_args(parser)
+        # copy mechanism
+        parser.add_argument("--pointer-generator", type=utils.eval_bool, metavar="BOOL",
+                            help="copy source tokens through the last layer's cross-attention "
+                                 "(See et al., 2017; fairseq's examples/pointer_generator); needs a joined dictionary")
         # fmt: on
 
     @classmethod
@@ -521,6 +534,9 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
             dec_emb = enc_emb  # the output projection stays separate with --share-decoder-input-output-embed False
         else:
             dec_emb = build_embedding(args, tgt_dict, args.decoder_embed_dim)
+        if args.pointer_generator and src_dict != tgt_dict:
+            raise ValueError("--pointer-generator copies source ids into the target vocabulary: "
+                             "use a joined dictionary (fairseq-sum-prepare writes one)")
         topic = build_topic_assistant(args, task, src_dict, tgt_dict)  # None without --ta-*; sets args.ta_num_topics
         encoder = SumTransformerEncoder(args, src_dict, enc_emb)
         decoder = SumTransformerDecoder(args, tgt_dict, dec_emb)
@@ -596,6 +612,7 @@ def base_architecture(args):
     args.tpr_role_dim = getattr(args, "tpr_role_dim", args.encoder_embed_dim // args.encoder_attention_heads)
     args.focus_layers = getattr(args, "focus_layers", "none")
     args.saliency_layers = getattr(args, "saliency_layers", "none")
+    args.pointer_generator = getattr(args, "pointer_generator", False)
     gate_defaults(args)  # --gate False, --gate-per-head False, --gate-threshold 0
     topic_defaults(args)  # --ta-sia/--ta-tema/--ta-drm False, --ta-topics-n 5
 

@@ -15,6 +15,7 @@ word is copied piece by piece) the extended vocabulary is the dictionary itself.
 """
 import re
 
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -56,3 +57,28 @@ def mix_copy_distribution(logits, p_gen, gamma, src_ids, vocab_size):
     bsz, tgt_len, src_len = gamma.shape
     index = src_ids.unsqueeze(1).expand(bsz, tgt_len, src_len)
     return p_vocab.scatter_add(2, index, gamma.float() * (1 - p_gen.float()))
+
+
+class TransformerCopy(nn.Module):
+    """The pointer-generator on a transformer decoder (``--pointer-generator`` of ``sum_transformer``).
+
+    As fairseq's ``examples/pointer_generator`` (Enarvi et al., 2020): the copy distribution
+    ``gamma`` is the last decoder layer's cross-attention averaged over its heads, and the switch
+    reads the decoder's output state and the embedding of its input token::
+
+        z_t = sigma(w^T [h_t; e(y_{t-1})] + b)
+        P(w) = z_t softmax(E h_t)_w + (1 - z_t) sum_{i: x_i = w} gamma_ti      (See et al., eq. 9)
+
+    The dictionary is joined (sentencepiece pieces, no out-of-vocabulary word), so the copy adds to
+    the source token's own entry. ``forward`` returns ``log P`` floored at ``log 1e-10``, as Mem2Mem's
+    decoder does: fairseq's log-softmax in ``get_normalized_probs`` then gives ``log P`` back.
+    """
+
+    def __init__(self, embed_dim):
+        super().__init__()
+        self.p_gen = nn.Linear(2 * embed_dim, 1)
+
+    def forward(self, logits, features, prev_embed, gamma, src_tokens):
+        z = torch.sigmoid(self.p_gen(torch.cat([features, prev_embed.type_as(features)], dim=-1)))
+        probs = mix_copy_distribution(logits, z, gamma, src_tokens, logits.size(-1))
+        return probs.clamp(min=1e-10).log()

@@ -1,0 +1,69 @@
+"""The transformer's pointer-generator (``--pointer-generator``, modules/pointer_generator.py):
+See et al.'s mixture by hand, a distribution that sums to one, copying that reaches the source's own
+tokens, and a clear error without a joined dictionary. Incremental == full forward, beam reordering,
+padding invariance and gradients are rows of tests/test_model_contract.py."""
+import math
+
+import pytest
+import torch
+
+from conftest import FakeTask, build_model, make_dictionary, random_batch
+from fairseq_sum_plugins.modules.pointer_generator import TransformerCopy
+
+torch.set_num_threads(1)
+DIMS = dict(encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=4,
+            decoder_layers=2, dropout=0.0)
+
+
+def test_copy_mixture_is_see_et_al_eq_9_by_hand():
+    copy = TransformerCopy(2)
+    with torch.no_grad():  # z = sigma(0 . [h; e] + logit(0.25)) = 0.25 for every input
+        copy.p_gen.weight.zero_()
+        copy.p_gen.bias.fill_(math.log(0.25 / 0.75))
+    logits = torch.tensor([[[1.0, 2.0, 0.0, -1.0, 0.5]]])
+    gamma = torch.tensor([[[0.5, 0.3, 0.2]]])  # over source tokens 2, 3, 2
+    src = torch.tensor([[2, 3, 2]])
+    out = copy(logits, torch.randn(1, 1, 2), torch.randn(1, 1, 2), gamma, src)
+    p_vocab = torch.softmax(logits, -1)[0, 0]
+    expected = 0.25 * p_vocab + 0.75 * torch.tensor([0.0, 0.0, 0.7, 0.3, 0.0])
+    assert torch.allclose(out.exp()[0, 0], expected, atol=1e-6)
+
+
+def test_decoder_returns_log_probabilities_that_sum_to_one_and_stay_after_log_softmax():
+    model, d = build_model("t5_transformer_small", pointer_generator=True, **DIMS)
+    model.eval()
+    src, lengths, prev = random_batch(d)
+    out, _ = model(src, lengths, prev)
+    assert torch.allclose(out.exp().sum(-1), torch.ones(out.shape[:2]), atol=1e-5)
+    lprobs = model.get_normalized_probs((out, {}), log_probs=True)
+    assert torch.allclose(lprobs, out, atol=1e-5)  # the criterion and beam search see log P itself
+
+
+def test_a_closed_switch_puts_all_mass_on_the_source_tokens():
+    model, d = build_model("t5_transformer_small", pointer_generator=True, **DIMS)
+    model.eval()
+    with torch.no_grad():  # z -> 0: copy only
+        model.decoder.copy.p_gen.weight.zero_()
+        model.decoder.copy.p_gen.bias.fill_(-50.0)
+    src, lengths, prev = random_batch(d)
+    probs = model(src, lengths, prev)[0].exp()
+    for b in range(src.size(0)):
+        own = torch.zeros(len(d), dtype=torch.bool)
+        own[src[b][src[b].ne(d.pad())]] = True
+        assert torch.allclose(probs[b][:, own].sum(-1), torch.ones(prev.size(1)), atol=1e-5)
+
+
+def test_without_a_joined_dictionary_the_copy_is_refused():
+    class TwoDicts(FakeTask):
+        def __init__(self):
+            super().__init__(make_dictionary())
+            self.target_dictionary = make_dictionary(30)
+
+    import argparse
+
+    from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
+
+    args = argparse.Namespace(pointer_generator=True, share_all_embeddings=False, **DIMS)
+    ARCH_CONFIG_REGISTRY["t5_transformer_small"](args)
+    with pytest.raises(ValueError, match="--pointer-generator .*joined dictionary"):
+        ARCH_MODEL_REGISTRY["t5_transformer_small"].build_model(args, TwoDicts())
