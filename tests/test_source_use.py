@@ -79,3 +79,35 @@ def test_one_example_is_refused(toy_data, tmp_path):
     model, task = load(toy_data, checkpoint(toy_data, str(tmp_path / "m.pt")))
     with pytest.raises(ValueError, match="at least 2 examples"):
         source_gain(model, task, "test", max_examples=1)
+
+
+def test_source_curve_gives_each_interval_checkpoint_its_gain_cached_and_plotted(toy_data, tmp_path):
+    from fairseq_sum_plugins.analysis import source_curve
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for updates in (10, 2):  # written out of order: the curve is sorted by updates
+        checkpoint(toy_data, str(run / f"checkpoint_1_{updates}.pt"), arch="t5_transformer_small")
+    (run / "checkpoint_last.pt").write_bytes(b"not an interval checkpoint")
+    argv = [toy_data, "--run", f"a={run}", "--max-examples", "5", "--png", str(tmp_path / "c.png"),
+            "--json", str(tmp_path / "c.json")]
+    curves = source_curve.main(argv)
+    assert [p["updates"] for p in curves["a"]] == [2, 10]
+    model, task = load(toy_data, str(run / "checkpoint_1_10.pt"))
+    assert curves["a"][1]["gain"] == pytest.approx(source_gain(model, task, "valid", 5)["gain"], abs=1e-6)
+    assert json.load(open(tmp_path / "c.json"))["a"][0]["updates"] == 2
+    assert (tmp_path / "c.png").stat().st_size > 1000
+    cache = run / "checkpoint_1_10.pt.gain-valid.json"
+    saved = json.load(open(cache))
+    saved["gain"]["gain"] = 123.0  # a cache entry with the same key is used as it is
+    json.dump(saved, open(cache, "w"))
+    assert source_curve.main(argv)["a"][1]["gain"] == 123.0
+
+
+@pytest.mark.parametrize("run, message", [("nolabel", "LABEL=DIR"), ("a=/nonexistent", "no interval checkpoints")])
+def test_source_curve_refuses_a_bad_run(toy_data, run, message, capsys):
+    from fairseq_sum_plugins.analysis import source_curve
+
+    with pytest.raises(SystemExit):
+        source_curve.main([toy_data, "--run", run])
+    assert message in capsys.readouterr().err
