@@ -23,6 +23,10 @@ Eq. 3 writes the residual as ``X̂ + ...`` (the normalized input) and eq. 7 feed
 feed-forward layer un-normalized; we follow the T5 cell the paper builds on (Raffel et al., 2020),
 whose residual carries the un-normalized stream ``X`` and whose sublayers (feed-forward included)
 read ``LN(X)``.
+With ``--pointer-generator True`` (any preset, either cell) the output is See et al.'s copy mixture
+``z_t softmax(E^T h_t) + (1 - z_t) P_copy`` over the last layer's head-averaged cross-attention
+(modules/pointer_generator.py, as fairseq's examples/pointer_generator); small models trained
+briefly from scratch read their documents with it and not without (results/xsum-read/).
 ``TPR`` is the identity when ``--tpr none``. With the default cell, positions are fairseq's sinusoidal
 embeddings and the norms are LayerNorm with bias. Every parameter takes part in every forward pass.
 
