@@ -96,7 +96,8 @@ def test_output_head_as_the_saved_config_says(tmp_path, variant):
     assert model.decoder.output_scale == (32**-0.5 if scale else 1.0)
 
 
-@pytest.mark.parametrize("shape", [dict(d_kv=12), dict(d_kv=4, num_decoder_layers=3, relative_attention_num_buckets=16)])
+@pytest.mark.parametrize("shape", [dict(d_kv=12),
+                                   dict(d_kv=4, num_decoder_layers=3, relative_attention_num_buckets=16)])
 def test_attention_dim_other_than_d_model(tmp_path, shape):
     """``num_heads * d_kv != d_model`` (t5-3b, t5-11b): 48 and 16 wide attention at d_model 32."""
     pytest.importorskip("transformers")
@@ -218,7 +219,8 @@ HOSTILE = {
     "d-model-string": (dict(d_model="32"), None, "config.json: d_model = '32' is not a positive integer"),
     "tie-string": (dict(tie_word_embeddings="false"), None, "tie_word_embeddings = 'false' is not true or false"),
     "decoder-start": (dict(decoder_start_token_id=1), None, "decoder_start_token_id = 1"),
-    "d-kv-not-the-weights": (dict(d_kv=4), None, "SelfAttention.q.weight has shape (32, 32), config.json implies (16, 32)"),
+    "d-kv-not-the-weights": (dict(d_kv=4), None,
+                             "SelfAttention.q.weight has shape (32, 32), config.json implies (16, 32)"),
     "fewer-layers-than-config": (dict(num_layers=3), None, "model.safetensors: tensor encoder.block.2.layer.0"),
     "more-layers-than-config": ({}, extra_layer, "model.safetensors: 8 tensor(s) that config.json's T5 does not use, "
                                                 "e.g. encoder.block.2.layer.0.SelfAttention.k.weight"),
@@ -320,6 +322,9 @@ def test_restoring_with_another_output_scale_is_refused(tmp_path):
     model = ARCH_MODEL_REGISTRY["t5_small"].build_model(args, FakeTask(task.source_dictionary))
     with pytest.raises(ValueError, match="pass --t5-scale-decoder-output False"):
         model.load_state_dict(dict(state["model"]), strict=True)
+    args.t5_scale_decoder_output = False  # as the import printed
+    model = ARCH_MODEL_REGISTRY["t5_small"].build_model(args, FakeTask(task.source_dictionary))
+    model.load_state_dict(dict(state["model"]), strict=True)
 
 
 def test_console_script_error_names_the_file(tmp_path):

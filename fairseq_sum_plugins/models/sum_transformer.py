@@ -130,8 +130,8 @@ def build_attention(args, dim, heads, self_attention):
     """Fairseq-style attention, or T5's: no biases, no ``1/sqrt(d_k)``, T5's init, ``H * d_kv`` wide."""
     if not is_t5_cell(args):
         return MultiheadAttention(dim, heads, args.attention_dropout, self_attention=self_attention)
-    attn = MultiheadAttention(dim, heads, args.attention_dropout, self_attention=self_attention, bias=False, scaling=1.0,
-                              inner_dim=attention_dim(args, dim, heads))
+    attn = MultiheadAttention(dim, heads, args.attention_dropout, self_attention=self_attention, bias=False,
+                              scaling=1.0, inner_dim=attention_dim(args, dim, heads))
     t5_init_attention(attn)
     return attn
 

@@ -1,7 +1,7 @@
 """``fairseq-sum-import-t5 HF_DIR OUT_DIR``: a Hugging Face T5 (v1.0) directory as a fairseq checkpoint.
 
-Reads ``HF_DIR/config.json``, ``HF_DIR/model.safetensors`` (or ``pytorch_model.bin``) and
-``HF_DIR/spiece.model``; writes into ``OUT_DIR``:
+Reads ``HF_DIR/config.json``, ``HF_DIR/model.safetensors`` (or ``pytorch_model.bin``, or the shards their
+``.index.json`` names) and ``HF_DIR/spiece.model``; writes into ``OUT_DIR``:
 
 * ``model.pt``: a fairseq checkpoint of ``sum_transformer`` with ``--cell t5`` (arch ``t5_small`` /
   ``t5_base`` or T5 dims given explicitly), loadable with ``torch.load(weights_only=True)``;
@@ -16,6 +16,8 @@ Binarize a corpus with T5's own vocabulary: ``fairseq-sum-prepare ... --spm-mode
 --reset-optimizer --reset-dataloader --reset-meters --reset-lr-scheduler --arch t5_base_gated ...``:
 parameters the checkpoint lacks (gate, TPR bindings, focus, saliency, Topic Assistant) are
 initialised fresh and each is named in the log (:meth:`SumTransformerModel.upgrade_state_dict_named`).
+The command prints the model flags of the import (dims, ``--t5-d-kv``, the output head): repeat them
+when fine-tuning a model whose dims or head are not those of the ``--arch`` preset.
 
 **Ids.** T5: ``<pad>`` 0 (also the decoder's start token), ``</s>`` 1, ``<unk>`` 2, sentencepiece
 pieces 3..n-1, ``<extra_id_{E-1}>`` .. ``<extra_id_0>`` at n..n+E-1 (E = 100 or the rows left),
@@ -341,7 +343,8 @@ def arch_flags(cfg, untied_head=False, scaled=True):
     arch = {(512, 2048, 6, 6, 8): "t5_small", (768, 3072, 12, 12, 12): "t5_base"}.get(dims, "t5_small")
     drop = str(cfg["dropout_rate"])
     return ["--arch", arch, "--encoder-embed-dim", str(dims[0]), "--encoder-ffn-embed-dim", str(dims[1]),
-            "--encoder-layers", str(dims[2]), "--decoder-layers", str(dims[3]), "--encoder-attention-heads", str(dims[4]),
+            "--encoder-layers", str(dims[2]), "--decoder-layers", str(dims[3]),
+            "--encoder-attention-heads", str(dims[4]),
             "--decoder-embed-dim", str(dims[0]), "--decoder-ffn-embed-dim", str(dims[1]),
             "--decoder-attention-heads", str(dims[4]), "--t5-d-kv", str(cfg["d_kv"]),
             "--share-decoder-input-output-embed", str(not untied_head), "--t5-scale-decoder-output", str(scaled),
@@ -414,7 +417,8 @@ def import_t5(hf_dir, out_dir):
     write_prepare_args(out_dir)
     args = training_args(out_dir, flags)
     # the task's check of the data's dictionaries (tasks/summarization.py, check_model_data)
-    args.src_dict_sha256 = args.tgt_dict_sha256 = dictionary_checksum(Dictionary.load(os.path.join(out_dir, "dict.txt")))
+    checksum = dictionary_checksum(Dictionary.load(os.path.join(out_dir, "dict.txt")))
+    args.src_dict_sha256 = args.tgt_dict_sha256 = checksum
     torch.save({
         "args": args, "model": state, "last_optimizer_state": None,
         "optimizer_history": [{"criterion_name": "CrossEntropyCriterion", "optimizer_name": "FairseqAdam",
@@ -437,7 +441,7 @@ def main(argv=None):
         sys.exit(f"fairseq-sum-import-t5: error: {e}")
     print(f"| wrote {os.path.join(args.out_dir, 'model.pt')} (d_model {saved.encoder_embed_dim}, "
           f"{saved.encoder_layers}+{saved.decoder_layers} layers) and {os.path.join(args.out_dir, 'dict.txt')}\n"
-          f"| its model flags (repeat them when fine-tuning, with the --arch of your choice): {' '.join(flags)}")
+          f"| its model flags (repeat them when fine-tuning, with the --arch of your choice): {' '.join(flags[2:])}")
 
 
 cli_main = main
