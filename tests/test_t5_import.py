@@ -85,6 +85,8 @@ def test_output_head_as_the_saved_config_says(tmp_path, variant):
     pytest.importorskip("transformers")
     from fairseq_sum_plugins.models.t5_import import import_t5
 
+    from fairseq_sum_plugins.models.t5_import import hf_to_fairseq_names
+
     given, (tie, scale), has_head = HEADS[variant]
     write_tiny_t5(str(tmp_path / "hf"), seed=3, **given)
     cfg = json.loads((tmp_path / "hf" / "config.json").read_text())
@@ -93,6 +95,9 @@ def test_output_head_as_the_saved_config_says(tmp_path, variant):
     assert args.share_decoder_input_output_embed is not has_head and args.t5_scale_decoder_output is scale
     model = assert_log_probs_equal_hugging_face(str(tmp_path / "hf"), str(tmp_path / "out"))
     assert (model.decoder.output_projection is not None) is has_head
+    # the name map (shared with an exporter) covers the T5 cell's parameters exactly, from config.json alone
+    names = {row.fairseq for row in hf_to_fairseq_names(cfg, untied_head=has_head)}
+    assert names == set(model.state_dict())
     assert model.decoder.output_scale == (32**-0.5 if scale else 1.0)
 
 
@@ -272,6 +277,8 @@ def test_unreadable_files_give_messages_naming_them(imported, tmp_path):
     os.remove(bad / "spiece.model")
     assert "spm/spiece.model: not found" in run_import(bad, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+    (tmp_path / "a_file").write_text("")
+    assert "a_file: cannot write the import there" in run_import(hf_dir, tmp_path / "a_file")
 
 
 def test_sharded_checkpoint_reads_like_one_file(imported, tmp_path):

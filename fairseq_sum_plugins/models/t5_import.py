@@ -411,10 +411,13 @@ def import_t5(hf_dir, out_dir):
     state = convert_state_dict(weights, cfg, where, untied)
     state[IMPORT_MARKER] = import_mark(scaled)
     flags = arch_flags(cfg, untied, scaled)
-    os.makedirs(out_dir, exist_ok=True)
-    write_dictionary(out_dir, symbols)
-    shutil.copyfile(os.path.join(hf_dir, "spiece.model"), os.path.join(out_dir, "spm.model"))
-    write_prepare_args(out_dir)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        write_dictionary(out_dir, symbols)
+        shutil.copyfile(os.path.join(hf_dir, "spiece.model"), os.path.join(out_dir, "spm.model"))
+        write_prepare_args(out_dir)
+    except OSError as e:
+        raise T5ImportError(f"{out_dir}: cannot write the import there ({e})") from None
     args = training_args(out_dir, flags)
     # the task's check of the data's dictionaries (tasks/summarization.py, check_model_data)
     checksum = dictionary_checksum(Dictionary.load(os.path.join(out_dir, "dict.txt")))
