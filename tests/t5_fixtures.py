@@ -17,9 +17,10 @@ def train_spm(path_prefix, vocab_size=60, sentences=None):
     return path_prefix + ".model"
 
 
-def write_tiny_t5(hf_dir, seed=0, sentences=None, vocab_size=60, **config):
-    """Saves a random ``T5ForConditionalGeneration`` (2+2 layers, d 32) and its ``spiece.model``
-    (trained on ``sentences``, by default a few fixed ones)."""
+def write_tiny_t5(hf_dir, seed=0, sentences=None, vocab_size=60, untied_head=False, **config):
+    """Saves a random ``T5ForConditionalGeneration`` (2+2 layers, d 32) with the installed transformers
+    and its ``spiece.model`` (trained on ``sentences``, by default a few fixed ones); ``untied_head``:
+    an ``lm_head`` of its own (transformers >= 5 ties it at build time whatever the config says)."""
     import torch
     from transformers import T5Config, T5ForConditionalGeneration
 
@@ -34,5 +35,7 @@ def write_tiny_t5(hf_dir, seed=0, sentences=None, vocab_size=60, **config):
     cfg.update(config)
     torch.manual_seed(seed)
     model = T5ForConditionalGeneration(T5Config(**cfg)).eval()
+    if untied_head:
+        model.lm_head.weight = torch.nn.Parameter(torch.randn_like(model.shared.weight))
     model.save_pretrained(hf_dir)
     return model

@@ -110,6 +110,7 @@ CELLS = [
     Cell("t5_transformer_t5_small", dict(info_gate=True, gate_per_head=True), nonzero=GATE, prune=True),
     Cell("t5_small", dict(focus_layers="all", saliency_layers="all"), nonzero=ETADS),
     Cell("t5_small", dict(ta_sia=True, ta_tema=True, ta_drm=True), nonzero=ALL, theta=True),
+    Cell("t5_small", dict(t5_d_kv=12, focus_layers="all", saliency_layers="all"), nonzero=ALL),  # H d_kv != d_m
     # Mem2Mem / HRED: the rows of its Table 2 and the other switches (tests/test_mem2mem.py)
     Cell("hred_base", family="mem2mem", nonzero=ALL),
     Cell("hred_base", dict(coverage_loss=True), family="mem2mem", nonzero=ALL),

@@ -90,6 +90,55 @@ def test_t5_cell_has_no_biases_no_positions_and_scaled_output(tiny_overrides):
     torch.testing.assert_close(model.decoder.output_layer(x), x @ model.decoder.embed_tokens.weight.t() / math.sqrt(32))
 
 
+def test_output_scale_and_untied_projection(tiny_overrides):
+    """``--t5-scale-decoder-output`` sets the ``d_m^-1/2`` whatever the tying; by default only a tied
+    projection is scaled (T5 v1.0), an untied one is not (transformers >= 5 configs say which)."""
+    x = torch.randn(1, 2, 32)
+    for share, flag, scaled in ((True, False, False), (False, None, False), (False, True, True)):
+        kwargs = {} if flag is None else dict(t5_scale_decoder_output=flag)
+        model, _ = build_model("t5_small", share_decoder_input_output_embed=share, **kwargs, **tiny_overrides)
+        dec = model.decoder
+        weight = dec.embed_tokens.weight if share else dec.output_projection.weight
+        assert (dec.output_projection is None) is share
+        torch.testing.assert_close(dec.output_layer(x), x @ weight.t() / (math.sqrt(32) if scaled else 1.0))
+
+
+def test_attention_inner_dim_other_than_d_model_is_hand_computation():
+    """``inner_dim`` = H * d_kv != d_model: Q, K, V project d_m -> H d_kv, W_o maps back; softmax(Q K^T) V
+    per head (T5: no 1/sqrt(d_k)), fused and explicit paths alike."""
+    from fairseq_sum_plugins.modules.attention import MultiheadAttention
+
+    torch.manual_seed(0)
+    heads, d_kv, d = 4, 6, 8
+    for self_attention in (True, False):
+        attn = MultiheadAttention(d, heads, self_attention=self_attention, bias=False, scaling=1.0,
+                                  inner_dim=heads * d_kv).eval()
+        x, mem = torch.randn(2, 3, d), torch.randn(2, 5, d)
+        if self_attention:
+            wq, wk, wv = attn.in_proj.weight.chunk(3)
+            keys = x
+        else:
+            wq, (wk, wv), keys = attn.q_proj.weight, attn.kv_proj.weight.chunk(2), mem
+        assert wq.shape == wk.shape == (heads * d_kv, d) and attn.out_proj.weight.shape == (d, heads * d_kv)
+        split = lambda t: t.view(2, -1, heads, d_kv).transpose(1, 2)  # noqa: E731
+        q, k, v = split(x @ wq.t()), split(keys @ wk.t()), split(keys @ wv.t())
+        expected = ((q @ k.transpose(-1, -2)).softmax(-1) @ v).transpose(1, 2).reshape(2, 3, heads * d_kv)
+        expected = expected @ attn.out_proj.weight.t()
+        for need_weights in (False, True):
+            out, _ = attn(x, None if self_attention else mem, need_weights=need_weights)
+            torch.testing.assert_close(out, expected)
+
+
+def test_t5_d_kv_builds_that_width_and_bad_values_are_refused(tiny_overrides):
+    model, _ = build_model("t5_small", t5_d_kv=12, **tiny_overrides)
+    assert model.encoder.layers[0].self_attn.in_proj.weight.shape == (3 * 4 * 12, 32)
+    assert model.decoder.layers[0].cross_attn.out_proj.weight.shape == (32, 4 * 12)
+    with pytest.raises(ValueError, match="--t5-d-kv 0: a per-head dim is a positive integer"):
+        build_model("t5_small", t5_d_kv=0, **tiny_overrides)
+    with pytest.raises(ValueError, match="flags of the T5 cell"):
+        build_model("t5_transformer_small", t5_d_kv=4, **tiny_overrides)
+
+
 def test_pre_norm_is_required():
     with pytest.raises(ValueError, match="pre-norm"):
         build_model("t5_small", encoder_normalize_before=False)

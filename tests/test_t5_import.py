@@ -43,8 +43,12 @@ def spm(hf_dir):
     return sentencepiece.SentencePieceProcessor(model_file=os.path.join(hf_dir, "spiece.model"))
 
 
-def test_teacher_forced_log_probs_equal_hugging_face(imported):
-    hf, hf_dir, out = imported
+def assert_log_probs_equal_hugging_face(hf_dir, out, tol=1e-5):
+    """Teacher-forced log-probabilities of the import equal those of the installed transformers reading
+    ``hf_dir`` itself."""
+    from transformers import T5ForConditionalGeneration
+
+    hf = T5ForConditionalGeneration.from_pretrained(hf_dir).eval()
     model, task = load_imported(out)
     d, sp = task.source_dictionary, spm(hf_dir)
     assert len(d) == hf.config.vocab_size and (d.pad(), d.eos(), d.unk()) == (1, 2, 3)
@@ -56,7 +60,59 @@ def test_teacher_forced_log_probs_equal_hugging_face(imported):
             prev = torch.tensor([[d.eos()] + [t + 1 for t in y[:-1]]])
             ours = model(src, torch.tensor([len(x)]), prev)[0].log_softmax(-1)[0]
         ours_in_t5_order = torch.roll(ours, -1, dims=-1)  # column t holds fairseq id (t + 1) mod V
-        assert (ours_in_t5_order - theirs).abs().max() < 1e-4
+        assert (ours_in_t5_order - theirs).abs().max() < tol
+    return model
+
+
+def test_teacher_forced_log_probs_equal_hugging_face(imported):
+    _, hf_dir, out = imported
+    assert_log_probs_equal_hugging_face(hf_dir, out)
+
+
+# (what write_tiny_t5 is given, the head transformers >= 5 saves and reads: its config.json, lm_head present)
+HEADS = {
+    "tied-scaled": (dict(), (True, True), False),  # T5 v1.0
+    "tied-unscaled": (dict(tie_word_embeddings=False), (True, False), False),  # a v5 'untied' config
+    "untied-unscaled": (dict(tie_word_embeddings=False, untied_head=True), (True, False), True),
+    "untied-scaled": (dict(untied_head=True), (True, True), True),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(HEADS))
+def test_output_head_as_the_saved_config_says(tmp_path, variant):
+    """The installed transformers writes ``tie_word_embeddings`` (always true from v5 on) and
+    ``scale_decoder_outputs``; the import honours both and an ``lm_head.weight`` of its own."""
+    pytest.importorskip("transformers")
+    from fairseq_sum_plugins.models.t5_import import import_t5
+
+    from fairseq_sum_plugins.models.t5_import import hf_to_fairseq_names
+
+    given, (tie, scale), has_head = HEADS[variant]
+    write_tiny_t5(str(tmp_path / "hf"), seed=3, **given)
+    cfg = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert (cfg["tie_word_embeddings"], cfg["scale_decoder_outputs"]) == (tie, scale)
+    args, flags = import_t5(str(tmp_path / "hf"), str(tmp_path / "out"))
+    assert args.share_decoder_input_output_embed is not has_head and args.t5_scale_decoder_output is scale
+    model = assert_log_probs_equal_hugging_face(str(tmp_path / "hf"), str(tmp_path / "out"))
+    assert (model.decoder.output_projection is not None) is has_head
+    # the name map (shared with an exporter) covers the T5 cell's parameters exactly, from config.json alone
+    names = {row.fairseq for row in hf_to_fairseq_names(cfg, untied_head=has_head)}
+    assert names == set(model.state_dict())
+    assert model.decoder.output_scale == (32**-0.5 if scale else 1.0)
+
+
+@pytest.mark.parametrize("shape", [dict(d_kv=12),
+                                   dict(d_kv=4, num_decoder_layers=3, relative_attention_num_buckets=16)])
+def test_attention_dim_other_than_d_model(tmp_path, shape):
+    """``num_heads * d_kv != d_model`` (t5-3b, t5-11b): 48 and 16 wide attention at d_model 32."""
+    pytest.importorskip("transformers")
+    from fairseq_sum_plugins.models.t5_import import import_t5
+
+    write_tiny_t5(str(tmp_path / "hf"), seed=4, **shape)
+    args, flags = import_t5(str(tmp_path / "hf"), str(tmp_path / "out"))
+    assert args.t5_d_kv == shape["d_kv"] and " ".join(flags).count(f"--t5-d-kv {shape['d_kv']}") == 1
+    model = assert_log_probs_equal_hugging_face(str(tmp_path / "hf"), str(tmp_path / "out"))
+    assert model.encoder.layers[0].self_attn.out_proj.weight.shape == (32, 4 * shape["d_kv"])
 
 
 def test_greedy_decoding_and_hub_raw_text_use_t5_sentencepiece(imported):
@@ -112,22 +168,170 @@ def test_missing_paper_parameters_start_fresh_and_are_logged(imported, caplog):
         gated.load_state_dict(plain, strict=True)
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(feed_forward_proj="gated-gelu", tie_word_embeddings=False), "T5 v1.1"),
-    (dict(d_kv=4), "num_heads \\* d_kv"),
-])
-def test_unsupported_variants_are_refused(imported, tmp_path, change, message):
-    from fairseq_sum_plugins.models.t5_import import T5ImportError, import_t5
+def copy_hf(hf_dir, dest, config=None, weights=None):
+    """A copy of the tiny HF directory with ``config`` keys changed (None: removed; a function: the new
+    config of the old) and ``weights`` changed (a function of the tensor dict)."""
+    import shutil
 
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(hf_dir, dest)
+    cfg = json.loads((dest / "config.json").read_text())
+    cfg, config = (config(cfg), {}) if callable(config) else (cfg, config)
+    for key, value in (config or {}).items():
+        cfg.pop(key) if value is None else cfg.__setitem__(key, value)
+    (dest / "config.json").write_text(json.dumps(cfg))
+    if weights is not None:
+        save_file(weights(load_file(str(dest / "model.safetensors"))), str(dest / "model.safetensors"))
+    return dest
+
+
+def run_import(hf_dir, out):
+    """``fairseq-sum-import-t5 HF_DIR OUT``: its error message (SystemExit), None when it succeeded."""
+    from fairseq_sum_plugins.models.t5_import import main
+
+    try:
+        main([str(hf_dir), str(out)])
+    except SystemExit as e:
+        assert isinstance(e.code, str) and e.code.startswith("fairseq-sum-import-t5: error: ")
+        return e.code
+    return None
+
+
+def extra_layer(w):  # a third encoder block, copied from the second
+    w.update({k.replace("encoder.block.1.", "encoder.block.2."): v.clone() for k, v in w.items()
+              if k.startswith("encoder.block.1.")})
+    return w
+
+
+def other_lm_head(w):
+    w["lm_head.weight"] = torch.randn_like(w["shared.weight"])
+    return w
+
+
+BERT = {"architectures": ["BertForMaskedLM"], "model_type": "bert", "hidden_size": 32, "num_attention_heads": 4,
+        "num_hidden_layers": 2, "intermediate_size": 64, "vocab_size": 72, "layer_norm_eps": 1e-12}
+# (config.json keys changed, weights changed, the file and the words the message must hold)
+HOSTILE = {
+    "bert-config": (lambda _: BERT, None, "config.json: model_type 'bert'"),
+    "bert-config-no-model-type": (lambda _: {k: v for k, v in BERT.items() if k != "model_type"}, None,
+                                  "config.json: d_model missing"),
+    "t5-v1.1-config": (dict(feed_forward_proj="gated-gelu", tie_word_embeddings=False), None, "T5 v1.1"),
+    "gelu": (dict(feed_forward_proj="gelu"), None, "config.json: feed_forward_proj='gelu'"),
+    "is-gated-act": (dict(is_gated_act=True), None, "config.json: is_gated_act = True"),
+    "layer-norm-eps": (dict(layer_norm_epsilon=1e-5), None, "config.json: layer_norm_epsilon = 1e-05"),
+    "mt5": (dict(model_type="mt5"), None, "model_type 'mt5'"),
+    "d-model-string": (dict(d_model="32"), None, "config.json: d_model = '32' is not a positive integer"),
+    "tie-string": (dict(tie_word_embeddings="false"), None, "tie_word_embeddings = 'false' is not true or false"),
+    "decoder-start": (dict(decoder_start_token_id=1), None, "decoder_start_token_id = 1"),
+    "d-kv-not-the-weights": (dict(d_kv=4), None,
+                             "SelfAttention.q.weight has shape (32, 32), config.json implies (16, 32)"),
+    "fewer-layers-than-config": (dict(num_layers=3), None, "model.safetensors: tensor encoder.block.2.layer.0"),
+    "more-layers-than-config": ({}, extra_layer, "model.safetensors: 8 tensor(s) that config.json's T5 does not use, "
+                                                "e.g. encoder.block.2.layer.0.SelfAttention.k.weight"),
+    "encoder-embeddings-not-shared": ({}, lambda w: {**w, "encoder.embed_tokens.weight": w["shared.weight"] + 1},
+                                      "encoder.embed_tokens.weight differs from shared.weight"),
+    "v4-tied-config-other-head": (dict(scale_decoder_outputs=None), other_lm_head, "transformers < 5 ties the head"),
+    "untied-config-no-head": (dict(tie_word_embeddings=False, scale_decoder_outputs=None), None,
+                              "tie_word_embeddings false but the checkpoint has no lm_head.weight"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_configs_and_weights_of_other_models_are_refused_naming_the_file(imported, tmp_path, case):
+    """Every config key that changes the function is honoured or refused, and every tensor is used:
+    an error message naming the file, nothing written."""
+    config, weights, message = HOSTILE[case]
     _, hf_dir, _ = imported
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    with open(os.path.join(hf_dir, "config.json")) as f:
-        cfg = json.load(f)
-    cfg.update(change)
-    (bad / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(T5ImportError, match=message):
-        import_t5(str(bad), str(tmp_path / "out"))
+    bad = copy_hf(hf_dir, tmp_path / "bad", config, weights)
+    error = run_import(bad, tmp_path / "out")
+    assert error is not None and message in error, error
+    assert not (tmp_path / "out").exists()
+
+
+def truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def test_unreadable_files_give_messages_naming_them(imported, tmp_path):
+    _, hf_dir, _ = imported
+    bad = copy_hf(hf_dir, tmp_path / "json")
+    (bad / "config.json").write_text('{"d_model": 32,')
+    assert "json/config.json: not a readable JSON file" in run_import(bad, tmp_path / "out")
+    (bad / "config.json").write_text('[1, 2]')
+    assert "config.json: holds a list, not a JSON object" in run_import(bad, tmp_path / "out")
+    bad = copy_hf(hf_dir, tmp_path / "st")
+    truncate(bad / "model.safetensors")
+    assert "st/model.safetensors: cannot be read as a checkpoint" in run_import(bad, tmp_path / "out")
+    bad = copy_hf(hf_dir, tmp_path / "bin")
+    os.remove(bad / "model.safetensors")
+    torch.save({"x": torch.ones(1)}, bad / "pytorch_model.bin")
+    truncate(bad / "pytorch_model.bin")
+    assert "bin/pytorch_model.bin: cannot be read as a checkpoint" in run_import(bad, tmp_path / "out")
+    torch.save([1, 2], bad / "pytorch_model.bin")
+    assert "pytorch_model.bin: not a dict of named tensors" in run_import(bad, tmp_path / "out")
+    bad = copy_hf(hf_dir, tmp_path / "spm")
+    (bad / "spiece.model").write_bytes(b"not a model")
+    assert "spm/spiece.model: not a sentencepiece model" in run_import(bad, tmp_path / "out")
+    os.remove(bad / "spiece.model")
+    assert "spm/spiece.model: not found" in run_import(bad, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "a_file").write_text("")
+    assert "a_file: cannot write the import there" in run_import(hf_dir, tmp_path / "a_file")
+
+
+def test_sharded_checkpoint_reads_like_one_file(imported, tmp_path):
+    """``save_pretrained(max_shard_size=...)`` (large T5s): the index's shards, names inside HF_DIR only."""
+    from transformers import T5ForConditionalGeneration
+
+    hf, hf_dir, out = imported
+    sharded = tmp_path / "sharded"
+    T5ForConditionalGeneration.from_pretrained(hf_dir).save_pretrained(str(sharded), max_shard_size="20KB")
+    import shutil
+
+    shutil.copy(os.path.join(hf_dir, "spiece.model"), sharded / "spiece.model")
+    assert (sharded / "model.safetensors.index.json").exists() and not (sharded / "model.safetensors").exists()
+    assert run_import(sharded, tmp_path / "out") is None
+    new = torch.load(tmp_path / "out" / "model.pt", weights_only=True)["model"]
+    ref = torch.load(os.path.join(out, "model.pt"), weights_only=True)["model"]
+    assert new.keys() == ref.keys() and all(torch.equal(new[k], ref[k]) for k in ref)
+    index = json.loads((sharded / "model.safetensors.index.json").read_text())
+    first = next(iter(index["weight_map"]))
+    index["weight_map"][first] = "../elsewhere.safetensors"
+    (sharded / "model.safetensors.index.json").write_text(json.dumps(index))
+    assert "shard names must be file names inside" in run_import(sharded, tmp_path / "out2")
+
+
+def test_imported_checkpoint_records_the_dictionary_checksum(imported, caplog):
+    from fairseq_sum_plugins.data_folder import dictionary_checksum
+
+    _, _, out = imported
+    args = torch.load(os.path.join(out, "model.pt"), weights_only=True)["args"]
+    with caplog.at_level(logging.WARNING):
+        _, task = load_imported(out)
+    assert "records no dictionary checksum" not in caplog.text
+    assert args.src_dict_sha256 == args.tgt_dict_sha256 == dictionary_checksum(task.source_dictionary)
+
+
+def test_restoring_with_another_output_scale_is_refused(tmp_path):
+    """A T5 whose config says not to scale the output, fine-tuned with the T5 v1.0 default (scaled):
+    an error naming the flag instead of a silently different model."""
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    from fairseq_sum_plugins.models.t5_import import import_t5
+
+    write_tiny_t5(str(tmp_path / "hf"), seed=5, tie_word_embeddings=False)
+    args, _ = import_t5(str(tmp_path / "hf"), str(tmp_path / "out"))
+    _, task = load_imported(str(tmp_path / "out"))
+    state = torch.load(tmp_path / "out" / "model.pt", weights_only=True)
+    args.t5_scale_decoder_output = None  # the default: scaled, as the head is tied
+    model = ARCH_MODEL_REGISTRY["t5_small"].build_model(args, FakeTask(task.source_dictionary))
+    with pytest.raises(ValueError, match="pass --t5-scale-decoder-output False"):
+        model.load_state_dict(dict(state["model"]), strict=True)
+    args.t5_scale_decoder_output = False  # as the import printed
+    model = ARCH_MODEL_REGISTRY["t5_small"].build_model(args, FakeTask(task.source_dictionary))
+    model.load_state_dict(dict(state["model"]), strict=True)
 
 
 def test_console_script_error_names_the_file(tmp_path):

@@ -39,6 +39,12 @@ The T5 cell (``--cell t5``; presets ``t5_small``, ``t5_base``, ``t5_*_gated`` an
     H             = dropout(RMS(X_L))                           (both stacks)
     p(y_i)        = softmax(E (d_m^-1/2 h_i))                   tied output scaled by d_m^-1/2
 
+Q, K, V are ``H * d_kv`` wide: ``d_m`` by default, ``--t5-d-kv`` otherwise (t5-3b: 32 heads of 128,
+t5-11b: 128 heads of 128, at ``d_m`` 1024); ``W_o`` maps them back to ``d_m``. The output may be an untied
+``W_lm`` (``--share-decoder-input-output-embed False``), unscaled by default there;
+``--t5-scale-decoder-output`` sets the ``d_m^-1/2`` either way (T5 checkpoints saved by
+transformers >= 5 record it as ``scale_decoder_outputs``).
+
 ``B_rel`` (modules/t5.py): one bucketed table per stack, computed once per forward and shared by its
 layers, bidirectional in the encoder and causal in the decoder. Attention probabilities are dropped
 out too (``--attention-dropout``, 0.1 in the presets), as are the FF hidden units
@@ -90,7 +96,7 @@ from ..modules.topic import (
 )
 from ..modules.tpr import TPRBinding, shared_role_normalization
 from .fresh_params import keep_fresh_parameters
-from .t5_import import IMPORT_MARKER
+from .t5_import import IMPORT_MARKER, check_import_mark
 
 DEFAULT_MAX_POSITIONS = 1024
 
@@ -120,11 +126,17 @@ def build_norm(args, dim):
     return T5LayerNorm(dim) if is_t5_cell(args) else LayerNorm(dim)
 
 
+def attention_dim(args, dim, heads):
+    """``H * d_k``: ``d_m``, or with ``--t5-d-kv`` (T5 cell) ``heads * d_kv``."""
+    return heads * args.t5_d_kv if is_t5_cell(args) and getattr(args, "t5_d_kv", None) else dim
+
+
 def build_attention(args, dim, heads, self_attention):
-    """Fairseq-style attention, or T5's: no biases, no ``1/sqrt(d_k)``, T5's init."""
+    """Fairseq-style attention, or T5's: no biases, no ``1/sqrt(d_k)``, T5's init, ``H * d_kv`` wide."""
     if not is_t5_cell(args):
         return MultiheadAttention(dim, heads, args.attention_dropout, self_attention=self_attention)
-    attn = MultiheadAttention(dim, heads, args.attention_dropout, self_attention=self_attention, bias=False, scaling=1.0)
+    attn = MultiheadAttention(dim, heads, args.attention_dropout, self_attention=self_attention, bias=False,
+                              scaling=1.0, inner_dim=attention_dim(args, dim, heads))
     t5_init_attention(attn)
     return attn
 
@@ -135,6 +147,13 @@ def build_feed_forward(args, dim, ffn_dim):
     ffn = FeedForward(dim, ffn_dim, args.activation_fn, args.activation_dropout, bias=False)
     t5_init_feed_forward(ffn, dim, ffn_dim)
     return ffn
+
+
+def t5_scale_decoder_output(args):
+    """T5 cell: ``d_m^-1/2`` on the decoder's output states: ``--t5-scale-decoder-output``, by default
+    with a tied output projection (T5 v1.0), not with an untied one."""
+    scale = getattr(args, "t5_scale_decoder_output", None)
+    return args.share_decoder_input_output_embed if scale is None else scale
 
 
 def t5_positions(length, end, device):
@@ -194,7 +213,7 @@ class EncoderLayer(nn.Module):
         super().__init__()
         d, heads = args.encoder_embed_dim, args.encoder_attention_heads
         focus = layer_idx in parse_layers(args.focus_layers, args.encoder_layers, "--focus-layers")
-        self.focus = FocusBias(d, heads) if focus else None  # ETADS eq. 5-8
+        self.focus = FocusBias(attention_dim(args, d, heads), heads) if focus else None  # ETADS eq. 5-8 (on Q)
         pre = args.encoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
         self.sia = SIAHead(d, d // heads) if getattr(args, "ta_sia", False) else None  # Topic Assistant eq. 7
@@ -223,7 +242,7 @@ class DecoderLayer(nn.Module):
         super().__init__()
         d, heads = args.decoder_embed_dim, args.decoder_attention_heads
         saliency = layer_idx in parse_layers(args.saliency_layers, args.decoder_layers, "--saliency-layers")
-        self.saliency = SaliencyGate(d, heads) if saliency else None  # ETADS eq. 9-10
+        self.saliency = SaliencyGate(attention_dim(args, d, heads), heads) if saliency else None  # ETADS eq. 9-10
         pre = args.decoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
@@ -372,7 +391,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
             self.relative_position = RelativePositionBias(heads, buckets, dist, False, d)
             if args.t5_cross_position_bias:
                 self.cross_position = RelativePositionBias(heads, buckets, dist, False, d)
-        self.output_scale = d**-0.5 if self.t5 and args.share_decoder_input_output_embed else 1.0
+        self.output_scale = d**-0.5 if self.t5 and t5_scale_decoder_output(args) else 1.0
         self.dropout = args.dropout
         self.layers = nn.ModuleList([DecoderLayer(args, i) for i in range(args.decoder_layers)])
         self.layer_norm = build_norm(args, d) if args.decoder_normalize_before else None
@@ -501,6 +520,12 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
                             help="T5 cell: distance from which all positions share a bucket (128)")
         parser.add_argument("--t5-cross-position-bias", type=utils.eval_bool, metavar="BOOL",
                             help="T5 cell: a causal bucketed table in cross-attention too (TPT's code, App. B)")
+        parser.add_argument("--t5-d-kv", type=int, metavar="N",
+                            help="T5 cell: attention dim per head (default d_m / heads); heads * N may differ "
+                                 "from d_m (t5-3b, t5-11b)")
+        parser.add_argument("--t5-scale-decoder-output", type=utils.eval_bool, metavar="BOOL",
+                            help="T5 cell: multiply the decoder's output by d_m^-1/2 before the output projection "
+                                 "(default: True with a tied projection, as T5 v1.0; False with an untied one)")
         parser.add_argument("--max-source-positions", type=int, metavar="N")
         parser.add_argument("--max-target-positions", type=int, metavar="N")
         # TP-Transformer
@@ -564,10 +589,13 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
 
     def upgrade_state_dict_named(self, state_dict, name):
         """A checkpoint of ``fairseq-sum-import-t5`` (marked) lacks this model's paper parameters (gate,
-        bindings, focus, saliency, Topic Assistant): they keep their fresh initialisation, each logged."""
+        bindings, focus, saliency, Topic Assistant): they keep their fresh initialisation, each logged; the
+        model must scale its output as the import did (``--t5-scale-decoder-output``)."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
-        if state_dict.pop(prefix + IMPORT_MARKER, None) is not None:
+        mark = state_dict.pop(prefix + IMPORT_MARKER, None)
+        if mark is not None:
+            check_import_mark(mark, self.decoder.output_scale != 1.0)  # T5's output scale, as imported
             keep_fresh_parameters(state_dict, self.state_dict(), prefix)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, **side):
@@ -609,8 +637,14 @@ def base_architecture(args):
     args.t5_relative_buckets = getattr(args, "t5_relative_buckets", 32)
     args.t5_relative_max_distance = getattr(args, "t5_relative_max_distance", 128)
     args.t5_cross_position_bias = getattr(args, "t5_cross_position_bias", False)
+    args.t5_d_kv = getattr(args, "t5_d_kv", None)
+    args.t5_scale_decoder_output = getattr(args, "t5_scale_decoder_output", None)
     if args.cell == "t5" and not (args.encoder_normalize_before and args.decoder_normalize_before):
         raise ValueError("--cell t5 is a pre-norm cell: --encoder/decoder-normalize-before must be True")
+    if args.cell != "t5" and (args.t5_d_kv is not None or args.t5_scale_decoder_output is not None):
+        raise ValueError("--t5-d-kv and --t5-scale-decoder-output are flags of the T5 cell (--cell t5)")
+    if args.t5_d_kv is not None and args.t5_d_kv < 1:
+        raise ValueError(f"--t5-d-kv {args.t5_d_kv}: a per-head dim is a positive integer")
     args.tpr = getattr(args, "tpr", "none")
     args.tpr_roles = getattr(args, "tpr_roles", 50)
     args.tpr_role_dim = getattr(args, "tpr_role_dim", args.encoder_embed_dim // args.encoder_attention_heads)

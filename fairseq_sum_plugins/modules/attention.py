@@ -53,23 +53,26 @@ class InputBuffer:
 class MultiheadAttention(InputBuffer, nn.Module):
     """Self-attention (fused QKV projection) or encoder-decoder attention (fused KV projection)."""
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True, scaling=None):
+    def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True, scaling=None, inner_dim=None):
+        """``inner_dim``: ``H * d_k``, the width of the projected queries/keys/values (``embed_dim`` by
+        default; T5's ``num_heads * d_kv`` may differ from ``d_model``, e.g. t5-3b)."""
         super().__init__()
-        if embed_dim % num_heads != 0:
-            raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+        inner_dim = embed_dim if inner_dim is None else inner_dim
+        if inner_dim % num_heads != 0:
+            raise ValueError(f"attention dim {inner_dim} is not divisible by num_heads {num_heads}")
         self.embed_dim = embed_dim
         self.num_heads = num_heads
-        self.head_dim = embed_dim // num_heads
+        self.head_dim = inner_dim // num_heads
         # logit scale: 1/sqrt(d_k), or 1.0 for the T5 cell (its init absorbs the scaling)
         self.scaling = 1 / math.sqrt(self.head_dim) if scaling is None else scaling
         self.dropout = dropout
         self.self_attention = self_attention
         if self_attention:
-            self.in_proj = nn.Linear(embed_dim, 3 * embed_dim, bias=bias)  # W_q, W_k, W_v (eq. 1)
+            self.in_proj = nn.Linear(embed_dim, 3 * inner_dim, bias=bias)  # W_q, W_k, W_v (eq. 1)
         else:
-            self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-            self.kv_proj = nn.Linear(embed_dim, 2 * embed_dim, bias=bias)
-        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)  # W_o (eq. 3)
+            self.q_proj = nn.Linear(embed_dim, inner_dim, bias=bias)
+            self.kv_proj = nn.Linear(embed_dim, 2 * inner_dim, bias=bias)
+        self.out_proj = nn.Linear(inner_dim, embed_dim, bias=bias)  # W_o (eq. 3)
         self.reset_parameters()
 
     def reset_parameters(self):
