@@ -3,8 +3,8 @@ Table 2), in two implementations that give different numbers; every figure is la
 :func:`impl_label` (``nltk-3.x`` / ``meteor-1.5``).
 
 ``nltk`` (default): nltk's METEOR with WordNet read from the local WordNet 3.0 database of Debian's
-``wordnet-base`` package. Per pair, with unigram matches in stages exact -> Porter stem -> WordNet synonym (nltk
-``meteor_score``, alpha 0.9, beta 3, gamma 0.5)::
+``wordnet-base`` package. Per pair, with unigram matches in stages exact -> Porter stem -> WordNet
+synonym (nltk ``meteor_score``, alpha 0.9, beta 3, gamma 0.5)::
 
     P = m / |hyp|, R = m / |ref|, Fmean = P R / (alpha P + (1 - alpha) R)
     penalty = gamma (chunks / m)^beta,  METEOR = Fmean (1 - penalty)
@@ -33,8 +33,9 @@ segment scores; the chunk of an identical pair is not summed)::
     score = max(0, Fmean (1 - gamma frag^beta))   (frag = 0 for an identical pair; 0 / 0 -> 0)
 
 :func:`meteor15_from_stats` is that formula and :func:`meteor15_sum` the summing (both tested equal
-to the jar), used for the bootstrap CI of the final score over resampled documents. The text given to the jar is the cleaned summary (its
-sentences joined by spaces); ``-norm`` lower-cases and tokenizes it.
+to the jar), used for the bootstrap CI of the final score over resampled documents. The text given
+to the jar is the cleaned summary (its sentences joined by spaces, ``|||`` dropped); ``-norm``
+lower-cases and tokenizes it.
 """
 import functools
 import io
@@ -201,7 +202,10 @@ def run_meteor15(hyps, refs):
             proc.stdin.write("EVAL ||| " + " ||| ".join(stats) + "\n")
             proc.stdin.flush()
             out = [proc.stdout.readline().strip() for _ in range(len(lines) + 1)]
-        proc.stdin.close()
+        try:
+            proc.stdin.close()
+        except BrokenPipeError:  # the jar died: its message is reported below
+            pass
         proc.wait()
         err.seek(0)
         message = err.read().decode("utf-8", "replace")[-2000:]

@@ -122,6 +122,11 @@ def test_missing_java_or_jar_names_the_install_option(tmp_path, monkeypatch):
     monkeypatch.setenv("METEOR15_JAR", str(tmp_path / "jar" / "meteor-1.5.jar"))
     with pytest.raises(SystemExit, match=r"paraphrase table not found: .*paraphrase-en.gz"):
         S.main(argv)
+    (tmp_path / "jar" / "data").mkdir()
+    (tmp_path / "jar" / "data" / "paraphrase-en.gz").write_bytes(b"")
+    if shutil.which("java"):  # a broken jar: the jar's own message, not a traceback
+        with pytest.raises(SystemExit, match=r"Meteor 1.5 failed \(.*meteor-1.5.jar.*exit 1\):\n.*jar"):
+            S.main(argv)
     monkeypatch.setattr(M.shutil, "which", lambda name: None)
     with pytest.raises(SystemExit, match=r"java is not on PATH: `bash scripts/install.sh --meteor15`"):
         S.main(argv)
