@@ -15,15 +15,16 @@ How it differs from the 1980 paper's algorithm (nltk's ``ORIGINAL_ALGORITHM``):
   two suffixes: ``environmental -> environment -> environ`` (= ``environment``),
   ``accidental -> accident -> accid`` (= ``accident``), ``commissioner -> commission -> commiss``
   (the ``-ion`` rule runs when the word does not end in ``-ent``);
-* the measure and the ``*o`` conditions are Porter's Perl regular expressions (:data:`_C` ...):
-  ``y`` is always a vowel after the first letter (a leading ``y`` is a consonant), and the
-  "restore e" / "keep e" tests of steps 1b and 5 (``*o``) only hold for a whole stem of the form
-  consonants + one vowel + one consonant other than w, x, y (``hoping -> hope``,
+* the measure and the ``*o`` conditions are Porter's Perl regular expressions (``_C``, ``_V``
+  ...), in which ``y`` may open a consonant sequence (``[^aeiou]``) as well as a vowel sequence
+  (``[aeiouy]``), instead of the paper's "y after a consonant is a vowel" (a leading ``y`` is made
+  a consonant); the "restore e" / "keep e" tests of steps 1b and 5 (``*o``) only hold for a whole
+  stem of the form consonants + one vowel + one consonant other than w, x, y (``hoping -> hope``,
   ``tape -> tape``);
 * step 5b tests m > 1 on the whole word, ``ll`` included (``-ll -> -l``).
 
-Rule map (``w`` the word, ``stem`` the part before a suffix; m > 0: :data:`_MGR0`, m > 1:
-:data:`_MGR1`, m = 1: :data:`_MEQ1`, vowel in stem: :data:`_HAS_V`)::
+Rule map (``w`` the word, ``stem`` the part before a suffix; m > 0: ``_MGR0``, m > 1: ``_MGR1``,
+m = 1: ``_MEQ1``, vowel in stem: ``_HAS_V``)::
 
     1a  sses -> ss, ies -> i, [^s]s -> [^s]
     1b  eed -> ee if m(stem) > 0; else ed / ing removed if stem has a vowel, then
