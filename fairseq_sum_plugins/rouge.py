@@ -11,8 +11,9 @@ character is a token of its own (Chinese and Japanese write no spaces).
 An ASCII token longer than 3 characters is replaced by its WordNet 2.0 exception lemma when it has
 one (``were -> be``, ``said -> say``, ``children -> child``: ROUGE-1.5.5's ``-m`` lookup, data in
 ``data/wordnet-2.0-exceptions.txt``, the four ``.exc`` files of ROUGE-1.5.5 merged in
-:data:`EXCEPTION_FILE_ORDER`), else Porter-stemmed with the original algorithm (ROUGE-1.5.5's:
-``says -> sai``; rouge-score's default tokenizer uses nltk's extended Porter, ``says -> say``);
+:data:`EXCEPTION_FILE_ORDER`), else stemmed by ROUGE-1.5.5's own Porter stemmer
+(:mod:`fairseq_sum_plugins.stemmer`, ported from its Perl: ``says -> sai``, ``environmental ->
+environ``; rouge-score's default tokenizer uses nltk's extended Porter, ``says -> say``);
 other tokens are kept as they are. With both, the default scorer's per-document scores equal
 ROUGE-1.5.5's (checked on XSum documents' lead sentences).
 
@@ -48,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .stemmer import stem as porter_stem
 from .score_inputs import (  # noqa: F401  (re-exported: the scorer's inputs)
     read_generate_output, read_generate_sources, read_jsonl_field, read_lines)
 
@@ -139,19 +141,12 @@ def wordnet_exceptions():
     return table
 
 
-@functools.lru_cache(maxsize=None)
-def _porter():
-    from nltk.stem import porter
-
-    return porter.PorterStemmer(mode=porter.PorterStemmer.ORIGINAL_ALGORITHM)
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def _stem(token):
     if len(token) <= 3 or not _ASCII_WORD.fullmatch(token):
         return token
     lemma = wordnet_exceptions().get(token)
-    return lemma if lemma is not None else _porter().stem(token)
+    return lemma if lemma is not None else porter_stem(token)
 
 
 def rouge_words(text):

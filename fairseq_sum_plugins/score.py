@@ -19,7 +19,8 @@ Measurements (all also in ``--json``):
 * ROUGE (:mod:`fairseq_sum_plugins.rouge`): ``--scorer rouge-score`` (default) | ``official``
   (ROUGE-1.5.5, ``--workers`` processes) | ``files2rouge``; ``--report prf`` adds a
   precision / recall / F1 table of every ROUGE variant (ETADS Tables 5-6).
-* ``--meteor``: METEOR (:mod:`fairseq_sum_plugins.meteor`, TP-Transformer Table 2).
+* ``--meteor``: METEOR (:mod:`fairseq_sum_plugins.meteor`, TP-Transformer Table 2): nltk's, or
+  with ``--meteor-impl 1.5`` Meteor Universal 1.5's jar (the paper's); labelled ``meteor_impl``.
 * ``--novel-ngrams [1,2,3,4]``: share of summary n-grams not in the source, for hypotheses and
   references (:mod:`fairseq_sum_plugins.novelty`, Mem2Mem Table 4).
 * ``--topic-model NPZ``: semantic similarity (eq. 10) of each summary to its document and to its
@@ -67,7 +68,10 @@ def get_parser():
                    help="parallel ROUGE-1.5.5 processes for --scorer official (default: all cores)")
     p.add_argument("--report", default="f1", choices=["f1", "prf"],
                    help="prf: also a precision/recall/F1 table of every ROUGE variant")
-    p.add_argument("--meteor", action="store_true", help="also METEOR (nltk, local WordNet)")
+    p.add_argument("--meteor", action="store_true", help="also METEOR (--meteor-impl, default nltk)")
+    p.add_argument("--meteor-impl", choices=("nltk", "1.5"),
+                   help="METEOR implementation: nltk (default) or 1.5 (Meteor Universal 1.5's jar, -l en "
+                        "-norm, as TP-Transformer Table 2; scripts/install.sh --meteor15); needs --meteor")
     p.add_argument("--novel-ngrams", nargs="?", const="1,2,3,4", metavar="ORDERS",
                    help="also the novel n-gram ratios of hypotheses and references (default 1,2,3,4)")
     p.add_argument("--sentence-sep", action="append", metavar="TOKEN",
@@ -220,13 +224,10 @@ def extra_scores(args, ids, hyps, refs, sources, seps):
         return out
     hyp_sents, ref_sents = rouge.prepare_pairs(hyps, refs, not args.no_detok, seps)
     if args.meteor:
-        from .meteor import meteor_scores
+        from .meteor import meteor_corpus
 
-        per = np.array(meteor_scores(hyp_sents, ref_sents))
-        out["meteor"] = float(per.mean())
-        if args.bootstrap_samples:
-            lo, hi = rouge.bootstrap_ci(per, args.bootstrap_samples, args.seed)
-            out["meteor_ci"] = [float(lo), float(hi)]
+        out.update(meteor_corpus(hyp_sents, ref_sents, args.meteor_impl or "nltk", args.bootstrap_samples,
+                                 args.seed))
     if args.novel_ngrams or args.topic_model:
         docs = [rouge.clean_summary(d, not args.no_detok, seps) for d in documents(args, ids, sources)]
     if args.novel_ngrams:
@@ -269,8 +270,8 @@ def format_results(res, report="f1"):
     lines.append("ROUGE-1/2/L F1: " + "/".join(f"{100 * res[m]:.2f}" for m in rouge.MAIN_METRICS))
     if "meteor" in res:
         ci = res.get("meteor_ci")
-        lines.append(f"METEOR: {100 * res['meteor']:.2f}" + (f" (95%-conf.int. {100 * ci[0]:.2f} - "
-                                                             f"{100 * ci[1]:.2f})" if ci else ""))
+        lines.append(f"METEOR ({res['meteor_impl']}): {100 * res['meteor']:.2f}"
+                     + (f" (95%-conf.int. {100 * ci[0]:.2f} - {100 * ci[1]:.2f})" if ci else ""))
     for side, name in (("hyp", "hypotheses"), ("ref", "references")):
         keys = sorted((k for k in res if k.startswith("novel_") and k.endswith("_" + side)),
                       key=lambda k: int(k.split("_")[1][:-4]))
@@ -285,7 +286,10 @@ def format_results(res, report="f1"):
 
 def main(argv=None):
     """Runs the scorer CLI and returns the scores (``cli_main`` is the console entry point)."""
-    args = get_parser().parse_args(argv)
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    if args.meteor_impl and not args.meteor:
+        parser.error("--meteor-impl goes with --meteor")
     try:
         ids, hyps, refs, sources = load_inputs(args)
         seps = sentence_separators(args, hyps + refs)

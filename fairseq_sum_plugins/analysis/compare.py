@@ -108,7 +108,12 @@ def compare_systems(hyps_a, hyps_b, refs, metrics=DEFAULT_METRICS, method="boots
         if method == "ar":
             p = approximate_randomization(sa[m], sb[m], trials, seed)[1]
         out[m] = {"a": float(sa[m].mean()), "b": float(sb[m].mean()), "diff": delta, "ci": list(ci), "p": p}
-    return {"method": method, "num_summaries": len(refs), "metrics": out}
+    res = {"method": method, "num_summaries": len(refs), "metrics": out}
+    if "meteor" in metrics:
+        from ..meteor import impl_label
+
+        res["meteor_impl"] = impl_label("nltk")
+    return res
 
 
 # ---------------------------------------------------------------------------------------- inputs
@@ -165,7 +170,8 @@ def format_comparison(res, name_a="A", name_b="B"):
              f"{'metric':12s} {name_a[:10]:>10s} {name_b[:10]:>10s} {'A - B':>8s} {'95% CI':>18s} {'p':>8s}"]
     for m, r in res["metrics"].items():
         ci = f"[{100 * r['ci'][0]:+.2f}, {100 * r['ci'][1]:+.2f}]"
-        lines.append(f"{rouge.LABELS.get(m, m):12s} {100 * r['a']:10.2f} {100 * r['b']:10.2f} "
+        name = f"METEOR ({res['meteor_impl']})" if m == "meteor" else rouge.LABELS.get(m, m)
+        lines.append(f"{name:12s} {100 * r['a']:10.2f} {100 * r['b']:10.2f} "
                      f"{100 * r['diff']:+8.2f} {ci:>18s} {r['p']:8.4f}")
     return "\n".join(lines)
 
@@ -207,7 +213,7 @@ def get_parser():
     refs.add_argument("--ref-jsonl", metavar="FILE", help="references from a JSONL file (line i = sample id)")
     p.add_argument("--ref-field", default="summary", help="JSONL field of the reference (default: summary)")
     p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
-                   help="comma-separated: rouge1, rouge2, rougeL (summary-level), rougeL_plain, meteor (WordNet: "
+                   help="comma-separated: rouge1, rouge2, rougeL (summary-level), rougeL_plain, meteor (nltk's, WordNet: "
                         "Debian wordnet-base)")
     p.add_argument("--method", choices=["bootstrap", "ar"], default="bootstrap",
                    help="p-value by paired bootstrap or approximate randomization (CI: bootstrap)")

@@ -8,7 +8,8 @@
   one update by a resumed run, are dropped), the parameter count and the last validation line's auxiliary terms
   (``aux_*``, ``gate_sparsity``);
 * ``OUT/LABEL/test.out.rouge.json`` (``fairseq-sum-score --json``): ROUGE-1/2/L F1 with their 95%
-  bootstrap intervals, and ``meteor`` when the scorer wrote it;
+  bootstrap intervals, and ``meteor`` when the scorer wrote it (headed by its ``meteor_impl``; a file
+  without one predates Meteor 1.5 here and holds nltk's);
 * ``OUT/LABEL/test.out``: the mean length of the hypotheses in words (after :func:`clean_summary`);
 * ``OUT/LABEL/source_use.json`` (:mod:`.source_use`, when present): the source gain (bits per target
   token a summary gains from its own document over another) and the number of distinct summaries; a
@@ -121,7 +122,8 @@ def table(rows):
     """Markdown table, one row per label."""
     meteor = any("meteor" in r["scores"] for r in rows)
     head = ["model", "params", "updates", "valid loss", "valid nll", "ROUGE-1", "ROUGE-2", "ROUGE-L"]
-    head += ["METEOR"] if meteor else []
+    impls = sorted({r["scores"].get("meteor_impl", "nltk") for r in rows if "meteor" in r["scores"]})
+    head += [f"METEOR ({', '.join(impls)})"] if meteor else []
     use = any(r.get("source_use") for r in rows)
     head += ["source gain (bits)", "distinct"] if use else []
     head += ["words", "aux terms (valid)", "train s (wall)", "train s (steps)", "generate s"]
@@ -132,7 +134,8 @@ def table(rows):
         nll = log["valid_nll"][-1][1] if log["valid_nll"] and log["valid_nll"][-1][1] is not None else float("nan")
         cells = [f"`{r['label']}`", f"{log['params'] / 1e6:.2f}M" if log["params"] else "-", str(last[0]),
                  f"{last[1]:.3f}", f"{nll:.3f}", _ci(s, "rouge1"), _ci(s, "rouge2"), _ci(s, "rougeL")]
-        cells += [_ci(s, "meteor") if "meteor" in s else "-"] if meteor else []
+        mixed = f" ({s.get('meteor_impl', 'nltk')})" if len(impls) > 1 else ""  # label each cell
+        cells += [_ci(s, "meteor") + mixed if "meteor" in s else "-"] if meteor else []
         if use:
             u = r.get("source_use") or {}
             cells += [f"{u['gain']:.3f}" if "gain" in u else "-",

@@ -1,0 +1,184 @@
+"""METEOR implementations (fairseq_sum_plugins/meteor.py): Meteor 1.5's score formula on hand-counted
+statistics (no Java), the jar through ``fairseq-sum-score --meteor --meteor-impl 1.5`` against the
+jar run directly (skipped without java / pycocoevalcap), clear errors naming the install option, and
+the implementation label on every METEOR figure (text, JSON, fairseq-sum-compare, compare report)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from fairseq_sum_plugins import meteor as M
+from fairseq_sum_plugins import score as S
+
+ALPHA, BETA, GAMMA, DELTA = 0.85, 0.2, 0.6, 0.75  # Meteor 1.5, -l en (task rank)
+# stats rows: |hyp| |ref| fw_hyp fw_ref, (hyp content, ref content, hyp function, ref function) matches
+# of exact / stem / synonym / paraphrase, chunks, hyp word matches, ref word matches
+CAT = [6, 6, 3, 3, 3, 3, 2, 2] + [0] * 12 + [2, 5, 5]  # "the cat sat on the mat" / "... on a mat"
+WALK = [4, 4, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 4, 4]  # "he walks home quickly"
+SAME = [1, 1, 1, 1, 0, 0, 1, 1] + [0] * 12 + [1, 1, 1]  # "a" / "a": one function word, identical
+EMPTY = [0, 1, 0, 0] + [0] * 16 + [0, 0, 0]  # empty hypothesis
+
+
+def _by_hand(p, r, frag):
+    return p * r / (ALPHA * p + (1 - ALPHA) * r) * (1 - GAMMA * frag ** BETA)
+
+
+def test_meteor15_formula_on_hand_counted_stats():
+    # cat: weighted length 0.75*3 + 0.25*3 = 3, matches 0.75*3 + 0.25*2 = 2.75; frag 2 chunks / 5 matches
+    cat = _by_hand(2.75 / 3, 2.75 / 3, 2 / 5)
+    assert M.meteor15_from_stats(CAT) == pytest.approx(cat)
+    # walk: exact "home" + function "he", stem walks/walked (0.6), paraphrase quickly/fast (0.6); all words
+    # matched in one chunk: no fragmentation penalty
+    walk = (0.75 * (1 + 0.6 + 0.6) + 0.25 * 1) / (0.75 * 3 + 0.25 * 1)
+    assert M.meteor15_from_stats(WALK) == pytest.approx(walk) == pytest.approx(0.76)
+    assert M.meteor15_from_stats(SAME) == 1.0
+    assert M.meteor15_from_stats(EMPTY) == 0.0  # 0 / 0 is 0, never NaN
+    # the final score sums the statistics, except the chunk of a pair matched whole in one chunk
+    # (WALK and SAME): 2 chunks for 10 + 10 matched words
+    total = M.meteor15_sum([CAT, WALK, SAME, EMPTY])
+    assert list(total[:4]) == [11, 12, 5, 5] and list(total[-3:]) == [2, 10, 10]
+    p = (0.75 * (3 + 1 + 0.6 + 0.6) + 0.25 * (2 + 1 + 1)) / (0.75 * 6 + 0.25 * 5)
+    r = (0.75 * (3 + 1 + 0.6 + 0.6) + 0.25 * (2 + 1 + 1)) / (0.75 * 7 + 0.25 * 5)
+    assert M.meteor15_from_stats(total) == pytest.approx(_by_hand(p, r, 2 / 10))
+    with pytest.raises(ValueError, match="23"):
+        M.meteor15_from_stats(CAT[:-1])
+
+
+def test_impl_labels():
+    import nltk
+
+    assert M.impl_label("nltk") == f"nltk-{nltk.__version__}" and M.impl_label("1.5") == "meteor-1.5"
+    with pytest.raises(ValueError, match="nltk, 1.5"):
+        M.impl_label("2.0")
+
+
+# ------------------------------------------------------------------------------------ the jar
+def _jar_or_skip():
+    if shutil.which("java") is None:
+        pytest.skip("java not installed (scripts/install.sh --meteor15)")
+    try:
+        return M.meteor15_jar()
+    except RuntimeError as e:
+        pytest.skip(str(e))
+
+
+HYPS = ["the cat sat on the mat", "He walks home quickly", "", "A", "Prices rose 5% in Zürich, officials said.",
+        "the dog ||| barked"]
+REFS = ["the cat sat on a mat", "he walked home fast", "nothing here", "a", "Officials say prices went up in Zurich.",
+        "the dog barked"]
+
+
+def _jar_directly(tmp_path, hyps, refs):
+    """(segment scores, final score) of ``java -jar meteor-1.5.jar HYP REF -l en -norm`` on files."""
+    (tmp_path / "jh").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    (tmp_path / "jr").write_text("".join(r + "\n" for r in refs), encoding="utf-8")
+    r = subprocess.run(["java", "-Xmx2G", "-Dfile.encoding=UTF-8", "-jar", str(_jar_or_skip()),
+                        str(tmp_path / "jh"), str(tmp_path / "jr"), "-l", "en", "-norm"],
+                       capture_output=True, text=True, check=True)
+    assert "Modules:        exact stem synonym paraphrase" in r.stdout
+    seg = [float(x) for x in re.findall(r"^Segment \d+ score:\s+(\S+)$", r.stdout, re.M)]
+    return seg, float(re.search(r"^Final score:\s+(\S+)$", r.stdout, re.M).group(1))
+
+
+def test_cli_meteor_impl_15_equals_the_jar_run_directly(tmp_path, capsys, monkeypatch):
+    """fairseq-sum-score --meteor --meteor-impl 1.5 (one -stdio process) against the jar on files:
+    same segment and final scores, hand-checked pairs, labelled in the text and the JSON."""
+    # Meteor's field separator ||| is not text: it is dropped (else "barked" would be a second reference)
+    seg, final = _jar_directly(tmp_path, [h.replace("|||", "") for h in HYPS], REFS)
+    assert seg[:4] == pytest.approx([M.meteor15_from_stats(CAT), 0.76, 0.0, 1.0]) and seg[5] == 1.0
+    runs = []
+    run = M.run_meteor15
+    monkeypatch.setattr(M, "run_meteor15", lambda h, r: runs.append(run(h, r)) or runs[-1])
+    (tmp_path / "h").write_text("\n".join(HYPS) + "\n", encoding="utf-8")
+    (tmp_path / "r").write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    res = S.main(["--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r"), "--meteor", "--meteor-impl", "1.5",
+                  "--bootstrap-samples", "200", "--json", str(tmp_path / "s.json")])
+    (ours_seg, ours_final, stats), = runs
+    assert ours_seg == pytest.approx(seg, abs=1e-12) and ours_final == pytest.approx(final, abs=1e-12)
+    assert stats[0].tolist() == CAT and stats[1].tolist() == WALK and stats[3].tolist() == SAME
+    # the formula the bootstrap uses gives the jar's numbers
+    assert [M.meteor15_from_stats(s) for s in stats] == pytest.approx(seg, abs=1e-12)
+    assert M.meteor15_from_stats(M.meteor15_sum(stats)) == pytest.approx(final, abs=1e-12)
+    assert res["meteor"] == pytest.approx(final, abs=1e-12) and res["meteor_impl"] == "meteor-1.5"
+    lo, hi = res["meteor_ci"]
+    assert 0 <= lo < hi <= 1
+    saved = json.loads((tmp_path / "s.json").read_text())
+    assert saved["meteor_impl"] == "meteor-1.5" and saved["meteor"] == pytest.approx(final)
+    assert f"METEOR (meteor-1.5): {100 * final:.2f} (95%-conf.int." in capsys.readouterr().out
+
+
+def test_missing_java_or_jar_names_the_install_option(tmp_path, monkeypatch):
+    (tmp_path / "h").write_text("a b\n")
+    (tmp_path / "r").write_text("a b\n")
+    argv = ["--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r"), "--meteor", "--meteor-impl", "1.5"]
+    monkeypatch.setenv("METEOR15_JAR", str(tmp_path / "nowhere" / "meteor-1.5.jar"))
+    with pytest.raises(SystemExit, match=r"Meteor 1.5 jar not found: .*nowhere.*install.sh --meteor15"):
+        S.main(argv)
+    (tmp_path / "jar").mkdir()
+    (tmp_path / "jar" / "meteor-1.5.jar").write_bytes(b"")  # a jar without its paraphrase table
+    monkeypatch.setenv("METEOR15_JAR", str(tmp_path / "jar" / "meteor-1.5.jar"))
+    with pytest.raises(SystemExit, match=r"paraphrase table not found: .*paraphrase-en.gz"):
+        S.main(argv)
+    (tmp_path / "jar" / "data").mkdir()
+    (tmp_path / "jar" / "data" / "paraphrase-en.gz").write_bytes(b"")
+    if shutil.which("java"):  # a broken jar: the jar's own message, not a traceback
+        with pytest.raises(SystemExit, match=r"Meteor 1.5 failed \(.*meteor-1.5.jar.*exit 1\):\n.*jar"):
+            S.main(argv)
+    monkeypatch.setattr(M.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit, match=r"java is not on PATH: `bash scripts/install.sh --meteor15`"):
+        S.main(argv)
+    with pytest.raises(SystemExit) as e:  # the implementation without --meteor
+        S.main(argv[:4] + ["--meteor-impl", "1.5"])
+    assert e.value.code == 2
+
+
+# ----------------------------------------------------------------------- labels of nltk's METEOR
+def _wordnet_or_skip():
+    if os.environ.get("WORDNET_DIR") is None and not os.path.isfile("/usr/share/wordnet/data.noun"):
+        pytest.skip("Debian's wordnet-base is not installed")
+
+
+def test_default_nltk_meteor_is_labelled(tmp_path, capsys):
+    _wordnet_or_skip()
+    (tmp_path / "h").write_text("a b c d\n")
+    (tmp_path / "r").write_text("a b x y\n")
+    res = S.main(["--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r"), "--meteor",
+                  "--bootstrap-samples", "0", "--json", str(tmp_path / "s.json")])
+    label = M.impl_label("nltk")
+    assert res["meteor"] == pytest.approx(0.5 * (1 - 0.5 / 8)) and res["meteor_impl"] == label
+    assert json.loads((tmp_path / "s.json").read_text())["meteor_impl"] == label
+    assert f"METEOR ({label}): 46.88" in capsys.readouterr().out
+
+
+def test_compare_labels_its_meteor(tmp_path):
+    _wordnet_or_skip()
+    from fairseq_sum_plugins.analysis import compare as C
+
+    res = C.compare_systems(["a b c d", "he is quick"], ["a b x y", "he is slow"], ["a b x y", "he is fast"],
+                            metrics=("rouge1", "meteor"), samples=50)
+    assert res["meteor_impl"] == M.impl_label("nltk")
+    assert f"METEOR ({M.impl_label('nltk')})" in C.format_comparison(res)
+
+
+def test_compare_report_heads_meteor_with_its_implementation(tmp_path):
+    from test_compare_report import write_run
+
+    from fairseq_sum_plugins.analysis.compare_report import write_report
+
+    out = str(tmp_path)
+    for label, impl in (("base", "meteor-1.5"), ("method", "meteor-1.5"), ("old", None)):
+        write_run(out, label, 0.25)
+        path = os.path.join(out, label, "test.out.rouge.json")
+        scores = json.load(open(path))
+        scores.update(meteor=0.1234, **({"meteor_impl": impl} if impl else {}))
+        json.dump(scores, open(path, "w"))
+    write_report(out, ["base", "method"])
+    md = open(os.path.join(out, "results.md")).read()
+    assert "| METEOR (meteor-1.5) |" in md and "| 12.34 |" in md
+    write_report(out, ["base", "old"])  # a score file from before the label holds nltk's METEOR
+    md = open(os.path.join(out, "results.md")).read()
+    assert "| METEOR (meteor-1.5, nltk) |" in md
+    assert "| 12.34 (meteor-1.5) |" in md and "| 12.34 (nltk) |" in md
