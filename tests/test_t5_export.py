@@ -194,52 +194,54 @@ def test_an_import_exported_untouched_is_the_original(imported, tmp_path):
         assert cfg[key] == t5_cfg[key], key
 
 
-def hugging_face_ids(hf_dir, texts):
-    """AutoTokenizer ids and the model's greedy output, in a Python where fairseq, the plugin and
-    sentencepiece cannot be imported, offline."""
+def hugging_face_ids(jobs):
+    """For each ``(hf_dir, batches)``: AutoTokenizer's class name and the ids of each batch of texts,
+    computed in one Python where fairseq, the plugin and sentencepiece cannot be imported, offline
+    (each model is loaded there too)."""
     code = ("import json, sys\n"
             "for name in ('sentencepiece', 'fairseq', 'fairseq_sum_plugins'): sys.modules[name] = None\n"
             "from transformers import AutoTokenizer, T5ForConditionalGeneration\n"
-            "tok = AutoTokenizer.from_pretrained(sys.argv[1])\n"
-            "model = T5ForConditionalGeneration.from_pretrained(sys.argv[1])\n"
-            "ids = tok(json.loads(sys.argv[2])).input_ids\n"
-            "print(json.dumps([type(tok).__name__, ids, tok.decode(ids[0], skip_special_tokens=True)]))\n")
+            "out = []\n"
+            "for hf_dir, batches in json.loads(sys.argv[1]):\n"
+            "    tok = AutoTokenizer.from_pretrained(hf_dir)\n"
+            "    T5ForConditionalGeneration.from_pretrained(hf_dir)\n"
+            "    ids = [tok(texts).input_ids for texts in batches]\n"
+            "    out.append([type(tok).__name__, ids, tok.decode(ids[0][0], skip_special_tokens=True)])\n"
+            "print(json.dumps(out))\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    proc = subprocess.run([sys.executable, "-c", code, hf_dir, json.dumps(texts)], capture_output=True, text=True,
-                          env=env, cwd=os.path.dirname(hf_dir))
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(jobs)], capture_output=True, text=True, env=env,
+                          cwd=os.path.dirname(jobs[0][0]))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_tokenizer_gives_the_pipelines_ids_offline(native):
+def test_tokenizers_load_offline_and_give_the_pipelines_ids(native, imported):
+    """Data of fairseq-sum-prepare: the ids of fairseq's pipeline (hub: sum_moses + sentencepiece +
+    dictionary + </s>) once the text is Moses-tokenized, and of plain text that needs no Moses step;
+    the binarized test split. T5's vocabulary: T5's sentencepiece ids + </s>."""
+    import sentencepiece
+
     from fairseq_sum_plugins.models.sum_transformer import SumTransformerModel
     from fairseq_sum_plugins.text import tokenize_document
 
-    hub = SumTransformerModel.from_pretrained(os.path.dirname(native["ckpt"]), "checkpoint_last.pt",
-                                              data_name_or_path=native["data"])
     prepared = [tokenize_document(t) for t in RAW]  # the sum_moses step of the pipeline
     assert "<sep>" in prepared[0]
-    name, ids, decoded = hugging_face_ids(native["hf"], prepared + [RAW[1]])
+    with open(os.path.join(os.path.dirname(native["data"]), "tok", "test.src"), encoding="utf-8") as f:
+        docs = f.read().splitlines()  # the test split after fairseq-sum-prepare's Moses step
+    t5_texts = [RAW[1] + " ."] + RAW + ["Zürich café, 3.5% up\tand  spaces "]
+    (name, (ids, split), decoded), (_, (t5_ids,), t5_decoded) = hugging_face_ids([(native["hf"], [prepared + [RAW[1]], docs]),
+                                                             (imported["hf"], [t5_texts])])
     assert name.endswith("Fast") or name == "TokenizersBackend"
-    pipeline = [hub.encode(t).tolist() for t in RAW]  # fairseq: sum_moses + sentencepiece + dictionary + </s>
+    hub = SumTransformerModel.from_pretrained(os.path.dirname(native["ckpt"]), "checkpoint_last.pt",
+                                              data_name_or_path=native["data"])
+    pipeline = [hub.encode(t).tolist() for t in RAW]
     assert ids[:3] == pipeline
     assert ids[3] == pipeline[1]  # plain text without punctuation needs no Moses step
-    assert decoded == prepared[0]
-    # the binarized test split: HF ids of the tokenized documents equal fairseq-sum-prepare's
-    with open(os.path.join(os.path.dirname(native["data"]), "tok", "test.src"), encoding="utf-8") as f:
-        docs = f.read().splitlines()
-    _, hf_split, _ = hugging_face_ids(native["hf"], docs)
-    assert hf_split == split_ids(native["data"])[0]
-
-
-def test_imported_tokenizer_is_t5s_sentencepiece(imported):
-    import sentencepiece
-
+    assert decoded == prepared[0] and t5_decoded == RAW[1] + " ."
+    assert split == split_ids(native["data"])[0]  # the binarized test sources
     sp = sentencepiece.SentencePieceProcessor(model_file=os.path.join(imported["t5"], "spiece.model"))
-    texts = RAW + ["Zürich café, 3.5% up\tand  spaces "]
-    _, ids, _ = hugging_face_ids(imported["hf"], texts)
-    assert ids == [sp.encode(t) + [1] for t in texts]
+    assert t5_ids == [sp.encode(t) + [1] for t in t5_texts]
 
 
 def test_model_card_reports_data_updates_and_scores(native, tmp_path):
@@ -310,3 +312,39 @@ def test_output_directory_and_inputs_are_checked(native, tmp_path):
     assert "not the output of fairseq-sum-score --json" in refused(native["ckpt"], tmp_path / "o2", "--scores", bad)
     assert "no such checkpoint file" in refused(tmp_path / "none.pt", tmp_path / "o3")
     assert "no dict.src.txt; pass --data" in refused(native["ckpt"], tmp_path / "o4", "--data", tmp_path)
+
+
+def _data_copy(native, dest):
+    import shutil
+
+    shutil.copytree(native["data"], dest)
+    return dest
+
+
+def test_bad_checkpoints_and_data_folders_are_refused(native, tmp_path):
+    import io
+    import shutil
+
+    import sentencepiece
+
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(open(native["ckpt"], "rb").read()[:5000])
+    assert "truncated.pt: not a fairseq checkpoint" in refused(truncated, tmp_path / "o")
+    other = _data_copy(native, tmp_path / "other")  # the same symbols in another order
+    lines = (other / "dict.src.txt").read_text().splitlines()
+    lines[5], lines[6] = lines[6], lines[5]
+    for name in ("dict.src.txt", "dict.tgt.txt"):
+        (other / name).write_text("\n".join(lines) + "\n")
+    assert "trained with another source dictionary" in refused(native["ckpt"], tmp_path / "o", "--data", other)
+    bpe = _data_copy(native, tmp_path / "bpe")
+    buf = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(TEXT * 5), model_writer=buf, vocab_size=40,
+                                             model_type="bpe", hard_vocab_limit=False, minloglevel=2, num_threads=1)
+    (bpe / "spm.model").write_bytes(buf.getvalue())
+    assert "spm.model: a sentencepiece bpe model" in refused(native["ckpt"], tmp_path / "o", "--data", bpe)
+    (bpe / "spm.model").write_bytes(b"\xff\xff\xff not a model")
+    assert "spm.model: not a sentencepiece model" in refused(native["ckpt"], tmp_path / "o", "--data", bpe)
+    os.remove(bpe / "prepare_args.json")
+    assert "prepare_args.json: not found" in refused(native["ckpt"], tmp_path / "o", "--data", bpe)
+    assert not (tmp_path / "o").exists()
+    shutil.rmtree(bpe)

@@ -149,7 +149,7 @@ def load_model(ckpt, data):
 
     try:
         models, _, task = checkpoint_utils.load_model_ensemble_and_task([ckpt], arg_overrides={"data": data})
-    except (ValueError, FileNotFoundError, OSError) as e:
+    except (ValueError, KeyError, RuntimeError, OSError) as e:
         raise T5ExportError(f"{ckpt} with data {data}: {e}") from None
     return models[0].eval(), task
 
@@ -252,6 +252,8 @@ def _proto_fields(buf):
             value, i = buf[i:i + size], i + size
         else:
             raise ValueError(f"unsupported wire type {wire}")
+        if i > len(buf):
+            raise ValueError("truncated")
         yield num, value
 
 
@@ -266,13 +268,15 @@ def read_spm_model(path):
         for num, value in _proto_fields(buf):
             if num == 1:  # SentencePiece: piece 1, score 2 (float), type 3 (1 normal ... 4 user-defined)
                 p = dict(_proto_fields(value))
+                if not isinstance(p.get(1), bytes):
+                    raise ValueError("a piece without its text")
                 score = struct.unpack("<f", p[2])[0] if 2 in p else 0.0
                 pieces[p[1].decode("utf-8")] = (score, p.get(3, 1))
             elif num == 2:
                 trainer = dict(_proto_fields(value))
             elif num == 3:
                 norm = dict(_proto_fields(value))
-    except (ValueError, IndexError, KeyError, UnicodeDecodeError, struct.error) as e:
+    except (ValueError, IndexError, KeyError, TypeError, UnicodeDecodeError, struct.error) as e:
         raise T5ExportError(f"{path}: not a sentencepiece model ({e})") from None
     if not pieces:
         raise T5ExportError(f"{path}: not a sentencepiece model (no pieces)")
@@ -285,18 +289,24 @@ def read_spm_model(path):
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 
 
-def build_tokenizer(symbols, spm_path, special):
-    """A ``tokenizers.Tokenizer`` giving ``symbols``' ids (HF order) to the pieces of the sentencepiece
-    model ``spm_path``, as ``SentencePieceProcessor.encode`` cuts text; ``special``: the symbols that
-    are special tokens (pad, eos, unk, ...), ``</s>`` appended to every sequence."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
-    from tokenizers.models import Unigram
-
+def read_unigram_model(spm_path):
+    """:func:`read_spm_model`, refusing what a ``tokenizers`` Unigram model does not reproduce."""
     spm = read_spm_model(spm_path)
     if spm["model_type"] != "unigram" or spm["whitespace_suffix"]:
         raise T5ExportError(f"{spm_path}: a sentencepiece {spm['model_type']} model"
                             f"{' with whitespace as suffix' if spm['whitespace_suffix'] else ''}: the export "
                             "writes a unigram tokenizer (fairseq-sum-prepare --model-type unigram, the default)")
+    return spm
+
+
+def build_tokenizer(symbols, spm, special):
+    """A ``tokenizers.Tokenizer`` giving ``symbols``' ids (HF order) to the pieces of the sentencepiece
+    model ``spm`` (:func:`read_unigram_model`), as ``SentencePieceProcessor.encode`` cuts text;
+    ``special``: the symbols that are special tokens (pad, eos, unk, ...), ``</s>`` appended to every
+    sequence."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers.models import Unigram
+
     kept = {s: v for s, v in spm["pieces"].items() if v[1] in (NORMAL, USER_DEFINED, BYTE)}
     floor = min(score for score, _ in kept.values()) - 100.0  # symbols sentencepiece never emits
     vocab = [(s, kept[s][0] if s in kept else (0.0 if s in special else floor)) for s in symbols]
@@ -443,9 +453,14 @@ def export(ckpt, out_dir, data=None, scores=None, force=False):
     except ValueError as e:
         raise T5ExportError(str(e)) from None
     spm_path = (prepare.get("bpe") or {}).get("sentencepiece_model")
+    record = os.path.join(data, PREPARE_ARGS)
+    if not prepare:
+        raise T5ExportError(f"{record}: not found; the tokenizer is built from the sentencepiece model that "
+                            "this record of fairseq-sum-prepare (or fairseq-sum-import-t5) names")
     if not spm_path or not os.path.isfile(spm_path):
-        raise T5ExportError(f"{os.path.join(data, PREPARE_ARGS)}: names no sentencepiece model that exists "
-                            f"({spm_path}); the tokenizer is built from it")
+        raise T5ExportError(f"{record}: names no sentencepiece model that exists ({spm_path}); the tokenizer "
+                            "is built from it")
+    spm = read_unigram_model(spm_path)
     model, task = load_model(ckpt, data)
     dictionary = task.source_dictionary
     order = t5_order(dictionary, spm_path)
@@ -454,7 +469,7 @@ def export(ckpt, out_dir, data=None, scores=None, force=False):
     symbols = [dictionary[f] for f in order]
     special = [dictionary[i] for i in range(dictionary.nspecial)]  # <s> <pad> </s> <unk>
     extra = [s for s in symbols if re.fullmatch(r"<extra_id_\d+>", s)]
-    tokenizer = build_tokenizer(symbols, spm_path, special + extra)
+    tokenizer = build_tokenizer(symbols, spm, special + extra)
 
     os.makedirs(out_dir, exist_ok=True)
     save_file(weights, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
