@@ -27,7 +27,8 @@ def write_corpus(folder, seed=0):
     for split, n in (("train", 24), ("valid", 4), ("test", 4)):
         with open(os.path.join(folder, f"{split}.jsonl"), "w", encoding="utf-8") as f:
             for _ in range(n):
-                sents = [rng.choice(TEXT).capitalize() + rng.choice([".", "!", ", indeed."]) for _ in range(rng.randint(2, 4))]
+                sents = [rng.choice(TEXT).capitalize() + rng.choice([".", "!", ", indeed."])
+                         for _ in range(rng.randint(2, 4))]
                 f.write(json.dumps({"document": " ".join(sents), "summary": sents[0]}) + "\n")
     return folder
 
@@ -136,9 +137,9 @@ def compare_with_hugging_face(run):
             prev = [d.eos()] + tgt[:-1]
             ours = model.get_normalized_probs(model(torch.tensor([src]), torch.tensor([len(src)]), torch.tensor([prev])),
                                               log_probs=True)[0]
+            start = run["cfg"]["decoder_start_token_id"]
             theirs = hf(input_ids=torch.tensor([[to_hf[t] for t in src]]),
-                        decoder_input_ids=torch.tensor([[run["cfg"]["decoder_start_token_id"]] + [to_hf[t] for t in tgt[:-1]]]),
-                        ).logits.log_softmax(-1)[0]
+                        decoder_input_ids=torch.tensor([[start] + [to_hf[t] for t in tgt[:-1]]])).logits.log_softmax(-1)[0]
             worst = max(worst, (ours[:, order] - theirs).abs().max().item())
             sample = {"net_input": {"src_tokens": torch.tensor([src]), "src_lengths": torch.tensor([len(src)])}}
             fs = task.inference_step(generator, [model], sample)[0][0]["tokens"].tolist()
@@ -160,6 +161,29 @@ def test_trained_t5_cell_equals_hugging_face(native):
     cfg = native["cfg"]
     assert (cfg["pad_token_id"], cfg["eos_token_id"], cfg["decoder_start_token_id"]) == (1, 2, 1)  # fairseq's ids
     assert (cfg["d_kv"], cfg["num_layers"], cfg["relative_attention_num_buckets"]) == (8, 2, 8)
+
+
+def test_generation_config_blocks_what_fairseqs_generator_blocks(native, tmp_path):
+    """A model whose first choice is </s> at every step and then <s>: fairseq's generator forbids </s>
+    as the first token (--min-len 1) and never emits pad; the exported generation config does the same."""
+    state = torch.load(native["ckpt"], weights_only=False)
+    model, task, _ = load_both(native)
+    src = split_ids(native["data"])[0][0]
+    with torch.no_grad():
+        enc = model.encoder(torch.tensor([src]), src_lengths=torch.tensor([len(src)]))
+        h = model.decoder(torch.tensor([[task.source_dictionary.eos()]]), encoder_out=enc, features_only=True)[0][0, 0]
+    for key in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight"):
+        if key in state["model"]:
+            state["model"][key][2] = h / h.norm() * 40  # </s>
+            state["model"][key][0] = h / h.norm() * 30  # <s>
+    torch.save(state, tmp_path / "favour.pt")
+    run = dict(native, ckpt=str(tmp_path / "favour.pt"), hf=str(tmp_path / "hf"))
+    run["cfg"] = export(run["ckpt"], run["hf"])
+    assert compare_with_hugging_face(run) <= 1e-5  # greedy equal too
+    _, _, hf = load_both(run)
+    assert hf.generate(torch.tensor([src]), max_new_tokens=3)[0].tolist()[:3] == [1, 0, 2]
+    hf.generation_config.begin_suppress_tokens = None
+    assert hf.generate(torch.tensor([src]), max_new_tokens=3)[0].tolist() == [1, 2]  # what fairseq forbids
 
 
 def test_import_fine_tune_export_round_trip(imported):
@@ -230,8 +254,8 @@ def test_tokenizers_load_offline_and_give_the_pipelines_ids(native, imported):
     with open(os.path.join(os.path.dirname(native["data"]), "tok", "test.src"), encoding="utf-8") as f:
         docs = f.read().splitlines()  # the test split after fairseq-sum-prepare's Moses step
     t5_texts = [RAW[1] + " ."] + RAW + ["Zürich café, 3.5% up\tand  spaces "]
-    (name, (ids, split), decoded), (_, (t5_ids,), t5_decoded) = hugging_face_ids([(native["hf"], [prepared + [RAW[1]], docs]),
-                                                             (imported["hf"], [t5_texts])])
+    jobs = [(native["hf"], [prepared + [RAW[1]], docs]), (imported["hf"], [t5_texts])]
+    (name, (ids, split), decoded), (_, (t5_ids,), t5_decoded) = hugging_face_ids(jobs)
     assert name.endswith("Fast") or name == "TokenizersBackend"
     hub = SumTransformerModel.from_pretrained(os.path.dirname(native["ckpt"]), "checkpoint_last.pt",
                                               data_name_or_path=native["data"])

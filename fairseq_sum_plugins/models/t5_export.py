@@ -341,6 +341,10 @@ def build_tokenizer(symbols, spm, special):
 # ----------------------------------------------------------------------------- model card
 
 
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def read_scores(path):
     """The JSON that ``fairseq-sum-score --json`` writes (ROUGE-1/2/L F1 at least)."""
     try:
@@ -348,8 +352,7 @@ def read_scores(path):
             scores = json.load(f)
     except (OSError, ValueError, UnicodeDecodeError) as e:
         raise T5ExportError(f"--scores {path}: cannot read it as JSON ({e})") from None
-    if not isinstance(scores, dict) or not all(isinstance(scores.get(k), (int, float)) and not isinstance(scores.get(k), bool)
-                                               for k in ("rouge1", "rouge2", "rougeL")):
+    if not isinstance(scores, dict) or not all(_number(scores.get(k)) for k in ("rouge1", "rouge2", "rougeL")):
         raise T5ExportError(f"--scores {path}: not the output of fairseq-sum-score --json (rouge1, rouge2, rougeL "
                             "numbers expected)")
     return scores
@@ -360,13 +363,13 @@ def _score_rows(scores):
     for key, label in (("rouge1", "ROUGE-1 F1"), ("rouge2", "ROUGE-2 F1"), ("rougeL", "ROUGE-L F1 (summary-level)"),
                        ("meteor", "METEOR")):
         value = scores.get(key)
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
+        if not _number(value):
             continue
         if key == "meteor" and scores.get("meteor_impl"):
             label += f" ({scores['meteor_impl']})"
         ci = scores.get(key + "_ci")
         ci = (f"{100 * ci[0]:.2f} - {100 * ci[1]:.2f}" if isinstance(ci, list) and len(ci) == 2
-              and all(isinstance(c, (int, float)) for c in ci) else "")
+              and all(_number(c) for c in ci) else "")
         rows.append(f"| {label} | {100 * value:.2f} | {ci} |")
     return rows
 
@@ -428,8 +431,9 @@ def model_card(name, ckpt, args, info, data, prepare, cfg, t5_vocab, scores, sco
         "print(tok.batch_decode(model.generate(ids, num_beams=4), skip_special_tokens=True))", "```", "",
         "Teacher-forced log-probabilities equal the fairseq checkpoint's (float32) and greedy decoding gives the "
         f"same tokens; `generation_config.json` decodes as `fairseq-generate` does by default (never the pad "
-        f"token, no `</s>` first, at most {MAX_LEN_B} tokens). Inputs are not truncated: the checkpoint was "
-        f"trained on sources of at most {getattr(args, 'max_source_positions', '?')} tokens.", "",
+        f"token, no `</s>` first, at most {MAX_LEN_B} tokens). The tokenizer truncates only when asked "
+        f"(`truncation=True`: at {getattr(args, 'max_source_positions', '?')} tokens, the checkpoint's "
+        "`max_source_positions`).", "",
         f"Files: `dict.txt` and `spm.model` are the fairseq dictionary and sentencepiece model of the data, "
         f"`{PREPARE_ARGS}` its preparation record.", "",
     ]
@@ -441,7 +445,12 @@ def model_card(name, ckpt, args, info, data, prepare, cfg, t5_vocab, scores, sco
 
 def export(ckpt, out_dir, data=None, scores=None, force=False):
     """Writes the HF directory ``out_dir``; returns its config (dict)."""
-    from safetensors.torch import save_file
+    try:
+        import tokenizers  # noqa: F401
+        from safetensors.torch import save_file
+    except ImportError as e:
+        raise T5ExportError(f"the export needs the tokenizers and safetensors packages ({e}): "
+                            "pip install transformers safetensors (the extra 't5')") from None
 
     args, info = read_checkpoint_args(ckpt)
     check_exportable(args, ckpt)
@@ -475,7 +484,7 @@ def export(ckpt, out_dir, data=None, scores=None, force=False):
     save_file(weights, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
     pad, eos = cfg["pad_token_id"], cfg["eos_token_id"]
     generation = dict(decoder_start_token_id=pad, eos_token_id=eos, pad_token_id=pad, suppress_tokens=[pad],
-                      begin_suppress_tokens=[eos], max_length=MAX_LEN_B + 2)
+                      begin_suppress_tokens=[eos], max_length=MAX_LEN_B + 1)  # the start token + 200
     tokenizer.save(os.path.join(out_dir, "tokenizer.json"))
     tokenizer_config = dict(tokenizer_class="PreTrainedTokenizerFast", eos_token="</s>", pad_token="<pad>",
                             unk_token="<unk>", model_max_length=int(getattr(args, "max_source_positions", 512)),
@@ -494,7 +503,8 @@ def export(ckpt, out_dir, data=None, scores=None, force=False):
     recorded = _raw_prepare_args(data)
     if recorded is not None:
         shutil.copyfile(os.path.join(data, PREPARE_ARGS), os.path.join(out_dir, PREPARE_ARGS))
-    card = model_card(os.path.basename(os.path.abspath(out_dir)), ckpt, args, info, data, {**(recorded if isinstance(recorded, dict) else {}), **prepare},
+    card_record = {**(recorded if isinstance(recorded, dict) else {}), **prepare}  # options, stats; validated sections
+    card = model_card(os.path.basename(os.path.abspath(out_dir)), ckpt, args, info, data, card_record,
                       cfg, order[0] != 0, score_table, scores)
     with open(os.path.join(out_dir, "README.md"), "w", encoding="utf-8") as f:
         f.write(card)
