@@ -304,6 +304,9 @@ def _edited_checkpoint(ckpt, path, **changes):
     (dict(cell="default"), "--cell default, not the T5 cell"),
     (dict(arch="hred_base"), "--arch hred_base is not a sum_transformer"),
     (dict(share_decoder_input_output_embed=False), "--share-decoder-input-output-embed False"),
+    (dict(share_all_embeddings=False), "--share-all-embeddings False"),
+    (dict(decoder_ffn_embed_dim=128), "--encoder-ffn-embed-dim 64 != --decoder-ffn-embed-dim 128"),
+    (dict(activation_fn="gelu"), "--activation-fn gelu"),
 ])
 def test_features_hugging_faces_t5_lacks_are_refused(native, tmp_path, changes, message):
     ckpt = _edited_checkpoint(native["ckpt"], tmp_path / "edited.pt", **changes)
@@ -321,6 +324,10 @@ def test_real_checkpoints_with_features_are_refused(native, tmp_path):
     gated = save_fresh_checkpoint([*common, "--arch", "t5_small_gated"], str(tmp_path / "gated.pt"),
                                   "CrossEntropyCriterion")
     assert "information-selection gate (--gate True)" in refused(gated, tmp_path / "out")
+    etads = save_fresh_checkpoint([*common, "--arch", "t5_small", "--focus-layers", "1", "--saliency-layers", "2"],
+                                  str(tmp_path / "etads.pt"), "CrossEntropyCriterion")
+    message = refused(etads, tmp_path / "out")
+    assert "ETADS focus attention (--focus-layers 1)" in message and "saliency attention (--saliency-layers 2)" in message
     assert not (tmp_path / "out").exists()
 
 
