@@ -367,6 +367,11 @@ def test_bad_checkpoints_and_data_folders_are_refused(native, tmp_path):
     for name in ("dict.src.txt", "dict.tgt.txt"):
         (other / name).write_text("\n".join(lines) + "\n")
     assert "trained with another source dictionary" in refused(native["ckpt"], tmp_path / "o", "--data", other)
+    fewer = _data_copy(native, tmp_path / "fewer")  # a dictionary without one of the sentencepiece pieces
+    lines = (fewer / "dict.src.txt").read_text().splitlines()
+    (fewer / "dict.src.txt").write_text("\n".join(lines[:3] + lines[4:]) + "\n")
+    assert f"1 pieces of {fewer / 'spm.model'} are not in it ({lines[3].split()[0]})" in refused(
+        native["ckpt"], tmp_path / "o", "--data", fewer)
     bpe = _data_copy(native, tmp_path / "bpe")
     buf = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(TEXT * 5), model_writer=buf, vocab_size=40,

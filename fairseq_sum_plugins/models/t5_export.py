@@ -38,7 +38,8 @@ with ``<sep>`` between sentences before sentencepiece, and the model card shows 
 **Refused** with a message naming the feature: another model family or cell, TPR, the information
 gate, the Topic Assistant, focus, saliency, TPT's cross-attention position table, untied or
 unscaled output embeddings, encoder and decoder of other widths, a sentencepiece model other than
-unigram; an ``OUT_DIR`` that exists and is not empty (unless ``--force``).
+unigram or with pieces the dictionary lacks (fairseq reads them as ``<unk>``), data binarized with
+another dictionary than the checkpoint's; an ``OUT_DIR`` that exists and is not empty (unless ``--force``).
 """
 import argparse
 import json
@@ -299,6 +300,19 @@ def read_unigram_model(spm_path):
     return spm
 
 
+def check_pieces_in_dictionary(spm, dict_path, spm_path):
+    """Every piece sentencepiece emits is a symbol of the dictionary: fairseq maps a missing one to
+    ``<unk>``, which a tokenizer over the dictionary's symbols would cut into smaller pieces instead."""
+    from fairseq.data import Dictionary
+
+    symbols = set(Dictionary.load(dict_path).symbols)
+    missing = [s for s, (_, kind) in spm["pieces"].items() if kind in (NORMAL, USER_DEFINED, BYTE) and s not in symbols]
+    if missing:
+        raise T5ExportError(f"{dict_path}: {len(missing)} pieces of {spm_path} are not in it ({', '.join(missing[:5])}"
+                            f"{' ...' if len(missing) > 5 else ''}); fairseq reads them as <unk>, which the exported "
+                            "tokenizer cannot reproduce (fairseq-sum-prepare writes every piece into dict.txt)")
+
+
 def build_tokenizer(symbols, spm, special):
     """A ``tokenizers.Tokenizer`` giving ``symbols``' ids (HF order) to the pieces of the sentencepiece
     model ``spm`` (:func:`read_unigram_model`), as ``SentencePieceProcessor.encode`` cuts text;
@@ -470,6 +484,7 @@ def export(ckpt, out_dir, data=None, scores=None, force=False):
         raise T5ExportError(f"{record}: names no sentencepiece model that exists ({spm_path}); the tokenizer "
                             "is built from it")
     spm = read_unigram_model(spm_path)
+    check_pieces_in_dictionary(spm, os.path.join(data, "dict.src.txt"), spm_path)
     model, task = load_model(ckpt, data)
     dictionary = task.source_dictionary
     order = t5_order(dictionary, spm_path)
