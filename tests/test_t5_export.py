@@ -120,7 +120,7 @@ def split_ids(run_data, split="test"):
            [task.datasets[split].tgt[i].tolist() for i in range(len(task.datasets[split]))]
 
 
-def compare_with_hugging_face(run):
+def compare_with_hugging_face(run, sources=None, targets=None):
     """Max |log p_fairseq - log p_HF| over the test split, teacher-forced; greedy tokens compared."""
     from fairseq.dataclass.configs import GenerationConfig
 
@@ -128,7 +128,8 @@ def compare_with_hugging_face(run):
     d = task.source_dictionary
     order = hf_order(run, d)
     to_hf = {f: t for t, f in enumerate(order)}
-    sources, targets = split_ids(run["data"])
+    if sources is None:
+        sources, targets = split_ids(run["data"])
     worst, greedy = 0.0, 0
     max_len = 12
     generator = task.build_generator([model], GenerationConfig(beam=1, max_len_a=0, max_len_b=max_len))
@@ -218,6 +219,27 @@ def test_an_import_exported_untouched_is_the_original(imported, tmp_path):
         assert cfg[key] == t5_cfg[key], key
 
 
+def test_untied_unscaled_head_round_trip(tmp_path):
+    """T5 v1.1's head (an lm_head of its own, no d_model^-1/2): HF -> import -> export gives back every
+    tensor, lm_head included, and the same log-probabilities."""
+    from safetensors.torch import load_file
+
+    from fairseq_sum_plugins.models.t5_import import import_t5
+
+    write_tiny_t5(str(tmp_path / "t5"), untied_head=True, tie_word_embeddings=False)
+    import_t5(str(tmp_path / "t5"), str(tmp_path / "import"))
+    cfg = export(tmp_path / "import" / "model.pt", tmp_path / "hf", "--data", tmp_path / "import")
+    assert (cfg["tie_word_embeddings"], cfg["scale_decoder_outputs"]) == (False, False)
+    original = load_file(str(tmp_path / "t5" / "model.safetensors"))
+    exported = load_file(str(tmp_path / "hf" / "model.safetensors"))
+    assert "lm_head.weight" in exported and set(exported) <= set(original)
+    assert all(torch.equal(exported[k], original[k]) for k in exported)
+    run = dict(ckpt=str(tmp_path / "import" / "model.pt"), data=str(tmp_path / "import"), hf=str(tmp_path / "hf"),
+               cfg=cfg)
+    sources, targets = [[5, 9, 12, 7, 2], [20, 4, 2]], [[6, 8, 2], [30, 31, 9, 2]]
+    assert compare_with_hugging_face(run, sources, targets) <= 1e-5
+
+
 def hugging_face_ids(jobs):
     """For each ``(hf_dir, batches)``: AutoTokenizer's class name and the ids of each batch of texts,
     computed in one Python where fairseq, the plugin and sentencepiece cannot be imported, offline
@@ -303,7 +325,8 @@ def _edited_checkpoint(ckpt, path, **changes):
     (dict(t5_cross_position_bias=True), "TPT's cross-attention position table (--t5-cross-position-bias True)"),
     (dict(cell="default"), "--cell default, not the T5 cell"),
     (dict(arch="hred_base"), "--arch hred_base is not a sum_transformer"),
-    (dict(share_decoder_input_output_embed=False), "--share-decoder-input-output-embed False"),
+    (dict(pointer_generator=True), "the pointer-generator copy mechanism (--pointer-generator True)"),
+    (dict(t5_scale_decoder_output=False), "a tied output projection without the d_model^-1/2 scale"),
     (dict(share_all_embeddings=False), "--share-all-embeddings False"),
     (dict(decoder_ffn_embed_dim=128), "--encoder-ffn-embed-dim 64 != --decoder-ffn-embed-dim 128"),
     (dict(activation_fn="gelu"), "--activation-fn gelu"),

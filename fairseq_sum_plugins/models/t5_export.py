@@ -23,9 +23,12 @@ tokenizer's vocabulary and the log-probability columns follow one permutation.
 generator does by default: pad never emitted (``suppress_tokens``), no ``</s>`` as the first token
 (``--min-len 1``: ``begin_suppress_tokens``), at most 200 tokens (``--max-len-b 200``).
 
-**Weights.** ``t5_import.tensor_names`` read backwards: ``in_proj`` splits into ``q, k, v``,
-``kv_proj`` into ``k, v``; the per-head dim ``d_kv`` is read from the tensors. Every tensor of the
-model is used, or the export stops naming the ones left.
+**Weights.** ``t5_import.hf_to_fairseq_names`` read backwards: ``in_proj`` splits into ``q, k, v``,
+``kv_proj`` into ``k, v``, embedding rows (and an untied ``lm_head``) follow ``order``; the per-head
+dim ``d_kv`` is read from the tensors (``--t5-d-kv``). Every tensor of the model is used, or the
+export stops naming the ones left. The output head is T5 v1.0's (tied, scaled by ``d_model^-1/2``:
+``tie_word_embeddings`` and ``scale_decoder_outputs`` true) or v1.1's (``lm_head.weight``, unscaled:
+both false), the two that transformers reads alike before and after version 5.
 
 **Tokenizer.** A ``tokenizers`` Unigram model over the vocabulary above with the sentencepiece
 model's scores and normalizer (its precompiled NFKC map, whitespace rules, ``▁`` prefix;
@@ -36,8 +39,8 @@ with ``<sep>`` between sentences before sentencepiece, and the model card shows 
 (``fairseq_sum_plugins.text.tokenize_document``); T5-vocabulary data read raw text, as the tokenizer does.
 
 **Refused** with a message naming the feature: another model family or cell, TPR, the information
-gate, the Topic Assistant, focus, saliency, TPT's cross-attention position table, untied or
-unscaled output embeddings, encoder and decoder of other widths, a sentencepiece model other than
+gate, the Topic Assistant, focus, saliency, the pointer-generator, TPT's cross-attention position
+table, a tied unscaled or untied scaled output, encoder and decoder of other widths, a sentencepiece model other than
 unigram or with pieces the dictionary lacks (fairseq reads them as ``<unk>``), data binarized with
 another dictionary than the checkpoint's; an ``OUT_DIR`` that exists and is not empty (unless ``--force``).
 """
@@ -79,6 +82,8 @@ def _features(args):
                             ("saliency", "saliency_layers", args.decoder_layers)):
         if parse_layers(getattr(args, layers, "none"), n, "--" + layers.replace("_", "-")):
             found.append((f"ETADS {name} attention", f"--{layers.replace('_', '-')} {getattr(args, layers)}"))
+    if getattr(args, "pointer_generator", False):
+        found.append(("the pointer-generator copy mechanism", "--pointer-generator True"))
     if getattr(args, "t5_cross_position_bias", False):
         found.append(("TPT's cross-attention position table", "--t5-cross-position-bias True"))
     return found
@@ -101,10 +106,9 @@ def check_exportable(args, ckpt):
     if found:
         raise T5ExportError(f"{ckpt}: " + "; ".join(f"{name} ({flag})" for name, flag in found)
                             + ": HF's T5ForConditionalGeneration has no place for it; only the plain T5 cell exports")
-    for flag in ("share_all_embeddings", "share_decoder_input_output_embed"):
-        if not getattr(args, flag, True):
-            raise T5ExportError(f"{ckpt}: --{flag.replace('_', '-')} False: T5 v1.0 has one embedding matrix "
-                                "shared by the encoder, the decoder and the output")
+    if not getattr(args, "share_all_embeddings", True):
+        raise T5ExportError(f"{ckpt}: --share-all-embeddings False: T5 has one embedding matrix for the encoder "
+                            "and the decoder")
     for what in ("embed_dim", "ffn_embed_dim", "attention_heads"):
         enc, dec = getattr(args, "encoder_" + what), getattr(args, "decoder_" + what)
         if enc != dec:
@@ -179,44 +183,54 @@ def t5_order(dictionary, spm_path):
     return [(t + 1) % n for t in range(n)] if t5_layout else list(range(n))
 
 
-def hf_config(model, args, order, dictionary):
-    d = args.encoder_embed_dim
+def output_head(model, args, ckpt):
+    """``(untied, scaled)`` of the decoder's output; the two combinations that every transformers
+    version reads alike: T5 v1.0's (tied, ``d_model^-1/2``) and v1.1's (an ``lm_head`` of its own, unscaled)."""
+    untied = getattr(model.decoder, "output_projection", None) is not None
+    scaled = getattr(model.decoder, "output_scale", 1.0) != 1.0
+    if untied == scaled:
+        raise T5ExportError(
+            f"{ckpt}: a{'n untied' if untied else ' tied'} output projection {'with' if scaled else 'without'} the "
+            f"d_model^-1/2 scale (--share-decoder-input-output-embed {not untied}, --t5-scale-decoder-output "
+            f"{scaled}): transformers < 5 reads a T5 config as tied and scaled or untied and unscaled only")
+    return untied, scaled
+
+
+def hf_config(model, args, order, dictionary, untied):
     state = model.state_dict()
-    inner = state["encoder.layers.0.self_attn.in_proj.weight"].size(0) // 3
+    inner = state["encoder.layers.0.self_attn.out_proj.weight"].size(1)  # H * d_kv (--t5-d-kv)
     position = {f: t for t, f in enumerate(order)}
     pad, eos = position[dictionary.pad()], position[dictionary.eos()]
     return {
         "architectures": ["T5ForConditionalGeneration"], "model_type": "t5",
-        "vocab_size": len(dictionary), "d_model": d, "d_kv": inner // args.encoder_attention_heads,
+        "vocab_size": len(dictionary), "d_model": args.encoder_embed_dim, "d_kv": inner // args.encoder_attention_heads,
         "d_ff": args.encoder_ffn_embed_dim, "num_layers": args.encoder_layers, "num_decoder_layers": args.decoder_layers,
         "num_heads": args.encoder_attention_heads, "relative_attention_num_buckets": args.t5_relative_buckets,
         "relative_attention_max_distance": args.t5_relative_max_distance, "dropout_rate": args.dropout,
         "layer_norm_epsilon": model.encoder.layer_norm.eps, "initializer_factor": 1.0, "feed_forward_proj": "relu",
-        "is_encoder_decoder": True, "tie_word_embeddings": True, "scale_decoder_outputs": True, "use_cache": True,
-        "pad_token_id": pad, "eos_token_id": eos, "decoder_start_token_id": pad, "torch_dtype": "float32",
+        "is_encoder_decoder": True, "tie_word_embeddings": not untied, "scale_decoder_outputs": not untied,
+        "use_cache": True, "pad_token_id": pad, "eos_token_id": eos, "decoder_start_token_id": pad,
+        "torch_dtype": "float32",
     }
 
 
-def hf_state_dict(model, cfg, order, ckpt):
-    """HF T5 tensors of ``model`` (:func:`t5_import.tensor_names` backwards, embedding rows in ``order``)."""
-    from .t5_import import tensor_names
+def hf_state_dict(model, cfg, order, ckpt, untied):
+    """HF T5 tensors of ``model``: :func:`t5_import.hf_to_fairseq_names` read backwards (a fairseq tensor
+    split into its HF parts; embedding rows in ``order``). Every tensor of the model is used."""
+    from .t5_import import hf_to_fairseq_names
 
     state = {k: v.detach().float() for k, v in model.state_dict().items()}
-    emb = state.pop("encoder.embed_tokens.weight")
-    dec = state.pop("decoder.embed_tokens.weight", emb)
-    if not torch.equal(emb, dec):
-        raise T5ExportError(f"{ckpt}: the encoder and decoder embeddings differ; T5 v1.0 shares one matrix")
-    scale = getattr(model.decoder, "output_scale", None)
-    if model.decoder.output_projection is not None or scale is None or abs(scale - cfg["d_model"] ** -0.5) > 1e-12:
-        raise T5ExportError(f"{ckpt}: the output is not the tied embedding scaled by d_model^-1/2 (T5 v1.0's)")
-    out = {"shared.weight": emb[torch.tensor(order)].contiguous()}
-    for fs, hf in tensor_names(cfg).items():
-        if fs not in state:
-            raise T5ExportError(f"{ckpt}: tensor {fs} missing (not a T5-cell checkpoint?)")
-        tensor = state.pop(fs)
-        if tensor.size(0) % len(hf):
-            raise T5ExportError(f"{ckpt}: {fs} has {tensor.size(0)} rows, not {len(hf)} equal parts")
-        for name, part in zip(hf, tensor.split(tensor.size(0) // len(hf))):
+    out, rows = {}, torch.tensor(order)
+    for row in hf_to_fairseq_names(cfg, untied_head=untied):
+        if row.fairseq not in state:
+            raise T5ExportError(f"{ckpt}: tensor {row.fairseq} missing (not a T5-cell checkpoint?)")
+        tensor = state.pop(row.fairseq)
+        tensor = tensor[rows] if row.rotate else tensor
+        if tensor.size(0) % len(row.hf):
+            raise T5ExportError(f"{ckpt}: {row.fairseq} has {tensor.size(0)} rows, not {len(row.hf)} equal parts")
+        for name, part in zip(row.hf, tensor.split(tensor.size(0) // len(row.hf))):
+            if name in out and not torch.equal(out[name], part):  # encoder and decoder embeddings
+                raise T5ExportError(f"{ckpt}: {row.fairseq} differs from the other copy of {name}; T5 shares one matrix")
             out[name] = part.contiguous()
     if state:
         raise T5ExportError(f"{ckpt}: tensors HF's T5 has no place for: {', '.join(sorted(state))}")
@@ -488,8 +502,9 @@ def export(ckpt, out_dir, data=None, scores=None, force=False):
     model, task = load_model(ckpt, data)
     dictionary = task.source_dictionary
     order = t5_order(dictionary, spm_path)
-    cfg = hf_config(model, args, order, dictionary)
-    weights = hf_state_dict(model, cfg, order, ckpt)
+    untied, _ = output_head(model, args, ckpt)
+    cfg = hf_config(model, args, order, dictionary, untied)
+    weights = hf_state_dict(model, cfg, order, ckpt, untied)
     symbols = [dictionary[f] for f in order]
     special = [dictionary[i] for i in range(dictionary.nspecial)]  # <s> <pad> </s> <unk>
     extra = [s for s in symbols if re.fullmatch(r"<extra_id_\d+>", s)]

@@ -107,42 +107,37 @@ def dictionary_symbols(spm_path, vocab_size):
     return symbols
 
 
-def tensor_names(cfg):
-    """``{sum_transformer name: HF names}`` of every tensor but the embeddings: the fairseq tensor is the
-    HF tensors concatenated along dim 0 (q, k, v into ``in_proj``; k, v into ``kv_proj``)."""
-    names = {}
-    for side, n_layers in (("encoder", cfg["num_layers"]), ("decoder", cfg.get("num_decoder_layers") or cfg["num_layers"])):
-        for i in range(n_layers):
-            hf, fs = f"{side}.block.{i}.layer.", f"{side}.layers.{i}."
-            att = hf + "0.SelfAttention."
-            names[fs + "self_attn.in_proj.weight"] = (att + "q.weight", att + "k.weight", att + "v.weight")
-            names[fs + "self_attn.out_proj.weight"] = (att + "o.weight",)
-            names[fs + "self_attn_sublayer.layer_norm.weight"] = (hf + "0.layer_norm.weight",)
-            ff = 1
-            if side == "decoder":
-                att = hf + "1.EncDecAttention."
-                names[fs + "cross_attn.q_proj.weight"] = (att + "q.weight",)
-                names[fs + "cross_attn.kv_proj.weight"] = (att + "k.weight", att + "v.weight")
-                names[fs + "cross_attn.out_proj.weight"] = (att + "o.weight",)
-                names[fs + "cross_attn_sublayer.layer_norm.weight"] = (hf + "1.layer_norm.weight",)
-                ff = 2
-            names[fs + "ffn.fc1.weight"] = (f"{hf}{ff}.DenseReluDense.wi.weight",)
-            names[fs + "ffn.fc2.weight"] = (f"{hf}{ff}.DenseReluDense.wo.weight",)
-            names[fs + "ffn_sublayer.layer_norm.weight"] = (f"{hf}{ff}.layer_norm.weight",)
-        names[f"{side}.relative_position.relative_attention_bias.weight"] = (
-            f"{side}.block.0.layer.0.SelfAttention.relative_attention_bias.weight",)
-        names[f"{side}.layer_norm.weight"] = (f"{side}.final_layer_norm.weight",)
-    return names
-
-
 def convert_state_dict(weights, cfg):
-    """HF T5 names -> ``sum_transformer`` (T5 cell) names (:func:`tensor_names`); embedding rows rotated by one."""
+    """HF T5 names -> ``sum_transformer`` (T5 cell) names; embedding rows rotated by one."""
     emb = torch.roll(weights["shared.weight"].float(), 1, dims=0)
     out = {"encoder.embed_tokens.weight": emb, "decoder.embed_tokens.weight": emb}
     if "lm_head.weight" in weights and not torch.equal(weights["lm_head.weight"], weights["shared.weight"]):
         raise T5ImportError("lm_head.weight differs from shared.weight: an untied head is not T5 v1.0")
-    for fs, hf in tensor_names(cfg).items():
-        out[fs] = torch.cat([weights[name].float() for name in hf])
+
+    def w(name):
+        return weights[name].float()
+
+    for side, n_layers in (("encoder", cfg["num_layers"]), ("decoder", cfg.get("num_decoder_layers") or cfg["num_layers"])):
+        for i in range(n_layers):
+            hf, fs = f"{side}.block.{i}.layer.", f"{side}.layers.{i}."
+            att = hf + "0.SelfAttention."
+            out[fs + "self_attn.in_proj.weight"] = torch.cat([w(att + "q.weight"), w(att + "k.weight"), w(att + "v.weight")])
+            out[fs + "self_attn.out_proj.weight"] = w(att + "o.weight")
+            out[fs + "self_attn_sublayer.layer_norm.weight"] = w(hf + "0.layer_norm.weight")
+            ff = 1
+            if side == "decoder":
+                att = hf + "1.EncDecAttention."
+                out[fs + "cross_attn.q_proj.weight"] = w(att + "q.weight")
+                out[fs + "cross_attn.kv_proj.weight"] = torch.cat([w(att + "k.weight"), w(att + "v.weight")])
+                out[fs + "cross_attn.out_proj.weight"] = w(att + "o.weight")
+                out[fs + "cross_attn_sublayer.layer_norm.weight"] = w(hf + "1.layer_norm.weight")
+                ff = 2
+            out[fs + "ffn.fc1.weight"] = w(f"{hf}{ff}.DenseReluDense.wi.weight")
+            out[fs + "ffn.fc2.weight"] = w(f"{hf}{ff}.DenseReluDense.wo.weight")
+            out[fs + "ffn_sublayer.layer_norm.weight"] = w(f"{hf}{ff}.layer_norm.weight")
+        out[f"{side}.relative_position.relative_attention_bias.weight"] = w(
+            f"{side}.block.0.layer.0.SelfAttention.relative_attention_bias.weight")
+        out[f"{side}.layer_norm.weight"] = w(f"{side}.final_layer_norm.weight")
     return out
 
 
