@@ -258,6 +258,14 @@ def split_prefix(data_dir, split, lang="src"):
     return hits[0][: -len(".idx")] if hits else None
 
 
+def binarized_splits(data_dir, lang="src"):
+    """Names of the splits binarized in ``data_dir`` (``{split}.*-*.{lang}.idx``), sorted."""
+    suffix = f".{lang}.idx"
+    names = {os.path.basename(p)[: -len(suffix)].rsplit(".", 1)[0]
+             for p in glob.glob(os.path.join(data_dir, f"*.*-*{suffix}"))}
+    return sorted(names)
+
+
 def _indexed_split(data_dir, split, dictionary, lang="src"):
     from fairseq.data import data_utils
 

@@ -51,8 +51,10 @@ A pretrained model's vocabulary (``--spm-model M --dict D``, e.g. ``fairseq-sum-
 untokenized text of ``OUT/raw`` (sentences joined by a space; no Moses, no ``<sep>``), as the model's
 own tokenizer does; ``prepare_args.json`` then records no tokenizer for inference.
 
-Empty documents or summaries are an error naming file and line unless ``--skip-empty`` is given,
-which drops the pair from every aligned output. The output is deterministic (byte-identical
+Empty documents or summaries, and summaries without a word the scorer counts (``...``), are an error
+naming file and line unless ``--skip-empty`` is given, which drops the pair from every aligned output
+(the count is logged). An id holding a line break is an error naming its line (``tok/{split}.id``
+holds one id per line). The output is deterministic (byte-identical
 for the same input and options; the sentencepiece model also depends on ``--num-threads``).
 """
 import argparse
@@ -70,6 +72,7 @@ from multiprocessing import Pool
 
 from tqdm import tqdm
 
+from fairseq_sum_plugins.rouge import clean_summary, rouge_words
 from fairseq_sum_plugins.text import (DEFAULT_SENTENCE_SPLITTER, SENT_SEP, SENTENCE_SPLITTERS, segment_document,
                                       tokenize_sentence)
 
@@ -109,7 +112,8 @@ def get_parser():
                       help="sentence splitter of strings without <sep> (fairseq_sum_plugins/text.py); "
                       "inference (sum_moses) and the scorer take the same option")
     text.add_argument("--skip-empty", action="store_true",
-                      help="drop pairs with an empty document or summary instead of failing")
+                      help="drop pairs with an empty document or a summary without words (e.g. '...') "
+                      "instead of failing")
     sp = parser.add_argument_group("sentencepiece")
     sp.add_argument("--vocab-size", type=int, default=8000)
     sp.add_argument("--model-type", choices=["unigram", "bpe"], default="unigram")
@@ -207,8 +211,11 @@ def read_jsonl(path, src_field, tgt_field):
             raise PrepareError(f"{where}: expected a JSON object, got {type(obj).__name__}")
         doc = _field(obj, src_field, where, "--src-field")
         summ = _field(obj, tgt_field, where, "--tgt-field")
-        ex_id = obj.get("id")
-        yield (where, where), str(lineno if ex_id is None else ex_id), doc, summ
+        ex_id = str(lineno if obj.get("id") is None else obj["id"])
+        if ex_id.splitlines() not in ([ex_id], []):
+            raise PrepareError(f"{where}: id {ex_id!r} holds a line break, but OUT/tok/{{split}}.id holds one id "
+                               "per line (it would shift every later id): give the example an id without one")
+        yield (where, where), ex_id, doc, summ
 
 
 def read_parallel(src_path, tgt_path):
@@ -245,24 +252,34 @@ def _load_hf(args):
     return ds
 
 
+def _hf_split(args, ds, split):
+    """The dataset's split for ``split`` (one of :data:`SPLIT_NAMES`), with both fields; none or two
+    (``valid`` and ``validation``) is an error, as for ``--jsonl-dir``."""
+    names = [n for n in SPLIT_NAMES[split] if n in ds]
+    if not names:
+        raise PrepareError(f"--hf-dataset {args.hf_dataset}: no {split} split "
+                           f"(looked for {' / '.join(SPLIT_NAMES[split])}; it has {', '.join(ds)})")
+    if len(names) > 1:
+        raise PrepareError(f"--hf-dataset {args.hf_dataset}: ambiguous {split} split: "
+                           f"{' and '.join(names)} both exist (keep one in the saved dataset)")
+    data = ds[names[0]]
+    for name, flag in ((args.src_field, "--src-field"), (args.tgt_field, "--tgt-field")):
+        if name not in data.column_names:
+            raise PrepareError(f"--hf-dataset {args.hf_dataset} [{names[0]}]: no field {name!r} "
+                               f"(has: {', '.join(data.column_names)}); choose it with {flag}")
+    return data
+
+
 def export_hf_dataset(args):
     """``--hf-dataset``: the dataset's own splits (``train``, ``validation`` / ``valid`` / ``val``,
     ``test``) written as JSONL (``id`` when the dataset has one, ``--src-field``, ``--tgt-field``) to
     ``OUT/hf_jsonl``, which then is the ``--jsonl-dir``. A split file is replaced only when its content
     changes, so the later steps stay up to date on a re-run."""
     ds = _load_hf(args)
+    chosen = {split: _hf_split(args, ds, split) for split in args.splits}  # every split checked before writing
     out_dir = os.path.join(args.out, "hf_jsonl")
     os.makedirs(out_dir, exist_ok=True)
-    for split in args.splits:
-        names = [n for n in SPLIT_NAMES[split] if n in ds]
-        if not names:
-            raise PrepareError(f"--hf-dataset {args.hf_dataset}: no {split} split "
-                               f"(looked for {' / '.join(SPLIT_NAMES[split])}; it has {', '.join(ds)})")
-        data = ds[names[0]]
-        for name, flag in ((args.src_field, "--src-field"), (args.tgt_field, "--tgt-field")):
-            if name not in data.column_names:
-                raise PrepareError(f"--hf-dataset {args.hf_dataset} [{names[0]}]: no field {name!r} "
-                                   f"(has: {', '.join(data.column_names)}); choose it with {flag}")
+    for split, data in chosen.items():
         path = os.path.join(out_dir, split + ".jsonl")
         with open(path + ".tmp", "w", encoding="utf-8", newline="\n") as f:
             for i, row in enumerate(tqdm(data, desc=f"export {split}", unit="ex", mininterval=1)):
@@ -388,14 +405,15 @@ def tokenize_split(args, split, src_path, tgt_path):
         for (src_where, tgt_where), ex_id, raw_src, tok_src, raw_tgt, tok_tgt in tqdm(
             results, total=total, desc=f"tokenize {split}", unit="ex"
         ):
-            empty = ("document", src_where) if not tok_src else (
-                ("summary", tgt_where) if not tok_tgt else None)
+            empty = ("empty document", src_where) if not tok_src else (
+                ("empty summary", tgt_where) if not tok_tgt else (
+                    (f"summary with no word ROUGE can count ({raw_tgt!r})", tgt_where)
+                    if not has_rouge_word(raw_tgt) else None))
             if empty:
                 if args.skip_empty:
                     stats["skipped"] += 1
                     continue
-                raise PrepareError(f"{empty[1]}: empty {empty[0]} "
-                                   "(use --skip-empty to drop such pairs)")
+                raise PrepareError(f"{empty[1]}: {empty[0]} (use --skip-empty to drop such pairs)")
             for f, line in zip(outs, (raw_src, raw_tgt, tok_src, tok_tgt, ex_id,
                                       reference_record(ex_id, tgt_where, raw_tgt))):
                 f.write(line + "\n")
@@ -406,10 +424,16 @@ def tokenize_split(args, split, src_path, tgt_path):
                 stats[side + "_tokens"] += len(words) - words.count(SENT_SEP)
     if stats["skipped"]:
         print(f"| tokenize {split}: dropped {stats['skipped']} pairs with an empty document "
-              "or summary", file=sys.stderr)
+              "or a summary without words", file=sys.stderr)
     if stats["examples"] == 0:
         raise PrepareError(f"{src_path}: no examples")
     return stats
+
+
+def has_rouge_word(raw_summary):
+    """Whether a summary (sentences joined by ``<sep>``) has a word the scorer counts: one without
+    (``...``) is a reference ``fairseq-sum-score`` refuses."""
+    return any(rouge_words(sent) for sent in clean_summary(raw_summary, detok=False))
 
 
 def reference_record(ex_id, where, raw_tgt):

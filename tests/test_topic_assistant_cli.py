@@ -129,6 +129,28 @@ def test_fit_and_theta_count_the_untruncated_documents(truncated_data, tmp_path)
         topic_model_main(["infer", data, "--splits", "test", "--full-src", str(tmp_path / "none")])
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["fit", "--topics", "0"], "argument --topics/-k: '0': must be >= 1"),
+    (["fit", "--topics", "-3"], "argument --topics/-k: '-3': must be >= 1"),
+    (["fit", "--r", "nan"], "argument --r: 'nan': must be >= 1"),
+    (["fit", "--iters", "0"], "argument --iters: '0': must be >= 1"),
+    (["infer", "--splits", "tets"], "--splits tets: no binarized split tets in DATA (it has: test, train, valid)"),
+    (["fit", "--splits", "train,valid,tets"], "no binarized split tets in DATA (it has: test, train, valid)"),
+])
+def test_topic_model_cli_refuses_bad_numbers_and_unknown_splits(truncated_data, capsys, argv, message):
+    """--topics 0 / -3 gave tracebacks and `infer --splits tets` exited 0 having written nothing:
+    argparse errors naming the flag (and the splits DATA has)."""
+    from preprocess.topic_model import main as topic_model_main
+
+    data, _ = truncated_data
+    before = sorted(os.listdir(data))
+    with pytest.raises(SystemExit) as exit_info:
+        topic_model_main([argv[0], data, *argv[1:]])
+    assert exit_info.value.code == 2
+    assert message.replace("DATA", data) in capsys.readouterr().err
+    assert sorted(os.listdir(data)) == before
+
+
 def test_prepare_and_gpt2_bpe_write_aligned_untruncated_sources(tmp_path):
     """The producers of --full-src: fairseq-sum-prepare --write-full-src (OUT/spm_full) and
     preprocess.gpt2_bpe --full-src-out: untruncated lines whose prefix is the truncated one."""
