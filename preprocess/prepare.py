@@ -39,7 +39,12 @@ options; ``--force`` redoes everything):
    written too, to ``OUT/spm_full/{split}.src`` (line ``i`` = binarized example ``i``): the Topic
    Assistant's topic model counts whole documents from them (``python -m preprocess.topic_model
    fit OUT/bin --full-src OUT/spm_full``) while the encoder reads the truncated ones.
-4. binarize: ``fairseq-preprocess --joined-dictionary --srcdict OUT/dict.txt`` -> ``OUT/bin``.
+4. binarize: ``fairseq-preprocess --joined-dictionary --srcdict OUT/dict.txt`` -> ``OUT/bin``. What an
+   earlier ``OUT/bin`` holds beside the binarized data (the Topic Assistant's ``topic_model.npz`` and
+   ``{split}.theta.npy|json``, anything else) is kept when the source side and the dictionary it was
+   made from are unchanged (e.g. only ``--max-tgt-tokens`` changed); files of a split whose source
+   changes (and the topic model and all theta when the train split or the dictionary changes) stop
+   the run with an error naming them, or are deleted with ``--overwrite`` (:func:`stale_files`).
 5. finalize: ``OUT/bin/spm.model`` and ``OUT/bin/prepare_args.json`` (options, tokenizer
    flags for inference, statistics), so ``OUT/bin`` alone is enough for training and inference;
    ``OUT/bin/{split}.ref.jsonl`` (from step 1's ``OUT/raw``): line ``i`` = binarized example
@@ -64,6 +69,7 @@ import json
 import logging
 import os
 import random
+import re
 import shutil
 import sys
 import time
@@ -137,6 +143,10 @@ def get_parser():
                     "(for the topic model: preprocess.topic_model --full-src)")
     parser.add_argument("--workers", type=int, default=1, help="processes for steps 1, 3 and 4")
     parser.add_argument("--force", action="store_true", help="redo steps that are up to date")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="let a run that changes the binarized source or the dictionary delete the files of "
+                        "OUT/bin made from the previous ones (topic model, theta); without it such a run stops "
+                        "and names them")
     return parser
 
 
@@ -670,9 +680,94 @@ def step_binarize(args, splits):
         for h in log.handlers[len(handlers):]:  # main() adds a FileHandler on every call
             log.removeHandler(h)
             h.close()
-    shutil.rmtree(bin_dir, ignore_errors=True)
+    old = bin_dir + ".old"
+    if not os.path.isdir(bin_dir) and os.path.isdir(old):  # a run stopped between the two renames below
+        os.replace(old, bin_dir)
+    if os.path.isdir(bin_dir):
+        try:
+            carry_over(args, bin_dir, tmp)
+        except PrepareError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    shutil.rmtree(old, ignore_errors=True)
+    if os.path.isdir(bin_dir):
+        os.replace(bin_dir, old)
     os.replace(tmp, bin_dir)
+    shutil.rmtree(old, ignore_errors=True)
     save_stamp(args, "binarize", {}, {}, inputs)
+
+
+# what fairseq-preprocess and the finalize step write into OUT/bin; everything else there is carried over
+_BINARIZED = re.compile(r"([^.]+)\.[^.]+-[^.]+\.[^.]+\.(?:bin|idx)")  # SPLIT.SRC-TGT.LANG.bin|idx
+_WRITTEN = ("dict.src.txt", "dict.tgt.txt", "preprocess.log", "spm.model", "spm.vocab", "prepare_args.json")
+
+
+def _same_file(a, b):
+    return os.path.isfile(a) and os.path.isfile(b) and filecmp.cmp(a, b, shallow=False)
+
+
+def stale_files(old_dir, new_dir):
+    """``(kept, stale, changed)`` for the files of ``old_dir`` (the previous ``OUT/bin``) that this
+    program does not write (the Topic Assistant's ``topic_model.npz`` and ``{split}.theta.npy|json``,
+    other side data, anything else), against the data binarized anew in ``new_dir``.
+
+    ``changed``: the splits whose binarized source differs (or is gone), all of them when the
+    dictionary differs. Stale: a file of a changed split (``SPLIT.*``), ``topic_model.npz`` when the
+    train split changed (Phi was fit on it, over the dictionary), and every theta file with it. The
+    rest stays valid (the same documents over the same dictionary) and is kept."""
+    binarized = {m.group(1) for d in (old_dir, new_dir) for m in map(_BINARIZED.fullmatch, os.listdir(d)) if m}
+    same_dict = _same_file(os.path.join(old_dir, "dict.src.txt"), os.path.join(new_dir, "dict.src.txt"))
+    changed = sorted(s for s in binarized if not same_dict or not all(
+        _same_file(os.path.join(old_dir, f"{s}.src-tgt.src.{e}"), os.path.join(new_dir, f"{s}.src-tgt.src.{e}"))
+        for e in ("bin", "idx")))
+    names = sorted(n for n in os.listdir(old_dir)
+                   if n not in _WRITTEN and not n.endswith(".ref.jsonl") and not _BINARIZED.fullmatch(n))
+    topic_stale = "topic_model.npz" in names and "train" in changed
+    kept, stale = [], []
+    for name in names:
+        split = name.split(".")[0]
+        bad = topic_stale if name == "topic_model.npz" else (
+            split in binarized and (split in changed or (topic_stale and ".theta." in name)))
+        (stale if bad else kept).append(name)
+    return kept, stale, changed
+
+
+def _link(src, dst):
+    """``dst`` as a hard link of ``src`` (a copy where links are not possible); folders recursively."""
+    if os.path.isdir(src):
+        shutil.copytree(src, dst, copy_function=_link)
+        return
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def carry_over(args, bin_dir, new_dir):
+    """Keep what the previous ``OUT/bin`` holds beside the binarized data and is still valid
+    (:func:`stale_files`) by linking it into ``new_dir``; files made from a source side or
+    dictionary this run changes are an error naming them, or are dropped with ``--overwrite``."""
+    kept, stale, changed = stale_files(bin_dir, new_dir)
+    if stale:
+        same_dict = _same_file(os.path.join(bin_dir, "dict.src.txt"), os.path.join(new_dir, "dict.src.txt"))
+        what = f"the binarized source of {', '.join(changed)}" if same_dict else "the dictionary"
+        redo = ""
+        theta_splits = sorted({n.split(".")[0] for n in stale if ".theta." in n} & set(args.splits))
+        if "topic_model.npz" in stale:
+            redo = f" (then refit: `python -m preprocess.topic_model fit {bin_dir}`)"
+        elif theta_splits:
+            redo = f" (then `python -m preprocess.topic_model infer {bin_dir} --splits {','.join(theta_splits)}`)"
+        if not getattr(args, "overwrite", False):
+            raise PrepareError(f"{bin_dir}: this run changes {what}, so {', '.join(stale)} (made from the previous "
+                               "data) would no longer fit: re-run with the options they were made with, or with "
+                               f"--overwrite to delete them{redo}")
+        print(f"| binarize: removed {', '.join(stale)} from {bin_dir}: made from the previous data, and this run "
+              f"changes {what}{redo}", file=sys.stderr)
+    for name in kept:
+        _link(os.path.join(bin_dir, name), os.path.join(new_dir, name))
+    if kept:
+        print(f"| binarize: kept {', '.join(kept)} of the previous {bin_dir}"
+              + ("" if changed else " (the source side and dictionary are unchanged)"), file=sys.stderr)
 
 
 # ---------------------------------------------------------------- 5. finalize
@@ -693,7 +788,7 @@ def step_finalize(args, stats):
     if getattr(args, "spm_model", None):  # raw text straight into the pretrained sentencepiece
         tokenizer, moses = [], {}
     info = dict(
-        options={k: v for k, v in sorted(vars(args).items()) if k not in ("force",)},
+        options={k: v for k, v in sorted(vars(args).items()) if k not in ("force", "overwrite")},
         tokenizer=moses,
         bpe=dict(bpe="sentencepiece", sentencepiece_model="spm.model"),
         interactive_args=" ".join(tokenizer + ["--bpe", "sentencepiece", "--sentencepiece-model",
