@@ -223,7 +223,7 @@ def read_jsonl(path, src_field, tgt_field):
         summ = _field(obj, tgt_field, where, "--tgt-field")
         ex_id = str(lineno if obj.get("id") is None else obj["id"])
         if ex_id.splitlines() not in ([ex_id], []):
-            raise PrepareError(f"{where}: id {ex_id!r} holds a line break, but OUT/tok/{{split}}.id holds one id "
+            raise PrepareError(f"{where}: id {ex_id!r} holds a line break, but OUT/tok/SPLIT.id holds one id "
                                "per line (it would shift every later id): give the example an id without one")
         yield (where, where), ex_id, doc, summ
 
@@ -415,15 +415,12 @@ def tokenize_split(args, split, src_path, tgt_path):
         for (src_where, tgt_where), ex_id, raw_src, tok_src, raw_tgt, tok_tgt in tqdm(
             results, total=total, desc=f"tokenize {split}", unit="ex"
         ):
-            empty = ("empty document", src_where) if not tok_src else (
-                ("empty summary", tgt_where) if not tok_tgt else (
-                    (f"summary with no word ROUGE can count ({raw_tgt!r})", tgt_where)
-                    if not has_rouge_word(raw_tgt) else None))
-            if empty:
+            unusable = _unusable(src_where, tgt_where, tok_src, tok_tgt, raw_tgt)
+            if unusable:
                 if args.skip_empty:
                     stats["skipped"] += 1
                     continue
-                raise PrepareError(f"{empty[1]}: {empty[0]} (use --skip-empty to drop such pairs)")
+                raise PrepareError(f"{unusable} (use --skip-empty to drop such pairs)")
             for f, line in zip(outs, (raw_src, raw_tgt, tok_src, tok_tgt, ex_id,
                                       reference_record(ex_id, tgt_where, raw_tgt))):
                 f.write(line + "\n")
@@ -438,6 +435,18 @@ def tokenize_split(args, split, src_path, tgt_path):
     if stats["examples"] == 0:
         raise PrepareError(f"{src_path}: no examples")
     return stats
+
+
+def _unusable(src_where, tgt_where, tok_src, tok_tgt, raw_tgt):
+    """What makes a pair unusable (``FILE:LINE: empty document`` / ``empty summary`` / a summary
+    without words), or None."""
+    if not tok_src:
+        return f"{src_where}: empty document"
+    if not tok_tgt:
+        return f"{tgt_where}: empty summary"
+    if not has_rouge_word(raw_tgt):
+        return f"{tgt_where}: summary with no word ROUGE can count ({raw_tgt!r})"
+    return None
 
 
 def has_rouge_word(raw_summary):
@@ -707,14 +716,15 @@ def _same_file(a, b):
 
 
 def stale_files(old_dir, new_dir):
-    """``(kept, stale, changed)`` for the files of ``old_dir`` (the previous ``OUT/bin``) that this
+    """``(kept, stale, change)`` for the files of ``old_dir`` (the previous ``OUT/bin``) that this
     program does not write (the Topic Assistant's ``topic_model.npz`` and ``{split}.theta.npy|json``,
     other side data, anything else), against the data binarized anew in ``new_dir``.
 
-    ``changed``: the splits whose binarized source differs (or is gone), all of them when the
-    dictionary differs. Stale: a file of a changed split (``SPLIT.*``), ``topic_model.npz`` when the
-    train split changed (Phi was fit on it, over the dictionary), and every theta file with it. The
-    rest stays valid (the same documents over the same dictionary) and is kept."""
+    Changed splits: those whose binarized source differs (or is gone), all of them when the
+    dictionary differs (``change`` says which, None when nothing changed). Stale: a file of a changed
+    split (``SPLIT.*``), ``topic_model.npz`` when the train split changed (Phi was fit on it, over the
+    dictionary), and every theta file with it. The rest stays valid (the same documents over the same
+    dictionary) and is kept."""
     binarized = {m.group(1) for d in (old_dir, new_dir) for m in map(_BINARIZED.fullmatch, os.listdir(d)) if m}
     same_dict = _same_file(os.path.join(old_dir, "dict.src.txt"), os.path.join(new_dir, "dict.src.txt"))
     changed = sorted(s for s in binarized if not same_dict or not all(
@@ -729,7 +739,9 @@ def stale_files(old_dir, new_dir):
         bad = topic_stale if name == "topic_model.npz" else (
             split in binarized and (split in changed or (topic_stale and ".theta." in name)))
         (stale if bad else kept).append(name)
-    return kept, stale, changed
+    change = None if not changed else (
+        f"the binarized source of {', '.join(changed)}" if same_dict else "the dictionary")
+    return kept, stale, change
 
 
 def _link(src, dst):
@@ -747,10 +759,8 @@ def carry_over(args, bin_dir, new_dir):
     """Keep what the previous ``OUT/bin`` holds beside the binarized data and is still valid
     (:func:`stale_files`) by linking it into ``new_dir``; files made from a source side or
     dictionary this run changes are an error naming them, or are dropped with ``--overwrite``."""
-    kept, stale, changed = stale_files(bin_dir, new_dir)
+    kept, stale, what = stale_files(bin_dir, new_dir)
     if stale:
-        same_dict = _same_file(os.path.join(bin_dir, "dict.src.txt"), os.path.join(new_dir, "dict.src.txt"))
-        what = f"the binarized source of {', '.join(changed)}" if same_dict else "the dictionary"
         redo = ""
         theta_splits = sorted({n.split(".")[0] for n in stale if ".theta." in n} & set(args.splits))
         if "topic_model.npz" in stale:
@@ -767,7 +777,7 @@ def carry_over(args, bin_dir, new_dir):
         _link(os.path.join(bin_dir, name), os.path.join(new_dir, name))
     if kept:
         print(f"| binarize: kept {', '.join(kept)} of the previous {bin_dir}"
-              + ("" if changed else " (the source side and dictionary are unchanged)"), file=sys.stderr)
+              + ("" if what else " (the source side and dictionary are unchanged)"), file=sys.stderr)
 
 
 # ---------------------------------------------------------------- 5. finalize

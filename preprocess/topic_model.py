@@ -43,7 +43,8 @@ runtime part, :mod:`fairseq_sum_plugins.topic_model`, which the summarizer uses.
 **Writing a fit** (``fit``): Phi and every split's theta are computed first; then the old
 ``{split}.theta.npy`` files and their records are removed, ``topic_model.npz`` is replaced
 atomically, and each theta file is written with its record (the sha256 of Phi and of the file, the
-split and the sha256 of its binarized source, :func:`fairseq_sum_plugins.topic_model.write_theta_file`). A fit killed at any point leaves the old
+split and the sha256 of its binarized source,
+:func:`fairseq_sum_plugins.topic_model.write_theta_file`). A fit killed at any point leaves the old
 topic model with its theta, or no theta at all, or the new topic model with (some of) its own theta:
 never a new Phi with old topic proportions, and the task refuses any theta file whose record names
 another Phi or another file. ``infer`` rewrites theta files (with records) for a fixed Phi.
