@@ -7,7 +7,8 @@
   replaced by one short line; the model's name and parameter counts are still logged by fairseq.
 * Importing fairseq leaves the root logger at DEBUG (``fairseq.tasks.text_to_speech`` calls
   ``logging.basicConfig(level=DEBUG)``), so that matplotlib, used by the plugin's figures, logs
-  every font it considers (~150 lines per figure): its logger is set to WARNING.
+  every font it considers (~150 lines per figure), and Hugging Face ``datasets`` (``fairseq-sum-prepare
+  --hf-dataset``) with ``fsspec`` and ``filelock`` log every file they open: their loggers are set to WARNING.
 * The same module logs "Please install tensorboardX" at import (INFO), which the plugin's own command
   lines (``fairseq-sum-compare``, ``fairseq-sum-score``, ...) printed first, into the reports they
   write: that module's logger is set to WARNING as well, which takes effect when the plugin is imported
@@ -26,7 +27,7 @@ HYDRA_WARNINGS = (
     r"\s*'[\w/]+' is validated against ConfigStore schema",
     r"\s*The strict flag in the compose API is deprecated",
 )
-CHATTY_LOGGERS = ("matplotlib", "PIL", "fairseq.tasks.text_to_speech")
+CHATTY_LOGGERS = ("matplotlib", "PIL", "fairseq.tasks.text_to_speech", "fsspec", "datasets", "filelock")
 CLI_LOGGERS = ("fairseq_cli.train", "fairseq_cli.generate", "fairseq_cli.interactive", "fairseq_cli.validate")
 
 

@@ -32,8 +32,11 @@ binarized examples, in order, each binarized source a prefix of its line).
 
 **Theta records** (:func:`write_theta_file`, :func:`check_theta_file`). Every
 ``DATA/{split}.theta.npy`` comes with ``DATA/{split}.theta.json``: the sha256 of the Phi it was
-inferred with, the sha256 of the theta file itself, its shape and the topic model's path. A theta
-file without a record, with a record of another file, or of another Phi is refused by
+inferred with, the sha256 of the theta file itself, its shape, the topic model's path, and the
+split with the sha256 of its binarized source (:func:`source_sha256`: the documents it was inferred
+for). A theta file without a record, with a record of another file, of another Phi, of another
+split or of other documents (copied from another split of the same size, or the data prepared
+again) is refused by
 :func:`check_theta_file` (the task calls it through the side-data registry for ``--side-data
 theta``), naming the command that rewrites it.
 """
@@ -258,6 +261,14 @@ def split_prefix(data_dir, split, lang="src"):
     return hits[0][: -len(".idx")] if hits else None
 
 
+def binarized_splits(data_dir, lang="src"):
+    """Names of the splits binarized in ``data_dir`` (``{split}.*-*.{lang}.idx``), sorted."""
+    suffix = f".{lang}.idx"
+    names = {os.path.basename(p)[: -len(suffix)].rsplit(".", 1)[0]
+             for p in glob.glob(os.path.join(data_dir, f"*.*-*{suffix}"))}
+    return sorted(names)
+
+
 def _indexed_split(data_dir, split, dictionary, lang="src"):
     from fairseq.data import data_utils
 
@@ -354,8 +365,28 @@ def _replace_atomically(path, write):
             os.remove(tmp)
 
 
-def write_theta_file(path, theta, model, topic_model_path, documents="binarized"):
-    """Write ``theta`` (N x K float32) to ``path`` with its record (:func:`theta_record_path`).
+def source_sha256(data_dir, split, lang="src"):
+    """sha256 of a split's binarized source (the sha256 of its ``.idx`` and of its ``.bin``): the
+    documents a theta file was inferred for; None when the split is not binarized."""
+    prefix = split_prefix(data_dir, split, lang)
+    if prefix is None:
+        return None
+    digest = hashlib.sha256()
+    for ext in (".idx", ".bin"):
+        digest.update(_cached_sha256(prefix + ext).encode("ascii"))
+    return digest.hexdigest()
+
+
+def _split_of(theta_path):
+    """``SPLIT`` of ``DATA/SPLIT.theta.npy``."""
+    name = os.path.basename(theta_path)
+    return name[: -len(".theta.npy")] if name.endswith(".theta.npy") else name.split(".")[0]
+
+
+def write_theta_file(path, theta, model, topic_model_path, documents="binarized", split=None):
+    """Write ``theta`` (N x K float32) to ``path`` with its record (:func:`theta_record_path`): the
+    sha256 of Phi and of the file, and the ``split`` (default: from the file name) with the sha256 of
+    its binarized source in the folder of ``path`` (:func:`source_sha256`), the documents it belongs to.
 
     The record goes first, then the array, each replaced atomically: a process killed in between
     leaves a record that names another file (refused by :func:`check_theta_file`), never an
@@ -369,7 +400,9 @@ def write_theta_file(path, theta, model, topic_model_path, documents="binarized"
     staged = f"{path}.staged{os.getpid()}"
     try:
         write_array(staged)
+        split = split or _split_of(path)
         record = {"phi_sha256": model.phi_sha256, "theta_sha256": file_sha256(staged), "shape": list(theta.shape),
+                  "split": split, "source_sha256": source_sha256(os.path.dirname(os.path.abspath(path)), split),
                   "topic_model": os.path.abspath(topic_model_path), "documents": documents,
                   "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
@@ -390,17 +423,23 @@ _SHA_CACHE = {}
 
 
 def _cached_sha256(path):
+    """sha256 of a file, computed once per (path, size, mtime) (theta files and binarized sources)."""
     st = os.stat(path)
     key = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
     if key not in _SHA_CACHE:
-        _SHA_CACHE.clear()
+        if len(_SHA_CACHE) >= 64:
+            _SHA_CACHE.clear()
         _SHA_CACHE[key] = file_sha256(path)
     return _SHA_CACHE[key]
 
 
-def check_theta_file(path, phi_sha256, topic_model_path, split="SPLIT"):
+def check_theta_file(path, phi_sha256, topic_model_path, split=None):
     """Refuse ``path`` unless its record says it is this very file, inferred with the Phi whose
-    sha256 is ``phi_sha256`` (that of ``topic_model_path``, the topic model the summarizer uses)."""
+    sha256 is ``phi_sha256`` (that of ``topic_model_path``, the topic model the summarizer uses), for
+    ``split`` (default: from the file name) and the documents of its binarized source beside it: a
+    theta file copied from another split, or left from a data folder prepared again with other
+    documents, is refused even when its shape fits."""
+    split = split or _split_of(path)
     record_path = theta_record_path(path)
     data = os.path.dirname(os.path.abspath(path))
     redo = (f"rewrite it with `python -m preprocess.topic_model infer {data} --splits {split} "
@@ -422,4 +461,16 @@ def check_theta_file(path, phi_sha256, topic_model_path, split="SPLIT"):
             f"{path} was inferred with the topic model {record.get('topic_model', '?')} (Phi sha256 "
             f"{recorded_phi[:16]}), but the summarizer uses {topic_model_path} (Phi sha256 {phi_sha256[:16]}): "
             f"its topic proportions belong to other topics; {redo}")
+    if "split" not in record or "source_sha256" not in record:
+        raise ValueError(f"{record_path} names no split and documents (written by an older version): which "
+                         f"documents {path} belongs to cannot be checked; {redo}")
+    if record["split"] != split:
+        raise ValueError(f"{path} was inferred for the {record['split']!r} split, not {split!r} (copied from another "
+                         f"split?); {redo}")
+    source = source_sha256(data, split)
+    if record["source_sha256"] != source:
+        raise ValueError(
+            f"{path} was inferred for other documents than the binarized {split} source in {data} (source sha256 "
+            f"{str(record['source_sha256'])[:16]} in the record, {str(source)[:16]} now: the data was prepared again "
+            f"or the file comes from another data folder); {redo}")
     return record

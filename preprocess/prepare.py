@@ -39,7 +39,12 @@ options; ``--force`` redoes everything):
    written too, to ``OUT/spm_full/{split}.src`` (line ``i`` = binarized example ``i``): the Topic
    Assistant's topic model counts whole documents from them (``python -m preprocess.topic_model
    fit OUT/bin --full-src OUT/spm_full``) while the encoder reads the truncated ones.
-4. binarize: ``fairseq-preprocess --joined-dictionary --srcdict OUT/dict.txt`` -> ``OUT/bin``.
+4. binarize: ``fairseq-preprocess --joined-dictionary --srcdict OUT/dict.txt`` -> ``OUT/bin``. What an
+   earlier ``OUT/bin`` holds beside the binarized data (the Topic Assistant's ``topic_model.npz`` and
+   ``{split}.theta.npy|json``, anything else) is kept when the source side and the dictionary it was
+   made from are unchanged (e.g. only ``--max-tgt-tokens`` changed); files of a split whose source
+   changes (and the topic model and all theta when the train split or the dictionary changes) stop
+   the run with an error naming them, or are deleted with ``--overwrite`` (:func:`stale_files`).
 5. finalize: ``OUT/bin/spm.model`` and ``OUT/bin/prepare_args.json`` (options, tokenizer
    flags for inference, statistics), so ``OUT/bin`` alone is enough for training and inference;
    ``OUT/bin/{split}.ref.jsonl`` (from step 1's ``OUT/raw``): line ``i`` = binarized example
@@ -51,8 +56,10 @@ A pretrained model's vocabulary (``--spm-model M --dict D``, e.g. ``fairseq-sum-
 untokenized text of ``OUT/raw`` (sentences joined by a space; no Moses, no ``<sep>``), as the model's
 own tokenizer does; ``prepare_args.json`` then records no tokenizer for inference.
 
-Empty documents or summaries are an error naming file and line unless ``--skip-empty`` is given,
-which drops the pair from every aligned output. The output is deterministic (byte-identical
+Empty documents or summaries, and summaries without a word the scorer counts (``...``), are an error
+naming file and line unless ``--skip-empty`` is given, which drops the pair from every aligned output
+(the count is logged). An id holding a line break is an error naming its line (``tok/{split}.id``
+holds one id per line). The output is deterministic (byte-identical
 for the same input and options; the sentencepiece model also depends on ``--num-threads``).
 """
 import argparse
@@ -62,6 +69,7 @@ import json
 import logging
 import os
 import random
+import re
 import shutil
 import sys
 import time
@@ -70,6 +78,7 @@ from multiprocessing import Pool
 
 from tqdm import tqdm
 
+from fairseq_sum_plugins.rouge import clean_summary, rouge_words
 from fairseq_sum_plugins.text import (DEFAULT_SENTENCE_SPLITTER, SENT_SEP, SENTENCE_SPLITTERS, segment_document,
                                       tokenize_sentence)
 
@@ -109,7 +118,8 @@ def get_parser():
                       help="sentence splitter of strings without <sep> (fairseq_sum_plugins/text.py); "
                       "inference (sum_moses) and the scorer take the same option")
     text.add_argument("--skip-empty", action="store_true",
-                      help="drop pairs with an empty document or summary instead of failing")
+                      help="drop pairs with an empty document or a summary without words (e.g. '...') "
+                      "instead of failing")
     sp = parser.add_argument_group("sentencepiece")
     sp.add_argument("--vocab-size", type=int, default=8000)
     sp.add_argument("--model-type", choices=["unigram", "bpe"], default="unigram")
@@ -133,6 +143,10 @@ def get_parser():
                     "(for the topic model: preprocess.topic_model --full-src)")
     parser.add_argument("--workers", type=int, default=1, help="processes for steps 1, 3 and 4")
     parser.add_argument("--force", action="store_true", help="redo steps that are up to date")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="let a run that changes the binarized source or the dictionary delete the files of "
+                        "OUT/bin made from the previous ones (topic model, theta); without it such a run stops "
+                        "and names them")
     return parser
 
 
@@ -207,8 +221,11 @@ def read_jsonl(path, src_field, tgt_field):
             raise PrepareError(f"{where}: expected a JSON object, got {type(obj).__name__}")
         doc = _field(obj, src_field, where, "--src-field")
         summ = _field(obj, tgt_field, where, "--tgt-field")
-        ex_id = obj.get("id")
-        yield (where, where), str(lineno if ex_id is None else ex_id), doc, summ
+        ex_id = str(lineno if obj.get("id") is None else obj["id"])
+        if ex_id.splitlines() not in ([ex_id], []):
+            raise PrepareError(f"{where}: id {ex_id!r} holds a line break, but OUT/tok/SPLIT.id holds one id "
+                               "per line (it would shift every later id): give the example an id without one")
+        yield (where, where), ex_id, doc, summ
 
 
 def read_parallel(src_path, tgt_path):
@@ -245,24 +262,34 @@ def _load_hf(args):
     return ds
 
 
+def _hf_split(args, ds, split):
+    """The dataset's split for ``split`` (one of :data:`SPLIT_NAMES`), with both fields; none or two
+    (``valid`` and ``validation``) is an error, as for ``--jsonl-dir``."""
+    names = [n for n in SPLIT_NAMES[split] if n in ds]
+    if not names:
+        raise PrepareError(f"--hf-dataset {args.hf_dataset}: no {split} split "
+                           f"(looked for {' / '.join(SPLIT_NAMES[split])}; it has {', '.join(ds)})")
+    if len(names) > 1:
+        raise PrepareError(f"--hf-dataset {args.hf_dataset}: ambiguous {split} split: "
+                           f"{' and '.join(names)} both exist (keep one in the saved dataset)")
+    data = ds[names[0]]
+    for name, flag in ((args.src_field, "--src-field"), (args.tgt_field, "--tgt-field")):
+        if name not in data.column_names:
+            raise PrepareError(f"--hf-dataset {args.hf_dataset} [{names[0]}]: no field {name!r} "
+                               f"(has: {', '.join(data.column_names)}); choose it with {flag}")
+    return data
+
+
 def export_hf_dataset(args):
     """``--hf-dataset``: the dataset's own splits (``train``, ``validation`` / ``valid`` / ``val``,
     ``test``) written as JSONL (``id`` when the dataset has one, ``--src-field``, ``--tgt-field``) to
     ``OUT/hf_jsonl``, which then is the ``--jsonl-dir``. A split file is replaced only when its content
     changes, so the later steps stay up to date on a re-run."""
     ds = _load_hf(args)
+    chosen = {split: _hf_split(args, ds, split) for split in args.splits}  # every split checked before writing
     out_dir = os.path.join(args.out, "hf_jsonl")
     os.makedirs(out_dir, exist_ok=True)
-    for split in args.splits:
-        names = [n for n in SPLIT_NAMES[split] if n in ds]
-        if not names:
-            raise PrepareError(f"--hf-dataset {args.hf_dataset}: no {split} split "
-                               f"(looked for {' / '.join(SPLIT_NAMES[split])}; it has {', '.join(ds)})")
-        data = ds[names[0]]
-        for name, flag in ((args.src_field, "--src-field"), (args.tgt_field, "--tgt-field")):
-            if name not in data.column_names:
-                raise PrepareError(f"--hf-dataset {args.hf_dataset} [{names[0]}]: no field {name!r} "
-                                   f"(has: {', '.join(data.column_names)}); choose it with {flag}")
+    for split, data in chosen.items():
         path = os.path.join(out_dir, split + ".jsonl")
         with open(path + ".tmp", "w", encoding="utf-8", newline="\n") as f:
             for i, row in enumerate(tqdm(data, desc=f"export {split}", unit="ex", mininterval=1)):
@@ -388,14 +415,12 @@ def tokenize_split(args, split, src_path, tgt_path):
         for (src_where, tgt_where), ex_id, raw_src, tok_src, raw_tgt, tok_tgt in tqdm(
             results, total=total, desc=f"tokenize {split}", unit="ex"
         ):
-            empty = ("document", src_where) if not tok_src else (
-                ("summary", tgt_where) if not tok_tgt else None)
-            if empty:
+            unusable = _unusable(src_where, tgt_where, tok_src, tok_tgt, raw_tgt)
+            if unusable:
                 if args.skip_empty:
                     stats["skipped"] += 1
                     continue
-                raise PrepareError(f"{empty[1]}: empty {empty[0]} "
-                                   "(use --skip-empty to drop such pairs)")
+                raise PrepareError(f"{unusable} (use --skip-empty to drop such pairs)")
             for f, line in zip(outs, (raw_src, raw_tgt, tok_src, tok_tgt, ex_id,
                                       reference_record(ex_id, tgt_where, raw_tgt))):
                 f.write(line + "\n")
@@ -406,10 +431,28 @@ def tokenize_split(args, split, src_path, tgt_path):
                 stats[side + "_tokens"] += len(words) - words.count(SENT_SEP)
     if stats["skipped"]:
         print(f"| tokenize {split}: dropped {stats['skipped']} pairs with an empty document "
-              "or summary", file=sys.stderr)
+              "or a summary without words", file=sys.stderr)
     if stats["examples"] == 0:
         raise PrepareError(f"{src_path}: no examples")
     return stats
+
+
+def _unusable(src_where, tgt_where, tok_src, tok_tgt, raw_tgt):
+    """What makes a pair unusable (``FILE:LINE: empty document`` / ``empty summary`` / a summary
+    without words), or None."""
+    if not tok_src:
+        return f"{src_where}: empty document"
+    if not tok_tgt:
+        return f"{tgt_where}: empty summary"
+    if not has_rouge_word(raw_tgt):
+        return f"{tgt_where}: summary with no word ROUGE can count ({raw_tgt!r})"
+    return None
+
+
+def has_rouge_word(raw_summary):
+    """Whether a summary (sentences joined by ``<sep>``) has a word the scorer counts: one without
+    (``...``) is a reference ``fairseq-sum-score`` refuses."""
+    return any(rouge_words(sent) for sent in clean_summary(raw_summary, detok=False))
 
 
 def reference_record(ex_id, where, raw_tgt):
@@ -646,9 +689,95 @@ def step_binarize(args, splits):
         for h in log.handlers[len(handlers):]:  # main() adds a FileHandler on every call
             log.removeHandler(h)
             h.close()
-    shutil.rmtree(bin_dir, ignore_errors=True)
+    old = bin_dir + ".old"
+    if not os.path.isdir(bin_dir) and os.path.isdir(old):  # a run stopped between the two renames below
+        os.replace(old, bin_dir)
+    if os.path.isdir(bin_dir):
+        try:
+            carry_over(args, bin_dir, tmp)
+        except PrepareError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    shutil.rmtree(old, ignore_errors=True)
+    if os.path.isdir(bin_dir):
+        os.replace(bin_dir, old)
     os.replace(tmp, bin_dir)
+    shutil.rmtree(old, ignore_errors=True)
     save_stamp(args, "binarize", {}, {}, inputs)
+
+
+# what fairseq-preprocess and the finalize step write into OUT/bin; everything else there is carried over
+_BINARIZED = re.compile(r"([^.]+)\.[^.]+-[^.]+\.[^.]+\.(?:bin|idx)")  # SPLIT.SRC-TGT.LANG.bin|idx
+_WRITTEN = ("dict.src.txt", "dict.tgt.txt", "preprocess.log", "spm.model", "spm.vocab", "prepare_args.json")
+
+
+def _same_file(a, b):
+    return os.path.isfile(a) and os.path.isfile(b) and filecmp.cmp(a, b, shallow=False)
+
+
+def stale_files(old_dir, new_dir):
+    """``(kept, stale, change)`` for the files of ``old_dir`` (the previous ``OUT/bin``) that this
+    program does not write (the Topic Assistant's ``topic_model.npz`` and ``{split}.theta.npy|json``,
+    other side data, anything else), against the data binarized anew in ``new_dir``.
+
+    Changed splits: those whose binarized source differs (or is gone), all of them when the
+    dictionary differs (``change`` says which, None when nothing changed). Stale: a file of a changed
+    split (``SPLIT.*``), ``topic_model.npz`` when the train split changed (Phi was fit on it, over the
+    dictionary), and every theta file with it. The rest stays valid (the same documents over the same
+    dictionary) and is kept."""
+    binarized = {m.group(1) for d in (old_dir, new_dir) for m in map(_BINARIZED.fullmatch, os.listdir(d)) if m}
+    same_dict = _same_file(os.path.join(old_dir, "dict.src.txt"), os.path.join(new_dir, "dict.src.txt"))
+    changed = sorted(s for s in binarized if not same_dict or not all(
+        _same_file(os.path.join(old_dir, f"{s}.src-tgt.src.{e}"), os.path.join(new_dir, f"{s}.src-tgt.src.{e}"))
+        for e in ("bin", "idx")))
+    names = sorted(n for n in os.listdir(old_dir)
+                   if n not in _WRITTEN and not n.endswith(".ref.jsonl") and not _BINARIZED.fullmatch(n))
+    topic_stale = "topic_model.npz" in names and "train" in changed
+    kept, stale = [], []
+    for name in names:
+        split = name.split(".")[0]
+        bad = topic_stale if name == "topic_model.npz" else (
+            split in binarized and (split in changed or (topic_stale and ".theta." in name)))
+        (stale if bad else kept).append(name)
+    change = None if not changed else (
+        f"the binarized source of {', '.join(changed)}" if same_dict else "the dictionary")
+    return kept, stale, change
+
+
+def _link(src, dst):
+    """``dst`` as a hard link of ``src`` (a copy where links are not possible); folders recursively."""
+    if os.path.isdir(src):
+        shutil.copytree(src, dst, copy_function=_link)
+        return
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def carry_over(args, bin_dir, new_dir):
+    """Keep what the previous ``OUT/bin`` holds beside the binarized data and is still valid
+    (:func:`stale_files`) by linking it into ``new_dir``; files made from a source side or
+    dictionary this run changes are an error naming them, or are dropped with ``--overwrite``."""
+    kept, stale, what = stale_files(bin_dir, new_dir)
+    if stale:
+        redo = ""
+        theta_splits = sorted({n.split(".")[0] for n in stale if ".theta." in n} & set(args.splits))
+        if "topic_model.npz" in stale:
+            redo = f" (then refit: `python -m preprocess.topic_model fit {bin_dir}`)"
+        elif theta_splits:
+            redo = f" (then `python -m preprocess.topic_model infer {bin_dir} --splits {','.join(theta_splits)}`)"
+        if not getattr(args, "overwrite", False):
+            raise PrepareError(f"{bin_dir}: this run changes {what}, so {', '.join(stale)} (made from the previous "
+                               "data) would no longer fit: re-run with the options they were made with, or with "
+                               f"--overwrite to delete them{redo}")
+        print(f"| binarize: removed {', '.join(stale)} from {bin_dir}: made from the previous data, and this run "
+              f"changes {what}{redo}", file=sys.stderr)
+    for name in kept:
+        _link(os.path.join(bin_dir, name), os.path.join(new_dir, name))
+    if kept:
+        print(f"| binarize: kept {', '.join(kept)} of the previous {bin_dir}"
+              + ("" if what else " (the source side and dictionary are unchanged)"), file=sys.stderr)
 
 
 # ---------------------------------------------------------------- 5. finalize
@@ -669,7 +798,7 @@ def step_finalize(args, stats):
     if getattr(args, "spm_model", None):  # raw text straight into the pretrained sentencepiece
         tokenizer, moses = [], {}
     info = dict(
-        options={k: v for k, v in sorted(vars(args).items()) if k not in ("force",)},
+        options={k: v for k, v in sorted(vars(args).items()) if k not in ("force", "overwrite")},
         tokenizer=moses,
         bpe=dict(bpe="sentencepiece", sentencepiece_model="spm.model"),
         interactive_args=" ".join(tokenizer + ["--bpe", "sentencepiece", "--sentencepiece-model",

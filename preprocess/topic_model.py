@@ -42,7 +42,8 @@ runtime part, :mod:`fairseq_sum_plugins.topic_model`, which the summarizer uses.
 
 **Writing a fit** (``fit``): Phi and every split's theta are computed first; then the old
 ``{split}.theta.npy`` files and their records are removed, ``topic_model.npz`` is replaced
-atomically, and each theta file is written with its record (the sha256 of Phi and of the file,
+atomically, and each theta file is written with its record (the sha256 of Phi and of the file, the
+split and the sha256 of its binarized source,
 :func:`fairseq_sum_plugins.topic_model.write_theta_file`). A fit killed at any point leaves the old
 topic model with its theta, or no theta at all, or the new topic model with (some of) its own theta:
 never a new Phi with old topic proportions, and the task refuses any theta file whose record names
@@ -57,13 +58,19 @@ CLI::
     python -m preprocess.topic_model fit DATA/bin [--topics 256] [--iters 100] [--full-src DIR]
         [--gpt2-encoder-json E --gpt2-vocab-bpe V]   (BART: dictionary symbols are GPT-2 ids)
         -> DATA/bin/topic_model.npz (Phi, dictionary checksum, corpus-mean theta) and
-           DATA/bin/{train,valid,test}.theta.npy, each with its record {split}.theta.json
+           DATA/bin/{split}.theta.npy for every binarized split, each with its record {split}.theta.json
     python -m preprocess.topic_model infer DATA/bin --splits valid,test [--topic-model PATH] [--full-src DIR]
+
+``--splits`` defaults to every binarized split of DATA; a name DATA has not binarized, a number of
+topics or iterations below 1, a non-finite prior or ``--r`` / ``--eta`` below 1 (no MAP mode) is an
+argparse error naming the flag.
 """
 import argparse
 import itertools
 import logging
+import math
 import os
+import sys
 import time
 import warnings
 
@@ -75,6 +82,7 @@ from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis as _RuntimePFA
 from fairseq_sum_plugins.topic_model import (  # the runtime part this module fits for
     _progress,
     bag_of_words,
+    binarized_splits,
     dictionary_checksum,
     gpt2_files_info,
     load_dictionary,
@@ -264,7 +272,7 @@ def write_theta(model, data_dir, thetas, topic_model_path, full_src=None):
     documents = f"untruncated ({os.path.abspath(full_src)})" if full_src else "binarized"
     for split, theta in thetas.items():
         path = os.path.join(data_dir, f"{split}.theta.npy")
-        write_theta_file(path, theta, model, topic_model_path, documents)
+        write_theta_file(path, theta, model, topic_model_path, documents, split)
         logger.info(f"wrote {path} ({theta.shape[0]} x {theta.shape[1]}) and its record")
 
 
@@ -286,27 +294,46 @@ def commit_fit(model, path, data_dir, thetas, full_src=None):
     write_theta(model, data_dir, thetas, path, full_src)
 
 
+def _number(kind, minimum, strict=False):
+    """argparse type: a finite ``kind`` (int / float) ``>= minimum`` (``> minimum`` with ``strict``)."""
+    bound = f"{'>' if strict else '>='} {minimum}"
+
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+            raise argparse.ArgumentTypeError(f"{text!r}: must be {bound}")
+        return value
+
+    return parse
+
+
 def get_parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m preprocess.topic_model", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fit", help="fit Phi on the train split and write theta for every split")
     f.add_argument("data", help="DATA/bin (dict.src.txt and the binarized splits)")
-    f.add_argument("--topics", "-k", type=int, default=256)
-    f.add_argument("--iters", type=int, default=100, help="EM iterations for Phi")
-    f.add_argument("--max-docs", type=int, default=0, help="fit on the first N train documents (0: all)")
+    f.add_argument("--topics", "-k", type=_number(int, 1), default=256)
+    f.add_argument("--iters", type=_number(int, 1), default=100, help="EM iterations for Phi")
+    f.add_argument("--max-docs", type=_number(int, 0), default=0, help="fit on the first N train documents (0: all)")
     f.add_argument("--seed", type=int, default=0)
-    f.add_argument("--r", type=float, default=1.05, help="Gamma shape of theta")
-    f.add_argument("--rate", type=float, default=1.0, help="Gamma rate of theta")
-    f.add_argument("--eta", type=float, default=1.01, help="Dirichlet concentration of the topics")
+    f.add_argument("--r", type=_number(float, 1), default=1.05, help="Gamma shape of theta (>= 1: MAP-EM needs its mode)")
+    f.add_argument("--rate", type=_number(float, 0, strict=True), default=1.0, help="Gamma rate of theta")
+    f.add_argument("--eta", type=_number(float, 1), default=1.01,
+                   help="Dirichlet concentration of the topics (>= 1: MAP-EM needs its mode)")
     f.add_argument("--gpt2-encoder-json", metavar="E",
                    help="GPT-2 encoder.json: the dictionary's symbols are GPT-2 BPE ids (fairseq's BART)")
     f.add_argument("--gpt2-vocab-bpe", metavar="V", help="GPT-2 vocab.bpe (with --gpt2-encoder-json)")
     i = sub.add_parser("infer", help="write DATA/bin/{split}.theta.npy with Phi fixed")
     i.add_argument("data")
     for q in (f, i):
-        q.add_argument("--splits", default="train,valid,test")
+        q.add_argument("--splits", default=None,
+                       help="comma-separated binarized splits to write theta for (default: every one of DATA)")
         q.add_argument("--topic-model", default=None, help="default DATA/bin/topic_model.npz")
-        q.add_argument("--infer-iters", type=int, default=50)
+        q.add_argument("--infer-iters", type=_number(int, 1), default=50)
         q.add_argument("--full-src", metavar="DIR",
                        help="count the bags of words over the untruncated source DIR/{split}.src (one document "
                             "per line in the dictionary's symbols, aligned with the binarized split: "
@@ -340,15 +367,33 @@ def fit_command(args, dictionary):
     return model, (None if args.max_docs else {"train": (n_docs, bow)})
 
 
+def _splits(parser, args):
+    """``--splits`` as a list: every binarized split of DATA by default; a name DATA has not
+    binarized is an error naming the ones it has (nothing is skipped silently)."""
+    available = binarized_splits(args.data)
+    if args.splits is None:
+        return available
+    splits = [s.strip() for s in args.splits.split(",") if s.strip()]
+    unknown = [s for s in splits if s not in available]
+    if unknown or not splits:
+        parser.error(f"--splits {args.splits}: no binarized split {', '.join(unknown) or '(none named)'} in "
+                     f"{args.data} (it has: {', '.join(available) or 'none'})")
+    return splits
+
+
 def main(argv=None):
     p = get_parser()
     args = p.parse_args(argv)
     if args.cmd == "fit" and bool(args.gpt2_encoder_json) != bool(args.gpt2_vocab_bpe):
         p.error("--gpt2-encoder-json and --gpt2-vocab-bpe go together")
+    if not os.path.isdir(args.data):
+        p.error(f"{args.data}: no such directory")
+    splits = _splits(p, args)
+    if args.cmd == "fit" and "train" not in binarized_splits(args.data):
+        p.error(f"{args.data}: no binarized train split to fit on")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
     dictionary = load_dictionary(args.data)
     path = args.topic_model or os.path.join(args.data, "topic_model.npz")
-    splits = [s.strip() for s in args.splits.split(",") if s.strip()]
     if args.cmd == "fit":
         model, bows = fit_command(args, dictionary)
         thetas = compute_theta(model, args.data, splits, args.infer_iters, dictionary, args.full_src, bows)
@@ -359,5 +404,13 @@ def main(argv=None):
         write_theta(model, args.data, thetas, path, args.full_src)
 
 
+def cli_main():
+    """``main`` for the command line: a missing or misaligned input is one error line, not a traceback."""
+    try:
+        main()
+    except (OSError, ValueError) as e:
+        sys.exit(f"python -m preprocess.topic_model: error: {e}")
+
+
 if __name__ == "__main__":
-    main()
+    cli_main()

@@ -2,6 +2,7 @@
 import filecmp
 import json
 import os
+import re
 from argparse import Namespace
 
 import pytest
@@ -280,6 +281,48 @@ def test_parallel_input_and_skip_empty(tmp_path, capsys):
         assert len(read(out / d / f"train.{side}")) == 28
     assert read(out / "tok" / "train.id")[3] == "5"
     assert read(out / "tok" / "train.tgt")[0].count(SENT_SEP) == summs[0].count(SENT_SEP)
+
+
+def test_summary_without_words_is_refused_or_skipped(tmp_path, capsys):
+    """A summary with no word the scorer counts ("...", "- !") was kept even with --skip-empty (and the
+    scorer then refused the whole split): an error naming its line, or dropped and counted with
+    --skip-empty, every aligned output (ids, references) keeping the other examples."""
+    d = make_corpus(tmp_path / "c", n_train=12)
+    train = make_examples(12, 1)
+    train[4]["summary"] = "..."
+    write_jsonl(d / "train.jsonl", train)
+    valid = make_examples(6, 2)
+    valid[2]["summary"] = ["- !", "<unk>"]
+    write_jsonl(d / "valid.jsonl", valid)
+    with pytest.raises(PrepareError, match=r"train\.jsonl:5: summary with no word ROUGE can count \('\.\.\.'\) "
+                                           r"\(use --skip-empty to drop such pairs\)"):
+        run_prepare(d, tmp_path / "out")
+    stats = run_prepare(d, tmp_path / "out", "--skip-empty")
+    assert [(stats["tokenize"][s]["examples"], stats["tokenize"][s]["skipped"]) for s in ("train", "valid")] == \
+        [(11, 1), (5, 1)]
+    err = capsys.readouterr().err
+    assert "tokenize train: dropped 1 pairs with an empty document or a summary without words" in err
+    out = tmp_path / "out"
+    for split, exs, gone in (("train", train, 4), ("valid", valid, 2)):
+        kept = [e["id"] for i, e in enumerate(exs) if i != gone]
+        assert read(out / "tok" / f"{split}.id") == kept
+        refs = [json.loads(line) for line in read(out / "bin" / f"{split}.ref.jsonl")]
+        assert [r["id"] for r in refs] == kept and [r["line"] for r in refs] == [i + 1 for i in range(len(exs)) if i != gone]
+
+
+@pytest.mark.parametrize("ex_id", ["a\nb", "a\rb", "a\u2028b", "a\x85b"])
+def test_id_with_a_line_break_is_refused(tmp_path, ex_id):
+    """tok/{split}.id holds one id per line: an id with a line break would shift every id after it."""
+    d = make_corpus(tmp_path / "c", n_train=6)
+    train = make_examples(6, 1)
+    train[2]["id"] = ex_id
+    write_jsonl(d / "train.jsonl", train)
+    with pytest.raises(PrepareError, match=rf"train\.jsonl:3: id {re.escape(repr(ex_id))} holds a line break"):
+        run_prepare(d, tmp_path / "out")
+    train[2]["id"] = "a b\t"  # other whitespace is kept as it is
+    write_jsonl(d / "train.jsonl", train)
+    run_prepare(d, tmp_path / "out")
+    assert read(tmp_path / "out" / "tok" / "train.id") == [e["id"] for e in train]
 
 
 def _bad_corpus(tmp_path, train_lines):

@@ -149,3 +149,30 @@ def test_prepare_hf_dataset_without_datasets(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", None)
     with pytest.raises(PrepareError, match="--hf-dataset needs the `datasets` package: pip install datasets"):
         run_prepare(tmp_path, tmp_path / "o", source="--hf-dataset")
+
+
+def test_hf_dataset_with_valid_and_validation_is_ambiguous(tmp_path, hf_dict):
+    """As --jsonl-dir refuses valid.jsonl beside validation.jsonl, --hf-dataset refuses a dataset with
+    both splits (it took one silently), before exporting anything."""
+    datasets = pytest.importorskip("datasets")
+    path, dd = hf_dict
+    both = tmp_path / "both"
+    datasets.DatasetDict({**dd, "valid": dd["test"]}).save_to_disk(str(both))
+    with pytest.raises(PrepareError, match=r"--hf-dataset .*both: ambiguous valid split: valid and validation both exist"):
+        run_prepare(both, tmp_path / "out", "--src-field", "article", "--tgt-field", "highlights",
+                    source="--hf-dataset")
+    assert not (tmp_path / "out" / "hf_jsonl" / "train.jsonl").exists()
+
+
+def test_hf_dataset_logs_no_debug_records(tmp_path, hf_dict, caplog):
+    """datasets / fsspec logged every file they open at DEBUG (fairseq leaves the root logger at
+    DEBUG): their loggers are quiet once the plugin is imported."""
+    import logging
+
+    path, _ = hf_dict
+    caplog.set_level(logging.NOTSET)
+    run_prepare(path, tmp_path / "out", "--src-field", "article", "--tgt-field", "highlights",
+                "--splits", "train", source="--hf-dataset")
+    chatty = [r for r in caplog.records if r.name.split(".")[0] in ("fsspec", "datasets", "filelock")
+              and r.levelno < logging.WARNING]
+    assert not chatty, [f"{r.name}: {r.getMessage()}" for r in chatty[:3]]

@@ -1,4 +1,5 @@
 """Topic Assistant: the PFA topic model, SIA (eq. 5-7), TEMA (eq. 8, Fig. 3(b)), DRM (eq. 9)."""
+import json
 import math
 import os
 
@@ -567,3 +568,47 @@ def test_side_data_theta_messages_name_the_feature_and_the_command(toy_data):
         "--encoder-attention-heads", "2"])
     with pytest.raises(ValueError, match="--side-data theta: this model .* does not read it; theta feeds the Topic Assistant"):
         task.build_model(args)
+
+
+def test_theta_of_another_split_or_other_documents_is_refused(tmp_path):
+    """A theta file (with its record) copied from another split of the same size was accepted: the
+    record names the split and the sha256 of its binarized source, and loading the split checks
+    both, naming the infer command; the file that command writes is accepted."""
+    import shutil
+
+    from conftest import binarize, write_toy_parallel
+    from preprocess.topic_model import main as topic_model_main
+
+    write_toy_parallel(str(tmp_path / "raw"), n_train=30, n_valid=6, n_test=6, seed=4)
+    data = binarize(str(tmp_path / "raw"), str(tmp_path / "bin"))
+    topic_model_main(["fit", data, "--topics", str(K), "--iters", "3"])
+    path = os.path.join(data, "topic_model.npz")
+    from fairseq import options
+
+    task = load_task(data, side_data="theta")
+    task.build_model(options.parse_args_and_arch(options.get_training_parser(), [  # as fairseq-train does
+        data, "--task", "summarization", "--side-data", "theta", "--arch", "transformer_ta_small", "--ta-topic-model",
+        path, "--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32",
+        "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2"]))
+    task.load_dataset("test")  # as written by the fit
+    for ext in ("npy", "json"):
+        shutil.copyfile(os.path.join(data, f"valid.theta.{ext}"), os.path.join(data, f"test.theta.{ext}"))
+    with pytest.raises(ValueError, match=r"test.theta.npy was inferred for the 'valid' split, not 'test' .*"
+                                         r"python -m preprocess.topic_model infer .* --splits test"):
+        task.load_dataset("test")
+    topic_model_main(["infer", data, "--splits", "test"])
+    task.load_dataset("test")
+    # the test split binarized again with other documents (here valid's): its theta no longer fits
+    for ext in ("bin", "idx"):
+        shutil.copyfile(os.path.join(data, f"valid.src-tgt.src.{ext}"), os.path.join(data, f"test.src-tgt.src.{ext}"))
+    with pytest.raises(ValueError, match=r"test.theta.npy was inferred for other documents than the binarized test "
+                                         r"source .*--splits test"):
+        task.load_dataset("test")
+    # a record of an older version (no split, no documents): refused, naming the command
+    record = os.path.join(data, "valid.theta.json")
+    with open(record) as f:
+        old = {k: v for k, v in json.load(f).items() if k not in ("split", "source_sha256")}
+    with open(record, "w") as f:
+        json.dump(old, f)
+    with pytest.raises(ValueError, match=r"valid.theta.json names no split and documents .*--splits valid"):
+        task.load_dataset("valid")

@@ -129,6 +129,28 @@ def test_fit_and_theta_count_the_untruncated_documents(truncated_data, tmp_path)
         topic_model_main(["infer", data, "--splits", "test", "--full-src", str(tmp_path / "none")])
 
 
+@pytest.mark.parametrize("argv,message", [
+    (["fit", "--topics", "0"], "argument --topics/-k: '0': must be >= 1"),
+    (["fit", "--topics", "-3"], "argument --topics/-k: '-3': must be >= 1"),
+    (["fit", "--r", "nan"], "argument --r: 'nan': must be >= 1"),
+    (["fit", "--iters", "0"], "argument --iters: '0': must be >= 1"),
+    (["infer", "--splits", "tets"], "--splits tets: no binarized split tets in DATA (it has: test, train, valid)"),
+    (["fit", "--splits", "train,valid,tets"], "no binarized split tets in DATA (it has: test, train, valid)"),
+])
+def test_topic_model_cli_refuses_bad_numbers_and_unknown_splits(truncated_data, capsys, argv, message):
+    """--topics 0 / -3 gave tracebacks and `infer --splits tets` exited 0 having written nothing:
+    argparse errors naming the flag (and the splits DATA has)."""
+    from preprocess.topic_model import main as topic_model_main
+
+    data, _ = truncated_data
+    before = sorted(os.listdir(data))
+    with pytest.raises(SystemExit) as exit_info:
+        topic_model_main([argv[0], data, *argv[1:]])
+    assert exit_info.value.code == 2
+    assert message.replace("DATA", data) in capsys.readouterr().err
+    assert sorted(os.listdir(data)) == before
+
+
 def test_prepare_and_gpt2_bpe_write_aligned_untruncated_sources(tmp_path):
     """The producers of --full-src: fairseq-sum-prepare --write-full-src (OUT/spm_full) and
     preprocess.gpt2_bpe --full-src-out: untruncated lines whose prefix is the truncated one."""
@@ -158,6 +180,57 @@ def test_prepare_and_gpt2_bpe_write_aligned_untruncated_sources(tmp_path):
         docs = [json.loads(line)["document"] for line in open(os.path.join(jsonl, f"{split}.jsonl"))]
         assert whole == [" ".join(map(str, bpe.encode(" ".join(doc.split())))) for doc in docs]
         assert cut == [" ".join(w.split()[:7]) for w in whole]
+
+
+def test_prepare_again_keeps_valid_topic_files_and_refuses_to_drop_stale_ones(tmp_path, capsys):
+    """Re-running fairseq-sum-prepare with another --max-tgt-tokens rebuilt OUT/bin and deleted the
+    topic model and theta: they are kept (same source side and dictionary) and still load. Another
+    --max-src-tokens changes the documents: refused, naming the files and --overwrite, which deletes them."""
+    import hashlib
+
+    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, check_theta_file, load_dictionary
+    from preprocess.prepare import PrepareError
+    from preprocess.topic_model import main as topic_model_main
+    from test_preprocess import make_corpus, run_prepare
+
+    corpus, out = make_corpus(str(tmp_path / "jsonl")), tmp_path / "prep"
+    data = str(out / "bin")
+    run_prepare(corpus, out)
+    topic_model_main(["fit", data, "--topics", "3", "--iters", "3"])
+    (out / "bin" / "notes.txt").write_text("mine\n")
+    topic = sorted(["topic_model.npz"] + [f"{s}.theta.{e}" for s in ("test", "train", "valid") for e in ("json", "npy")])
+
+    def digests():
+        return {n: hashlib.sha256((out / "bin" / n).read_bytes()).hexdigest() for n in sorted(os.listdir(data))}
+
+    def check_topic_files():
+        tm = PoissonFactorAnalysis.load(os.path.join(data, "topic_model.npz"), load_dictionary(data))
+        for split in ("train", "valid", "test"):
+            check_theta_file(os.path.join(data, f"{split}.theta.npy"), tm.phi_sha256, os.path.join(data, "topic_model.npz"),
+                             split)
+
+    before = digests()
+    capsys.readouterr()
+    run_prepare(corpus, out, "--max-tgt-tokens", "8")
+    after = digests()
+    assert after["train.src-tgt.tgt.bin"] != before["train.src-tgt.tgt.bin"]  # OUT/bin was binarized again
+    assert all(after[n] == before[n] for n in topic + ["notes.txt", "train.src-tgt.src.bin"])
+    assert f"kept {', '.join(sorted(topic + ['notes.txt']))} of the previous {data} (the source side and dictionary are unchanged)" \
+        in capsys.readouterr().err
+    check_topic_files()
+
+    with pytest.raises(PrepareError, match=rf"{data}: this run changes the binarized source of test, train, valid, "
+                                           rf"so {', '.join(topic)} \(made from the previous data\) would no longer "
+                                           r"fit: .* --overwrite to delete them \(then refit: `python -m "
+                                           r"preprocess.topic_model fit"):
+        run_prepare(corpus, out, "--max-tgt-tokens", "8", "--max-src-tokens", "30")
+    assert digests() == after  # OUT/bin untouched
+    check_topic_files()
+    run_prepare(corpus, out, "--max-tgt-tokens", "8", "--max-src-tokens", "30", "--overwrite")
+    assert f"removed {', '.join(topic)} from {data}" in capsys.readouterr().err
+    left = set(os.listdir(data))
+    assert "notes.txt" in left and not left & set(topic)
+    assert json.loads((out / "bin" / "prepare_args.json").read_text())["options"]["max_src_tokens"] == 30
 
 
 # --- semantic similarity reads the detokenized hypotheses ------------------------------------------------

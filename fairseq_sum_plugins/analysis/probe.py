@@ -28,8 +28,10 @@ classification of given tokens/spans: equal to accuracy); macro-F1 is in the JSO
 
 Labels come from CoNLL-U (UPOS/XPOS, HEAD/DEPREL, ``NER=`` in MISC) or CoNLL files (word and label
 columns; NER as BIO tags or bare types, a run of one type being one entity), written by any tagger
-over the summaries' words (``--write-words`` writes them, one sentence per line). They are aligned
-to the summaries word by word; the first word that disagrees is an error naming the file and line.
+over the summaries' words (``--write-words`` writes them, one sentence per line). A file with
+another number of sentences than the summaries used (or the whole split, whose labels are cut to
+the first ``--max-summaries``) is an error naming both counts. They are aligned to the summaries
+word by word; the first word that disagrees is an error naming the file and line.
 ``--spacy-model NAME`` labels the summaries with an installed spaCy pipeline instead. Probes are
 trained on ``--split`` (the paper: training-set references) and evaluated on ``--eval-split`` with
 ``--eval-labels`` (the paper: the model's own dev-set summaries, binarized with DATA's dictionaries
@@ -201,6 +203,28 @@ def align_labels(summaries, tokens, path):
                 raise ValueError(f"{path}:{tok['line']}: head {row[3] + 1} lies outside summary {summaries[row[0]][0]}")
             row[3] = (words[h][0], words[h][1])
     return out
+
+
+def labels_of_summaries(tokens, path, task, split, summaries, max_summaries):
+    """The tokens of ``summaries`` (the first ``max_summaries`` of ``split``). The label file must
+    hold one sentence per sentence of these summaries, or of the whole split (labels of every
+    summary, cut to the first ``max_summaries``); any other count is an error naming both."""
+    have = len({t["sentence"] for t in tokens})
+    used = sum(len(sents) for _, sents in summaries)
+    if have == used:
+        return tokens
+    whole = used
+    if max_summaries and len(summaries) == max_summaries:  # the split may have more summaries
+        whole = sum(len(sents) for _, sents in summary_words(task, split))
+    if have == whole:
+        first = sorted({t["sentence"] for t in tokens})[:used]
+        keep = set(first)
+        return [t for t in tokens if t["sentence"] in keep]
+    split_text = f"{used} sentences" + (f" ({whole} in the whole split)" if whole != used else "")
+    raise ValueError(
+        f"{path}: {have} labelled sentences, but the {len(summaries)} summaries of split {split!r} used "
+        f"(--max-summaries {max_summaries}) have {split_text}: label the words that --write-words writes for "
+        "this split (one sentence per line, not re-split by the tagger)")
 
 
 def spacy_labels(summaries, model_name, task, pos_field="xpos"):
@@ -471,9 +495,7 @@ def _labelled(args, task, model, split, labels):
         tokens, source = spacy_labels(summaries, args.spacy_model, args.probe_task, args.pos_field), "spaCy"
     else:
         tokens, source = read_conll(labels, args.probe_task, args.pos_field, args.word_column, args.label_column), labels
-        n_words = sum(len(s) for _, sents in summaries for s in sents)
-        if args.max_summaries and len(tokens) > n_words:
-            tokens = tokens[:n_words]  # labels of the summaries beyond --max-summaries
+        tokens = labels_of_summaries(tokens, labels, task, split, summaries, args.max_summaries)
     aligned = align_labels(summaries, tokens, source)
     return decoder_features(model, task, split, summaries, args.sublayer, args.batch_size), aligned, summaries
 
