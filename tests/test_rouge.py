@@ -320,7 +320,7 @@ def test_cli_semantic_similarity(tmp_path, capsys):
         "H-1\t-0.5\tpiano drum flute .\n"
     )
     out_json = tmp_path / "s.json"
-    res = S.main(["--generate-output", str(gen), "--topic-model", tm, "--bootstrap-samples", "0",
+    res = S.main(["--generate-output", str(gen), "--refs", "t-lines", "--topic-model", tm, "--bootstrap-samples", "0",
                   "--json", str(out_json)])
     # summary 0 is on its document's topic but not its gold's; summary 1 matches both
     assert res["ss_sum_doc"] > 0.95
