@@ -1,5 +1,6 @@
 """fairseq-sum-compare: paired bootstrap / approximate randomization between two systems."""
 import json
+import os
 import random
 import shutil
 import struct
@@ -214,9 +215,13 @@ def test_ref_jsonl_after_skip_empty_uses_the_reference_index(tmp_path):
     paths = []
     for name in ("a", "b"):
         paths.append(_write_generate(tmp_path / f"{name}.out", full, cut))
-    res = C.main([*paths, "--ref-jsonl", str(raw), "--data", data, "--bootstrap-samples", "20"])
+        with open(paths[-1] + ".log", "w") as f:  # the index found through generate's log
+            f.write(f"INFO:fairseq.tasks.translation:{data} test src-tgt 3 examples\n")
+    res = C.main([*paths, "--ref-jsonl", str(raw), "--bootstrap-samples", "20"])
     assert res["num_summaries"] == 3
     assert all(r["a"] == pytest.approx(1.0) and r["b"] == pytest.approx(1.0) for r in res["metrics"].values())
+    for name in ("a", "b"):
+        os.remove(tmp_path / f"{name}.out.log")
     # without the index, record 2 (the dropped one) would be sample 2's: the T- line check refuses it
     with pytest.raises(SystemExit, match=r"sample 2: the reference from .*test.jsonl \('\.\.\.'\) does not start"):
         C.main([*paths, "--ref-jsonl", str(raw), "--bootstrap-samples", "20"])
@@ -261,5 +266,8 @@ def test_hypothesis_files_must_cover_the_split_of_data(tmp_path):
     data = write_prepared(tmp_path / "bin", FULL)
     for name in ("a.txt", "b.txt"):
         (tmp_path / name).write_text("\n".join(FULL[:2]) + "\n")
+    (tmp_path / "r.txt").write_text("\n".join(FULL) + "\n")
+    with pytest.raises(SystemExit, match=r"line count mismatch: 2 hypotheses vs 4 references"):
+        C.main([str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "--ref", str(tmp_path / "r.txt")])
     with pytest.raises(SystemExit, match=r"a.txt has 2 hypotheses, but the test split of .* has 4 examples"):
         C.main([str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "--data", data])
