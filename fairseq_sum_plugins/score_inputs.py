@@ -21,7 +21,7 @@ reference, else the error names the first sample id that differs (another split,
 preparation).
 """
 import argparse
-import html
+import filecmp
 import json
 import os
 import re
@@ -33,9 +33,10 @@ _LINE_RE = re.compile(r"^([THDS])-(\d+)\t(.*)$")
 _LOADED_RE = re.compile(r"fairseq\.tasks\.\w+\s*[:|]\s*(\S+) (\w+) \S+-\S+ (\d+) examples\s*$")
 _SUBSET_RE = re.compile(r"^Generate (\S+) with beam=")
 T_LINES = "t-lines"
-# an unknown piece as fairseq prints it (escaped), as the dictionary writes it, as sentencepiece decodes it
+# in a T- line: an unknown piece as fairseq prints it (escaped), as the dictionary writes it, as
+# sentencepiece decodes it; the sentence separator fairseq-sum-prepare inserts
 _UNK_RE = re.compile(r"<<unk>>|<unk>|\u2047")
-_MARKUP_RE = re.compile(r"<\s*/?\s*\w+\s*>")  # <sep>, </s>, <q>, ...
+_SEP_TOKEN_RE = re.compile(r"<\s*sep\s*>")
 
 
 class ScoreInputError(ValueError):
@@ -153,6 +154,7 @@ def find_data_dir(gen, data=None, split=None):
     if data:
         if not os.path.isdir(data):
             raise ScoreInputError(f"--data {data}: no such directory")
+        _check_against_log(data, split, logged, gen.path)
     elif logged and os.path.isabs(logged[0]):
         data = logged[0]
         if not os.path.isdir(data):
@@ -168,6 +170,18 @@ def find_data_dir(gen, data=None, split=None):
                               f"of {logged[2]} (generate's log names {logged[0]}): another data folder, or "
                               "prepared again since")
     return data, split, size
+
+
+def _check_against_log(data, split, logged, path):
+    """``--data`` and the folder of generate's log must hold the same references (a copy is fine)."""
+    if not (logged and os.path.isabs(logged[0]) and os.path.isdir(logged[0])):
+        return
+    if os.path.realpath(logged[0]) == os.path.realpath(data):
+        return
+    ours, theirs = (os.path.join(d, f"{split}.ref.jsonl") for d in (data, logged[0]))
+    if not (os.path.isfile(ours) and os.path.isfile(theirs) and filecmp.cmp(ours, theirs, shallow=False)):
+        raise ScoreInputError(f"--data {data}, but {path} was decoded from {logged[0]} (generate's log), "
+                              f"whose {split}.ref.jsonl differs: pass that folder")
 
 
 def read_prepared_references(data, split, size=None):
@@ -208,8 +222,8 @@ def jsonl_references(path, field, ids, records=None, size=None):
                                   "(pass --data DATA/bin, whose reference index maps examples to records)")
         return [raw[i] for i in ids]
     by_line = read_jsonl_records(path, field)
-    names = {os.path.basename(str(r.get("file", ""))) for r in records}
-    if os.path.basename(path) not in names:
+    names = {os.path.realpath(str(r.get("file", ""))) for r in records}
+    if os.path.realpath(path) not in names:
         warn(f"--ref-jsonl {path}: the data was prepared from {sorted(names)}; matching by line number")
     out = []
     for i in ids:
@@ -231,11 +245,14 @@ def line_references(path, ids, size=None):
 
 
 # ------------------------------------------------------------------------- references vs T- lines
-def _comparable(text):
+def _comparable(text, t_line=False):
     """Letters and digits of ``text``, NFKC-normalised and lower-cased (what tokenization,
-    sentencepiece and detokenization keep); an unknown piece becomes ``\\0``, a wildcard."""
-    text = unicodedata.normalize("NFKC", html.unescape(text.replace("\0", ""))).lower()
-    text = _MARKUP_RE.sub(" ", _UNK_RE.sub("\0", text))
+    sentencepiece and detokenization keep). In a ``t_line``, ``<sep>`` is dropped and an unknown
+    piece becomes ``\\0``, a wildcard."""
+    text = text.replace("\0", "")
+    if t_line:
+        text = _UNK_RE.sub("\0", _SEP_TOKEN_RE.sub(" ", text))
+    text = unicodedata.normalize("NFKC", text).lower()
     return "".join(c for c in text if c.isalnum() or c == "\0")
 
 
@@ -243,7 +260,7 @@ def starts_like(reference, t_line):
     """True when the (possibly cut) ``t_line`` is the start of ``reference`` on
     :func:`_comparable` text; an unknown piece stands for any characters."""
     ref = _comparable(reference)
-    first, *rest = _comparable(t_line).split("\0")
+    first, *rest = _comparable(t_line, t_line=True).split("\0")
     if not ref.startswith(first):
         return False
     pos = len(first)

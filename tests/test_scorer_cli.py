@@ -139,6 +139,24 @@ def test_references_never_come_from_the_working_directory(generated, tmp_path, s
     assert _f1(score("--generate-output", str(out), "--data", generated["data"]).stdout) == [100.0] * 3
 
 
+@pytest.mark.parametrize("reference,t_line,starts", [
+    # T- lines as fairseq-generate printed them for references with characters outside the vocabulary
+    ("Road police. <b>bold</b> &amp; AT&T [x] @user #tag",
+     "Road police. <sep> <<unk>> b <<unk>> bold <<unk>> <<unk>> b <<unk>> & amp <<unk>> <<unk>>T & T <<unk>> "
+     "<<unk>> x <<unk>> <<unk>> user <<unk>> tag", True),
+    ("Zürich \u0130stanbul \u00bd x\u00b2", "<<unk>>rich <<unk>>stanbul 1<<unk>> x<<unk>>", True),
+    ("Café «naïve» & co\u2019s 1,000 \ufb01re.", 'Café "naïve" & co\'s 1,000 fire.', True),
+    ("The committee approved it.\nIt rained.", "The committee appro", True),  # cut inside a word
+    ("The committee approved it.", "A committee", False),
+    ("The committee", "The committee met", False),  # longer than its reference
+    ("a b c", "<<unk>> d", False),
+])
+def test_t_line_check_by_hand(reference, t_line, starts):
+    from fairseq_sum_plugins.score_inputs import starts_like
+
+    assert starts_like(reference, t_line) is starts
+
+
 def test_log_of_another_preparation_is_refused(generated, tmp_path, score):
     """The log's count of examples must be the data folder's (the folder was prepared again since)."""
     out = tmp_path / "gold.out"
@@ -148,6 +166,20 @@ def test_log_of_another_preparation_is_refused(generated, tmp_path, score):
     with pytest.raises(SystemExit, match=rf"the test split has {N_TEST} examples, but .*gold.out decoded one of "
                                          rf"{N_TEST + 1}"):
         score("--generate-output", str(out))
+
+
+def test_data_must_hold_the_references_of_the_folder_generate_read(generated, tmp_path, score):
+    """--data naming another folder than generate's log: refused unless its references are the
+    same (a copy); the check needs no T- line to differ."""
+    out = tmp_path / "gold.out"
+    out.write_text(_with_hyps(generated["gen"], generated["gold"]))
+    (tmp_path / "gold.out.log").write_text(generated["log"])
+    decoy = _other_project(generated, tmp_path / "other")
+    with pytest.raises(SystemExit, match=rf"--data {decoy}, but .*gold.out was decoded from {generated['data']} "
+                                         r"\(generate's log\), whose test.ref.jsonl differs"):
+        score("--generate-output", str(out), "--data", decoy)
+    shutil.copytree(generated["data"], tmp_path / "copy")
+    assert _f1(score("--generate-output", str(out), "--data", str(tmp_path / "copy")).stdout) == [100.0] * 3
 
 
 def test_ref_jsonl_follows_the_records_dropped_by_skip_empty(generated, tmp_path, score):

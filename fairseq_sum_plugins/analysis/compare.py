@@ -144,8 +144,10 @@ def paired_inputs(path_a, path_b, args):
     for i in ids:
         ra, rb = sys_a[i][1], sys_b[i][1]
         if ra != rb:
-            raise ValueError(f"sample {i}: the references differ between {path_a} ({ra[:60]!r}) and "
-                             f"{path_b} ({rb[:60]!r}); pass the references with --data, --ref or --ref-jsonl")
+            k = next((k for k, (x, y) in enumerate(zip(ra, rb)) if x != y), min(len(ra), len(rb)))
+            at = slice(max(0, k - 20), k + 40)
+            raise ValueError(f"sample {i}: the references differ between {path_a} and {path_b} at character {k} "
+                             f"({ra[at]!r} vs {rb[at]!r}); pass the references with --data, --ref or --ref-jsonl")
     return [sys_a[i][0] for i in ids], [sys_b[i][0] for i in ids], [sys_a[i][1] for i in ids]
 
 
