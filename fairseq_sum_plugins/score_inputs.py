@@ -18,7 +18,8 @@ folder's split must have the log's ``N`` examples. References come from ``--ref`
 its ``T-`` lines by name. Loaded references are checked against the ``T-`` lines
 (:func:`check_references`): each ``T-`` line, compared on its letters and digits, must start its
 reference, else the error names the first sample id that differs (another split, data set or
-preparation).
+preparation); a reference that only extends an uncut ``T-`` line cannot be told from a cut one.
+``--data`` naming another folder than generate's log must hold the same ``{split}.ref.jsonl``.
 """
 import argparse
 import filecmp
