@@ -2,7 +2,7 @@
 Assistant's semantic similarity of generated summaries.
 
 Inputs: the stdout of ``fairseq-generate`` (``--generate-output``) or two files with one summary
-per line (``--hyp`` with ``--ref`` or ``--ref-jsonl``).
+per line (``--hyp`` with ``--ref``, ``--ref-jsonl`` or ``--data``).
 
 References of a generate output are the untruncated gold summaries that ``fairseq-sum-prepare``
 writes to ``DATA/bin/{split}.ref.jsonl`` (``--data``, or the absolute data path of fairseq's log

@@ -3,9 +3,9 @@
 The TP-Transformer paper (Table 2) bolds "the best ROUGE scores with a statistically significant
 advantage". Given two systems' outputs on the same documents with the same references::
 
-    fairseq-sum-compare gen_a.out gen_b.out                      # fairseq-generate outputs
+    fairseq-sum-compare gen_a.out gen_b.out --data DATA/bin      # fairseq-generate outputs
     fairseq-sum-compare hyp_a.txt hyp_b.txt --ref ref.txt        # one summary per line
-    fairseq-sum-compare gen_a.out gen_b.out --method ar --json cmp.json --png cmp.png
+    fairseq-sum-compare gen_a.out gen_b.out --data DATA/bin --method ar --json cmp.json --png cmp.png
 
 per metric ``m`` (ROUGE-1/2/L F1 by default; the scorer's per-document numbers, see
 :func:`document_scores`) with per-document scores ``a_i``, ``b_i`` (i = 1..n)::
