@@ -152,10 +152,10 @@ def find_data_dir(gen, data=None, split=None):
         raise ScoreInputError(f"--split {split}, but {gen.path} decodes the {gen.subset} split")
     split = split or gen.subset or (gen.loaded[1] if gen.loaded else None) or "test"
     logged = gen.loaded if gen.loaded and gen.loaded[1] == split else None
+    explicit = bool(data)
     if data:
         if not os.path.isdir(data):
             raise ScoreInputError(f"--data {data}: no such directory")
-        _check_against_log(data, split, logged, gen.path)
     elif logged and os.path.isabs(logged[0]):
         data = logged[0]
         if not os.path.isdir(data):
@@ -166,6 +166,8 @@ def find_data_dir(gen, data=None, split=None):
     size = split_size(data, split)
     if size is None:
         raise ScoreInputError(f"{data}: no binarized {split} split ({split}.*.idx)")
+    if explicit:
+        _check_against_log(data, split, logged, gen.path)
     if logged and logged[2] != size:
         raise ScoreInputError(f"{data}: the {split} split has {size} examples, but {gen.path} decoded one "
                               f"of {logged[2]} (generate's log names {logged[0]}): another data folder, or "
