@@ -176,13 +176,15 @@ def find_data_dir(gen, data=None, split=None):
 
 
 def _check_against_log(data, split, logged, path):
-    """``--data`` and the folder of generate's log must hold the same references (a copy is fine)."""
+    """``--data`` and the folder of generate's log must hold the same references (a copy is fine;
+    neither holding any is fine too: the references then come from ``--ref``/``--ref-jsonl``)."""
     if not (logged and os.path.isabs(logged[0]) and os.path.isdir(logged[0])):
         return
     if os.path.realpath(logged[0]) == os.path.realpath(data):
         return
     ours, theirs = (os.path.join(d, f"{split}.ref.jsonl") for d in (data, logged[0]))
-    if not (os.path.isfile(ours) and os.path.isfile(theirs) and filecmp.cmp(ours, theirs, shallow=False)):
+    found = [os.path.isfile(f) for f in (ours, theirs)]
+    if any(found) and not (all(found) and filecmp.cmp(ours, theirs, shallow=False)):
         raise ScoreInputError(f"--data {data}, but {path} was decoded from {logged[0]} (generate's log), "
                               f"whose {split}.ref.jsonl differs: pass that folder")
 
