@@ -7,6 +7,11 @@ and prints ``ROUGE-1/2/L F1`` in generate's closing ``Generate ... with beam=N:`
 references are the binarized targets, so they are truncated where ``fairseq-sum-prepare
 --max-tgt-tokens`` cut them: the reported numbers for papers come from ``fairseq-sum-score``,
 which reads the untruncated references.
+
+fairseq passes no sample id to a scorer, so a reference with no word ROUGE counts (``...``) cannot
+be named by its id here: such pairs are left out of the average, and the closing line says how
+many and quotes the first (``fairseq-sum-score`` on the same output refuses it, naming the sample
+id). With no pair left, the line says so instead of printing a number.
 """
 from dataclasses import dataclass
 
@@ -20,18 +25,38 @@ class RougeScorerConfig(FairseqDataclass):
 
 
 class RougeScorer(BaseScorer):
+    def _split(self):
+        """(hyps, refs) of the pairs whose reference has a word ROUGE counts, and the other references."""
+        from .rouge import clean_summary, countable
+
+        hyps, refs, left_out = [], [], []
+        for ref, pred in zip(self.ref, self.pred):
+            if countable(clean_summary(ref)):
+                hyps.append(pred)
+                refs.append(ref)
+            else:
+                left_out.append(ref)
+        return hyps, refs, left_out
+
     def score(self):
-        """Summary-level ROUGE-1/2/L F1 (x100) of the strings added so far."""
+        """Summary-level ROUGE-1/2/L F1 (x100) over the pairs whose reference has a word; None
+        when there is none."""
         from .rouge import score_summaries
 
-        if not self.ref:
-            return {"rouge1": 0.0, "rouge2": 0.0, "rougeL": 0.0}
-        res = score_summaries(self.pred, self.ref)
+        hyps, refs, _ = self._split()
+        if not refs:
+            return None
+        res = score_summaries(hyps, refs)
         return {m: 100 * res[m] for m in ("rouge1", "rouge2", "rougeL")}
 
     def result_string(self):
+        _, refs, left_out = self._split()
         s = self.score()
-        return f"ROUGE-1/2/L F1 = {s['rouge1']:.2f}/{s['rouge2']:.2f}/{s['rougeL']:.2f} ({len(self.ref)} summaries)"
+        text = ("ROUGE-1/2/L F1 = n/a (no reference with a word" if s is None else
+                f"ROUGE-1/2/L F1 = {s['rouge1']:.2f}/{s['rouge2']:.2f}/{s['rougeL']:.2f} ({len(refs)} summaries")
+        if left_out:
+            text += f"; {len(left_out)} left out, reference without a word: first T- line {left_out[0]!r}"
+        return text + ")"
 
 
 if "rouge" not in SCORER_REGISTRY:

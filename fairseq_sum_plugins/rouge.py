@@ -51,7 +51,7 @@ import numpy as np
 
 from .stemmer import stem as porter_stem
 from .score_inputs import (  # noqa: F401  (re-exported: the scorer's inputs)
-    read_generate_output, read_generate_sources, read_jsonl_field, read_lines)
+    read_generate_output, read_generate_sources, read_jsonl_field, read_lines, warn)
 
 OFFICIAL_ARGS = "-c 95 -2 -1 -U -r 1000 -n 4 -w 1.2 -a -m"
 MAIN_METRICS = ("rouge1", "rouge2", "rougeL")
@@ -125,6 +125,18 @@ def known_separators(summaries):
         words = set(s.split())
         found.update(sep for sep in KNOWN_SEPARATORS if sep in words)
     return sorted(found)
+
+
+def sentence_separators(seps, summaries):
+    """``--sentence-sep`` (``seps``, or None) as a tuple, warning about the
+    :data:`KNOWN_SEPARATORS` found in ``summaries`` without it (``fairseq-sum-score`` and
+    ``fairseq-sum-compare``)."""
+    seps = tuple(seps or ())
+    unseen = [s for s in known_separators(summaries) if s not in seps]
+    if unseen:
+        warn(f"{', '.join(unseen)} occur in the summaries and are scored as words; if they end "
+             f"sentences, pass --sentence-sep '{unseen[0]}'")
+    return seps
 
 
 # ------------------------------------------------------------------------------------ tokenizer
@@ -452,9 +464,14 @@ def _score_files2rouge(hyps, refs, rouge_args=OFFICIAL_ARGS):
 
 
 # ----------------------------------------------------------------------------------- library API
-def prepare_pairs(hyps, refs, detok=True, seps=()):
+def countable(sents):
+    """True when cleaned sentences ``sents`` hold a word ROUGE counts."""
+    return any(rouge_words(s) for s in sents)
+
+
+def prepare_pairs(hyps, refs, detok=True, seps=(), ids=None):
     """Cleaned sentence lists of parallel hypotheses and references, checked: an empty or
-    wordless reference raises ``ValueError`` naming its line (0-based)."""
+    wordless reference raises ``ValueError`` naming its sample id (``ids``), else its line (0-based)."""
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
     if not hyps:
@@ -462,10 +479,11 @@ def prepare_pairs(hyps, refs, detok=True, seps=()):
     hyp_sents = [_as_sents(h, detok, seps) for h in hyps]
     ref_sents = [_as_sents(r, detok, seps) for r in refs]
     for i, r in enumerate(ref_sents):
+        where = f"of sample {ids[i]}" if ids is not None else f"at line {i} (0-based)"
         if not r:
-            raise ValueError(f"empty reference at line {i} (0-based): {refs[i]!r}")
-        if not any(rouge_words(s) for s in r):
-            raise ValueError(f"reference at line {i} (0-based) has no word ROUGE can count: {refs[i]!r}")
+            raise ValueError(f"empty reference {where}: {refs[i]!r}")
+        if not countable(r):
+            raise ValueError(f"reference {where} has no word ROUGE can count: {refs[i]!r}")
     return hyp_sents, ref_sents
 
 
@@ -480,7 +498,7 @@ def _per_doc(hyp_sents, ref_sents, scorer, rouge_args, workers):
 
 
 def score_summaries(hyps, refs, scorer="rouge-score", detok=True, bootstrap=False,
-                    bootstrap_samples=1000, seed=1, rouge_args=OFFICIAL_ARGS, seps=(), workers=None):
+                    bootstrap_samples=1000, seed=1, rouge_args=OFFICIAL_ARGS, seps=(), workers=None, ids=None):
     """Score parallel lists of summaries (strings with ``<sep>``/newlines, or sentence lists).
 
     Returns a flat dict: ``rouge1``, ``rouge2``, ``rougeL`` (summary-level) F1s in [0, 1], plus
@@ -488,9 +506,10 @@ def score_summaries(hyps, refs, scorer="rouge-score", detok=True, bootstrap=Fals
     seeded bootstrap over documents; rouge-score only when ``bootstrap``, the perl scorers always;
     files2rouge: ROUGE-1.5.5's own),
     ``rougeL_plain`` for rouge-score, the extra ROUGE-1.5.5 metrics for the perl scorers, and
-    ``num_summaries``. Empty hypotheses score 0; an empty reference raises ``ValueError``.
+    ``num_summaries``. Empty hypotheses score 0; an empty reference raises ``ValueError`` (naming
+    its sample id from ``ids`` when given).
     """
-    hyp_sents, ref_sents = prepare_pairs(hyps, refs, detok, seps)
+    hyp_sents, ref_sents = prepare_pairs(hyps, refs, detok, seps, ids)
     if scorer == "files2rouge":
         out = _score_files2rouge(hyp_sents, ref_sents, rouge_args)
     else:
@@ -500,7 +519,8 @@ def score_summaries(hyps, refs, scorer="rouge-score", detok=True, bootstrap=Fals
     return out
 
 
-def document_scores(hyps, refs, scorer="rouge-score", detok=True, rouge_args=OFFICIAL_ARGS, seps=(), workers=None):
+def document_scores(hyps, refs, scorer="rouge-score", detok=True, rouge_args=OFFICIAL_ARGS, seps=(), workers=None,
+                    ids=None):
     """Per-document scores: ``{metric: [one dict per document]}``.
 
     ROUGE metrics (``rouge1``, ``rouge2``, ``rougeL``, ...; those of ``scorer``) give
@@ -508,7 +528,7 @@ def document_scores(hyps, refs, scorer="rouge-score", detok=True, rouge_args=OFF
     the order of ``hyps``; the corpus score is the mean of ``score``. METEOR's per-document scores
     are :func:`fairseq_sum_plugins.meteor.meteor_scores` of the same :func:`prepare_pairs`.
     """
-    hyp_sents, ref_sents = prepare_pairs(hyps, refs, detok, seps)
+    hyp_sents, ref_sents = prepare_pairs(hyps, refs, detok, seps, ids)
     per = _per_doc(hyp_sents, ref_sents, scorer, rouge_args, workers)
     return {m: [{"recall": float(r), "precision": float(p), "fmeasure": float(f), "score": float(f)}
                 for r, p, f in rows] for m, rows in per.items()}

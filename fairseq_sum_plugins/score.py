@@ -2,17 +2,19 @@
 Assistant's semantic similarity of generated summaries.
 
 Inputs: the stdout of ``fairseq-generate`` (``--generate-output``) or two files with one summary
-per line (``--hyp`` with ``--ref`` or ``--ref-jsonl``).
+per line (``--hyp`` with ``--ref``, ``--ref-jsonl`` or ``--data``).
 
 References of a generate output are the untruncated gold summaries that ``fairseq-sum-prepare``
-writes to ``DATA/bin/{split}.ref.jsonl`` (see :mod:`fairseq_sum_plugins.score_inputs`); the data
-folder comes from ``--data``, else from fairseq's log line in the output or in ``GEN.log`` beside
-it. Only without it are the ``T-`` lines scored, with a warning: they are the binarized targets,
-cut by ``--max-tgt-tokens``. ``--ref-jsonl RAW.jsonl`` reads another field (``--ref-field``) of the
-raw records; with the reference index of the data folder, binarized example ``i`` is matched to
-the record it came from (records dropped by ``--skip-empty`` stay aligned), else record ``i`` =
-sample ``i``. With the split's size known, sample ids missing from the output (at its end too) are
-reported.
+writes to ``DATA/bin/{split}.ref.jsonl`` (``--data``, or the absolute data path of fairseq's log
+line in the output or in ``GEN.log`` beside it), or ``--ref-jsonl RAW.jsonl`` (field
+``--ref-field``; binarized example ``i`` is matched to its record through the data folder's
+reference index, so records dropped by ``--skip-empty`` stay aligned), or ``--ref FILE``; each is
+checked against the ``T-`` lines (a cut ``T-`` line starts its reference; the error names the first
+sample that differs). Without references the output is refused; ``--refs t-lines`` scores the
+``T-`` lines, cut by ``--max-tgt-tokens``, by name. With the split's size known, sample ids missing
+from the output (at its end too) are reported. ``--hyp`` with ``--data`` must cover the split
+(references from ``DATA/bin/{split}.ref.jsonl`` unless given). All of it is
+:mod:`fairseq_sum_plugins.score_inputs`, shared with ``fairseq-sum-compare``.
 
 Measurements (all also in ``--json``):
 
@@ -28,7 +30,8 @@ Measurements (all also in ``--json``):
   fairseq).
 
 Documents (novel n-grams, semantic similarity) are the ``S-`` lines of the generate output (the
-encoder's possibly truncated input) or ``--src FILE`` (line ``i`` = sample ``i``).
+encoder's possibly truncated input) or ``--src FILE`` (line ``i`` = sample ``i``: one line per
+example of the split, or per hypothesis of ``--hyp``).
 
 Sentences end at ``<sep>`` and newlines; ``--sentence-sep TOKEN`` adds separators (See et al.'s
 ``<q>``), and a known separator found in the summaries without it is warned about.
@@ -36,15 +39,13 @@ Sentences end at ``<sep>`` and newlines; ``--sentence-sep TOKEN`` adds separator
 """
 import argparse
 import json
-import os
 import sys
 
 import numpy as np
 
 from . import rouge
-from .score_inputs import (GenerateOutput, ScoreInputError, find_data_dir, read_generate_output,
-                           read_jsonl_field, read_jsonl_records, read_lines, read_prepared_references,
-                           split_size, warn)
+from .score_inputs import (ScoreInputError, add_reference_options, generate_inputs, hypothesis_inputs,
+                           int_at_least, read_lines)
 
 
 def get_parser():
@@ -53,18 +54,9 @@ def get_parser():
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--generate-output", metavar="FILE", help="stdout of fairseq-generate")
     src.add_argument("--hyp", metavar="FILE", help="hypotheses, one summary per line")
-    refs = p.add_mutually_exclusive_group()
-    refs.add_argument("--ref", metavar="FILE", help="references, one summary per line (with --hyp)")
-    refs.add_argument("--ref-jsonl", metavar="FILE",
-                      help="references from the raw JSONL records (matched through DATA's reference "
-                           "index when found, else line i = sample id / hyp line i)")
-    p.add_argument("--ref-field", default="summary", help="JSONL field of the reference (default: summary)")
-    p.add_argument("--data", metavar="DIR",
-                   help="binarized data dir of fairseq-sum-prepare (untruncated references, reference "
-                        "index, split size); default: from the generate output's log")
-    p.add_argument("--split", help="split of --data (default: the generate output's, else test)")
+    add_reference_options(p)
     p.add_argument("--scorer", default="rouge-score", choices=["rouge-score", "official", "files2rouge"])
-    p.add_argument("--workers", type=int, default=None,
+    p.add_argument("--workers", type=int_at_least(1), default=None,
                    help="parallel ROUGE-1.5.5 processes for --scorer official (default: all cores)")
     p.add_argument("--report", default="f1", choices=["f1", "prf"],
                    help="prf: also a precision/recall/F1 table of every ROUGE variant")
@@ -72,17 +64,15 @@ def get_parser():
     p.add_argument("--meteor-impl", choices=("nltk", "1.5"),
                    help="METEOR implementation: nltk (default) or 1.5 (Meteor Universal 1.5's jar, -l en "
                         "-norm, as TP-Transformer Table 2; scripts/install.sh --meteor15); needs --meteor")
-    p.add_argument("--novel-ngrams", nargs="?", const="1,2,3,4", metavar="ORDERS",
+    p.add_argument("--novel-ngrams", nargs="?", const=[1, 2, 3, 4], type=ngram_orders, metavar="ORDERS",
                    help="also the novel n-gram ratios of hypotheses and references (default 1,2,3,4)")
-    p.add_argument("--sentence-sep", action="append", metavar="TOKEN",
-                   help="an extra sentence separator token, e.g. '<q>' (repeatable)")
     p.add_argument("--no-detok", action="store_true", help="skip Moses detokenization")
     p.add_argument("--split-sentences", action="store_true",
                    help="split hypotheses and references into sentences with the rule-based splitter "
                         "(outputs without <sep> / newline boundaries, e.g. BART's)")
     p.add_argument("--sentence-splitter", choices=("regex", "pysbd"), default="regex",
                    help="splitter of --split-sentences, as fairseq-sum-prepare --sentence-splitter")
-    p.add_argument("--bootstrap-samples", type=int, default=1000,
+    p.add_argument("--bootstrap-samples", type=int_at_least(0), default=1000,
                    help="bootstrap resamples for the CIs (0: no CIs)")
     p.add_argument("--seed", type=int, default=1, help="bootstrap seed")
     p.add_argument("--rouge-args", default=rouge.OFFICIAL_ARGS, help="ROUGE-1.5.5 options (perl scorers)")
@@ -93,98 +83,40 @@ def get_parser():
                    help="data dir of the topic model (dict, spm.model, prepare_args.json; "
                         "default: the topic model's folder)")
     p.add_argument("--src", metavar="FILE",
-                   help="documents, one per line (line i = sample id / hyp line i); default: S- lines")
+                   help="documents, one per line (line i = sample id / hyp line i; as many lines as the "
+                        "split / the hypotheses); default: S- lines")
     return p
 
 
+def ngram_orders(text):
+    """argparse type of ``--novel-ngrams``: comma-separated orders >= 1."""
+    try:
+        orders = [int(n) for n in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected orders like 1,2,3,4, got {text!r}") from None
+    if not orders or min(orders) < 1:
+        raise argparse.ArgumentTypeError(f"n-gram orders must be >= 1, got {text!r}")
+    return orders
+
+
 # ---------------------------------------------------------------------------------------- inputs
-def _jsonl_references(path, field, ids, records, generated=True):
-    """References of sample ``ids`` from a raw JSONL, through the reference index when known."""
-    if records is None:
-        raw = read_jsonl_field(path, field)
-        if ids[-1] >= len(raw) or (not generated and len(raw) != len(ids)):
-            raise ScoreInputError(f"{path} has {len(raw)} records for {len(ids)} hypotheses "
-                                  f"(max id {ids[-1]})")
-        if generated:
-            warn(f"--ref-jsonl {path}: no reference index of fairseq-sum-prepare (pass --data "
-                 "DATA/bin): record i is taken for sample i, wrong where records were dropped (--skip-empty)")
-        return [raw[i] for i in ids]
-    by_line = read_jsonl_records(path, field)
-    names = {os.path.basename(str(r.get("file", ""))) for r in records}
-    if os.path.basename(path) not in names:
-        warn(f"--ref-jsonl {path}: the data was prepared from {sorted(names)}; matching by line number")
-    out = []
-    for i in ids:
-        line = records[i].get("line")
-        if line not in by_line:
-            raise ScoreInputError(f"{path}: no record at line {line} (sample {i} came from "
-                                  f"{records[i].get('file')}:{line})")
-        out.append(by_line[line])
-    return out
-
-
-def _warn_truncated_targets(path, data, split):
-    """Warn that the T- lines are scored, unless prepare_args.json shows they were not cut."""
-    if data:
-        try:
-            with open(os.path.join(data, "prepare_args.json"), encoding="utf-8") as f:
-                stats = json.load(f)["stats"]["encode"][split]
-            if stats.get("tgt_truncated") == 0:
-                return
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    warn(f"scoring against the T- lines of {path}: they are the binarized targets, cut where "
-         "fairseq-sum-prepare --max-tgt-tokens truncated the summaries; pass --data DATA/bin "
-         "(untruncated references in DATA/bin/SPLIT.ref.jsonl) or --ref-jsonl")
-
-
-def load_generate_inputs(args):
-    """(ids, hyps, refs, {id: source}) of ``--generate-output``."""
-    if args.ref:
-        raise ScoreInputError("--ref goes with --hyp (use --ref-jsonl to replace T- lines)")
-    gen = GenerateOutput(args.generate_output)
-    data, split = find_data_dir(gen, args.data, args.split)
-    size = split_size(data, split) if data else None
-    if size is None and gen.loaded and (data is None or gen.loaded[1] == split):
-        size = gen.loaded[2]
-    ids, hyps, refs = read_generate_output(gen, size)
-    records = read_prepared_references(data, split) if data else None
-    if records is not None and size is not None and len(records) != size:
-        raise ScoreInputError(f"{data}/{split}.ref.jsonl has {len(records)} records for {size} "
-                              "binarized examples (prepared again since?)")
-    if args.ref_jsonl:
-        refs = _jsonl_references(args.ref_jsonl, args.ref_field, ids, records)
-    elif records is not None:
-        refs = ["\n".join(records[i]["summary"]) for i in ids]
-    else:
-        _warn_truncated_targets(args.generate_output, data, split)
-    return ids, hyps, refs, gen.sources
-
-
 def load_inputs(args):
-    """(ids, hyps, refs, {id: source} or None) from the command line's files."""
+    """(ids, hyps, refs, {id: source} or None, split size or None) from the command line's files."""
     if args.generate_output:
-        return load_generate_inputs(args)
-    if not (args.ref or args.ref_jsonl):
-        raise ScoreInputError("--hyp needs --ref or --ref-jsonl")
-    hyps = read_lines(args.hyp, "hypotheses")
-    ids = list(range(len(hyps)))
-    if args.ref:
-        refs = read_lines(args.ref, "references")
-    else:
-        records = read_prepared_references(args.data, args.split or "test") if args.data else None
-        refs = _jsonl_references(args.ref_jsonl, args.ref_field, ids, records, generated=False)
-    if len(hyps) != len(refs):
-        raise ScoreInputError(f"line count mismatch: {len(hyps)} hypotheses vs {len(refs)} references")
-    return ids, hyps, refs, None
+        ids, hyps, refs, gen = generate_inputs(args.generate_output, args)
+        return ids, hyps, refs, gen.sources, gen.size
+    ids, hyps, refs = hypothesis_inputs(args.hyp, args)
+    return ids, hyps, refs, None, len(hyps)
 
 
-def documents(args, ids, sources):
-    """The source documents of sample ``ids`` (``--src``, else the S- lines)."""
+def documents(args, ids, sources, size=None):
+    """The source documents of sample ``ids`` (``--src``: ``size`` lines when known, else the S- lines)."""
     if args.src:
         docs = read_lines(args.src, "documents")
-        if ids[-1] >= len(docs):
-            raise ScoreInputError(f"{args.src} has {len(docs)} lines for max id {ids[-1]}")
+        if (size is not None and len(docs) != size) or ids[-1] >= len(docs):
+            of = f"{size} {'hypotheses' if args.hyp else 'examples of the split'}" if size is not None \
+                else f"sample ids up to {ids[-1]}"
+            raise ScoreInputError(f"{args.src} has {len(docs)} documents for {of} (line i = sample i)")
         return [docs[i] for i in ids]
     if sources is None:
         raise ScoreInputError("--topic-model / --novel-ngrams need the documents: --src FILE")
@@ -196,17 +128,7 @@ def documents(args, ids, sources):
 
 
 # ------------------------------------------------------------------------------------ measures
-def sentence_separators(args, texts):
-    """``--sentence-sep`` tokens; warns about known separators found in ``texts`` without it."""
-    seps = tuple(args.sentence_sep or ())
-    unseen = [s for s in rouge.known_separators(texts) if s not in seps]
-    if unseen:
-        warn(f"{', '.join(unseen)} occur in the summaries and are scored as words; if they end "
-             f"sentences, pass --sentence-sep '{unseen[0]}'")
-    return seps
-
-
-def rouge_scores(args, hyps, refs, seps):
+def rouge_scores(args, ids, hyps, refs, seps):
     if args.split_sentences:
         split = rouge._sentence_splitter()
         hyps = [split(h, args.sentence_splitter) for h in hyps]
@@ -214,31 +136,29 @@ def rouge_scores(args, hyps, refs, seps):
     return rouge.score_summaries(hyps, refs, scorer=args.scorer, detok=not args.no_detok,
                                  bootstrap=args.bootstrap_samples > 0,
                                  bootstrap_samples=args.bootstrap_samples, seed=args.seed,
-                                 rouge_args=args.rouge_args, seps=seps, workers=args.workers)
+                                 rouge_args=args.rouge_args, seps=seps, workers=args.workers,
+                                 ids=ids if args.generate_output else None)
 
 
-def extra_scores(args, ids, hyps, refs, sources, seps):
+def extra_scores(args, ids, hyps, refs, sources, seps, size=None):
     """METEOR, novel n-grams and semantic similarity, as asked for."""
     out = {}
     if not (args.meteor or args.novel_ngrams or args.topic_model):
         return out
-    hyp_sents, ref_sents = rouge.prepare_pairs(hyps, refs, not args.no_detok, seps)
+    hyp_sents, ref_sents = rouge.prepare_pairs(hyps, refs, not args.no_detok, seps,
+                                               ids if args.generate_output else None)
     if args.meteor:
         from .meteor import meteor_corpus
 
         out.update(meteor_corpus(hyp_sents, ref_sents, args.meteor_impl or "nltk", args.bootstrap_samples,
                                  args.seed))
     if args.novel_ngrams or args.topic_model:
-        docs = [rouge.clean_summary(d, not args.no_detok, seps) for d in documents(args, ids, sources)]
+        docs = [rouge.clean_summary(d, not args.no_detok, seps) for d in documents(args, ids, sources, size)]
     if args.novel_ngrams:
         from .novelty import novel_ngram_ratios
 
-        try:
-            orders = [int(n) for n in args.novel_ngrams.split(",")]
-        except ValueError:
-            raise ScoreInputError(f"--novel-ngrams {args.novel_ngrams}: expected orders like 1,2,3,4") from None
         for side, summaries in (("hyp", hyp_sents), ("ref", ref_sents)):
-            for n, ratio in novel_ngram_ratios(summaries, docs, orders).items():
+            for n, ratio in novel_ngram_ratios(summaries, docs, args.novel_ngrams).items():
                 out[f"novel_{n}gram_{side}"] = ratio
     if args.topic_model:
         from .analysis.topics import semantic_similarity_scores
@@ -291,10 +211,10 @@ def main(argv=None):
     if args.meteor_impl and not args.meteor:
         parser.error("--meteor-impl goes with --meteor")
     try:
-        ids, hyps, refs, sources = load_inputs(args)
-        seps = sentence_separators(args, hyps + refs)
-        res = rouge_scores(args, hyps, refs, seps)
-        res.update(extra_scores(args, ids, hyps, refs, sources, seps))
+        ids, hyps, refs, sources, size = load_inputs(args)
+        seps = rouge.sentence_separators(args.sentence_sep, hyps + refs)
+        res = rouge_scores(args, ids, hyps, refs, seps)
+        res.update(extra_scores(args, ids, hyps, refs, sources, seps, size))
     except (ValueError, RuntimeError, OSError) as e:
         sys.exit(f"fairseq-sum-score: error: {e}")
     print(format_results(res, args.report))

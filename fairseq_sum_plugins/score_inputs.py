@@ -1,26 +1,43 @@
 """Inputs of the scorers: ``fairseq-generate`` output, line files, JSONL references, prepared data.
 
-No fairseq import: the scorer (``fairseq-sum-score``), the significance test and the Topic
-Assistant's analyses read their inputs here.
+No fairseq import: the scorer (``fairseq-sum-score``), the significance test
+(``fairseq-sum-compare``) and the Topic Assistant's analyses read their inputs here, through the
+same options (:func:`add_reference_options`) and the same loaders (:func:`generate_inputs`,
+:func:`hypothesis_inputs`).
 
 References. ``fairseq-generate`` prints the binarized targets as ``T-`` lines, cut by
 ``fairseq-sum-prepare --max-tgt-tokens``. ``fairseq-sum-prepare`` therefore writes the untruncated
 gold summaries beside the binaries, ``DATA/bin/{split}.ref.jsonl``: line ``i`` is binarized example
 ``i`` as ``{"id": ..., "file": RAW, "line": N, "summary": [sentences]}``, where ``RAW:N`` is the
-source record it came from (so ``--skip-empty`` drops stay aligned). :func:`find_data_dir` finds
-``DATA/bin`` and the split of a generate output from fairseq's log line ``DATA SPLIT src-tgt N
-examples`` in the output itself or in ``GEN.log`` beside it (where ``recipes/common.sh`` keeps
-generate's stderr).
+source record it came from (so ``--skip-empty`` drops stay aligned). The data folder is ``--data``,
+else the absolute path of fairseq's log line ``DATA SPLIT src-tgt N examples`` in the output itself
+or in ``GEN.log`` beside it (where ``recipes/common.sh`` keeps generate's stderr); a relative path
+there is not resolved (where fairseq-generate ran is unknown), nor is any folder searched. The
+folder's split must have the log's ``N`` examples. References come from ``--ref`` / ``--ref-jsonl``
+/ the data folder; without any, a generate output is refused unless ``--refs t-lines`` asks for
+its ``T-`` lines by name. Loaded references are checked against the ``T-`` lines
+(:func:`check_references`): each ``T-`` line, compared on its letters and digits, must start its
+reference, else the error names the first sample id that differs (another split, data set or
+preparation); a reference that only extends an uncut ``T-`` line cannot be told from a cut one.
+``--data`` naming another folder than generate's log must hold the same ``{split}.ref.jsonl``.
 """
+import argparse
+import filecmp
 import json
 import os
 import re
 import struct
 import sys
+import unicodedata
 
 _LINE_RE = re.compile(r"^([THDS])-(\d+)\t(.*)$")
 _LOADED_RE = re.compile(r"fairseq\.tasks\.\w+\s*[:|]\s*(\S+) (\w+) \S+-\S+ (\d+) examples\s*$")
 _SUBSET_RE = re.compile(r"^Generate (\S+) with beam=")
+T_LINES = "t-lines"
+# in a T- line: an unknown piece as fairseq prints it (escaped), as the dictionary writes it, as
+# sentencepiece decodes it; the sentence separator fairseq-sum-prepare inserts
+_UNK_RE = re.compile(r"<<unk>>|<unk>|\u2047")
+_SEP_TOKEN_RE = re.compile(r"<\s*sep\s*>")
 
 
 class ScoreInputError(ValueError):
@@ -79,12 +96,13 @@ def read_jsonl_field(path, field):
 class GenerateOutput:
     """Parsed ``fairseq-generate`` stdout: ``hyps`` (D- lines, else H-), ``refs`` (T-) and
     ``sources`` (S-) keyed by sample id, ``subset`` (from the closing ``Generate SUBSET`` line),
-    and ``loaded`` = (data dir, split, number of examples) when fairseq's log line is present."""
+    ``loaded`` = (data dir, split, number of examples) when fairseq's log line is present, and
+    ``size``, the split's number of examples once :func:`generate_inputs` knows it."""
 
     def __init__(self, path):
         self.path = str(path)
         hyp, det, self.refs, self.sources = {}, {}, {}, {}
-        self.subset, self.loaded = None, None
+        self.subset, self.loaded, self.size = None, None, None
         for _, line in _decoded_lines(path):
             m = _LINE_RE.match(line)
             if m:
@@ -125,24 +143,55 @@ def split_size(data, split):
 
 
 def find_data_dir(gen, data=None, split=None):
-    """(data dir, split) of a :class:`GenerateOutput`: ``data``/``split`` when given, else the
-    log line's (a relative path is tried from the working directory, then from the output's folder).
-    (None, split) when unknown."""
+    """(data dir or None, split, split size or None) of a :class:`GenerateOutput`.
+
+    The folder is ``data`` (``--data``), else the absolute path of fairseq's log line; a relative
+    one is left unresolved. ``split`` must be the decoded subset. The size is the folder's (which
+    must equal the log's count of examples), else the log's."""
+    if split and gen.subset and split != gen.subset:
+        raise ScoreInputError(f"--split {split}, but {gen.path} decodes the {gen.subset} split")
     split = split or gen.subset or (gen.loaded[1] if gen.loaded else None) or "test"
+    logged = gen.loaded if gen.loaded and gen.loaded[1] == split else None
+    explicit = bool(data)
     if data:
         if not os.path.isdir(data):
             raise ScoreInputError(f"--data {data}: no such directory")
-        return data, split
-    if gen.loaded:
-        for base in (os.getcwd(), os.path.dirname(os.path.abspath(gen.path))):
-            path = os.path.join(base, gen.loaded[0])
-            if os.path.isdir(path):
-                return path, split
-    return None, split
+    elif logged and os.path.isabs(logged[0]):
+        data = logged[0]
+        if not os.path.isdir(data):
+            raise ScoreInputError(f"{gen.path}: generate's log names the data folder {data}, which does "
+                                  "not exist (moved?): pass --data DATA/bin")
+    if data is None:
+        return None, split, logged[2] if logged else None
+    size = split_size(data, split)
+    if size is None:
+        raise ScoreInputError(f"{data}: no binarized {split} split ({split}.*.idx)")
+    if explicit:
+        _check_against_log(data, split, logged, gen.path)
+    if logged and logged[2] != size:
+        raise ScoreInputError(f"{data}: the {split} split has {size} examples, but {gen.path} decoded one "
+                              f"of {logged[2]} (generate's log names {logged[0]}): another data folder, or "
+                              "prepared again since")
+    return data, split, size
 
 
-def read_prepared_references(data, split):
-    """The records of ``DATA/{split}.ref.jsonl`` (see module docstring), or None when absent."""
+def _check_against_log(data, split, logged, path):
+    """``--data`` and the folder of generate's log must hold the same references (a copy is fine;
+    neither holding any is fine too: the references then come from ``--ref``/``--ref-jsonl``)."""
+    if not (logged and os.path.isabs(logged[0]) and os.path.isdir(logged[0])):
+        return
+    if os.path.realpath(logged[0]) == os.path.realpath(data):
+        return
+    ours, theirs = (os.path.join(d, f"{split}.ref.jsonl") for d in (data, logged[0]))
+    found = [os.path.isfile(f) for f in (ours, theirs)]
+    if any(found) and not (all(found) and filecmp.cmp(ours, theirs, shallow=False)):
+        raise ScoreInputError(f"--data {data}, but {path} was decoded from {logged[0]} (generate's log), "
+                              f"whose {split}.ref.jsonl differs: pass that folder")
+
+
+def read_prepared_references(data, split, size=None):
+    """The records of ``DATA/{split}.ref.jsonl`` (see module docstring), or None when absent; with
+    the split's ``size``, their count is checked."""
     path = os.path.join(data, f"{split}.ref.jsonl")
     if not os.path.isfile(path):
         return None
@@ -155,7 +204,87 @@ def read_prepared_references(data, split):
         if not isinstance(rec, dict) or not isinstance(rec.get("summary"), list):
             raise ScoreInputError(f"{path}:{lineno}: not a reference record of fairseq-sum-prepare")
         records.append(rec)
+    if size is not None and len(records) != size:
+        raise ScoreInputError(f"{path} has {len(records)} records for {size} binarized examples "
+                              "(prepared again since?)")
     return records
+
+
+def prepared_summary(record):
+    """The reference text of one ``{split}.ref.jsonl`` record (sentences joined by newlines)."""
+    return "\n".join(record["summary"])
+
+
+def jsonl_references(path, field, ids, records=None, size=None):
+    """References of sample ``ids`` from a raw JSONL: through the reference index ``records`` of
+    the data folder when known (records dropped by ``--skip-empty`` stay aligned), else record
+    ``i`` for sample ``i`` (then the file must hold the split's ``size`` records when known)."""
+    if records is None:
+        raw = read_jsonl_field(path, field)
+        if (size is not None and len(raw) != size) or ids[-1] >= len(raw):
+            of = f"a split of {size} examples" if size is not None else f"sample ids up to {ids[-1]}"
+            raise ScoreInputError(f"{path} has {len(raw)} records for {of}: record i cannot be sample i "
+                                  "(pass --data DATA/bin, whose reference index maps examples to records)")
+        return [raw[i] for i in ids]
+    by_line = read_jsonl_records(path, field)
+    names = {os.path.realpath(str(r.get("file", ""))) for r in records}
+    if os.path.realpath(path) not in names:
+        warn(f"--ref-jsonl {path}: the data was prepared from {sorted(names)}; matching by line number")
+    out = []
+    for i in ids:
+        line = records[i].get("line")
+        if line not in by_line:
+            raise ScoreInputError(f"{path}: no record at line {line} (sample {i} came from "
+                                  f"{records[i].get('file')}:{line})")
+        out.append(by_line[line])
+    return out
+
+
+def line_references(path, ids, size=None):
+    """References of sample ``ids`` from a file of one reference per line (line ``i`` = sample ``i``)."""
+    refs = read_lines(path, "references")
+    if (size is not None and len(refs) != size) or ids[-1] >= len(refs):
+        of = f"a split of {size} examples" if size is not None else f"sample ids up to {ids[-1]}"
+        raise ScoreInputError(f"{path} has {len(refs)} references for {of}")
+    return [refs[i] for i in ids]
+
+
+# ------------------------------------------------------------------------- references vs T- lines
+def _comparable(text, t_line=False):
+    """Letters and digits of ``text``, NFKC-normalised and lower-cased (what tokenization,
+    sentencepiece and detokenization keep). In a ``t_line``, ``<sep>`` is dropped and an unknown
+    piece becomes ``\\0``, a wildcard."""
+    text = text.replace("\0", "")
+    if t_line:
+        text = _UNK_RE.sub("\0", _SEP_TOKEN_RE.sub(" ", text))
+    text = unicodedata.normalize("NFKC", text).lower()
+    return "".join(c for c in text if c.isalnum() or c == "\0")
+
+
+def starts_like(reference, t_line):
+    """True when the (possibly cut) ``t_line`` is the start of ``reference`` on
+    :func:`_comparable` text; an unknown piece stands for any characters."""
+    ref = _comparable(reference)
+    first, *rest = _comparable(t_line, t_line=True).split("\0")
+    if not ref.startswith(first):
+        return False
+    pos = len(first)
+    for part in rest:  # the leftmost match of each part leaves the most room for the next
+        pos = ref.find(part, pos)
+        if pos < 0:
+            return False
+        pos += len(part)
+    return True
+
+
+def check_references(path, ids, refs, t_lines, source):
+    """Each ``T-`` line of ``path`` must start its reference from ``source`` (:func:`starts_like`);
+    the first sample that differs is an error."""
+    for i, ref, t in zip(ids, refs, t_lines):
+        if not starts_like(ref, t):
+            raise ScoreInputError(
+                f"sample {i}: the reference from {source} ({ref[:60]!r}) does not start with the T- line "
+                f"of {path} ({t[:60]!r}): references of another split, data set or preparation")
 
 
 def check_ids(ids, path, size=None):
@@ -196,3 +325,122 @@ def read_generate_output(path, size=None):
 def read_generate_sources(path):
     """{sample id: source text} from the S- lines of ``fairseq-generate`` stdout."""
     return (path if isinstance(path, GenerateOutput) else GenerateOutput(path)).sources
+
+
+# --------------------------------------------------------------------------- the shared loaders
+def int_at_least(low):
+    """argparse type: an integer >= ``low``."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+    return parse
+
+
+def add_reference_options(p):
+    """The reference options of ``fairseq-sum-score`` and ``fairseq-sum-compare``, and ``--sentence-sep``."""
+    refs = p.add_mutually_exclusive_group()
+    refs.add_argument("--ref", metavar="FILE",
+                      help="references, one per line (line i = hypothesis line i / sample id i)")
+    refs.add_argument("--ref-jsonl", metavar="FILE",
+                      help="references from the raw JSONL records (through --data's reference index "
+                           "when it has one, else record i = hypothesis line i / sample id i)")
+    refs.add_argument("--refs", choices=[T_LINES],
+                      help="t-lines: score a generate output against its T- lines, the binarized targets "
+                           "cut by fairseq-sum-prepare --max-tgt-tokens (default: the untruncated "
+                           "references of --data, --ref or --ref-jsonl)")
+    p.add_argument("--ref-field", default="summary", help="JSONL field of the reference (default: summary)")
+    p.add_argument("--data", metavar="DIR",
+                   help="binarized data dir of fairseq-sum-prepare (untruncated references "
+                        "SPLIT.ref.jsonl, reference index, split size); default: the absolute path "
+                        "in the generate output's log (OUT.log), if any")
+    p.add_argument("--split", help="split of --data (default: the generate output's, else test)")
+    p.add_argument("--sentence-sep", action="append", metavar="TOKEN",
+                   help="an extra sentence separator token, e.g. '<q>' (repeatable)")
+
+
+def _warn_truncated_targets(path, data, split):
+    """Warn that the T- lines are scored, unless prepare_args.json shows they were not cut."""
+    if data:
+        try:
+            with open(os.path.join(data, "prepare_args.json"), encoding="utf-8") as f:
+                stats = json.load(f)["stats"]["encode"][split]
+            if stats.get("tgt_truncated") == 0:
+                return
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    warn(f"scoring against the T- lines of {path} (--refs t-lines): they are the binarized targets, cut "
+         "where fairseq-sum-prepare --max-tgt-tokens truncated the summaries")
+
+
+def _no_references(gen, data, split):
+    why = f"{data} has no {split}.ref.jsonl" if data else "no data folder"
+    if data is None and gen.loaded and not os.path.isabs(gen.loaded[0]):
+        why += (f" (generate's log names {gen.loaded[0]!r}, relative to where fairseq-generate ran: "
+                "pass it as --data)")
+    return (f"{gen.path}: no references ({why}): pass --data DATA/bin (the untruncated summaries of "
+            "fairseq-sum-prepare), --ref-jsonl RAW.jsonl or --ref FILE, or score the T- lines, cut by "
+            "--max-tgt-tokens, with --refs t-lines")
+
+
+def generate_inputs(path, args):
+    """(ids, hyps, refs, :class:`GenerateOutput`) of a ``fairseq-generate`` output, references as
+    ``args`` (:func:`add_reference_options`) say; see the module docstring."""
+    gen = GenerateOutput(path)
+    data, split, size = find_data_dir(gen, args.data, args.split)
+    gen.size = size
+    ids, hyps, t_lines = read_generate_output(gen, size)
+    if args.refs == T_LINES:
+        _warn_truncated_targets(gen.path, data, split)
+        if size is None:
+            warn(f"{gen.path}: the split's size is unknown (no --data, no generate log): sample ids "
+                 f"missing after {ids[-1]} cannot be reported")
+        return ids, hyps, t_lines, gen
+    records = read_prepared_references(data, split, size) if data else None
+    if args.ref:
+        refs, source = line_references(args.ref, ids, size), args.ref
+    elif args.ref_jsonl:
+        refs, source = jsonl_references(args.ref_jsonl, args.ref_field, ids, records, size), args.ref_jsonl
+    elif records is not None:
+        refs, source = [prepared_summary(records[i]) for i in ids], os.path.join(data, f"{split}.ref.jsonl")
+    else:
+        raise ScoreInputError(_no_references(gen, data, split))
+    check_references(gen.path, ids, refs, t_lines, source)
+    return ids, hyps, refs, gen
+
+
+def hypothesis_inputs(path, args):
+    """(ids, hyps, refs) of a file of one hypothesis per line (line ``i`` = id ``i``). With
+    ``--data`` the file must cover its split; references from ``--ref``, ``--ref-jsonl`` or
+    ``--data``."""
+    hyps = read_lines(path, "hypotheses")
+    ids = list(range(len(hyps)))
+    if args.refs == T_LINES:
+        raise ScoreInputError(f"--refs t-lines needs a fairseq-generate output ({path} has no T- lines)")
+    records = size = None
+    if args.data:
+        split = args.split or "test"
+        if not os.path.isdir(args.data):
+            raise ScoreInputError(f"--data {args.data}: no such directory")
+        size = split_size(args.data, split)
+        if size is None:
+            raise ScoreInputError(f"{args.data}: no binarized {split} split ({split}.*.idx)")
+        if len(hyps) != size:
+            raise ScoreInputError(f"{path} has {len(hyps)} hypotheses, but the {split} split of {args.data} "
+                                  f"has {size} examples (line i = example i)")
+        records = read_prepared_references(args.data, split, size)
+    if args.ref:
+        refs = read_lines(args.ref, "references")
+    elif args.ref_jsonl:
+        refs = jsonl_references(args.ref_jsonl, args.ref_field, ids, records, len(hyps))
+    elif records is not None:
+        refs = [prepared_summary(r) for r in records]
+    else:
+        raise ScoreInputError(f"{path}: no references: pass --ref FILE, --ref-jsonl FILE or --data DATA/bin")
+    if len(hyps) != len(refs):
+        raise ScoreInputError(f"line count mismatch: {len(hyps)} hypotheses vs {len(refs)} references")
+    return ids, hyps, refs

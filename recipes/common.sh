@@ -163,13 +163,15 @@ generate() {
   # interrupted run (no such line) is redone
   if [ -s "$out" ] && grep -q "^Generate" "$out" 2>/dev/null; then log "generate: $out exists, skipped"; return; fi
   log "generate: $ckpt -> $out"
-  fairseq-generate "$data" --user-dir "$USER_DIR" --task summarization --path "$ckpt" "${text[@]}" \
+  # the absolute data path goes into generate's log, where fairseq-sum-score finds the references
+  fairseq-generate "$(cd "$data" && pwd)" --user-dir "$USER_DIR" --task summarization --path "$ckpt" "${text[@]}" \
     --log-format simple --log-interval 10 "$@" > "$out" 2> >(tee "$out.log" >&2)  # progress every 10 batches
 }
 
 # score GENERATE_OUTPUT [fairseq-sum-score options...]   (-> GENERATE_OUTPUT.rouge.json / .rouge.txt;
 # skipped when the json is newer than the decoding). The references are the untruncated gold summaries
-# of DATA/bin/{split}.ref.jsonl: the scorer finds DATA in generate's log, GENERATE_OUTPUT.log.
+# of DATA/bin/{split}.ref.jsonl: the scorer finds DATA in generate's log, GENERATE_OUTPUT.log, where
+# generate() leaves its absolute path.
 score() {
   local gen=$1; shift
   if [ "$gen.rouge.json" -nt "$gen" ]; then log "score: $gen.rouge.json exists, skipped"; return; fi

@@ -77,7 +77,7 @@ def test_generate_and_score(trained, tmp_path):
     assert ids == list(range(N_TEST))  # every test document, including the last partial batch
     out = tmp_path / "gen.out"
     out.write_text(gen.stdout)
-    score = run(cli("fairseq-sum-score"), "--generate-output", str(out), "--json", str(tmp_path / "r.json"), "--bootstrap-samples", "50")
+    score = run(cli("fairseq-sum-score"), "--generate-output", str(out), "--data", trained["data"], "--json", str(tmp_path / "r.json"), "--bootstrap-samples", "50")
     assert "ROUGE-1 Average_F" in score.stdout
     result = json.loads((tmp_path / "r.json").read_text())
     assert 0.0 <= result["rouge1"] <= 1.0 and result["num_summaries"] == N_TEST

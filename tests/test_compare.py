@@ -1,7 +1,9 @@
 """fairseq-sum-compare: paired bootstrap / approximate randomization between two systems."""
 import json
+import os
 import random
 import shutil
+import struct
 import subprocess
 
 import numpy as np
@@ -30,6 +32,18 @@ def _corpus(n=60, seed=0):
         hyp_a.append(" ".join(a))
         hyp_b.append(" ".join(b))
     return hyp_a, hyp_b, refs
+
+
+def write_prepared(folder, summaries, split="test", lines=None):
+    """A data folder as fairseq-sum-prepare leaves it for the scorers: ``{split}.ref.jsonl`` (record i
+    from raw line ``lines[i]``) and the header of a binarized ``.idx`` holding ``len(summaries)`` examples."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{split}.ref.jsonl", "w") as f:
+        for i, s in enumerate(summaries):
+            line = lines[i] if lines else i + 1
+            f.write(json.dumps({"id": str(i), "file": "test.jsonl", "line": line, "summary": [s]}) + "\n")
+    (folder / f"{split}.src-tgt.src.idx").write_bytes(b"MMIDIDX\x00\x00" + struct.pack("<QBQ", 1, 4, len(summaries)))
+    return str(folder)
 
 
 def _write_generate(path, hyps, refs, order=None):
@@ -101,7 +115,7 @@ def test_cli_reads_generate_outputs_and_writes_json_and_png(tmp_path):
     b = _write_generate(tmp_path / "b.out", hyp_b, refs, order=list(range(39, -1, -1)))  # ids in another order
     exe = shutil.which("fairseq-sum-compare")
     assert exe, "console script not installed (pip install -e .)"
-    out = subprocess.run([exe, a, b, "--json", str(tmp_path / "c.json"), "--png", str(tmp_path / "c.png"),
+    out = subprocess.run([exe, a, b, "--refs", "t-lines", "--json", str(tmp_path / "c.json"), "--png", str(tmp_path / "c.png"),
                           "--bootstrap-samples", "300"], capture_output=True, text=True, check=True)
     assert "ROUGE-1" in out.stdout and "ROUGE-L" in out.stdout
     res = json.loads((tmp_path / "c.json").read_text())
@@ -124,10 +138,10 @@ def test_bad_inputs_give_clear_errors(tmp_path):
     other[3] = "a different reference"
     b = _write_generate(tmp_path / "b.out", hyp_b, other)
     with pytest.raises(SystemExit, match="sample 3: the references differ"):
-        C.main([a, b])
+        C.main([a, b, "--refs", "t-lines"])
     short = _write_generate(tmp_path / "short.out", hyp_b[:5], refs[:5])
     with pytest.raises(SystemExit, match="different samples"):
-        C.main([a, short])
+        C.main([a, short, "--refs", "t-lines"])
     (tmp_path / "a.txt").write_text("\n".join(hyp_a) + "\n")
     (tmp_path / "b.txt").write_text("\n".join(hyp_b) + "\n")
     with pytest.raises(SystemExit, match="--ref"):
@@ -141,11 +155,7 @@ def test_generate_outputs_are_compared_against_untruncated_references(tmp_path):
     full = ["the committee approved the budget for the new school on tuesday evening",
             "heavy rain flooded the roads near the river and closed two bridges"]
     cut = [" ".join(s.split()[:4]) for s in full]
-    data = tmp_path / "bin"
-    data.mkdir()
-    with open(data / "test.ref.jsonl", "w") as f:
-        for i, s in enumerate(full):
-            f.write(json.dumps({"id": str(i), "file": "test.jsonl", "line": i + 1, "summary": [s]}) + "\n")
+    data = write_prepared(tmp_path / "bin", full)
     paths = []
     for name in ("a", "b"):
         path = _write_generate(tmp_path / f"{name}.out", full, cut)
@@ -154,3 +164,110 @@ def test_generate_outputs_are_compared_against_untruncated_references(tmp_path):
         paths.append(path)
     res = C.main([*paths, "--bootstrap-samples", "50"])
     assert all(r["a"] == pytest.approx(1.0) and r["b"] == pytest.approx(1.0) for r in res["metrics"].values())
+
+
+# ------------------------------------------------------------------- references, as the scorer reads them
+FULL = ["the committee approved the budget for the new school on tuesday evening",
+        "heavy rain flooded the roads near the river and closed two bridges",
+        "the museum opened a new wing with paintings from the last century",
+        "local farmers reported a record harvest of apples this autumn"]
+
+
+def _outputs(tmp_path, data_path, hyps=FULL, ids=range(4)):
+    """Two generate outputs (T- lines cut to 4 words) whose logs name ``data_path``."""
+    cut = [" ".join(s.split()[:4]) for s in FULL]
+    paths = []
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}.out"
+        with open(path, "w") as f:
+            for i in ids:
+                f.write(f"S-{i}\tsource {i}\nT-{i}\t{cut[i]}\nH-{i}\t-0.5\t{hyps[i]}\nD-{i}\t-0.5\t{hyps[i]}\n")
+        (tmp_path / f"{name}.out.log").write_text(
+            f"INFO:fairseq.tasks.translation:{data_path} test src-tgt 4 examples\n")
+        paths.append(str(path))
+    return paths
+
+
+def test_references_never_come_from_the_working_directory(tmp_path, monkeypatch):
+    """A log naming a relative data folder is not resolved from where compare runs (another project's
+    data/bin there held other summaries); an explicit wrong --data fails the T- line check."""
+    decoy = write_prepared(tmp_path / "elsewhere" / "data" / "bin", [s[::-1] for s in FULL])
+    a, b = _outputs(tmp_path, "data/bin")
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with pytest.raises(SystemExit, match=r"no references .*generate's log names 'data/bin'.*--data"):
+        C.main([a, b, "--bootstrap-samples", "20"])
+    with pytest.raises(SystemExit, match=r"sample 0: the reference from .*elsewhere/data/bin/test.ref.jsonl .* does not "
+                                         r"start with the T- line"):
+        C.main([a, b, "--data", decoy, "--bootstrap-samples", "20"])
+    good = write_prepared(tmp_path / "good", FULL)
+    res = C.main([a, b, "--data", good, "--bootstrap-samples", "20"])
+    assert all(r["a"] == pytest.approx(1.0) for r in res["metrics"].values())
+
+
+def test_ref_jsonl_after_skip_empty_uses_the_reference_index(tmp_path):
+    """Raw line 3 was dropped by --skip-empty: example 2 came from line 4. compare maps it as the
+    scorer does (a perfect system: 100, was record i for sample i: a wrong reference)."""
+    raw = tmp_path / "test.jsonl"
+    raw.write_text("".join(json.dumps({"summary": s}) + "\n" for s in FULL[:2] + ["..."] + FULL[2:]))
+    full = FULL[:3]
+    data = write_prepared(tmp_path / "bin", full, lines=[1, 2, 4])
+    cut = [" ".join(s.split()[:4]) for s in full]
+    paths = []
+    for name in ("a", "b"):
+        paths.append(_write_generate(tmp_path / f"{name}.out", full, cut))
+        with open(paths[-1] + ".log", "w") as f:  # the index found through generate's log
+            f.write(f"INFO:fairseq.tasks.translation:{data} test src-tgt 3 examples\n")
+    res = C.main([*paths, "--ref-jsonl", str(raw), "--bootstrap-samples", "20"])
+    assert res["num_summaries"] == 3
+    assert all(r["a"] == pytest.approx(1.0) and r["b"] == pytest.approx(1.0) for r in res["metrics"].values())
+    for name in ("a", "b"):
+        os.remove(tmp_path / f"{name}.out.log")
+    # without the index, record 2 (the dropped one) would be sample 2's: the T- line check refuses it
+    with pytest.raises(SystemExit, match=r"sample 2: the reference from .*test.jsonl \('\.\.\.'\) does not start"):
+        C.main([*paths, "--ref-jsonl", str(raw), "--bootstrap-samples", "20"])
+
+
+def test_sentence_sep_as_the_scorer(tmp_path, capsys):
+    """<q>-separated summaries: without --sentence-sep "q" is a word (and warned about, as by
+    fairseq-sum-score); with it a system equal to the references scores 100 in ROUGE-L."""
+    refs = ["a b c d <q> e f g h", "i j k <q> l m n"]
+    hyp_a = ["e f g h <q> a b c d", "l m n <q> i j k"]
+    hyp_b = ["e f x y <q> a b z w", "l m <q> i j"]
+    for name, lines in (("a.txt", hyp_a), ("b.txt", hyp_b), ("r.txt", refs)):
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    common = [str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "--ref", str(tmp_path / "r.txt"),
+              "--bootstrap-samples", "20"]
+    plain = C.main(common)
+    assert "<q> occur in the summaries and are scored as words; if they end sentences, pass --sentence-sep '<q>'" \
+        in capsys.readouterr().err
+    split = C.main(common + ["--sentence-sep", "<q>"])
+    assert "scored as words" not in capsys.readouterr().err
+    assert split["metrics"]["rougeL"]["a"] == pytest.approx(1.0)
+    assert plain["metrics"]["rougeL"]["a"] < 0.9
+    from fairseq_sum_plugins import score as S
+
+    scored = S.main(["--hyp", str(tmp_path / "b.txt"), "--ref", str(tmp_path / "r.txt"), "--sentence-sep", "<q>",
+                     "--bootstrap-samples", "0"])
+    assert split["metrics"]["rougeL"]["b"] == pytest.approx(scored["rougeL"])
+
+
+def test_ids_missing_from_both_outputs_are_reported(tmp_path, capsys):
+    """Both outputs lack the split's last document: each is reported against the split's size."""
+    data = write_prepared(tmp_path / "bin", FULL)
+    a, b = _outputs(tmp_path, data, ids=range(3))
+    res = C.main([a, b, "--bootstrap-samples", "20"])
+    err = capsys.readouterr().err
+    assert res["num_summaries"] == 3
+    for path in (a, b):
+        assert f"1 sample ids missing from {path} (ids [3]); scoring the 3 present of the split's 4" in err
+
+
+def test_hypothesis_files_must_cover_the_split_of_data(tmp_path):
+    data = write_prepared(tmp_path / "bin", FULL)
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text("\n".join(FULL[:2]) + "\n")
+    (tmp_path / "r.txt").write_text("\n".join(FULL) + "\n")
+    with pytest.raises(SystemExit, match=r"line count mismatch: 2 hypotheses vs 4 references"):
+        C.main([str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "--ref", str(tmp_path / "r.txt")])
+    with pytest.raises(SystemExit, match=r"a.txt has 2 hypotheses, but the test split of .* has 4 examples"):
+        C.main([str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "--data", data])

@@ -188,6 +188,21 @@ def test_cli_generate_output_with_ref_jsonl(tmp_path, capsys):
     assert res["num_summaries"] == 3 and 0 < res["rouge1"] <= 1
 
 
+def test_cli_generate_output_with_ref_lines_checked_against_t_lines(tmp_path, capsys):
+    """--ref FILE: line i = sample id i, each checked against its T- line (the first that differs
+    is named); --refs t-lines needs a generate output."""
+    (tmp_path / "gen.out").write_text(GENERATE_OUT)
+    (tmp_path / "ref").write_text("a cat sat.\nbirds fly south\nthe dog ran! It was fast and far.\n")
+    res = S.main(["--generate-output", str(tmp_path / "gen.out"), "--ref", str(tmp_path / "ref"), "--bootstrap-samples", "0"])
+    assert res["num_summaries"] == 3
+    (tmp_path / "ref").write_text("a cat sat.\nbirds fly south\nthe cat ran! It was fast.\n")
+    with pytest.raises(SystemExit, match=r"sample 2: the reference from .*ref \('the cat ran! It was fast.'\) does not "
+                                         r"start with the T- line"):
+        S.main(["--generate-output", str(tmp_path / "gen.out"), "--ref", str(tmp_path / "ref")])
+    with pytest.raises(SystemExit, match=r"--refs t-lines needs a fairseq-generate output"):
+        S.main(["--hyp", str(tmp_path / "ref"), "--refs", "t-lines"])
+
+
 def test_cli_split_sentences(tmp_path, capsys):
     """One-line summaries (BART's GPT-2 BPE output) get sentence boundaries for the summary-level ROUGE-L."""
     (tmp_path / "hyp").write_text("The dog ran home. The cat sat on the mat.\n")
@@ -320,7 +335,7 @@ def test_cli_semantic_similarity(tmp_path, capsys):
         "H-1\t-0.5\tpiano drum flute .\n"
     )
     out_json = tmp_path / "s.json"
-    res = S.main(["--generate-output", str(gen), "--topic-model", tm, "--bootstrap-samples", "0",
+    res = S.main(["--generate-output", str(gen), "--refs", "t-lines", "--topic-model", tm, "--bootstrap-samples", "0",
                   "--json", str(out_json)])
     # summary 0 is on its document's topic but not its gold's; summary 1 matches both
     assert res["ss_sum_doc"] > 0.95

@@ -1,10 +1,12 @@
-"""fairseq-sum-score end to end: untruncated references from fairseq-sum-prepare, --ref-jsonl after
---skip-empty, ids missing at the end, every script, clear input errors, METEOR, P/R, novel n-grams,
-sentence separators, default == ROUGE-1.5.5, and ROUGE inside fairseq-generate (--scoring rouge)."""
+"""fairseq-sum-score end to end: untruncated references from fairseq-sum-prepare, only from a data folder
+named explicitly and checked against the T- lines, --ref-jsonl after --skip-empty (fairseq-sum-compare
+too), ids missing at the end, every script, clear input errors, METEOR, P/R, novel n-grams, sentence
+separators, default == ROUGE-1.5.5, and ROUGE inside fairseq-generate (--scoring rouge)."""
 import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 
@@ -12,6 +14,7 @@ import pytest
 
 from conftest import REPO
 from test_cli_roundtrip import USER_DIR, WORDS, cli, run
+from test_compare import write_prepared
 from test_rouge import _perl_ready
 
 from fairseq_sum_plugins import rouge as R
@@ -53,7 +56,9 @@ def generated(tmp_path_factory):
               "--path", str(root / "ckpt" / "checkpoint_last.pt"), "--gen-subset", "test", "--beam", "1",
               "--batch-size", "4", "--max-len-b", "4", "--scoring", "rouge", "--tokenizer", "sum_moses",
               "--bpe", "sentencepiece", "--sentencepiece-model", os.path.join(data, "spm.model"))
-    return {"root": root, "data": data, "gen": gen.stdout, "log": gen.stderr, "gold": gold}
+    (root / "gen.out").write_text(gen.stdout)
+    return {"root": root, "data": data, "gen": gen.stdout, "gen_path": str(root / "gen.out"), "log": gen.stderr,
+            "gold": gold}
 
 
 def _with_hyps(text, hyps):
@@ -84,18 +89,97 @@ def _f1(stdout):
 
 
 def test_gold_hypotheses_score_100_against_untruncated_references(generated, tmp_path, score):
-    """Item 1: the T- lines are cut at 6 pieces; the scorer finds DATA/bin/test.ref.jsonl through
-    generate's log (GEN.log) or --data, and only without both scores the T- lines, with a warning."""
+    """The T- lines are cut at 6 pieces; the scorer reads DATA/bin/test.ref.jsonl through --data or
+    the absolute data path of generate's log (GEN.log), and without either refuses, naming --data;
+    --refs t-lines scores the T- lines by name, with a warning."""
     out = tmp_path / "gold.out"
     out.write_text(_with_hyps(generated["gen"], generated["gold"]))
-    alone = score("--generate-output", str(out))
-    assert alone.returncode == 0, alone.stderr
-    assert "scoring against the T- lines" in alone.stderr and _f1(alone.stdout)[0] < 100
+    with pytest.raises(SystemExit, match=r"gold.out: no references \(no data folder\): pass --data DATA/bin"):
+        score("--generate-output", str(out))
+    cut = score("--generate-output", str(out), "--refs", "t-lines")
+    assert "scoring against the T- lines" in cut.stderr and _f1(cut.stdout)[0] < 100
     (tmp_path / "gold.out.log").write_text(generated["log"])
     found = score("--generate-output", str(out))
     assert _f1(found.stdout) == [100.0, 100.0, 100.0] and "T- lines" not in found.stderr
     os.remove(tmp_path / "gold.out.log")
     assert _f1(score("--generate-output", str(out), "--data", generated["data"]).stdout) == [100.0, 100.0, 100.0]
+
+
+def _other_project(generated, root):
+    """Another project's folder holding data/bin with a test split of the same size, other summaries."""
+    other = [g[::-1] for g in generated["gold"]]  # the sentences in reverse order
+    return write_prepared(root / "data" / "bin", [" ".join(o) for o in other])
+
+
+def test_references_never_come_from_the_working_directory(generated, tmp_path, score, monkeypatch):
+    """A log naming its data folder by a relative path is not resolved from the working directory,
+    where another project's data/bin held other references (they gave ROUGE-1 < 100 to gold
+    hypotheses); an explicit wrong folder, or another split's ref.jsonl, fails the T- line check
+    naming the first sample; --split of another subset is refused."""
+    out = tmp_path / "gold.out"
+    out.write_text(_with_hyps(generated["gen"], generated["gold"]))
+    (tmp_path / "gold.out.log").write_text(generated["log"].replace(generated["data"], "data/bin"))
+    decoy = _other_project(generated, tmp_path / "other")
+    monkeypatch.chdir(tmp_path / "other")
+    with pytest.raises(SystemExit, match=r"no references \(no data folder \(generate's log names 'data/bin', "
+                                         r"relative to where fairseq-generate ran: pass it as --data\)\)"):
+        score("--generate-output", str(out))
+    with pytest.raises(SystemExit, match=r"sample 0: the reference from .*other/data/bin/test.ref.jsonl \(.*\) does not start "
+                                         r"with the T- line of .*gold.out"):
+        score("--generate-output", str(out), "--data", decoy)
+    # the right folder, but test.ref.jsonl replaced by the training split's first records
+    mixed = tmp_path / "mixed"
+    shutil.copytree(generated["data"], mixed)
+    train = open(mixed / "train.ref.jsonl").readlines()[:N_TEST]
+    (mixed / "test.ref.jsonl").write_text("".join(train))
+    with pytest.raises(SystemExit, match=r"sample 0: the reference from .*mixed/test.ref.jsonl"):
+        score("--generate-output", str(out), "--data", str(mixed))
+    with pytest.raises(SystemExit, match=r"--split valid, but .*gold.out decodes the test split"):
+        score("--generate-output", str(out), "--data", generated["data"], "--split", "valid")
+    assert _f1(score("--generate-output", str(out), "--data", generated["data"]).stdout) == [100.0] * 3
+
+
+@pytest.mark.parametrize("reference,t_line,starts", [
+    # T- lines as fairseq-generate printed them for references with characters outside the vocabulary
+    ("Road police. <b>bold</b> &amp; AT&T [x] @user #tag",
+     "Road police. <sep> <<unk>> b <<unk>> bold <<unk>> <<unk>> b <<unk>> & amp <<unk>> <<unk>>T & T <<unk>> "
+     "<<unk>> x <<unk>> <<unk>> user <<unk>> tag", True),
+    ("Zürich \u0130stanbul \u00bd x\u00b2", "<<unk>>rich <<unk>>stanbul 1<<unk>> x<<unk>>", True),
+    ("Café «naïve» & co\u2019s 1,000 \ufb01re.", 'Café "naïve" & co\'s 1,000 fire.', True),
+    ("The committee approved it.\nIt rained.", "The committee appro", True),  # cut inside a word
+    ("The committee approved it.", "A committee", False),
+    ("The committee", "The committee met", False),  # longer than its reference
+    ("a b c", "<<unk>> d", False),
+])
+def test_t_line_check_by_hand(reference, t_line, starts):
+    from fairseq_sum_plugins.score_inputs import starts_like
+
+    assert starts_like(reference, t_line) is starts
+
+
+def test_log_of_another_preparation_is_refused(generated, tmp_path, score):
+    """The log's count of examples must be the data folder's (the folder was prepared again since)."""
+    out = tmp_path / "gold.out"
+    out.write_text(_with_hyps(generated["gen"], generated["gold"]))
+    (tmp_path / "gold.out.log").write_text(generated["log"].replace(f"test src-tgt {N_TEST} examples",
+                                                                    f"test src-tgt {N_TEST + 1} examples"))
+    with pytest.raises(SystemExit, match=rf"the test split has {N_TEST} examples, but .*gold.out decoded one of "
+                                         rf"{N_TEST + 1}"):
+        score("--generate-output", str(out))
+
+
+def test_data_must_hold_the_references_of_the_folder_generate_read(generated, tmp_path, score):
+    """--data naming another folder than generate's log: refused unless its references are the
+    same (a copy); the check needs no T- line to differ."""
+    out = tmp_path / "gold.out"
+    out.write_text(_with_hyps(generated["gen"], generated["gold"]))
+    (tmp_path / "gold.out.log").write_text(generated["log"])
+    decoy = _other_project(generated, tmp_path / "other")
+    with pytest.raises(SystemExit, match=rf"--data {decoy}, but .*gold.out was decoded from {generated['data']} "
+                                         r"\(generate's log\), whose test.ref.jsonl differs"):
+        score("--generate-output", str(out), "--data", decoy)
+    shutil.copytree(generated["data"], tmp_path / "copy")
+    assert _f1(score("--generate-output", str(out), "--data", str(tmp_path / "copy")).stdout) == [100.0] * 3
 
 
 def test_ref_jsonl_follows_the_records_dropped_by_skip_empty(generated, tmp_path, score):
@@ -121,6 +205,79 @@ def test_ids_missing_at_the_end_are_reported_against_the_split_size(generated, t
     assert f"1 sample ids missing from {out} (ids [{last}]); scoring the {last} present of the split's {N_TEST}" in res.stderr
 
 
+def test_t_lines_without_a_split_size_say_that_the_end_is_unseen(generated, tmp_path, score):
+    """--refs t-lines with no data folder and no log: a missing last id cannot be seen, and the
+    scorer says so (with the log's count of examples it is reported like the inner ones)."""
+    last = N_TEST - 1
+    out = tmp_path / "gen.out"
+    out.write_text("".join(line + "\n" for line in generated["gen"].splitlines()
+                           if not re.match(rf"^[STHDP]-{last}\t", line)))
+    res = score("--generate-output", str(out), "--refs", "t-lines")
+    assert f"the split's size is unknown (no --data, no generate log): sample ids missing after {last - 1} " \
+           "cannot be reported" in res.stderr
+    (tmp_path / "gen.out.log").write_text(generated["log"].replace(generated["data"], "data/bin"))
+    res = score("--generate-output", str(out), "--refs", "t-lines")
+    assert f"(ids [{last}]); scoring the {last} present of the split's {N_TEST}" in res.stderr
+
+
+def test_compare_agrees_with_the_scorer_after_skip_empty(generated, tmp_path):
+    """fairseq-sum-compare --ref-jsonl maps binarized example i >= 3 to record i + 1 as the scorer does:
+    a perfect system scores 100 in both (record i for sample i gave it 21.74)."""
+    from fairseq_sum_plugins.analysis import compare as C
+
+    out = tmp_path / "gold.out"
+    out.write_text(_with_hyps(generated["gen"], [[" ".join(g)] for g in generated["gold"]]))
+    raw = str(generated["root"] / "jsonl" / "test.jsonl")
+    (tmp_path / "gold.out.log").write_text(generated["log"])  # DATA (its reference index) from generate's log
+    res = C.main([str(out), str(out), "--ref-jsonl", raw, "--bootstrap-samples", "20"])
+    assert res["num_summaries"] == N_TEST
+    assert all(r["a"] == pytest.approx(1.0) for r in res["metrics"].values())
+
+
+def test_hyp_with_data_covers_the_split_and_src_the_hypotheses(generated, tmp_path, score):
+    """--hyp with --data: line i = example i of the split, so 5 lines for a split of 9 are refused
+    (the 9 gold summaries score 100 against DATA's references); --src must have one line per
+    hypothesis (per example of a generate output's split)."""
+    gold = ["<sep>".join(g) for g in generated["gold"]]
+    (tmp_path / "five").write_text("\n".join(gold[:5]) + "\n")
+    (tmp_path / "all").write_text("\n".join(gold) + "\n")
+    raw = str(generated["root"] / "jsonl" / "test.jsonl")
+    for refs in (["--ref-jsonl", raw], []):
+        with pytest.raises(SystemExit, match=rf"five has 5 hypotheses, but the test split of .* has {N_TEST} examples"):
+            score("--hyp", str(tmp_path / "five"), "--data", generated["data"], *refs)
+    assert _f1(score("--hyp", str(tmp_path / "all"), "--data", generated["data"]).stdout) == [100.0] * 3
+    (tmp_path / "src").write_text("\n".join(gold[:4]) + "\n")
+    with pytest.raises(SystemExit, match=r"src has 4 documents for 5 hypotheses"):
+        score("--hyp", str(tmp_path / "five"), "--ref", str(tmp_path / "five"), "--src", str(tmp_path / "src"),
+              "--novel-ngrams")
+    (tmp_path / "src").write_text("\n".join(gold[:N_TEST - 1]) + "\n")
+    with pytest.raises(SystemExit, match=rf"src has {N_TEST - 1} documents for {N_TEST} examples of the split"):
+        score("--generate-output", generated["gen_path"], "--data", generated["data"], "--src", str(tmp_path / "src"),
+              "--novel-ngrams")
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--novel-ngrams", "0"], "argument --novel-ngrams: n-gram orders must be >= 1, got '0'"),
+    (["--novel-ngrams", "1,-1"], "argument --novel-ngrams: n-gram orders must be >= 1, got '1,-1'"),
+    (["--novel-ngrams", "a"], "argument --novel-ngrams: expected orders like 1,2,3,4, got 'a'"),
+    (["--bootstrap-samples", "-1"], "argument --bootstrap-samples: must be >= 0, got -1"),
+    (["--workers", "0"], "argument --workers: must be >= 1, got 0"),
+])
+def test_bad_numbers_are_refused_by_the_parser(tmp_path, capsys, argv, message):
+    (tmp_path / "h").write_text("a b c\n")
+    with pytest.raises(SystemExit) as e:
+        S.main(["--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "h"), "--src", str(tmp_path / "h"), *argv])
+    assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_reference_without_a_word_is_named_by_its_sample_id(tmp_path):
+    """fairseq-sum-score names the sample id, not the position (id 2 is missing here)."""
+    out = tmp_path / "gen.out"
+    out.write_text("".join(f"T-{i}\t{'...' if i == 5 else f'word{i} here'}\nH-{i}\t-1\tword{i}\n" for i in (0, 1, 3, 4, 5)))
+    with pytest.raises(SystemExit, match=r"reference of sample 5 has no word ROUGE can count: '\.\.\.'"):
+        S.main(["--generate-output", str(out), "--refs", "t-lines"])
+
+
 def test_generate_prints_rouge_with_scoring_rouge(generated):
     """fairseq-generate --scoring rouge: ROUGE of the D- lines against the T- lines."""
     m = re.search(r"^Generate test with beam=1: ROUGE-1/2/L F1 = ([\d.]+)/([\d.]+)/([\d.]+) \((\d+) summaries\)$",
@@ -132,6 +289,23 @@ def test_generate_prints_rouge_with_scoring_rouge(generated):
     expect = R.score_summaries([hyp[i] for i in ids], [ref[i] for i in ids])
     assert [float(x) for x in m.groups()[:3]] == [round(100 * expect[k], 2) for k in ("rouge1", "rouge2", "rougeL")]
     assert int(m.group(4)) == N_TEST
+
+
+def test_generate_scorer_leaves_out_references_without_a_word():
+    """fairseq-generate --scoring rouge gets no sample ids: a wordless reference is left out, and
+    its closing line says so, instead of a traceback after the whole decoding."""
+    from fairseq_sum_plugins.fairseq_scoring import RougeScorer
+
+    pairs = [("the cat sat on the mat", "the cat sat"), ("...", "a summary"), ("birds fly south", "birds fly")]
+    scorer = RougeScorer(None)
+    for ref, hyp in pairs:
+        scorer.add_string(ref, hyp)
+    expect = R.score_summaries([pairs[0][1], pairs[2][1]], [pairs[0][0], pairs[2][0]])
+    line = "ROUGE-1/2/L F1 = " + "/".join(f"{100 * expect[k]:.2f}" for k in ("rouge1", "rouge2", "rougeL"))
+    assert scorer.result_string() == line + " (2 summaries; 1 left out, reference without a word: first T- line '...')"
+    alone = RougeScorer(None)
+    alone.add_string("!!!", "x")
+    assert alone.score() is None and alone.result_string().startswith("ROUGE-1/2/L F1 = n/a (no reference with a word")
 
 
 # ----------------------------------------------------------------------------------- every script

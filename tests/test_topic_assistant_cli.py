@@ -250,7 +250,7 @@ def test_semantic_similarity_reads_d_lines(ta_trained, tmp_path):
     gen.write_text("\n".join(lines) + "\n")
     from fairseq_sum_plugins import score
 
-    common = ["--topic-model", os.path.join(data, "topic_model.npz"), "--bootstrap-samples", "0"]
+    common = ["--refs", "t-lines", "--topic-model", os.path.join(data, "topic_model.npz"), "--bootstrap-samples", "0"]
     got = score.main(["--generate-output", str(gen)] + common)
     dictionary, model = topics.load_topic_model(data)
     encode = topics._encoder(data, dictionary, model)

@@ -3,9 +3,9 @@
 The TP-Transformer paper (Table 2) bolds "the best ROUGE scores with a statistically significant
 advantage". Given two systems' outputs on the same documents with the same references::
 
-    fairseq-sum-compare gen_a.out gen_b.out                      # fairseq-generate outputs
+    fairseq-sum-compare gen_a.out gen_b.out --data DATA/bin      # fairseq-generate outputs
     fairseq-sum-compare hyp_a.txt hyp_b.txt --ref ref.txt        # one summary per line
-    fairseq-sum-compare gen_a.out gen_b.out --method ar --json cmp.json --png cmp.png
+    fairseq-sum-compare gen_a.out gen_b.out --data DATA/bin --method ar --json cmp.json --png cmp.png
 
 per metric ``m`` (ROUGE-1/2/L F1 by default; the scorer's per-document numbers, see
 :func:`document_scores`) with per-document scores ``a_i``, ``b_i`` (i = 1..n)::
@@ -22,11 +22,15 @@ per metric ``m`` (ROUGE-1/2/L F1 by default; the scorer's per-document numbers, 
 The CI is the bootstrap one with either method. Identical systems give delta = 0, CI [0, 0] and
 p = 1 under both tests; the smallest p reachable is 1 / (1 + B) (or 1 / (1 + R)).
 
-Inputs are read as ``fairseq-sum-score`` reads them: a file holding ``H-``/``D-`` lines is a
-``fairseq-generate`` output (references from its ``T-`` lines, matched by sample id), any other
-file holds one hypothesis per line. ``--ref FILE`` (or ``--ref-jsonl``) gives the references for
-both systems (line i = sample id / hypothesis line i); without it both generate outputs must hold
-the same sample ids and identical references, else it is an error naming the first difference.
+Inputs are read by ``fairseq-sum-score``'s loaders with its reference options
+(:func:`fairseq_sum_plugins.score_inputs.add_reference_options`): a file holding ``H-``/``D-``
+lines is a ``fairseq-generate`` output, any other file holds one hypothesis per line. References
+are the untruncated summaries of ``--data`` (or of the absolute data path in each output's log),
+``--ref FILE`` or ``--ref-jsonl FILE`` (through ``--data``'s reference index: records dropped by
+``--skip-empty`` stay aligned), each checked against the ``T-`` lines; ``--refs t-lines`` compares
+against the cut ``T-`` lines by name. Both systems must cover the same sample ids with identical
+references, else it is an error naming the first difference; sample ids missing from an output are
+reported against the split's size. ``--sentence-sep`` and its warning are the scorer's.
 """
 import argparse
 import json
@@ -36,7 +40,8 @@ import sys
 import numpy as np
 
 from fairseq_sum_plugins import rouge
-from fairseq_sum_plugins.score_inputs import GenerateOutput, find_data_dir, read_prepared_references
+from fairseq_sum_plugins.score_inputs import (add_reference_options, generate_inputs, hypothesis_inputs,
+                                              int_at_least)
 
 DEFAULT_METRICS = ("rouge1", "rouge2", "rougeL")
 METRICS = ("rouge1", "rouge2", "rougeL", "rougeL_plain", "meteor")
@@ -44,7 +49,7 @@ _GENERATE_LINE = re.compile(r"^[HD]-\d+\t")
 
 
 # ------------------------------------------------------------------------------ per-document scores
-def document_scores(hyps, refs, metrics=DEFAULT_METRICS, detok=True):
+def document_scores(hyps, refs, metrics=DEFAULT_METRICS, detok=True, seps=()):
     """{metric: array (n,)} of per-document F1s (METEOR: its score), cleaned and scored exactly as
     ``fairseq-sum-score`` (:func:`fairseq_sum_plugins.rouge.document_scores`,
     :func:`fairseq_sum_plugins.meteor.meteor_scores`)."""
@@ -54,12 +59,12 @@ def document_scores(hyps, refs, metrics=DEFAULT_METRICS, detok=True):
     out = {}
     rouge_metrics = [m for m in metrics if m != "meteor"]
     if rouge_metrics:
-        per = rouge.document_scores(hyps, refs, detok=detok)
+        per = rouge.document_scores(hyps, refs, detok=detok, seps=seps)
         out.update({m: np.array([d["fmeasure"] for d in per[m]], dtype=np.float64) for m in rouge_metrics})
     if "meteor" in metrics:
         from ..meteor import meteor_scores
 
-        hyp_sents, ref_sents = rouge.prepare_pairs(hyps, refs, detok)
+        hyp_sents, ref_sents = rouge.prepare_pairs(hyps, refs, detok, seps)
         out["meteor"] = np.asarray(meteor_scores(hyp_sents, ref_sents), dtype=np.float64)
     return {m: out[m] for m in metrics}
 
@@ -93,7 +98,7 @@ def approximate_randomization(a, b, trials=10000, seed=1, chunk=256):
 
 
 def compare_systems(hyps_a, hyps_b, refs, metrics=DEFAULT_METRICS, method="bootstrap", samples=1000,
-                    trials=10000, seed=1, detok=True):
+                    trials=10000, seed=1, detok=True, seps=()):
     """Per metric: means of A and B, their difference, its 95% bootstrap CI and the p-value."""
     if not (len(hyps_a) == len(hyps_b) == len(refs)):
         raise ValueError(f"{len(hyps_a)} and {len(hyps_b)} hypotheses for {len(refs)} references")
@@ -101,7 +106,7 @@ def compare_systems(hyps_a, hyps_b, refs, metrics=DEFAULT_METRICS, method="boots
         raise ValueError("nothing to compare")
     if method not in ("bootstrap", "ar"):
         raise ValueError(f"unknown method {method!r} (bootstrap, ar)")
-    sa, sb = document_scores(hyps_a, refs, metrics, detok), document_scores(hyps_b, refs, metrics, detok)
+    sa, sb = (document_scores(h, refs, metrics, detok, seps) for h in (hyps_a, hyps_b))
     out = {}
     for m in metrics:
         delta, ci, p = paired_bootstrap(sa[m], sb[m], samples, seed)
@@ -123,42 +128,31 @@ def is_generate_output(path):
         return any(_GENERATE_LINE.match(line) for line in f)
 
 
-def load_system(path):
-    """{sample id: (hypothesis, reference or None)} of one system's output file. The references of a
-    generate output are the untruncated gold summaries of ``DATA/{split}.ref.jsonl`` when its data
-    folder is known (as ``fairseq-sum-score`` finds it), else its ``T-`` lines."""
+def load_system(path, args):
+    """{sample id: (hypothesis, reference)} of one system's output file, read as ``fairseq-sum-score``
+    reads it with the reference options ``args``."""
     if is_generate_output(path):
-        gen = GenerateOutput(path)
-        data, split = find_data_dir(gen)
-        ids, hyps, refs = rouge.read_generate_output(path)
-        records = read_prepared_references(data, split) if data else None
-        if records is not None:
-            if ids and ids[-1] >= len(records):
-                raise ValueError(f"{data}/{split}.ref.jsonl has {len(records)} records for sample ids up to {ids[-1]}")
-            refs = ["\n".join(records[i]["summary"]) for i in ids]
-        return {i: (h, r) for i, h, r in zip(ids, hyps, refs)}
-    return {i: (h, None) for i, h in enumerate(rouge.read_lines(path))}
+        ids, hyps, refs, _ = generate_inputs(path, args)
+    else:
+        ids, hyps, refs = hypothesis_inputs(path, args)
+    return {i: (h, r) for i, h, r in zip(ids, hyps, refs)}
 
 
-def paired_inputs(path_a, path_b, refs=None):
+def paired_inputs(path_a, path_b, args):
     """(hyps_a, hyps_b, refs) over the sample ids of both systems, checked to pair up."""
-    sys_a, sys_b = load_system(path_a), load_system(path_b)
+    sys_a, sys_b = load_system(path_a, args), load_system(path_b, args)
     if set(sys_a) != set(sys_b):
         only = sorted(set(sys_a) ^ set(sys_b))
         raise ValueError(f"{path_a} and {path_b} cover different samples ({len(sys_a)} vs {len(sys_b)}; "
                          f"ids in one only: {only[:10]})")
     ids = sorted(sys_a)
-    if refs is not None:
-        if ids[-1] >= len(refs):
-            raise ValueError(f"{len(refs)} references for sample ids up to {ids[-1]}")
-        return [sys_a[i][0] for i in ids], [sys_b[i][0] for i in ids], [refs[i] for i in ids]
     for i in ids:
         ra, rb = sys_a[i][1], sys_b[i][1]
-        if ra is None or rb is None:
-            raise ValueError("hypothesis files need the references: --ref FILE or --ref-jsonl FILE")
         if ra != rb:
-            raise ValueError(f"sample {i}: the references differ between {path_a} ({ra[:60]!r}) and "
-                             f"{path_b} ({rb[:60]!r}); pass the references with --ref")
+            k = next((k for k, (x, y) in enumerate(zip(ra, rb)) if x != y), min(len(ra), len(rb)))
+            at = slice(max(0, k - 20), k + 40)
+            raise ValueError(f"sample {i}: the references differ between {path_a} and {path_b} at character {k} "
+                             f"({ra[at]!r} vs {rb[at]!r}); pass the references with --data, --ref or --ref-jsonl")
     return [sys_a[i][0] for i in ids], [sys_b[i][0] for i in ids], [sys_a[i][1] for i in ids]
 
 
@@ -208,17 +202,14 @@ def get_parser():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sys_a", metavar="SYS_A", help="system A: fairseq-generate output or hypotheses, one per line")
     p.add_argument("sys_b", metavar="SYS_B", help="system B, same documents and references")
-    refs = p.add_mutually_exclusive_group()
-    refs.add_argument("--ref", metavar="FILE", help="references, one per line (line i = sample id)")
-    refs.add_argument("--ref-jsonl", metavar="FILE", help="references from a JSONL file (line i = sample id)")
-    p.add_argument("--ref-field", default="summary", help="JSONL field of the reference (default: summary)")
+    add_reference_options(p)
     p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
                    help="comma-separated: rouge1, rouge2, rougeL (summary-level), rougeL_plain, meteor (nltk's, WordNet: "
                         "Debian wordnet-base)")
     p.add_argument("--method", choices=["bootstrap", "ar"], default="bootstrap",
                    help="p-value by paired bootstrap or approximate randomization (CI: bootstrap)")
-    p.add_argument("--bootstrap-samples", type=int, default=1000)
-    p.add_argument("--ar-trials", type=int, default=10000)
+    p.add_argument("--bootstrap-samples", type=int_at_least(1), default=1000)
+    p.add_argument("--ar-trials", type=int_at_least(1), default=10000)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-detok", action="store_true", help="skip Moses detokenization")
     p.add_argument("--split-sentences", action="store_true",
@@ -234,20 +225,14 @@ def main(argv=None):
     """Runs the comparison CLI and returns its result (``cli_main`` is the console entry point)."""
     args = get_parser().parse_args(argv)
     try:
-        if args.bootstrap_samples < 1 or args.ar_trials < 1:
-            raise ValueError("--bootstrap-samples and --ar-trials must be >= 1")
-        refs = None
-        if args.ref:
-            refs = rouge.read_lines(args.ref)
-        elif args.ref_jsonl:
-            refs = rouge.read_jsonl_field(args.ref_jsonl, args.ref_field)
-        hyps_a, hyps_b, refs = paired_inputs(args.sys_a, args.sys_b, refs)
+        hyps_a, hyps_b, refs = paired_inputs(args.sys_a, args.sys_b, args)
+        seps = rouge.sentence_separators(args.sentence_sep, hyps_a + hyps_b + refs)
         if args.split_sentences:
             split = rouge._sentence_splitter()
             hyps_a, hyps_b, refs = ([split(x) for x in xs] for xs in (hyps_a, hyps_b, refs))
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
         res = compare_systems(hyps_a, hyps_b, refs, metrics, args.method, args.bootstrap_samples,
-                              args.ar_trials, args.seed, detok=not args.no_detok)
+                              args.ar_trials, args.seed, detok=not args.no_detok, seps=seps)
     except (ValueError, OSError) as e:
         sys.exit(f"fairseq-sum-compare: error: {e}")
     res.update(sys_a=args.sys_a, sys_b=args.sys_b)

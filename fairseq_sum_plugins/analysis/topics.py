@@ -5,7 +5,7 @@ summaries, ``SS(D1, D2; Phi) = theta_1^T theta_2 / (||theta_1|| ||theta_2||)`` w
 inferred with ``Phi`` fixed (Table 6), :func:`semantic_similarity_scores`; its command line is the
 scorer's::
 
-    fairseq-sum-score --generate-output gen.out --topic-model DATA/bin/topic_model.npz [--src FILE]
+    fairseq-sum-score --generate-output gen.out --data DATA/bin --topic-model DATA/bin/topic_model.npz [--src FILE]
 
 A document's top topics and each topic's top words, as a PNG::
 
