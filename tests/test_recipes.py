@@ -423,3 +423,19 @@ def test_compare_sh_refuses_bad_numbers(compare_work, tmp_path, env, message):
     proc = compare_sh(compare_work, tmp_path / "out", "a=t5_transformer_small", **env)
     assert proc.returncode == 2 and f"compare.sh: {message}" in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists() and not (Path(REPO) / "PWNED").exists()
+
+
+@pytest.mark.parametrize("env,message", [
+    (dict(MAX_UPDATE="0"), "MAX_UPDATE must be an integer >= 1, got 0"),  # fairseq: 0 is no limit
+    (dict(MAX_UPDATE="-5"), "MAX_UPDATE must be an integer >= 1, got -5"),
+    (dict(THREADS="0"), "THREADS must be an integer >= 1, got 0"),  # torch: 0 is every core
+    (dict(THREADS="two"), "THREADS must be an integer >= 1, got 'two'"),
+    (dict(BEAM="4.0"), "BEAM must be an integer >= 1, got '4.0'"),
+    (dict(BATCH="10 "), "BATCH must be an integer >= 1, got '10 '"),
+])
+def test_quickstart_refuses_bad_numbers_before_any_work(tmp_path, env, message):
+    full_env = {k: v for k, v in os.environ.items() if k not in RECIPE_VARS + ["MAX_UPDATE", "THREADS"]}
+    proc = subprocess.run(["bash", os.path.join(REPO, "recipes", "aclsum", "quickstart.sh"), str(tmp_path / "w")],
+                          cwd=REPO, env={**full_env, **env}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and f"quickstart.sh: {message}\n" in proc.stderr, proc.stderr
+    assert not (tmp_path / "w").exists()
