@@ -439,3 +439,20 @@ def test_quickstart_refuses_bad_numbers_before_any_work(tmp_path, env, message):
                           cwd=REPO, env={**full_env, **env}, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and f"quickstart.sh: {message}\n" in proc.stderr, proc.stderr
     assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("script,env,message", [
+    ("xsum/tp_transformer.sh", dict(VOCAB="abc"), "tp_transformer_run.sh: VOCAB must be an integer >= 1, got 'abc'"),
+    ("xsum/transformer_ta.sh", dict(TOPICS_N="0"), "topic_assistant_run.sh: TOPICS_N must be an integer >= 1, got 0"),
+    ("pubmed/mem2mem.sh", dict(EPOCHS="0"), "mem2mem_run.sh: EPOCHS must be an integer >= 1, got 0"),
+    ("cnn_dm/etads.sh", dict(PAPER_GPUS="x[$(echo RAN >&2)]"), "etads.sh: PAPER_GPUS must be an integer >= 1, got 'x[$(echo RAN >&2)]'"),
+    ("newsroom/transformer_gated.sh", dict(GATE_WARMUP="-1"), "transformer_gated.sh: GATE_WARMUP must be an integer >= 0, got -1"),
+    ("newsroom/gate_lambda_sweep.sh", dict(DIM="1.5"), "gate_lambda_sweep.sh: DIM must be an integer >= 1, got '1.5'"),
+])
+def test_recipes_refuse_bad_numbers_before_any_work(tmp_path, script, env, message):
+    full_env = {k: v for k, v in os.environ.items() if k not in RECIPE_VARS}
+    full_env.update(TINY_ENV, VISIBLE_GPUS="0", WORK=str(tmp_path / "w"), **env)
+    proc = subprocess.run(["bash", os.path.join(REPO, "recipes", script), str(tmp_path / "raw"), str(tmp_path / "aux")],
+                          cwd=REPO, env=full_env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and f"{message}\n" in proc.stderr, proc.stderr
+    assert not (tmp_path / "w").exists() and "RAN" not in proc.stderr.replace(message, "")
