@@ -6,6 +6,33 @@ USER_DIR="$REPO/fairseq_sum_plugins"
 
 log() { echo "[$(date +%H:%M:%S)] $*"; }
 
+# require_int NAME MIN [MAX]: stops (exit 2) with a message naming NAME unless $NAME is a decimal
+# integer in MIN..MAX; rewrites it without sign or leading zeros (bash arithmetic would read "010" as
+# octal, and evaluates any other text as an expression: a name, or a command in an array index)
+require_int() {
+  local name=$1 min=$2 max=${3:-} value=${!1-} range=">= $2"
+  [ -z "$max" ] || range="in $min..$max"
+  if ! [[ $value =~ ^[+-]?[0-9]{1,18}$ ]]; then
+    echo "${0##*/}: $name must be an integer $range, got '$value'" >&2; exit 2
+  fi
+  value=${value#+}
+  if [[ $value == -* ]]; then value=$(( -10#${value#-} )); else value=$(( 10#$value )); fi
+  if (( value < min )) || { [ -n "$max" ] && (( value > max )); }; then
+    echo "${0##*/}: $name must be an integer $range, got $value" >&2; exit 2
+  fi
+  printf -v "$name" %d "$value"
+}
+
+# require_number NAME [positive]: stops (exit 2) naming NAME unless $NAME is a decimal number (2e-3,
+# 1.0, -0.5), above 0 when "positive" is given
+require_number() {
+  local value=${!1-}
+  if ! [[ $value =~ ^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$ ]] \
+    || { [ "${2:-}" = positive ] && ! awk -v x="$value" 'BEGIN { exit !(x + 0 > 0) }'; }; then
+    echo "${0##*/}: $1 must be a ${2:+positive }number, got '$value'" >&2; exit 2
+  fi
+}
+
 # fp16_flag: "--fp16" when FP16 (default 1) is set and torch sees a GPU, else nothing (CPU runs fp32;
 # --bf16 is not offered: in this fairseq it implies a TPU)
 fp16_flag() {
@@ -15,7 +42,7 @@ fp16_flag() {
 # visible_gpus: the GPUs this node shows to torch (CUDA_VISIBLE_DEVICES applies); VISIBLE_GPUS
 # overrides the count (dry runs, tests)
 visible_gpus() {
-  if [ -n "${VISIBLE_GPUS:-}" ]; then echo "$VISIBLE_GPUS"; return; fi
+  if [ -n "${VISIBLE_GPUS:-}" ]; then require_int VISIBLE_GPUS 0; echo "$VISIBLE_GPUS"; return; fi
   python -c "import torch; print(torch.cuda.device_count())"
 }
 
@@ -25,11 +52,18 @@ visible_gpus() {
 # UPDATE_FREQ (unless set: PAPER_WORKERS x PAPER_ACCUM / WORLD, rounded up, so that one update sums
 # the paper's batches; a warning on stderr when WORLD does not divide it) and DIST_FLAGS (fairseq-train flags:
 # --distributed-world-size, and for several nodes the rendezvous: under Slurm --distributed-port
-# DIST_PORT (fairseq reads the SLURM_* variables), else MASTER_ADDR, MASTER_PORT and NODE_RANK).
+# DIST_PORT (fairseq reads the SLURM_* variables), else MASTER_ADDR, MASTER_PORT and NODE_RANK). Every
+# one of these numbers must be an integer in its range (require_int), or the recipe stops.
 gpu_setup() {
   local batches=$(( $1 * ${2:-1} )) visible
   NGPU=${NGPU:-1}
   NNODES=${NNODES:-1}
+  require_int NGPU 1
+  require_int NNODES 1
+  if [ -n "${NODE_RANK:-}" ]; then require_int NODE_RANK 0 $(( NNODES - 1 )); fi
+  if [ -n "${UPDATE_FREQ:-}" ]; then require_int UPDATE_FREQ 1; fi
+  if [ -n "${MASTER_PORT:-}" ]; then require_int MASTER_PORT 1 65535; fi
+  if [ -n "${DIST_PORT:-}" ]; then require_int DIST_PORT 1 65535; fi
   visible=$(visible_gpus)
   if [ "$visible" -eq 0 ]; then
     if [ "$NGPU" -ne 1 ] || [ "$NNODES" -ne 1 ]; then
@@ -148,6 +182,10 @@ train() {
   main_node || { log "train: done; node ${NODE_RANK:-${SLURM_NODEID:-}} leaves decoding and scoring to node 0"; exit 0; }
 }
 
+# decoded OUT_FILE: true when fairseq-generate finished OUT_FILE: it prints its closing "Generate
+# <subset> with beam=..." line to stdout last, so an interrupted run (no such line) is redone
+decoded() { [ -s "$1" ] && grep -q "^Generate" "$1" 2>/dev/null; }
+
 # generate DATA_BIN CHECKPOINT OUT_FILE [BPE] [fairseq-generate options...]
 #   BPE: "spm" (the default: fairseq-sum-prepare's data, Moses tokenizer + DATA_BIN/spm.model) or
 #   "gpt2:BART_DIR" (the GPT-2 BPE of bart_binarize, no tokenizer)
@@ -159,9 +197,7 @@ generate() {
     spm) text=(--tokenizer sum_moses --bpe sentencepiece --sentencepiece-model "$data/spm.model") ;;
     gpt2:*) text=(--bpe gpt2 --gpt2-encoder-json "${bpe#gpt2:}/encoder.json" --gpt2-vocab-bpe "${bpe#gpt2:}/vocab.bpe") ;;
   esac
-  # fairseq-generate prints its closing "Generate <subset> with beam=..." line to stdout last, so an
-  # interrupted run (no such line) is redone
-  if [ -s "$out" ] && grep -q "^Generate" "$out" 2>/dev/null; then log "generate: $out exists, skipped"; return; fi
+  if decoded "$out"; then log "generate: $out exists, skipped"; return; fi
   log "generate: $ckpt -> $out"
   # the absolute data path goes into generate's log, where fairseq-sum-score finds the references
   fairseq-generate "$(cd "$data" && pwd)" --user-dir "$USER_DIR" --task summarization --path "$ckpt" "${text[@]}" \

@@ -18,6 +18,8 @@ MAX_SENTS=${MAX_SENTS:-0}
 SENT_TOKENS=${SENT_TOKENS:-0}
 EPOCHS=${EPOCHS:-15}
 BATCH=${BATCH:-16}
+for v in VOCAB MAX_SRC MAX_TGT EPOCHS BATCH; do require_int "$v" 1; done
+for v in MAX_SENTS SENT_TOKENS; do require_int "$v" 0; done
 FP16_FLAG=$(FP16=${FP16:-0} fp16_flag)  # off by default here
 # the paper's batch of BATCH documents (GPUs not stated) is split over NGPU x NNODES workers
 UPDATE_FREQ=1 gpu_setup 1

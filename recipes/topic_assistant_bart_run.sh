@@ -61,6 +61,8 @@ MAX_UPDATE=${MAX_UPDATE:-$DEFAULT_UPDATES}
 MAX_SRC=${MAX_SRC:-1023}
 MAX_TGT=${MAX_TGT:-0}
 BATCH=${BATCH:-32}
+for v in TOPICS TOPICS_N MAX_UPDATE MAX_SRC BATCH; do require_int "$v" 1; done
+require_int MAX_TGT 0
 FP16_FLAG=$(fp16_flag)
 SAVE="$WORK/checkpoints/$ARCH"
 check_bart "$BART"

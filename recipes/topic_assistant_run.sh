@@ -45,10 +45,13 @@ TOPICS=${TOPICS:-256}
 TOPICS_N=${TOPICS_N:-5}
 PAPER_GPUS=${PAPER_GPUS:-4}
 PAPER_ACCUM=${PAPER_ACCUM:-6}
+for v in TOPICS TOPICS_N PAPER_GPUS PAPER_ACCUM; do require_int "$v" 1; done
 gpu_setup "$PAPER_GPUS" "$PAPER_ACCUM"
 MAX_UPDATE=${MAX_UPDATE:-250000}
 VOCAB=${VOCAB:-32000}
 LENPEN=${LENPEN:-0.8}
+for v in MAX_UPDATE VOCAB; do require_int "$v" 1; done
+require_number LENPEN
 FP16_FLAG=$(fp16_flag)
 
 convert_dataset "$DATASET" "$RAW" "$AUX" "$WORK/jsonl"

@@ -46,6 +46,7 @@ case $DATASET in
 esac
 WORK=${WORK:-data/$DATASET-tpt}
 PAPER_GPUS=${PAPER_GPUS:-4}
+require_int PAPER_GPUS 1
 gpu_setup "$PAPER_GPUS"
 BATCH=${BATCH:-32}
 MAX_UPDATE=${MAX_UPDATE:-200000}
@@ -54,6 +55,7 @@ MAX_SRC=${MAX_SRC:-$SRC_DEFAULT}
 MAX_TGT=${MAX_TGT:-$TGT_DEFAULT}
 BEAMS=${BEAMS:-1 4}
 SAVE_INTERVAL=${SAVE_INTERVAL:-5000}
+for v in BATCH MAX_UPDATE VOCAB MAX_SRC MAX_TGT SAVE_INTERVAL; do require_int "$v" 1; done
 FP16_FLAG=$(fp16_flag)
 
 convert_dataset "$DATASET" "$RAW" "$AUX" "$WORK/jsonl"

@@ -82,3 +82,20 @@ def test_report_without_source_measurements_has_no_such_columns(tmp_path):
     write_report(str(tmp_path), ["base"])
     md = open(os.path.join(str(tmp_path), "results.md")).read()
     assert "| source gain (bits) |" not in md and "Not reading the source" not in md
+
+
+@pytest.mark.parametrize("wall,train_cell,generate_cell", [
+    ("train_s=200 generate_s=42", "200", "42"),
+    ("generate_s=42", "unknown", "42"),  # no launch recorded the training: not 0
+    ("train_s=200 train_resumed=1", ">= 200", "unknown"),  # the killed launch's seconds are not in 200
+    ("", "unknown", "unknown"),
+])
+def test_train_seconds_missing_are_unknown(tmp_path, wall, train_cell, generate_cell):
+    out = str(tmp_path)
+    write_run(out, "base", 0.25)
+    with open(os.path.join(out, "base", "wall.txt"), "w") as f:
+        f.write(wall + "\n")
+    write_report(out, ["base"])
+    row = next(line for line in open(os.path.join(out, "results.md")) if line.startswith("| `base` |"))
+    cells = row.strip().strip("|").split(" | ")
+    assert (cells[-3].strip(), cells[-1].strip()) == (train_cell, generate_cell)

@@ -57,3 +57,34 @@ def test_recipe_stops_before_any_work_when_gpus_disagree(tmp_path):
                           capture_output=True, text=True, env=env, cwd=REPO)
     assert proc.returncode == 2 and "NGPU=1 but this node shows 4 GPU(s)" in proc.stderr
     assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("env,message", [
+    (dict(VISIBLE_GPUS="0", NGPU="abc"), "NGPU must be an integer >= 1, got 'abc'"),  # was a CPU run
+    (dict(VISIBLE_GPUS="0", NGPU="1.5"), "NGPU must be an integer >= 1, got '1.5'"),
+    (dict(VISIBLE_GPUS="0", NNODES="abc"), "NNODES must be an integer >= 1, got 'abc'"),
+    (dict(VISIBLE_GPUS="2", NGPU="2", NNODES="-1"), "NNODES must be an integer >= 1, got -1"),  # was world size -4
+    (dict(VISIBLE_GPUS="2", NGPU="2", NNODES="0"), "NNODES must be an integer >= 1, got 0"),  # was a division error
+    (dict(VISIBLE_GPUS="2", NGPU="2", NNODES="2", MASTER_ADDR="n0", NODE_RANK="2"),
+     "NODE_RANK must be an integer in 0..1, got 2"),
+    (dict(VISIBLE_GPUS="2", NGPU="2", NNODES="2", MASTER_ADDR="n0", NODE_RANK="-1"),
+     "NODE_RANK must be an integer in 0..1, got -1"),
+    (dict(VISIBLE_GPUS="0", NODE_RANK="1"), "NODE_RANK must be an integer in 0..0, got 1"),
+    (dict(VISIBLE_GPUS="2", NGPU="2", UPDATE_FREQ="0"), "UPDATE_FREQ must be an integer >= 1, got 0"),
+    (dict(VISIBLE_GPUS="2", NGPU="2", NNODES="2", MASTER_ADDR="n0", NODE_RANK="0", MASTER_PORT="99999"),
+     "MASTER_PORT must be an integer in 1..65535, got 99999"),
+    (dict(VISIBLE_GPUS="two"), "VISIBLE_GPUS must be an integer >= 0, got 'two'"),
+    (dict(VISIBLE_GPUS="0", NGPU="a[$(echo RAN >&2)]"), "NGPU must be an integer >= 1, got 'a[$(echo RAN >&2)]'"),
+    (dict(VISIBLE_GPUS="0", NGPU="1234567890123456789"), "NGPU must be an integer >= 1, got '1234567890123456789'"),
+])
+def test_bad_worker_numbers_are_refused_naming_the_variable(env, message):
+    proc = gpu_setup("4", **env)
+    assert proc.returncode == 2 and f"{message}\n" in proc.stderr, proc.stderr
+    assert "WORLD=" not in proc.stdout and "RAN" not in proc.stderr.replace(message, "")
+
+
+def test_numbers_are_read_in_base_10():
+    """'08' is 8 (bash arithmetic reads a leading 0 as octal, and 08 as an error); '+2' is 2."""
+    proc = gpu_setup("8", VISIBLE_GPUS="08", NGPU="08", UPDATE_FREQ="+2")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "WORLD=8 FREQ=2 FLAGS=--distributed-world-size 8"

@@ -11,8 +11,12 @@ import math
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 import corpora
 
@@ -241,3 +245,214 @@ def test_gate_lambda_sweep_table_has_a_row_per_lambda_with_the_source_gain(tmp_p
         assert len(cells) == 11 and cells[3] == "2"  # updates
         assert 0 <= float(cells[4]) <= 100 and math.isfinite(float(cells[5])) and math.isfinite(float(cells[9]))
         assert re.fullmatch(r"[1-6]/6", cells[10])
+
+
+# ------------------------------------------------------------------ recipes/compare.sh
+
+COMPARE_MODEL = "t5_transformer_small " + TINY_TRANSFORMER
+# no torch probe for GPUs (VISIBLE_GPUS=0: a CPU run), 2 updates, one decoding batch
+COMPARE_ENV = dict(VISIBLE_GPUS="0", MAX_UPDATE="2", VALID_INTERVAL="2", GEN_BATCH="4", MAX_TOKENS="2000")
+COMPARE_VARS = ("MAX_UPDATE SEED VALID_INTERVAL MAX_TOKENS LR WARMUP BEAM MIN_LEN MAX_LEN_B LENPEN NO_REPEAT "
+                "GEN_BATCH TOPICS TRAIN_EXTRA GEN_EXTRA NGPU NNODES NODE_RANK UPDATE_FREQ").split()
+
+
+def compare_sh(work, out, *specs, **env):
+    """``bash recipes/compare.sh WORK OUT SPECS`` with COMPARE_ENV and ``env``: the CompletedProcess."""
+    full_env = {k: v for k, v in os.environ.items() if k not in RECIPE_VARS + COMPARE_VARS}
+    full_env.update(TINY_ENV, **COMPARE_ENV)
+    full_env.update(env)
+    full_env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full_env.get("PATH", "")
+    return subprocess.run(["bash", os.path.join(REPO, "recipes", "compare.sh"), str(work), str(out), *specs],
+                          cwd=REPO, env=full_env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def compare_work(tmp_path_factory):
+    """A data folder of fairseq-sum-prepare (24 / 4 / 4 examples, ~110 pieces)."""
+    from preprocess import prepare
+
+    root = tmp_path_factory.mktemp("compare")
+    rng = random.Random(0)
+    for split, n in corpora.SPLIT_SIZES.items():
+        with open(root / f"{split}.jsonl", "w", encoding="utf-8") as f:
+            for _ in range(n):
+                sents, summary = corpora.example(rng)
+                f.write(json.dumps({"document": "\n".join(sents), "summary": summary}) + "\n")
+    prepare.main(["--jsonl-dir", str(root), "--out", str(root / "work"), "--vocab-size", "150", "--max-src-tokens", "128",
+                  "--max-tgt-tokens", "32", "--workers", "1", "--num-threads", "1"])
+    return root / "work"
+
+
+@pytest.fixture(scope="module")
+def compared(compare_work):
+    """compare.sh with one model, its decoding killed once (a fairseq-generate that stops on an unknown
+    flag) and the run launched again: ``(out, train seconds recorded by the first launch)``."""
+    out = compare_work.parent / "out"
+    first = compare_sh(compare_work, out, f"base={COMPARE_MODEL}", GEN_EXTRA="--no-such-flag")
+    assert first.returncode != 0 and "--no-such-flag" in first.stderr
+    assert not (out / "base" / "test.out.rouge.json").exists()
+    wall = dict(kv.split("=") for kv in (out / "base" / "wall.txt").read_text().split())
+    second = compare_sh(compare_work, out, f"base={COMPARE_MODEL}")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert steps(second.stdout)[0] == ("train", True)
+    return out, wall["train_s"]
+
+
+def test_compare_sh_keeps_the_train_seconds_of_a_launch_killed_while_decoding(compared):
+    out, first_train_s = compared
+    assert int(first_train_s) >= 1  # fairseq-train's start-up alone takes seconds
+    wall = dict(kv.split("=") for kv in (out / "base" / "wall.txt").read_text().split())
+    assert wall["train_s"] == first_train_s and wall["train_resumed"] == "0" and int(wall["generate_s"]) >= 1
+    row = next(line for line in (out / "results.md").read_text().splitlines() if line.startswith("| `base` |"))
+    cells = row.strip("| ").split(" | ")
+    assert cells[-3] == first_train_s  # train s (wall), not 0
+
+
+def test_compare_sh_resumes_under_the_same_spec(compared, compare_work, tmp_path):
+    """The same spec resumes (every step skipped), also from a copy of the data folder elsewhere."""
+    out, _ = compared
+    ckpt = out / "base" / "checkpoints" / "checkpoint_last.pt"
+    before = ckpt.stat().st_mtime_ns
+    moved = tmp_path / "moved"
+    shutil.copytree(compare_work, moved)
+    proc = compare_sh(moved, out, f"base={COMPARE_MODEL}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert steps(proc.stdout) == [("train", True), ("generate", True), ("score", True)]
+    assert ckpt.stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize("spec,env,changed", [
+    (COMPARE_MODEL, dict(MAX_UPDATE="3"), "  MAX_UPDATE: '2' -> '3'"),
+    (COMPARE_MODEL + " --dropout 0.3", {}, f"  model: '{COMPARE_MODEL}' -> '{COMPARE_MODEL} --dropout 0.3'"),
+    (COMPARE_MODEL, dict(LR="1e-3", WARMUP="10"), "  LR: '2e-3' -> '1e-3'\n  WARMUP: '50' -> '10'"),
+    (COMPARE_MODEL, dict(TRAIN_EXTRA="--weight-decay 0.1"), "  TRAIN_EXTRA: '' -> '--weight-decay 0.1'"),
+    (COMPARE_MODEL, dict(UPDATE_FREQ="2"), "  UPDATE_FREQ: '1' -> '2'"),
+])
+def test_compare_sh_refuses_a_run_trained_under_another_spec(compared, compare_work, spec, env, changed):
+    """A re-run on the same OUT with other training settings stops before any work, naming what changed,
+    and leaves the run as it is (before: every step was skipped and results.md stated the new settings)."""
+    out, _ = compared
+    before = {p: p.stat().st_mtime_ns for p in (out / "base").rglob("*") if p.is_file()}
+    proc = compare_sh(compare_work, out, f"base={spec}", **env)
+    assert proc.returncode == 2, proc.stdout[-2000:]
+    assert f"compare.sh: {out}/base was trained under another spec than this run's:\n{changed}\n" in proc.stderr
+    assert f"remove {out}/base to train 'base' again" in proc.stderr
+    assert {p: p.stat().st_mtime_ns for p in (out / "base").rglob("*") if p.is_file()} == before
+    assert "train:" not in proc.stdout
+
+
+def test_compare_sh_refuses_a_decoding_made_with_other_settings(compared, compare_work):
+    out, _ = compared
+    proc = compare_sh(compare_work, out, f"base={COMPARE_MODEL}", BEAM="2")
+    assert proc.returncode == 2
+    assert "test.out was decoded with other settings than this run's:\n  BEAM: '1' -> '2'\n" in proc.stderr
+    assert f"remove {out}/base/test.out to decode it again" in proc.stderr
+
+
+def test_compare_sh_refuses_a_run_on_other_data(compared, compare_work, tmp_path):
+    out, _ = compared
+    other = tmp_path / "other"
+    shutil.copytree(compare_work, other)
+    with open(other / "bin" / "dict.tgt.txt", "a", encoding="utf-8") as f:
+        f.write("extra 1\n")
+    proc = compare_sh(other, out, f"base={COMPARE_MODEL}")
+    assert proc.returncode == 2 and re.search(r"^  data: '\w+ \(WORK/bin.*' -> '\w+ ", proc.stderr, re.M), proc.stderr
+
+
+def test_compare_sh_refuses_a_run_folder_without_a_recorded_spec(compare_work, tmp_path):
+    (tmp_path / "out" / "base" / "checkpoints").mkdir(parents=True)  # e.g. an older compare.sh's run
+    proc = compare_sh(compare_work, tmp_path / "out", f"base={COMPARE_MODEL}")
+    assert proc.returncode == 2 and f"{tmp_path}/out/base exists without run_spec.txt" in proc.stderr
+    assert not (tmp_path / "out" / "run_info.txt").exists()
+
+
+@pytest.mark.parametrize("specs,message", [
+    (["..=t5_transformer_small"], "bad label '..'"),
+    (["a/b=t5_transformer_small"], "bad label 'a/b'"),
+    (["../x=t5_transformer_small"], "bad label '../x'"),
+    (["=t5_transformer_small"], "bad label ''"),
+    ([".hidden=t5_transformer_small"], "bad label '.hidden'"),
+    (["-x=t5_transformer_small"], "bad label '-x'"),
+    (["results.md=t5_transformer_small"], "label 'results.md' is the name of a file compare.sh writes"),
+    (["t5_transformer_small"], "'t5_transformer_small' is not LABEL=ARCH"),
+    (["a= --dropout 0.1"], "no architecture name after 'a='"),
+    (["a=t5_transformer_small", "a=tp_transformer_small"], "label 'a' given twice"),
+    (["a=t5_transformer_small", "A=tp_transformer_small"], "label 'A' given twice ('a' before it)"),
+])
+def test_compare_sh_labels_are_names_given_once(compare_work, tmp_path, specs, message):
+    """A label names a folder of OUT: '..' or a slash would write outside it, and a label given twice
+    would test a model against itself; refused before anything is written."""
+    out = tmp_path / "sub" / "out"
+    proc = compare_sh(compare_work, out, *specs)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert not (tmp_path / "sub").exists()
+
+
+@pytest.mark.parametrize("value", ["BASH_VERSINFO[$(touch${IFS}PWNED)]", "a[$(touch PWNED)]", "12; touch PWNED",
+                                   "128", 1.5, True, 0, -4, None])
+def test_compare_sh_reads_prepare_args_as_data(compare_work, tmp_path, value):
+    """options.max_src_tokens reached bash arithmetic unchecked: an array index ran a command. Any value
+    but a positive integer is refused, naming the file and key, and nothing runs."""
+    work = tmp_path / "work"
+    (work / "bin").mkdir(parents=True)
+    args = json.loads((compare_work / "bin" / "prepare_args.json").read_text())
+    args["options"]["max_src_tokens"] = value
+    (work / "bin" / "prepare_args.json").write_text(json.dumps(args))
+    proc = subprocess.run(["bash", os.path.join(REPO, "recipes", "compare.sh"), str(work), str(tmp_path / "out"),
+                           "a=t5_transformer_small"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "VISIBLE_GPUS": "0"})
+    assert proc.returncode == 2
+    assert f"prepare_args.json: options.max_src_tokens = {value!r} is not a positive integer" in proc.stderr
+    assert not (tmp_path / "PWNED").exists() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("env,message", [
+    (dict(MAX_UPDATE="0"), "MAX_UPDATE must be an integer >= 1, got 0"),
+    (dict(MAX_UPDATE="1e3"), "MAX_UPDATE must be an integer >= 1, got '1e3'"),
+    (dict(VALID_INTERVAL="x"), "VALID_INTERVAL must be an integer >= 1, got 'x'"),
+    (dict(WARMUP="0"), "WARMUP must be an integer >= 1, got 0"),  # inverse_sqrt divides by it
+    (dict(MAX_UPDATE="a[$(touch PWNED)]"), "MAX_UPDATE must be an integer >= 1, got 'a[$(touch PWNED)]'"),
+    (dict(BEAM="4x"), "BEAM must be an integer >= 1, got '4x'"),
+    (dict(MAX_LEN_B="-1"), "MAX_LEN_B must be an integer >= 1, got -1"),
+    (dict(SEED="1.5"), "SEED must be an integer >= 0, got '1.5'"),
+    (dict(LR="0"), "LR must be a positive number, got '0'"),
+    (dict(LENPEN="one"), "LENPEN must be a number, got 'one'"),
+    (dict(TOPICS="0"), "TOPICS must be an integer >= 1, got 0"),
+])
+def test_compare_sh_refuses_bad_numbers(compare_work, tmp_path, env, message):
+    proc = compare_sh(compare_work, tmp_path / "out", "a=t5_transformer_small", **env)
+    assert proc.returncode == 2 and f"compare.sh: {message}" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists() and not (Path(REPO) / "PWNED").exists()
+
+
+@pytest.mark.parametrize("env,message", [
+    (dict(MAX_UPDATE="0"), "MAX_UPDATE must be an integer >= 1, got 0"),  # fairseq: 0 is no limit
+    (dict(MAX_UPDATE="-5"), "MAX_UPDATE must be an integer >= 1, got -5"),
+    (dict(THREADS="0"), "THREADS must be an integer >= 1, got 0"),  # torch: 0 is every core
+    (dict(THREADS="two"), "THREADS must be an integer >= 1, got 'two'"),
+    (dict(BEAM="4.0"), "BEAM must be an integer >= 1, got '4.0'"),
+    (dict(BATCH="10 "), "BATCH must be an integer >= 1, got '10 '"),
+])
+def test_quickstart_refuses_bad_numbers_before_any_work(tmp_path, env, message):
+    full_env = {k: v for k, v in os.environ.items() if k not in RECIPE_VARS + ["MAX_UPDATE", "THREADS"]}
+    proc = subprocess.run(["bash", os.path.join(REPO, "recipes", "aclsum", "quickstart.sh"), str(tmp_path / "w")],
+                          cwd=REPO, env={**full_env, **env}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and f"quickstart.sh: {message}\n" in proc.stderr, proc.stderr
+    assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("script,env,message", [
+    ("xsum/tp_transformer.sh", dict(VOCAB="abc"), "tp_transformer_run.sh: VOCAB must be an integer >= 1, got 'abc'"),
+    ("xsum/transformer_ta.sh", dict(TOPICS_N="0"), "topic_assistant_run.sh: TOPICS_N must be an integer >= 1, got 0"),
+    ("pubmed/mem2mem.sh", dict(EPOCHS="0"), "mem2mem_run.sh: EPOCHS must be an integer >= 1, got 0"),
+    ("cnn_dm/etads.sh", dict(PAPER_GPUS="x[$(echo RAN >&2)]"), "etads.sh: PAPER_GPUS must be an integer >= 1, got 'x[$(echo RAN >&2)]'"),
+    ("newsroom/transformer_gated.sh", dict(GATE_WARMUP="-1"), "transformer_gated.sh: GATE_WARMUP must be an integer >= 0, got -1"),
+    ("newsroom/gate_lambda_sweep.sh", dict(DIM="1.5"), "gate_lambda_sweep.sh: DIM must be an integer >= 1, got '1.5'"),
+])
+def test_recipes_refuse_bad_numbers_before_any_work(tmp_path, script, env, message):
+    full_env = {k: v for k, v in os.environ.items() if k not in RECIPE_VARS}
+    full_env.update(TINY_ENV, VISIBLE_GPUS="0", WORK=str(tmp_path / "w"), **env)
+    proc = subprocess.run(["bash", os.path.join(REPO, "recipes", script), str(tmp_path / "raw"), str(tmp_path / "aux")],
+                          cwd=REPO, env=full_env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and f"{message}\n" in proc.stderr, proc.stderr
+    assert not (tmp_path / "w").exists() and "RAN" not in proc.stderr.replace(message, "")

@@ -16,7 +16,9 @@
   model below ``MIN_GAIN`` bits or writing one text for most documents is named under the table as
   not reading its source, so that its ROUGE is not read as summarization;
 * ``OUT/LABEL/wall.txt`` (wall-clock seconds of compare.sh's train step, validation and start-up
-  included, and of the decoding, as the launch that finished them measured them), ``spec.txt``, ``vs_<first label>.txt`` (paired test output, when present)
+  included, and of the decoding, each recorded by the launch that ran the step as soon as it ended;
+  :func:`wall_cell` shows "unknown" for a step without a record, ">= N" for a training resumed after a
+  killed launch), ``spec.txt``, ``vs_<first label>.txt`` (paired test output, when present)
   and ``OUT/run_info.txt``;
 
 and writes ``OUT/results.md`` and ``OUT/learning_curve.png`` (validation NLL solid, training NLL
@@ -96,11 +98,21 @@ def collect(out_dir, label):
     with open(score_file, encoding="utf-8") as f:
         scores = json.load(f)
     log = parse_train_log(os.path.join(run, "checkpoints", "train.log"))
-    wall = dict(kv.split("=") for kv in _read(os.path.join(run, "wall.txt")).split())
+    wall = dict(kv.partition("=")[::2] for kv in _read(os.path.join(run, "wall.txt")).split())
     use_file = os.path.join(run, "source_use.json")
     use = json.load(open(use_file, encoding="utf-8")) if os.path.exists(use_file) else None
     return {"label": label, "spec": _read(os.path.join(run, "spec.txt"), label), "scores": scores, "log": log,
             "wall": wall, "words": _mean_words(os.path.join(run, "test.out")), "source_use": use}
+
+
+def wall_cell(wall, step):
+    """Seconds of ``step`` (train, generate) from wall.txt's ``{key: value}``: "unknown" when no launch
+    recorded them (a step killed, or skipped because an older compare.sh's launch ran it), ">= N" when
+    the recorded launch resumed a killed training (whose seconds are not in N)."""
+    seconds = wall.get(f"{step}_s")
+    if seconds is None or not seconds.isdigit():
+        return "unknown"
+    return f">= {seconds}" if wall.get(f"{step}_resumed") == "1" else seconds
 
 
 def reads_source(row):
@@ -141,8 +153,8 @@ def table(rows):
             cells += [f"{u['gain']:.3f}" if "gain" in u else "-",
                       f"{u['distinct']}/{u['hypotheses']}" if "distinct" in u else "-"]
         aux = ", ".join(f"{k} {v:.3g}" for k, v in sorted(log["aux"].items())) or "-"
-        cells += [f"{r['words']:.1f}", aux, r["wall"].get("train_s", "-"),
-                  f"{log['wall']:.0f}" if log["wall"] is not None else "-", r["wall"].get("generate_s", "-")]
+        cells += [f"{r['words']:.1f}", aux, wall_cell(r["wall"], "train"),
+                  f"{log['wall']:.0f}" if log["wall"] is not None else "-", wall_cell(r["wall"], "generate")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

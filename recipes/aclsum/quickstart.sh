@@ -7,7 +7,8 @@
 # The run is the same on every machine: MAX_UPDATE (150) updates with seed 1, one CPU thread
 # (THREADS, 1: one thread neither competes with itself on a busy machine nor changes the order of
 # floating-point sums; more threads are faster on an idle machine and may move ROUGE in the last
-# digit), the last checkpoint decoded. ARCH (tp_transformer_small) and BEAM (4) can be set too.
+# digit), the last checkpoint decoded. ARCH (tp_transformer_small) and BEAM (4) can be set too; every
+# number must be an integer >= 1.
 # fairseq-generate logs every batch of BATCH (10) papers, so decoding shows its progress.
 # 150 updates on 100 papers only show the pipeline working: expect ROUGE far below the papers'. At
 # this budget the model has learnt the abstracts' language but not yet to read the paper: it writes
@@ -20,12 +21,11 @@ source "$(dirname "$0")/../common.sh"
 WORK=${1:-data/aclsum-quickstart}
 ARCH=${ARCH:-tp_transformer_small}
 MAX_UPDATE=${MAX_UPDATE:-150}
-if ! [[ $MAX_UPDATE =~ ^[0-9]+$ ]]; then
-  echo "quickstart.sh: MAX_UPDATE must be a number of updates, got '$MAX_UPDATE'" >&2; exit 2
-fi
 BEAM=${BEAM:-4}
 BATCH=${BATCH:-10}
 THREADS=${THREADS:-1}
+# at least 1 each: fairseq reads --max-update 0 as "no limit", torch reads 0 threads as every core
+for v in MAX_UPDATE BEAM BATCH THREADS; do require_int "$v" 1; done
 export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
 CKPT="$WORK/checkpoints/$ARCH.u$MAX_UPDATE"
 

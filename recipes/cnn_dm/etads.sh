@@ -56,6 +56,7 @@ MAX_UPDATE=${MAX_UPDATE:-200000}
 VOCAB=${VOCAB:-50000}
 COVERAGE_TYPE=${COVERAGE_TYPE:-summary}
 BEAM=${BEAM:-10}
+for v in PAPER_GPUS MAX_UPDATE VOCAB BEAM; do require_int "$v" 1; done
 gpu_setup "$PAPER_GPUS"
 FP16_FLAG=$(fp16_flag)
 LR=0.000988  # 2 * 512 ** -0.5 * 8000 ** -0.5: the Noam peak, see above

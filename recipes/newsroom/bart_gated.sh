@@ -24,6 +24,9 @@ gpu_setup 4
 MAX_UPDATE=${MAX_UPDATE:-20000}
 LAMBDA=${LAMBDA:-0.1}
 THRESHOLD=${THRESHOLD:-0.1}
+require_int MAX_UPDATE 1
+require_number LAMBDA
+require_number THRESHOLD
 FP16_FLAG=$(fp16_flag)
 SAVE="$WORK/checkpoints/$ARCH.l$LAMBDA"
 check_bart "$BART"

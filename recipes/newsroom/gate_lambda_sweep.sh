@@ -48,6 +48,9 @@ VOCAB=${VOCAB:-4000}
 DIM=${DIM:-128}
 LAYERS=${LAYERS:-2}
 THRESHOLD=${THRESHOLD:-0.1}
+for v in MAX_UPDATE VALID_EVERY N_TRAIN N_VALID N_TEST VOCAB DIM LAYERS; do require_int "$v" 1; done
+require_int WARMUP 0
+require_number THRESHOLD
 
 if ! converted "$WORK/jsonl"; then
   python - "$PAIRS" "$WORK/jsonl" "$N_TRAIN" "$N_VALID" "$N_TEST" "$TARGET" <<'EOF'

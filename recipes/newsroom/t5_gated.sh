@@ -46,6 +46,8 @@ BEAM=${BEAM:-4}
 MAX_LEN_B=${MAX_LEN_B:-128}
 MAX_TOKENS=${MAX_TOKENS:-4096}
 LR=${LR:-1e-4}
+for v in NGPU MAX_UPDATE SUBSET BEAM MAX_LEN_B MAX_TOKENS; do require_int "$v" 1; done
+require_number LR positive
 FP16_FLAG=$(fp16_flag)
 IMPORTED="$WORK/t5"
 

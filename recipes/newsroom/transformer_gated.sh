@@ -85,6 +85,10 @@ THRESHOLD=${THRESHOLD:-0.1}
 GATE_WARMUP=${GATE_WARMUP:-5000}
 GATE_NORM=${GATE_NORM:-token}
 TEST_SUBSET=${TEST_SUBSET:-1000}
+for v in MAX_UPDATE VOCAB TEST_SUBSET; do require_int "$v" 1; done
+require_int GATE_WARMUP 0
+require_number LAMBDA
+require_number THRESHOLD
 FP16_FLAG=$(fp16_flag)
 SAVE="$WORK/checkpoints/$ARCH.l$LAMBDA"
 
