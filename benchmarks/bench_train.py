@@ -33,6 +33,14 @@ embeddings, sublayers, attention probabilities and FF hidden units), so the tabl
 
     python benchmarks/bench_train.py --threads 1 --archs t5_small --generate
 
+``--peers transformer,hf_t5`` adds, for every T5-cell arch, HF's ``T5ForConditionalGeneration`` built
+from that arch's config (random init, HF's one dropout rate, eager attention, pad as the decoder's start
+token, the same vocabulary), trained on the same batches with its own loss (token-mean cross-entropy)
+and fairseq's optimizer from the same flags, and decoded by ``generate`` (beam 4, ``min_new_tokens =
+max_new_tokens = tgt_len + 1``: fairseq's forced length, EOS included). ``--json`` then holds, per arch,
+``train_wps``, ``gen_tps``, ``peak_mem`` and ``ops_per_step`` of the arch and of each peer, and
+``ratios[arch][peer]`` (``train_ratio``, ``gen_ratio``, ``mem_ratio``, ``ops_ratio``: arch over peer).
+
 Topic Assistant archs (``transformer_ta_small``/``_base``, any arch with ``--ta-*`` on) get a random
 topic model over the in-memory dictionary (every topic a Dirichlet draw over the kept symbols, saved
 as a temporary ``topic_model.npz`` in :mod:`preprocess.topic_model`'s format, ``--topics`` columns)
