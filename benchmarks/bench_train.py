@@ -108,7 +108,8 @@ def parse_args():
     a.peers = [name for name in a.peers.split(",") if name]
     unknown = sorted(set(a.peers) - set(PEERS))
     if unknown or not a.peers:
-        p.error(f"--peers: unknown peer(s) {unknown or a.peers}; known: {', '.join(PEERS)}")
+        p.error(f"--peers: unknown peer(s) {unknown}; known: {', '.join(PEERS)}" if unknown
+                else f"--peers: name at least one of {', '.join(PEERS)}")
     cpu = a.device == "cpu"
     if a.fp16 and cpu:
         p.error("--fp16 needs --device cuda")

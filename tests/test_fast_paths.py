@@ -116,3 +116,7 @@ def test_bench_rejects_unknown_peer(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         bench.parse_args()
     assert "--peers: unknown peer(s) ['hf_t6']" in capsys.readouterr().err
+    monkeypatch.setattr("sys.argv", ["bench_train.py", "--peers", ","])
+    with pytest.raises(SystemExit):
+        bench.parse_args()
+    assert "--peers: name at least one of transformer, hf_t5" in capsys.readouterr().err
