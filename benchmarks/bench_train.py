@@ -33,6 +33,14 @@ embeddings, sublayers, attention probabilities and FF hidden units), so the tabl
 
     python benchmarks/bench_train.py --threads 1 --archs t5_small --generate
 
+``--peers transformer,hf_t5`` adds, for every T5-cell arch, HF's ``T5ForConditionalGeneration`` built
+from that arch's config (random init, HF's one dropout rate, eager attention, pad as the decoder's start
+token, the same vocabulary), trained on the same batches with its own loss (token-mean cross-entropy)
+and fairseq's optimizer from the same flags, and decoded by ``generate`` (beam 4, ``min_new_tokens =
+max_new_tokens = tgt_len + 1``: fairseq's forced length, EOS included). ``--json`` then holds, per arch,
+``train_wps``, ``gen_tps``, ``peak_mem`` and ``ops_per_step`` of the arch and of each peer, and
+``ratios[arch][peer]`` (``train_ratio``, ``gen_ratio``, ``mem_ratio``, ``ops_ratio``: arch over peer).
+
 Topic Assistant archs (``transformer_ta_small``/``_base``, any arch with ``--ta-*`` on) get a random
 topic model over the in-memory dictionary (every topic a Dirichlet draw over the kept symbols, saved
 as a temporary ``topic_model.npz`` in :mod:`preprocess.topic_model`'s format, ``--topics`` columns)
@@ -58,6 +66,7 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.trainer import Trainer
 from torch.autograd import DeviceType
 
+from fairseq_sum_plugins.models.sum_transformer import is_t5_cell
 from fairseq_sum_plugins.modules.topic import ta_enabled
 from fairseq_sum_plugins.tasks.summarization import SummarizationTask  # also registers the presets
 
@@ -66,6 +75,8 @@ SHARED_DIMS = [f"{side}_{name}" for side in ("encoder", "decoder")
                for name in ("embed_dim", "ffn_embed_dim", "layers", "attention_heads")]
 SHARED_DIMS += ["dropout", "attention_dropout", "activation_dropout", "activation_fn"]
 DIVERGED = "diverged: fp16 loss scale at its minimum"
+HF_T5 = "hf_t5"
+PEERS = (BASELINE, HF_T5)
 
 
 def parse_args():
@@ -90,10 +101,20 @@ def parse_args():
     p.add_argument("--json", metavar="FILE", help="write the results here")
     p.add_argument("--threads", type=int, help="torch CPU threads (use 1 on a CPU shared with other jobs)")
     p.add_argument("--topics", type=int, default=256, help="topics K of the random topic model (TA archs)")
+    p.add_argument("--peers", default=BASELINE,
+                   help="comma-separated models each arch is measured against: transformer (fairseq's, the "
+                        "first arch's dims), hf_t5 (HF T5ForConditionalGeneration of each T5-cell arch's config)")
     a = p.parse_args()
+    a.peers = [name for name in a.peers.split(",") if name]
+    unknown = sorted(set(a.peers) - set(PEERS))
+    if unknown or not a.peers:
+        p.error(f"--peers: unknown peer(s) {unknown}; known: {', '.join(PEERS)}" if unknown
+                else f"--peers: name at least one of {', '.join(PEERS)}")
     cpu = a.device == "cpu"
     if a.fp16 and cpu:
         p.error("--fp16 needs --device cuda")
+    if a.fp16 and HF_T5 in a.peers:
+        p.error("--peers hf_t5 runs in fp32 only (drop --fp16)")
     size = "small" if cpu else "base"
     a.archs = a.archs or [f"{m}_{size}" for m in ("t5_transformer", "tp_transformer", "tp_transformer_continuous")]
     a.src_len = a.src_len or (256 if cpu else 512)
@@ -167,15 +188,110 @@ def baseline_extra(preset_args):
     return extra
 
 
-def build(name, cfg, d, cuda):
+def new_model(name, model, params_of, arch, peer, cuda, before, **calls):
+    """A measured model: ``step(batch)`` (one training update), ``forward_backward(batch)`` (no update),
+    ``generate(batch)`` (generated tokens), ``held()`` (tensors kept between steps), ``updates()``."""
+    return dict(name=name, model=model, arch=arch, peer=peer, mem_before=before, cuda=cuda,
+                params=sum(p.numel() for p in params_of), steps=0, time=0.0, words=0, gen_time=0.0, gen_words=0,
+                notes=[], **calls)
+
+
+def optimizer_state(optimizer):
+    return [v for state in optimizer.optimizer.state.values() for v in state.values()]
+
+
+def build(name, cfg, d, a, arch=None, peer=None):
+    """A fairseq model trained through ``Trainer.train_step`` and decoded by ``SequenceGenerator``."""
+    cuda = a.device == "cuda"
     before = torch.cuda.memory_allocated() if cuda else 0
     task = SummarizationTask(cfg.task, d, d)
     model = task.build_model(cfg.model)
     trainer = Trainer(cfg, task, model, task.build_criterion(cfg.criterion))
     trainer.cuda_env = None  # Trainer resets the CUDA peak-memory counter every step when this is set
-    params = sum(p.numel() for p in model.parameters())
-    return dict(name=name, task=task, trainer=trainer, mem_before=before, params=params,
-                steps=0, time=0.0, words=0, gen_time=0.0, gen_words=0, theta=ta_enabled(cfg.model))
+    beam = Namespace(beam=a.beam, max_len_a=0, max_len_b=a.tgt_len, min_len=a.tgt_len)
+
+    def forward_backward(batch):
+        trainer.model.train()
+        trainer.zero_grad()  # as Trainer.train_step does before its forward
+        trainer.task.train_step(batch, trainer.model, trainer.criterion, trainer.optimizer, trainer.get_num_updates())
+
+    def generate(batch):
+        hypos = task.inference_step(task.build_generator([trainer.model], beam), [trainer.model], batch)
+        return sum(len(h[0]["tokens"]) for h in hypos)
+
+    m = new_model(name, trainer.model, model.parameters(), arch or name, peer, cuda, before,
+                  step=lambda batch: trainer.train_step([batch]), forward_backward=forward_backward,
+                  zero_grad=trainer.zero_grad, generate=generate, updates=trainer.get_num_updates,
+                  held=lambda: [*trainer.model.parameters(), *(p.grad for p in trainer.model.parameters()),
+                                *optimizer_state(trainer.optimizer)])
+    m["theta"] = ta_enabled(cfg.model)
+    return m
+
+
+def hf_t5_config(args, d):
+    """HF ``T5Config`` of a T5-cell arch (``--cell t5``) over dictionary ``d``, and what HF's T5 lacks of it."""
+    from transformers import T5Config
+
+    differs = [f"--{n.replace('_', '-')} {getattr(args, n)}" for n in ("attention_dropout", "activation_dropout")
+               if getattr(args, n) != args.dropout]  # HF: one dropout_rate everywhere
+    differs += ["cross-attention position table"] if args.t5_cross_position_bias else []
+    differs += ["information selection"] if getattr(args, "info_gate", False) else []
+    config = T5Config(
+        vocab_size=len(d), d_model=args.encoder_embed_dim, d_kv=args.encoder_embed_dim // args.encoder_attention_heads,
+        d_ff=args.encoder_ffn_embed_dim, num_layers=args.encoder_layers, num_decoder_layers=args.decoder_layers,
+        num_heads=args.encoder_attention_heads, relative_attention_num_buckets=args.t5_relative_buckets,
+        relative_attention_max_distance=args.t5_relative_max_distance, dropout_rate=args.dropout,
+        layer_norm_epsilon=1e-6, feed_forward_proj=args.activation_fn,
+        pad_token_id=d.pad(), eos_token_id=d.eos(), decoder_start_token_id=d.pad(),  # T5: pad starts the decoder
+    )
+    config._attn_implementation = "eager"  # HF's T5 attention as written (matmul, bias, softmax, dropout)
+    return config, differs
+
+
+def build_hf_t5(arch, cfg, d, a):
+    """HF's ``T5ForConditionalGeneration`` from ``arch``'s config (random init), its own loss (token-mean
+    cross-entropy), fairseq's optimizer built from the same ``cfg``, clipping as fairseq's Trainer;
+    ``generate`` with beam search forced to fairseq's length (``tgt_len`` tokens + EOS)."""
+    from fairseq import optim
+    from transformers import T5ForConditionalGeneration
+
+    cuda = a.device == "cuda"
+    before = torch.cuda.memory_allocated() if cuda else 0
+    config, differs = hf_t5_config(cfg.model, d)
+    torch.manual_seed(cfg.common.seed)
+    model = T5ForConditionalGeneration(config).to(a.device)
+    optimizer = optim.build_optimizer(cfg.optimizer, list(model.parameters()))
+    pad, new_tokens, updates = d.pad(), a.tgt_len + 1, [0]  # fairseq's hypotheses: tgt_len tokens + the forced EOS
+
+    def inputs(batch):
+        src, tgt = batch["net_input"]["src_tokens"], batch["target"]
+        return dict(input_ids=src, attention_mask=src.ne(pad).long(), labels=tgt.masked_fill(tgt.eq(pad), -100))
+
+    def forward_backward(batch):
+        model.train()
+        optimizer.zero_grad()
+        optimizer.backward(model(**inputs(batch)).loss)
+
+    def step(batch):
+        forward_backward(batch)
+        optimizer.clip_grad_norm(cfg.optimization.clip_norm)
+        optimizer.step()
+        updates[0] += 1
+
+    def generate(batch):
+        x = inputs(batch)
+        out = model.generate(input_ids=x["input_ids"], attention_mask=x["attention_mask"], num_beams=a.beam,
+                             min_new_tokens=new_tokens, max_new_tokens=new_tokens, do_sample=False,
+                             length_penalty=1.0, early_stopping=False)
+        return out.size(0) * (out.size(1) - 1)  # minus the start token
+
+    m = new_model(f"{HF_T5} ({arch})", model, model.parameters(), arch, HF_T5, cuda, before,
+                  step=step, forward_backward=forward_backward, zero_grad=optimizer.zero_grad, generate=generate,
+                  updates=lambda: updates[0],
+                  held=lambda: [*model.parameters(), *(p.grad for p in model.parameters()), *optimizer_state(optimizer)])
+    m["theta"] = False
+    m["notes"] += [f"HF T5 lacks: {', '.join(differs)}"] if differs else []
+    return m
 
 
 def ok(models):
@@ -187,25 +303,29 @@ def sync(cuda):
         torch.cuda.synchronize()
 
 
-def train(m, batches, steps, cuda):
+def on_device(batch, cuda):
+    return utils.move_to_cuda(batch) if cuda else batch
+
+
+def train(m, batches, steps):
     """Run ``steps`` training steps; returns (seconds, target tokens)."""
-    sync(cuda)
+    sync(m["cuda"])
     start, words = time.perf_counter(), 0
     for i in range(steps):
         batch = batches[i % len(batches)]
         m["steps"] += 1
-        m["trainer"].train_step([batch])
+        m["step"](on_device(batch, m["cuda"]))
         words += batch["ntokens"]
-    sync(cuda)
+    sync(m["cuda"])
     return time.perf_counter() - start, words
 
 
-def warm_up(m, batches, a, cuda):
-    if cuda:
+def warm_up(m, batches, a):
+    if m["cuda"]:
         torch.cuda.reset_peak_memory_stats()
-    train(m, batches, a.warmup_steps, cuda)
-    m["peak_gib"] = (torch.cuda.max_memory_allocated() - m["mem_before"]) / 2**30 if cuda else cpu_peak(m, batches)
-    m["ops"] = count_ops(m, batches[0], cuda)
+    train(m, batches, a.warmup_steps)
+    m["peak_gib"] = (torch.cuda.max_memory_allocated() - m["mem_before"]) / 2**30 if m["cuda"] else cpu_peak(m, batches)
+    m["ops"] = count_ops(m, batches[0])
 
 
 # ops that only make a view, allocate, or read metadata: no kernel of their own
@@ -216,34 +336,29 @@ METADATA_OPS = frozenset(f"aten::{n}" for n in """
     size stride dim result_type is_nonzero to _to_copy""".split())
 
 
-def count_ops(m, batch, cuda):
-    """Kernel-running ATen ops in one forward + backward (``task.train_step``, no optimizer step)."""
-    trainer = m["trainer"]
-    batch = utils.move_to_cuda(batch) if cuda else batch
-    trainer.model.train()
-    trainer.zero_grad()  # as Trainer.train_step does before its forward
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-        trainer.task.train_step(batch, trainer.model, trainer.criterion, trainer.optimizer, trainer.get_num_updates())
-    trainer.zero_grad()
-
+def kernel_ops(prof):
+    """Kernel-running ATen ops among a profile's events: ops with no such op inside them."""
     def runs_kernel(e):
         return e.name not in METADATA_OPS or any(runs_kernel(c) for c in e.cpu_children)
 
-    return sum(1 for e in prof.events() if e.name.startswith("aten::") and e.name not in METADATA_OPS
-               and not any(runs_kernel(c) for c in e.cpu_children))
+    return [e for e in prof.events() if e.name.startswith("aten::") and e.name not in METADATA_OPS
+            and not any(runs_kernel(c) for c in e.cpu_children)]
+
+
+def count_ops(m, batch):
+    """Kernel-running ATen ops in one forward + backward (no optimizer step)."""
+    batch = on_device(batch, m["cuda"])
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        m["forward_backward"](batch)
+    m["zero_grad"]()
+    return len(kernel_ops(prof))
 
 
 def cpu_peak(m, batches):
     """GiB: tensors held between steps + the peak of one training step's allocations (CPU)."""
-    trainer = m["trainer"]
-    held = {}
-    tensors = [p for p in trainer.model.parameters()] + [p.grad for p in trainer.model.parameters()]
-    tensors += [v for state in trainer.optimizer.optimizer.state.values() for v in state.values()]
-    for t in tensors:
-        if torch.is_tensor(t):
-            held[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+    held = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in m["held"]() if torch.is_tensor(t)}
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
-        train(m, batches, 1, False)
+        train(m, batches, 1)
     # allocations are charged to the op that made them (its start), frees are "[memory]" events
     deltas = sorted((e.time_range.start, e.cpu_memory_usage if e.name == "[memory]" else e.self_cpu_memory_usage)
                     for e in prof.events())
@@ -254,18 +369,15 @@ def cpu_peak(m, batches):
     return (sum(held.values()) + peak) / 2**30
 
 
-def generate(m, batches, a, cuda):
+def generate(m, batches):
     """Beam search on ``batches``; returns (seconds, generated tokens of the best hypotheses)."""
-    task, model = m["task"], m["trainer"].model
-    gen = task.build_generator([model], Namespace(beam=a.beam, max_len_a=0, max_len_b=a.tgt_len, min_len=a.tgt_len))
-    model.eval()
-    sync(cuda)
+    m["model"].eval()
+    sync(m["cuda"])
     start, words = time.perf_counter(), 0
-    for batch in batches:
-        batch = utils.move_to_cuda(batch) if cuda else batch
-        hypos = task.inference_step(gen, [model], batch)
-        words += sum(len(h[0]["tokens"]) for h in hypos)
-    sync(cuda)
+    with torch.no_grad():
+        for batch in batches:
+            words += m["generate"](on_device(batch, m["cuda"]))
+    sync(m["cuda"])
     return time.perf_counter() - start, words
 
 
@@ -287,11 +399,12 @@ def module_ranges(model):
             h.remove()
 
 
-def profile(m, batches, cuda, out, steps=3):
+def profile(m, batches, out, steps=3):
     """Op tables (by device and by CPU self time) and per-module forward totals of a few train steps."""
+    cuda = m["cuda"]
     acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
     with torch.profiler.profile(activities=acts) as prof:
-        train(m, batches, steps, cuda)
+        train(m, batches, steps)
     kernels = [e for e in prof.events() if e.device_type == DeviceType.CUDA and not e.is_user_annotation]
     busy = sum(e.device_time_total for e in kernels) / 1e3 / steps
     wall = 1e3 * m["time"] / m["words"] * batches[0]["ntokens"] if m["words"] else float("nan")
@@ -301,8 +414,8 @@ def profile(m, batches, cuda, out, steps=3):
         out.write(f"\n----- {m['name']}: top ops by {key} over {steps} steps -----\n")
         out.write(prof.key_averages().table(sort_by=key, row_limit=25, max_name_column_width=70))
 
-    with module_ranges(m["trainer"].model), torch.profiler.profile(activities=acts) as prof:
-        train(m, batches, steps, cuda)
+    with module_ranges(m["model"]), torch.profiler.profile(activities=acts) as prof:
+        train(m, batches, steps)
     out.write(f"\n----- {m['name']}: forward of each module class, per step (nested classes overlap) -----\n")
     rows = [e for e in prof.key_averages() if e.key.startswith("## ") and e.device_type == DeviceType.CPU]
     for e in sorted(rows, key=lambda e: -e.cpu_time_total):
@@ -318,18 +431,33 @@ def fmt(v, spec, suffix=""):
     return "-" if v is None else format(v, spec) + suffix
 
 
+def peer_ratios(rows):
+    """``{arch: {peer: {train_ratio, gen_ratio, mem_ratio, ops_ratio}}}``: each arch over each of its peers
+    (fairseq's ``transformer`` is every arch's peer; an HF peer belongs to the arch it was built from)."""
+    archs = [r for r in rows if r["peer"] is None]
+    peers = [r for r in rows if r["peer"] is not None]
+    return {r["arch"]: {p["peer"]: dict(train_ratio=ratio(r["train_wps"], p["train_wps"]),
+                                        gen_ratio=ratio(r["gen_wps"], p["gen_wps"]),
+                                        mem_ratio=ratio(r["peak_gib"], p["peak_gib"]),
+                                        ops_ratio=ratio(r["ops"], p["ops"]))
+                        for p in peers if p["peer"] == BASELINE or p["arch"] == r["arch"]}
+            for r in archs}
+
+
 def report(models, a, env):
-    """Print the Markdown table (first row: the baseline) and write the JSON."""
+    """Print the Markdown tables (first row: the baseline, then the ratios over the peers) and write the JSON."""
     def per_s(words, seconds):
         return words / seconds if seconds else None
 
-    rows = [dict(model=m["name"], params_m=m["params"] / 1e6, train_wps=per_s(m["words"], m["time"]),
-                 peak_gib=m["peak_gib"], ops=m.get("ops"), gen_wps=per_s(m["gen_words"], m["gen_time"]),
-                 skipped_updates=m["steps"] - m["trainer"].get_num_updates(), steps=m["steps"], error=m.get("error"))
+    rows = [dict(model=m["name"], arch=m["arch"], peer=m["peer"], params_m=m["params"] / 1e6,
+                 train_wps=per_s(m["words"], m["time"]), peak_gib=m["peak_gib"], ops=m.get("ops"),
+                 gen_wps=per_s(m["gen_words"], m["gen_time"]), gen_tokens=m["gen_words"], skipped_updates=m["steps"] - m["updates"](),
+                 steps=m["steps"], error=m.get("error"), notes=m["notes"])
             for m in models]
+    base = next((r for r in rows if r["peer"] == BASELINE), {})
     for r in rows:
         for key, x in (("train_wps", "train_x"), ("peak_gib", "mem_x"), ("ops", "ops_x"), ("gen_wps", "gen_x")):
-            r[x] = ratio(r[key], rows[0][key])
+            r[x] = ratio(r[key], base.get(key))
     cols = ["model", "params (M)", "train tgt words/s", "vs transformer", "peak mem (GiB)", "vs transformer",
             "ops/step", "vs transformer"]
     cols += [f"gen words/s (beam {a.beam})", "vs transformer"] if a.generate else []
@@ -339,19 +467,56 @@ def report(models, a, env):
         cells = [r["model"], fmt(r["params_m"], ".1f"), fmt(r["train_wps"], ",.0f"), fmt(r["train_x"], ".2f", "x"),
                  fmt(r["peak_gib"], ".3f"), fmt(r["mem_x"], ".2f", "x"), fmt(r["ops"], "d"), fmt(r["ops_x"], ".2f", "x")]
         cells += [fmt(r["gen_wps"], ",.0f"), fmt(r["gen_x"], ".2f", "x")] if a.generate else []
-        skipped = f"{r['skipped_updates']}/{r['steps']} updates skipped (fp16 overflow)" if r["skipped_updates"] else ""
-        cells += [r["error"] or skipped]
+        skipped = [f"{r['skipped_updates']}/{r['steps']} updates skipped (fp16 overflow)"] if r["skipped_updates"] else []
+        cells += ["; ".join([r["error"]] if r["error"] else skipped + r["notes"])]
         lines.append("| " + " | ".join(cells) + " |")
+    ratios = peer_ratios(rows)
+    lines += ["", "| arch | peer | train | gen | peak mem | ops/step |", "|---|---|---|---|---|---|"]
+    for arch, peers in ratios.items():
+        for peer, x in peers.items():
+            lines.append(f"| {arch} | {peer} | " + " | ".join(
+                fmt(x[k], ".2f", "x") for k in ("train_ratio", "gen_ratio", "mem_ratio", "ops_ratio")) + " |")
     table = "\n".join(lines)
     print(env["summary"] + "\n\n" + table)
     if a.json:
+        def figures(r):
+            return dict(train_wps=r["train_wps"], gen_tps=r["gen_wps"], peak_mem=r["peak_gib"], ops_per_step=r["ops"])
+
+        archs = {r["arch"]: dict(figures(r), peers={p["peer"]: figures(p) for p in rows if p["peer"] is not None
+                                                    and (p["peer"] == BASELINE or p["arch"] == r["arch"])})
+                 for r in rows if r["peer"] is None}
         with open(a.json, "w") as f:
-            json.dump(dict(env=env, args=vars(a), results=rows, table=table), f, indent=2)
+            json.dump(dict(env=env, args=vars(a), results=rows, archs=archs, ratios=ratios, table=table), f, indent=2)
+
+
+def build_models(a, d, theta_batches, plain_batches):
+    """The peers and archs, each built and warmed up alone (so each peak is the model's own)."""
+    preset_args, _ = fairseq_cfg(a.archs[0], a)
+    specs = [(BASELINE, lambda: build(BASELINE, fairseq_cfg(BASELINE, a, baseline_extra(preset_args))[1], d, a,
+                                      arch=a.archs[0], peer=BASELINE))] if BASELINE in a.peers else []
+    for arch in a.archs:
+        args, cfg = fairseq_cfg(arch, a)
+        specs.append((arch, lambda cfg=cfg, arch=arch: build(arch, cfg, d, a)))
+        if HF_T5 in a.peers:
+            if is_t5_cell(args):
+                specs.append((HF_T5, lambda cfg=cfg, arch=arch: build_hf_t5(arch, cfg, d, a)))
+            else:
+                print(f"--peers {HF_T5}: {arch} is not a T5-cell arch (--cell t5), so it has no HF T5 peer")
+    models = []
+    for _, make in specs:
+        models.append(make())
+        models[-1]["batches"] = theta_batches if models[-1]["theta"] else plain_batches
+        try:
+            warm_up(models[-1], models[-1]["batches"], a)
+        except FloatingPointError:  # fairseq gives up: fp16 loss scale at its minimum
+            models[-1].update(error=DIVERGED, peak_gib=None)
+    return models
 
 
 def main():
     a = parse_args()
-    logging.getLogger("fairseq").setLevel(logging.WARNING)
+    for name in ("fairseq", "hydra"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     if a.threads:
         torch.set_num_threads(a.threads)
     cuda = a.device == "cuda"
@@ -359,27 +524,14 @@ def main():
     tmp = tempfile.TemporaryDirectory(prefix="bench-topic-model-")
     a.topic_model = write_topic_model(d, a.topics, tmp.name)
     theta_batches = make_batches(d, a)
-    plain_batches = without_theta(theta_batches)
-
-    preset_args, _ = fairseq_cfg(a.archs[0], a)
-    specs = [(BASELINE, fairseq_cfg(BASELINE, a, baseline_extra(preset_args))[1])]
-    specs += [(arch, fairseq_cfg(arch, a)[1]) for arch in a.archs]
-
-    models = []
-    for name, cfg in specs:  # build and warm up one at a time, so each peak is the model's own
-        models.append(build(name, cfg, d, cuda))
-        models[-1]["batches"] = theta_batches if models[-1]["theta"] else plain_batches
-        try:
-            warm_up(models[-1], models[-1]["batches"], a, cuda)
-        except FloatingPointError:  # fairseq gives up: fp16 loss scale at its minimum
-            models[-1].update(error=DIVERGED, peak_gib=None)
+    models = build_models(a, d, theta_batches, without_theta(theta_batches))
 
     per_round = max(1, a.steps // a.rounds)
     a.steps = per_round * a.rounds
     for _ in range(a.rounds):
         for m in ok(models):
             try:
-                seconds, words = train(m, m["batches"], per_round, cuda)
+                seconds, words = train(m, m["batches"], per_round)
             except FloatingPointError:
                 m.update(error=DIVERGED, peak_gib=None, time=0.0)
                 continue
@@ -388,28 +540,38 @@ def main():
 
     if a.generate:
         for m in ok(models):
-            generate(m, m["batches"][:1], a, cuda)  # warm-up
+            generate(m, m["batches"][:1])  # warm-up
         for i in range(min(a.gen_batches, len(theta_batches))):
             for m in ok(models):
-                seconds, words = generate(m, [m["batches"][i]], a, cuda)
+                seconds, words = generate(m, [m["batches"][i]])
                 m["gen_time"] += seconds
                 m["gen_words"] += words
 
     if a.profile:
         with open(a.profile, "w") as out:
             for m in ok(models):
-                profile(m, m["batches"], cuda, out)
+                profile(m, m["batches"], out)
 
-    device = torch.cuda.get_device_name() if cuda else platform.processor() or platform.machine()
+    device = torch.cuda.get_device_name() if cuda else cpu_name()
     precision = "fp16 (fairseq --fp16: FP16Optimizer, half model)" if a.fp16 else "fp32"
     env = dict(date=datetime.date.today().isoformat(), device=device, torch=torch.__version__,
-               threads=torch.get_num_threads(), precision=precision)
+               threads=torch.get_num_threads(), precision=precision, load_average=os.getloadavg())
     threads = "" if cuda else f"  {torch.get_num_threads()} threads"
     env["summary"] = (f"{env['date']}  {device}{threads}  torch {torch.__version__}  {precision}  "
                       f"src {a.src_len} tgt {a.tgt_len} batch {a.batch_size} dict {len(d)}"
-                      f"{' ragged' if a.ragged else ''}  {a.steps} timed steps/model")
+                      f"{' ragged' if a.ragged else ''}  {a.steps} timed steps/model  "
+                      f"load average {' '.join(f'{x:.2f}' for x in env['load_average'])}")
     report(models, a, env)
     tmp.cleanup()
+
+
+def cpu_name():
+    """``lscpu``'s model name (from /proc/cpuinfo), else the platform's processor / machine."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
 
 
 if __name__ == "__main__":

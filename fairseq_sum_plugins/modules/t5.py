@@ -26,6 +26,38 @@ import torch.nn.functional as F
 from .attention import MultiheadAttention
 
 
+def rms_norm_reference(x, weight, eps):
+    """``w * x / sqrt(mean_c x_c^2 + eps)`` as HF's ``T5LayerNorm`` writes it (the statistic in float32)."""
+    variance = x.float().pow(2).mean(-1, keepdim=True)
+    return weight * (x.float() * torch.rsqrt(variance + eps)).type_as(x)
+
+
+class RMSNormFunction(torch.autograd.Function):
+    """:func:`rms_norm_reference` for float32 with a hand-written backward (CPU has no fused RMS-norm
+    kernel): ~6 ops forward and ~8 backward where autograd runs ~20, and only ``x`` and ``r`` are kept::
+
+        r = (mean_c x_c^2 + eps)^-1/2,  xh = x r,  y = w xh
+        dL/dw = sum_rows g xh,  dL/dx = r (g w - xh mean_c(g w xh))
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, eps):
+        rstd = torch.linalg.vector_norm(x, dim=-1, keepdim=True).square_().div_(x.size(-1)).add_(eps).rsqrt_()
+        ctx.save_for_backward(x, weight, rstd)
+        return (x * rstd).mul_(weight)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        x, weight, rstd = ctx.saved_tensors
+        xhat = x * rstd
+        grad_xhat = grad * xhat
+        grad_weight = grad_xhat.flatten(0, -2).sum(0) if ctx.needs_input_grad[1] else None
+        mean_g_w_xhat = (grad_xhat @ (weight / x.size(-1))).unsqueeze(-1)
+        grad_x = torch.addcmul(grad * weight, xhat, mean_g_w_xhat, value=-1).mul_(rstd)
+        return grad_x, grad_weight, None
+
+
 class T5LayerNorm(nn.Module):
     """Root-mean-square layer norm with a weight only; the statistic in float32."""
 
@@ -35,10 +67,11 @@ class T5LayerNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x):
+        if x.device.type == "cpu" and x.dtype == self.weight.dtype == torch.float32:
+            return RMSNormFunction.apply(x, self.weight, self.eps)
         if hasattr(F, "rms_norm"):  # torch >= 2.4: one fused kernel where the device has one
             return self.weight * F.rms_norm(x.float(), (x.size(-1),), eps=self.eps).type_as(x)
-        variance = x.float().pow(2).mean(-1, keepdim=True)
-        return self.weight * (x.float() * torch.rsqrt(variance + self.eps)).type_as(x)
+        return rms_norm_reference(x, self.weight, self.eps)
 
 
 def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
@@ -59,20 +92,28 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
 
 
 class RelativePositionBias(nn.Module):
-    """A stack's bucketed bias table; ``forward(q_pos, k_pos)`` gives the logit bias ``(B|1, H, T, S)``."""
+    """A stack's bucketed bias table; ``forward(q_pos, k_pos)`` gives the logit bias ``(B|1, H, T, S)``.
+
+    Buckets are constant beyond ``max_distance`` in each direction, so they are looked up in a table of
+    the ``2 * max_distance + 1`` buckets of ``k - q`` clamped to ``[-max_distance, max_distance]``
+    (computed once, a non-persistent buffer), not recomputed per forward or decoding step.
+    """
 
     def __init__(self, num_heads, num_buckets=32, max_distance=128, bidirectional=True, d_model=512):
         super().__init__()
         self.relative_attention_bias = nn.Embedding(num_buckets, num_heads)
         nn.init.normal_(self.relative_attention_bias.weight, std=d_model**-0.5)
         self.num_buckets, self.max_distance, self.bidirectional = num_buckets, max_distance, bidirectional
+        distances = torch.arange(-max_distance, max_distance + 1)
+        self.register_buffer("bucket_of_distance", relative_position_bucket(
+            distances, bidirectional, num_buckets, max_distance), persistent=False)
 
     def forward(self, q_pos, k_pos):
         """``q_pos`` ``(T,)`` or ``(B, T)``, ``k_pos`` ``(S,)`` or ``(B, S)``: integer positions."""
         rel = k_pos.unsqueeze(-2) - q_pos.unsqueeze(-1)  # (.., T, S)
-        bucket = relative_position_bucket(rel, self.bidirectional, self.num_buckets, self.max_distance)
+        bucket = self.bucket_of_distance[rel.clamp_(-self.max_distance, self.max_distance) + self.max_distance]
         values = self.relative_attention_bias(bucket)  # (.., T, S, H)
-        values = values.movedim(-1, -3)  # (.., H, T, S)
+        values = values.movedim(-1, -3).contiguous()  # (.., H, T, S), read by every layer of the stack
         return values if values.dim() == 4 else values.unsqueeze(0)
 
 

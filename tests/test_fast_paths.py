@@ -1,0 +1,122 @@
+"""The T5 cell's fast paths against their plain references (fp32, forward and backward), and the
+benchmark's HF T5 peer built from the same config as the cell it is measured against."""
+import importlib.util
+import os
+from argparse import Namespace
+
+import pytest
+import torch
+from conftest import build_model, make_dictionary
+
+from fairseq.models import ARCH_CONFIG_REGISTRY
+from fairseq_sum_plugins.modules.t5 import (
+    RelativePositionBias, RMSNormFunction, T5LayerNorm, relative_position_bucket, rms_norm_reference,
+)
+
+torch.set_num_threads(1)
+TOL = dict(rtol=1e-6, atol=1e-6)
+
+
+def test_rms_norm_function_matches_reference_forward_and_backward():
+    g = torch.Generator().manual_seed(0)
+    x = (3 * torch.randn(2, 5, 64, generator=g)).requires_grad_()
+    w = (0.5 + torch.rand(64, generator=g)).requires_grad_()
+    grad = torch.randn(2, 5, 64, generator=g)
+    fast = RMSNormFunction.apply(x, w, 1e-6)
+    ref = rms_norm_reference(x, w, 1e-6)
+    torch.testing.assert_close(fast, ref, **TOL)
+    for a, b in zip(torch.autograd.grad(fast, (x, w), grad), torch.autograd.grad(ref, (x, w), grad)):
+        torch.testing.assert_close(a, b, **TOL)
+
+
+def test_rms_norm_function_gradcheck_float64():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(3, 4, 8, dtype=torch.float64, generator=g, requires_grad=True)
+    w = torch.randn(8, dtype=torch.float64, generator=g, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: RMSNormFunction.apply(a, b, 1e-6), (x, w))
+
+
+def test_t5_layer_norm_takes_the_fast_path_on_cpu_fp32_only():
+    norm = T5LayerNorm(8)
+    x = torch.randn(2, 3, 8, requires_grad=True)
+    assert type(norm(x).grad_fn).__name__ == "RMSNormFunctionBackward"
+    x64 = x.detach().double()  # other dtypes: torch's rms_norm, the same function
+    torch.testing.assert_close(norm(x64), rms_norm_reference(x64, norm.weight, norm.eps))
+    norm.weight.requires_grad_(False)  # frozen weight: no weight gradient asked for, x's still right
+    y = norm(x)
+    torch.testing.assert_close(torch.autograd.grad(y.sum(), x)[0],
+                               torch.autograd.grad(rms_norm_reference(x, norm.weight, 1e-6).sum(), x)[0], **TOL)
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+@pytest.mark.parametrize("buckets,max_distance", [(32, 128), (8, 5)])
+def test_relative_bias_lookup_matches_bucket_function(bidirectional, buckets, max_distance):
+    torch.manual_seed(0)
+    bias = RelativePositionBias(4, buckets, max_distance, bidirectional, d_model=16)
+    q_pos = torch.tensor([[0, 3, 150, 400], [7, 8, 9, 10]])  # distances far beyond max_distance too
+    k_pos = torch.tensor([[0, 1, 2, 300, 500], [0, 2, 4, 6, 8]])
+    rel = k_pos.unsqueeze(-2) - q_pos.unsqueeze(-1)
+    table = bias.relative_attention_bias
+    expected = table(relative_position_bucket(rel, bidirectional, buckets, max_distance)).permute(0, 3, 1, 2)
+    got = bias(q_pos, k_pos)
+    assert torch.equal(got, expected)
+    grad = torch.randn_like(got)
+    torch.testing.assert_close(torch.autograd.grad(got, table.weight, grad)[0],
+                               torch.autograd.grad(expected, table.weight, grad)[0], **TOL)
+    one_step = bias(torch.tensor([9]), torch.arange(10))  # an incremental decoding step: the last row
+    torch.testing.assert_close(one_step, bias(torch.arange(10), torch.arange(10))[:, :, -1:])
+    assert "bucket_of_distance" not in bias.state_dict()  # derived, not a checkpoint entry
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location(
+        "bench_train", os.path.join(os.path.dirname(__file__), "..", "benchmarks", "bench_train.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def t5_small_args(**overrides):
+    args = Namespace(**overrides)
+    ARCH_CONFIG_REGISTRY["t5_small"](args)
+    return args
+
+
+def test_bench_hf_t5_peer_has_the_cells_config():
+    pytest.importorskip("transformers")
+    from transformers import T5ForConditionalGeneration
+
+    bench = load_bench()
+    d = make_dictionary()
+    dims = dict(encoder_embed_dim=32, decoder_embed_dim=32, encoder_ffn_embed_dim=48, decoder_ffn_embed_dim=48,
+                encoder_attention_heads=4, decoder_attention_heads=4, encoder_layers=2, decoder_layers=3,
+                t5_relative_buckets=16, t5_relative_max_distance=20)
+    ours, _ = build_model("t5_small", d, **dims)
+    config, differs = bench.hf_t5_config(t5_small_args(**dims), d)
+    assert differs == []
+    hf = T5ForConditionalGeneration(config)
+    assert sum(p.numel() for p in hf.parameters()) == sum(p.numel() for p in ours.parameters())
+    assert (config.vocab_size, config.pad_token_id, config.eos_token_id) == (len(d), d.pad(), d.eos())
+    assert config.decoder_start_token_id == d.pad()  # T5's decoder starts from pad, as the cell does
+    assert (config.num_layers, config.num_decoder_layers, config.d_kv, config.dropout_rate) == (2, 3, 8, 0.1)
+    assert hf.config._attn_implementation == "eager"
+
+
+def test_bench_hf_t5_config_names_what_hf_lacks():
+    pytest.importorskip("transformers")
+    bench = load_bench()
+    d = make_dictionary()
+    _, differs = bench.hf_t5_config(t5_small_args(attention_dropout=0.0, t5_cross_position_bias=True), d)
+    assert differs == ["--attention-dropout 0.0", "cross-attention position table"]
+
+
+def test_bench_rejects_unknown_peer(monkeypatch, capsys):
+    bench = load_bench()
+    monkeypatch.setattr("sys.argv", ["bench_train.py", "--peers", "transformer,hf_t6"])
+    with pytest.raises(SystemExit):
+        bench.parse_args()
+    assert "--peers: unknown peer(s) ['hf_t6']" in capsys.readouterr().err
+    monkeypatch.setattr("sys.argv", ["bench_train.py", "--peers", ","])
+    with pytest.raises(SystemExit):
+        bench.parse_args()
+    assert "--peers: name at least one of transformer, hf_t5" in capsys.readouterr().err
