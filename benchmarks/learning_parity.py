@@ -182,7 +182,7 @@ def batches_of(task, split, a, seed, epoch):
     return list(it.next_epoch_itr(shuffle=split == "train"))
 
 
-def run_seed(task, a, seed):
+def run_seed(task, a, seed, on_validation=lambda curves: None):
     pad = task.target_dictionary.pad()
     valid = batches_of(task, "valid", a, seed, 1)
     models = [m for name in a.pairs for m in build_pair(name, task, a, seed)]
@@ -211,6 +211,7 @@ def run_seed(task, a, seed):
                     curves[label].append({"updates": step, "valid_nll": v})
                     line.append(f"{label} {v:.3f}")
                 print(" | ".join(line), flush=True)
+                on_validation(curves)
             if step == a.updates:
                 break
         epoch += 1
@@ -239,12 +240,18 @@ def main(argv=None):
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     task = load_task(a)
     results = {}
-    for seed in a.seeds:
-        results[seed] = run_seed(task, a, seed)
     summary = {"args": {k: v for k, v in vars(a).items() if k not in ("json", "png")}, "seeds": results}
-    if a.json:
-        with open(a.json, "w", encoding="utf-8") as f:
-            json.dump(summary, f, indent=2)
+
+    def write(curves=None):  # after every validation, so that an interrupted run keeps its curves
+        if a.json:
+            with open(a.json, "w", encoding="utf-8") as f:
+                json.dump(summary, f, indent=2)
+
+    for seed in a.seeds:
+        results[seed] = {}
+        results[seed] = run_seed(task, a, seed, on_validation=lambda curves, seed=seed: (
+            results.__setitem__(seed, curves), write()))
+    write()
     if a.png:
         plot(results, a, a.png)
     return summary
