@@ -57,6 +57,9 @@ def parse_args(argv=None):
     p.add_argument("--max-target-positions", type=int, default=80)
     p.add_argument("--json")
     p.add_argument("--png")
+    p.add_argument("--merge", nargs="+", metavar="JSON",
+                   help="no training: merge the curves of earlier runs' --json files (e.g. one per seed or "
+                        "pair, run in parallel) into --json / --png")
     a = p.parse_args(argv)
     for name in ("updates", "valid_every", "max_tokens", "warmup", "embed_dim", "ffn_dim", "layers", "heads"):
         if getattr(a, name) < 1:
@@ -72,7 +75,7 @@ def parse_args(argv=None):
         p.error(f"--seeds takes integers, got {a.seeds!r}")
     if not a.seeds:
         p.error("--seeds is empty")
-    if not os.path.exists(os.path.join(a.data, "dict.src.txt")):
+    if not a.merge and not os.path.exists(os.path.join(a.data, "dict.src.txt")):
         p.error(f"{a.data}: no dict.src.txt (a fairseq-sum-prepare bin/ folder)")
     return a
 
@@ -219,24 +222,63 @@ def run_seed(task, a, seed, on_validation=lambda curves: None):
 
 
 def plot(results, a, png):
+    """Validation NLL of each pair (top) and the project cell minus its peer with the +-0.05-bit band (bottom)."""
     from fairseq_sum_plugins.analysis.plotting import pyplot, save
 
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(a.pairs), figsize=(5.5 * len(a.pairs), 3.8), squeeze=False)
+    fig, axes = plt.subplots(2, len(a.pairs), figsize=(5.5 * len(a.pairs), 6.5), squeeze=False,
+                             gridspec_kw={"height_ratios": [2, 1]})
     labels = {"default": ("default cell", "fairseq transformer"), "t5": ("T5 cell", "HF T5")}
-    for ax, pair in zip(axes[0], a.pairs):
-        for j, label in enumerate(labels[pair]):
-            for k, (seed, curves) in enumerate(results.items()):
-                pts = curves[label]
-                ax.plot([p["updates"] for p in pts], [p["valid_nll"] for p in pts], color=f"C{j}",
-                        ls=("-", "--", ":", "-.")[k % 4], marker="o", ms=2.5, label=f"{label}, seed {seed}")
-        ax.set(xlabel="updates", ylabel="validation NLL (bits / token)", title=" vs ".join(labels[pair]))
+    for col, pair in enumerate(a.pairs):
+        ax, diff = axes[0][col], axes[1][col]
+        for k, (seed, curves) in enumerate(sorted(results.items())):
+            style = ("-", "--", ":", "-.")[k % 4]
+            for j, label in enumerate(labels[pair]):
+                pts = curves.get(label, [])
+                ax.plot([p["updates"] for p in pts], [p["valid_nll"] for p in pts], color=f"C{j}", ls=style,
+                        marker="o", ms=2.5, label=f"{label}, seed {seed}")
+            own, peer = ({p["updates"]: p["valid_nll"] for p in curves.get(lbl, [])} for lbl in labels[pair])
+            ups = sorted(own.keys() & peer.keys())
+            diff.plot(ups, [own[u] - peer[u] for u in ups], color="C2", ls=style, marker="o", ms=2.5,
+                      label=f"seed {seed}")
+        ax.set(ylabel="validation NLL (bits / token)", title=" vs ".join(labels[pair]))
         ax.legend(fontsize=7)
+        diff.axhspan(-0.05, 0.05, color="grey", alpha=0.2, lw=0)
+        diff.axhline(0, color="grey", lw=0.8)
+        diff.set(xlabel="updates", ylabel=f"{labels[pair][0]} - peer (bits)")
+        diff.legend(fontsize=7)
     save(fig, png)
+
+
+def merge(a):
+    """The seeds' curves of several ``--json`` files, one summary (their settings must agree)."""
+    results, first = {}, None
+    for path in a.merge:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        settings = {k: v for k, v in data["args"].items() if k not in ("pairs", "seeds", "merge", "data")}
+        if first is None:
+            first = settings
+        elif settings != first:
+            changed = sorted(k for k in settings.keys() | first.keys() if settings.get(k) != first.get(k))
+            sys.exit(f"learning_parity: {path} was run with other settings ({', '.join(changed)})")
+        for seed, curves in data["seeds"].items():
+            results.setdefault(int(seed), {}).update(curves)
+    a.pairs = [p for p in ("default", "t5") if any(lbl in c for c in results.values()
+                                                  for lbl in {"default": ("default cell",), "t5": ("T5 cell",)}[p])]
+    return {"args": dict(first, pairs=a.pairs, seeds=sorted(results)), "seeds": dict(sorted(results.items()))}
 
 
 def main(argv=None):
     a = parse_args(argv)
+    if a.merge:
+        summary = merge(a)
+        if a.json:
+            with open(a.json, "w", encoding="utf-8") as f:
+                json.dump(summary, f, indent=2)
+        if a.png:
+            plot(summary["seeds"], a, a.png)
+        return summary
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     task = load_task(a)
     results = {}

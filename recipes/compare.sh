@@ -18,7 +18,13 @@
 #
 # Environment: NGPU (1; see gpu_setup in common.sh), MAX_UPDATE (200), SEED (1), VALID_INTERVAL (MAX_UPDATE / 5), MAX_TOKENS (4000),
 # LR (2e-3), WARMUP (50), BEAM (1), MIN_LEN (0), MAX_LEN_B (prepare's max target pieces), LENPEN
-# (1.0), NO_REPEAT (3), GEN_BATCH (25), TOPICS (64), TRAIN_EXTRA / GEN_EXTRA (flags for every model).
+# (1.0), NO_REPEAT (3), GEN_BATCH (25), TOPICS (64), TRAIN_EXTRA / GEN_EXTRA (flags for every model),
+# COPY (1: every sum_transformer model gets --pointer-generator True unless its spec sets
+# --pointer-generator; 0: none), CURVES (0; 1: keep every interval checkpoint and plot each model's
+# source gain over updates, OUT/source_gain.png and .json, analysis/source_curve.py).
+# COPY=1 is the default because small transformers trained briefly on CPU do not read their
+# documents without a copy mechanism (results/README.md, "Which transformers read their documents");
+# Mem2Mem/HRED carry their own pointer-generator (on by default) and BART has none.
 # Every number must be an integer in its range (LR, LENPEN: a number), or nothing runs.
 # Steps are skipped when their output exists (common.sh), so a re-run resumes. Each run records its
 # spec in OUT/LABEL/run_spec.txt (model and flags, every variable above, the workers, WORK/bin's
@@ -33,6 +39,10 @@ shift 2
 [ $# -ge 1 ] || { echo "$USAGE" >&2; exit 2; }
 [ -f "$WORK/bin/prepare_args.json" ] || { echo "compare.sh: $WORK/bin/prepare_args.json missing (run fairseq-sum-prepare)" >&2; exit 2; }
 refuse() { echo "compare.sh: $1" >&2; shift; [ $# -eq 0 ] || printf '%s\n' "$@" >&2; exit 2; }  # MESSAGE [LINES]
+# model_of ARCH: the fairseq model family of an architecture name (empty when unknown)
+model_of() {
+  python -c 'import sys, fairseq_sum_plugins; from fairseq.models import ARCH_MODEL_NAME_REGISTRY as R; print(R.get(sys.argv[1], ""))' "$1" 2>/dev/null
+}
 MAX_UPDATE=${MAX_UPDATE:-200}
 require_int MAX_UPDATE 1
 SEED=${SEED:-1}
@@ -46,6 +56,9 @@ LENPEN=${LENPEN:-1.0}
 NO_REPEAT=${NO_REPEAT:-3}
 GEN_BATCH=${GEN_BATCH:-25}
 TOPICS=${TOPICS:-64}
+COPY=${COPY:-1}
+CURVES=${CURVES:-0}
+for v in COPY CURVES; do require_int "$v" 0 1; done
 for v in SEED MIN_LEN NO_REPEAT; do require_int "$v" 0; done
 for v in VALID_INTERVAL MAX_TOKENS WARMUP BEAM GEN_BATCH TOPICS; do require_int "$v" 1; done
 require_number LR positive
@@ -92,7 +105,7 @@ TRAIN_FLAGS=(--optimizer adam --adam-betas '(0.9, 0.98)' --lr "$LR" --lr-schedul
   --warmup-updates "$WARMUP" --label-smoothing 0.1 --dropout 0.1 --clip-norm 1.0 --max-tokens "$MAX_TOKENS"
   --max-source-positions $((MAX_SRC + 8)) --max-target-positions $((MAX_TGT + 16)) --max-update "$MAX_UPDATE"
   --seed "$SEED" --validate-interval 1000000 --validate-interval-updates "$VALID_INTERVAL"
-  --save-interval 1000000 --save-interval-updates "$VALID_INTERVAL" --keep-interval-updates 1
+  --save-interval 1000000 --save-interval-updates "$VALID_INTERVAL" --keep-interval-updates $((CURVES ? -1 : 1))
   --no-epoch-checkpoints --log-interval 5 --num-workers 0 --update-freq "$UPDATE_FREQ")
 GEN_FLAGS=(--gen-subset test --beam "$BEAM" --batch-size "$GEN_BATCH" --min-len "$MIN_LEN" --max-len-a 0
   --max-len-b "$MAX_LEN_B" --lenpen "$LENPEN" --no-repeat-ngram-size "$NO_REPEAT" --seed "$SEED")
@@ -174,13 +187,17 @@ for spec in "$@"; do
   rest=${spec#*=}
   [[ $label =~ ^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$ ]] || refuse "bad label '$label' in '$spec': a label names a \
 folder of OUT (letters, digits, _ . + -, at most 64, not starting with . or -)"
-  case $label in results.md|learning_curve.png|run_info.txt) refuse "label '$label' is the name of a file compare.sh writes in OUT" ;; esac
+  case $label in results.md|learning_curve.png|run_info.txt|source_gain.png|source_gain.json) refuse "label '$label' is the name of a file compare.sh writes in OUT" ;; esac
   for other in "${LABELS[@]}"; do
     [ "${other,,}" != "${label,,}" ] || refuse "label '$label' given twice ('$other' before it): each model needs its own label"
   done
   read -r -a words <<< "$rest"
   [[ ${words[0]:-} =~ ^[A-Za-z0-9_]+$ ]] || refuse "'$spec': no architecture name after '$label=' (LABEL=ARCH [flags])"
   flags=("${words[@]:1}")
+  if [ "$COPY" = 1 ] && [[ " ${flags[*]:-} " != *" --pointer-generator "* ]] && [ "$(model_of "${words[0]}")" = sum_transformer ]; then
+    rest="$rest --pointer-generator True"  # COPY=1 (see above): recorded in the run's spec like any flag
+    flags+=(--pointer-generator True)
+  fi
   side=()
   for ((i = 0; i < ${#flags[@]}; i++)); do
     [ "${flags[$i]}" = --side-data ] && side=(--side-data "${flags[$((i + 1))]:-}")
@@ -257,5 +274,11 @@ if command -v fairseq-sum-compare > /dev/null && [ ${#LABELS[@]} -gt 1 ]; then
     fairseq-sum-compare "$OUT/${LABELS[0]}/test.out" "$OUT/$label/test.out" > "$OUT/$label/vs_${LABELS[0]}.txt" 2>&1 \
       || log "fairseq-sum-compare failed: see $OUT/$label/vs_${LABELS[0]}.txt"
   done
+fi
+if [ "$CURVES" = 1 ]; then  # source gain over updates (valid split), every interval checkpoint
+  runs=()
+  for label in "${LABELS[@]}"; do runs+=(--run "$label=$OUT/$label/checkpoints"); done
+  python -m fairseq_sum_plugins.analysis.source_curve "$WORK/bin" "${runs[@]}" --subset valid \
+    --png "$OUT/source_gain.png" --json "$OUT/source_gain.json"
 fi
 python -m fairseq_sum_plugins.analysis.compare_report "$OUT" "${LABELS[@]}"

@@ -125,5 +125,5 @@ def test_quickstart_refuses_a_non_numeric_update_count(tmp_path):
     env = {**os.environ, "MAX_UPDATE": f"1); __import__('os').system('touch {marker}'"}
     proc = subprocess.run(["bash", os.path.join(REPO, "recipes", "aclsum", "quickstart.sh"), str(tmp_path / "work")],
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
-    assert proc.returncode == 2 and "MAX_UPDATE must be a number" in proc.stderr
+    assert proc.returncode == 2 and "MAX_UPDATE must be an integer >= 1" in proc.stderr
     assert not marker.exists() and not (tmp_path / "work").exists()

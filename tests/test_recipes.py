@@ -251,9 +251,9 @@ def test_gate_lambda_sweep_table_has_a_row_per_lambda_with_the_source_gain(tmp_p
 
 COMPARE_MODEL = "t5_transformer_small " + TINY_TRANSFORMER
 # no torch probe for GPUs (VISIBLE_GPUS=0: a CPU run), 2 updates, one decoding batch
-COMPARE_ENV = dict(VISIBLE_GPUS="0", MAX_UPDATE="2", VALID_INTERVAL="2", GEN_BATCH="4", MAX_TOKENS="2000")
+COMPARE_ENV = dict(VISIBLE_GPUS="0", MAX_UPDATE="2", VALID_INTERVAL="2", GEN_BATCH="4", MAX_TOKENS="2000", CURVES="1")
 COMPARE_VARS = ("MAX_UPDATE SEED VALID_INTERVAL MAX_TOKENS LR WARMUP BEAM MIN_LEN MAX_LEN_B LENPEN NO_REPEAT "
-                "GEN_BATCH TOPICS TRAIN_EXTRA GEN_EXTRA NGPU NNODES NODE_RANK UPDATE_FREQ").split()
+                "GEN_BATCH TOPICS TRAIN_EXTRA GEN_EXTRA NGPU NNODES NODE_RANK UPDATE_FREQ COPY CURVES").split()
 
 
 def compare_sh(work, out, *specs, **env):
@@ -298,6 +298,21 @@ def compared(compare_work):
     return out, wall["train_s"]
 
 
+def test_compare_sh_gives_sum_transformers_the_copy_and_plots_source_gain_over_updates(compared):
+    """COPY=1 (default): a sum_transformer spec without --pointer-generator gets it, recorded in its spec;
+    CURVES=1: every interval checkpoint kept and its source gain plotted (analysis/source_curve.py)."""
+    import torch
+
+    out, _ = compared
+    spec = (out / "base" / "run_spec.txt").read_text()
+    assert f"train.model={COMPARE_MODEL} --pointer-generator True\n" in spec
+    ckpt = torch.load(out / "base" / "checkpoints" / "checkpoint_last.pt", weights_only=False)
+    assert ckpt["args"].pointer_generator is True
+    curves = json.loads((out / "source_gain.json").read_text())
+    assert [p["updates"] for p in curves["base"]] == [2]
+    assert (out / "source_gain.png").stat().st_size > 1000
+
+
 def test_compare_sh_keeps_the_train_seconds_of_a_launch_killed_while_decoding(compared):
     out, first_train_s = compared
     assert int(first_train_s) >= 1  # fairseq-train's start-up alone takes seconds
@@ -323,7 +338,9 @@ def test_compare_sh_resumes_under_the_same_spec(compared, compare_work, tmp_path
 
 @pytest.mark.parametrize("spec,env,changed", [
     (COMPARE_MODEL, dict(MAX_UPDATE="3"), "  MAX_UPDATE: '2' -> '3'"),
-    (COMPARE_MODEL + " --dropout 0.3", {}, f"  model: '{COMPARE_MODEL}' -> '{COMPARE_MODEL} --dropout 0.3'"),
+    (COMPARE_MODEL + " --dropout 0.3", {},
+     f"  model: '{COMPARE_MODEL} --pointer-generator True' -> '{COMPARE_MODEL} --dropout 0.3 --pointer-generator True'"),
+    (COMPARE_MODEL, dict(COPY="0"), f"  model: '{COMPARE_MODEL} --pointer-generator True' -> '{COMPARE_MODEL}'"),
     (COMPARE_MODEL, dict(LR="1e-3", WARMUP="10"), "  LR: '2e-3' -> '1e-3'\n  WARMUP: '50' -> '10'"),
     (COMPARE_MODEL, dict(TRAIN_EXTRA="--weight-decay 0.1"), "  TRAIN_EXTRA: '' -> '--weight-decay 0.1'"),
     (COMPARE_MODEL, dict(UPDATE_FREQ="2"), "  UPDATE_FREQ: '1' -> '2'"),
@@ -418,6 +435,8 @@ def test_compare_sh_reads_prepare_args_as_data(compare_work, tmp_path, value):
     (dict(LR="0"), "LR must be a positive number, got '0'"),
     (dict(LENPEN="one"), "LENPEN must be a number, got 'one'"),
     (dict(TOPICS="0"), "TOPICS must be an integer >= 1, got 0"),
+    (dict(COPY="2"), "COPY must be an integer in 0..1, got 2"),
+    (dict(CURVES="yes"), "CURVES must be an integer in 0..1, got 'yes'"),
 ])
 def test_compare_sh_refuses_bad_numbers(compare_work, tmp_path, env, message):
     proc = compare_sh(compare_work, tmp_path / "out", "a=t5_transformer_small", **env)
