@@ -19,6 +19,7 @@ import os
 import re
 import sys
 
+READS = 0.3  # bits per summary token from which a model counts as reading its documents (quickstart, results/)
 CKPT_RE = re.compile(r"checkpoint_\d+_(\d+)\.pt$")
 
 
@@ -66,6 +67,9 @@ def plot(curves, png, subset):
         ax_gain.plot(ups, [p["gain"] for p in points], marker="o", ms=3, label=label)
         ax_nll.plot(ups, [p["nll_own"] for p in points], marker="o", ms=3, label=label)
     ax_gain.axhline(0, color="grey", lw=0.8)
+    ax_gain.axhline(READS, color="grey", lw=0.8, ls="--")
+    ax_gain.annotate(f"reads: {READS} bits", (0.01, READS), xycoords=("axes fraction", "data"), xytext=(0, 3),
+                     textcoords="offset points", fontsize=7, color="grey")
     ax_gain.set(xlabel="updates", ylabel="source gain (bits / summary token)",
                 title=f"Does the model read its document? ({subset})")
     ax_nll.set(xlabel="updates", ylabel="NLL given own document (bits / token)", title=f"Summary NLL ({subset})")
