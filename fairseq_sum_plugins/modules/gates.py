@@ -63,8 +63,8 @@ import weakref
 
 import torch
 import torch.nn as nn
-from fairseq import utils
 
+from ..flags import bool_flag
 from ..side_data import register_generator_hook
 
 logger = logging.getLogger(__name__)
@@ -75,9 +75,9 @@ def add_gate_args(parser, switch=True):
     ``--gate``, also spelled ``--info-gate``, too)."""
     # fmt: off
     if switch:
-        parser.add_argument("--gate", "--info-gate", dest="info_gate", type=utils.eval_bool, metavar="BOOL",
+        parser.add_argument("--gate", "--info-gate", dest="info_gate", type=bool_flag, metavar="BOOL",
                             help="information selection: encoder gate + gated cross-attention (eq. 3, 6)")
-    parser.add_argument("--gate-per-head", type=utils.eval_bool, metavar="BOOL",
+    parser.add_argument("--gate-per-head", type=bool_flag, metavar="BOOL",
                         help="one gate per cross-attention head (paper Table 2 'different gates') "
                              "instead of one gate shared by all heads")
     parser.add_argument("--gate-threshold", type=float, metavar="T",
