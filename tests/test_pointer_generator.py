@@ -90,3 +90,13 @@ def test_boolean_flags_are_read_as_data_never_run(toy_data, tmp_path, capsys, ar
     with pytest.raises(SystemExit):  # was executed by eval
         _parse(toy_data, "--arch", arch, flag, f"open({str(marker)!r}, 'w') is not None")
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("threshold", ["x", 1.0, float("nan"), True])
+def test_a_gated_copy_model_refuses_a_threshold_that_is_no_gate_value(threshold):
+    # as --model-overrides "{'gate_threshold': ...}" reaches it: 'x' was a TypeError in the first
+    # forward, 1.0 closed every source position and decoded without reading the document
+    with pytest.raises(ValueError, match=r"gate_threshold .*: a number in \[0, 1\)"):
+        build_model("transformer_gated_small", pointer_generator=True, gate_threshold=threshold, **DIMS)
+    model, _ = build_model("transformer_gated_small", pointer_generator=True, gate_threshold=0.5, **DIMS)
+    assert model.encoder.info_gate.threshold == 0.5
