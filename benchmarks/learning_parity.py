@@ -24,6 +24,7 @@ them alike (their losses do not depend on it). A model's own seed sets its initi
 batches depend on ``--seed`` only through the order of the epochs' batches.
 """
 import argparse
+import glob
 import json
 import math
 import os
@@ -58,11 +59,16 @@ def parse_args(argv=None):
     p.add_argument("--json")
     p.add_argument("--png")
     a = p.parse_args(argv)
-    for name in ("updates", "valid_every", "max_tokens", "warmup", "embed_dim", "ffn_dim", "layers", "heads"):
+    for name in ("updates", "valid_every", "max_tokens", "warmup", "embed_dim", "ffn_dim", "layers", "heads",
+                 "max_source_positions", "max_target_positions"):
         if getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(a, name)}")
+    if a.embed_dim % a.heads:
+        p.error(f"--embed-dim {a.embed_dim} is not divisible by --heads {a.heads}")
     if not 0 <= a.dropout < 1:
         p.error(f"--dropout must be in [0, 1), got {a.dropout}")
+    if not 0 < a.lr < math.inf:
+        p.error(f"--lr must be a positive number, got {a.lr}")
     a.pairs = [x for x in a.pairs.split(",") if x]
     if not a.pairs or set(a.pairs) - {"default", "t5"}:
         p.error(f"--pairs takes default and/or t5, got {','.join(a.pairs)}")
@@ -72,9 +78,35 @@ def parse_args(argv=None):
         p.error(f"--seeds takes integers, got {a.seeds!r}")
     if not a.seeds:
         p.error("--seeds is empty")
+    for flag, values in (("--pairs", a.pairs), ("--seeds", a.seeds)):
+        if len(set(values)) < len(values):
+            p.error(f"{flag} names a value twice: {','.join(map(str, values))}")
     if not os.path.exists(os.path.join(a.data, "dict.src.txt")):
         p.error(f"{a.data}: no dict.src.txt (a fairseq-sum-prepare bin/ folder)")
+    for split in ("train", "valid"):
+        if not glob.glob(os.path.join(glob.escape(a.data), f"{split}.*-*.*.idx")):
+            p.error(f"{a.data}: no binarized {split} split ({split}.SRC-TGT.*.idx)")
+    for flag, path in (("--json", a.json), ("--png", a.png)):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            p.error(f"{flag} {path}: its folder does not exist")
     return a
+
+
+def check_batches(task, a):
+    """Exits naming the flags unless the train and valid splits give a batch at these limits (an
+    empty train split would loop over empty epochs forever)."""
+    limits = (f"--max-tokens {a.max_tokens}, --max-source-positions {a.max_source_positions}, "
+              f"--max-target-positions {a.max_target_positions}")
+    for split in ("train", "valid"):
+        try:  # not through the task's iterator cache, which would move the training's epochs on
+            found = list(task.get_batch_iterator(
+                task.dataset(split), max_tokens=a.max_tokens, num_workers=0, ignore_invalid_inputs=True,
+                max_positions=(a.max_source_positions, a.max_target_positions),
+                disable_iterator_cache=True).next_epoch_itr(shuffle=False))
+        except AssertionError as e:  # fairseq's batch_by_size: an example longer than --max-tokens
+            sys.exit(f"learning_parity.py: error: {split}: {e} ({limits})")
+        if not found:
+            sys.exit(f"learning_parity.py: error: {split}: no example fits {limits}")
 
 
 def load_task(a):
@@ -239,6 +271,7 @@ def main(argv=None):
     a = parse_args(argv)
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     task = load_task(a)
+    check_batches(task, a)
     results = {}
     summary = {"args": {k: v for k, v in vars(a).items() if k not in ("json", "png")}, "seeds": results}
 
