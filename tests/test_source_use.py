@@ -150,3 +150,24 @@ def test_source_curve_refuses_a_checkpoint_of_another_dictionary_of_the_same_siz
         source_curve.main([str(other), "--run", f"a={run}", "--max-examples", "5"])
     assert "checkpoint_1_2.pt" in str(e.value) and "another source dictionary" in str(e.value)
     assert not list(run.glob("*.gain-*.json"))
+
+
+def test_source_curve_does_not_reuse_its_cache_for_a_folder_prepared_again(toy_data, tmp_path, capsys):
+    import shutil
+
+    from fairseq_sum_plugins.analysis import source_curve
+
+    run = tmp_path / "run"
+    run.mkdir()
+    checkpoint(toy_data, str(run / "checkpoint_1_2.pt"), arch="t5_transformer_small")
+    data = tmp_path / "data"
+    shutil.copytree(toy_data, data)
+    source_curve.main([str(data), "--run", f"a={run}", "--max-examples", "5"])
+    for side in ("src", "tgt"):  # DATA prepared again in the same place, with another dictionary
+        path = data / f"dict.{side}.txt"
+        lines = path.read_text().splitlines(keepends=True)
+        lines[0], lines[1] = lines[1], lines[0]
+        path.write_text("".join(lines))
+    with pytest.raises(SystemExit) as e:  # was the cached gain of the old folder, silently
+        source_curve.main([str(data), "--run", f"a={run}", "--max-examples", "5"])
+    assert "another source dictionary" in str(e.value)
