@@ -24,6 +24,7 @@ them alike (their losses do not depend on it). A model's own seed sets its initi
 batches depend on ``--seed`` only through the order of the epochs' batches.
 """
 import argparse
+import filecmp
 import glob
 import json
 import math
@@ -83,6 +84,10 @@ def parse_args(argv=None):
             p.error(f"{flag} names a value twice: {','.join(map(str, values))}")
     if not os.path.exists(os.path.join(a.data, "dict.src.txt")):
         p.error(f"{a.data}: no dict.src.txt (a fairseq-sum-prepare bin/ folder)")
+    dicts = [os.path.join(a.data, f"dict.{side}.txt") for side in ("src", "tgt")]
+    if not os.path.isfile(dicts[1]) or not filecmp.cmp(*dicts, shallow=False):
+        p.error(f"{a.data}: dict.src.txt and dict.tgt.txt differ; both pairs share all embeddings and need a "
+                "joined dictionary (fairseq-sum-prepare, or fairseq-preprocess --joined-dictionary)")
     for split in ("train", "valid"):
         if not glob.glob(os.path.join(glob.escape(a.data), f"{split}.*-*.*.idx")):
             p.error(f"{a.data}: no binarized {split} split ({split}.SRC-TGT.*.idx)")

@@ -246,6 +246,18 @@ def test_learning_parity_refuses_a_folder_without_a_valid_split(toy_data, tmp_pa
     assert "no binarized valid split" in capsys.readouterr().err
 
 
+def test_learning_parity_refuses_a_folder_without_a_joined_dictionary(toy_data, tmp_path, capsys):
+    import shutil
+
+    lp = load_learning_parity()
+    shutil.copytree(toy_data, tmp_path / "data")
+    with open(tmp_path / "data" / "dict.tgt.txt", "a") as f:
+        f.write("extraword 1\n")
+    with pytest.raises(SystemExit):  # was a ValueError traceback from building the models
+        lp.parse_args([str(tmp_path / "data"), "--pairs", "t5"])
+    assert "dict.src.txt and dict.tgt.txt differ" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("extra, message", [(["--max-source-positions", "3"], "train: no example fits"),
                                             (["--max-tokens", "5"], "should not exceed max_tokens=5")])
 def test_learning_parity_stops_when_no_batch_fits_the_limits(toy_data, monkeypatch, extra, message):
