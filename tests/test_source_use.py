@@ -116,10 +116,13 @@ def test_source_curve_refuses_a_bad_run(toy_data, run, message, capsys):
 @pytest.mark.parametrize("where, extra, message", [
     ("jsonl", [], "no dict.src.txt (not a binarized data folder"),
     ("data", ["--subset", "nope"], "--subset nope: no binarized split nope."),
+    ("data", ["--json", "/nonexistent/c.json"], "--json /nonexistent/c.json: its folder does not exist"),
+    ("data", ["--png", "/nonexistent/c.png"], "--png /nonexistent/c.png: its folder does not exist"),
 ])
 def test_source_curve_refuses_a_folder_or_split_that_is_not_binarized(toy_data, tmp_path, where, extra, message,
                                                                       capsys):
-    # both were tracebacks of fairseq's task (FileNotFoundError / "Could not infer language pair")
+    # were tracebacks: of fairseq's task (FileNotFoundError / "Could not infer language pair"), or of
+    # writing --json / --png after every checkpoint was computed
     from fairseq_sum_plugins.analysis import source_curve
 
     run = tmp_path / "run"

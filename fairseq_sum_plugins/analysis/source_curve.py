@@ -108,6 +108,9 @@ def main(argv=None):
         p.error(f"{args.data}: no dict.src.txt (not a binarized data folder, fairseq-sum-prepare's bin/)")
     if not glob.glob(os.path.join(glob.escape(args.data), f"{glob.escape(args.subset)}.*-*.*.idx")):
         p.error(f"--subset {args.subset}: no binarized split {args.subset}.SRC-TGT.*.idx in {args.data}")
+    for flag, path in (("--json", args.json), ("--png", args.png)):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            p.error(f"{flag} {path}: its folder does not exist")
     runs = {}
     for spec in args.run:
         label, sep, folder = spec.partition("=")
