@@ -24,6 +24,8 @@ them alike (their losses do not depend on it). A model's own seed sets its initi
 batches depend on ``--seed`` only through the order of the epochs' batches.
 """
 import argparse
+import filecmp
+import glob
 import json
 import math
 import os
@@ -61,11 +63,16 @@ def parse_args(argv=None):
                    help="no training: merge the curves of earlier runs' --json files (e.g. one per seed or "
                         "pair, run in parallel) into --json / --png")
     a = p.parse_args(argv)
-    for name in ("updates", "valid_every", "max_tokens", "warmup", "embed_dim", "ffn_dim", "layers", "heads"):
+    for name in ("updates", "valid_every", "max_tokens", "warmup", "embed_dim", "ffn_dim", "layers", "heads",
+                 "max_source_positions", "max_target_positions"):
         if getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(a, name)}")
+    if a.embed_dim % a.heads:
+        p.error(f"--embed-dim {a.embed_dim} is not divisible by --heads {a.heads}")
     if not 0 <= a.dropout < 1:
         p.error(f"--dropout must be in [0, 1), got {a.dropout}")
+    if not 0 < a.lr < math.inf:
+        p.error(f"--lr must be a positive number, got {a.lr}")
     a.pairs = [x for x in a.pairs.split(",") if x]
     if not a.pairs or set(a.pairs) - {"default", "t5"}:
         p.error(f"--pairs takes default and/or t5, got {','.join(a.pairs)}")
@@ -75,9 +82,40 @@ def parse_args(argv=None):
         p.error(f"--seeds takes integers, got {a.seeds!r}")
     if not a.seeds:
         p.error("--seeds is empty")
-    if not a.merge and not os.path.exists(os.path.join(a.data, "dict.src.txt")):
-        p.error(f"{a.data}: no dict.src.txt (a fairseq-sum-prepare bin/ folder)")
+    for flag, values in (("--pairs", a.pairs), ("--seeds", a.seeds)):
+        if len(set(values)) < len(values):
+            p.error(f"{flag} names a value twice: {','.join(map(str, values))}")
+    if not a.merge:  # --merge reads finished runs' JSON only
+        if not os.path.exists(os.path.join(a.data, "dict.src.txt")):
+            p.error(f"{a.data}: no dict.src.txt (a fairseq-sum-prepare bin/ folder)")
+        dicts = [os.path.join(a.data, f"dict.{side}.txt") for side in ("src", "tgt")]
+        if not os.path.isfile(dicts[1]) or not filecmp.cmp(*dicts, shallow=False):
+            p.error(f"{a.data}: dict.src.txt and dict.tgt.txt differ; both pairs share all embeddings and need a "
+                    "joined dictionary (fairseq-sum-prepare, or fairseq-preprocess --joined-dictionary)")
+        for split in ("train", "valid"):
+            if not glob.glob(os.path.join(glob.escape(a.data), f"{split}.*-*.*.idx")):
+                p.error(f"{a.data}: no binarized {split} split ({split}.SRC-TGT.*.idx)")
+    for flag, path in (("--json", a.json), ("--png", a.png)):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            p.error(f"{flag} {path}: its folder does not exist")
     return a
+
+
+def check_batches(task, a):
+    """Exits naming the flags unless the train and valid splits give a batch at these limits (an
+    empty train split would loop over empty epochs forever)."""
+    limits = (f"--max-tokens {a.max_tokens}, --max-source-positions {a.max_source_positions}, "
+              f"--max-target-positions {a.max_target_positions}")
+    for split in ("train", "valid"):
+        try:  # not through the task's iterator cache, which would move the training's epochs on
+            found = list(task.get_batch_iterator(
+                task.dataset(split), max_tokens=a.max_tokens, num_workers=0, ignore_invalid_inputs=True,
+                max_positions=(a.max_source_positions, a.max_target_positions),
+                disable_iterator_cache=True).next_epoch_itr(shuffle=False))
+        except AssertionError as e:  # fairseq's batch_by_size: an example longer than --max-tokens
+            sys.exit(f"learning_parity.py: error: {split}: {e} ({limits})")
+        if not found:
+            sys.exit(f"learning_parity.py: error: {split}: no example fits {limits}")
 
 
 def load_task(a):
@@ -281,6 +319,7 @@ def main(argv=None):
         return summary
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     task = load_task(a)
+    check_batches(task, a)
     results = {}
     summary = {"args": {k: v for k, v in vars(a).items() if k not in ("json", "png")}, "seeds": results}
 

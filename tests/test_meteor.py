@@ -163,6 +163,25 @@ def test_compare_labels_its_meteor(tmp_path):
     assert f"METEOR ({M.impl_label('nltk')})" in C.format_comparison(res)
 
 
+def test_compare_table_and_figure_keep_meteors_label_in_its_column(tmp_path, monkeypatch):
+    _wordnet_or_skip()
+    from fairseq_sum_plugins.analysis import compare as C
+    from fairseq_sum_plugins.analysis import plotting
+
+    res = C.compare_systems(["a b c d", "he is quick"], ["a b x y", "he is slow"], ["a b x y", "he is fast"],
+                            metrics=("rouge1", "meteor"), samples=50)
+    rows = C.format_comparison(res).splitlines()[1:]
+    label = f"METEOR ({M.impl_label('nltk')})"
+    assert rows[2].startswith(label + " ")
+    ends = {len(row.split("[")[0].rstrip()) for row in rows[1:]}  # the A - B column ends alike
+    assert len(ends) == 1, rows  # was shifted right by the label longer than 12 characters
+    figures = []
+    monkeypatch.setattr(plotting, "save", lambda fig, path: figures.append(fig))
+    C.plot_comparison(res, str(tmp_path / "c.png"))
+    ticks = [t.get_text() for t in figures[0].axes[0].get_yticklabels()]
+    assert label in ticks  # was 'meteor', without its implementation
+
+
 def test_compare_report_heads_meteor_with_its_implementation(tmp_path):
     from test_compare_report import write_run
 

@@ -67,3 +67,36 @@ def test_without_a_joined_dictionary_the_copy_is_refused():
     ARCH_CONFIG_REGISTRY["t5_transformer_small"](args)
     with pytest.raises(ValueError, match="--pointer-generator .*joined dictionary"):
         ARCH_MODEL_REGISTRY["t5_transformer_small"].build_model(args, TwoDicts())
+
+
+def _parse(data, *argv):
+    from fairseq import options
+
+    parser = options.get_training_parser()
+    return options.parse_args_and_arch(parser, [data, "--task", "summarization", "--optimizer", "adam", *argv])
+
+
+@pytest.mark.parametrize("arch,flag,dest", [("t5_small", "--pointer-generator", "pointer_generator"),
+                                            ("transformer_gated_small", "--gate", "info_gate"),
+                                            ("mem2mem_base", "--pointer-generator", "pointer_generator")])
+def test_boolean_flags_are_read_as_data_never_run(toy_data, tmp_path, capsys, arch, flag, dest):
+    assert getattr(_parse(toy_data, "--arch", arch, flag, "true"), dest) is True
+    assert getattr(_parse(toy_data, "--arch", arch, flag, "0"), dest) is False
+    with pytest.raises(SystemExit):  # was a NameError traceback from fairseq's eval_bool
+        _parse(toy_data, "--arch", arch, flag, "maybe")
+    error = capsys.readouterr().err.split("error: ")[-1]
+    assert error.startswith(f"argument {flag}") and "expected True or False, got 'maybe'" in error
+    marker = tmp_path / "ran"
+    with pytest.raises(SystemExit):  # was executed by eval
+        _parse(toy_data, "--arch", arch, flag, f"open({str(marker)!r}, 'w') is not None")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("threshold", ["x", 1.0, float("nan"), True])
+def test_a_gated_copy_model_refuses_a_threshold_that_is_no_gate_value(threshold):
+    # as --model-overrides "{'gate_threshold': ...}" reaches it: 'x' was a TypeError in the first
+    # forward, 1.0 closed every source position and decoded without reading the document
+    with pytest.raises(ValueError, match=r"gate_threshold .*: a number in \[0, 1\)"):
+        build_model("transformer_gated_small", pointer_generator=True, gate_threshold=threshold, **DIMS)
+    model, _ = build_model("transformer_gated_small", pointer_generator=True, gate_threshold=0.5, **DIMS)
+    assert model.encoder.info_gate.threshold == 0.5

@@ -111,3 +111,66 @@ def test_source_curve_refuses_a_bad_run(toy_data, run, message, capsys):
     with pytest.raises(SystemExit):
         source_curve.main([toy_data, "--run", run])
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where, extra, message", [
+    ("jsonl", [], "no dict.src.txt (not a binarized data folder"),
+    ("data", ["--subset", "nope"], "--subset nope: no binarized split nope."),
+    ("data", ["--json", "/nonexistent/c.json"], "--json /nonexistent/c.json: its folder does not exist"),
+    ("data", ["--png", "/nonexistent/c.png"], "--png /nonexistent/c.png: its folder does not exist"),
+])
+def test_source_curve_refuses_a_folder_or_split_that_is_not_binarized(toy_data, tmp_path, where, extra, message,
+                                                                      capsys):
+    # were tracebacks: of fairseq's task (FileNotFoundError / "Could not infer language pair"), or of
+    # writing --json / --png after every checkpoint was computed
+    from fairseq_sum_plugins.analysis import source_curve
+
+    run = tmp_path / "run"
+    run.mkdir()
+    checkpoint(toy_data, str(run / "checkpoint_1_2.pt"), arch="t5_transformer_small")
+    data = toy_data if where == "data" else str(tmp_path)
+    with pytest.raises(SystemExit):
+        source_curve.main([data, "--run", f"a={run}", *extra])
+    assert message in capsys.readouterr().err
+    assert not list(run.glob("*.gain-*.json"))
+
+
+def test_source_curve_refuses_a_checkpoint_of_another_dictionary_of_the_same_size(toy_data, tmp_path, capsys):
+    import shutil
+
+    from fairseq_sum_plugins.analysis import source_curve
+
+    run = tmp_path / "run"
+    run.mkdir()
+    checkpoint(toy_data, str(run / "checkpoint_1_2.pt"), arch="t5_transformer_small")
+    other = tmp_path / "other"
+    shutil.copytree(toy_data, other)
+    for side in ("src", "tgt"):  # two words swapped: same size, ids that mean other words
+        lines = (other / f"dict.{side}.txt").read_text().splitlines(keepends=True)
+        lines[0], lines[1] = lines[1], lines[0]
+        (other / f"dict.{side}.txt").write_text("".join(lines))
+    with pytest.raises(SystemExit) as e:
+        source_curve.main([str(other), "--run", f"a={run}", "--max-examples", "5"])
+    assert "checkpoint_1_2.pt" in str(e.value) and "another source dictionary" in str(e.value)
+    assert not list(run.glob("*.gain-*.json"))
+
+
+def test_source_curve_does_not_reuse_its_cache_for_a_folder_prepared_again(toy_data, tmp_path, capsys):
+    import shutil
+
+    from fairseq_sum_plugins.analysis import source_curve
+
+    run = tmp_path / "run"
+    run.mkdir()
+    checkpoint(toy_data, str(run / "checkpoint_1_2.pt"), arch="t5_transformer_small")
+    data = tmp_path / "data"
+    shutil.copytree(toy_data, data)
+    source_curve.main([str(data), "--run", f"a={run}", "--max-examples", "5"])
+    for side in ("src", "tgt"):  # DATA prepared again in the same place, with another dictionary
+        path = data / f"dict.{side}.txt"
+        lines = path.read_text().splitlines(keepends=True)
+        lines[0], lines[1] = lines[1], lines[0]
+        path.write_text("".join(lines))
+    with pytest.raises(SystemExit) as e:  # was the cached gain of the old folder, silently
+        source_curve.main([str(data), "--run", f"a={run}", "--max-examples", "5"])
+    assert "another source dictionary" in str(e.value)

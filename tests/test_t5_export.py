@@ -368,6 +368,16 @@ def test_output_directory_and_inputs_are_checked(native, tmp_path):
     assert "no dict.src.txt; pass --data" in refused(native["ckpt"], tmp_path / "o4", "--data", tmp_path)
 
 
+def test_the_data_folder_and_an_empty_path_are_refused_as_output(native, tmp_path):
+    data = _data_copy(native, tmp_path / "data")
+    before = sorted(os.listdir(data))
+    # was shutil.SameFileError after model.safetensors, config.json, ... were written into DATA
+    message = refused(native["ckpt"], data, "--data", data, "--force")
+    assert f"{data}: is the folder of the export's inputs" in message and "write to another OUT_DIR" in message
+    assert sorted(os.listdir(data)) == before
+    assert "OUT_DIR '': an empty path" in refused(native["ckpt"], "")  # was a FileNotFoundError traceback
+
+
 def _data_copy(native, dest):
     import shutil
 

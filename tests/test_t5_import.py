@@ -334,6 +334,21 @@ def test_restoring_with_another_output_scale_is_refused(tmp_path):
     model.load_state_dict(dict(state["model"]), strict=True)
 
 
+def test_an_output_folder_with_files_of_the_same_names_needs_force(imported, tmp_path):
+    from fairseq_sum_plugins.models.t5_import import main
+
+    _, hf_dir, first = imported
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "model.pt").write_bytes(b"a fine-tuned model")  # was replaced without a word
+    message = run_import(hf_dir, out)
+    assert message and f"{out}: already holds model.pt (pass --force" in message
+    assert (out / "model.pt").read_bytes() == b"a fine-tuned model" and not (out / "dict.txt").exists()
+    main([hf_dir, str(out), "--force"])
+    model, ref = load_imported(str(out))[0], load_imported(first)[0]
+    assert torch.equal(model.encoder.embed_tokens.weight, ref.encoder.embed_tokens.weight)
+
+
 def test_console_script_error_names_the_file(tmp_path):
     script = os.path.join(os.path.dirname(sys.executable), "fairseq-sum-import-t5")
     proc = subprocess.run([script, str(tmp_path), str(tmp_path / "out")], capture_output=True, text=True)

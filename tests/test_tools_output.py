@@ -1,6 +1,7 @@
 """What the tools around the models print and draw: quiet fairseq start-up, --eval-rouge progress,
 whole words and non-overlapping labels in the analysis figures."""
 import logging
+import os
 import warnings
 from types import SimpleNamespace
 
@@ -204,3 +205,68 @@ def test_topic_top_words_are_whole_words():
                             surface=lambda i, dic: dic[i].replace("\u2581", ""))
     assert top_words(model, d, 0, 3) == ["bank", "loan", "cat"]  # "ing" (the largest) left out
     assert top_words(model, d, 1, 1) == ["cat"]
+
+
+def load_learning_parity():
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "learning_parity.py")
+    spec = importlib.util.spec_from_file_location("learning_parity", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--heads", "3"], "--embed-dim 32 is not divisible by --heads 3"),  # was a ValueError traceback
+    (["--lr", "-1"], "--lr must be a positive number, got -1.0"),  # was torch's ValueError traceback
+    (["--lr", "nan"], "--lr must be a positive number, got nan"),
+    (["--pairs", "t5,t5"], "--pairs names a value twice"),  # was trained twice
+    (["--seeds", "1,1"], "--seeds names a value twice"),
+    (["--max-source-positions", "0"], "--max-source-positions must be at least 1"),  # looped forever
+    (["--json", "/nonexistent/p.json"], "--json /nonexistent/p.json: its folder does not exist"),  # after training
+])
+def test_learning_parity_refuses_bad_numbers_before_training(toy_data, extra, message, capsys):
+    lp = load_learning_parity()
+    with pytest.raises(SystemExit):
+        lp.parse_args([toy_data, "--updates", "3", "--valid-every", "1", "--seeds", "1", "--pairs", "t5",
+                       "--embed-dim", "32", *extra])
+    assert message in capsys.readouterr().err
+
+
+def test_learning_parity_refuses_a_folder_without_a_valid_split(toy_data, tmp_path, capsys):
+    import shutil
+
+    lp = load_learning_parity()
+    for name in os.listdir(toy_data):
+        if not name.startswith("valid."):
+            shutil.copy(os.path.join(toy_data, name), tmp_path)
+    with pytest.raises(SystemExit):  # was fairseq's FileNotFoundError traceback
+        lp.parse_args([str(tmp_path), "--pairs", "t5"])
+    assert "no binarized valid split" in capsys.readouterr().err
+
+
+def test_learning_parity_refuses_a_folder_without_a_joined_dictionary(toy_data, tmp_path, capsys):
+    import shutil
+
+    lp = load_learning_parity()
+    shutil.copytree(toy_data, tmp_path / "data")
+    with open(tmp_path / "data" / "dict.tgt.txt", "a") as f:
+        f.write("extraword 1\n")
+    with pytest.raises(SystemExit):  # was a ValueError traceback from building the models
+        lp.parse_args([str(tmp_path / "data"), "--pairs", "t5"])
+    assert "dict.src.txt and dict.tgt.txt differ" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, message", [(["--max-source-positions", "3"], "train: no example fits"),
+                                            (["--max-tokens", "5"], "should not exceed max_tokens=5")])
+def test_learning_parity_stops_when_no_batch_fits_the_limits(toy_data, monkeypatch, extra, message):
+    lp = load_learning_parity()
+
+    def train(*args, **kwargs):  # an empty train split looped over empty epochs forever
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(lp, "run_seed", train)
+    with pytest.raises(SystemExit) as e:
+        lp.main([toy_data, "--updates", "3", "--seeds", "1", "--pairs", "t5", *extra])
+    assert message in str(e.value) and "--max-source-positions" in str(e.value)

@@ -157,15 +157,20 @@ def paired_inputs(path_a, path_b, args):
 
 
 # ------------------------------------------------------------------------------------------ report
+def metric_name(res, m):
+    """A metric's row label; METEOR's names its implementation (``METEOR (nltk-3.9)``)."""
+    return f"METEOR ({res['meteor_impl']})" if m == "meteor" else rouge.LABELS.get(m, m)
+
+
 def format_comparison(res, name_a="A", name_b="B"):
     """Text table: metric, A, B, A - B with its 95% CI and p (ROUGE points)."""
     label = "approximate randomization" if res["method"] == "ar" else "paired bootstrap"
+    width = max([12] + [len(metric_name(res, m)) for m in res["metrics"]])
     lines = [f"{res['num_summaries']} summaries; p-values by {label}; scores x 100",
-             f"{'metric':12s} {name_a[:10]:>10s} {name_b[:10]:>10s} {'A - B':>8s} {'95% CI':>18s} {'p':>8s}"]
+             f"{'metric':{width}s} {name_a[:10]:>10s} {name_b[:10]:>10s} {'A - B':>8s} {'95% CI':>18s} {'p':>8s}"]
     for m, r in res["metrics"].items():
         ci = f"[{100 * r['ci'][0]:+.2f}, {100 * r['ci'][1]:+.2f}]"
-        name = f"METEOR ({res['meteor_impl']})" if m == "meteor" else rouge.LABELS.get(m, m)
-        lines.append(f"{name:12s} {100 * r['a']:10.2f} {100 * r['b']:10.2f} "
+        lines.append(f"{metric_name(res, m):{width}s} {100 * r['a']:10.2f} {100 * r['b']:10.2f} "
                      f"{100 * r['diff']:+8.2f} {ci:>18s} {r['p']:8.4f}")
     return "\n".join(lines)
 
@@ -189,7 +194,7 @@ def plot_comparison(res, path, name_a="A", name_b="B"):
     ax.axvline(0, color="black", lw=0.8, ls="--")
     for yi, d, r in zip(y, diff, rows):
         ax.annotate(f"p={r['p']:.3g}", (d, yi), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=8)
-    ax.set_yticks(y, [rouge.LABELS.get(m, m) for m in names])
+    ax.set_yticks(y, [metric_name(res, m) for m in names])
     ax.set_ylim(-0.7, len(names) - 0.3)
     ax.set_xlabel(f"{name_a} - {name_b} (points, 95% paired-bootstrap CI)")
     ax.set_title(f"{res['num_summaries']} summaries, p by "

@@ -10,7 +10,8 @@ in a PNG (gain and NLL against updates), the numbers in JSON::
         --png gain.png --json gain.json [--subset valid] [--max-examples 100]
 
 Each checkpoint's figures are cached beside it (``checkpoint_E_U.pt.gain-SUBSET.json``, keyed by the
-checkpoint's size and modification time), so re-plotting after more checkpoints costs only the new ones.
+checkpoint's and the data files' sizes and modification times), so re-plotting after more checkpoints
+costs only the new ones.
 """
 import argparse
 import glob
@@ -33,11 +34,24 @@ def interval_checkpoints(folder):
     return sorted(found)
 
 
+def data_files(data, subset):
+    """``{name: [size, mtime]}`` of the dictionaries and the binarized ``subset``: a folder prepared again
+    in the same place is another cache key (and meets the checkpoint's dictionary check)."""
+    names = ["dict.src.txt", "dict.tgt.txt"] + glob.glob(os.path.join(glob.escape(data), f"{glob.escape(subset)}.*"))
+    found = {}
+    for name in names:
+        path = os.path.join(data, os.path.basename(name))
+        if os.path.isfile(path):
+            st = os.stat(path)
+            found[os.path.basename(name)] = [st.st_size, st.st_mtime]
+    return found
+
+
 def checkpoint_gain(path, data, subset, max_examples):
     """Source gain of one checkpoint (cached beside it)."""
     stat = os.stat(path)
     key = {"size": stat.st_size, "mtime": stat.st_mtime, "data": os.path.abspath(data), "subset": subset,
-           "max_examples": max_examples}
+           "max_examples": max_examples, "data_files": data_files(data, subset)}
     cache = f"{path}.gain-{subset}.json"
     if os.path.exists(cache):
         with open(cache, encoding="utf-8") as f:
@@ -94,6 +108,13 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.max_examples < 2:
         p.error(f"--max-examples must be at least 2 (the gain pairs each summary with another document), got {args.max_examples}")
+    if not os.path.isfile(os.path.join(args.data, "dict.src.txt")):
+        p.error(f"{args.data}: no dict.src.txt (not a binarized data folder, fairseq-sum-prepare's bin/)")
+    if not glob.glob(os.path.join(glob.escape(args.data), f"{glob.escape(args.subset)}.*-*.*.idx")):
+        p.error(f"--subset {args.subset}: no binarized split {args.subset}.SRC-TGT.*.idx in {args.data}")
+    for flag, path in (("--json", args.json), ("--png", args.png)):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            p.error(f"{flag} {path}: its folder does not exist")
     runs = {}
     for spec in args.run:
         label, sep, folder = spec.partition("=")

@@ -80,6 +80,7 @@ from fairseq.models import (
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.utils.checkpoint import checkpoint
 
+from ..flags import bool_flag
 from ..modules.memory import MemoryCompression, MemoryReader, MemoryWriter, compression_loss, masked_softmax, read_loss
 from ..modules.pointer_generator import MarkerEmbedding, count_position_markers, mix_copy_distribution
 from ..modules.sentences import sentence_layout
@@ -386,7 +387,7 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
     @staticmethod
     def add_args(parser):
         # fmt: off
-        b = utils.eval_bool
+        b = bool_flag
         parser.add_argument("--dropout", type=float, metavar="D", help="on embeddings and the readout")
         parser.add_argument("--embed-dim", type=int, metavar="N", help="token embeddings (128)")
         parser.add_argument("--encoder-hidden-size", type=int, metavar="N",

@@ -70,6 +70,7 @@ from fairseq.models import (
 )
 from fairseq.modules import LayerNorm, PositionalEmbedding
 
+from ..flags import bool_flag
 from ..data_folder import hub_text_kwargs
 from ..modules.attention import MultiheadAttention
 from ..modules.encoder_out import EncoderOut
@@ -506,11 +507,11 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
             parser.add_argument(f"--{side}-ffn-embed-dim", type=int, metavar="N")
             parser.add_argument(f"--{side}-layers", type=int, metavar="N")
             parser.add_argument(f"--{side}-attention-heads", type=int, metavar="N")
-            parser.add_argument(f"--{side}-normalize-before", type=utils.eval_bool, metavar="BOOL",
+            parser.add_argument(f"--{side}-normalize-before", type=bool_flag, metavar="BOOL",
                                 help="pre-LN cell (T5, TP-Transformer) if True, post-LN if False")
             parser.add_argument(f"--{side}-learned-pos", action="store_true")
-        parser.add_argument("--share-decoder-input-output-embed", type=utils.eval_bool, metavar="BOOL")
-        parser.add_argument("--share-all-embeddings", type=utils.eval_bool, metavar="BOOL")
+        parser.add_argument("--share-decoder-input-output-embed", type=bool_flag, metavar="BOOL")
+        parser.add_argument("--share-all-embeddings", type=bool_flag, metavar="BOOL")
         parser.add_argument("--no-scale-embedding", action="store_true")
         # the cell (module docstring, "The T5 cell")
         parser.add_argument("--cell", choices=["default", "t5"],
@@ -518,12 +519,12 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         parser.add_argument("--t5-relative-buckets", type=int, metavar="N", help="T5 cell: buckets per table (32)")
         parser.add_argument("--t5-relative-max-distance", type=int, metavar="N",
                             help="T5 cell: distance from which all positions share a bucket (128)")
-        parser.add_argument("--t5-cross-position-bias", type=utils.eval_bool, metavar="BOOL",
+        parser.add_argument("--t5-cross-position-bias", type=bool_flag, metavar="BOOL",
                             help="T5 cell: a causal bucketed table in cross-attention too (TPT's code, App. B)")
         parser.add_argument("--t5-d-kv", type=int, metavar="N",
                             help="T5 cell: attention dim per head (default d_m / heads); heads * N may differ "
                                  "from d_m (t5-3b, t5-11b)")
-        parser.add_argument("--t5-scale-decoder-output", type=utils.eval_bool, metavar="BOOL",
+        parser.add_argument("--t5-scale-decoder-output", type=bool_flag, metavar="BOOL",
                             help="T5 cell: multiply the decoder's output by d_m^-1/2 before the output projection "
                                  "(default: True with a tied projection, as T5 v1.0; False with an untied one)")
         parser.add_argument("--max-source-positions", type=int, metavar="N")
@@ -545,7 +546,7 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         # Topic Assistant (modules/topic.py)
         add_topic_args(parser)
         # copy mechanism
-        parser.add_argument("--pointer-generator", type=utils.eval_bool, metavar="BOOL",
+        parser.add_argument("--pointer-generator", type=bool_flag, metavar="BOOL",
                             help="copy source tokens through the last layer's cross-attention "
                                  "(See et al., 2017; fairseq's examples/pointer_generator); needs a joined dictionary")
         # fmt: on

@@ -119,6 +119,8 @@ def check_exportable(args, ckpt):
 
 
 def refuse_non_empty(out_dir, force):
+    if not out_dir.strip():
+        raise T5ExportError(f"OUT_DIR {out_dir!r}: an empty path; name the directory to write")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise T5ExportError(f"{out_dir}: exists and is not a directory")
     if os.path.isdir(out_dir) and os.listdir(out_dir) and not force:
@@ -497,6 +499,10 @@ def export(ckpt, out_dir, data=None, scores=None, force=False):
     if not spm_path or not os.path.isfile(spm_path):
         raise T5ExportError(f"{record}: names no sentencepiece model that exists ({spm_path}); the tokenizer "
                             "is built from it")
+    for inputs in (data, os.path.dirname(os.path.abspath(spm_path))):
+        if os.path.isdir(out_dir) and os.path.samefile(out_dir, inputs):  # before anything is written
+            raise T5ExportError(f"{out_dir}: is the folder of the export's inputs ({inputs}: dict.txt, spm.model, "
+                                f"{PREPARE_ARGS}), which the export would overwrite; write to another OUT_DIR")
     spm = read_unigram_model(spm_path)
     check_pieces_in_dictionary(spm, os.path.join(data, "dict.src.txt"), spm_path)
     model, task = load_model(ckpt, data)

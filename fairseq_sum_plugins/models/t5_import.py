@@ -395,9 +395,13 @@ def write_prepare_args(out_dir):
         f.write("\n")
 
 
-def import_t5(hf_dir, out_dir):
+OUTPUTS = ("model.pt", "dict.txt", "spm.model", "prepare_args.json")
+
+
+def import_t5(hf_dir, out_dir, force=False):
     """Writes ``OUT_DIR/model.pt`` and the dictionaries; returns ``(args, model flags)`` of the checkpoint.
-    Everything is checked before anything is written."""
+    Everything is checked before anything is written; files of an earlier import (or of anything else)
+    of the same names are replaced only with ``force``."""
     from fairseq.data import Dictionary
 
     from ..data_folder import dictionary_checksum
@@ -411,6 +415,9 @@ def import_t5(hf_dir, out_dir):
     state = convert_state_dict(weights, cfg, where, untied)
     state[IMPORT_MARKER] = import_mark(scaled)
     flags = arch_flags(cfg, untied, scaled)
+    there = [name for name in OUTPUTS if os.path.exists(os.path.join(out_dir, name))]
+    if there and not force:
+        raise T5ImportError(f"{out_dir}: already holds {', '.join(there)} (pass --force to replace them)")
     try:
         os.makedirs(out_dir, exist_ok=True)
         write_dictionary(out_dir, symbols)
@@ -436,10 +443,11 @@ def main(argv=None):
     parser.add_argument("hf_dir", help="Hugging Face T5 directory: config.json, model.safetensors or "
                                        "pytorch_model.bin (or their shards and .index.json), spiece.model")
     parser.add_argument("out_dir", help="output: model.pt, dict.txt, spm.model, prepare_args.json")
+    parser.add_argument("--force", action="store_true", help="replace those files where OUT_DIR holds them")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        saved, flags = import_t5(args.hf_dir, args.out_dir)
+        saved, flags = import_t5(args.hf_dir, args.out_dir, force=args.force)
     except T5ImportError as e:
         sys.exit(f"fairseq-sum-import-t5: error: {e}")
     print(f"| wrote {os.path.join(args.out_dir, 'model.pt')} (d_model {saved.encoder_embed_dim}, "

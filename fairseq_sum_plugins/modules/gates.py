@@ -63,8 +63,8 @@ import weakref
 
 import torch
 import torch.nn as nn
-from fairseq import utils
 
+from ..flags import bool_flag
 from ..side_data import register_generator_hook
 
 logger = logging.getLogger(__name__)
@@ -75,9 +75,9 @@ def add_gate_args(parser, switch=True):
     ``--gate``, also spelled ``--info-gate``, too)."""
     # fmt: off
     if switch:
-        parser.add_argument("--gate", "--info-gate", dest="info_gate", type=utils.eval_bool, metavar="BOOL",
+        parser.add_argument("--gate", "--info-gate", dest="info_gate", type=bool_flag, metavar="BOOL",
                             help="information selection: encoder gate + gated cross-attention (eq. 3, 6)")
-    parser.add_argument("--gate-per-head", type=utils.eval_bool, metavar="BOOL",
+    parser.add_argument("--gate-per-head", type=bool_flag, metavar="BOOL",
                         help="one gate per cross-attention head (paper Table 2 'different gates') "
                              "instead of one gate shared by all heads")
     parser.add_argument("--gate-threshold", type=float, metavar="T",
@@ -97,6 +97,15 @@ def gate_defaults(args, info_gate=False):
     args.gate_warmup_updates = getattr(args, "gate_warmup_updates", 0)
 
 
+def check_threshold(threshold):
+    """``threshold`` if it is a number in ``[0, 1)`` (a gate is a sigmoid: ``T >= 1`` would close every
+    position), else a ValueError naming the flag and the ``--model-overrides`` key."""
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
+        raise ValueError(f"gate_threshold {threshold!r}: a number in [0, 1) (--gate-threshold, or at generation "
+                         "--model-overrides \"{'gate_threshold': 0.1}\")")
+    return threshold
+
+
 class InformationGate(nn.Module):
     """``G = sigmoid(H w + b)`` on the final encoder states, and Algorithm 1's selection.
 
@@ -108,7 +117,7 @@ class InformationGate(nn.Module):
         super().__init__()
         self.proj = nn.Linear(embed_dim, num_gates)
         self.num_gates = num_gates
-        self.threshold = threshold
+        self.threshold = check_threshold(threshold)
         self.warmup_updates = warmup_updates or 0
         self.num_updates = 0
         self.prune = True  # False: keep closed positions in the encoder output, masked (same output)

@@ -70,6 +70,7 @@ import torch.nn as nn
 from fairseq import utils
 from fairseq.incremental_decoding_utils import with_incremental_state
 
+from ..flags import bool_flag
 from ..side_data import register_side_data
 from ..topic_model import FIT_COMMAND, PoissonFactorAnalysis, check_theta_file
 
@@ -80,11 +81,11 @@ def add_topic_args(parser):
     # fmt: off
     parser.add_argument("--ta-topic-model", "--topic-model", dest="topic_model", type=str, metavar="PATH",
                         help=f"PFA topic model (default DATA/topic_model.npz, written by `{FIT_COMMAND}`)")
-    parser.add_argument("--ta-sia", type=utils.eval_bool, metavar="BOOL",
+    parser.add_argument("--ta-sia", type=bool_flag, metavar="BOOL",
                         help="Topic Assistant SIA: an extra topic-similarity head in every attention block (eq. 5-7)")
-    parser.add_argument("--ta-tema", type=utils.eval_bool, metavar="BOOL",
+    parser.add_argument("--ta-tema", type=bool_flag, metavar="BOOL",
                         help="Topic Assistant TEMA: top-n topic embeddings as a masked decoder prefix (eq. 8)")
-    parser.add_argument("--ta-drm", type=utils.eval_bool, metavar="BOOL",
+    parser.add_argument("--ta-drm", type=bool_flag, metavar="BOOL",
                         help="Topic Assistant DRM: theta^T W_b added to every decoder cross-attention output (eq. 9)")
     parser.add_argument("--ta-topics-n", type=int, metavar="N", help="TEMA: number of top topics (paper: 5)")
     # fmt: on
