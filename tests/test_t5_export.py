@@ -180,7 +180,9 @@ def test_generation_config_blocks_what_fairseqs_generator_blocks(native, tmp_pat
     torch.save(state, tmp_path / "favour.pt")
     run = dict(native, ckpt=str(tmp_path / "favour.pt"), hf=str(tmp_path / "hf"))
     run["cfg"] = export(run["ckpt"], run["hf"])
-    assert compare_with_hugging_face(run) <= 1e-5  # greedy equal too
+    # rows of norm 30-40 make the logits ~10x larger than a trained model's, and float32's rounding
+    # of the log-softmax with them: 1e-4 here (the <= 1e-5 of real checkpoints is asserted above)
+    assert compare_with_hugging_face(run) <= 1e-4  # greedy equal too
     _, _, hf = load_both(run)
     assert hf.generate(torch.tensor([src]), max_new_tokens=3)[0].tolist()[:3] == [1, 0, 2]
     hf.generation_config.begin_suppress_tokens = None
