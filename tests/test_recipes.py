@@ -307,7 +307,7 @@ def test_compare_sh_gives_sum_transformers_the_copy_and_plots_source_gain_over_u
     spec = (out / "base" / "run_spec.txt").read_text()
     assert f"train.model={COMPARE_MODEL} --pointer-generator True\n" in spec
     ckpt = torch.load(out / "base" / "checkpoints" / "checkpoint_last.pt", weights_only=False)
-    assert ckpt["args"].pointer_generator is True
+    assert ckpt["cfg"]["model"].pointer_generator is True
     curves = json.loads((out / "source_gain.json").read_text())
     assert [p["updates"] for p in curves["base"]] == [2]
     assert (out / "source_gain.png").stat().st_size > 1000
