@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .rouge import bootstrap_ci, rouge_words
+from .rouge import bootstrap_ci, installed_path, rouge_words
 
 IMPLS = ("nltk", "1.5")
 M15_PARAMS = (0.85, 0.2, 0.6, 0.75)  # alpha, beta, gamma, delta of -l en (task rank)
@@ -145,16 +145,9 @@ def impl_label(impl):
 
 def meteor15_jar():
     """``meteor-1.5.jar`` ($METEOR15_JAR, else pycocoevalcap's) with ``data/paraphrase-en.gz`` beside it."""
-    jar = os.environ.get("METEOR15_JAR")
-    if not jar:
-        import importlib.util
-
-        spec = importlib.util.find_spec("pycocoevalcap")
-        if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError("--meteor-impl 1.5 needs Meteor 1.5's jar from the PyPI package pycocoevalcap: "
-                               f"`{INSTALL_HINT}` (or set METEOR15_JAR)")
-        jar = os.path.join(list(spec.submodule_search_locations)[0], "meteor", "meteor-1.5.jar")
-    jar = Path(jar)
+    jar = Path(installed_path("METEOR15_JAR", "pycocoevalcap", os.path.join("meteor", "meteor-1.5.jar"),
+                              "--meteor-impl 1.5 needs Meteor 1.5's jar from the PyPI package pycocoevalcap: "
+                              f"`{INSTALL_HINT}` (or set METEOR15_JAR)"))
     para = jar.parent / "data" / "paraphrase-en.gz"
     for path, what in ((jar, "Meteor 1.5 jar"), (para, "Meteor 1.5's English paraphrase table")):
         if not path.is_file():

