@@ -1,5 +1,6 @@
 """Mem2Mem / HRED: sentence spans, eq. 3, 6, 11, 13-17, gradients per ablation, incremental decoding,
 parameter count at the paper's dims, and a fairseq-train -> fairseq-generate round trip."""
+import json
 import math
 import os
 import sys
@@ -367,10 +368,42 @@ def test_implicit_extraction_cli(trained_mem2mem, tmp_path, capsys):
     cli_main([trained_mem2mem["data"], "--path", trained_mem2mem["ckpt"], "--split", "test", "--lead", "2",
               "--out", str(tmp_path / "ext"), "--png-index", "0", "--beam", "2", "--max-len-b", "6", "--cpu"])
     out = capsys.readouterr().out
-    assert "memory" in out and "lead-2" in out
+    assert "memory" in out and "lead-2" in out and "oracle sentences: precision" in out
     assert (tmp_path / "ext" / "extractive.txt").read_text().count("\n") == 12
+    report = json.loads((tmp_path / "ext" / "scores.json").read_text())
+    for name in ("memory", "lead-2"):
+        agr = report["oracle_agreement"][name]
+        assert 0 <= agr["precision"] <= 1 and 0 <= agr["chance_precision"] <= 1 and agr["oracle"] >= 1
     for name in ("write_attn.png", "read_attn.png"):
         assert (tmp_path / "ext" / name).stat().st_size > 1000
+
+
+def test_greedy_oracle_adds_sentences_while_rouge_rises():
+    """By hand: reference "cats chase mice daily news today" (6 stemmed unigrams, 5 bigrams).
+    Sentence 2 ("cats chase mice") alone: unigram F1 2*3/(3+6), bigram F1 2*2/(2+5), mean 0.619, the
+    best first pick (sentence 1, "daily news": 2*2/(2+6) and 2*1/(1+5), mean 0.417). Adding sentence 1
+    (document order "daily news cats chase mice"): unigram F1 2*5/(5+6), bigram F1 2*3/(4+5) (daily-news,
+    cats-chase, chase-mice), mean 0.788: added; sentence 0 (no overlap) lowers it and never is."""
+    from fairseq_sum_plugins.analysis.implicit_extraction import oracle_sentences
+
+    sents = ["the weather was bad", "daily news", "cats chase mice"]
+    ref = "cats chase mice daily news today"
+    first = (2 * 3 / 9 + 2 * 2 / 7) / 2
+    both = (2 * 5 / 11 + 2 * 3 / 9) / 2
+    assert both > first > (2 * 2 / 8 + 2 * 1 / 6) / 2  # the hand computation the oracle must follow
+    assert oracle_sentences(sents, ref, max_sentences=3) == [1, 2]
+    assert oracle_sentences(sents, ref, max_sentences=1) == [2]
+    assert oracle_sentences(sents, "nothing in common", max_sentences=3) == []
+
+
+def test_oracle_agreement_precision_recall_and_chance_by_hand():
+    """Doc A: 10 sentences, picks {0, 1}, oracle {1, 5}; doc B: 4 sentences, picks {2}, oracle {2}.
+    Precision 2/3, recall 2/3; chance precision (2 * 2/10 + 1 * 1/4) / 3."""
+    from fairseq_sum_plugins.analysis.implicit_extraction import oracle_agreement
+
+    agr = oracle_agreement([[0, 1], [2]], [[1, 5], [2]], [10, 4])
+    assert agr["precision"] == pytest.approx(2 / 3) and agr["recall"] == pytest.approx(2 / 3)
+    assert agr["chance_precision"] == pytest.approx((2 * 0.2 + 0.25) / 3)
 
 
 def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_path, capsys):

@@ -26,7 +26,7 @@ from argparse import Namespace
 import numpy as np
 import torch
 
-from ..rouge import clean_summary, score_summaries
+from ..rouge import clean_summary, rouge_tokens, score_summaries
 
 logger = logging.getLogger("fairseq_sum_plugins.implicit_extraction")
 
@@ -53,6 +53,50 @@ def select_sentences(A, num_sentences):
     return sorted(set(A[:, :num_sentences].argmax(dim=-1).tolist()))
 
 
+def _ngrams(tokens, n):
+    return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
+
+
+def _f1(hyp, ref):
+    overlap = len(hyp & ref)
+    return 0.0 if not overlap else 2 * overlap / (len(hyp) + len(ref))
+
+
+def oracle_sentences(sentences, reference, max_sentences=3):
+    """Greedy extractive oracle: indices (document order) of the sentences (texts) that, added one at a
+    time, most raise the mean of ROUGE-1 and ROUGE-2 F1 (set overlap of stemmed unigrams / bigrams)
+    against ``reference``; stops when no sentence raises it or at ``max_sentences``."""
+    ref_tokens = rouge_tokens(reference)
+    ref = [_ngrams(ref_tokens, 1), _ngrams(ref_tokens, 2)]
+    sent_tokens = [rouge_tokens(s) for s in sentences]
+    chosen, best = [], 0.0
+    while len(chosen) < max_sentences:
+        pick = None
+        for j, tokens in enumerate(sent_tokens):
+            if j in chosen:
+                continue
+            union = [t for k in sorted(chosen + [j]) for t in sent_tokens[k]]
+            score = (_f1(_ngrams(union, 1), ref[0]) + _f1(_ngrams(union, 2), ref[1])) / 2
+            if score > best:
+                best, pick = score, j
+        if pick is None:
+            break
+        chosen.append(pick)
+    return sorted(chosen)
+
+
+def oracle_agreement(picked, oracle, num_sentences):
+    """Micro-averaged precision / recall of picked sentence indices against oracle indices, and the
+    precision expected of as many sentences drawn at random (per document ``|oracle| / n``, weighted by
+    the number picked). Lists of per-document index lists; ``num_sentences`` per document."""
+    hits = sum(len(set(p) & set(o)) for p, o in zip(picked, oracle))
+    n_picked = sum(len(p) for p in picked)
+    n_oracle = sum(len(o) for o in oracle)
+    chance = sum(len(p) * len(o) / n for p, o, n in zip(picked, oracle, num_sentences) if n)
+    return {"precision": hits / n_picked if n_picked else 0.0, "recall": hits / n_oracle if n_oracle else 0.0,
+            "chance_precision": chance / n_picked if n_picked else 0.0, "picked": n_picked, "oracle": n_oracle}
+
+
 def plot_matrix(matrix, path, xlabel, title):
     """Heatmap of ``matrix`` (memory slots x sentences or decoding steps), 1-based integer ticks on both
     axes, the colour scale from the data's minimum to its maximum."""
@@ -75,14 +119,15 @@ def plot_matrix(matrix, path, xlabel, title):
     plt.close(fig)
 
 
-def extract(model, task, split, lead, batch_size, max_docs=0, use_cuda=False):
-    """(ids, memory summaries, lead summaries, references, selected counts), summaries as sentence lists."""
+def extract(model, task, split, lead, batch_size, max_docs=0, use_cuda=False, oracle_max=3):
+    """(ids, memory summaries, lead summaries, references, selected counts, agreement), summaries as
+    sentence lists; agreement: :func:`oracle_agreement` of the memory's and Lead-k's picks."""
     from fairseq import utils
 
     dictionary = task.source_dictionary
     sep = model.encoder.sep
     itr = task.get_batch_iterator(task.dataset(split), max_sentences=batch_size, ignore_invalid_inputs=True)
-    results = {}
+    results, picks = {}, {}
     with torch.no_grad():
         for sample in itr.next_epoch_itr(shuffle=False):
             sample = utils.move_to_cuda(sample) if use_cuda else sample
@@ -95,6 +140,9 @@ def extract(model, task, split, lead, batch_size, max_docs=0, use_cuda=False):
                 sents = split_sentences(src, dictionary, sep)
                 chosen = select_sentences(A[b], int(num_sent[b]))
                 ref = task.target_dictionary.string(utils.strip_pad(sample["target"][b], dictionary.pad()).cpu())
+                texts = [sentence_text(s, dictionary) for s in sents]
+                oracle = oracle_sentences(texts, " ".join(clean_summary(ref)), oracle_max)
+                picks[idx] = ([j for j in chosen if j < len(sents)], list(range(min(lead, len(sents)))), oracle, len(sents))
                 results[idx] = (
                     [sentence_text(sents[j], dictionary) for j in chosen if j < len(sents)],
                     [sentence_text(s, dictionary) for s in sents[:lead]],
@@ -104,7 +152,11 @@ def extract(model, task, split, lead, batch_size, max_docs=0, use_cuda=False):
             if max_docs and len(results) >= max_docs:
                 break
     ids = sorted(results)[: max_docs or None]
-    return ids, [results[i][0] for i in ids], [results[i][1] for i in ids], [results[i][2] for i in ids], [results[i][3] for i in ids]
+    oracle, sizes = [picks[i][2] for i in ids], [picks[i][3] for i in ids]
+    agreement = {"memory": oracle_agreement([picks[i][0] for i in ids], oracle, sizes),
+                 f"lead-{lead}": oracle_agreement([picks[i][1] for i in ids], oracle, sizes)}
+    return (ids, [results[i][0] for i in ids], [results[i][1] for i in ids], [results[i][2] for i in ids],
+            [results[i][3] for i in ids], agreement)
 
 
 def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200, use_cuda=False):
@@ -152,11 +204,14 @@ def cli_main(argv=None):
     parser.add_argument("--png-index", type=int, default=None, help="draw the A / Psi heatmaps of this document")
     parser.add_argument("--beam", type=int, default=4, help="beam of the summary drawn in the Psi heatmap")
     parser.add_argument("--max-len-b", type=int, default=200)
+    parser.add_argument("--oracle-max", type=int, default=3, help="most sentences of the greedy oracle (>= 1)")
     parser.add_argument("--cpu", action="store_true")
     parser.add_argument("--skip-without-memory", action="store_true",
                         help="a model without an encoder memory (e.g. Table 2's HRED / + Decoder Mem rows): print a "
                              "one-line message and exit 0 instead of failing")
     args = parser.parse_args(argv)
+    if args.oracle_max < 1:
+        parser.error(f"--oracle-max must be >= 1, got {args.oracle_max}")
 
     import fairseq_sum_plugins  # noqa: F401  (registers the model and the task)
     from fairseq import checkpoint_utils
@@ -176,7 +231,8 @@ def cli_main(argv=None):
     task.load_dataset(args.split)
     os.makedirs(args.out, exist_ok=True)
 
-    ids, mem, leads, refs, n_sel = extract(model, task, args.split, lead, args.batch_size, args.max_docs, use_cuda)
+    ids, mem, leads, refs, n_sel, agreement = extract(model, task, args.split, lead, args.batch_size, args.max_docs,
+                                                      use_cuda, args.oracle_max)
     scores = {
         "memory": score_summaries(mem, refs, scorer=args.scorer),
         f"lead-{lead}": score_summaries(leads, refs, scorer=args.scorer),
@@ -185,13 +241,17 @@ def cli_main(argv=None):
         with open(os.path.join(args.out, name), "w", encoding="utf-8") as f:
             for sents in summaries:
                 f.write(" <sep> ".join(sents) + "\n")
-    report = {"split": args.split, "num_docs": len(ids), "mean_selected_sentences": float(np.mean(n_sel)), "scores": scores}
+    report = {"split": args.split, "num_docs": len(ids), "mean_selected_sentences": float(np.mean(n_sel)), "scores": scores,
+              "oracle_max": args.oracle_max, "oracle_agreement": agreement}
     with open(os.path.join(args.out, "scores.json"), "w") as f:
         json.dump(report, f, indent=1)
     print(f"{'system':12s} {'R-1':>6s} {'R-2':>6s} {'R-L':>6s}   ({len(ids)} documents of {args.split})")
     for name, res in scores.items():
         print(_fmt(name, res))
     print(f"memory extraction picks {report['mean_selected_sentences']:.2f} sentences per document on average")
+    for name, agr in agreement.items():
+        print(f"{name:12s} oracle sentences: precision {100 * agr['precision']:.1f}% (chance "
+              f"{100 * agr['chance_precision']:.1f}%), recall {100 * agr['recall']:.1f}%")
     if args.png_index is not None:
         for path in plot_document(model, task, args.split, args.png_index, args.out, args.beam, args.max_len_b, use_cuda):
             print(f"wrote {path}")
