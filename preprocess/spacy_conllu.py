@@ -33,6 +33,11 @@ def main(argv=None):
     p.add_argument("--model", default="en_core_web_sm", help="an installed spaCy pipeline (name or path)")
     p.add_argument("--batch-size", type=int, default=64)
     args = p.parse_args(argv)
+    with open(args.words, encoding="utf-8") as f:
+        sentences = [line.rstrip("\r\n") for line in f]
+    for no, sent in enumerate(sentences, 1):
+        if not sent.split():
+            p.error(f"{args.words}:{no}: empty line (one sentence of words per line)")
     try:
         import spacy
         from spacy.tokens import Doc
@@ -42,11 +47,6 @@ def main(argv=None):
         nlp = spacy.load(args.model)
     except OSError as e:
         p.error(f"--model {args.model}: {e}")
-    with open(args.words, encoding="utf-8") as f:
-        sentences = [line.rstrip("\r\n") for line in f]
-    for no, sent in enumerate(sentences, 1):
-        if not sent.split():
-            p.error(f"{args.words}:{no}: empty line (one sentence of words per line)")
     docs = (Doc(nlp.vocab, words=s.split()) for s in sentences)
     with open(args.out, "w", encoding="utf-8") as out:
         for i, doc in enumerate(nlp.pipe(docs, batch_size=args.batch_size)):

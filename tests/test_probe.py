@@ -294,3 +294,44 @@ def test_validate_perplexity_equals_exp_of_the_mean_token_nll(chain):
     assert count == sum(len(ds.tgt[i]) for i in range(len(ds)))
     assert nll_bits == pytest.approx(total / count / math.log(2), abs=6e-4)
     assert ppl == pytest.approx(math.exp(total / count), abs=0.006)
+
+
+def test_spacy_conllu_writes_what_the_probe_reads(tmp_path):
+    """preprocess/spacy_conllu.py keeps the words of each line as they are and writes UPOS, XPOS,
+    HEAD (1-based, 0 at the root), DEPREL and NER= in MISC; the probe's reader gets back, per task,
+    the labels and heads of a spaCy-like Doc (duck-typed here: spaCy is not a dependency)."""
+    from types import SimpleNamespace as NS
+
+    from preprocess.spacy_conllu import conllu_lines
+
+    words = [("Ann", "PROPN", "NNP", "nsubj", 1, "PERSON"), ("sleeps", "VERB", "VBZ", "ROOT", 1, ""),
+             (".", "PUNCT", ".", "punct", 1, "")]
+    toks = []
+    for i, (w, pos, tag, dep, head, ent) in enumerate(words):
+        toks.append(NS(i=i, text=w, lemma_=w.lower(), pos_=pos, tag_=tag, dep_=dep, ent_type_=ent))
+    for t, (*_, head, _) in zip(toks, words):
+        t.head = toks[head]
+    path = tmp_path / "labels.conllu"
+    path.write_text("# sent_id = 1\n" + "\n".join(conllu_lines(toks)) + "\n\n", encoding="utf-8")
+    pos = P.read_conll(str(path), "pos")
+    assert [(t["word"], t["label"]) for t in pos] == [("Ann", "NNP"), ("sleeps", "VBZ"), (".", ".")]
+    assert [t["label"] for t in P.read_conll(str(path), "pos", pos_field="upos")] == ["PROPN", "VERB", "PUNCT"]
+    dep = P.read_conll(str(path), "dep")
+    assert [(t["label"], t["head"]) for t in dep] == [("nsubj", 1), ("ROOT", -1), ("punct", 1)]
+    assert [t["label"] for t in P.read_conll(str(path), "nel")] == ["PERSON", "O", "O"]
+
+
+def test_spacy_conllu_without_spacy_or_with_an_empty_line_says_so(tmp_path, capsys, monkeypatch):
+    from preprocess import spacy_conllu
+
+    words = tmp_path / "words.txt"
+    words.write_text("A sentence .\n\nAnother .\n", encoding="utf-8")
+    with pytest.raises(SystemExit):  # the probe aligns sentences one to one: no empty line
+        spacy_conllu.main([str(words), str(tmp_path / "out.conllu")])
+    assert f"{words}:2: empty line" in capsys.readouterr().err
+    words.write_text("A sentence .\nAnother .\n", encoding="utf-8")
+    monkeypatch.setitem(sys.modules, "spacy", None)  # import spacy -> ImportError
+    with pytest.raises(SystemExit):
+        spacy_conllu.main([str(words), str(tmp_path / "out.conllu")])
+    assert "needs spaCy" in capsys.readouterr().err
+    assert not (tmp_path / "out.conllu").exists()

@@ -612,3 +612,32 @@ def test_theta_of_another_split_or_other_documents_is_refused(tmp_path):
         json.dump(old, f)
     with pytest.raises(ValueError, match=r"valid.theta.json names no split and documents .*--splits valid"):
         task.load_dataset("valid")
+
+
+def test_topic_attention_share_is_n_over_n_plus_t_under_uniform_attention(ta_setup):
+    """analysis/topics.py ``attention``: with every decoder self-attention query projection zeroed, each
+    summary position t (1-based) attends uniformly to the n topics and its t visible summary positions
+    (Fig. 3(b)), so its share on the prefix is n / (n + t) in every layer; the mean over positions is the
+    reported ``uniform`` figure. Random weights give another share, and the model is left as it was."""
+    from fairseq_sum_plugins.analysis.topics import topic_attention
+
+    d, _, build = ta_setup
+    model = build()
+    src, lengths, prev = random_batch(d, bsz=2, tgt_len=5)
+    target = torch.cat([prev[:, 1:], prev.new_full((2, 1), d.eos())], 1)
+    target[1, 3:] = d.pad()  # a shorter summary: its padded positions are not counted
+    sample = {"net_input": {"src_tokens": src, "src_lengths": lengths, "prev_output_tokens": prev,
+                            "theta": theta_for(2)}, "target": target}
+    n = model.decoder.topic.n
+    random_weights = topic_attention(model, [sample], pad=d.pad())
+    hand = (sum(n / (n + t) for t in range(1, 6)) + sum(n / (n + t) for t in range(1, 4))) / 8
+    assert random_weights["tokens"] == 8 and random_weights["uniform"] == pytest.approx(hand)
+    with torch.no_grad():
+        for layer in model.decoder.layers:
+            inner = layer.self_attn.in_proj.out_features // 3
+            layer.self_attn.in_proj.weight[:inner] = 0
+            layer.self_attn.in_proj.bias[:inner] = 0
+    uniform = topic_attention(model, [sample], pad=d.pad())
+    assert uniform["share"] == pytest.approx([hand] * len(model.decoder.layers))
+    assert random_weights["share"] != pytest.approx(uniform["share"])
+    assert "forward" not in vars(model.decoder.layers[0].self_attn)  # the wrapper is removed

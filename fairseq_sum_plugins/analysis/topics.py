@@ -21,6 +21,15 @@ their Phi rows normalised to ``p(topic | token)``, projected on the first two pr
 (numpy SVD), each labelled with its surface form and coloured by its most probable topic::
 
     python -m fairseq_sum_plugins.analysis.topics map DATA/bin --tokens 80 --png topic_map.png
+
+The topic attention of a trained Topic Assistant model (TEMA, §4.2, Fig. 3(b)): with the validation
+summaries teacher-forced, the share of each decoder layer's self-attention (averaged over its heads)
+that summary positions give to the ``n`` topic positions of the prefix, averaged over the non-pad
+summary positions; a bar chart per layer and JSON. The share a summary token would give the prefix if it
+attended uniformly to everything it sees (``n / (n + t)`` at summary position ``t``) is reported beside
+it as ``uniform``::
+
+    python -m fairseq_sum_plugins.analysis.topics attention DATA/bin --path ckpt.pt --split valid --png ta_attn.png --json ta_attn.json
 """
 import argparse
 import json
@@ -254,6 +263,91 @@ def map_main(args):
     return ids, coords
 
 
+def topic_attention(model, batches, pad=1):
+    """``{"share": per-layer mean prefix share, "uniform": float, "n_prefix": n, "tokens": count}`` over the
+    summary positions of ``batches`` (fairseq samples, teacher-forced); the attention's head-averaged
+    probabilities (its ``need_weights`` output)."""
+    import torch
+
+    decoder = model.decoder
+    if decoder.topic is None or not decoder.topic.tema:
+        raise ValueError("this model has no TEMA topic prefix (train with --arch transformer_ta_* or --ta-tema True)")
+    n = decoder.topic.n
+    layers = list(decoder.layers)
+    sums = [None] * len(layers)
+    captured = {}
+    originals = []
+    for i, layer in enumerate(layers):
+        attn = layer.self_attn
+        originals.append(attn.forward)
+
+        def wrapped(*a, _orig=attn.forward, _i=i, **kw):
+            kw["need_weights"] = True
+            out, weights = _orig(*a, **kw)
+            captured[_i] = weights
+            return out, weights
+
+        attn.forward = wrapped
+    tokens, uniform = 0, 0.0
+    model.eval()
+    try:
+        with torch.no_grad():
+            for sample in batches:
+                captured.clear()
+                net_input = sample["net_input"]
+                model(**net_input)
+                mask = sample["target"].ne(pad)  # (B, T) summary positions
+                t = torch.arange(1, mask.size(1) + 1, dtype=torch.float)
+                uniform += float((n / (n + t)).expand_as(mask)[mask].sum())
+                tokens += int(mask.sum())
+                for i in range(len(layers)):
+                    w = captured[i]  # (B, n + T, n + T), head-averaged
+                    total = float(w[:, n:, :n].sum(-1)[mask].sum())
+                    sums[i] = total if sums[i] is None else sums[i] + total
+    finally:
+        for layer in layers:
+            del layer.self_attn.forward  # the class's forward again
+    share = np.asarray(sums, dtype=np.float64) / max(tokens, 1)
+    return {"share": share.tolist(), "uniform": uniform / max(tokens, 1), "n_prefix": n, "tokens": tokens}
+
+
+def attention_main(args):
+    import fairseq_sum_plugins  # noqa: F401  (registers the model and the task)
+    from fairseq import checkpoint_utils
+
+    overrides = {"data": args.data}
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.path], arg_overrides=overrides)
+    task.load_dataset(args.split)
+    itr = task.get_batch_iterator(task.dataset(args.split), max_sentences=args.batch_size, ignore_invalid_inputs=True)
+    batches = (b for i, b in enumerate(itr.next_epoch_itr(shuffle=False)) if not args.max_batches or i < args.max_batches)
+    result = topic_attention(models[0], batches, task.target_dictionary.pad())
+    share = np.asarray(result["share"])
+    print(f"share of decoder self-attention on the {result['n_prefix']} topic positions ({result['tokens']} summary "
+          f"tokens of {args.split}); uniform attention would give {100 * result['uniform']:.1f}%")
+    for i, v in enumerate(share):
+        print(f"layer {i + 1}: {100 * v:5.1f}%")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"path": args.path, "split": args.split, **result}, f, indent=1)
+    if args.png:
+        plt = pyplot()
+        fig, ax = plt.subplots(figsize=(0.8 * len(share) + 3, 3.2))
+        ax.bar(range(1, len(share) + 1), 100 * share, color="tab:blue", label="trained model")
+        ax.axhline(100 * result["uniform"], color="grey", ls="--", label="uniform attention")
+        for i, v in enumerate(share, 1):
+            ax.text(i, 100 * v, f"{100 * v:.1f}", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(1, len(share) + 1), [f"layer {i}" for i in range(1, len(share) + 1)])
+        ax.set_ylabel("% of self-attention on topics")
+        ax.set_title(f"decoder self-attention on the {result['n_prefix']} TEMA topic positions\n"
+                     f"{args.split}, {result['tokens']} summary tokens", fontsize=9)
+        ax.legend(fontsize=8, frameon=False)
+        fig.tight_layout()
+        fig.savefig(args.png, dpi=120)
+        plt.close(fig)
+        print(f"wrote {args.png}")
+    return result
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="Topic Assistant analyses (a document's topics, the topic map); "
                                 "semantic similarity: fairseq-sum-score --topic-model")
@@ -271,8 +365,18 @@ def main(argv=None):
     m.add_argument("--png", default="topic_map.png")
     for q in (g, m):
         q.add_argument("--topic-model", default=None)
+    a = sub.add_parser("attention", help="a trained model's decoder self-attention on the TEMA topic prefix")
+    a.add_argument("data")
+    a.add_argument("--path", required=True, help="checkpoint of a model with TEMA (transformer_ta_*)")
+    a.add_argument("--split", default="valid")
+    a.add_argument("--batch-size", type=int, default=16)
+    a.add_argument("--max-batches", type=int, default=0, help="0: the whole split")
+    a.add_argument("--png")
+    a.add_argument("--json")
     args = p.parse_args(argv)
-    return {"plot": plot_main, "map": map_main}[args.cmd](args)
+    if args.cmd == "attention" and (args.batch_size < 1 or args.max_batches < 0):
+        p.error("--batch-size must be >= 1 and --max-batches >= 0")
+    return {"plot": plot_main, "map": map_main, "attention": attention_main}[args.cmd](args)
 
 
 if __name__ == "__main__":
