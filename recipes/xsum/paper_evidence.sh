@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Each paper's own analysis on small models that read their documents, over several seeds (CPU).
+#
+#   bash recipes/xsum/paper_evidence.sh WORK OUT
+#     WORK  a folder prepared by fairseq-sum-prepare from the 1,000 XSum pairs (results/README.md,
+#           "Each paper's own analysis": the split and prepare commands), with --write-full-src
+#     OUT   output folder: OUT/seed<S>/<label>/ per run, OUT/results.md and the figures
+#
+# Per seed (SEEDS, default "1 2 3") one recipes/compare.sh run trains every model of the grid for
+# MAX_UPDATE (500) updates with the same batches and optimizer (d 128, 2+2 layers, 4 heads, d_f 512 for
+# the transformers; the GRU models at their presets), COPY=1 (the copy mechanism that makes these
+# small transformers read: results/README.md, "Which transformers read their documents"), then each
+# paper's analysis runs on the last checkpoints:
+#   TP-Transformer   fairseq-sum-probe (POS, DEP; labels: TRAIN_CONLLU, a CoNLL-U of the training
+#                    summaries, e.g. preprocess/spacy_conllu.py over fairseq-sum-probe --write-words),
+#                    fairseq-sum-roles (§4.4)
+#   information sel. analysis/gate_sweep.py, thresholds 0-0.99, with and without --gate-warmup-updates
+#   ETADS            analysis/focus_plot.py; focus-only and saliency-only ablations
+#   Topic Assistant  fairseq-sum-score --topic-model (semantic similarity), analysis/topics.py attention
+#   Mem2Mem          fairseq-sum-score --novel-ngrams, analysis/implicit_extraction.py (vs the oracle)
+# and analysis/paper_evidence.py writes OUT/results.md (mean +- sd and each seed). Steps whose output
+# exists are skipped, so a re-run resumes; compare.sh refuses a re-run whose spec changed.
+# Environment: SEEDS ("1 2 3"), MAX_UPDATE (500), TRAIN_CONLLU (WORK/probe/train.conllu; without it the
+# probe is skipped with a message), GATE_WARMUP (MAX_UPDATE / 2), and compare.sh's variables.
+set -euo pipefail
+source "$(dirname "$0")/../common.sh"
+USAGE="usage: paper_evidence.sh WORK OUT"
+WORK=${1:?$USAGE}
+OUT=${2:?$USAGE}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+SEEDS=${SEEDS:-1 2 3}
+for s in $SEEDS; do require_int s 0; done
+export MAX_UPDATE=${MAX_UPDATE:-500}
+require_int MAX_UPDATE 1
+GATE_WARMUP=${GATE_WARMUP:-$((MAX_UPDATE / 2))}
+require_int GATE_WARMUP 0
+TRAIN_CONLLU=${TRAIN_CONLLU:-$WORK/probe/train.conllu}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} LR=${LR:-1e-3} WARMUP=${WARMUP:-100} VALID_INTERVAL=${VALID_INTERVAL:-250}
+export BEAM=${BEAM:-4} MIN_LEN=${MIN_LEN:-10} MAX_LEN_B=${MAX_LEN_B:-64} MAX_TOKENS=${MAX_TOKENS:-4000} CURVES=${CURVES:-1} COPY=1
+D=$WORK/bin
+TINY="--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 128 --encoder-ffn-embed-dim 512 --encoder-attention-heads 4 --decoder-embed-dim 128 --decoder-ffn-embed-dim 512 --decoder-attention-heads 4"
+SPECS=(
+  "base=t5_transformer_small $TINY"
+  "tpt=tp_transformer_small $TINY"
+  "gate=transformer_gated_small $TINY"
+  "gate_warm=transformer_gated_small $TINY --gate-warmup-updates $GATE_WARMUP"
+  "etads_baseline=etads_baseline $TINY"
+  "etads=etads_base $TINY"
+  "etads_focus=etads_base $TINY --saliency-layers none"
+  "etads_saliency=etads_base $TINY --focus-layers none"
+  "ta=transformer_ta_small $TINY --side-data theta"
+  "hred=hred_base"
+  "mem2mem=mem2mem_base"
+)
+
+for S in $SEEDS; do
+  SEED=$S bash "$ROOT/recipes/compare.sh" "$WORK" "$OUT/seed$S" "${SPECS[@]}"
+  run() { echo "$OUT/seed$S/$1"; }
+  ck() { echo "$OUT/seed$S/$1/checkpoints/checkpoint_last.pt"; }
+  # TP-Transformer: probing grid (POS, DEP) of TPT-d and its baseline; TPT-d's role share
+  if [ -f "$TRAIN_CONLLU" ]; then
+    for m in base tpt; do for t in pos dep; do
+      o=$(run $m)/probe_$t.json
+      [ -s "$o" ] || { log "seed $S: probe $m $t"; fairseq-sum-probe "$D" --path "$(ck $m)" --split train --labels "$TRAIN_CONLLU" \
+        --task $t --max-summaries 0 --seed "$S" --json "$o" --png "${o%.json}.png" > "${o%.json}.txt"; }
+    done; done
+  else
+    log "probe skipped: $TRAIN_CONLLU missing (TRAIN_CONLLU: a CoNLL-U of the training summaries)"
+  fi
+  o=$(run tpt)/roles.json
+  [ -s "$o" ] || fairseq-sum-roles "$D" --path "$(ck tpt)" --split valid --json "$o" --png "${o%.json}.png" > "${o%.json}.txt"
+  # information selection: the threshold sweep, with and without the gate warm-up
+  for m in gate gate_warm; do
+    o=$(run $m)/sweep
+    [ -s "$o/gate_sweep.json" ] || python -m fairseq_sum_plugins.analysis.gate_sweep "$D" --path "$(ck $m)" --gen-subset test \
+      --max-examples 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 \
+      --thresholds 0 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 0.95 0.99 --out-dir "$o" > "$o.txt"
+  done
+  # ETADS: the learned focus
+  o=$(run etads)/focus.png
+  [ -s "$o" ] || python -m fairseq_sum_plugins.analysis.focus_plot "$D" --path "$(ck etads)" --split valid --index 0 \
+    --png "$o" --json "${o%.png}.json" > "${o%.png}.txt"
+  # Topic Assistant: semantic similarity (eq. 10) of both models' summaries; attention on the topic prefix
+  for m in base ta; do
+    o=$(run $m)/semsim.json
+    [ -s "$o" ] || fairseq-sum-score --generate-output "$(run $m)/test.out" --data "$D" --topic-model "$D/topic_model.npz" \
+      --json "$o" > "${o%.json}.txt"
+  done
+  o=$(run ta)/topic_attention.json
+  [ -s "$o" ] || python -m fairseq_sum_plugins.analysis.topics attention "$D" --path "$(ck ta)" --split valid \
+    --png "${o%.json}.png" --json "$o" > "${o%.json}.txt"
+  # Mem2Mem vs HRED: novel n-grams; implicit extraction against the oracle
+  for m in hred mem2mem; do
+    o=$(run $m)/novel.json
+    [ -s "$o" ] || fairseq-sum-score --generate-output "$(run $m)/test.out" --data "$D" --novel-ngrams --json "$o" > "${o%.json}.txt"
+  done
+  o=$(run mem2mem)/extraction
+  [ -s "$o/scores.json" ] || python -m fairseq_sum_plugins.analysis.implicit_extraction "$D" --path "$(ck mem2mem)" --split test \
+    --lead 3 --out "$o" --png-index 0 --beam "$BEAM" --max-len-b "$MAX_LEN_B" > "$o.txt"
+done
+python -m fairseq_sum_plugins.analysis.paper_evidence "$OUT" > /dev/null
+log "wrote $OUT/results.md"
