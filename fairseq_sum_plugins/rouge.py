@@ -34,6 +34,7 @@ An empty hypothesis scores 0 (it is not an error); a reference without any word 
 its sample id or line (:meth:`Scorer.pairs`), or, where no id is known (validation, the gate sweep),
 a document scored 0 (:meth:`Scorer.documents` with ``wordless_zero``).
 """
+import argparse
 import functools
 from dataclasses import dataclass
 from typing import Optional
@@ -41,14 +42,15 @@ from typing import Optional
 import numpy as np
 
 from .bootstrap import bootstrap_ci
-from .rouge155 import (LABELS, MAIN_METRICS, OFFICIAL_ARGS, per_document_official, score_files2rouge)
+from .rouge155 import (LABELS, MAIN_METRICS, OFFICIAL_ARGS, build_exception_db, per_document_official,
+                       rouge155_home, score_files2rouge)
 from .rouge_text import as_sentences, clean_summary, countable, sentence_separators, split_summary
 from .score_inputs import int_at_least
 from .text import DEFAULT_SENTENCE_SPLITTER, SENTENCE_SPLITTERS
 
 # re-exported: the public names of the scorer before it was split into rouge_text / rouge155 / bootstrap
-from .rouge155 import (build_exception_db, check_perl, exception_db_entries, exception_db_lookup,  # noqa: F401
-                       installed_path, parse_perl_documents, parse_perl_output, rouge155_home)
+from .rouge155 import (check_perl, exception_db_entries, exception_db_lookup,  # noqa: F401
+                       installed_path, parse_perl_documents, parse_perl_output)
 from .rouge_text import (EXCEPTION_FILE_ORDER, KNOWN_SEPARATORS, RougeTokenizer, known_separators,  # noqa: F401
                          rouge_tokens, rouge_words, wordnet_exceptions)
 from .score_inputs import (read_generate_output, read_generate_sources, read_jsonl_field,  # noqa: F401
@@ -119,7 +121,14 @@ class Scorer:
             raise ValueError(f"unknown scorer {self.backend!r} ({', '.join(BACKENDS)})")
         if self.splitter is not None and self.splitter not in SENTENCE_SPLITTERS:
             raise ValueError(f"unknown sentence splitter {self.splitter!r} ({', '.join(SENTENCE_SPLITTERS)})")
-        object.__setattr__(self, "seps", tuple(self.seps or ()))
+        object.__setattr__(self, "seps", tuple(separator_token(t) for t in self.seps or ()))
+
+    def check(self):
+        """Fail early, saying how to install it, when ROUGE-1.5.5 (``official``) cannot run; returns self."""
+        if self.backend == "official":
+            rouge155_home()
+            build_exception_db()
+        return self
 
     # -- summaries -> cleaned sentence lists
     def sentences(self, summary):
@@ -218,7 +227,7 @@ def add_scorer_options(p, backends=BACKENDS):
     p.add_argument("--workers", type=int_at_least(1), default=None,
                    help="parallel ROUGE-1.5.5 processes for --scorer official (default: all cores)")
     p.add_argument("--rouge-args", default=OFFICIAL_ARGS, help="ROUGE-1.5.5 options (perl scorers)")
-    p.add_argument("--sentence-sep", action="append", metavar="TOKEN",
+    p.add_argument("--sentence-sep", action="append", metavar="TOKEN", type=separator_token,
                    help="an extra sentence separator token, e.g. '<q>' (repeatable)")
     p.add_argument("--no-detok", action="store_true", help="skip Moses detokenization")
     p.add_argument("--split-sentences", action="store_true",
@@ -234,6 +243,17 @@ def scorer_from_args(args, summaries=(), **fields):
     return Scorer(backend=args.scorer, seps=sentence_separators(args.sentence_sep, summaries),
                   detok=not args.no_detok, splitter=args.sentence_splitter if args.split_sentences else None,
                   rouge_args=args.rouge_args, workers=args.workers, **fields)
+
+
+class SeparatorError(ValueError, argparse.ArgumentTypeError):
+    """A ``--sentence-sep`` value that is not one token (argparse prints its message)."""
+
+
+def separator_token(token):
+    """A ``--sentence-sep`` token: non-empty, without whitespace (summaries are split on it)."""
+    if not token or token.split() != [token]:
+        raise SeparatorError(f"a sentence separator is one token without spaces, got {token!r}")
+    return token
 
 
 def separator_tokens(text):

@@ -252,6 +252,10 @@ def main(argv=None):
     args = get_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
     cuda = torch.cuda.is_available() and not args.cpu
+    try:
+        rouge.scorer_from_args(args).check()
+    except RuntimeError as e:
+        raise SystemExit(f"gate_sweep: error: {e}") from None
     model, task, gates = load(args.data, args.path, cuda, args.reference)
     if args.reference:
         args.thresholds = args.thresholds[:1]

@@ -384,6 +384,7 @@ class SummarizationTask(TranslationTask):
         self._model_max_source_positions = getattr(self, "_model_max_source_positions", []) + [source_limit]
         self.check_model_data(cfg, model, from_checkpoint)
         if self.cfg.eval_rouge:
+            self.rouge_scorer().check()  # ROUGE-1.5.5 missing: an error now, not after the first epoch
             self.rouge_decoder = self.build_rouge_decoder()
             gen_args = parse_dict_flag("--eval-rouge-args", self.cfg.eval_rouge_args)
             self.sequence_generator = self.build_generator([model], Namespace(**gen_args))
