@@ -42,14 +42,14 @@ from typing import Optional
 import numpy as np
 
 from .bootstrap import bootstrap_ci
-from .rouge155 import (LABELS, MAIN_METRICS, OFFICIAL_ARGS, build_exception_db, per_document_official,
-                       rouge155_home, score_files2rouge)
+from .rouge155 import (MAIN_METRICS, OFFICIAL_ARGS, build_exception_db, per_document_official, rouge155_home,
+                       score_files2rouge)
 from .rouge_text import as_sentences, clean_summary, countable, sentence_separators, split_summary
 from .score_inputs import int_at_least
 from .text import DEFAULT_SENTENCE_SPLITTER, SENTENCE_SPLITTERS
 
-# re-exported: the public names of the scorer before it was split into rouge_text / rouge155 / bootstrap
-from .rouge155 import (check_perl, exception_db_entries, exception_db_lookup,  # noqa: F401
+# re-exported: the public names of the scorer's parts (rouge_text, rouge155, score_inputs)
+from .rouge155 import (LABELS, check_perl, exception_db_entries, exception_db_lookup,  # noqa: F401
                        installed_path, parse_perl_documents, parse_perl_output)
 from .rouge_text import (EXCEPTION_FILE_ORDER, KNOWN_SEPARATORS, RougeTokenizer, known_separators,  # noqa: F401
                          rouge_tokens, rouge_words, wordnet_exceptions)
