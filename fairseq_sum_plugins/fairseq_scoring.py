@@ -2,38 +2,52 @@
 
 fairseq hands every scorer the detokenized target (the ``T-`` line) and hypothesis (``D-``) of
 each test example through ``add_string``; this one cleans and scores them as
-``fairseq-sum-score`` does (:func:`fairseq_sum_plugins.rouge.score_summaries`, default scorer)
-and prints ``ROUGE-1/2/L F1`` in generate's closing ``Generate ... with beam=N:`` line. The
-references are the binarized targets, so they are truncated where ``fairseq-sum-prepare
---max-tgt-tokens`` cut them: the reported numbers for papers come from ``fairseq-sum-score``,
-which reads the untruncated references.
+``fairseq-sum-score`` does (:class:`fairseq_sum_plugins.rouge.Scorer`, with the same ``--scorer
+rouge-score|official`` and ``--sentence-sep TOKEN`` (here one value, tokens separated by spaces:
+``--sentence-sep '<q> <t>'``), and prints ``ROUGE-1/2/L F1`` in generate's closing ``Generate ...
+with beam=N:`` line. The references are the binarized targets, so they are truncated where
+``fairseq-sum-prepare --max-tgt-tokens`` cut them: the reported numbers for papers come from
+``fairseq-sum-score``, which reads the untruncated references.
 
 fairseq passes no sample id to a scorer, so a reference with no word ROUGE counts (``...``) cannot
 be named by its id here: such pairs are left out of the average, and the closing line says how
 many and quotes the first (``fairseq-sum-score`` on the same output refuses it, naming the sample
 id). With no pair left, the line says so instead of printing a number.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Optional
 
-from fairseq.dataclass import FairseqDataclass
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.scoring import SCORER_REGISTRY, BaseScorer, register_scorer
+
+from .rouge import DOCUMENT_BACKENDS, MAIN_METRICS, Scorer, separator_tokens
+from .rouge_text import countable
 
 
 @dataclass
 class RougeScorerConfig(FairseqDataclass):
-    pass
+    scorer: ChoiceEnum(DOCUMENT_BACKENDS) = field(
+        default="rouge-score", metadata={"help": "ROUGE backend, as fairseq-sum-score --scorer"})
+    sentence_sep: Optional[str] = field(
+        default=None, metadata={"help": "extra sentence separator tokens, space-separated (e.g. '<q>'), as "
+                                        "fairseq-sum-score --sentence-sep"})
 
 
 class RougeScorer(BaseScorer):
-    def _split(self):
-        """(hyps, refs) of the pairs whose reference has a word ROUGE counts, and the other references."""
-        from .rouge import clean_summary, countable
+    def scorer(self):
+        """The :class:`~fairseq_sum_plugins.rouge.Scorer` of ``--scorer`` / ``--sentence-sep``."""
+        return Scorer(str(getattr(self.cfg, "scorer", None) or "rouge-score"),
+                      separator_tokens(getattr(self.cfg, "sentence_sep", None)))
 
+    def _split(self):
+        """(hyps, refs) cleaned, of the pairs whose reference has a word ROUGE counts, and the other references."""
+        scorer = self.scorer()
         hyps, refs, left_out = [], [], []
         for ref, pred in zip(self.ref, self.pred):
-            if countable(clean_summary(ref)):
-                hyps.append(pred)
-                refs.append(ref)
+            ref_sents = scorer.sentences(ref)
+            if countable(ref_sents):
+                hyps.append(scorer.sentences(pred))
+                refs.append(ref_sents)
             else:
                 left_out.append(ref)
         return hyps, refs, left_out
@@ -41,13 +55,11 @@ class RougeScorer(BaseScorer):
     def score(self):
         """Summary-level ROUGE-1/2/L F1 (x100) over the pairs whose reference has a word; None
         when there is none."""
-        from .rouge import score_summaries
-
         hyps, refs, _ = self._split()
         if not refs:
             return None
-        res = score_summaries(hyps, refs)
-        return {m: 100 * res[m] for m in ("rouge1", "rouge2", "rougeL")}
+        per = self.scorer().documents(hyps, refs)
+        return {m: 100 * float(per[m].mean(0)[2]) for m in MAIN_METRICS}
 
     def result_string(self):
         _, refs, left_out = self._split()

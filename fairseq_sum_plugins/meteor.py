@@ -9,7 +9,7 @@ synonym (nltk ``meteor_score``, alpha 0.9, beta 3, gamma 0.5)::
     P = m / |hyp|, R = m / |ref|, Fmean = P R / (alpha P + (1 - alpha) R)
     penalty = gamma (chunks / m)^beta,  METEOR = Fmean (1 - penalty)
 
-Words are the lower-cased letters/digits runs of :func:`fairseq_sum_plugins.rouge.rouge_words`
+Words are the lower-cased letters/digits runs of :func:`fairseq_sum_plugins.rouge_text.rouge_words`
 (punctuation is not a word); the sentences of a summary are joined. The corpus score is the mean
 over summaries. WordNet comes from ``$WORDNET_DIR`` or ``/usr/share/wordnet`` (``apt-get install
 wordnet-base``, done by ``scripts/install.sh``): nothing is downloaded. That package ships no
@@ -33,7 +33,8 @@ segment scores; the chunk of an identical pair is not summed)::
     score = max(0, Fmean (1 - gamma frag^beta))   (frag = 0 for an identical pair; 0 / 0 -> 0)
 
 :func:`meteor15_from_stats` is that formula and :func:`meteor15_sum` the summing (both tested equal
-to the jar), used for the bootstrap CI of the final score over resampled documents. The text given
+to the jar), used for the bootstrap CI of the final score over resampled documents
+(:mod:`fairseq_sum_plugins.bootstrap`, as every CI of the scorer). The text given
 to the jar is the cleaned summary (its sentences joined by spaces, ``|||`` dropped); ``-norm``
 lower-cases and tokenizes it.
 """
@@ -48,7 +49,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .rouge import bootstrap_ci, installed_path, rouge_words
+from .bootstrap import bootstrap_ci
+from .rouge155 import installed_path
+from .rouge_text import rouge_words
 
 IMPLS = ("nltk", "1.5")
 M15_PARAMS = (0.85, 0.2, 0.6, 0.75)  # alpha, beta, gamma, delta of -l en (task rank)
@@ -268,9 +271,6 @@ def meteor_corpus(hyps, refs, impl="nltk", bootstrap_samples=0, seed=1):
     _, final, stats = run_meteor15(hyps, refs)
     out = {"meteor": final, "meteor_impl": label}
     if bootstrap_samples:
-        rng = np.random.default_rng(seed)
-        n = len(stats)
-        boot = [meteor15_from_stats(meteor15_sum(stats[rng.integers(0, n, n)]))
-                for _ in range(bootstrap_samples)]
-        out["meteor_ci"] = [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))]
+        lo, hi = bootstrap_ci(stats, bootstrap_samples, seed, statistic=lambda s: meteor15_from_stats(meteor15_sum(s)))
+        out["meteor_ci"] = [float(lo), float(hi)]
     return out

@@ -18,14 +18,16 @@ from the output (at its end too) are reported. ``--hyp`` with ``--data`` must co
 
 Measurements (all also in ``--json``):
 
-* ROUGE (:mod:`fairseq_sum_plugins.rouge`): ``--scorer rouge-score`` (default) | ``official``
-  (ROUGE-1.5.5, ``--workers`` processes) | ``files2rouge``; ``--report prf`` adds a
-  precision / recall / F1 table of every ROUGE variant (ETADS Tables 5-6).
+* ROUGE (:class:`fairseq_sum_plugins.rouge.Scorer`, the options of
+  :func:`~fairseq_sum_plugins.rouge.add_scorer_options` shared with ``fairseq-sum-compare`` and the
+  gate sweep): ``--scorer rouge-score`` (default) | ``official`` (ROUGE-1.5.5, ``--workers``
+  processes) | ``files2rouge``; ``--report prf`` adds a precision / recall / F1 table of every ROUGE
+  variant (ETADS Tables 5-6).
 * ``--meteor``: METEOR (:mod:`fairseq_sum_plugins.meteor`, TP-Transformer Table 2): nltk's, or
   with ``--meteor-impl 1.5`` Meteor Universal 1.5's jar (the paper's); labelled ``meteor_impl``.
 * ``--novel-ngrams [1,2,3,4]``: share of summary n-grams not in the source, for hypotheses and
   references (:mod:`fairseq_sum_plugins.novelty`, Mem2Mem Table 4).
-* ``--topic-model NPZ``: semantic similarity (eq. 10) of each summary to its document and to its
+* ``--topic-model NPZ``: semantic similarity (Topic Assistant eq. 10) of each summary to its document and to its
   gold summary (:func:`fairseq_sum_plugins.analysis.topics.semantic_similarity_scores`; imports
   fairseq).
 
@@ -55,9 +57,7 @@ def get_parser():
     src.add_argument("--generate-output", metavar="FILE", help="stdout of fairseq-generate")
     src.add_argument("--hyp", metavar="FILE", help="hypotheses, one summary per line")
     add_reference_options(p)
-    p.add_argument("--scorer", default="rouge-score", choices=["rouge-score", "official", "files2rouge"])
-    p.add_argument("--workers", type=int_at_least(1), default=None,
-                   help="parallel ROUGE-1.5.5 processes for --scorer official (default: all cores)")
+    rouge.add_scorer_options(p)
     p.add_argument("--report", default="f1", choices=["f1", "prf"],
                    help="prf: also a precision/recall/F1 table of every ROUGE variant")
     p.add_argument("--meteor", action="store_true", help="also METEOR (--meteor-impl, default nltk)")
@@ -66,19 +66,12 @@ def get_parser():
                         "-norm, as TP-Transformer Table 2; scripts/install.sh --meteor15); needs --meteor")
     p.add_argument("--novel-ngrams", nargs="?", const=[1, 2, 3, 4], type=ngram_orders, metavar="ORDERS",
                    help="also the novel n-gram ratios of hypotheses and references (default 1,2,3,4)")
-    p.add_argument("--no-detok", action="store_true", help="skip Moses detokenization")
-    p.add_argument("--split-sentences", action="store_true",
-                   help="split hypotheses and references into sentences with the rule-based splitter "
-                        "(outputs without <sep> / newline boundaries, e.g. BART's)")
-    p.add_argument("--sentence-splitter", choices=("regex", "pysbd"), default="regex",
-                   help="splitter of --split-sentences, as fairseq-sum-prepare --sentence-splitter")
     p.add_argument("--bootstrap-samples", type=int_at_least(0), default=1000,
                    help="bootstrap resamples for the CIs (0: no CIs)")
     p.add_argument("--seed", type=int, default=1, help="bootstrap seed")
-    p.add_argument("--rouge-args", default=rouge.OFFICIAL_ARGS, help="ROUGE-1.5.5 options (perl scorers)")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     p.add_argument("--topic-model", metavar="NPZ",
-                   help="also report semantic similarity (eq. 10) with this PFA topic model")
+                   help="also report semantic similarity (Topic Assistant eq. 10) with this PFA topic model")
     p.add_argument("--topic-data", metavar="DIR",
                    help="data dir of the topic model (dict, spm.model, prepare_args.json; "
                         "default: the topic model's folder)")
@@ -128,32 +121,13 @@ def documents(args, ids, sources, size=None):
 
 
 # ------------------------------------------------------------------------------------ measures
-def rouge_scores(args, ids, hyps, refs, seps):
-    if args.split_sentences:
-        split = rouge._sentence_splitter()
-        hyps = [split(h, args.sentence_splitter) for h in hyps]
-        refs = [split(r, args.sentence_splitter) for r in refs]
-    return rouge.score_summaries(hyps, refs, scorer=args.scorer, detok=not args.no_detok,
-                                 bootstrap=args.bootstrap_samples > 0,
-                                 bootstrap_samples=args.bootstrap_samples, seed=args.seed,
-                                 rouge_args=args.rouge_args, seps=seps, workers=args.workers,
-                                 ids=ids if args.generate_output else None)
-
-
-def extra_scores(args, ids, hyps, refs, sources, seps, size=None):
-    """METEOR, novel n-grams and semantic similarity, as asked for."""
+def extra_scores(args, scorer, ids, hyps, refs, sources, size=None):
+    """Novel n-grams and semantic similarity, as asked for (ROUGE and METEOR: :meth:`Scorer.corpus`)."""
     out = {}
-    if not (args.meteor or args.novel_ngrams or args.topic_model):
+    if not (args.novel_ngrams or args.topic_model):
         return out
-    hyp_sents, ref_sents = rouge.prepare_pairs(hyps, refs, not args.no_detok, seps,
-                                               ids if args.generate_output else None)
-    if args.meteor:
-        from .meteor import meteor_corpus
-
-        out.update(meteor_corpus(hyp_sents, ref_sents, args.meteor_impl or "nltk", args.bootstrap_samples,
-                                 args.seed))
-    if args.novel_ngrams or args.topic_model:
-        docs = [rouge.clean_summary(d, not args.no_detok, seps) for d in documents(args, ids, sources, size)]
+    hyp_sents, ref_sents = scorer.pairs(hyps, refs, ids if args.generate_output else None)
+    docs = [rouge.clean_summary(d, scorer.detok, scorer.seps) for d in documents(args, ids, sources, size)]
     if args.novel_ngrams:
         from .novelty import novel_ngram_ratios
 
@@ -176,7 +150,7 @@ def format_results(res, report="f1"):
     lines = []
     for m in [k for k in rouge.LABELS if k in res]:
         lines.append("-" * 45)
-        for letter, name in rouge._MEASURES:
+        for letter, name in rouge.MEASURES:
             key = m if name is None else f"{m}_{name}"
             ci = res.get(key + "_ci")
             ci = f" (95%-conf.int. {ci[0]:.5f} - {ci[1]:.5f})" if ci else ""
@@ -212,9 +186,10 @@ def main(argv=None):
         parser.error("--meteor-impl goes with --meteor")
     try:
         ids, hyps, refs, sources, size = load_inputs(args)
-        seps = rouge.sentence_separators(args.sentence_sep, hyps + refs)
-        res = rouge_scores(args, ids, hyps, refs, seps)
-        res.update(extra_scores(args, ids, hyps, refs, sources, seps, size))
+        scorer = rouge.scorer_from_args(args, hyps + refs, bootstrap_samples=args.bootstrap_samples, seed=args.seed,
+                                        meteor=(args.meteor_impl or "nltk") if args.meteor else None)
+        res = scorer.corpus(hyps, refs, ids if args.generate_output else None)
+        res.update(extra_scores(args, scorer, ids, hyps, refs, sources, size))
     except (ValueError, RuntimeError, OSError) as e:
         sys.exit(f"fairseq-sum-score: error: {e}")
     print(format_results(res, args.report))

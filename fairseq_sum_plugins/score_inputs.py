@@ -342,7 +342,8 @@ def int_at_least(low):
 
 
 def add_reference_options(p):
-    """The reference options of ``fairseq-sum-score`` and ``fairseq-sum-compare``, and ``--sentence-sep``."""
+    """The reference options of ``fairseq-sum-score`` and ``fairseq-sum-compare`` (the scoring options:
+    :func:`fairseq_sum_plugins.rouge.add_scorer_options`)."""
     refs = p.add_mutually_exclusive_group()
     refs.add_argument("--ref", metavar="FILE",
                       help="references, one per line (line i = hypothesis line i / sample id i)")
@@ -359,8 +360,6 @@ def add_reference_options(p):
                         "SPLIT.ref.jsonl, reference index, split size); default: the absolute path "
                         "in the generate output's log (OUT.log), if any")
     p.add_argument("--split", help="split of --data (default: the generate output's, else test)")
-    p.add_argument("--sentence-sep", action="append", metavar="TOKEN",
-                   help="an extra sentence separator token, e.g. '<q>' (repeatable)")
 
 
 def _warn_truncated_targets(path, data, split):

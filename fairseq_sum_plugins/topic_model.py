@@ -95,7 +95,7 @@ def bag_of_words(token_lists, vocab_size, keep):
     return bow
 
 
-def _progress(iterable, desc, enabled):
+def progress_bar(iterable, desc, enabled):
     if not enabled:
         return iterable
     try:
@@ -174,7 +174,7 @@ class PoissonFactorAnalysis:
         k = self.num_topics
         out = np.zeros((bow.shape[0], k), dtype=np.float32)
         starts = range(0, bow.shape[0], batch_size)
-        for s in _progress(starts, "PFA infer", progress and len(starts) > 1):
+        for s in progress_bar(starts, "PFA infer", progress and len(starts) > 1):
             part = bow[s : s + batch_size]
             nnz = np.diff(part.indptr)
             width = max(1, int(nnz.max()) if len(nnz) else 1)

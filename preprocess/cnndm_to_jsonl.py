@@ -22,7 +22,7 @@ import os
 import sys
 
 from preprocess import converter_io, stats
-from preprocess.xsum_to_jsonl import SPLIT_NAMES, ConvertError, _find, carve
+from preprocess.xsum_to_jsonl import SPLIT_NAMES, ConvertError, carve, find_split_file
 
 URL_LISTS = {"train": ("all_train",), "valid": ("all_val", "all_valid", "all_validation"), "test": ("all_test",)}
 
@@ -79,7 +79,7 @@ def from_jsonl(args):
         return carve(read_hf_jsonl(args.jsonl), {"train": None, "valid": args.valid_frac, "test": args.test_frac}, args.seed)
     if not os.path.isdir(args.jsonl):
         raise ConvertError(f"{args.jsonl}: no such file or directory")
-    paths = {s: _find(args.jsonl, names) for s, names in SPLIT_NAMES.items()}
+    paths = {s: find_split_file(args.jsonl, names) for s, names in SPLIT_NAMES.items()}
     missing = [s for s, p in paths.items() if p is None]
     if missing:
         raise ConvertError(f"{args.jsonl}: no {missing[0]}.jsonl (pass a single file to carve all splits from it)")
@@ -108,7 +108,7 @@ def from_stories(args):
         return carve([load(k) for k in sorted(index)], {"train": None, "valid": args.valid_frac, "test": args.test_frac}, args.seed)
     splits = {}
     for split, names in URL_LISTS.items():
-        path = _find(args.url_lists, names, ".txt")
+        path = find_split_file(args.url_lists, names, ".txt")
         if path is None:
             raise ConvertError(f"{args.url_lists}: no {names[0]}.txt")
         with open(path, encoding="utf-8") as f:

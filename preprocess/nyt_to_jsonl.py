@@ -24,7 +24,7 @@ import random
 import re
 
 from preprocess import converter_io, stats
-from preprocess.xsum_to_jsonl import SPLIT_NAMES, ConvertError, _find, carve
+from preprocess.xsum_to_jsonl import SPLIT_NAMES, ConvertError, carve, find_split_file
 
 _MARKER = re.compile(r"\s*(?:;\s*)?\((?:[A-Z])\)\s*$")
 
@@ -99,7 +99,7 @@ def split_examples(examples, args):
 def convert(args):
     """Write ``OUT/{train,valid,test}.jsonl``; returns the number of examples per split."""
     if os.path.isdir(args.jsonl):
-        paths = {s: _find(args.jsonl, names) for s, names in SPLIT_NAMES.items()}
+        paths = {s: find_split_file(args.jsonl, names) for s, names in SPLIT_NAMES.items()}
         missing = [s for s, p in paths.items() if p is None]
         if missing:
             raise ConvertError(f"{args.jsonl}: no {missing[0]}.jsonl")

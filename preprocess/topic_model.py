@@ -80,12 +80,12 @@ import torch
 from fairseq_sum_plugins.data_folder import looks_like_gpt2_ids
 from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis as _RuntimePFA
 from fairseq_sum_plugins.topic_model import (  # the runtime part this module fits for
-    _progress,
     bag_of_words,
     binarized_splits,
     dictionary_checksum,
     gpt2_files_info,
     load_dictionary,
+    progress_bar,
     split_documents,
     write_theta_file,
 )
@@ -225,7 +225,7 @@ class PoissonFactorAnalysis(_RuntimePFA):
         lengths = sparse.matmul(sparse.val, torch.ones(v, 1)).squeeze(1)
         theta = (lengths[:, None] / num_topics) * (torch.rand(n, num_topics, generator=g) + 0.5) + 1e-3
         prior_phi = (eta - 1) * keep_t.float()[:, None]
-        for it in _progress(range(iters), "PFA fit", progress):
+        for it in progress_bar(range(iters), "PFA fit", progress):
             lam = sparse.rate_at_nonzeros(theta, phi).clamp_min(1e-30)
             ratio = sparse.val / lam
             s_theta = theta * sparse.matmul(ratio, phi)

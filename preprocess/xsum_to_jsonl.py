@@ -97,7 +97,7 @@ def carve(examples, fracs, seed):
     return {name: [examples[i] for i in parts[name]] for name in fracs}
 
 
-def _find(directory, names, ext=".jsonl"):
+def find_split_file(directory, names, ext=".jsonl"):
     for name in names:
         path = os.path.join(directory, name + ext)
         if os.path.isfile(path):
@@ -116,7 +116,7 @@ def from_jsonl(args):
         return carve(read_jsonl(args.jsonl), fracs, args.seed)
     if not os.path.isdir(args.jsonl):
         raise ConvertError(f"{args.jsonl}: no such file or directory")
-    paths = {s: _find(args.jsonl, names) for s, names in SPLIT_NAMES.items()}
+    paths = {s: find_split_file(args.jsonl, names) for s, names in SPLIT_NAMES.items()}
     for split in ("train", "test"):
         if paths[split] is None:
             raise ConvertError(f"{args.jsonl}: no {split}.jsonl (pass a single file to carve "
@@ -174,7 +174,7 @@ def from_raw(args):
         for ex_id in ids:
             if args.limit_per_split and len(examples) >= args.limit_per_split:
                 break
-            path = _find(args.raw_dir, [ex_id], ".summary") or _find(args.raw_dir, [ex_id], ".data")
+            path = find_split_file(args.raw_dir, [ex_id], ".summary") or find_split_file(args.raw_dir, [ex_id], ".data")
             if path is None:
                 missing.append(ex_id)
                 continue

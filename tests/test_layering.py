@@ -40,3 +40,37 @@ def test_the_checker_sees_a_cycle_and_a_plugin_to_preprocess_import(tmp_path):
     assert not any(p.startswith("import cycle") for p in top)  # b imports a inside a function
     assert any("plugin -> preprocess: fairseq_sum_plugins.c imports preprocess.p" in p for p in problems)
     assert any("the task imports a feature" in p for p in problems)
+
+
+def private_names_used_across_modules(root=None):
+    """``from M import _name`` and ``M._name`` of a plugin module ``M`` in another module (``__dunder__`` aside)."""
+    import ast
+
+    found = []
+    for mod, path in check_layering.module_files(root).items():
+        tree = ast.parse(open(path, encoding="utf-8").read(), path)
+        plugin = set()  # local names bound to plugin modules or their members
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in check_layering.PACKAGES):
+                for a in node.names:
+                    plugin.add(a.asname or a.name)
+                    if a.name.startswith("_") and not a.name.startswith("__"):
+                        found.append(f"{mod}:{node.lineno} imports {a.name}")
+            elif isinstance(node, ast.Import):
+                plugin.update(a.asname or a.name.split(".")[0] for a in node.names
+                              if a.name.split(".")[0] in check_layering.PACKAGES)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in plugin
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                found.append(f"{mod}:{node.lineno} uses {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_private_name_is_used_across_modules(tmp_path):
+    assert private_names_used_across_modules() == []
+    for rel, text in {"fairseq_sum_plugins/__init__.py": "", "fairseq_sum_plugins/a.py": "_x = 1\n",
+                      "fairseq_sum_plugins/b.py": "from .a import _x\nfrom . import a\ny = a._x\n"}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert private_names_used_across_modules(str(tmp_path)) == [
+        "fairseq_sum_plugins.b:1 imports _x", "fairseq_sum_plugins.b:3 uses a._x"]

@@ -294,7 +294,9 @@ def test_official_uses_wordnet_exceptions():
 
 
 def test_files2rouge_missing_is_clear(monkeypatch):
-    monkeypatch.setattr(R.shutil, "which", lambda name: None)
+    from fairseq_sum_plugins import rouge155
+
+    monkeypatch.setattr(rouge155.shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="files2rouge is not on PATH"):
         R.score_summaries(["a"], ["a"], scorer="files2rouge")
 

@@ -328,8 +328,10 @@ def test_official_scores_non_latin_text_and_names_a_failing_example(monkeypatch)
         assert perl[k] == pytest.approx(ours[k], abs=1e-4), k
     with pytest.raises(ValueError, match=r"reference at line 1 \(0-based\) has no word"):
         R.score_summaries(["a", "b"], ["a", "!!! ..."], scorer="official")
-    real = R._run_perl
-    monkeypatch.setattr(R, "_run_perl", lambda h, r, a: (2, "", "Illegal division by zero")
+    from fairseq_sum_plugins import rouge155
+
+    real = rouge155._run_perl
+    monkeypatch.setattr(rouge155, "_run_perl", lambda h, r, a: (2, "", "Illegal division by zero")
                         if any("cat" in s for x in h for s in x) else real(h, r, a))
     with pytest.raises(RuntimeError, match=r"failed on example 2 \(0-based; hypothesis \['the cat sat'\]"):
         R.score_summaries(hyps, refs, scorer="official", workers=1)

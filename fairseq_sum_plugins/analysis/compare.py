@@ -7,11 +7,12 @@ advantage". Given two systems' outputs on the same documents with the same refer
     fairseq-sum-compare hyp_a.txt hyp_b.txt --ref ref.txt        # one summary per line
     fairseq-sum-compare gen_a.out gen_b.out --data DATA/bin --method ar --json cmp.json --png cmp.png
 
-per metric ``m`` (ROUGE-1/2/L F1 by default; the scorer's per-document numbers, see
-:func:`document_scores`) with per-document scores ``a_i``, ``b_i`` (i = 1..n)::
+per metric ``m`` (ROUGE-1/2/L F1 by default; the scorer's per-document numbers,
+:meth:`fairseq_sum_plugins.rouge.Scorer.document_f1`) with per-document scores ``a_i``, ``b_i`` (i = 1..n)::
 
     d_i   = a_i - b_i,         delta = mean_i d_i                            (difference, A - B)
-    paired bootstrap (Koehn, 2004): B resamples I_b of n documents drawn with replacement,
+    paired bootstrap (Koehn, 2004): B resamples I_b of n documents drawn with replacement
+          (:mod:`fairseq_sum_plugins.bootstrap`, the resamples of the scorer's CIs),
           delta_b = mean_{i in I_b} d_i;   95% CI = [2.5th, 97.5th] percentile of delta_b
           p = (1 + #{b : |delta_b - delta| >= |delta|}) / (1 + B)
               (two-sided; the bootstrap distribution shifted to the null, Berg-Kirkpatrick et al., 2012)
@@ -30,7 +31,10 @@ are the untruncated summaries of ``--data`` (or of the absolute data path in eac
 ``--skip-empty`` stay aligned), each checked against the ``T-`` lines; ``--refs t-lines`` compares
 against the cut ``T-`` lines by name. Both systems must cover the same sample ids with identical
 references, else it is an error naming the first difference; sample ids missing from an output are
-reported against the split's size. ``--sentence-sep`` and its warning are the scorer's.
+reported against the split's size. The scoring options are ``fairseq-sum-score``'s
+(:func:`fairseq_sum_plugins.rouge.add_scorer_options`: ``--scorer rouge-score|official``,
+``--workers``, ``--sentence-sep`` and its warning, ``--no-detok``, ``--split-sentences``), and
+``--meteor-impl`` picks the METEOR of ``--metrics meteor`` (nltk's, or Meteor 1.5's segment scores).
 """
 import argparse
 import json
@@ -40,6 +44,7 @@ import sys
 import numpy as np
 
 from fairseq_sum_plugins import rouge
+from fairseq_sum_plugins.bootstrap import bootstrap_statistics, percentile_interval
 from fairseq_sum_plugins.score_inputs import (add_reference_options, generate_inputs, hypothesis_inputs,
                                               int_at_least)
 
@@ -49,24 +54,14 @@ _GENERATE_LINE = re.compile(r"^[HD]-\d+\t")
 
 
 # ------------------------------------------------------------------------------ per-document scores
-def document_scores(hyps, refs, metrics=DEFAULT_METRICS, detok=True, seps=()):
+def document_scores(hyps, refs, metrics=DEFAULT_METRICS, detok=True, seps=(), scorer=None):
     """{metric: array (n,)} of per-document F1s (METEOR: its score), cleaned and scored exactly as
-    ``fairseq-sum-score`` (:func:`fairseq_sum_plugins.rouge.document_scores`,
-    :func:`fairseq_sum_plugins.meteor.meteor_scores`)."""
+    ``fairseq-sum-score`` (:meth:`fairseq_sum_plugins.rouge.Scorer.document_f1` of ``scorer``,
+    default ``Scorer(detok=detok, seps=seps)``)."""
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}: {', '.join(METRICS)}")
-    out = {}
-    rouge_metrics = [m for m in metrics if m != "meteor"]
-    if rouge_metrics:
-        per = rouge.document_scores(hyps, refs, detok=detok, seps=seps)
-        out.update({m: np.array([d["fmeasure"] for d in per[m]], dtype=np.float64) for m in rouge_metrics})
-    if "meteor" in metrics:
-        from ..meteor import meteor_scores
-
-        hyp_sents, ref_sents = rouge.prepare_pairs(hyps, refs, detok, seps)
-        out["meteor"] = np.asarray(meteor_scores(hyp_sents, ref_sents), dtype=np.float64)
-    return {m: out[m] for m in metrics}
+    return (scorer or rouge.Scorer(detok=detok, seps=seps)).document_f1(hyps, refs, metrics)
 
 
 # ------------------------------------------------------------------------------------ statistics
@@ -74,10 +69,8 @@ def paired_bootstrap(a, b, n_samples=1000, seed=1, confidence=0.95):
     """(delta, (ci_low, ci_high), p) of mean(a - b) by the paired bootstrap (module docstring)."""
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     delta = d.mean()
-    rng = np.random.default_rng(seed)
-    deltas = np.array([d[rng.integers(0, len(d), len(d))].mean() for _ in range(n_samples)])
-    alpha = (1 - confidence) / 2 * 100
-    ci = (float(np.percentile(deltas, alpha)), float(np.percentile(deltas, 100 - alpha)))
+    deltas = bootstrap_statistics(d, n_samples, seed)
+    ci = tuple(float(x) for x in percentile_interval(deltas, confidence))
     # a tolerance keeps float noise of a zero difference (identical systems) on the "as extreme" side
     extreme = np.abs(deltas - delta) >= abs(delta) - 1e-12
     return float(delta), ci, float((1 + extreme.sum()) / (1 + n_samples))
@@ -98,15 +91,18 @@ def approximate_randomization(a, b, trials=10000, seed=1, chunk=256):
 
 
 def compare_systems(hyps_a, hyps_b, refs, metrics=DEFAULT_METRICS, method="bootstrap", samples=1000,
-                    trials=10000, seed=1, detok=True, seps=()):
-    """Per metric: means of A and B, their difference, its 95% bootstrap CI and the p-value."""
+                    trials=10000, seed=1, detok=True, seps=(), scorer=None):
+    """Per metric: means of A and B, their difference, its 95% bootstrap CI and the p-value
+    (scores of ``scorer``, a :class:`~fairseq_sum_plugins.rouge.Scorer`; default: the default one with
+    ``detok`` and ``seps``)."""
     if not (len(hyps_a) == len(hyps_b) == len(refs)):
         raise ValueError(f"{len(hyps_a)} and {len(hyps_b)} hypotheses for {len(refs)} references")
     if not refs:
         raise ValueError("nothing to compare")
     if method not in ("bootstrap", "ar"):
         raise ValueError(f"unknown method {method!r} (bootstrap, ar)")
-    sa, sb = (document_scores(h, refs, metrics, detok, seps) for h in (hyps_a, hyps_b))
+    scorer = scorer or rouge.Scorer(detok=detok, seps=seps)
+    sa, sb = (document_scores(h, refs, metrics, scorer=scorer) for h in (hyps_a, hyps_b))
     out = {}
     for m in metrics:
         delta, ci, p = paired_bootstrap(sa[m], sb[m], samples, seed)
@@ -117,7 +113,7 @@ def compare_systems(hyps_a, hyps_b, refs, metrics=DEFAULT_METRICS, method="boots
     if "meteor" in metrics:
         from ..meteor import impl_label
 
-        res["meteor_impl"] = impl_label("nltk")
+        res["meteor_impl"] = impl_label(scorer.meteor or "nltk")
     return res
 
 
@@ -208,17 +204,18 @@ def get_parser():
     p.add_argument("sys_a", metavar="SYS_A", help="system A: fairseq-generate output or hypotheses, one per line")
     p.add_argument("sys_b", metavar="SYS_B", help="system B, same documents and references")
     add_reference_options(p)
+    rouge.add_scorer_options(p, rouge.DOCUMENT_BACKENDS)
     p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
-                   help="comma-separated: rouge1, rouge2, rougeL (summary-level), rougeL_plain, meteor (nltk's, WordNet: "
-                        "Debian wordnet-base)")
+                   help="comma-separated: rouge1, rouge2, rougeL (summary-level), rougeL_plain (rouge-score only), "
+                        "meteor (--meteor-impl)")
+    p.add_argument("--meteor-impl", choices=("nltk", "1.5"),
+                   help="METEOR of --metrics meteor: nltk (default; WordNet: Debian wordnet-base) or 1.5 (Meteor "
+                        "Universal 1.5's segment scores, as fairseq-sum-score --meteor-impl 1.5)")
     p.add_argument("--method", choices=["bootstrap", "ar"], default="bootstrap",
                    help="p-value by paired bootstrap or approximate randomization (CI: bootstrap)")
     p.add_argument("--bootstrap-samples", type=int_at_least(1), default=1000)
     p.add_argument("--ar-trials", type=int_at_least(1), default=10000)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--no-detok", action="store_true", help="skip Moses detokenization")
-    p.add_argument("--split-sentences", action="store_true",
-                   help="split summaries with the rule-based splitter (outputs without <sep>/newlines)")
     p.add_argument("--name-a", default="A")
     p.add_argument("--name-b", default="B")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
@@ -228,17 +225,17 @@ def get_parser():
 
 def main(argv=None):
     """Runs the comparison CLI and returns its result (``cli_main`` is the console entry point)."""
-    args = get_parser().parse_args(argv)
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    if args.meteor_impl and "meteor" not in metrics:
+        parser.error("--meteor-impl goes with --metrics ...,meteor")
     try:
         hyps_a, hyps_b, refs = paired_inputs(args.sys_a, args.sys_b, args)
-        seps = rouge.sentence_separators(args.sentence_sep, hyps_a + hyps_b + refs)
-        if args.split_sentences:
-            split = rouge._sentence_splitter()
-            hyps_a, hyps_b, refs = ([split(x) for x in xs] for xs in (hyps_a, hyps_b, refs))
-        metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+        scorer = rouge.scorer_from_args(args, hyps_a + hyps_b + refs, meteor=args.meteor_impl)
         res = compare_systems(hyps_a, hyps_b, refs, metrics, args.method, args.bootstrap_samples,
-                              args.ar_trials, args.seed, detok=not args.no_detok, seps=seps)
-    except (ValueError, OSError) as e:
+                              args.ar_trials, args.seed, scorer=scorer)
+    except (ValueError, RuntimeError, OSError) as e:
         sys.exit(f"fairseq-sum-compare: error: {e}")
     res.update(sys_a=args.sys_a, sys_b=args.sys_b)
     print(format_comparison(res, args.name_a, args.name_b))

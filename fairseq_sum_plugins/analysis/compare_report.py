@@ -80,7 +80,9 @@ def parse_train_log(path):
 
 
 def _mean_words(gen_output):
-    from fairseq_sum_plugins.rouge import clean_summary, read_generate_output
+    from fairseq_sum_plugins.rouge_text import clean_summary
+    from fairseq_sum_plugins.score_inputs import read_generate_output
+
     _, hyps, _ = read_generate_output(gen_output)
     return sum(len(" ".join(clean_summary(h)).split()) for h in hyps) / max(len(hyps), 1)
 

@@ -3,8 +3,10 @@ scores of one document (Fig. 3).
 
 For each threshold ``t`` the same checkpoint generates summaries of ``--gen-subset`` with gates
 ``<= t`` closed and their positions removed (Algorithm 1); the table gives the sparsity rate
-(removed / total source tokens), ROUGE-1/2/L F1 (x 100, ``rouge-score`` with stemming,
-summary-level ROUGE-L), as ``fairseq-sum-score`` computes them, and whether the model still reads its
+(removed / total source tokens), ROUGE-1/2/L F1 (x 100, summary-level ROUGE-L) of the summaries
+against the binarized targets, scored by ``fairseq-sum-score``'s
+:class:`~fairseq_sum_plugins.rouge.Scorer` with its options (``--scorer rouge-score|official``,
+``--sentence-sep``, ``--no-detok``, ``--split-sentences``; a target without a word scores 0), and whether the model still reads its
 source at that threshold: the source gain (bits per summary token gained from its own document over
 another, :mod:`.source_use`) and the number of distinct summaries::
 
@@ -29,6 +31,7 @@ from argparse import Namespace
 import numpy as np
 import torch
 
+from .. import rouge
 from ..modules.encoder_out import EncoderOut
 from .source_use import source_gain
 
@@ -58,6 +61,7 @@ def get_parser():
     p.add_argument("--reference", action="store_true",
                    help="the checkpoint has no gates (a sweep's reference model): one row at sparsity 0, no gate figure")
     p.add_argument("--out-dir", required=True)
+    rouge.add_scorer_options(p, rouge.DOCUMENT_BACKENDS)
     return p
 
 
@@ -92,8 +96,7 @@ def batches(task, subset, n, batch_size):
 def sweep(model, task, gates, args, cuda):
     from fairseq import utils
 
-    from ..rouge import clean_summary, rouge_pair
-
+    scorer = rouge.scorer_from_args(args)
     gen = task.build_generator([model], Namespace(beam=args.beam, max_len_a=0, max_len_b=args.max_len_b))
     tgt = task.target_dictionary
     rows = []
@@ -101,7 +104,7 @@ def sweep(model, task, gates, args, cuda):
         for g in gates:
             g.threshold = t
             g.reset_counts()
-        scores, words, texts, start = [], 0, set(), time.perf_counter()
+        hyps, refs, words, texts, start = [], [], 0, set(), time.perf_counter()
         for sample in batches(task, args.gen_subset, args.max_examples, args.batch_size):
             sample = utils.move_to_cuda(sample) if cuda else sample
             with torch.no_grad():
@@ -109,7 +112,8 @@ def sweep(model, task, gates, args, cuda):
             for i, h in enumerate(hypos):
                 hyp = tgt.string(h[0]["tokens"].int().cpu(), args.bpe_symbol)
                 ref = tgt.string(utils.strip_pad(sample["target"][i], tgt.pad()).int().cpu(), args.bpe_symbol)
-                scores.append(rouge_pair(clean_summary(hyp), clean_summary(ref)))
+                hyps.append(hyp)
+                refs.append(ref)
                 texts.add(hyp)
                 words += len(h[0]["tokens"])
         seconds = time.perf_counter() - start
@@ -117,13 +121,23 @@ def sweep(model, task, gates, args, cuda):
         gain = source_gain(model, task, args.gen_subset, args.max_examples, args.batch_size, cuda)["gain"]
         for g in gates:  # the source-gain forwards counted too
             g.counts = None
-        r1, r2, rl = (100 * np.mean(scores, axis=0)).tolist() if scores else (0.0, 0.0, 0.0)
+        r1, r2, rl = rouge_f1(scorer, hyps, refs)
         rows.append(dict(threshold=t, sparsity=100 * dropped / max(total, 1), dropped=dropped, tokens=total,
-                         rouge1=r1, rouge2=r2, rougeL=rl, n=len(scores), words_per_s=words / seconds,
+                         rouge1=r1, rouge2=r2, rougeL=rl, n=len(hyps), words_per_s=words / seconds,
                          source_gain=gain, distinct=len(texts)))
         logger.info(f"threshold {t:g}: sparsity {rows[-1]['sparsity']:.2f}% R-1 {r1:.2f} R-2 {r2:.2f} R-L {rl:.2f} "
-                    f"source gain {gain:.3f} bits, {len(texts)} distinct summaries of {len(scores)}")
+                    f"source gain {gain:.3f} bits, {len(texts)} distinct summaries of {len(hyps)}")
     return rows
+
+
+def rouge_f1(scorer, hyps, refs):
+    """[ROUGE-1, ROUGE-2, ROUGE-L] F1 x 100 of decoded summaries against their targets, means over
+    the documents (:meth:`~fairseq_sum_plugins.rouge.Scorer.documents`, a target without a word scoring 0)."""
+    if not hyps:
+        return [0.0, 0.0, 0.0]
+    per = scorer.documents([scorer.sentences(h) for h in hyps], [scorer.sentences(r) for r in refs],
+                           wordless_zero=True)
+    return (100 * np.stack([per[m][:, 2] for m in rouge.MAIN_METRICS], 1).mean(0)).tolist()
 
 
 def table(rows):
@@ -238,6 +252,10 @@ def main(argv=None):
     args = get_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
     cuda = torch.cuda.is_available() and not args.cpu
+    try:
+        rouge.scorer_from_args(args).check()
+    except RuntimeError as e:
+        raise SystemExit(f"gate_sweep: error: {e}") from None
     model, task, gates = load(args.data, args.path, cuda, args.reference)
     if args.reference:
         args.thresholds = args.thresholds[:1]

@@ -87,8 +87,9 @@ def source_gain(model, task, subset="test", max_examples=None, batch_size=16, cu
 
 def distinct_outputs(gen_output):
     """``(distinct, total)`` hypotheses of a ``fairseq-generate`` output (after
-    :func:`~fairseq_sum_plugins.rouge.clean_summary`)."""
-    from ..rouge import clean_summary, read_generate_output
+    :func:`~fairseq_sum_plugins.rouge_text.clean_summary`)."""
+    from ..rouge_text import clean_summary
+    from ..score_inputs import read_generate_output
 
     _, hyps, _ = read_generate_output(gen_output)
     texts = [" ".join(clean_summary(h)) for h in hyps]

@@ -32,8 +32,10 @@ or refuses a dictionary of sentencepiece pieces or GPT-2 ids that would turn the
 --maximize-best-checkpoint-metric`` selects checkpoints by ROUGE. Summaries and references are
 turned back into text as ``--eval-rouge-bpe`` says (by default the BPE recorded in
 ``DATA/prepare_args.json``, i.e. sentencepiece, else GPT-2 BPE for a dictionary of GPT-2 ids such
-as BART's, else none), then cleaned like ``fairseq-sum-score`` does
-(:func:`fairseq_sum_plugins.rouge.clean_summary`).
+as BART's, else none), then cleaned and scored like ``fairseq-sum-score`` does, by the same
+:class:`fairseq_sum_plugins.rouge.Scorer`: ``--eval-rouge-scorer`` is its ``--scorer``
+(``rouge-score`` or ``official``), ``--eval-rouge-sentence-sep`` its ``--sentence-sep`` (tokens
+separated by spaces); a reference without a word scores 0.
 """
 import json
 import logging
@@ -46,11 +48,13 @@ from typing import Dict, Optional
 import numpy as np
 import torch
 from fairseq import metrics, utils
+from fairseq.dataclass import ChoiceEnum
 from fairseq.data import BaseWrapperDataset, LanguagePairDataset
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from ..data_folder import dictionary_checksum, read_prepare_args, text_encoding_for
+from ..rouge import DOCUMENT_BACKENDS, MAIN_METRICS, Scorer, separator_tokens
 from ..side_data import (  # noqa: F401  (register_side_data_provider: part of the task's interface)
     GENERATOR_HOOKS,
     SIDE_DATA_CHECKS,
@@ -115,6 +119,11 @@ class SummarizationConfig(TranslationConfig):
         metadata={"help": 'args of --eval-rouge-bpe as JSON, e.g. \'{"gpt2_encoder_json": "E", "gpt2_vocab_bpe": "V"}\''},
     )
     eval_rouge_print_samples: bool = field(default=False, metadata={"help": "log one summary per validation batch"})
+    eval_rouge_scorer: ChoiceEnum(DOCUMENT_BACKENDS) = field(
+        default="rouge-score", metadata={"help": "ROUGE backend of --eval-rouge, as fairseq-sum-score --scorer"})
+    eval_rouge_sentence_sep: Optional[str] = field(
+        default=None, metadata={"help": "extra sentence separator tokens of --eval-rouge, space-separated (e.g. '<q>'), "
+                                        "as fairseq-sum-score --sentence-sep"})
     # GNMT penalties in beam search (Wu et al., 2016; ETADS §4.1), see fairseq_sum_plugins/sequence_generator.py
     lenpen_gnmt: Optional[float] = field(
         default=None,
@@ -375,6 +384,7 @@ class SummarizationTask(TranslationTask):
         self._model_max_source_positions = getattr(self, "_model_max_source_positions", []) + [source_limit]
         self.check_model_data(cfg, model, from_checkpoint)
         if self.cfg.eval_rouge:
+            self.rouge_scorer().check()  # ROUGE-1.5.5 missing: an error now, not after the first epoch
             self.rouge_decoder = self.build_rouge_decoder()
             gen_args = parse_dict_flag("--eval-rouge-args", self.cfg.eval_rouge_args)
             self.sequence_generator = self.build_generator([model], Namespace(**gen_args))
@@ -395,15 +405,17 @@ class SummarizationTask(TranslationTask):
                 name = "gpt2" if syms and sum(s.isdigit() for s in syms) > len(syms) / 2 else None
         return (None if name in (None, "", "none") else name), args
 
+    def rouge_scorer(self):
+        """The :class:`~fairseq_sum_plugins.rouge.Scorer` of ``--eval-rouge-scorer`` / ``--eval-rouge-sentence-sep``."""
+        return Scorer(str(self.cfg.eval_rouge_scorer or "rouge-score"), separator_tokens(self.cfg.eval_rouge_sentence_sep))
+
     def build_rouge_decoder(self):
         """``tokens -> list of sentences`` for ``--eval-rouge``. sentencepiece / subword-nmt marks are
         undone by ``Dictionary.string`` (as fairseq's ``--eval-bleu-remove-bpe``); any other BPE
         (e.g. GPT-2) by fairseq's BPE decoder, its text then split into sentences like
-        ``fairseq-sum-score --split-sentences``. Then :func:`~fairseq_sum_plugins.rouge.clean_summary`
-        (``<sep>`` boundaries, special tokens, Moses detokenization)."""
-        from ..rouge import clean_summary
-        from ..text import split_sentences
-
+        ``fairseq-sum-score --split-sentences``. Then :meth:`~fairseq_sum_plugins.rouge.Scorer.sentences`
+        (``<sep>`` and ``--eval-rouge-sentence-sep`` boundaries, special tokens, Moses detokenization)."""
+        scorer = self.rouge_scorer()
         name, args = self.resolve_rouge_bpe()
         symbol = {"sentencepiece": "sentencepiece", "subword_nmt": "subword_nmt"}.get(name)
         bpe = None
@@ -413,33 +425,30 @@ class SummarizationTask(TranslationTask):
             bpe = encoders.build_bpe(Namespace(bpe=name, **args))
             if bpe is None:
                 raise ValueError(f"--eval-rouge-bpe {name!r}: not a fairseq BPE")
+            scorer = Scorer(scorer.backend, scorer.seps, splitter="regex")  # as --split-sentences
 
         def decode(tokens):
             text = self.tgt_dict.string(tokens.int().cpu(), symbol)
-            if bpe is None:
-                return clean_summary(text)
             if name == "gpt2":  # only GPT-2 ids decode: drop specials (<s>) and madeupword0000
                 text = " ".join(t for t in text.split() if t.isdigit())
-            return [s for sent in split_sentences(bpe.decode(text)) for s in clean_summary(sent)]
+            return scorer.sentences(text if bpe is None else bpe.decode(text))
 
         return decode
 
     def valid_step(self, sample, model, criterion):
         loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
         if self.cfg.eval_rouge:
-            from ..rouge import rouge_pair
-
             decode = getattr(self, "rouge_decoder", None) or self.build_rouge_decoder()
             gen_out = self.inference_step(self.sequence_generator, [model], sample, prefix_tokens=None)
-            totals = np.zeros(3)
+            hyps, refs = [], []
             for i, hypos in enumerate(gen_out):
-                hyp = decode(hypos[0]["tokens"])
-                ref = decode(utils.strip_pad(sample["target"][i], self.tgt_dict.pad()))
-                totals += rouge_pair(hyp, ref)
+                hyps.append(decode(hypos[0]["tokens"]))
+                refs.append(decode(utils.strip_pad(sample["target"][i], self.tgt_dict.pad())))
                 if self.cfg.eval_rouge_print_samples and i == 0:
-                    logger.info(f"example summary: {hyp}\nexample reference: {ref}")
-            for key, value in zip(("rouge_1", "rouge_2", "rouge_l"), totals):
-                logging_output[f"_{key}_sum"] = float(value)
+                    logger.info(f"example summary: {hyps[-1]}\nexample reference: {refs[-1]}")
+            per = self.rouge_scorer().documents(hyps, refs, wordless_zero=True) if hyps else {}
+            for key, m in zip(("rouge_1", "rouge_2", "rouge_l"), MAIN_METRICS):
+                logging_output[f"_{key}_sum"] = float(sum(per[m][:, 2])) if hyps else 0.0
             logging_output["_rouge_n"] = len(gen_out)
             self.rouge_progress(len(gen_out))
         return loss, sample_size, logging_output
