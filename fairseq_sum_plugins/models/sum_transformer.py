@@ -96,8 +96,7 @@ from ..modules.topic import (
     topic_defaults,
 )
 from ..modules.tpr import TPRBinding, shared_role_normalization
-from .fresh_params import keep_fresh_parameters
-from .t5_import import IMPORT_MARKER, check_import_mark
+from .fresh_params import IMPORT_MARKER, check_import_mark, keep_fresh_parameters
 
 DEFAULT_MAX_POSITIONS = 1024
 
