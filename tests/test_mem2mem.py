@@ -18,11 +18,11 @@ TINY = dict(embed_dim=16, encoder_hidden_size=8, decoder_hidden_size=12, attenti
 
 # (name, model overrides) for the rows of Table 2 and the other switches
 SETTINGS = {
-    "hred": dict(encoder_memory=False, decoder_memory=False, memory_transfer=False),
-    "hred_coverage_loss": dict(encoder_memory=False, decoder_memory=False, memory_transfer=False, coverage_loss=True),
-    "hred_no_coverage_no_pointer": dict(encoder_memory=False, decoder_memory=False, coverage=False, pointer_generator=False),
-    "encoder_mem": dict(decoder_memory=False),
-    "decoder_mem_from_zeros": dict(encoder_memory=False, memory_transfer=False),
+    "hred": dict(memory_encoder=False, memory_decoder=False, memory_transfer=False),
+    "hred_coverage_loss": dict(memory_encoder=False, memory_decoder=False, memory_transfer=False, coverage_loss=True),
+    "hred_no_coverage_no_pointer": dict(memory_encoder=False, memory_decoder=False, coverage=False, pointer_generator=False),
+    "encoder_mem": dict(memory_decoder=False),
+    "decoder_mem_from_zeros": dict(memory_encoder=False, memory_transfer=False),
     "no_transfer": dict(memory_transfer=False),
     "full": dict(),
 }
@@ -231,8 +231,8 @@ def test_aux_losses_per_setting(setting):
     src, lens, prev = doc_batch(d, [[3, 4, 2], [5], [2, 3]])
     _, _, extra = total_loss(model, src, lens, prev)
     expected_aux = set()
-    cfg = {"encoder_memory": True, "decoder_memory": True, "coverage_loss": False, **SETTINGS[setting]}
-    if cfg["encoder_memory"]:
+    cfg = {"memory_encoder": True, "memory_decoder": True, "coverage_loss": False, **SETTINGS[setting]}
+    if cfg["memory_encoder"]:
         expected_aux |= {"mem_comp", "mem_read"}
     if cfg["coverage_loss"]:
         expected_aux.add("coverage")
@@ -374,7 +374,7 @@ def test_implicit_extraction_cli(trained_mem2mem, tmp_path, capsys):
 
 
 def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_path, capsys):
-    """Table 2's "+ Decoder Mem" row (--encoder-memory False) has no memory to extract with: an error,
+    """Table 2's "+ Decoder Mem" row (--memory-encoder False) has no memory to extract with: an error,
     or with --skip-without-memory (what the recipes pass) one line and exit 0, nothing written."""
     from conftest import FakeTask
     from fairseq_sum_plugins.analysis.implicit_extraction import cli_main
@@ -382,7 +382,7 @@ def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_pat
 
     state = torch.load(trained_mem2mem["ckpt"], weights_only=False)
     args = state["cfg"]["model"]
-    args.encoder_memory, args.memory_transfer = False, False
+    args.memory_encoder, args.memory_transfer = False, False
     d = Dictionary.load(os.path.join(trained_mem2mem["data"], "dict.src.txt"))
     keys = Mem2MemModel.build_model(args, FakeTask(d)).state_dict()
     state["model"] = {k: state["model"][k] for k in keys}

@@ -115,8 +115,8 @@ CELLS = [
     Cell("hred_base", family="mem2mem", nonzero=ALL),
     Cell("hred_base", dict(coverage_loss=True), family="mem2mem", nonzero=ALL),
     Cell("hred_base", dict(coverage=False, pointer_generator=False), family="mem2mem", nonzero=ALL),
-    Cell("mem2mem_base", dict(decoder_memory=False), family="mem2mem", nonzero=ALL),
-    Cell("mem2mem_base", dict(encoder_memory=False, memory_transfer=False), family="mem2mem", nonzero=ALL),
+    Cell("mem2mem_base", dict(memory_decoder=False), family="mem2mem", nonzero=ALL),
+    Cell("mem2mem_base", dict(memory_encoder=False, memory_transfer=False), family="mem2mem", nonzero=ALL),
     Cell("mem2mem_base", dict(memory_transfer=False), family="mem2mem", nonzero=ALL),
     Cell("mem2mem_base", family="mem2mem", nonzero=ALL),
 ]

@@ -165,9 +165,9 @@ def cli_main(argv=None):
     model = models[0]
     if getattr(model.encoder, "compression", None) is None:
         if args.skip_without_memory:
-            print(f"implicit extraction skipped: {args.path} has no encoder memory (--encoder-memory False)")
+            print(f"implicit extraction skipped: {args.path} has no encoder memory (--memory-encoder False)")
             return
-        parser.error(f"{args.path}: this model has no encoder memory (--encoder-memory), nothing to extract with")
+        parser.error(f"{args.path}: this model has no encoder memory (--memory-encoder), nothing to extract with")
     use_cuda = torch.cuda.is_available() and not args.cpu
     if use_cuda:
         model.cuda()

@@ -16,7 +16,7 @@ every sentence (packed): its outputs are the token states ``h^(w)_i`` and its fi
 (forward last, backward first) the sentence embedding ``s_j`` (eq. 1). A bi-GRU over the sentence
 embeddings gives ``h^(s)_j`` (eq. 2), i.e. the rows of ``H`` (eq. 4), and its final states give the
 decoder's initial state ``tanh(W_init [->h_L; <-h_1])``.
-With ``--encoder-memory``: ``A = softmax(W_a1 tanh(W_a2 H^T))`` (eq. 5, padding sentences
+With ``--memory-encoder``: ``A = softmax(W_a1 tanh(W_a2 H^T))`` (eq. 5, padding sentences
 masked), ``M_E = A H`` and ``L_comp = ||A A^T - I||_F^2`` (eq. 6), returned as aux loss
 ``mem_comp`` (mean over documents).
 
@@ -50,10 +50,10 @@ document, the mean over its target steps of ``||psi_t M_E - beta_t H||_2``), and
 
 Ablations of Table 2 (PubMed), all on ``--arch mem2mem_base``:
 
-    Baseline HRED      --encoder-memory False --decoder-memory False   (= --arch hred_base)
-    + Encoder Mem      --decoder-memory False --mem-comp-weight 0 --mem-read-weight 0
+    Baseline HRED      --memory-encoder False --memory-decoder False   (= --arch hred_base)
+    + Encoder Mem      --memory-decoder False --mem-comp-weight 0 --mem-read-weight 0
                        (the decoder reads the static M_E; no write)
-    + Decoder Mem      --encoder-memory False --memory-transfer False  (M_D from zeros, with writes)
+    + Decoder Mem      --memory-encoder False --memory-transfer False  (M_D from zeros, with writes)
     + Mem Transfer     --mem-comp-weight 0 --mem-read-weight 0
     + Reg L_comp       --mem-read-weight 0                             (lambda_1 = 1e-4)
     + Reg L_read       (defaults: the full model, lambda_2 = 0.01)
@@ -80,7 +80,7 @@ from fairseq.models import (
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.utils.checkpoint import checkpoint
 
-from ..flags import bool_flag
+from ..flags import bool_flag, renamed_flag
 from ..modules.memory import MemoryCompression, MemoryReader, MemoryWriter, compression_loss, masked_softmax, read_loss
 from ..modules.pointer_generator import MarkerEmbedding, count_position_markers, mix_copy_distribution
 from ..modules.sentences import sentence_layout
@@ -123,7 +123,7 @@ class HierarchicalEncoder(FairseqEncoder):
         self.doc_rnn = nn.GRU(2 * h, h, batch_first=True, bidirectional=True)
         self.init_proj = nn.Linear(2 * h, args.decoder_hidden_size)
         self.compression = (
-            MemoryCompression(2 * h, args.memory_attn_dim, args.memory_slots) if args.encoder_memory else None
+            MemoryCompression(2 * h, args.memory_attn_dim, args.memory_slots) if args.memory_encoder else None
         )
 
     def forward(self, src_tokens, src_lengths=None, **kwargs):
@@ -199,11 +199,11 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
         self.max_target_positions = args.max_target_positions
         e, hd, d, a = embed_tokens.embedding_dim, args.decoder_hidden_size, 2 * args.encoder_hidden_size, args.attention_dim
         self.memory_slots, self.mem_dim = args.memory_slots, d
-        self.encoder_memory, self.memory_transfer = args.encoder_memory, args.memory_transfer
+        self.memory_encoder, self.memory_transfer = args.memory_encoder, args.memory_transfer
         self.rnn = nn.GRU(e, hd, batch_first=True)
-        from_zeros = args.decoder_memory and not (args.encoder_memory and args.memory_transfer)
-        self.reader = MemoryReader(hd, d, attend=not from_zeros) if (args.encoder_memory or args.decoder_memory) else None
-        self.writer = MemoryWriter(hd, d) if args.decoder_memory else None
+        from_zeros = args.memory_decoder and not (args.memory_encoder and args.memory_transfer)
+        self.reader = MemoryReader(hd, d, attend=not from_zeros) if (args.memory_encoder or args.memory_decoder) else None
+        self.writer = MemoryWriter(hd, d) if args.memory_decoder else None
         # token attention (eq. 17) and sentence attention
         self.attn_key = nn.Linear(d, a, bias=False)  # W_e
         self.attn_query = nn.Linear(hd, a)  # W_d (+ bias)
@@ -412,8 +412,11 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
         parser.add_argument("--coverage-loss", type=b, metavar="BOOL",
                             help="return See et al.'s coverage loss (aux loss 'coverage', weighted by the "
                                  "criterion's --coverage-loss-weight)")
-        parser.add_argument("--encoder-memory", type=b, metavar="BOOL", help="memory compression M_E (eq. 5-6)")
-        parser.add_argument("--decoder-memory", type=b, metavar="BOOL", help="decoder memory with writes (eq. 8-10)")
+        # the memory flags share the --memory- prefix; --encoder-memory / --decoder-memory are the earlier spellings
+        parser.add_argument("--memory-encoder", "--encoder-memory", dest="memory_encoder", type=b, metavar="BOOL",
+                            help="memory compression M_E (eq. 5-6)")
+        parser.add_argument("--memory-decoder", "--decoder-memory", dest="memory_decoder", type=b, metavar="BOOL",
+                            help="decoder memory with writes (eq. 8-10)")
         parser.add_argument("--memory-transfer", type=b, metavar="BOOL", help="M_D starts from M_E (else zeros)")
         parser.add_argument("--memory-slots", type=int, metavar="R", help="r, memory heads/slots (10)")
         parser.add_argument("--memory-attn-dim", type=int, metavar="N", help="d_a of eq. 5 (128)")
@@ -481,8 +484,8 @@ def base_architecture(args):
     args.source_position_markers = getattr(args, "source_position_markers", -1)
     args.coverage = getattr(args, "coverage", True)
     args.coverage_loss = getattr(args, "coverage_loss", False)
-    args.encoder_memory = getattr(args, "encoder_memory", True)
-    args.decoder_memory = getattr(args, "decoder_memory", True)
+    renamed_flag(args, "memory_encoder", "encoder_memory", True)
+    renamed_flag(args, "memory_decoder", "decoder_memory", True)
     args.memory_transfer = getattr(args, "memory_transfer", True)
     args.memory_slots = getattr(args, "memory_slots", 10)
     args.memory_attn_dim = getattr(args, "memory_attn_dim", 128)
@@ -491,8 +494,8 @@ def base_architecture(args):
 @register_model_architecture("mem2mem", "hred_base")
 def hred_base(args):
     """Baseline HRED (§2, App. A.1): hierarchical encoder, pointer-generator, coverage; no memory."""
-    args.encoder_memory = getattr(args, "encoder_memory", False)
-    args.decoder_memory = getattr(args, "decoder_memory", False)
+    renamed_flag(args, "memory_encoder", "encoder_memory", False)
+    renamed_flag(args, "memory_decoder", "decoder_memory", False)
     args.memory_transfer = getattr(args, "memory_transfer", False)
     base_architecture(args)
 
