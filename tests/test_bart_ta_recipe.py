@@ -259,7 +259,7 @@ def test_topic_model_of_the_recipe_uses_the_gpt2_mapping(recipe_run, gpt2_files)
     the, cat = (d.index(str(bpe.encoder["\u0120" + w])) for w in ("the", "cat"))
     assert not model.keep[the] and model.keep[cat] and not model.phi[the].any()
     assert model.surface(cat, d) == "cat" and model.gpt2["sha256"]
-    # semantic similarity (eq. 10) encodes texts with the GPT-2 encoder of the fit
+    # semantic similarity (TA eq. 10) encodes texts with the GPT-2 encoder of the fit
     assert list(_encoder(data, d, model)("the cat")) == [d.index(str(i)) for i in bpe.encode("the cat")]
 
 

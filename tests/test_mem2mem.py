@@ -1,4 +1,4 @@
-"""Mem2Mem / HRED: sentence spans, eq. 3, 6, 11, 13-17, gradients per ablation, incremental decoding,
+"""Mem2Mem / HRED: sentence spans, M2M eq. 3, 6, 11, 13-17, gradients per ablation, incremental decoding,
 parameter count at the paper's dims, and a fairseq-train -> fairseq-generate round trip."""
 import math
 import os
@@ -128,7 +128,7 @@ def test_model_aux_losses_match_the_equations():
     out, extra = model.decoder(prev, enc)
     A = enc["write_attn"]
     expected = []
-    for b in range(A.size(0)):  # eq. 6 with explicit sums
+    for b in range(A.size(0)):  # M2M eq. 6 with explicit sums
         r = A.size(1)
         s = 0.0
         for k in range(r):
@@ -140,7 +140,7 @@ def test_model_aux_losses_match_the_equations():
     # pad sentence slots get no write attention, rows of A sum to one
     assert torch.allclose(A.sum(-1), torch.ones_like(A.sum(-1)), atol=1e-6)
     assert (A[~enc["sent_mask"].unsqueeze(1).expand_as(A)] == 0).all()
-    # eq. 11 against M_E, T_b = real target steps of document b
+    # M2M eq. 11 against M_E, T_b = real target steps of document b
     psi, beta, H, M_E = extra["read_attn"], extra["beta"], enc["sent_states"], enc["memory"]
     per_doc = []
     for b in range(src.size(0)):
@@ -191,7 +191,7 @@ def test_copy_distribution_sums_to_one_over_extended_vocabulary():
     assert (out[0, :, markers[0]] > 1e-6).all() and (out[1, :, markers[2]] > 1e-6).all()
     assert (out[:, :, markers[1]] < 1.01e-10).all() and (out[:, :, markers[3]] < 1.01e-10).all()  # not in any source
     assert model.encoder.embed_tokens.num_embeddings == len(d) - 4
-    # eq. 15 by hand: V = 4 entries (the last a marker), z = 0.25, gamma over ids [1, 3, 1]
+    # M2M eq. 15 by hand: V = 4 entries (the last a marker), z = 0.25, gamma over ids [1, 3, 1]
     logits = torch.log(torch.tensor([[[0.2, 0.3, 0.5]]]))
     probs = mix_copy_distribution(logits, torch.tensor([[[0.25]]]), torch.tensor([[[0.5, 0.2, 0.3]]]),
                                   torch.tensor([[1, 3, 1]]), vocab_size=4)
@@ -200,7 +200,7 @@ def test_copy_distribution_sums_to_one_over_extended_vocabulary():
 
 @pytest.mark.parametrize("temperature", [0.5, 2.0])
 def test_temperature_tempers_the_pointer_generator_mixture(temperature):
-    """fairseq's search at --temperature T scores with P^(1/T) / sum_w P(w)^(1/T), P the eq. 15 mixture."""
+    """fairseq's search at --temperature T scores with P^(1/T) / sum_w P(w)^(1/T), P the M2M eq. 15 mixture."""
     from fairseq.sequence_generator import EnsembleModel
 
     model, d = build_model("mem2mem_base", **TINY)
@@ -276,7 +276,7 @@ def test_one_sentence_documents_and_pad_slots_give_no_nan(arch, left_pad):
 
 @pytest.mark.parametrize("setting", ["decoder_mem_from_zeros", "full"])
 def test_memory_write_timing(setting):
-    """Eq. 7-10: step t reads with h^(d)_t (eq. 7); the write (eq. 8-10) takes h^(d)_{t+1}, the state
+    """M2M eq. 7-10: step t reads with h^(d)_t (M2M eq. 7); the write (M2M eq. 8-10) takes h^(d)_{t+1}, the state
     that has read the token y_t just produced, with the read m_t. Here (0-based steps): at every step
     but the first, the memory is written from h^(d)_t and m_{t-1}, then read; step 0 reads the initial
     M_D. So the memory read at step t changes with the decoder input x'_t, not only from step t + 1."""
@@ -304,7 +304,7 @@ def test_memory_write_timing(setting):
     assert torch.equal(read_mems[0], initial)
     for t in range(1, steps):
         h, m, before, after = writes[t - 1]
-        assert torch.allclose(h, hs[:, t], atol=1e-6)  # h^(d)_t (eq. 8-9's h^(d)_{t+1})
+        assert torch.allclose(h, hs[:, t], atol=1e-6)  # h^(d)_t (M2M eq. 8-9's h^(d)_{t+1})
         assert torch.equal(m, reads[t - 1][2])  # the previous read m_{t-1}
         assert torch.equal(before, read_mems[t - 1]) and torch.equal(after, read_mems[t])  # write, then read
     # changing x'_2 (the token produced at step 1) changes the memory read at step 2, not before

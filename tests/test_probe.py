@@ -143,7 +143,7 @@ def test_hooked_vectors_are_the_decoders_own(chain):
         np.testing.assert_allclose(feats[(1, "filler")][row + j], captured["f"][0, -1].numpy(), atol=1e-5)
         np.testing.assert_allclose(feats[(1, "final")][row + j], captured["t"][0, -1].numpy(), atol=1e-5)
     r, f, t = (feats[(0, rep)] for rep in ("role", "filler", "final"))
-    np.testing.assert_allclose(t, r * f + f, atol=1e-5)  # eq. 6
+    np.testing.assert_allclose(t, r * f + f, atol=1e-5)  # TPT eq. 6
 
 
 def test_summaries_with_side_data(chain, tmp_path):

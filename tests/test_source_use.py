@@ -55,7 +55,7 @@ def test_source_gain_equals_the_per_example_hand_computation(toy_data, tmp_path)
 
 
 def test_source_gain_is_zero_for_a_model_whose_gates_are_closed(toy_data, tmp_path):
-    """Gates ~1e-13 scale every key and value of the cross-attention to ~0 (eq. 6): the decoder sees
+    """Gates ~1e-13 scale every key and value of the cross-attention to ~0 (IS eq. 6): the decoder sees
     no document, so a summary is as likely after any document."""
     model, task = load(toy_data, checkpoint(toy_data, str(tmp_path / "m.pt")))
     with torch.no_grad():  # gates ~0 everywhere: keys and values scaled to ~0, so no document is read

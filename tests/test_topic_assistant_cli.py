@@ -237,7 +237,7 @@ def test_prepare_again_keeps_valid_topic_files_and_refuses_to_drop_stale_ones(tm
 
 
 def test_semantic_similarity_reads_d_lines(ta_trained, tmp_path):
-    """eq. 10 of fairseq-generate output through its one command line, fairseq-sum-score --topic-model:
+    """TA eq. 10 of fairseq-generate output through its one command line, fairseq-sum-score --topic-model:
     hypotheses from the D- lines (detokenized, as the T- references), the H- lines only when there
     is no D- line."""
     from fairseq_sum_plugins.analysis import topics

@@ -1,6 +1,6 @@
 """Implicit extraction by Mem2Mem's memory compression (paper §5.4, Table 3; Fig. 2-4 heatmaps).
 
-For every document of a split, the sentences with the highest memory-write attention ``A`` (eq. 5)
+For every document of a split, the sentences with the highest memory-write attention ``A`` (M2M eq. 5)
 of each of the ``r`` heads (duplicates removed, in document order) form an extractive summary,
 scored with ROUGE against the reference beside Lead-k (the first k sentences)::
 
