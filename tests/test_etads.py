@@ -318,6 +318,7 @@ def _run(*cmd):
     return proc
 
 
+@pytest.mark.slow
 def test_cli_train_and_generate_with_gnmt_penalties(toy_data, tmp_path):
     bindir = os.path.dirname(sys.executable)
     user_dir = os.path.join(REPO, "fairseq_sum_plugins")

@@ -347,6 +347,7 @@ def trained_mem2mem(toy_data, tmp_path_factory):
     return {"data": toy_data, "ckpt": os.path.join(save, "checkpoint_last.pt")}
 
 
+@pytest.mark.slow
 def test_train_generate_roundtrip(trained_mem2mem):
     from test_cli_roundtrip import cli, run
 
@@ -360,6 +361,7 @@ def test_train_generate_roundtrip(trained_mem2mem):
     assert all(math.isfinite(float(l.split("\t")[1])) for l in hyps)
 
 
+@pytest.mark.slow
 def test_implicit_extraction_cli(trained_mem2mem, tmp_path, capsys):
     """``python -m fairseq_sum_plugins.analysis.implicit_extraction`` (its entry point, run in-process)."""
     from fairseq_sum_plugins.analysis.implicit_extraction import cli_main
@@ -373,6 +375,7 @@ def test_implicit_extraction_cli(trained_mem2mem, tmp_path, capsys):
         assert (tmp_path / "ext" / name).stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_path, capsys):
     """Table 2's "+ Decoder Mem" row (--memory-encoder False) has no memory to extract with: an error,
     or with --skip-without-memory (what the recipes pass) one line and exit 0, nothing written."""
@@ -398,6 +401,7 @@ def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_pat
     assert not (tmp_path / "ext").exists()
 
 
+@pytest.mark.slow
 def test_generate_temperature_changes_the_scores(trained_mem2mem, capsys, monkeypatch):
     """fairseq-generate --temperature 2 (its cli_main, in this process): greedy picks the same tokens
     (tempering keeps the argmax) but scores them under P^(1/2) renormalised, not log P - log 2."""

@@ -81,6 +81,7 @@ def test_one_example_is_refused(toy_data, tmp_path):
         source_gain(model, task, "test", max_examples=1)
 
 
+@pytest.mark.slow
 def test_source_curve_gives_each_interval_checkpoint_its_gain_cached_and_plotted(toy_data, tmp_path):
     from fairseq_sum_plugins.analysis import source_curve
 
@@ -155,6 +156,7 @@ def test_source_curve_refuses_a_checkpoint_of_another_dictionary_of_the_same_siz
     assert not list(run.glob("*.gain-*.json"))
 
 
+@pytest.mark.slow
 def test_source_curve_does_not_reuse_its_cache_for_a_folder_prepared_again(toy_data, tmp_path, capsys):
     import shutil
 

@@ -11,6 +11,8 @@ import pytest
 from t5_fixtures import write_tiny_t5
 from test_recipes import N_TEST, REPO, run_recipe, steps
 
+pytestmark = pytest.mark.slow  # trains and decodes through the console scripts
+
 pytest.importorskip("transformers")
 
 # fairseq-train flags matching the tiny T5's dims (the preset's are T5-small's)
