@@ -11,8 +11,6 @@ import pytest
 from t5_fixtures import write_tiny_t5
 from test_recipes import N_TEST, REPO, run_recipe, steps
 
-pytestmark = pytest.mark.slow  # trains and decodes through the console scripts
-
 pytest.importorskip("transformers")
 
 # fairseq-train flags matching the tiny T5's dims (the preset's are T5-small's)
@@ -25,6 +23,7 @@ def newsroom_sentences(raw):
         return [json.loads(line)["text"].replace("\n", " ") for line in f]
 
 
+@pytest.mark.slow
 def test_newsroom_t5_gated(tmp_path):
     raw = corpora.write_newsroom(tmp_path / "newsroom")
     hf = tmp_path / "t5-tiny"
