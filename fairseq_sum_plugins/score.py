@@ -27,7 +27,7 @@ Measurements (all also in ``--json``):
   with ``--meteor-impl 1.5`` Meteor Universal 1.5's jar (the paper's); labelled ``meteor_impl``.
 * ``--novel-ngrams [1,2,3,4]``: share of summary n-grams not in the source, for hypotheses and
   references (:mod:`fairseq_sum_plugins.novelty`, Mem2Mem Table 4).
-* ``--topic-model NPZ``: semantic similarity (Topic Assistant eq. 10) of each summary to its document and to its
+* ``--topic-model NPZ``: semantic similarity (TA eq. 10) of each summary to its document and to its
   gold summary (:func:`fairseq_sum_plugins.analysis.topics.semantic_similarity_scores`; imports
   fairseq).
 
@@ -71,7 +71,7 @@ def get_parser():
     p.add_argument("--seed", type=int, default=1, help="bootstrap seed")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     p.add_argument("--topic-model", metavar="NPZ",
-                   help="also report semantic similarity (Topic Assistant eq. 10) with this PFA topic model")
+                   help="also report semantic similarity (TA eq. 10) with this PFA topic model")
     p.add_argument("--topic-data", metavar="DIR",
                    help="data dir of the topic model (dict, spm.model, prepare_args.json; "
                         "default: the topic model's folder)")
@@ -173,7 +173,7 @@ def format_results(res, report="f1"):
             cells = [f"{k.split('_')[1]} " + ("-" if res[k] is None else f"{100 * res[k]:.1f}%") for k in keys]
             lines.append(f"novel n-grams ({name}): " + "  ".join(cells))
     if "ss_sum_doc" in res:
-        lines.append(f"SS (eq. 10) summary-document: {res['ss_sum_doc']:.4f}  "
+        lines.append(f"SS (TA eq. 10) summary-document: {res['ss_sum_doc']:.4f}  "
                      f"summary-gold: {res['ss_sum_gold']:.4f}")
     return "\n".join(lines)
 

@@ -1,4 +1,4 @@
-"""Beam search with the GNMT length and coverage penalties (Wu et al., 2016, eq. 14), as ETADS
+"""Beam search with the GNMT length and coverage penalties (Wu et al., 2016, GNMT eq. 14), as ETADS
 decodes (§4.1)::
 
     s(Y, X) = log P(Y | X) / lp(Y) + cp(X; Y)

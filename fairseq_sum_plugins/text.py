@@ -13,12 +13,10 @@ Sentence splitting (:func:`split_sentences`) is the one function that ``fairseq-
 converters (truncation, ``--stats``), the ``sum_moses`` tokenizer and ``fairseq-sum-score
 --split-sentences`` call, each with the same option ``--sentence-splitter``:
 
-* ``regex`` (default): the rule-based splitter of this module, linear in the text, no dependency
-  (about 4 ms for a 5,000-word document on one core);
+* ``regex`` (default): the rule-based splitter of this module, linear in the text, no dependency;
 * ``pysbd``: the pysbd package (pragmatic sentence boundary rules, 0.3.x), more rules for
-  abbreviations, numbers and lists, but 100-250x slower and super-linear in the length of a line
-  (0.04 s for a 500-word line, 0.9 s for a 5,000-word one, against 0.4 ms / 4 ms for ``regex``; lines
-  of 20-word sentences, one core): use ``fairseq-sum-prepare --workers``.
+  abbreviations, numbers and lists, but orders of magnitude slower than ``regex`` and super-linear in
+  the length of a line: use ``fairseq-sum-prepare --workers``.
 
 Both keep "p.m. Then", "U.K. The", "$5m. iPhone" as two sentences and "No. 5" as one. The
 default is ``regex`` because it is fast enough to split whole corpora and documents of any length;

@@ -24,7 +24,7 @@ surfaces and the GPT-2 encoder files (path and sha256).
 **A document with no countable token** (empty, or only stop words / punctuation) has no topic
 evidence: ``infer(..., empty="prior")`` gives it :meth:`PoissonFactorAnalysis.theta_prior` (the
 corpus mean of the fit, or uniform ``1/K`` for a file without it), never zeros or NaN;
-``empty="zero"`` (the semantic similarity of eq. 10) gives the zero vector.
+``empty="zero"`` (the semantic similarity of TA eq. 10) gives the zero vector.
 
 **Whole documents.** :func:`split_documents` reads a split's documents for the bags of words: the
 binarized source, or with ``full_src`` the untruncated ``DIR/{split}.src`` (checked to be the
@@ -163,7 +163,7 @@ class PoissonFactorAnalysis:
         The theta updates of MAP-EM, vectorised over a batch of documents: each document's distinct
         tokens' rows of Phi are gathered once into a padded ``(B, L, K)`` tensor, then every
         iteration is two batched matrix products. A document with no countable token gets the
-        zero vector (``empty="zero"``: no topic evidence, what the semantic similarity of eq. 10
+        zero vector (``empty="zero"``: no topic evidence, what the semantic similarity of TA eq. 10
         scores as 0) or, with ``empty="prior"`` (the summarizer's side data: ``write_theta``, the
         task's raw-text provider), :meth:`theta_prior` (normalised output only).
         """

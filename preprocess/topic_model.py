@@ -1,7 +1,7 @@
 """Poisson factor analysis (PFA, Zhou et al., 2012) over the summarizer's own vocabulary, for the
 Topic Assistant (Topic Assistant paper §3.2, App. B).
 
-Model (eq. 2)::
+Model (TA eq. 2)::
 
     b_n ~ Poisson(Phi theta_n),   theta_n ~ Gamma(r, rate),   phi_k ~ Dirichlet(eta)
 

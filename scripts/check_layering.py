@@ -10,7 +10,10 @@ Reports, and exits 1 on:
 * a plugin module importing ``preprocess`` (``preprocess`` may import the plugin, not the reverse);
 * the task (``fairseq_sum_plugins/tasks/``) importing a feature (``modules``, ``models``,
   ``analysis``, ``topic_model``), or a feature module (``modules``) importing the task: features
-  register what they need in ``fairseq_sum_plugins/side_data.py``.
+  register what they need in ``fairseq_sum_plugins/side_data.py``;
+* a model or feature module (``models``, ``modules``) importing a checkpoint converter
+  (``CONVERTERS``): a converter reads and writes models, a model never knows its converters (the mark
+  that an imported checkpoint carries is the model's, ``models/fresh_params.py``).
 """
 import argparse
 import ast
@@ -21,6 +24,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("fairseq_sum_plugins", "preprocess")
 TASK_MAY_NOT_IMPORT = ("fairseq_sum_plugins.modules", "fairseq_sum_plugins.models", "fairseq_sum_plugins.analysis",
                        "fairseq_sum_plugins.topic_model")
+CONVERTERS = ("fairseq_sum_plugins.models.t5_import", "fairseq_sum_plugins.models.t5_export")
 
 
 def module_files(root=None):
@@ -129,6 +133,9 @@ def violations(top_level_only=False):
                 problems.append(f"the task imports a feature: {mod} imports {target} ({where})")
             if mod.startswith("fairseq_sum_plugins.modules") and target.startswith("fairseq_sum_plugins.tasks"):
                 problems.append(f"a feature imports the task: {mod} imports {target} ({where})")
+            if (mod.startswith(("fairseq_sum_plugins.models", "fairseq_sum_plugins.modules")) and mod not in CONVERTERS
+                    and target in CONVERTERS):
+                problems.append(f"a model imports a converter: {mod} imports {target} ({where})")
     return problems
 
 

@@ -229,6 +229,7 @@ def recipe_run(gpt2_files, tmp_path_factory):
     return {"root": root, "raw": raw, "bart": bart, "work": work, "first": first}
 
 
+@pytest.mark.slow
 def test_recipe_generates_every_test_summary_and_scores(recipe_run):
     work = recipe_run["work"]
     out = os.path.join(work, "test.bart_base_ta.beam5.out")
@@ -248,6 +249,7 @@ def test_recipe_generates_every_test_summary_and_scores(recipe_run):
         assert theta.shape == (n, 4) and np.allclose(theta.sum(1), 1, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_topic_model_of_the_recipe_uses_the_gpt2_mapping(recipe_run, gpt2_files):
     from fairseq_sum_plugins.analysis.topics import _encoder
     from preprocess.topic_model import PoissonFactorAnalysis, load_dictionary
@@ -259,10 +261,11 @@ def test_topic_model_of_the_recipe_uses_the_gpt2_mapping(recipe_run, gpt2_files)
     the, cat = (d.index(str(bpe.encoder["\u0120" + w])) for w in ("the", "cat"))
     assert not model.keep[the] and model.keep[cat] and not model.phi[the].any()
     assert model.surface(cat, d) == "cat" and model.gpt2["sha256"]
-    # semantic similarity (eq. 10) encodes texts with the GPT-2 encoder of the fit
+    # semantic similarity (TA eq. 10) encodes texts with the GPT-2 encoder of the fit
     assert list(_encoder(data, d, model)("the cat")) == [d.index(str(i)) for i in bpe.encode("the cat")]
 
 
+@pytest.mark.slow
 def test_raw_text_through_the_hub_gets_the_same_theta(recipe_run, gpt2_files):
     """BART's hub interface (raw text, --bpe gpt2): the task's provider infers theta from the
     dictionary ids; it equals the theta the recipe wrote for the binarized test split."""
@@ -283,6 +286,7 @@ def test_raw_text_through_the_hub_gets_the_same_theta(recipe_run, gpt2_files):
     assert len(summaries) == 2 and all(isinstance(s, str) for s in summaries)
 
 
+@pytest.mark.slow
 def test_recipe_resumes(recipe_run):
     work = recipe_run["work"]
     ckpt = os.path.join(work, "checkpoints", "bart_base_ta", "checkpoint_best.pt")

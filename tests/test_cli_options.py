@@ -45,6 +45,7 @@ def untied(toy_data, tmp_path_factory):
     return {"data": toy_data, "ckpt": os.path.join(save, "checkpoint_last.pt"), "log": proc.stdout + proc.stderr}
 
 
+@pytest.mark.slow
 def test_share_decoder_input_output_embed_false_unties_the_output_projection(untied):
     state = torch.load(untied["ckpt"], weights_only=True)
     assert state["cfg"]["model"].share_all_embeddings is True  # the preset's
@@ -54,6 +55,7 @@ def test_share_decoder_input_output_embed_false_unties_the_output_projection(unt
     assert not torch.equal(out, state["model"]["encoder.embed_tokens.weight"])
 
 
+@pytest.mark.slow
 def test_eval_rouge_args_accepts_python_dict_style(untied, toy_data, tmp_path):
     assert "rouge_l" in untied["log"]  # validation decoded with {'beam': 1, 'max_len_b': 4}
     err = fails(*train_args(toy_data, str(tmp_path), *TINY, "--eval-rouge", "--eval-rouge-args", "{'beam': 1"))
@@ -64,6 +66,7 @@ def test_eval_rouge_args_accepts_python_dict_style(untied, toy_data, tmp_path):
     assert "--eval-rouge-args" in err and not marker.exists()
 
 
+@pytest.mark.slow
 def test_fp16_on_cpu_is_refused_first(untied, toy_data, tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU runs --fp16")
@@ -75,6 +78,7 @@ def test_fp16_on_cpu_is_refused_first(untied, toy_data, tmp_path):
     assert "--fp16 needs a CUDA GPU" in err
 
 
+@pytest.mark.slow
 def test_empty_checkpoint_names_the_file(untied, tmp_path):
     empty = tmp_path / "checkpoint_best.pt"
     empty.write_bytes(b"")

@@ -11,6 +11,8 @@ import pytest
 
 from conftest import REPO
 
+pytestmark = pytest.mark.slow  # trains and decodes through the console scripts
+
 USER_DIR = os.path.join(REPO, "fairseq_sum_plugins")
 WORDS = "model data summary paper results method attention role filler network training corpus".split()
 N_TEST = 11  # not a multiple of the batch size: the last partial batch must be generated too

@@ -21,6 +21,8 @@ import torch
 from conftest import binarize, write_toy_parallel
 from test_cli_roundtrip import USER_DIR, cli
 
+pytestmark = pytest.mark.slow  # trains and decodes through the console scripts
+
 TINY = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
         "--encoder-attention-heads", "2"]
 BART_TINY = TINY + ["--decoder-attention-heads", "2", "--decoder-embed-dim", "32", "--decoder-ffn-embed-dim", "64",

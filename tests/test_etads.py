@@ -1,4 +1,4 @@
-"""ETADS (You et al., 2019): focus attention (eq. 5-8), saliency selection (eq. 9-10), placement
+"""ETADS (You et al., 2019): focus attention (ETADS eq. 5-8), saliency selection (ETADS eq. 9-10), placement
 flags, presets, GNMT length / coverage penalties in beam search (§4.1) and a CLI round trip."""
 import math
 import os
@@ -21,11 +21,11 @@ def sigmoid(x):
     return 1 / (1 + math.exp(-x))
 
 
-# --- focus attention (eq. 5-8) ----------------------------------------------------------------
+# --- focus attention (ETADS eq. 5-8) ----------------------------------------------------------------
 
 
 def test_focal_bias_matches_hand_computation():
-    """eq. 5-7 element by element, on a left-padded document (true length m = 3 of 4 slots)."""
+    """ETADS eq. 5-7 element by element, on a left-padded document (true length m = 3 of 4 slots)."""
     torch.manual_seed(0)
     d, heads = 4, 2
     focus = FocusBias(d, heads)
@@ -57,7 +57,7 @@ def test_focal_bias_matches_hand_computation():
 
 
 def test_focal_bias_is_added_to_the_scaled_logits():
-    """eq. 8: softmax(QK^T / sqrt(d_k) + f) V through the fused kernel equals the hand formula."""
+    """ETADS eq. 8: softmax(QK^T / sqrt(d_k) + f) V through the fused kernel equals the hand formula."""
     torch.manual_seed(0)
     d, heads = 8, 2
     attn, focus = MultiheadAttention(d, heads, self_attention=True).eval(), FocusBias(d, heads)
@@ -95,7 +95,7 @@ def test_collapsed_scope_and_one_token_document_are_finite(m):
     attn = MultiheadAttention(d, heads, self_attention=True)
     x = torch.ones(1, m, d, requires_grad=True)
     mu_t, sigma_t, _, _ = focus.centres_and_scopes(attn.in_proj(x)[..., :d].unflatten(-1, (heads, 4)).transpose(1, 2))
-    assert (sigma_t == SIGMA_MIN).all()  # the floor is what keeps eq. 7 finite
+    assert (sigma_t == SIGMA_MIN).all()  # the floor is what keeps ETADS eq. 7 finite
     out, _ = attn(x, attn_bias_fn=lambda q: focus(q))
     out.sum().backward()
     assert torch.isfinite(out).all()
@@ -122,7 +122,7 @@ def test_focus_bias_in_fp16_stays_finite_for_long_documents(narrow):
         assert f.min() == -F_MAX
 
 
-# --- saliency selection (eq. 9-10) ------------------------------------------------------------
+# --- saliency selection (ETADS eq. 9-10) ------------------------------------------------------------
 
 
 def test_saliency_with_unit_gate_equals_plain_attention():
@@ -318,6 +318,7 @@ def _run(*cmd):
     return proc
 
 
+@pytest.mark.slow
 def test_cli_train_and_generate_with_gnmt_penalties(toy_data, tmp_path):
     bindir = os.path.dirname(sys.executable)
     user_dir = os.path.join(REPO, "fairseq_sum_plugins")

@@ -19,6 +19,8 @@ def parse(data, *argv):
     ("transformer_ta_small", ["--ta-topic-model", "tm.npz"], ["--topic-model", "tm.npz"], "topic_model", "tm.npz"),
     ("bart_base_gated", ["--ta-topic-model", "tm.npz"], ["--topic-model", "tm.npz"], "topic_model", "tm.npz"),
     ("hred_base", ["--coverage-attention", "False"], ["--coverage", "False"], "coverage", False),
+    ("mem2mem_base", ["--memory-encoder", "False"], ["--encoder-memory", "False"], "memory_encoder", False),
+    ("mem2mem_base", ["--memory-decoder", "False"], ["--decoder-memory", "False"], "memory_decoder", False),
 ])
 def test_new_and_old_spellings_set_the_same_flag(toy_data, arch, new, old, dest, value):
     for argv in (new, old):
@@ -49,3 +51,33 @@ def test_feature_flags_follow_their_family_prefix():
             for key, prefix in families.items():
                 if action.dest.startswith(key):
                     assert action.option_strings[0].startswith(prefix), (model.__name__, action.option_strings)
+
+
+def test_mem2mem_memory_flags_share_one_prefix_and_their_attribute_names():
+    """Every Mem2Mem memory flag is ``--memory-*`` and its attribute is the flag's name."""
+    import argparse
+
+    from fairseq_sum_plugins.models.mem2mem import Mem2MemModel
+
+    parser = argparse.ArgumentParser()
+    Mem2MemModel.add_args(parser)
+    memory = [a for a in parser._actions if "memory" in a.dest]
+    assert sorted(a.dest for a in memory) == ["memory_attn_dim", "memory_decoder", "memory_encoder",
+                                               "memory_slots", "memory_transfer"]
+    for action in memory:
+        assert action.option_strings[0] == "--" + action.dest.replace("_", "-"), action.option_strings
+
+
+@pytest.mark.parametrize("saved,compression,writer", [
+    (dict(encoder_memory=False, memory_transfer=False), False, True),
+    (dict(decoder_memory=False), True, False),
+    (dict(), True, True),
+])
+def test_args_saved_before_the_memory_rename_keep_their_setting(saved, compression, writer):
+    """A checkpoint's args from before the rename (``encoder_memory``, ``decoder_memory``) build the same model."""
+    from conftest import build_model
+
+    model, _ = build_model("mem2mem_base", embed_dim=8, encoder_hidden_size=4, decoder_hidden_size=8,
+                           attention_dim=6, memory_attn_dim=4, memory_slots=2, **saved)
+    assert (model.encoder.compression is not None) == compression
+    assert (model.decoder.writer is not None) == writer

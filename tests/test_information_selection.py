@@ -1,4 +1,4 @@
-"""Information selection: gate layer (eq. 3), gated cross-attention (eq. 6), L1 gate loss (eq. 8-9),
+"""Information selection: gate layer (IS eq. 3), gated cross-attention (IS eq. 6), L1 gate loss (IS eq. 8-9),
 thresholding and pruning at inference (Algorithm 1), sparsity reporting."""
 import logging
 import math
@@ -38,7 +38,7 @@ def median_threshold(model, src, lengths):
     return float(g.median())
 
 
-# --- eq. 6 -----------------------------------------------------------------------------------
+# --- IS eq. 6 -----------------------------------------------------------------------------------
 
 
 def test_gated_attention_matches_equation_6():
@@ -95,7 +95,7 @@ def test_gate_scores_are_equation_3_and_zero_at_padding(tiny_overrides):
     assert (out["enc_gates"][pad] == 0).all()
 
 
-# --- eq. 8-9: the L1 gate loss ----------------------------------------------------------------
+# --- IS eq. 8-9: the L1 gate loss ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("per_head", [False, True])
@@ -212,7 +212,7 @@ def test_attention_is_returned_over_source_positions_after_pruning(tiny_override
 
 
 def test_gate_gets_a_gradient_from_the_likelihood_alone(tiny_overrides):
-    """Eq. 6 makes the gate part of the attention: CE alone trains it, not just the L1 term."""
+    """IS eq. 6 makes the gate part of the attention: CE alone trains it, not just the L1 term."""
     model, d = gated(overrides=tiny_overrides)
     model.train()
     src, lengths, prev = random_batch(d)
@@ -364,7 +364,7 @@ def test_newsroom_converter_paper_filter_and_fields(tmp_path):
 
 @pytest.mark.parametrize("per_head", [False, True])
 def test_document_gate_loss_is_equations_7_to_9_by_hand(per_head, toy_data, tiny_overrides):
-    """--gate-l1-norm document: (1/|D|) sum_docs [ -sum_t log p(y_t) + lambda sum_i g_i ] (eq. 7-9),
+    """--gate-l1-norm document: (1/|D|) sum_docs [ -sum_t log p(y_t) + lambda sum_i g_i ] (IS eq. 7-9),
     computed here from the model's log-probabilities and gates; the logged NLL stays per token."""
     from conftest import load_task
     from fairseq_sum_plugins.criterions.summarization_loss import SummarizationLoss
@@ -402,7 +402,7 @@ def test_document_gate_loss_is_equations_7_to_9_by_hand(per_head, toy_data, tiny
 
 def test_gate_warmup_holds_the_gates_open_then_hands_over(tiny_overrides):
     """--gate-warmup-updates N: in training, gates of 1, no gate loss and zero gate gradients for the
-    first N updates (counted by fairseq's model.set_num_updates), then eq. 3-9; eval mode uses g."""
+    first N updates (counted by fairseq's model.set_num_updates), then IS eq. 3-9; eval mode uses g."""
     model, d = gated(overrides=tiny_overrides, gate_warmup_updates=10)
     src, lengths, prev = random_batch(d)
     gate = model.encoder.info_gate

@@ -10,6 +10,8 @@ import torch
 from conftest import REPO, save_bart_checkpoint
 from test_cli_roundtrip import cli, run
 
+pytestmark = pytest.mark.slow  # trains and decodes through the console scripts
+
 USER_DIR = os.path.join(REPO, "fairseq_sum_plugins")
 TINY = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
         "--encoder-attention-heads", "2"]

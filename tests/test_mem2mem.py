@@ -1,4 +1,4 @@
-"""Mem2Mem / HRED: sentence spans, eq. 3, 6, 11, 13-17, gradients per ablation, incremental decoding,
+"""Mem2Mem / HRED: sentence spans, M2M eq. 3, 6, 11, 13-17, gradients per ablation, incremental decoding,
 parameter count at the paper's dims, and a fairseq-train -> fairseq-generate round trip."""
 import json
 import math
@@ -19,11 +19,11 @@ TINY = dict(embed_dim=16, encoder_hidden_size=8, decoder_hidden_size=12, attenti
 
 # (name, model overrides) for the rows of Table 2 and the other switches
 SETTINGS = {
-    "hred": dict(encoder_memory=False, decoder_memory=False, memory_transfer=False),
-    "hred_coverage_loss": dict(encoder_memory=False, decoder_memory=False, memory_transfer=False, coverage_loss=True),
-    "hred_no_coverage_no_pointer": dict(encoder_memory=False, decoder_memory=False, coverage=False, pointer_generator=False),
-    "encoder_mem": dict(decoder_memory=False),
-    "decoder_mem_from_zeros": dict(encoder_memory=False, memory_transfer=False),
+    "hred": dict(memory_encoder=False, memory_decoder=False, memory_transfer=False),
+    "hred_coverage_loss": dict(memory_encoder=False, memory_decoder=False, memory_transfer=False, coverage_loss=True),
+    "hred_no_coverage_no_pointer": dict(memory_encoder=False, memory_decoder=False, coverage=False, pointer_generator=False),
+    "encoder_mem": dict(memory_decoder=False),
+    "decoder_mem_from_zeros": dict(memory_encoder=False, memory_transfer=False),
     "no_transfer": dict(memory_transfer=False),
     "full": dict(),
 }
@@ -129,7 +129,7 @@ def test_model_aux_losses_match_the_equations():
     out, extra = model.decoder(prev, enc)
     A = enc["write_attn"]
     expected = []
-    for b in range(A.size(0)):  # eq. 6 with explicit sums
+    for b in range(A.size(0)):  # M2M eq. 6 with explicit sums
         r = A.size(1)
         s = 0.0
         for k in range(r):
@@ -141,7 +141,7 @@ def test_model_aux_losses_match_the_equations():
     # pad sentence slots get no write attention, rows of A sum to one
     assert torch.allclose(A.sum(-1), torch.ones_like(A.sum(-1)), atol=1e-6)
     assert (A[~enc["sent_mask"].unsqueeze(1).expand_as(A)] == 0).all()
-    # eq. 11 against M_E, T_b = real target steps of document b
+    # M2M eq. 11 against M_E, T_b = real target steps of document b
     psi, beta, H, M_E = extra["read_attn"], extra["beta"], enc["sent_states"], enc["memory"]
     per_doc = []
     for b in range(src.size(0)):
@@ -192,7 +192,7 @@ def test_copy_distribution_sums_to_one_over_extended_vocabulary():
     assert (out[0, :, markers[0]] > 1e-6).all() and (out[1, :, markers[2]] > 1e-6).all()
     assert (out[:, :, markers[1]] < 1.01e-10).all() and (out[:, :, markers[3]] < 1.01e-10).all()  # not in any source
     assert model.encoder.embed_tokens.num_embeddings == len(d) - 4
-    # eq. 15 by hand: V = 4 entries (the last a marker), z = 0.25, gamma over ids [1, 3, 1]
+    # M2M eq. 15 by hand: V = 4 entries (the last a marker), z = 0.25, gamma over ids [1, 3, 1]
     logits = torch.log(torch.tensor([[[0.2, 0.3, 0.5]]]))
     probs = mix_copy_distribution(logits, torch.tensor([[[0.25]]]), torch.tensor([[[0.5, 0.2, 0.3]]]),
                                   torch.tensor([[1, 3, 1]]), vocab_size=4)
@@ -201,7 +201,7 @@ def test_copy_distribution_sums_to_one_over_extended_vocabulary():
 
 @pytest.mark.parametrize("temperature", [0.5, 2.0])
 def test_temperature_tempers_the_pointer_generator_mixture(temperature):
-    """fairseq's search at --temperature T scores with P^(1/T) / sum_w P(w)^(1/T), P the eq. 15 mixture."""
+    """fairseq's search at --temperature T scores with P^(1/T) / sum_w P(w)^(1/T), P the M2M eq. 15 mixture."""
     from fairseq.sequence_generator import EnsembleModel
 
     model, d = build_model("mem2mem_base", **TINY)
@@ -232,8 +232,8 @@ def test_aux_losses_per_setting(setting):
     src, lens, prev = doc_batch(d, [[3, 4, 2], [5], [2, 3]])
     _, _, extra = total_loss(model, src, lens, prev)
     expected_aux = set()
-    cfg = {"encoder_memory": True, "decoder_memory": True, "coverage_loss": False, **SETTINGS[setting]}
-    if cfg["encoder_memory"]:
+    cfg = {"memory_encoder": True, "memory_decoder": True, "coverage_loss": False, **SETTINGS[setting]}
+    if cfg["memory_encoder"]:
         expected_aux |= {"mem_comp", "mem_read"}
     if cfg["coverage_loss"]:
         expected_aux.add("coverage")
@@ -277,7 +277,7 @@ def test_one_sentence_documents_and_pad_slots_give_no_nan(arch, left_pad):
 
 @pytest.mark.parametrize("setting", ["decoder_mem_from_zeros", "full"])
 def test_memory_write_timing(setting):
-    """Eq. 7-10: step t reads with h^(d)_t (eq. 7); the write (eq. 8-10) takes h^(d)_{t+1}, the state
+    """M2M eq. 7-10: step t reads with h^(d)_t (M2M eq. 7); the write (M2M eq. 8-10) takes h^(d)_{t+1}, the state
     that has read the token y_t just produced, with the read m_t. Here (0-based steps): at every step
     but the first, the memory is written from h^(d)_t and m_{t-1}, then read; step 0 reads the initial
     M_D. So the memory read at step t changes with the decoder input x'_t, not only from step t + 1."""
@@ -305,7 +305,7 @@ def test_memory_write_timing(setting):
     assert torch.equal(read_mems[0], initial)
     for t in range(1, steps):
         h, m, before, after = writes[t - 1]
-        assert torch.allclose(h, hs[:, t], atol=1e-6)  # h^(d)_t (eq. 8-9's h^(d)_{t+1})
+        assert torch.allclose(h, hs[:, t], atol=1e-6)  # h^(d)_t (M2M eq. 8-9's h^(d)_{t+1})
         assert torch.equal(m, reads[t - 1][2])  # the previous read m_{t-1}
         assert torch.equal(before, read_mems[t - 1]) and torch.equal(after, read_mems[t])  # write, then read
     # changing x'_2 (the token produced at step 1) changes the memory read at step 2, not before
@@ -348,6 +348,7 @@ def trained_mem2mem(toy_data, tmp_path_factory):
     return {"data": toy_data, "ckpt": os.path.join(save, "checkpoint_last.pt")}
 
 
+@pytest.mark.slow
 def test_train_generate_roundtrip(trained_mem2mem):
     from test_cli_roundtrip import cli, run
 
@@ -361,6 +362,7 @@ def test_train_generate_roundtrip(trained_mem2mem):
     assert all(math.isfinite(float(l.split("\t")[1])) for l in hyps)
 
 
+@pytest.mark.slow
 def test_implicit_extraction_cli(trained_mem2mem, tmp_path, capsys):
     """``python -m fairseq_sum_plugins.analysis.implicit_extraction`` (its entry point, run in-process)."""
     from fairseq_sum_plugins.analysis.implicit_extraction import cli_main
@@ -406,8 +408,9 @@ def test_oracle_agreement_precision_recall_and_chance_by_hand():
     assert agr["chance_precision"] == pytest.approx((2 * 0.2 + 0.25) / 3)
 
 
+@pytest.mark.slow
 def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_path, capsys):
-    """Table 2's "+ Decoder Mem" row (--encoder-memory False) has no memory to extract with: an error,
+    """Table 2's "+ Decoder Mem" row (--memory-encoder False) has no memory to extract with: an error,
     or with --skip-without-memory (what the recipes pass) one line and exit 0, nothing written."""
     from conftest import FakeTask
     from fairseq_sum_plugins.analysis.implicit_extraction import cli_main
@@ -415,7 +418,7 @@ def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_pat
 
     state = torch.load(trained_mem2mem["ckpt"], weights_only=False)
     args = state["cfg"]["model"]
-    args.encoder_memory, args.memory_transfer = False, False
+    args.memory_encoder, args.memory_transfer = False, False
     d = Dictionary.load(os.path.join(trained_mem2mem["data"], "dict.src.txt"))
     keys = Mem2MemModel.build_model(args, FakeTask(d)).state_dict()
     state["model"] = {k: state["model"][k] for k in keys}
@@ -431,6 +434,7 @@ def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_pat
     assert not (tmp_path / "ext").exists()
 
 
+@pytest.mark.slow
 def test_generate_temperature_changes_the_scores(trained_mem2mem, capsys, monkeypatch):
     """fairseq-generate --temperature 2 (its cli_main, in this process): greedy picks the same tokens
     (tempering keeps the argmax) but scores them under P^(1/2) renormalised, not log P - log 2."""

@@ -115,8 +115,8 @@ CELLS = [
     Cell("hred_base", family="mem2mem", nonzero=ALL),
     Cell("hred_base", dict(coverage_loss=True), family="mem2mem", nonzero=ALL),
     Cell("hred_base", dict(coverage=False, pointer_generator=False), family="mem2mem", nonzero=ALL),
-    Cell("mem2mem_base", dict(decoder_memory=False), family="mem2mem", nonzero=ALL),
-    Cell("mem2mem_base", dict(encoder_memory=False, memory_transfer=False), family="mem2mem", nonzero=ALL),
+    Cell("mem2mem_base", dict(memory_decoder=False), family="mem2mem", nonzero=ALL),
+    Cell("mem2mem_base", dict(memory_encoder=False, memory_transfer=False), family="mem2mem", nonzero=ALL),
     Cell("mem2mem_base", dict(memory_transfer=False), family="mem2mem", nonzero=ALL),
     Cell("mem2mem_base", family="mem2mem", nonzero=ALL),
 ]
@@ -268,6 +268,30 @@ def test_every_parameter_gets_a_gradient(cell, topic_model):
         assert own and not [n for n, p in own if p.grad.abs().sum() == 0]
 
 
+def cpu_half_missing():
+    """The first op the models use that has no CPU float16 kernel in this torch build, with its error,
+    or None: then a model's float16 forward must run."""
+    x = torch.randn(2, 3, 8).half()
+    ops = {"linear": lambda: torch.nn.functional.linear(x, torch.randn(4, 8).half()),
+           "softmax": lambda: x.softmax(-1), "log_softmax": lambda: x.log_softmax(-1),
+           "layer_norm": lambda: torch.nn.functional.layer_norm(x, (8,)),
+           "scaled_dot_product_attention": lambda: torch.nn.functional.scaled_dot_product_attention(x, x, x),
+           "gru": lambda: torch.nn.GRU(8, 4, batch_first=True).half()(x)}
+    for name, op in ops.items():
+        try:
+            op()
+        except RuntimeError as e:
+            return f"{name} ({e})"
+    return None
+
+
+def test_cpu_half_missing_finds_no_missing_kernel_in_this_build():
+    """torch >= 2.1 has CPU float16 kernels for every op above; the skip below is for other builds."""
+    from packaging.version import Version
+
+    assert Version(torch.__version__.split("+")[0]) < Version("2.1") or cpu_half_missing() is None
+
+
 @pytest.mark.parametrize("cell", CELLS, ids=IDS)
 def test_half_precision_and_bf16_autocast(cell, topic_model):
     model, d = build(cell, topic_model)
@@ -281,12 +305,12 @@ def test_half_precision_and_bf16_autocast(cell, topic_model):
 
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         check(*model(src, lengths, prev, **side))
+    missing = cpu_half_missing()
+    if missing:  # detected on the bare ops: any other RuntimeError of the model fails the test
+        pytest.skip(f"this torch build has no CPU float16 kernel for {missing}")
     half = model.half()
     with torch.no_grad():
-        try:
-            out, extra = half(src, lengths, prev, **{k: v.half() for k, v in side.items()})
-        except RuntimeError as e:  # an op without a CPU half kernel in this torch build
-            pytest.skip(f"CPU half not supported here: {e}")
+        out, extra = half(src, lengths, prev, **{k: v.half() for k, v in side.items()})
     # Mem2Mem and the pointer-generator return float32 log-probabilities of their copy mixture
     assert out.dtype == torch.float16 or cell.family == "mem2mem" or cell.features.get("pointer_generator")
     check(out, extra)

@@ -116,6 +116,7 @@ def test_conll_readers_and_entity_spans(tmp_path):
     assert [t["label"] for t in P.read_conll(str(conllu), "pos", pos_field="upos")] == ["AUX", "PART", "VERB"]
 
 
+@pytest.mark.slow
 def test_hooked_vectors_are_the_decoders_own(chain):
     """The vector of word j is the decoder state at the position whose input is the piece before it
     (recomputed on that prefix alone), and final = R * F + F with the hooked role and filler."""
@@ -143,9 +144,10 @@ def test_hooked_vectors_are_the_decoders_own(chain):
         np.testing.assert_allclose(feats[(1, "filler")][row + j], captured["f"][0, -1].numpy(), atol=1e-5)
         np.testing.assert_allclose(feats[(1, "final")][row + j], captured["t"][0, -1].numpy(), atol=1e-5)
     r, f, t = (feats[(0, rep)] for rep in ("role", "filler", "final"))
-    np.testing.assert_allclose(t, r * f + f, atol=1e-5)  # eq. 6
+    np.testing.assert_allclose(t, r * f + f, atol=1e-5)  # TPT eq. 6
 
 
+@pytest.mark.slow
 def test_summaries_with_side_data(chain, tmp_path):
     """A task with --side-data wraps the split (SideDataDataset): words and vectors are read through it."""
     import shutil
@@ -168,6 +170,7 @@ def test_summaries_with_side_data(chain, tmp_path):
 
 
 # --------------------------------------------------------------------------------------- CLI runs
+@pytest.mark.slow
 def test_probe_learns_a_function_of_the_word_and_not_shuffled_labels(chain, tmp_path, capsys):
     words = tmp_path / "words.txt"
     run(cli("fairseq-sum-probe"), chain["data"], "--path", chain["tp_transformer_small"], "--write-words", str(words))
@@ -196,6 +199,7 @@ def test_probe_learns_a_function_of_the_word_and_not_shuffled_labels(chain, tmp_
         assert cell["f1"] < res["majority"] + 0.12, (layer, rep, cell, res["majority"])
 
 
+@pytest.mark.slow
 def test_dep_and_nel_on_a_model_without_roles(chain, tmp_path):
     words = tmp_path / "words.txt"
     P.main([chain["data"], "--path", chain["t5_transformer_small"], "--write-words", str(words), "--split", "valid"])
@@ -216,6 +220,7 @@ def test_dep_and_nel_on_a_model_without_roles(chain, tmp_path):
             assert res["cells"][(1, "filler")]["f1"] > 0.9, res
 
 
+@pytest.mark.slow
 def test_labels_that_disagree_with_the_summaries_are_an_error(chain, tmp_path):
     words = tmp_path / "words.txt"
     P.main([chain["data"], "--path", chain["t5_transformer_small"], "--write-words", str(words)])
@@ -227,6 +232,7 @@ def test_labels_that_disagree_with_the_summaries_are_an_error(chain, tmp_path):
         P.main([chain["data"], "--path", chain["t5_transformer_small"], "--labels", str(tmp_path / "bad.conllu")])
 
 
+@pytest.mark.slow
 def test_labels_for_another_number_of_summaries_are_refused(chain, tmp_path):
     """Labels of 20 summaries for the 16 of the valid split were cut silently under the default
     --max-summaries: refused, naming both sentence counts. Labels of the whole split with a smaller
@@ -255,6 +261,7 @@ def test_labels_for_another_number_of_summaries_are_refused(chain, tmp_path):
     assert res["n_train"] + res["n_eval"] == sum(len(line.split()) for line in lines[:10])
 
 
+@pytest.mark.slow
 def test_spacy_labeller(chain):
     spacy = pytest.importorskip("spacy")
     try:
@@ -267,6 +274,7 @@ def test_spacy_labeller(chain):
 
 
 # ------------------------------------------------------------------------------------- perplexity
+@pytest.mark.slow
 def test_validate_perplexity_equals_exp_of_the_mean_token_nll(chain):
     """fairseq-validate's ppl on the reference summaries = exp(mean NLL per target token, </s> included)."""
     from fairseq import checkpoint_utils

@@ -1,7 +1,7 @@
 """The recipes end to end, as a user runs them (``bash recipes/<dataset>/<method>.sh RAW``), on CPU:
-one recipe per model family, each on a tiny corpus in its dataset's raw release format
-(:mod:`corpora`), through convert -> fairseq-sum-prepare -> fairseq-train -> fairseq-generate ->
-fairseq-sum-score. Only the recipes' environment variables make the runs small (a few updates of a
+one recipe per model family (the others by their commands: tests/test_recipe_commands.py), each on a
+tiny corpus in its dataset's raw release format (:mod:`corpora`), through convert ->
+fairseq-sum-prepare -> fairseq-train -> fairseq-generate -> fairseq-sum-score. Only the recipes' environment variables make the runs small (a few updates of a
 one-layer model, ~100 sentencepiece pieces, small beams). Every test checks that each test example
 got a summary and that the ROUGE json holds finite scores; the XSum one runs its recipe a second time
 and checks that every finished step is skipped."""
@@ -71,6 +71,7 @@ def check_decoding(out):
     return scores
 
 
+@pytest.mark.slow
 def test_xsum_tp_transformer_and_resume(tmp_path):
     """TP-Transformer (TPT-d) on XSum in the Hugging Face layout; a second run redoes nothing."""
     raw = corpora.write_xsum_hf(tmp_path / "xsum")
@@ -92,15 +93,6 @@ def test_xsum_tp_transformer_and_resume(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in before} == before
 
 
-def test_cnndm_etads_raw_stories(tmp_path):
-    """ETADS (focus attention + saliency selection, GNMT length/coverage penalties) on the raw
-    CNN / Daily Mail .story files with abisee's url lists."""
-    stories, url_lists = corpora.write_cnndm_stories(tmp_path / "cnndm")
-    work = tmp_path / "work"
-    run_recipe("cnn_dm/etads.sh", " ".join(stories), url_lists, WORK=str(work), BEAM="2", EXTRA=TINY_TRANSFORMER)
-    check_decoding(work / "test.etads_base.beam2.out")
-
-
 # Mem2Mem recipes: a tiny model, one epoch
 MEM2MEM_ENV = dict(EPOCHS="1", BATCH="8", MAX_SRC="256", EXTRA="--embed-dim 32 --encoder-hidden-size 32 "
                    "--decoder-hidden-size 64 --memory-attn-dim 32")
@@ -120,6 +112,7 @@ def rewrite_split_files(folder, edit):
             f.write("".join(json.dumps(r) + "\n" for r in records))
 
 
+@pytest.mark.slow
 def test_pubmed_mem2mem(tmp_path):
     """Mem2Mem on PubMed in Cohan et al.'s release format, with the implicit extraction analysis.
     Articles of 6 sections, the first over 500 words: the recipe keeps App. A.2's 4 sections x 500
@@ -154,71 +147,13 @@ def test_pubmed_mem2mem(tmp_path):
     assert (cfg.max_doc_sentences, cfg.max_sentence_tokens) == (0, 0)
 
 
-def test_pubmed_ablation_decoder_memory_row(tmp_path):
-    """Table 2's "+ Decoder Mem" row (no encoder memory) runs to the end: its implicit extraction is
-    skipped with a message instead of stopping ablation.sh before the next rows."""
-    raw = corpora.write_cohan(tmp_path / "pubmed-dataset")
-    work = tmp_path / "work"
-    stdout = run_recipe("pubmed/ablation.sh", raw, "dec_mem", WORK=str(work), **MEM2MEM_ENV)
-    check_decoding(work / "test.ablation_dec_mem.beam4.out")
-    assert "implicit extraction skipped" in stdout and "no encoder memory" in stdout
-    assert not (work / "implicit_extraction.ablation_dec_mem").exists()
-
-
-def test_newsroom_hred_long_references(tmp_path):
-    """HRED on Newsroom (abstractive test subset) with references longer than the 60 decoded pieces:
-    they are kept up to MAX_TGT = 200 pieces, neither skipped in training nor an error in
-    fairseq-generate ("Size of sample ... is invalid")."""
-    raw = corpora.write_newsroom(tmp_path / "newsroom", sizes={"test": 3 * N_TEST})  # a third is abstractive
-    rng = random.Random(2)
-
-    def lengthen(split, i, record):
-        if i % 2 == 0:  # ~110 words, over MAX_LEN_B + 10 pieces
-            record["summary"] = " ".join(corpora.sentence(rng, 10) for _ in range(10))
-
-    rewrite_split_files(raw, lengthen)
-    work = tmp_path / "work"
-    run_recipe("newsroom/hred.sh", raw, WORK=str(work), **MEM2MEM_ENV)
-    check_decoding(work / "test.hred_base.beam4.out")
-    with open(work / "checkpoints" / "hred_base" / "train.log", encoding="utf-8") as f:
-        assert "invalid sizes" not in f.read()  # fairseq's warning for skipped examples
-
-
-def test_newsroom_transformer_gated(tmp_path):
-    """Information selection (gate layer, L1 loss) on the Newsroom release: one decoding without
-    pruning (THRESHOLD=0; a 3-update model's gates are far above the paper's 0.1 anyway) and the sweep
-    over the pruning thresholds 0, 0.02, ..., 0.2."""
-    raw = corpora.write_newsroom(tmp_path / "newsroom")
-    work = tmp_path / "work"
-    stdout = run_recipe("newsroom/transformer_gated.sh", raw, WORK=str(work), ARCH="transformer_gated_small",
-                        THRESHOLD="0", TEST_SUBSET=str(N_TEST), EXTRA=TINY_TRANSFORMER)
-    assert [step for step, _ in steps(stdout)].count("generate") == 1
-    check_decoding(work / "test.transformer_gated_small.l0.03.t0.out")
-    with open(work / "test.transformer_gated_small.l0.03.t0.out.source_use.json", encoding="utf-8") as f:
-        use = json.load(f)
-    assert use["examples"] == N_TEST and math.isfinite(use["gain"]) and 1 <= use["distinct"] <= N_TEST
-    with open(work / "gate_sweep.transformer_gated_small.l0.03" / "gate_sweep.json", encoding="utf-8") as f:
-        rows = json.load(f)
-    assert len(rows) == 11 and all(row["n"] == N_TEST for row in rows)
-
-
-def test_xsum_transformer_ta_raw_bbc(tmp_path):
-    """Transformer + Topic Assistant (PFA topic model, SIA/TEMA/DRM) on the raw BBC extraction of XSum
-    with the official split file."""
-    raw, split_file = corpora.write_xsum_raw(tmp_path / "xsum")
-    work = tmp_path / "work"
-    run_recipe("xsum/transformer_ta.sh", raw, split_file, WORK=str(work), ARCH="transformer_ta_small",
-               TOPICS="8", TOPICS_N="2", EXTRA=TINY_TRANSFORMER)
-    assert (work / "bin" / "test.theta.npy").is_file()
-    check_decoding(work / "test.transformer_ta_small.beam5.out")
-
-
 def test_gate_lambda_sweep_refuses_an_unknown_target(tmp_path):
     proc = subprocess.run(["bash", os.path.join(REPO, "recipes", "newsroom", "gate_lambda_sweep.sh"), "x.jsonl"],
                           env={**os.environ, "TARGET": "abstract", "WORK": str(tmp_path)}, capture_output=True, text=True)
     assert proc.returncode == 2 and "TARGET must be summary or lead, got 'abstract'" in proc.stderr
 
 
+@pytest.mark.slow
 def test_gate_lambda_sweep_table_has_a_row_per_lambda_with_the_source_gain(tmp_path):
     """recipes/newsroom/gate_lambda_sweep.sh on XSum-style pairs: one model per lambda, and sweep.md
     with sparsity, validation NLL, ROUGE, source gain and distinct summaries for each."""
@@ -298,6 +233,7 @@ def compared(compare_work):
     return out, wall["train_s"]
 
 
+@pytest.mark.slow
 def test_compare_sh_gives_sum_transformers_the_copy_and_plots_source_gain_over_updates(compared):
     """COPY=1 (default): a sum_transformer spec without --pointer-generator gets it, recorded in its spec;
     CURVES=1: every interval checkpoint kept and its source gain plotted (analysis/source_curve.py)."""
@@ -313,6 +249,7 @@ def test_compare_sh_gives_sum_transformers_the_copy_and_plots_source_gain_over_u
     assert (out / "source_gain.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_compare_sh_keeps_the_train_seconds_of_a_launch_killed_while_decoding(compared):
     out, first_train_s = compared
     assert int(first_train_s) >= 1  # fairseq-train's start-up alone takes seconds
@@ -323,6 +260,7 @@ def test_compare_sh_keeps_the_train_seconds_of_a_launch_killed_while_decoding(co
     assert cells[-3] == first_train_s  # train s (wall), not 0
 
 
+@pytest.mark.slow
 def test_compare_sh_resumes_under_the_same_spec(compared, compare_work, tmp_path):
     """The same spec resumes (every step skipped), also from a copy of the data folder elsewhere."""
     out, _ = compared
@@ -336,6 +274,7 @@ def test_compare_sh_resumes_under_the_same_spec(compared, compare_work, tmp_path
     assert ckpt.stat().st_mtime_ns == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec,env,changed", [
     (COMPARE_MODEL, dict(MAX_UPDATE="3"), "  MAX_UPDATE: '2' -> '3'"),
     (COMPARE_MODEL + " --dropout 0.3", {},
@@ -358,6 +297,7 @@ def test_compare_sh_refuses_a_run_trained_under_another_spec(compared, compare_w
     assert "train:" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_compare_sh_refuses_a_decoding_made_with_other_settings(compared, compare_work):
     out, _ = compared
     proc = compare_sh(compare_work, out, f"base={COMPARE_MODEL}", BEAM="2")
@@ -366,6 +306,7 @@ def test_compare_sh_refuses_a_decoding_made_with_other_settings(compared, compar
     assert f"remove {out}/base/test.out to decode it again" in proc.stderr
 
 
+@pytest.mark.slow
 def test_compare_sh_refuses_a_run_on_other_data(compared, compare_work, tmp_path):
     out, _ = compared
     other = tmp_path / "other"
@@ -376,6 +317,7 @@ def test_compare_sh_refuses_a_run_on_other_data(compared, compare_work, tmp_path
     assert proc.returncode == 2 and re.search(r"^  data: '\w+ \(WORK/bin.*' -> '\w+ ", proc.stderr, re.M), proc.stderr
 
 
+@pytest.mark.slow
 def test_compare_sh_refuses_a_run_folder_without_a_recorded_spec(compare_work, tmp_path):
     (tmp_path / "out" / "base" / "checkpoints").mkdir(parents=True)  # e.g. an older compare.sh's run
     proc = compare_sh(compare_work, tmp_path / "out", f"base={COMPARE_MODEL}")
@@ -393,8 +335,10 @@ def test_compare_sh_refuses_a_run_folder_without_a_recorded_spec(compare_work, t
     (["results.md=t5_transformer_small"], "label 'results.md' is the name of a file compare.sh writes"),
     (["t5_transformer_small"], "'t5_transformer_small' is not LABEL=ARCH"),
     (["a= --dropout 0.1"], "no architecture name after 'a='"),
-    (["a=t5_transformer_small", "a=tp_transformer_small"], "label 'a' given twice"),
-    (["a=t5_transformer_small", "A=tp_transformer_small"], "label 'A' given twice ('a' before it)"),
+    # these two look both architectures up in fairseq's registry first (a python start each)
+    pytest.param(["a=t5_transformer_small", "a=tp_transformer_small"], "label 'a' given twice", marks=pytest.mark.slow),
+    pytest.param(["a=t5_transformer_small", "A=tp_transformer_small"], "label 'A' given twice ('a' before it)",
+                 marks=pytest.mark.slow),
 ])
 def test_compare_sh_labels_are_names_given_once(compare_work, tmp_path, specs, message):
     """A label names a folder of OUT: '..' or a slash would write outside it, and a label given twice

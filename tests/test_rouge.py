@@ -301,7 +301,7 @@ def test_files2rouge_missing_is_clear(monkeypatch):
         R.score_summaries(["a"], ["a"], scorer="files2rouge")
 
 
-# ------------------------------------------------------------------ semantic similarity (eq. 10)
+# ------------------------------------------------------------------ semantic similarity (TA eq. 10)
 def _planted_topic_data(folder):
     """dict.src.txt + topic_model.npz with two planted topics (animals, instruments)."""
     pytest.importorskip("fairseq")
@@ -342,7 +342,7 @@ def test_cli_semantic_similarity(tmp_path, capsys):
     # summary 0 is on its document's topic but not its gold's; summary 1 matches both
     assert res["ss_sum_doc"] > 0.95
     assert 0.4 < res["ss_sum_gold"] < 0.6
-    assert "SS (eq. 10) summary-document: " in capsys.readouterr().out
+    assert "SS (TA eq. 10) summary-document: " in capsys.readouterr().out
     saved = json.loads(out_json.read_text())
     assert saved["ss_sum_doc"] == pytest.approx(res["ss_sum_doc"])
     # --src replaces the S- lines; --hyp/--ref need it

@@ -55,7 +55,7 @@ def test_source_gain_equals_the_per_example_hand_computation(toy_data, tmp_path)
 
 
 def test_source_gain_is_zero_for_a_model_whose_gates_are_closed(toy_data, tmp_path):
-    """Gates ~1e-13 scale every key and value of the cross-attention to ~0 (eq. 6): the decoder sees
+    """Gates ~1e-13 scale every key and value of the cross-attention to ~0 (IS eq. 6): the decoder sees
     no document, so a summary is as likely after any document."""
     model, task = load(toy_data, checkpoint(toy_data, str(tmp_path / "m.pt")))
     with torch.no_grad():  # gates ~0 everywhere: keys and values scaled to ~0, so no document is read
@@ -81,6 +81,7 @@ def test_one_example_is_refused(toy_data, tmp_path):
         source_gain(model, task, "test", max_examples=1)
 
 
+@pytest.mark.slow
 def test_source_curve_gives_each_interval_checkpoint_its_gain_cached_and_plotted(toy_data, tmp_path):
     from fairseq_sum_plugins.analysis import source_curve
 
@@ -155,6 +156,7 @@ def test_source_curve_refuses_a_checkpoint_of_another_dictionary_of_the_same_siz
     assert not list(run.glob("*.gain-*.json"))
 
 
+@pytest.mark.slow
 def test_source_curve_does_not_reuse_its_cache_for_a_folder_prepared_again(toy_data, tmp_path, capsys):
     import shutil
 

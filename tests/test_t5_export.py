@@ -264,6 +264,7 @@ def hugging_face_ids(jobs):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_tokenizers_load_offline_and_give_the_pipelines_ids(native, imported):
     """Data of fairseq-sum-prepare: the ids of fairseq's pipeline (hub: sum_moses + sentencepiece +
     dictionary + </s>) once the text is Moses-tokenized, and of plain text that needs no Moses step;

@@ -349,6 +349,7 @@ def test_an_output_folder_with_files_of_the_same_names_needs_force(imported, tmp
     assert torch.equal(model.encoder.embed_tokens.weight, ref.encoder.embed_tokens.weight)
 
 
+@pytest.mark.slow
 def test_console_script_error_names_the_file(tmp_path):
     script = os.path.join(os.path.dirname(sys.executable), "fairseq-sum-import-t5")
     proc = subprocess.run([script, str(tmp_path), str(tmp_path / "out")], capture_output=True, text=True)

@@ -23,6 +23,7 @@ def newsroom_sentences(raw):
         return [json.loads(line)["text"].replace("\n", " ") for line in f]
 
 
+@pytest.mark.slow
 def test_newsroom_t5_gated(tmp_path):
     raw = corpora.write_newsroom(tmp_path / "newsroom")
     hf = tmp_path / "t5-tiny"

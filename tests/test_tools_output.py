@@ -47,6 +47,7 @@ def test_banner_filter_shortens_config_and_module_tree():
     assert any(isinstance(x, quiet.BannerFilter) for x in logging.getLogger("fairseq_cli.generate").filters)
 
 
+@pytest.mark.slow
 def test_a_figure_logs_no_font_search_although_fairseq_set_the_root_logger_to_debug(tmp_path):
     """A fresh interpreter: the plugin imported (fairseq with it), then one figure drawn."""
     import os
@@ -62,6 +63,7 @@ def test_a_figure_logs_no_font_search_although_fairseq_set_the_root_logger_to_de
     assert "findfont" not in proc.stderr and "DEBUG:matplotlib" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_importing_the_plugin_first_prints_no_tensorboardx_notice():
     """fairseq's text_to_speech logs it at import; the plugin's reports (compare.sh's vs_*.txt) carried it."""
     import os

@@ -1,4 +1,4 @@
-"""Topic Assistant: the PFA topic model, SIA (eq. 5-7), TEMA (eq. 8, Fig. 3(b)), DRM (eq. 9)."""
+"""Topic Assistant: the PFA topic model, SIA (TA eq. 5-7), TEMA (TA eq. 8, Fig. 3(b)), DRM (TA eq. 9)."""
 import json
 import math
 import os
@@ -147,7 +147,7 @@ def test_sia_attention_equals_hand_computation(ta_setup):
                 logits.append(-math.inf if vj == d.pad() else cos / math.sqrt(d_k))
             expected = torch.tensor(logits).softmax(-1)
             torch.testing.assert_close(captured["probs"][b, i], expected, atol=1e-5, rtol=1e-5)
-    # eq. 7: head_{h+1} W_add with head_{h+1} = A V_add
+    # TA eq. 7: head_{h+1} W_add with head_{h+1} = A V_add
     v = layer.sia.v_add(captured["kv"])
     torch.testing.assert_close(captured["out"], layer.sia.w_add(captured["probs"] @ v))
     assert torch.isfinite(captured["probs"]).all()

@@ -33,6 +33,7 @@ def ta_trained(tmp_path_factory):
     return {"data": data, "ckpt": os.path.join(save, "checkpoint_last.pt")}
 
 
+@pytest.mark.slow
 def test_fit_writes_topic_model_and_aligned_theta(ta_trained):
     data = ta_trained["data"]
     with np.load(os.path.join(data, "topic_model.npz")) as f:
@@ -43,6 +44,7 @@ def test_fit_writes_topic_model_and_aligned_theta(ta_trained):
         assert np.all((np.abs(theta.sum(1) - 1) < 1e-4) | (theta.sum(1) == 0))
 
 
+@pytest.mark.slow
 def test_generate(ta_trained):
     common = ["--user-dir", USER_DIR, "--task", "summarization", "--path", ta_trained["ckpt"], "--side-data", "theta",
               "--beam", "2", "--max-len-b", "8"]
@@ -236,8 +238,9 @@ def test_prepare_again_keeps_valid_topic_files_and_refuses_to_drop_stale_ones(tm
 # --- semantic similarity reads the detokenized hypotheses ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_semantic_similarity_reads_d_lines(ta_trained, tmp_path):
-    """eq. 10 of fairseq-generate output through its one command line, fairseq-sum-score --topic-model:
+    """TA eq. 10 of fairseq-generate output through its one command line, fairseq-sum-score --topic-model:
     hypotheses from the D- lines (detokenized, as the T- references), the H- lines only when there
     is no D- line."""
     from fairseq_sum_plugins.analysis import topics
@@ -269,6 +272,7 @@ def test_semantic_similarity_reads_d_lines(ta_trained, tmp_path):
 # --- checkpoints record Phi's checksum ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_checkpoint_records_phi_and_rejects_a_refit_topic_model(ta_trained, tmp_path):
     import torch
     from fairseq import checkpoint_utils
@@ -333,6 +337,7 @@ def test_recipe_update_freq_is_paper_gpus_times_six_over_ngpu():
 # --- BART with information selection and the Topic Assistant together ----------------------------------
 
 
+@pytest.mark.slow
 def test_bart_with_gate_and_topic_assistant_restores_fine_tunes_generates(tmp_path):
     """A tiny fairseq ``bart_base`` checkpoint fine-tuned as ``bart_base_ta --info-gate True`` through
     fairseq-train --restore-file (the new parameters initialised fresh), then generation with a
@@ -421,6 +426,7 @@ def _fails(*cmd):
     return proc.stderr
 
 
+@pytest.mark.slow
 def test_train_refuses_theta_of_another_topic_model(ta_trained, tmp_path):
     """Issue 12.5: Phi replaced (a fit killed after writing topic_model.npz) beside the old theta:
     fairseq-train stops, naming the theta file and the command that rewrites it."""
@@ -436,6 +442,7 @@ def test_train_refuses_theta_of_another_topic_model(ta_trained, tmp_path):
     assert "python -m preprocess.topic_model infer" in err
 
 
+@pytest.mark.slow
 def test_generate_with_the_training_topic_model_refuses_theta_of_a_refit(ta_trained, tmp_path):
     """Issue 12.5: after a refit of DATA, following the checkpoint error's advice
     (--model-overrides "{'topic_model': PATH}") decodes with theta of the other fit: refused; theta
@@ -456,6 +463,7 @@ def test_generate_with_the_training_topic_model_refuses_theta_of_a_refit(ta_trai
                      trained_with, "test")
 
 
+@pytest.mark.slow
 def test_a_killed_fit_never_leaves_new_phi_beside_old_theta(ta_trained, tmp_path, monkeypatch):
     """topic_model fit interrupted at every file operation (np.save, os.replace, os.remove): never the
     new Phi with an old theta file; what is left is refused or consistent."""

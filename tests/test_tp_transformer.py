@@ -10,7 +10,7 @@ from conftest import build_model, random_batch
 from fairseq_sum_plugins.modules.attention import MultiheadAttention
 from fairseq_sum_plugins.modules.tpr import DiscreteBinding, TPRBinding, shared_role_normalization
 
-# --- eq. 4-6 against a hand computation ------------------------------------------------------
+# --- TPT eq. 4-6 against a hand computation ------------------------------------------------------
 
 
 def test_discrete_binding_matches_hand_computation():
@@ -24,16 +24,16 @@ def test_discrete_binding_matches_hand_computation():
     f = torch.tensor([0.5, -1.0, 2.0, 0.25])
 
     # by hand, element by element
-    roles_hat = [[0.6, 0.8], [1.0, 0.0], [0.0, -1.0]]  # r_n / ||r_n|| (eq. 4)
+    roles_hat = [[0.6, 0.8], [1.0, 0.0], [0.0, -1.0]]  # r_n / ||r_n|| (TPT eq. 4)
     w, b = tpr.role_proj.weight.tolist(), tpr.role_proj.bias.tolist()
     scores = [sum(w[j][k] * f[k].item() for k in range(4)) + b[j] for j in range(6)]
     expected_r = []
-    for h in range(heads):  # R^h = softmax(F W_r^h) r_hat (eq. 5)
+    for h in range(heads):  # R^h = softmax(F W_r^h) r_hat (TPT eq. 5)
         s = scores[h * n_roles : (h + 1) * n_roles]
         z = sum(math.exp(x) for x in s)
         p = [math.exp(x) / z for x in s]
         expected_r += [sum(p[n] * roles_hat[n][c] for n in range(n_roles)) for c in range(d_r)]
-    expected = [expected_r[i] * f[i].item() + f[i].item() for i in range(4)]  # R ⊙ F + F (eq. 6)
+    expected = [expected_r[i] * f[i].item() + f[i].item() for i in range(4)]  # R ⊙ F + F (TPT eq. 6)
 
     assert torch.allclose(tpr(f), torch.tensor(expected), atol=1e-6)
 
@@ -211,7 +211,7 @@ def test_fused_and_explicit_attention_agree(causal):
 
 
 def test_attention_matches_equation_2():
-    """softmax(QK^T / sqrt(d_k)) V with W_q, W_k, W_v, W_o (eq. 1-3), computed by hand."""
+    """softmax(QK^T / sqrt(d_k)) V with W_q, W_k, W_v, W_o (TPT eq. 1-3), computed by hand."""
     torch.manual_seed(0)
     d, h = 8, 2
     attn = MultiheadAttention(d, h, self_attention=False).eval()

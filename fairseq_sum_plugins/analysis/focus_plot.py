@@ -1,7 +1,7 @@
-"""Learned focus centres and scopes of an ETADS encoder (You et al., 2019, §3.2, eq. 5-6).
+"""Learned focus centres and scopes of an ETADS encoder (You et al., 2019, §3.2, ETADS eq. 5-6).
 
 For one document, plots per focus layer (rows) and head (columns) the centre ``mu~_i`` of every
-query position ``i`` with its scope ``mu~_i +- sigma~_i`` (the band where the focal bias of eq. 7
+query position ``i`` with its scope ``mu~_i +- sigma~_i`` (the band where the focal bias of ETADS eq. 7
 is above ``-2``), over the document's positions ``1..m``; the diagonal marks ``mu~_i = i``::
 
     python -m fairseq_sum_plugins.analysis.focus_plot DATA/bin --path checkpoints/checkpoint_best.pt \\
@@ -23,7 +23,7 @@ def focus_modules(model):
 
 def collect_focus(model, src_tokens):
     """Runs the encoder on one unpadded document ``(S,)``; returns ``{layer name: {"mu": H x m,
-    "sigma": H x m, "m": m}}`` (positions are 1-based, as in eq. 7)."""
+    "sigma": H x m, "m": m}}`` (positions are 1-based, as in ETADS eq. 7)."""
     mods = focus_modules(model)
     if not mods:
         raise ValueError("this model has no focus attention (train with --focus-layers or --arch etads_base)")
@@ -74,7 +74,7 @@ def plot_focus(focus, path, title=""):
             if r == len(layers) - 1:
                 ax.set_xlabel("query position i", fontsize=7)
             ax.tick_params(labelsize=6)
-    fig.legend([line, band, diag], ["centre mu~_i (eq. 6)", "scope mu~_i +- sigma~_i (focal bias > -2)",
+    fig.legend([line, band, diag], ["centre mu~_i (ETADS eq. 6)", "scope mu~_i +- sigma~_i (focal bias > -2)",
                                      "mu~_i = i (no shift)"], loc="lower center", ncol=3, fontsize=7, frameon=False)
     head = "ETADS focus attention: centre and scope of every query position"
     fig.suptitle(f"{head}\n{title}" if title else head, fontsize=9)

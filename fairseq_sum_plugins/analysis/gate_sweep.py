@@ -183,7 +183,7 @@ def document_gates(model, task, gates, subset, index, cuda):
     src = sample["net_input"]["src_tokens"]
     saved = [g.threshold for g in gates]
     for g in gates:
-        g.threshold = -1.0  # nothing closed: the scores of eq. 3 for every token
+        g.threshold = -1.0  # nothing closed: the scores of IS eq. 3 for every token
     try:
         with torch.no_grad():
             enc = model.encoder(src.cuda() if cuda else src, sample["net_input"]["src_lengths"])

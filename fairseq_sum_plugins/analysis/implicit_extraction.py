@@ -1,6 +1,6 @@
 """Implicit extraction by Mem2Mem's memory compression (paper §5.4, Table 3; Fig. 2-4 heatmaps).
 
-For every document of a split, the sentences with the highest memory-write attention ``A`` (eq. 5)
+For every document of a split, the sentences with the highest memory-write attention ``A`` (M2M eq. 5)
 of each of the ``r`` heads (duplicates removed, in document order) form an extractive summary,
 scored with ROUGE against the reference beside Lead-k (the first k sentences)::
 
@@ -220,9 +220,9 @@ def cli_main(argv=None):
     model = models[0]
     if getattr(model.encoder, "compression", None) is None:
         if args.skip_without_memory:
-            print(f"implicit extraction skipped: {args.path} has no encoder memory (--encoder-memory False)")
+            print(f"implicit extraction skipped: {args.path} has no encoder memory (--memory-encoder False)")
             return
-        parser.error(f"{args.path}: this model has no encoder memory (--encoder-memory), nothing to extract with")
+        parser.error(f"{args.path}: this model has no encoder memory (--memory-encoder), nothing to extract with")
     use_cuda = torch.cuda.is_available() and not args.cpu
     if use_cuda:
         model.cuda()

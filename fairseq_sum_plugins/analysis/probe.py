@@ -9,11 +9,11 @@ that is where the decoder decides on the word; the positions of its later pieces
 
 For every decoder layer ``l`` the probe reads three vectors at that position, from the binding of
 the cross-attention sublayer (``--sublayer cross``, the binding ahead of the layer's feed-forward
-block, eq. 8-9; ``--sublayer self`` for the self-attention one)::
+block, TPT eq. 8-9; ``--sublayer self`` for the self-attention one)::
 
     filler  F = Y + MHAttn(LN(Y), H)                     (attention + residual, the binding's input)
-    role    R = softmax(F W_r^h) r̂  (eq. 5, TPT-d)   or  R = F W + b  (TPT-c)
-    final   TPR(F) = R ⊙ F + F                           (eq. 6, the binding's output)
+    role    R = softmax(F W_r^h) r̂  (TPT eq. 5, TPT-d)   or  R = F W + b  (TPT-c)
+    final   TPR(F) = R ⊙ F + F                           (TPT eq. 6, the binding's output)
 
 A model without TPR has no role column, and its final output is its filler (the paper's "-/x/x").
 The vectors are taken with forward hooks on the bindings (``nn.Identity`` without TPR); the role
@@ -272,7 +272,7 @@ def entity_spans(aligned):
 
 # ---------------------------------------------------------------------------------------- features
 def role_vectors(binding, filler):
-    """``R`` of eq. 5 (discrete) or ``F W + b`` (continuous) for the fillers ``F`` of a binding."""
+    """``R`` of TPT eq. 5 (discrete) or ``F W + b`` (continuous) for the fillers ``F`` of a binding."""
     if binding.mode == "continuous":
         return binding.role_proj(filler)
     scores = binding.role_proj(filler).unflatten(-1, (binding.num_heads, binding.num_roles))

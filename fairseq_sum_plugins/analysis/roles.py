@@ -1,7 +1,7 @@
 """Role usage of a trained TP-Transformer (paper §4.4).
 
 For every TPR sublayer, reports the share of role attention distributions ``softmax(F W_r^h)``
-(eq. 5, one per token and head) whose maximum exceeds ``--threshold`` (0.98 in the paper, which
+(TPT eq. 5, one per token and head) whose maximum exceeds ``--threshold`` (0.98 in the paper, which
 finds > 90%), and writes a PNG heatmap of how often each role is the argmax, per sublayer::
 
     fairseq-sum-roles DATA/bin --path checkpoints/checkpoint_best.pt --split valid --png roles.png
@@ -75,7 +75,7 @@ def plot_role_usage(stats, path, threshold=0.98):
     step = 1 if usage.shape[1] <= 20 else 5
     ticks = [r for r in range(usage.shape[1]) if r == 0 or (r + 1) % step == 0]
     ax.set_xticks(ticks, [str(r + 1) for r in ticks], fontsize=7)
-    ax.set_xlabel("role (1-based): argmax of the role attention (eq. 5)", fontsize=8)
+    ax.set_xlabel("role (1-based): argmax of the role attention (TPT eq. 5)", fontsize=8)
     ax.set_title(f"TP-Transformer role usage per sublayer\nin brackets: share of role attention "
                  f"distributions with max > {threshold:g} (paper §4.4)", fontsize=8)
     fig.colorbar(im, ax=ax, label="share of token-heads")

@@ -1,6 +1,6 @@
 """Topic Assistant analyses with the PFA topic model of a data directory.
 
-Semantic similarity (§5.5, eq. 10) of generated summaries to their documents and to the gold
+Semantic similarity (§5.5, TA eq. 10) of generated summaries to their documents and to the gold
 summaries, ``SS(D1, D2; Phi) = theta_1^T theta_2 / (||theta_1|| ||theta_2||)`` with both thetas
 inferred with ``Phi`` fixed (Table 6), :func:`semantic_similarity_scores`; its command line is the
 scorer's::
@@ -43,7 +43,7 @@ from .plotting import place_labels, pyplot
 
 
 def semantic_similarity(theta_1, theta_2):
-    """Row-wise eq. 10; 0 where a theta is the zero vector (no countable token)."""
+    """Row-wise TA eq. 10; 0 where a theta is the zero vector (no countable token)."""
     theta_1, theta_2 = np.asarray(theta_1, np.float64), np.asarray(theta_2, np.float64)
     num = (theta_1 * theta_2).sum(-1)
     den = np.linalg.norm(theta_1, axis=-1) * np.linalg.norm(theta_2, axis=-1)
@@ -93,7 +93,7 @@ def load_topic_model(data, topic_model=None):
 
 
 def summary_similarities(model, encode, hyps, docs, refs=None):
-    """Mean eq. 10 of each summary to its document (and gold summary), thetas inferred with Phi fixed.
+    """Mean TA eq. 10 of each summary to its document (and gold summary), thetas inferred with Phi fixed.
 
     ``hyps``/``refs`` are texts; ``docs`` are texts or arrays of dictionary ids.
     """
@@ -114,7 +114,7 @@ def format_ss(result):
 
 
 def semantic_similarity_scores(hyps, docs, refs, topic_model, data=None):
-    """Mean SS (eq. 10) of summaries to documents (``ss_sum_doc``) and to gold (``ss_sum_gold``).
+    """Mean SS (TA eq. 10) of summaries to documents (``ss_sum_doc``) and to gold (``ss_sum_gold``).
 
     Texts are cleaned summaries / documents (sentences joined by ``<sep>``), encoded as the data
     of ``data`` was (the binarized data dir the topic model was fit on, default: the folder of

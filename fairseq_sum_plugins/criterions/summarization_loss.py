@@ -8,21 +8,21 @@ enters the summed loss as ``weight * value * sample_size``, so the optimised obj
 
     L = CE_per_token + sum_name weight_name * aux_name
 
-which is how the papers write theirs (Mem2Mem eq. 12, information selection eq. 9). Every auxiliary
+which is how the papers write theirs (M2M eq. 12, IS eq. 9). Every auxiliary
 loss is logged under its own name (``aux_<name>``, unweighted). With no auxiliary losses this is
 exactly fairseq's ``label_smoothed_cross_entropy``. Models with an information selection layer
 also report ``gate_sparsity``: % of source tokens whose gate is <= ``--gate-threshold`` (removed
 from the encoder output in eval mode, so in validation this is the pruning rate).
 
-**Gate loss normalisation** (``--gate-l1-norm``), two readings of information selection eq. 7-9::
+**Gate loss normalisation** (``--gate-l1-norm``), two readings of IS eq. 7-9::
 
     token (default)  L = CE / target token + lambda * (sum_i g_i) / source token
-    document         L = (1/|D|) sum_docs [ sum_t CE_t + lambda * sum_i g_i ]      (eq. 7-9 as written)
+    document         L = (1/|D|) sum_docs [ sum_t CE_t + lambda * sum_i g_i ]      (IS eq. 7-9 as written)
 
 ``token`` divides both terms by their token counts, so one ``lambda`` means the same for any document
 and summary length (``gate_l1`` is the mean gate per non-pad source token, modules/gates.py).
-``document`` is eq. 7-9 literally: the NLL summed over each summary's tokens (eq. 7, label-smoothed
-like the token reading) and ``lambda`` times the gate sum of the document (eq. 8), averaged over the
+``document`` is IS eq. 7-9 literally: the NLL summed over each summary's tokens (IS eq. 7, label-smoothed
+like the token reading) and ``lambda`` times the gate sum of the document (IS eq. 8), averaged over the
 documents of the batch (fairseq's ``sample_size`` is the number of documents). With per-head gates,
 ``g_i`` is token ``i``'s gate averaged over the heads. Other auxiliary losses then enter once per
 document (``weight * value * documents``). The logged ``nll_loss`` stays per target token in both.
@@ -46,15 +46,15 @@ KNOWN_AUX_LOSSES = ("gate_l1", "mem_comp", "mem_read", "coverage")
 
 @dataclass
 class SummarizationLossConfig(LabelSmoothedCrossEntropyCriterionConfig):
-    gate_l1_weight: float = field(default=0.1, metadata={"help": "weight of the gate L1 loss (information selection eq. 9)"})
-    mem_comp_weight: float = field(default=1e-4, metadata={"help": "λ1, memory compression loss (Mem2Mem eq. 6, 12)"})
-    mem_read_weight: float = field(default=0.01, metadata={"help": "λ2, memory read loss (Mem2Mem eq. 11, 12)"})
+    gate_l1_weight: float = field(default=0.1, metadata={"help": "weight of the gate L1 loss (IS eq. 9)"})
+    mem_comp_weight: float = field(default=1e-4, metadata={"help": "λ1, memory compression loss (M2M eq. 6, 12)"})
+    mem_read_weight: float = field(default=0.01, metadata={"help": "λ2, memory read loss (M2M eq. 11, 12)"})
     coverage_weight: float = field(default=1.0, metadata={"help": "coverage loss weight (See et al., 2017); "
                                                                   "also spelled --coverage-loss-weight"})
     gate_l1_norm: ChoiceEnum(["token", "document"]) = field(
         default="token",
         metadata={"help": "gate loss reading (module doc): 'token': CE per target token + lambda x mean gate per "
-                          "source token; 'document': eq. 7-9 as written, summary NLL summed + lambda x sum of "
+                          "source token; 'document': IS eq. 7-9 as written, summary NLL summed + lambda x sum of "
                           "the document's gates, averaged over documents"},
     )
     aux_weights: str = field(

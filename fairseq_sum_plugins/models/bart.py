@@ -16,10 +16,10 @@ The features enter through fairseq's builder hooks, as in fairseq's linformer ex
 ``build_encoder_layer`` / ``build_decoder_layer`` build layers whose ``build_self_attention`` /
 ``build_encoder_attention`` return :class:`FeatureAttention`, fairseq's attention plus
 
-* the information gate's row scaling of the projected keys and values (eq. 6) and the per-head
+* the information gate's row scaling of the projected keys and values (IS eq. 6) and the per-head
   mask of closed positions (``apply_sparse_mask``); the gate itself runs on the encoder's final
-  states (eq. 3, Algorithm 1: thresholding and pruning in eval mode);
-* SIA's extra head (eq. 7) in every attention block, and DRM's ``theta^T W_b`` (eq. 9) on every
+  states (IS eq. 3, Algorithm 1: thresholding and pruning in eval mode);
+* SIA's extra head (TA eq. 7) in every attention block, and DRM's ``theta^T W_b`` (TA eq. 9) on every
   cross-attention output (before dropout, residual and LayerNorm);
 * TEMA: the first decoder layer prefixes the top-n topic embeddings (scaled and normalised like
   the token embeddings, no position) and every decoder layer attends with Fig. 3(b)'s mask; the
@@ -108,10 +108,10 @@ def wrap_layer(layer, cfg):
 class FeatureAttention(MultiheadAttention):
     """fairseq's attention with the features of its block (time-first, as fairseq's).
 
-    ``sia``: SIA's extra head (eq. 7), whose probabilities are the batch input ``sia_input``;
-    ``gated``: keys and values scaled by the batch input ``kv_scale`` ``(S, B, G, 1)`` (eq. 6),
+    ``sia``: SIA's extra head (TA eq. 7), whose probabilities are the batch input ``sia_input``;
+    ``gated``: keys and values scaled by the batch input ``kv_scale`` ``(S, B, G, 1)`` (IS eq. 6),
     per-head closed positions masked by ``gate_bias`` ``(B, G, 1, S)``; ``drm``: ``theta^T W_b``
-    (eq. 9) from the batch input ``theta``.
+    (TA eq. 9) from the batch input ``theta``.
     """
 
     def __init__(self, *args, inputs, sia=None, sia_input=None, gated=False, drm=None, **kwargs):
@@ -141,12 +141,12 @@ class FeatureAttention(MultiheadAttention):
                 static_kv=False, attn_mask=None, before_softmax=False, need_head_weights=False):
         out, weights = super().forward(query, key, value, key_padding_mask, incremental_state, need_weights,
                                        static_kv, attn_mask, before_softmax, need_head_weights)
-        if self.sia is not None:  # eq. 7; the cross head reads the gated rows
+        if self.sia is not None:  # TA eq. 7; the cross head reads the gated rows
             kv = (key if self.encoder_decoder_attention else query).transpose(0, 1)
             head = self.sia(kv, self.inputs.get(self.sia_input), incremental_state,
                             v_scale=self.inputs.get("sia_v_scale") if self.encoder_decoder_attention else None)
             out = out + head.transpose(0, 1).type_as(out)
-        if self.drm is not None:  # eq. 9
+        if self.drm is not None:  # TA eq. 9
             out = out + self.drm(self.inputs.get("theta")).transpose(0, 1).type_as(out)
         return out, weights
 
@@ -228,7 +228,7 @@ class SumBARTEncoder(TransformerEncoder):
     def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False, token_embeddings=None, **side):
         side = {**self.inputs.get("side", {}), **side}  # side data: net_input fields, or from the model's forward
         sia_probs = None
-        if self.topic is not None and self.args.ta_sia:  # SIA eq. 6, shared by the layers
+        if self.topic is not None and self.args.ta_sia:  # SIA, TA eq. 6, shared by the layers
             rows = self.topic.rows(src_tokens)
             sia_probs = self.topic.sia_probs(rows, rows, self.sia_head_dim, None, src_tokens.eq(self.padding_idx))
         with self.inputs.given(sia_probs=sia_probs):
@@ -262,7 +262,7 @@ class SumBARTDecoder(TransformerDecoder):
     def batch_inputs(self, prev_output_tokens, view, incremental_state):
         """The decoder layers' feature inputs for this call (see :class:`FeatureAttention`)."""
         inputs = {}
-        if view.gates is not None:  # eq. 6
+        if view.gates is not None:  # IS eq. 6
             inputs["kv_scale"] = view.gates.transpose(0, 1).unsqueeze(-1)  # (S, B, G, 1)
             inputs["gate_bias"] = view.gate_bias
             inputs["sia_v_scale"] = view.gates.mean(-1, keepdim=True)  # the SIA head: the mean of the head gates
@@ -273,7 +273,7 @@ class SumBARTDecoder(TransformerDecoder):
             prev_output_tokens, 1 if incremental else prev_output_tokens.size(1), view.src_tokens, view.padding_mask,
             self.sia_head_dim, theta=view.side.get("theta"), gate_index=view.gate_index, incremental=incremental)
         inputs.update(self_probs=ta.self_probs, cross_probs=ta.cross_probs, theta=ta.theta, self_mask=ta.self_mask)
-        if ta.n_prefix:  # TEMA eq. 8, embedded like the tokens (without a position)
+        if ta.n_prefix:  # TEMA, TA eq. 8, embedded like the tokens (without a position)
             x = self.embed_scale * self.topic.topic_embeddings(ta.topic_ids, self.embed_tokens.weight)
             if self.project_in_dim is not None:
                 x = self.project_in_dim(x)

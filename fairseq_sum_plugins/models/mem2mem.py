@@ -8,58 +8,58 @@ Two presets of one hierarchical GRU encoder-decoder (model ``mem2mem``):
 Shapes: B batch, S kept source tokens, L sentences, T target steps, r memory slots,
 E embedding (128), d = 2 x ``--encoder-hidden-size`` (bi-GRU output), H decoder hidden (256).
 
-Encoder (eq. 1-2, 4-6). Sentences are the ``<sep>``-delimited spans of ``src_tokens``
+Encoder (M2M eq. 1-2, 4-6). Sentences are the ``<sep>``-delimited spans of ``src_tokens``
 (:mod:`..modules.sentences`), optionally capped at ``--max-doc-sentences`` sentences of at most
 ``--max-sentence-tokens`` pieces (default 0 / 0: all; App. A.2's 4 sections x 500 tokens is applied
 to the data by the PubMed / arXiv converter, so the model cuts nothing further). A bi-GRU runs over
 every sentence (packed): its outputs are the token states ``h^(w)_i`` and its final states
-(forward last, backward first) the sentence embedding ``s_j`` (eq. 1). A bi-GRU over the sentence
-embeddings gives ``h^(s)_j`` (eq. 2), i.e. the rows of ``H`` (eq. 4), and its final states give the
+(forward last, backward first) the sentence embedding ``s_j`` (M2M eq. 1). A bi-GRU over the sentence
+embeddings gives ``h^(s)_j`` (M2M eq. 2), i.e. the rows of ``H`` (M2M eq. 4), and its final states give the
 decoder's initial state ``tanh(W_init [->h_L; <-h_1])``.
-With ``--encoder-memory``: ``A = softmax(W_a1 tanh(W_a2 H^T))`` (eq. 5, padding sentences
-masked), ``M_E = A H`` and ``L_comp = ||A A^T - I||_F^2`` (eq. 6), returned as aux loss
+With ``--memory-encoder``: ``A = softmax(W_a1 tanh(W_a2 H^T))`` (M2M eq. 5, padding sentences
+masked), ``M_E = A H`` and ``L_comp = ||A A^T - I||_F^2`` (M2M eq. 6), returned as aux loss
 ``mem_comp`` (mean over documents).
 
 Decoder, per step t (the target GRU has no input feeding, so it runs over the whole prefix at once;
 the rest runs step by step because memory and coverage are recurrent):
 
 * ``h^(d)_t = GRU(x'_t, h^(d)_{t-1})`` with ``x'_t`` the embedding of the previous token;
-* gated write (eq. 8-10), at every step but the first, before the read: each slot ``M_D(k)`` is
-  updated from ``h^(d)_t`` and the previous read ``m_{t-1}``, i.e. eq. 8-10's ``h^(d)_{t+1}`` and
+* gated write (M2M eq. 8-10), at every step but the first, before the read: each slot ``M_D(k)`` is
+  updated from ``h^(d)_t`` and the previous read ``m_{t-1}``, i.e. M2M eq. 8-10's ``h^(d)_{t+1}`` and
   ``m_t`` one step on, so the memory absorbs the token just produced (``x'_t``, through ``h^(d)_t``)
-  before eq. 7 reads it. The first step reads the initial ``M_D``: ``M_E`` (transfer) or zeros. The
+  before M2M eq. 7 reads it. The first step reads the initial ``M_D``: ``M_E`` (transfer) or zeros. The
   incremental state carries ``M_D`` and ``m_{t-1}``. (So the write's parameters get no gradient
   from a batch whose targets are all one token long, i.e. empty summaries, which preprocessing
   rejects; every real batch uses them, as DDP needs.);
-* memory read (eq. 7) of the updated memory: ``psi_t = softmax(h_t W_psi M_D^T)``, ``m_t = psi_t M_D``,
+* memory read (M2M eq. 7) of the updated memory: ``psi_t = softmax(h_t W_psi M_D^T)``, ``m_t = psi_t M_D``,
   ``h^(m)_t = W_m [h^(d)_t; m_t]``; without any memory ``h^(m)_t = h^(d)_t``;
-* token attention with coverage (eq. 16-17, Luong "concat" score):
+* token attention with coverage (M2M eq. 16-17, Luong "concat" score):
   ``alpha_t = softmax(v^T tanh(W_e h^(w)_i + W_d h^(m)_t + w_c cov_ti))``, ``cov_t = sum_{t'<t} alpha_t'``;
 * sentence attention (Luong "general"): ``beta_t = softmax(h^(m)_t W_beta h^(s)_j)``;
-* ``gamma_ti = beta_{t,m(i)} alpha_ti / sum_l beta_{t,m(l)} alpha_tl`` (eq. 3), ``c_t = sum_i gamma_ti h^(w)_i``;
+* ``gamma_ti = beta_{t,m(i)} alpha_ti / sum_l beta_{t,m(l)} alpha_tl`` (M2M eq. 3), ``c_t = sum_i gamma_ti h^(w)_i``;
 * ``P_g = softmax(W_v tanh(W_o [h^(m)_t; c_t]))``, ``z_t = sigma(w_c c_t + w_d h^(m)_t + w_x x'_t)``,
-  ``P = z_t P_g + (1 - z_t) P_c`` with ``P_c(w) = sum_{i: x_i = w} gamma_ti`` (eq. 13-15, over the
+  ``P = z_t P_g + (1 - z_t) P_c`` with ``P_c(w) = sum_{i: x_i = w} gamma_ti`` (M2M eq. 13-15, over the
   extended vocabulary of :mod:`..modules.pointer_generator`). The decoder returns ``log P`` (floored
   at ``log 1e-10``) as its scores, so ``get_normalized_probs`` (a log-softmax) gives ``P`` back and
   ``fairseq-generate --temperature T`` samples/searches ``P^(1/T) / sum_w P(w)^(1/T)``.
 
 Auxiliary losses (``net_output[1]["aux_losses"]``, weighted by ``summarization_loss``):
-``mem_comp`` (eq. 6, per document), ``mem_read`` (eq. 11 against the initial ``M_E``: per
+``mem_comp`` (M2M eq. 6, per document), ``mem_read`` (M2M eq. 11 against the initial ``M_E``: per
 document, the mean over its target steps of ``||psi_t M_E - beta_t H||_2``), and with
 ``--coverage-loss`` See et al.'s ``coverage`` = ``sum_i min(alpha_ti, cov_ti)`` per target token.
 
 Ablations of Table 2 (PubMed), all on ``--arch mem2mem_base``:
 
-    Baseline HRED      --encoder-memory False --decoder-memory False   (= --arch hred_base)
-    + Encoder Mem      --decoder-memory False --mem-comp-weight 0 --mem-read-weight 0
+    Baseline HRED      --memory-encoder False --memory-decoder False   (= --arch hred_base)
+    + Encoder Mem      --memory-decoder False --mem-comp-weight 0 --mem-read-weight 0
                        (the decoder reads the static M_E; no write)
-    + Decoder Mem      --encoder-memory False --memory-transfer False  (M_D from zeros, with writes)
+    + Decoder Mem      --memory-encoder False --memory-transfer False  (M_D from zeros, with writes)
     + Mem Transfer     --mem-comp-weight 0 --mem-read-weight 0
     + Reg L_comp       --mem-read-weight 0                             (lambda_1 = 1e-4)
     + Reg L_read       (defaults: the full model, lambda_2 = 0.01)
 
 ``--memory-transfer False`` with both memories keeps ``M_E`` (for ``L_comp`` / ``L_read``) but
-starts ``M_D`` from zeros. A memory started from zeros keeps its ``r`` slots identical (eq. 8-10
+starts ``M_D`` from zeros. A memory started from zeros keeps its ``r`` slots identical (M2M eq. 8-10
 treat every slot alike), so its read attention is uniform whatever ``W_psi`` is; that reader is
 built without ``W_psi`` (same outputs). Modules a setting does not use are not created, so every
 parameter gets a gradient in every setting.
@@ -80,7 +80,7 @@ from fairseq.models import (
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.utils.checkpoint import checkpoint
 
-from ..flags import bool_flag
+from ..flags import bool_flag, renamed_flag
 from ..modules.memory import MemoryCompression, MemoryReader, MemoryWriter, compression_loss, masked_softmax, read_loss
 from ..modules.pointer_generator import MarkerEmbedding, count_position_markers, mix_copy_distribution
 from ..modules.sentences import sentence_layout
@@ -88,7 +88,7 @@ from ..modules.sentences import sentence_layout
 logger = logging.getLogger(__name__)
 
 SEP = "<sep>"
-RECOMPUTE_ABOVE = 2**28  # stored eq. 17 activations (elements) beyond which they are recomputed
+RECOMPUTE_ABOVE = 2**28  # stored M2M eq. 17 activations (elements) beyond which they are recomputed
 
 
 def sep_index(dictionary):
@@ -107,7 +107,7 @@ def _bigru_final(h_n):
 
 
 class HierarchicalEncoder(FairseqEncoder):
-    """Sentence bi-GRU + document bi-GRU (eq. 1-2) and, optionally, memory compression (eq. 4-6)."""
+    """Sentence bi-GRU + document bi-GRU (M2M eq. 1-2) and, optionally, memory compression (M2M eq. 4-6)."""
 
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(dictionary)
@@ -123,7 +123,7 @@ class HierarchicalEncoder(FairseqEncoder):
         self.doc_rnn = nn.GRU(2 * h, h, batch_first=True, bidirectional=True)
         self.init_proj = nn.Linear(2 * h, args.decoder_hidden_size)
         self.compression = (
-            MemoryCompression(2 * h, args.memory_attn_dim, args.memory_slots) if args.encoder_memory else None
+            MemoryCompression(2 * h, args.memory_attn_dim, args.memory_slots) if args.memory_encoder else None
         )
 
     def forward(self, src_tokens, src_lengths=None, **kwargs):
@@ -134,7 +134,7 @@ class HierarchicalEncoder(FairseqEncoder):
         mask = lay.token_mask
 
         x = F.dropout(self.embed_tokens(lay.tokens), self.dropout, self.training)
-        # eq. 1: one packed bi-GRU pass over every non-empty sentence of the batch
+        # M2M eq. 1: one packed bi-GRU pass over every non-empty sentence of the batch
         row = torch.arange(bsz, device=x.device).unsqueeze(1) * n_slots + lay.sent_id  # B x S
         grid = x.new_zeros(bsz * n_slots, width, x.size(-1))
         grid[row[mask], lay.sent_pos[mask]] = x[mask]
@@ -152,7 +152,7 @@ class HierarchicalEncoder(FairseqEncoder):
         sents[rows] = _bigru_final(h_n)
         sents = sents.view(bsz, n_slots, d)
 
-        # eq. 2: document bi-GRU over the sentence embeddings
+        # M2M eq. 2: document bi-GRU over the sentence embeddings
         packed = pack_padded_sequence(sents, lay.num_sentences.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
         out, h_n = self.doc_rnn(packed)
         sent_states, _ = pad_packed_sequence(out, batch_first=True, total_length=n_slots)  # H, B x L x d
@@ -172,10 +172,10 @@ class HierarchicalEncoder(FairseqEncoder):
             "aux_losses": {},
         }
         if self.compression is not None:
-            mem, A = self.compression(sent_states, sent_mask)  # eq. 5
+            mem, A = self.compression(sent_states, sent_mask)  # M2M eq. 5
             encoder_out["memory"] = mem  # M_E
             encoder_out["write_attn"] = A
-            encoder_out["aux_losses"]["mem_comp"] = compression_loss(A).mean()  # eq. 6
+            encoder_out["aux_losses"]["mem_comp"] = compression_loss(A).mean()  # M2M eq. 6
         return encoder_out
 
     def reorder_encoder_out(self, encoder_out, new_order):
@@ -199,12 +199,12 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
         self.max_target_positions = args.max_target_positions
         e, hd, d, a = embed_tokens.embedding_dim, args.decoder_hidden_size, 2 * args.encoder_hidden_size, args.attention_dim
         self.memory_slots, self.mem_dim = args.memory_slots, d
-        self.encoder_memory, self.memory_transfer = args.encoder_memory, args.memory_transfer
+        self.memory_encoder, self.memory_transfer = args.memory_encoder, args.memory_transfer
         self.rnn = nn.GRU(e, hd, batch_first=True)
-        from_zeros = args.decoder_memory and not (args.encoder_memory and args.memory_transfer)
-        self.reader = MemoryReader(hd, d, attend=not from_zeros) if (args.encoder_memory or args.decoder_memory) else None
-        self.writer = MemoryWriter(hd, d) if args.decoder_memory else None
-        # token attention (eq. 17) and sentence attention
+        from_zeros = args.memory_decoder and not (args.memory_encoder and args.memory_transfer)
+        self.reader = MemoryReader(hd, d, attend=not from_zeros) if (args.memory_encoder or args.memory_decoder) else None
+        self.writer = MemoryWriter(hd, d) if args.memory_decoder else None
+        # token attention (M2M eq. 17) and sentence attention
         self.attn_key = nn.Linear(d, a, bias=False)  # W_e
         self.attn_query = nn.Linear(hd, a)  # W_d (+ bias)
         self.attn_cov = nn.Linear(1, a, bias=False) if args.coverage else None  # w_c
@@ -221,7 +221,7 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
             self.output_bias = nn.Parameter(torch.zeros(n_real))
         else:
             self.output_projection = nn.Linear(args.decoder_out_embed_dim, n_real)
-        self.p_gen = nn.Linear(d + hd + e, 1) if args.pointer_generator else None  # w_c, w_d, w_x (eq. 13)
+        self.p_gen = nn.Linear(d + hd + e, 1) if args.pointer_generator else None  # w_c, w_d, w_x (M2M eq. 13)
         self.need_attn = False
 
     # --- state -------------------------------------------------------------------------------
@@ -253,7 +253,7 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
     # --- forward -----------------------------------------------------------------------------
 
     def _token_scores(self, keys, query, cov):
-        """Eq. 17 scores, B x S, for one step (``query`` B x A, ``cov`` B x S or None)."""
+        """M2M eq. 17 scores, B x S, for one step (``query`` B x A, ``cov`` B x S or None)."""
         pre = keys + query.unsqueeze(1)
         if cov is not None:
             pre = pre + cov.unsqueeze(-1) * self.attn_cov.weight.view(1, 1, -1)
@@ -289,7 +289,7 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
         return output, extra
 
     def _recurrent_steps(self, hs, state, token_mask):
-        """Per step: gated write (eq. 8-10), read (eq. 7), token attention with coverage (eq. 16-17).
+        """Per step: gated write (M2M eq. 8-10), read (M2M eq. 7), token attention with coverage (M2M eq. 16-17).
 
         Returns ``hm`` (h^(m), B x T x H), ``alpha`` (B x T x S), ``read_attn`` (Psi, B x T x r, or
         None), the final ``memory``, ``read`` (m_t) and ``coverage``, and the per-step coverage
@@ -297,14 +297,14 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
         memory, cov, keys = state["memory"], state["coverage"], state["keys"]
         m = state["read"]  # m_{t-1}, the previous step's read (None before the first step)
         hms, alphas, psis, cov_losses = [], [], [], []
-        # eq. 17 keeps a B x S x A tanh per step for backward; above RECOMPUTE_ABOVE elements in all
+        # M2M eq. 17 keeps a B x S x A tanh per step for backward; above RECOMPUTE_ABOVE elements in all
         # (long documents and summaries), it is recomputed in backward instead of stored
         recompute = self.training and torch.is_grad_enabled() and keys.numel() * hs.size(1) > RECOMPUTE_ABOVE
         for t in range(hs.size(1)):
             h = hs[:, t]
-            if self.writer is not None and m is not None:  # eq. 8-10: h^(d)_t with m_{t-1}, before the read
+            if self.writer is not None and m is not None:  # M2M eq. 8-10: h^(d)_t with m_{t-1}, before the read
                 memory = self.writer(h, m, memory)
-            if self.reader is not None:  # eq. 7
+            if self.reader is not None:  # M2M eq. 7
                 hm, m, psi = self.reader(h.unsqueeze(1), memory)
                 hm, m = hm.squeeze(1), m.squeeze(1)
                 psis.append(psi.squeeze(1))
@@ -319,7 +319,7 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
             if cov is not None:
                 if self.coverage_loss:
                     cov_losses.append(torch.minimum(alpha, cov).sum(-1))
-                cov = cov + alpha  # eq. 16
+                cov = cov + alpha  # M2M eq. 16
             hms.append(hm)
             alphas.append(alpha)
         return {
@@ -329,26 +329,26 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
         }
 
     def _sentence_attention(self, hm, alpha, encoder_out):
-        """Sentence attention ``beta``, eq. 3's ``gamma`` and the context ``c_t``."""
+        """Sentence attention ``beta``, M2M eq. 3's ``gamma`` and the context ``c_t``."""
         dtype = alpha.dtype
         sent_states, token_states = encoder_out["sent_states"], encoder_out["token_states"]
         beta = masked_softmax(torch.bmm(self.sent_attn(hm), sent_states.transpose(1, 2)), encoder_out["sent_mask"].unsqueeze(1))
         beta = beta.to(dtype)
         bsz, tgt_len, slen = alpha.shape
         beta_tok = beta.gather(2, encoder_out["token_sent"].unsqueeze(1).expand(bsz, tgt_len, slen))
-        gamma = alpha.float() * beta_tok.float()  # eq. 3 (in float32: the renormaliser may be tiny)
+        gamma = alpha.float() * beta_tok.float()  # M2M eq. 3 (in float32: the renormaliser may be tiny)
         gamma = (gamma / gamma.sum(-1, keepdim=True).clamp(min=1e-30)).to(dtype)
         return beta, gamma, torch.bmm(gamma, token_states)  # c_t
 
     def _output_distribution(self, hm, ctx, gamma, x, encoder_out):
-        """``P_g`` and, with the pointer-generator, ``z_t P_g + (1 - z_t) P_c`` (eq. 13-15)."""
+        """``P_g`` and, with the pointer-generator, ``z_t P_g + (1 - z_t) P_c`` (M2M eq. 13-15)."""
         out = torch.tanh(self.readout(torch.cat([hm, ctx], dim=-1)))
         out = F.dropout(out, self.dropout, self.training)
         if self.output_projection is None:
             logits = F.linear(out, self.embed_tokens.weight, self.output_bias)
         else:
             logits = self.output_projection(out)
-        if self.p_gen is not None:  # eq. 13-15
+        if self.p_gen is not None:  # M2M eq. 13-15
             z = torch.sigmoid(self.p_gen(torch.cat([ctx, hm, x], dim=-1)))
             # log P as the decoder's scores: log_softmax(log P / T) is P^(1/T) renormalised, so fairseq's
             # --temperature (it divides the scores by T) tempers the mixture; at T = 1 it is P itself
@@ -366,10 +366,10 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
         return full
 
     def _aux_losses(self, prev_output_tokens, encoder_out, extra, beta, cov_losses):
-        """``mem_comp`` (from the encoder), ``mem_read`` (eq. 11) and See et al.'s ``coverage``."""
+        """``mem_comp`` (from the encoder), ``mem_read`` (M2M eq. 11) and See et al.'s ``coverage``."""
         aux = dict(encoder_out.get("aux_losses", {}))
         tgt_mask = prev_output_tokens.ne(self.dictionary.pad())
-        if "memory" in encoder_out and extra["read_attn"] is not None:  # eq. 11 against the initial M_E
+        if "memory" in encoder_out and extra["read_attn"] is not None:  # M2M eq. 11 against the initial M_E
             aux["mem_read"] = read_loss(extra["read_attn"], encoder_out["memory"], beta, encoder_out["sent_states"], tgt_mask).mean()
         if cov_losses:
             per_step = torch.stack(cov_losses, dim=1) * tgt_mask
@@ -393,7 +393,7 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
         parser.add_argument("--encoder-hidden-size", type=int, metavar="N",
                             help="hidden size per direction of the sentence and document bi-GRUs")
         parser.add_argument("--decoder-hidden-size", type=int, metavar="N", help="decoder GRU (256)")
-        parser.add_argument("--attention-dim", type=int, metavar="N", help="token attention width (eq. 17)")
+        parser.add_argument("--attention-dim", type=int, metavar="N", help="token attention width (M2M eq. 17)")
         parser.add_argument("--decoder-out-embed-dim", type=int, metavar="N", help="readout before the softmax")
         parser.add_argument("--share-embeddings", type=b, metavar="BOOL",
                             help="one embedding table for source and target (joined dictionary)")
@@ -404,19 +404,22 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
                             help="keep at most M tokens per sentence (0: all, the default)")
         parser.add_argument("--max-source-positions", type=int, metavar="N")
         parser.add_argument("--max-target-positions", type=int, metavar="N")
-        parser.add_argument("--pointer-generator", type=b, metavar="BOOL", help="copy mechanism (eq. 13-15)")
+        parser.add_argument("--pointer-generator", type=b, metavar="BOOL", help="copy mechanism (M2M eq. 13-15)")
         parser.add_argument("--source-position-markers", type=int, metavar="K",
                             help="trailing <unk-N> entries of the dictionary (-1: count them)")
         parser.add_argument("--coverage-attention", "--coverage", dest="coverage", type=b, metavar="BOOL",
-                            help="model coverage: the coverage vector in token attention (eq. 16-17)")
+                            help="model coverage: the coverage vector in token attention (M2M eq. 16-17)")
         parser.add_argument("--coverage-loss", type=b, metavar="BOOL",
                             help="return See et al.'s coverage loss (aux loss 'coverage', weighted by the "
                                  "criterion's --coverage-loss-weight)")
-        parser.add_argument("--encoder-memory", type=b, metavar="BOOL", help="memory compression M_E (eq. 5-6)")
-        parser.add_argument("--decoder-memory", type=b, metavar="BOOL", help="decoder memory with writes (eq. 8-10)")
+        # the memory flags share the --memory- prefix; --encoder-memory / --decoder-memory are the earlier spellings
+        parser.add_argument("--memory-encoder", "--encoder-memory", dest="memory_encoder", type=b, metavar="BOOL",
+                            help="memory compression M_E (M2M eq. 5-6)")
+        parser.add_argument("--memory-decoder", "--decoder-memory", dest="memory_decoder", type=b, metavar="BOOL",
+                            help="decoder memory with writes (M2M eq. 8-10)")
         parser.add_argument("--memory-transfer", type=b, metavar="BOOL", help="M_D starts from M_E (else zeros)")
         parser.add_argument("--memory-slots", type=int, metavar="R", help="r, memory heads/slots (10)")
-        parser.add_argument("--memory-attn-dim", type=int, metavar="N", help="d_a of eq. 5 (128)")
+        parser.add_argument("--memory-attn-dim", type=int, metavar="N", help="d_a of M2M eq. 5 (128)")
         # fmt: on
 
     @classmethod
@@ -424,7 +427,7 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
         base_architecture(args)
         if args.coverage_loss and not args.coverage:
             raise ValueError("--coverage-loss True needs --coverage-attention True (the loss is computed from the "
-                             "coverage vector of eq. 16); set both, or drop --coverage-loss")
+                             "coverage vector of M2M eq. 16); set both, or drop --coverage-loss")
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
         sep_index(src_dict)
         joined = len(src_dict) == len(tgt_dict) and src_dict.symbols == tgt_dict.symbols
@@ -481,8 +484,8 @@ def base_architecture(args):
     args.source_position_markers = getattr(args, "source_position_markers", -1)
     args.coverage = getattr(args, "coverage", True)
     args.coverage_loss = getattr(args, "coverage_loss", False)
-    args.encoder_memory = getattr(args, "encoder_memory", True)
-    args.decoder_memory = getattr(args, "decoder_memory", True)
+    renamed_flag(args, "memory_encoder", "encoder_memory", True)
+    renamed_flag(args, "memory_decoder", "decoder_memory", True)
     args.memory_transfer = getattr(args, "memory_transfer", True)
     args.memory_slots = getattr(args, "memory_slots", 10)
     args.memory_attn_dim = getattr(args, "memory_attn_dim", 128)
@@ -491,8 +494,8 @@ def base_architecture(args):
 @register_model_architecture("mem2mem", "hred_base")
 def hred_base(args):
     """Baseline HRED (§2, App. A.1): hierarchical encoder, pointer-generator, coverage; no memory."""
-    args.encoder_memory = getattr(args, "encoder_memory", False)
-    args.decoder_memory = getattr(args, "decoder_memory", False)
+    renamed_flag(args, "memory_encoder", "encoder_memory", False)
+    renamed_flag(args, "memory_decoder", "decoder_memory", False)
     args.memory_transfer = getattr(args, "memory_transfer", False)
     base_architecture(args)
 

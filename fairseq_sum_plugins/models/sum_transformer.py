@@ -11,7 +11,7 @@ Each paper is a named preset (``--arch``) over the same code path, so features a
     etads_baseline                  ETADS paper's "Basic model": the same 4+4 post-LN cell without them
     transformer_ta_base             Topic Assistant: SIA + TEMA + DRM (modules/topic.py) on the T5-style cell
 
-The cell (TP-Transformer §2.2-2.3, eq. 3 and 6-9), pre-LN by default::
+The cell (TP-Transformer §2.2-2.3, TPT eq. 3 and 6-9), pre-LN by default::
 
     Self(X)       = TPR(X + MHAttn(LN(X), LN(X)))           (3, 6, 8)
     Cross(Y, H)   = TPR(Y + MHAttn(LN(Y), H))               (8)
@@ -19,7 +19,7 @@ The cell (TP-Transformer §2.2-2.3, eq. 3 and 6-9), pre-LN by default::
     Encode(X)     = FF(Self(X));  Decode(H, Y) = FF(Cross(Self(Y), H))     (9)
     p(y_i)        = softmax(E^T LN(y_{i,L}))                 (10, tied embeddings)
 
-Eq. 3 writes the residual as ``X̂ + ...`` (the normalized input) and eq. 7 feeds ``X`` to the
+TPT eq. 3 writes the residual as ``X̂ + ...`` (the normalized input) and TPT eq. 7 feeds ``X`` to the
 feed-forward layer un-normalized; we follow the T5 cell the paper builds on (Raffel et al., 2020),
 whose residual carries the un-normalized stream ``X`` and whose sublayers (feed-forward included)
 read ``LN(X)``.
@@ -96,8 +96,7 @@ from ..modules.topic import (
     topic_defaults,
 )
 from ..modules.tpr import TPRBinding, shared_role_normalization
-from .fresh_params import keep_fresh_parameters
-from .t5_import import IMPORT_MARKER, check_import_mark
+from .fresh_params import IMPORT_MARKER, check_import_mark, keep_fresh_parameters
 
 DEFAULT_MAX_POSITIONS = 1024
 
@@ -170,7 +169,7 @@ def build_binding(args, embed_dim, num_heads):
 
 
 class FeedForward(nn.Module):
-    """``W_f ReLU(W_g x + b_g) + b_f`` (eq. 7, without the residual)."""
+    """``W_f ReLU(W_g x + b_g) + b_f`` (TPT eq. 7, without the residual)."""
 
     def __init__(self, embed_dim, ffn_dim, activation_fn="relu", activation_dropout=0.0, bias=True):
         super().__init__()
@@ -208,7 +207,7 @@ class Sublayer(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """``Encode(X) = FF(Self(X))`` (eq. 9)."""
+    """``Encode(X) = FF(Self(X))`` (TPT eq. 9)."""
 
     def __init__(self, args, layer_idx=0):
         super().__init__()
@@ -217,7 +216,7 @@ class EncoderLayer(nn.Module):
         self.focus = FocusBias(attention_dim(args, d, heads), heads) if focus else None  # ETADS eq. 5-8 (on Q)
         pre = args.encoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
-        self.sia = SIAHead(d, d // heads) if getattr(args, "ta_sia", False) else None  # Topic Assistant eq. 7
+        self.sia = SIAHead(d, d // heads) if getattr(args, "ta_sia", False) else None  # TA eq. 7
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
         self.self_attn_binding = build_binding(args, d, heads)
         self.ffn = build_feed_forward(args, d, args.encoder_ffn_embed_dim)
@@ -228,7 +227,7 @@ class EncoderLayer(nn.Module):
 
         def attend(h):  # position_bias: the T5 cell's relative position bias (B|1, H, S, S)
             out = self.self_attn(h, key_padding_mask=padding_mask, attn_bias=position_bias, attn_bias_fn=focus)
-            return add_head(out, self.sia(h, sia_probs)) if self.sia is not None else out  # SIA eq. 7
+            return add_head(out, self.sia(h, sia_probs)) if self.sia is not None else out  # SIA, TA eq. 7
 
         x, _ = self.self_attn_sublayer(x, attend)
         x = self.self_attn_binding(x)
@@ -237,7 +236,7 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """``Decode(H, Y) = FF(Cross(Self(Y), H))`` (eq. 9)."""
+    """``Decode(H, Y) = FF(Cross(Self(Y), H))`` (TPT eq. 9)."""
 
     def __init__(self, args, layer_idx=0):
         super().__init__()
@@ -249,7 +248,7 @@ class DecoderLayer(nn.Module):
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
         self.self_attn_binding = build_binding(args, d, heads)
         self.cross_attn = build_attention(args, d, heads, self_attention=False)
-        # Topic Assistant: SIA's extra head in both attention blocks (eq. 7), DRM's bias (eq. 9)
+        # Topic Assistant: SIA's extra head in both attention blocks (TA eq. 7), DRM's bias (TA eq. 9)
         sia = getattr(args, "ta_sia", False)
         self.self_sia = SIAHead(d, d // heads) if sia else None
         self.cross_sia = SIAHead(d, d // heads, static_kv=True) if sia else None
@@ -283,13 +282,13 @@ class DecoderLayer(nn.Module):
         def cross_attend(h):
             out = self.cross_attn(
                 h, enc, key_padding_mask=enc_padding_mask, incremental_state=incremental_state, need_weights=need_attn,
-                prob_gate_fn=gate, **(cross_kwargs or {}),  # information selection eq. 6
+                prob_gate_fn=gate, **(cross_kwargs or {}),  # IS eq. 6
             )
-            if self.cross_sia is not None:  # SIA eq. 7; with information selection, over the gated rows
+            if self.cross_sia is not None:  # SIA, TA eq. 7; with information selection, over the gated rows
                 scale = cross_kwargs.get("kv_scale") if cross_kwargs else None  # (B, G, S, 1)
                 scale = scale.mean(1) if scale is not None else None  # per-head gates: their mean
                 out = add_head(out, self.cross_sia(enc, ta.cross_probs, incremental_state, v_scale=scale))
-            if self.drm is not None:  # DRM eq. 9: before add & norm
+            if self.drm is not None:  # DRM, TA eq. 9: before add & norm
                 out = add_head(out, self.drm(ta.theta).type_as(out[0]))
             return out
 
@@ -329,7 +328,7 @@ class SumTransformerEncoder(FairseqEncoder):
         self.dropout = args.dropout
         self.layers = nn.ModuleList([EncoderLayer(args, i) for i in range(args.encoder_layers)])
         self.layer_norm = build_norm(args, d) if args.encoder_normalize_before else None
-        # information selection (eq. 3, Algorithm 1): a gate per source token on the final states
+        # information selection (IS eq. 3, Algorithm 1): a gate per source token on the final states
         self.info_gate = None
         if getattr(args, "info_gate", False):
             gates = args.decoder_attention_heads if args.gate_per_head else 1
@@ -349,10 +348,10 @@ class SumTransformerEncoder(FairseqEncoder):
         x = F.dropout(x, self.dropout, self.training)
         attn_mask = padding_mask if padding_mask.any() else None
         sia_probs = None
-        if self.topic is not None and self.layers[0].sia is not None:  # SIA eq. 6, shared by the layers
+        if self.topic is not None and self.layers[0].sia is not None:  # SIA, TA eq. 6, shared by the layers
             rows = self.topic.rows(src_tokens)
             sia_probs = self.topic.sia_probs(rows, rows, self.sia_head_dim, None, padding_mask)
-        with shared_role_normalization(self.layers):  # eq. 4 for every sublayer at once
+        with shared_role_normalization(self.layers):  # TPT eq. 4 for every sublayer at once
             for layer in self.layers:
                 x = layer(x, attn_mask, sia_probs, position_bias)
         if self.layer_norm is not None:
@@ -373,7 +372,7 @@ class SumTransformerEncoder(FairseqEncoder):
 
 
 class SumTransformerDecoder(FairseqIncrementalDecoder):
-    """Decoder cells with causal self-attention and cross-attention, tied output projection (eq. 10)."""
+    """Decoder cells with causal self-attention and cross-attention, tied output projection (TPT eq. 10)."""
 
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(dictionary)
@@ -444,11 +443,11 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
                 all_prev_tokens, x.size(1), view.src_tokens, view.padding_mask, self.sia_head_dim,
                 theta=view.side.get("theta"), gate_index=view.gate_index, incremental=incremental_state is not None)
             n_prefix = ta.n_prefix
-            if n_prefix:  # TEMA eq. 8: the topic embeddings before the new positions
+            if n_prefix:  # TEMA, TA eq. 8: the topic embeddings before the new positions
                 topics = self.embed_scale * self.topic.topic_embeddings(ta.topic_ids, self.embed_tokens.weight)
                 x = torch.cat([F.dropout(topics.type_as(x), self.dropout, self.training), x], dim=1)
         position_bias = self.t5_position_bias(x, all_prev_tokens, view) if self.t5 else None
-        with shared_role_normalization(self.layers):  # eq. 4 for every sublayer at once
+        with shared_role_normalization(self.layers):  # TPT eq. 4 for every sublayer at once
             for i, layer in enumerate(self.layers):
                 last = i == len(self.layers) - 1
                 x, layer_attn = layer(x, enc, enc_mask, incremental_state, cross_kwargs=cross_kwargs, ta=ta,

@@ -51,7 +51,7 @@ stops naming it (e.g. a checkpoint with more layers than its config); copies of 
 ``relative_attention_bias`` of old T5 checkpoints is unused by T5 (and by today's HF) and is dropped.
 The name map is :func:`hf_to_fairseq_names`. ``model.pt`` records the dictionary checksum in its args
 (``src_dict_sha256``, :func:`~fairseq_sum_plugins.data_folder.dictionary_checksum`) and the output
-scale in its import mark (:func:`check_import_mark`).
+scale in its import mark (:func:`~fairseq_sum_plugins.models.fresh_params.check_import_mark`).
 """
 import argparse
 import json
@@ -63,9 +63,10 @@ from typing import NamedTuple
 
 import torch
 
+from .fresh_params import IMPORT_MARKER, import_mark
+
 logger = logging.getLogger(__name__)
 
-IMPORT_MARKER = "t5_import_marker"  # state_dict key: missing parameters are initialised fresh
 
 
 class T5ImportError(Exception):
@@ -352,21 +353,6 @@ def arch_flags(cfg, untied_head=False, scaled=True):
             "--t5-relative-max-distance", str(cfg["relative_attention_max_distance"]),
             "--t5-cross-position-bias", "False",
             "--dropout", drop, "--attention-dropout", drop, "--activation-dropout", drop]
-
-
-def import_mark(scaled):
-    """The import mark (``state_dict[IMPORT_MARKER]``): ``[1, scaled]``."""
-    return torch.tensor([1.0, float(scaled)])
-
-
-def check_import_mark(mark, model_scaled):
-    """A model restoring an imported checkpoint scales its output as the import did (a mark of the first
-    imports, a 0-d tensor, stands for T5 v1.0's scaled head); else a ``ValueError`` naming the flag."""
-    scaled = bool(mark[1]) if mark.dim() == 1 and mark.numel() == 2 else True
-    if scaled != model_scaled:
-        raise ValueError(f"the imported T5 checkpoint {'scales' if scaled else 'does not scale'} the decoder output "
-                         f"by d_m^-1/2 (its config.json) and this model {'does' if model_scaled else 'does not'}: "
-                         f"pass --t5-scale-decoder-output {scaled}")
 
 
 def training_args(out_dir, flags):

@@ -68,11 +68,11 @@ class MultiheadAttention(InputBuffer, nn.Module):
         self.dropout = dropout
         self.self_attention = self_attention
         if self_attention:
-            self.in_proj = nn.Linear(embed_dim, 3 * inner_dim, bias=bias)  # W_q, W_k, W_v (eq. 1)
+            self.in_proj = nn.Linear(embed_dim, 3 * inner_dim, bias=bias)  # W_q, W_k, W_v (TPT eq. 1)
         else:
             self.q_proj = nn.Linear(embed_dim, inner_dim, bias=bias)
             self.kv_proj = nn.Linear(embed_dim, 2 * inner_dim, bias=bias)
-        self.out_proj = nn.Linear(inner_dim, embed_dim, bias=bias)  # W_o (eq. 3)
+        self.out_proj = nn.Linear(inner_dim, embed_dim, bias=bias)  # W_o (TPT eq. 3)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -117,7 +117,7 @@ class MultiheadAttention(InputBuffer, nn.Module):
                 causal, its ``attend`` computes the gated attention (e.g. without keeping
                 ``(B, H, T, S)`` tensors for backward), else its ``gate()`` is materialised.
             kv_scale: encoder-decoder attention only, broadcastable to ``(B, H, S, 1)``: scales the
-                projected key and value rows (information selection eq. 6, :mod:`.gates`); cached
+                projected key and value rows (IS eq. 6, :mod:`.gates`); cached
                 scaled, like the keys/values themselves.
         Returns:
             ``(output (B, T, C), attention (B, T, S) averaged over heads or None)``.
@@ -142,11 +142,11 @@ class MultiheadAttention(InputBuffer, nn.Module):
             gate = gate.gate() if isinstance(gate, FactoredGate) else gate
             out, weights = self._explicit_attention(q, k, v, mask, causal, dropout_p, gate)
             weights = weights if need_weights else None
-        out = out.transpose(1, 2).flatten(2)  # concat heads (eq. 3)
+        out = out.transpose(1, 2).flatten(2)  # concat heads (TPT eq. 3)
         return self.out_proj(out), weights
 
     def _project(self, query, key_value, incremental_state, kv_scale):
-        """Queries, keys and values ``(B, H, *, d_k)`` (eq. 1), with the cached keys/values of
+        """Queries, keys and values ``(B, H, *, d_k)`` (TPT eq. 1), with the cached keys/values of
         earlier steps (self-attention) or of the source (cross-attention, ``kv_scale`` applied)."""
         saved = self._get_input_buffer(incremental_state) if incremental_state is not None else None
         if self.self_attention:
@@ -184,7 +184,7 @@ class MultiheadAttention(InputBuffer, nn.Module):
         return mask, causal
 
     def _explicit_attention(self, q, k, v, mask, causal, dropout_p, gate=None):
-        """softmax(QK^T * scaling + bias) V (eq. 2; scaling 1/sqrt(d_k), or 1 for the T5 cell), also returning head-averaged probabilities.
+        """softmax(QK^T * scaling + bias) V (TPT eq. 2; scaling 1/sqrt(d_k), or 1 for the T5 cell), also returning head-averaged probabilities.
 
         With ``gate`` (B, H, T, S): ``(gate * softmax(...)) V`` (ETADS eq. 10); the returned
         probabilities stay the ungated softmax.

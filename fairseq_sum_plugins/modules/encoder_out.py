@@ -9,7 +9,7 @@ fields are declared here once, with their shapes, and read through :class:`Encod
     src_tokens     "src_tokens"         (B, S)         the encoder (the source, unpruned)
     side           "side"               {name: (B, ...)}  the task's side data (``--side-data``)
     aux_losses     "aux_losses"         {name: scalar}  features (``gate_l1``), never reordered
-    gates          "enc_gates"          (B, S', G)     information selection (eq. 3), 0 at padding
+    gates          "enc_gates"          (B, S', G)     information selection (IS eq. 3), 0 at padding
     gate_bias      "enc_gate_bias"      (B, G, 1, S')  per-head -inf bias of closed positions, or None
     gate_index     "gate_index"         (B, S')        source position of each kept row, or None
     gate_counts    "gate_counts"        (B, 2)         [removed, total] source tokens per document

@@ -1,4 +1,4 @@
-"""ETADS focus attention (You et al., 2019, §3.2, eq. 5-8): a learned Gaussian focal bias per head.
+"""ETADS focus attention (You et al., 2019, §3.2, ETADS eq. 5-8): a learned Gaussian focal bias per head.
 
 For the queries ``Q`` of an encoder self-attention layer (the projected ``Z W^Q``, all heads
 concatenated, ``d_m`` wide) and a document of true length ``m``::
@@ -12,14 +12,14 @@ concatenated, ``d_m`` wide) and a document of true length ``m``::
 
 ``P_j`` counts real tokens, 1-based (``P = 1..m``; the paper writes ``X = (x^1, ..., x^m)``), so
 left- and right-padded sources give the same bias for the same document. All of ``W_p, W_g,
-U_c, U_d`` are trained parameters (no biases, as in eq. 5).
+U_c, U_d`` are trained parameters (no biases, as in ETADS eq. 5).
 
 Cost: one extra ``d_m x d_m`` projection per token (``W_p``), and the bias itself, whose backward
 (:class:`FocalBias`) recomputes the distances instead of storing ``(B, H, T, S)`` intermediates.
 The bias needs a gradient, so on CPU PyTorch runs SDPA's math path for these layers (its flash
 CPU kernel takes a bias but not its gradient); on CUDA the memory-efficient kernel takes both.
 
-Numerical safety (the only deviations from eq. 6-7):
+Numerical safety (the only deviations from ETADS eq. 6-7):
 
 * ``sigma~`` is clamped below at ``SIGMA_MIN = 0.1`` position: ``m sigmoid(sigma)`` can underflow
   to 0, which makes ``f`` -inf (or NaN at ``P_j = mu~``) and fully masked rows. At 0.1 a neighbour
@@ -75,7 +75,7 @@ def real_positions(padding_mask, seq_len, device):
 
 
 class FocusBias(nn.Module):
-    """Focal bias ``f`` (eq. 5-7) of one encoder self-attention layer, one per head."""
+    """Focal bias ``f`` (ETADS eq. 5-7) of one encoder self-attention layer, one per head."""
 
     def __init__(self, embed_dim, num_heads):
         super().__init__()
@@ -92,7 +92,7 @@ class FocusBias(nn.Module):
 
     def centres_and_scopes(self, q, padding_mask=None):
         """``q``: ``(B, H, T, d_k)`` queries of a self-attention layer -> ``mu~, sigma~`` ``(B, H, T)``
-        (fp32, eq. 5-6) and the true lengths ``m`` ``(B,)`` and 1-based positions ``P`` ``(B|1, S)``."""
+        (fp32, ETADS eq. 5-6) and the true lengths ``m`` ``(B,)`` and 1-based positions ``P`` ``(B|1, S)``."""
         bsz, heads, tgt_len, _ = q.shape
         q = q.transpose(1, 2).flatten(2)  # (B, T, d_m): concat heads
         pos, m = real_positions(padding_mask, tgt_len, q.device)
@@ -108,7 +108,7 @@ class FocusBias(nn.Module):
         return mu_t, sigma_t, m, pos
 
     def forward(self, q, padding_mask=None):
-        """Returns the additive logit bias ``(B, H, T, S)`` in ``q``'s dtype (eq. 7)."""
+        """Returns the additive logit bias ``(B, H, T, S)`` in ``q``'s dtype (ETADS eq. 7)."""
         mu_t, sigma_t, m, pos = self.centres_and_scopes(q, padding_mask)
         if self.keep_focus:
             self.last_focus = (mu_t.detach(), sigma_t.detach(), m.detach())
@@ -116,13 +116,13 @@ class FocusBias(nn.Module):
 
 
 def focal_bias_reference(mu_t, sigma_t, pos):
-    """Eq. 7 with plain autograd (keeps three ``(B, H, T, S)`` tensors for backward; tests)."""
+    """ETADS eq. 7 with plain autograd (keeps three ``(B, H, T, S)`` tensors for backward; tests)."""
     dist = pos[:, None, None, :] - mu_t.unsqueeze(-1)  # (B, H, T, S): P_j - mu~_i
     return (dist.square() * (-2.0 / sigma_t.square()).unsqueeze(-1)).clamp(min=-F_MAX)
 
 
 class FocalBias(torch.autograd.Function):
-    """``f_ij = max(-(P_j - mu~_i)^2 / (sigma~_i^2 / 2), -F_MAX)`` (eq. 7) from ``mu~, sigma~`` ``(B, H, T)``
+    """``f_ij = max(-(P_j - mu~_i)^2 / (sigma~_i^2 / 2), -F_MAX)`` (ETADS eq. 7) from ``mu~, sigma~`` ``(B, H, T)``
     and positions ``(B|1, S)``. Saves only those small inputs and recomputes the distances in
     backward, instead of keeping three ``(B, H, T, S)`` intermediates per layer::
 

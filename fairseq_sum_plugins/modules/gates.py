@@ -2,7 +2,7 @@
 Information Selection Layer"): a gate per source token on the final encoder states, gated
 encoder-decoder attention, an L1 gate loss, and pruning of closed positions at inference.
 
-Equations and where they live::
+IS equations and where they live::
 
     G = sigmoid(H w + b)                          (3)  InformationGate.scores
     alpha_j = softmax_j(q . (g_j K_j))            (6)  MultiheadAttention(kv_scale=g): K rows scaled
@@ -14,7 +14,7 @@ Equations and where they live::
                                                        InformationGate.select (eval mode)
 
 Scaling the projected key and value rows by ``g`` (rather than the encoder states, which would
-also scale the projection biases) is exactly eq. 6 and keeps the fused attention kernel.
+also scale the projection biases) is exactly IS eq. 6 and keeps the fused attention kernel.
 
 **Gate loss normalisation.** ``gate_l1`` is the mean gate over the non-pad source tokens of the
 batch (and over heads with ``--gate-per-head``): ``sum_i |g_i| / N_src``. The criterion adds
@@ -39,7 +39,7 @@ is removed; ``gate_counts`` then report what the threshold would remove.
 
 **Gate warm-up** (``--gate-warmup-updates N``, off by default; not in the paper): for the first ``N``
 training updates every gate is held at 1 (plain attention) and the gate layer gets no gradient and
-no gate loss; from update ``N`` on, eq. 3-9 exactly. It is for training from scratch: there the
+no gate loss; from update ``N`` on, IS eq. 3-9 exactly. It is for training from scratch: there the
 cross-attention is noise to a decoder that is still a language model, the likelihood alone closes
 the gates (lambda 0 included: with Adam a small gradient of constant sign moves the gate logits by
 the learning rate each update), and a closed source is never learnt to be read. Measured on CPU
@@ -76,7 +76,7 @@ def add_gate_args(parser, switch=True):
     # fmt: off
     if switch:
         parser.add_argument("--gate", "--info-gate", dest="info_gate", type=bool_flag, metavar="BOOL",
-                            help="information selection: encoder gate + gated cross-attention (eq. 3, 6)")
+                            help="information selection: encoder gate + gated cross-attention (IS eq. 3, 6)")
     parser.add_argument("--gate-per-head", type=bool_flag, metavar="BOOL",
                         help="one gate per cross-attention head (paper Table 2 'different gates') "
                              "instead of one gate shared by all heads")
@@ -142,7 +142,7 @@ class InformationGate(nn.Module):
         return dropped, total
 
     def scores(self, h, padding_mask=None):
-        """Eq. 3 for batch-first ``h`` ``(B, S, C)`` -> ``(B, S, G)``, 0 at padding."""
+        """IS eq. 3 for batch-first ``h`` ``(B, S, C)`` -> ``(B, S, G)``, 0 at padding."""
         g = torch.sigmoid(self.proj(h))
         if padding_mask is not None:
             g = g.masked_fill(padding_mask.unsqueeze(-1), 0.0)
@@ -163,7 +163,7 @@ class InformationGate(nn.Module):
         g = self.scores(h, padding_mask)
         real = ~padding_mask
         n_real = real.sum()
-        l1 = g.float().sum() / (n_real * g.size(-1)).clamp(min=1)  # eq. 8, per token (module doc)
+        l1 = g.float().sum() / (n_real * g.size(-1)).clamp(min=1)  # IS eq. 8, per token (module doc)
 
         # Algorithm 1 (a): T = G > t, times the attention mask; keep >= 1 token per document/head
         open_ = (g > self.threshold) & real.unsqueeze(-1)
@@ -218,7 +218,7 @@ def apply_information_selection(gate, view):
 
 
 def gated_cross_attention_kwargs(view):
-    """Extra keyword arguments of every decoder cross-attention (eq. 6) for an
+    """Extra keyword arguments of every decoder cross-attention (IS eq. 6) for an
     :class:`~.encoder_out.EncoderOut`: ``kv_scale`` ``(B, G, S, 1)`` scales the projected key/value
     rows, ``attn_bias`` masks per-head closed positions."""
     if view.gates is None:

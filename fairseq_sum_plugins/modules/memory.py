@@ -2,14 +2,14 @@
 
 Shapes: B batch, L sentences, r slots, d memory (= document encoder) width, H decoder width.
 
-* :class:`MemoryCompression` (eq. 4-6): ``A = softmax(W_a1 tanh(W_a2 H^T))`` over the valid
+* :class:`MemoryCompression` (M2M eq. 4-6): ``A = softmax(W_a1 tanh(W_a2 H^T))`` over the valid
   sentences, ``M_E = A H`` and ``L_comp = ||A A^T - I||_F^2`` per document.
-* :class:`MemoryReader` (eq. 7): ``psi_t = softmax(h_t W_psi M_D^T)`` (Luong "general" score),
+* :class:`MemoryReader` (M2M eq. 7): ``psi_t = softmax(h_t W_psi M_D^T)`` (Luong "general" score),
   ``m_t = psi_t M_D`` and ``h^(m)_t = W_m [h_t; m_t]``.
-* :class:`MemoryWriter` (eq. 8-10): ``z = sigma(W_z1 h + W_z2 m + W_z3 M_D(k))``,
+* :class:`MemoryWriter` (M2M eq. 8-10): ``z = sigma(W_z1 h + W_z2 m + W_z3 M_D(k))``,
   ``u = tanh(W_u1 h + W_u2 m + W_u3 M_D(k))``, ``M_D(k) := z * M_D(k) + (1 - z) * u``. The three
   pairs ``(W_z., W_u.)`` are stored as three ``2d``-wide linears (same parameter count).
-* :func:`read_loss` (eq. 11): ``(1/T) sum_t ||psi_t M_E - beta_t H||_2`` per document.
+* :func:`read_loss` (M2M eq. 11): ``(1/T) sum_t ||psi_t M_E - beta_t H||_2`` per document.
 """
 import torch
 import torch.nn as nn
@@ -24,14 +24,14 @@ def masked_softmax(scores, mask, dim=-1):
 
 
 def compression_loss(A):
-    """``||A A^T - I||_F^2`` per document (eq. 6); ``A`` is B x r x L. Returns B values."""
+    """``||A A^T - I||_F^2`` per document (M2M eq. 6); ``A`` is B x r x L. Returns B values."""
     gram = torch.bmm(A, A.transpose(1, 2))
     eye = torch.eye(A.size(1), dtype=gram.dtype, device=gram.device)
     return (gram - eye).pow(2).sum(dim=(1, 2))
 
 
 def read_loss(psi, mem_enc, beta, sent_states, target_mask):
-    """Eq. 11 per document. ``psi`` B x T x r, ``mem_enc`` (M_E) B x r x d, ``beta`` B x T x L,
+    """M2M eq. 11 per document. ``psi`` B x T x r, ``mem_enc`` (M_E) B x r x d, ``beta`` B x T x L,
     ``sent_states`` (h^(s)) B x L x d, ``target_mask`` B x T (real target steps). Returns B values."""
     c_mem = torch.bmm(psi, mem_enc)  # c^(m)_t = sum_k psi_tk M_E(k)
     c_sent = torch.bmm(beta, sent_states)  # c^(s)_t = sum_j beta_tj h^(s)_j
@@ -40,7 +40,7 @@ def read_loss(psi, mem_enc, beta, sent_states, target_mask):
 
 
 class MemoryCompression(nn.Module):
-    """Multi-head self-attentive compression of the sentence states into ``r`` slots (eq. 5)."""
+    """Multi-head self-attentive compression of the sentence states into ``r`` slots (M2M eq. 5)."""
 
     def __init__(self, input_dim, hidden_dim=128, num_slots=10):
         super().__init__()
@@ -55,7 +55,7 @@ class MemoryCompression(nn.Module):
 
 
 class MemoryReader(nn.Module):
-    """Reads the memory with the decoder state (eq. 7) and forms ``h^(m) = W_m [h; m]``."""
+    """Reads the memory with the decoder state (M2M eq. 7) and forms ``h^(m) = W_m [h; m]``."""
 
     def __init__(self, query_dim, mem_dim, attend=True):
         super().__init__()
@@ -76,8 +76,8 @@ class MemoryReader(nn.Module):
 
 
 class MemoryWriter(nn.Module):
-    """Gated write of every slot (eq. 8-10). The decoder calls it at step t > 1 with ``h^(d)_t`` and
-    the previous read ``m_{t-1}`` (eq. 8-10's ``h^(d)_{t+1}``, ``m_t``), before that step's read."""
+    """Gated write of every slot (M2M eq. 8-10). The decoder calls it at step t > 1 with ``h^(d)_t`` and
+    the previous read ``m_{t-1}`` (M2M eq. 8-10's ``h^(d)_{t+1}``, ``m_t``), before that step's read."""
 
     def __init__(self, query_dim, mem_dim):
         super().__init__()

@@ -1,4 +1,4 @@
-"""Pointer-generator output (See et al., 2017; Mem2Mem App. A.1.1, eq. 13-15).
+"""Pointer-generator output (See et al., 2017; Mem2Mem App. A.1.1, M2M eq. 13-15).
 
 Extended vocabulary. Like fairseq's ``examples/pointer_generator``, out-of-vocabulary source words
 are copied through *source-position markers*: the dictionary may end with ``<unk-0> ...
@@ -45,7 +45,7 @@ class MarkerEmbedding(nn.Embedding):
 
 
 def mix_copy_distribution(logits, p_gen, gamma, src_ids, vocab_size):
-    """Eq. 15 over the extended vocabulary.
+    """M2M eq. 15 over the extended vocabulary.
 
     ``logits`` B x T x (V - K) generator scores, ``p_gen`` B x T x 1 (``z_t``), ``gamma`` B x T x S
     copy attention (rows sum to one over the real source tokens), ``src_ids`` B x S token ids
@@ -67,7 +67,7 @@ class TransformerCopy(nn.Module):
     reads the decoder's output state and the embedding of its input token::
 
         z_t = sigma(w^T [h_t; e(y_{t-1})] + b)
-        P(w) = z_t softmax(E h_t)_w + (1 - z_t) sum_{i: x_i = w} gamma_ti      (See et al., eq. 9)
+        P(w) = z_t softmax(E h_t)_w + (1 - z_t) sum_{i: x_i = w} gamma_ti      (See et al., PG eq. 9)
 
     The dictionary is joined (sentencepiece pieces, no out-of-vocabulary word), so the copy adds to
     the source token's own entry. ``forward`` returns ``log P`` floored at ``log 1e-10``, as Mem2Mem's

@@ -1,4 +1,4 @@
-"""ETADS saliency selection (You et al., 2019, §3.3, eq. 9-10) in decoder cross-attention.
+"""ETADS saliency selection (You et al., 2019, §3.3, ETADS eq. 9-10) in decoder cross-attention.
 
 For the queries ``Q`` (decoder side) and keys ``K`` (encoder side) of a cross-attention layer,
 per head ``h`` (``W_h Q`` and ``W_s K`` are split into heads like ``Q`` and ``K``)::
@@ -15,8 +15,8 @@ Memory: :func:`gated_attention` keeps no ``(B, H, T, S)`` tensor for backward (i
 W_h Q, W_s K`` and recomputes the probabilities and the gate, as fused attention kernels do), so a
 saliency layer costs about as much activation memory as plain cross-attention.
 
-Initialization: xavier with gain ``d_k ** -0.25`` on ``W_h`` and ``W_s``, so the logit of eq. 9
-starts with a variance of about ``var(q) var(k)`` whatever the head size (eq. 9 has no
+Initialization: xavier with gain ``d_k ** -0.25`` on ``W_h`` and ``W_s``, so the logit of ETADS eq. 9
+starts with a variance of about ``var(q) var(k)`` whatever the head size (ETADS eq. 9 has no
 ``1 / sqrt(d_k)``), instead of a saturated sigmoid.
 """
 import math
@@ -50,7 +50,7 @@ class SaliencyGate(InputBuffer, nn.Module):
 
     def forward(self, q: Tensor, k: Tensor, incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None):
         """``q`` ``(B, H, T, d_k)``, ``k`` ``(B, H, S, d_k)`` -> :class:`GateFactors` ``(W_h Q, W_s K)`` per head;
-        ``g = sigmoid(hq sk^T)`` ``(B, H, T, S)`` (eq. 9) is formed inside the attention (see :func:`gated_attention`)."""
+        ``g = sigmoid(hq sk^T)`` ``(B, H, T, S)`` (ETADS eq. 9) is formed inside the attention (see :func:`gated_attention`)."""
         saved = self._get_input_buffer(incremental_state) if incremental_state is not None else None
         if saved is not None and "gate_key" in saved:
             sk = saved["gate_key"]
@@ -80,7 +80,7 @@ class GateFactors(NamedTuple):
         return (self.hq @ self.sk.transpose(-1, -2)).sigmoid()
 
     def attend(self, q, k, v, mask=None, dropout_p=0.0, training=False, scale=None):
-        """Eq. 10 with this gate (:func:`gated_attention`): the attention module's
+        """ETADS eq. 10 with this gate (:func:`gated_attention`): the attention module's
         :class:`~.attention.FactoredGate` interface."""
         return gated_attention(q, k, v, self, mask, dropout_p, training, scale)
 
@@ -97,7 +97,7 @@ def _probs_and_gate(q, k, hq, sk, mask, scale):
 
 
 class GatedAttention(torch.autograd.Function):
-    """``(sigmoid(hq sk^T) * softmax(q k^T * scale + mask)) v`` (eq. 9-10), recomputing the
+    """``(sigmoid(hq sk^T) * softmax(q k^T * scale + mask)) v`` (ETADS eq. 9-10), recomputing the
     ``(B, H, T, S)`` probabilities and gate in backward instead of storing them. ``mask`` is
     None, boolean (True = attend) or an additive bias without gradient."""
 
@@ -125,7 +125,7 @@ class GatedAttention(torch.autograd.Function):
 
 
 def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, training=False, scale=None):
-    """Saliency-gated attention (eq. 10) on ``(B, H, *, d_k)`` heads; returns ``(B, H, T, d_k)``.
+    """Saliency-gated attention (ETADS eq. 10) on ``(B, H, *, d_k)`` heads; returns ``(B, H, T, d_k)``.
     With attention dropout (or a bias needing a gradient) it runs the same math under autograd.
     ``scale``: the logit scale (default ``1/sqrt(d_k)``; 1 for the T5 cell)."""
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale

@@ -5,7 +5,7 @@ fitted by ``python -m preprocess.topic_model fit``) on the summarizer's own dict
 of ``Phi`` (V x K) is token ``v``; ``theta`` (the document's normalised topic proportions, K) is
 the task side data ``--side-data theta``.
 
-Equations and where they live::
+TA equations and where they live::
 
     varphi_v = Phi_{v,:} / ||Phi_{v,:}||_1                             (5)  TopicAssistant.phi_unit (L2-unit
                                                                             rows: cos is scale-free; stop
@@ -31,7 +31,7 @@ incremental step) and never emitted (its outputs are removed before the output p
 
 With information selection (``--gate``, modules/gates.py) the cross-attention SIA head reads
 the decoder's view of the document: its value rows are scaled by the gates as the other heads'
-keys and values are (eq. 6 of that paper; with ``--gate-per-head``, by the mean of the head gates,
+keys and values are (IS eq. 6; with ``--gate-per-head``, by the mean of the head gates,
 since the extra head has no gate of its own), and positions that Algorithm 1 removed at inference
 are removed from its topic rows too, so pruning and masking give the same output.
 
@@ -82,11 +82,11 @@ def add_topic_args(parser):
     parser.add_argument("--ta-topic-model", "--topic-model", dest="topic_model", type=str, metavar="PATH",
                         help=f"PFA topic model (default DATA/topic_model.npz, written by `{FIT_COMMAND}`)")
     parser.add_argument("--ta-sia", type=bool_flag, metavar="BOOL",
-                        help="Topic Assistant SIA: an extra topic-similarity head in every attention block (eq. 5-7)")
+                        help="Topic Assistant SIA: an extra topic-similarity head in every attention block (TA eq. 5-7)")
     parser.add_argument("--ta-tema", type=bool_flag, metavar="BOOL",
-                        help="Topic Assistant TEMA: top-n topic embeddings as a masked decoder prefix (eq. 8)")
+                        help="Topic Assistant TEMA: top-n topic embeddings as a masked decoder prefix (TA eq. 8)")
     parser.add_argument("--ta-drm", type=bool_flag, metavar="BOOL",
-                        help="Topic Assistant DRM: theta^T W_b added to every decoder cross-attention output (eq. 9)")
+                        help="Topic Assistant DRM: theta^T W_b added to every decoder cross-attention output (TA eq. 9)")
     parser.add_argument("--ta-topics-n", type=int, metavar="N", help="TEMA: number of top topics (paper: 5)")
     # fmt: on
 
@@ -133,13 +133,13 @@ class TopicAssistant(nn.Module):
         if prior.shape != (self.num_topics,) or not bool(torch.isfinite(prior).all()) or not prior.sum() > 0:
             raise ValueError(f"the prior topic proportions must be {self.num_topics} finite values with a positive sum")
         self.register_buffer("theta_prior", prior / prior.sum(), persistent=False)
-        # eq. 8: topics (columns) as distributions over tokens
+        # TA eq. 8: topics (columns) as distributions over tokens
         self.register_buffer("phi", phi / phi.sum(0, keepdim=True).clamp_min(1e-30), persistent=False)
-        # eq. 5: rows as distributions over topics; L2-normalised for the cosine, zero rows stay zero
+        # TA eq. 5: rows as distributions over topics; L2-normalised for the cosine, zero rows stay zero
         rows = phi / phi.sum(1, keepdim=True).clamp_min(1e-30)
         self.register_buffer("phi_unit", rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-30), persistent=False)
 
-    # --- SIA (eq. 6) ---
+    # --- SIA (TA eq. 6) ---
 
     def rows(self, tokens):
         return self.phi_unit[tokens]
@@ -161,7 +161,7 @@ class TopicAssistant(nn.Module):
         return theta.sort(dim=-1, descending=True, stable=True).indices[:, : self.n]
 
     def topic_embeddings(self, topic_ids, embed_weight):
-        """``E_topic[k] = Phi[:, k]^T E_token`` for the selected topics ``(B, n) -> (B, n, C)`` (eq. 8)."""
+        """``E_topic[k] = Phi[:, k]^T E_token`` for the selected topics ``(B, n) -> (B, n, C)`` (TA eq. 8)."""
         cols = self.phi.t()[topic_ids]  # (B, n, V)
         return cols.to(embed_weight.dtype) @ embed_weight
 
@@ -200,7 +200,7 @@ class TopicAssistant(nn.Module):
         Args:
             prev_tokens: every summary token so far ``(B, T)``; new_len: the positions this call
                 embeds (``T``, or 1 in incremental decoding); src_tokens: the source ``(B, S)``;
-            src_padding_mask: of the encoder output ``(B, S')``; head_dim: ``d_k`` of SIA (eq. 6);
+            src_padding_mask: of the encoder output ``(B, S')``; head_dim: ``d_k`` of SIA (TA eq. 6);
             theta: side data ``(B, K)`` (TEMA, DRM); gate_index: the source position of each
                 encoder-output row after information selection removed some (``(B, S')``), or None.
         Returns :class:`TopicInputs`. In incremental decoding the prefix goes in with the first step
@@ -235,11 +235,11 @@ class TopicAssistant(nn.Module):
 class TopicInputs:
     """One decoder call's Topic Assistant inputs (:meth:`TopicAssistant.decoder_inputs`).
 
-    ``topic_ids`` ``(B, n)``: the TEMA prefix to embed (eq. 8) before the new positions, or None;
+    ``topic_ids`` ``(B, n)``: the TEMA prefix to embed (TA eq. 8) before the new positions, or None;
     ``self_mask``: the additive self-attention mask of Fig. 3(b) over the prefix and the new
     positions, replacing the causal mask (None: causal, or a later incremental step);
-    ``self_probs`` / ``cross_probs``: SIA's attention (eq. 6) of the decoder self and cross blocks;
-    ``theta``: DRM's proportions (eq. 9).
+    ``self_probs`` / ``cross_probs``: SIA's attention (TA eq. 6) of the decoder self and cross blocks;
+    ``theta``: DRM's proportions (TA eq. 9).
     """
 
     topic_ids: Optional[torch.Tensor] = None
@@ -255,7 +255,7 @@ class TopicInputs:
 
 @with_incremental_state
 class SIAHead(nn.Module):
-    """The (h+1)-th head of eq. 7: ``(A_{h+1} X W^v_add) W^a_add``, added to the block's output."""
+    """The (h+1)-th head of TA eq. 7: ``(A_{h+1} X W^v_add) W^a_add``, added to the block's output."""
 
     def __init__(self, embed_dim, head_dim, static_kv=False):
         super().__init__()
@@ -289,13 +289,13 @@ class SIAHead(nn.Module):
 
 
 def add_head(result, head_out):
-    """``(out, attn) -> (out + head_out, attn)`` (eq. 7: the extra head's contribution)."""
+    """``(out, attn) -> (out + head_out, attn)`` (TA eq. 7: the extra head's contribution)."""
     out, attn = result
     return out + head_out, attn
 
 
 class DRM(nn.Module):
-    """``z^(l) = theta^T W_b^(l)`` (eq. 9), broadcast over positions."""
+    """``z^(l) = theta^T W_b^(l)`` (TA eq. 9), broadcast over positions."""
 
     def __init__(self, num_topics, embed_dim):
         super().__init__()

@@ -1,11 +1,11 @@
 """Tensor-product role/filler binding (TP-Transformer, Jiang et al. 2021, §2.2.2).
 
 The filler ``F`` is an attention sublayer's output after its residual connection. A role vector
-``R`` is computed per token and bound to the filler with a Hadamard product (eq. 6)::
+``R`` is computed per token and bound to the filler with a Hadamard product (TPT eq. 6)::
 
     TPR(F) = R ⊙ F + F
 
-Discrete roles (TPT-d, eq. 4-5): every sublayer owns a dictionary ``r`` of ``N_r`` role embeddings
+Discrete roles (TPT-d, TPT eq. 4-5): every sublayer owns a dictionary ``r`` of ``N_r`` role embeddings
 of size ``d_r`` and a projection ``W_r: d_m -> H * N_r`` (with bias)::
 
     r̂_n = r_n / ||r_n||_2                    (4)
@@ -19,7 +19,7 @@ stream, hence ``W`` starts at zero: see :class:`TPRBinding`.)
 Speed: there are 18 bindings in the base model (6 encoder + 12 decoder sublayers), each a handful of
 small kernels, and a GPU training step at the paper's shape is bound by kernel launches, not by
 arithmetic. The discrete binding therefore runs as one autograd function (:class:`DiscreteBinding`)
-whose backward is written out (eq. 5-6 differentiated by hand), and the encoder and decoder
+whose backward is written out (TPT eq. 5-6 differentiated by hand), and the encoder and decoder
 normalise all their role dictionaries in one stacked op (:func:`shared_role_normalization`):
 about 15 ops per binding and step instead of the 34 that autograd records for the plain
 expression. :meth:`TPRBinding.reference` keeps the equations as plain tensor code; the tests check
@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 
 class DiscreteBinding(torch.autograd.Function):
-    """``TPR(F) = R ⊙ F + F`` with ``R^h = softmax(F W_r^h + b^h) r̂`` (eq. 5-6), fused.
+    """``TPR(F) = R ⊙ F + F`` with ``R^h = softmax(F W_r^h + b^h) r̂`` (TPT eq. 5-6), fused.
 
     Inputs: fillers ``x`` (N, d_m), ``W_r`` (H*N_r, d_m), ``b`` (H*N_r), unit roles ``r̂`` (N_r, d_r);
     returns the bound fillers (N, d_m) and the role attention (N, H, N_r; not differentiable).
@@ -44,10 +44,10 @@ class DiscreteBinding(torch.autograd.Function):
     def forward(ctx, x, weight, bias, unit):
         num_roles = unit.shape[0]
         attn = torch.softmax(torch.addmm(bias, x, weight.t()).view(-1, num_roles), dim=-1)  # (N*H, N_r)
-        role = (attn @ unit).view_as(x)  # [R^1 .. R^H] (eq. 5)
+        role = (attn @ unit).view_as(x)  # [R^1 .. R^H] (TPT eq. 5)
         ctx.save_for_backward(x, weight, unit, attn, role)
         ctx.mark_non_differentiable(attn)
-        return torch.addcmul(x, role, x), attn.view(x.shape[0], -1, num_roles)  # R ⊙ F + F (eq. 6)
+        return torch.addcmul(x, role, x), attn.view(x.shape[0], -1, num_roles)  # R ⊙ F + F (TPT eq. 6)
 
     @staticmethod
     def backward(ctx, grad, _grad_attn):
@@ -79,7 +79,7 @@ def _discrete_bindings(module):
 
 @contextlib.contextmanager
 def shared_role_normalization(module):
-    """Normalise the role dictionaries of every discrete binding under ``module`` at once (eq. 4).
+    """Normalise the role dictionaries of every discrete binding under ``module`` at once (TPT eq. 4).
 
     One stacked ``normalize`` replaces one per sublayer, in forward and backward; the bindings read
     their rows while the context is open. The result is the same as each binding normalising its own.
@@ -100,7 +100,7 @@ def shared_role_normalization(module):
 
 
 class TPRBinding(nn.Module):
-    """Binds role vectors to fillers: ``R ⊙ F + F`` (eq. 6).
+    """Binds role vectors to fillers: ``R ⊙ F + F`` (TPT eq. 6).
 
     Args:
         embed_dim: ``d_m``.
@@ -143,19 +143,19 @@ class TPRBinding(nn.Module):
         nn.init.zeros_(self.role_proj.bias)
 
     def reference(self, filler):
-        """Eq. 4-6 as plain tensor code (what :meth:`forward` computes)."""
+        """TPT eq. 4-6 as plain tensor code (what :meth:`forward` computes)."""
         if self.mode == "continuous":
             role = self.role_proj(filler)  # R = F W + b
         else:
             scores = self.role_proj(filler).unflatten(-1, (self.num_heads, self.num_roles))
             attn = F.softmax(scores, dim=-1)  # softmax(F W_r^h), (..., H, N_r)
-            role = (attn @ F.normalize(self.roles, dim=-1)).flatten(-2)  # r̂ (eq. 4), [R^1 .. R^H] (eq. 5)
-        return torch.addcmul(filler, role, filler)  # R ⊙ F + F (eq. 6)
+            role = (attn @ F.normalize(self.roles, dim=-1)).flatten(-2)  # r̂ (TPT eq. 4), [R^1 .. R^H] (TPT eq. 5)
+        return torch.addcmul(filler, role, filler)  # R ⊙ F + F (TPT eq. 6)
 
     def forward(self, filler):
         if self.mode == "continuous":
             return torch.addcmul(filler, self.role_proj(filler), filler)
-        unit = self.unit_roles if self.unit_roles is not None else F.normalize(self.roles, dim=-1)  # r̂ (eq. 4)
+        unit = self.unit_roles if self.unit_roles is not None else F.normalize(self.roles, dim=-1)  # r̂ (TPT eq. 4)
         out, attn = DiscreteBinding.apply(
             filler.reshape(-1, filler.shape[-1]), self.role_proj.weight, self.role_proj.bias, unit)
         if self.keep_role_attn:

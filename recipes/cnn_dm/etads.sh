@@ -29,7 +29,7 @@
 #   200,000 steps                                        --max-update 200000
 #   dropout "0.8"                                        --dropout 0.2 (0.8 read as the keep probability;
 #                                                          a drop rate of 0.8 does not train)
-#   NLL loss (eq. 11), no label smoothing mentioned      --criterion summarization_loss --label-smoothing 0
+#   NLL loss (ETADS eq. 11), no label smoothing mentioned      --criterion summarization_loss --label-smoothing 0
 #   beam 10, minimum length 35                           --beam 10 --min-len 35 (--max-len-b 100)
 #   length penalty alpha 0.9 (Wu et al.)                 --lenpen-gnmt 0.9       = OpenNMT-py -length_penalty wu -alpha 0.9
 #   "beta 5" (coverage penalty)                          --coverage-penalty 5 --coverage-penalty-type summary

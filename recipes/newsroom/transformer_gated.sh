@@ -12,7 +12,7 @@
 # (1000: documents of the threshold sweep), DENSITY_BIN (empty: all; e.g. abstractive), EXTRA (more
 # train flags, e.g. "--gate-per-head True" for the paper's "different gates"), GATE_WARMUP (5000:
 # --gate-warmup-updates, gates held open for the first N updates, until the first checkpoint; 0: the
-# paper's gate from the start), GATE_NORM (token: --gate-l1-norm; document: eq. 7-9 as written, summary
+# paper's gate from the start), GATE_NORM (token: --gate-l1-norm; document: IS eq. 7-9 as written, summary
 # NLL summed + LAMBDA x the document's gate sum).
 #
 # Why a gate warm-up and lambda 0.03. Trained from scratch without warm-up the gates close at every
@@ -58,10 +58,10 @@
 # Paper -> flags:
 #   drop documents < 100 tokens, summaries < 10       newsroom_to_jsonl --min-doc-tokens 100 --min-summary-tokens 10
 #   documents truncated to 700 tokens                 fairseq-sum-prepare --max-src-tokens 700 (subword pieces)
-#   gate layer between encoder and decoder (eq. 3)    --arch transformer_gated_base (--info-gate True)
-#   L = L_MLE + lambda sum |g_i|, lambda 0.1 (eq. 9)  --criterion summarization_loss --gate-l1-weight LAMBDA (0.03 here: above)
+#   gate layer between encoder and decoder (IS eq. 3)    --arch transformer_gated_base (--info-gate True)
+#   L = L_MLE + lambda sum |g_i|, lambda 0.1 (IS eq. 9)  --criterion summarization_loss --gate-l1-weight LAMBDA (0.03 here: above)
 #                                                       (gate_l1 = mean gate per source token, modules/gates.py;
-#                                                       --gate-l1-norm document: eq. 7-9's sums per document)
+#                                                       --gate-l1-norm document: IS eq. 7-9's sums per document)
 #   threshold 0.1 at test time (Algorithm 1)          --model-overrides "{'gate_threshold': 0.1}"; validation
 #                                                       uses --gate-threshold 0.1 and logs gate_sparsity
 #   T5-base fine-tuned, checkpoints by perplexity     trained from scratch here (6+6 layers, d 512; the

@@ -14,9 +14,9 @@ RUN="$(dirname "$0")/../mem2mem_run.sh"
 for ROW in $ROWS; do
   case $ROW in
     hred)     bash "$RUN" pubmed hred_base "$DATA" ablation_hred ;;                                   # Baseline HRED
-    enc_mem)  bash "$RUN" pubmed mem2mem_base "$DATA" ablation_enc_mem --decoder-memory False \
+    enc_mem)  bash "$RUN" pubmed mem2mem_base "$DATA" ablation_enc_mem --memory-decoder False \
                 --mem-comp-weight 0 --mem-read-weight 0 ;;                                      # + Encoder Mem
-    dec_mem)  bash "$RUN" pubmed mem2mem_base "$DATA" ablation_dec_mem --encoder-memory False \
+    dec_mem)  bash "$RUN" pubmed mem2mem_base "$DATA" ablation_dec_mem --memory-encoder False \
                 --memory-transfer False ;;                                                      # + Decoder Mem (from zeros)
     transfer) bash "$RUN" pubmed mem2mem_base "$DATA" ablation_transfer --mem-comp-weight 0 --mem-read-weight 0 ;;  # + Mem Transfer
     comp)     bash "$RUN" pubmed mem2mem_base "$DATA" ablation_comp --mem-read-weight 0 ;;            # + Reg L_comp

@@ -80,7 +80,7 @@ for S in $SEEDS; do
   o=$(run etads)/focus.png
   [ -s "$o" ] || python -m fairseq_sum_plugins.analysis.focus_plot "$D" --path "$(ck etads)" --split valid --index 0 \
     --png "$o" --json "${o%.png}.json" > "${o%.png}.txt"
-  # Topic Assistant: semantic similarity (eq. 10) of both models' summaries; attention on the topic prefix
+  # Topic Assistant: semantic similarity (TA eq. 10) of both models' summaries; attention on the topic prefix
   for m in base ta; do
     o=$(run $m)/semsim.json
     [ -s "$o" ] || fairseq-sum-score --generate-output "$(run $m)/test.out" --data "$D" --topic-model "$D/topic_model.npz" \
