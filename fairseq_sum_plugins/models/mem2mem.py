@@ -80,10 +80,16 @@ from fairseq.models import (
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.utils.checkpoint import checkpoint
 
+from ..aux_losses import AuxLoss, register_aux_loss
 from ..flags import bool_flag
 from ..modules.memory import MemoryCompression, MemoryReader, MemoryWriter, compression_loss, masked_softmax, read_loss
 from ..modules.pointer_generator import MarkerEmbedding, count_position_markers, mix_copy_distribution
 from ..modules.sentences import sentence_layout
+
+# See et al. (2017): the coverage loss, named apart from the model's coverage attention
+# (--coverage-attention) and the decoding coverage penalty (--coverage-penalty)
+register_aux_loss(AuxLoss("coverage", 1.0, "coverage loss weight (See et al., 2017); also spelled "
+                          "--coverage-loss-weight", aliases=("--coverage-loss-weight",)))
 
 logger = logging.getLogger(__name__)
 

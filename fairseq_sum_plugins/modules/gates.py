@@ -51,6 +51,16 @@ with 500 warm-up updates they stay open and the decoder reads its source (gain 0
 validation and generation see the gates of an untrained gate layer.
 Eval mode (validation, generation) always uses the gates themselves.
 
+**The loss** (registered with :mod:`fairseq_sum_plugins.aux_losses`; ``summarization_loss``
+``--gate-l1-weight lambda``, default 0.1, the best of the paper's sweep) has two readings of IS
+eq. 7-9, ``--gate-l1-norm``::
+
+    token (default)  L = CE / target token + lambda * (sum_i g_i) / source token
+    document         L = (1/|D|) sum_docs [ sum_t CE_t + lambda * sum_i g_i ]      (IS eq. 7-9 as written)
+
+``document`` sums the gate loss over the batch's source tokens (``gate_counts``); with per-head
+gates, ``g_i`` is token ``i``'s gate averaged over the heads.
+
 The sparsity rate (dropped / total non-pad source tokens, EOS included) is returned per document in
 the encoder output's ``gate_counts`` (:mod:`.encoder_out`) (logged by validation as ``gate_sparsity``) and accumulated by the
 gate module in eval mode (reported by ``fairseq-generate``; see :func:`report_sparsity_at_exit`).
@@ -64,6 +74,7 @@ import weakref
 import torch
 import torch.nn as nn
 
+from ..aux_losses import AuxLoss, RatioMetric, register_aux_loss, register_ratio_metric
 from ..flags import bool_flag
 from ..side_data import register_generator_hook
 
@@ -235,6 +246,25 @@ def restore_attention(attn, view):
         return attn
     full = attn.new_zeros(attn.size(0), attn.size(1), view.src_tokens.size(1))
     return full.scatter_add_(2, view.gate_index.unsqueeze(1).expand(-1, attn.size(1), -1), attn)
+
+
+def _source_tokens(extra):
+    counts = extra.get("gate_counts")
+    return None if counts is None else counts[:, 1].sum()
+
+
+def _removed_and_total(extra):
+    counts = extra.get("gate_counts")
+    return None if counts is None else counts.sum(0).tolist()
+
+
+register_aux_loss(AuxLoss(
+    "gate_l1", 0.1, "weight of the gate L1 loss (IS eq. 9)", norms=("token", "document"), units=_source_tokens,
+    norm_help="gate loss reading (modules/gates.py): 'token': CE per target token + lambda x mean gate per "
+              "source token; 'document': IS eq. 7-9 as written, summary NLL summed + lambda x sum of the "
+              "document's gates, averaged over documents"))
+# % of source tokens whose gate is <= --gate-threshold (removed from the encoder output in eval mode)
+register_ratio_metric(RatioMetric("gate_sparsity", "gate_dropped", "gate_tokens", _removed_and_total))
 
 
 def information_gates(models):

@@ -61,6 +61,7 @@ and validation alike.
 import logging
 import math
 import os
+import weakref
 from dataclasses import dataclass
 from typing import Optional
 
@@ -328,9 +329,15 @@ def check_phi(args, model, path):
     args.ta_phi_file = os.path.abspath(path)
 
 
+# task -> (path, Phi sha256) of the topic model of the last Topic Assistant model built on it (the
+# raw-text theta provider and the theta file check read it); kept here: no feature state on the task
+_TOPIC_MODEL_OF_TASK = weakref.WeakKeyDictionary()
+
+
 def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
     """Loads the topic model for ``--ta-*`` (dictionary and, for a checkpoint, Phi checksum checked),
-    records K and Phi's checksum in ``args`` and the path on ``task`` (for the raw-text theta provider)."""
+    records K and Phi's checksum in ``args`` and, for the raw-text theta provider, the path used for
+    ``task`` (:data:`_TOPIC_MODEL_OF_TASK`)."""
     if not ta_enabled(args):
         return None
     path = topic_model_path(args, task)
@@ -340,12 +347,11 @@ def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
     check_phi(args, model, path)
     args.ta_num_topics = model.num_topics
     if task is not None:
-        previous = getattr(task, "ta_topic_model", None)
+        previous = _TOPIC_MODEL_OF_TASK.get(task, (None, None))[0]
         if previous and os.path.abspath(previous) != os.path.abspath(path):
             logger.warning(f"Topic Assistant: models with different topic models ({previous}, {path}); "
                            f"raw-text theta uses {path}")
-        task.ta_topic_model = path
-        task.ta_phi_sha256 = model.phi_sha256
+        _TOPIC_MODEL_OF_TASK[task] = (path, model.phi_sha256)
     return TopicAssistant(model.phi, args.ta_topics_n, path, prior=model.theta_prior(),
                           sia=bool(args.ta_sia), tema=bool(args.ta_tema), drm=bool(args.ta_drm))
 
@@ -359,7 +365,7 @@ def theta_provider(task, src_tokens):
     """theta of raw-text documents: PFA inference with the model's topic model.
 
     That is the topic model the Topic Assistant model was built with (its ``--ta-topic-model``, checked
-    against the checkpoint's Phi checksum, recorded on the task by :func:`build_topic_assistant`),
+    against the checkpoint's Phi checksum, recorded for the task by :func:`build_topic_assistant`),
     else ``DATA/topic_model.npz``. ``src_tokens`` are dictionary ids, whatever the BPE
     (sentencepiece pieces, or GPT-2 ids for BART with ``--bpe gpt2``), and the counted symbols are
     the ``keep`` mask stored at fit time (decided on the decoded GPT-2 text for a BART dictionary),
@@ -369,7 +375,7 @@ def theta_provider(task, src_tokens):
     with no countable token gets the prior proportions. (BART's hub ``encode`` cuts the text at
     ``max_positions - 2`` tokens before the task sees it: for theta over a longer document call
     ``task.provide_side_data("theta", tokens)`` with its whole token ids.)"""
-    path = getattr(task, "ta_topic_model", None)
+    path = _TOPIC_MODEL_OF_TASK.get(task, (None, None))[0]
     if not path:
         path = os.path.join(utils.split_paths(task.cfg.data)[0], "topic_model.npz")
     key = (path, os.path.getmtime(path) if os.path.exists(path) else None)
@@ -383,9 +389,9 @@ def theta_provider(task, src_tokens):
 def check_theta(task, split, path):
     """A loaded ``DATA/{split}.theta.npy`` must have been inferred with the Phi of the Topic
     Assistant model built on ``task`` (its record says so); nothing to check without such a model."""
-    sha = getattr(task, "ta_phi_sha256", None)
+    topic_model, sha = _TOPIC_MODEL_OF_TASK.get(task, (None, None))
     if sha:
-        check_theta_file(path, sha, task.ta_topic_model, split)
+        check_theta_file(path, sha, topic_model, split)
 
 
 def reads_theta(model):
