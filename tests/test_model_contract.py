@@ -102,6 +102,16 @@ CELLS = [
     Cell("bart_base_ta", dict(info_gate=True), family="bart", nonzero=r"sia|drm|info_gate", prune=True, theta=True),
     Cell("bart_base_ta", dict(info_gate=True, gate_per_head=True), family="bart", nonzero=r"sia|drm|info_gate",
          prune=True, theta=True),
+    # the layer features (modules/features.py) on BART: TPR, ETADS focus and saliency, with the gate and TA
+    Cell("bart_base_gated", dict(info_gate=False, tpr="discrete"), family="bart", nonzero=ROLES),
+    Cell("bart_base_gated", dict(tpr="continuous", gate_per_head=True), family="bart", nonzero=ROLES + "|" + GATE,
+         prune=True),
+    Cell("bart_base_gated", dict(info_gate=False, focus_layers="all", saliency_layers="all"), family="bart",
+         nonzero=ETADS),
+    Cell("bart_base_gated", dict(focus_layers="1", saliency_layers="2"), family="bart", nonzero=ETADS + "|" + GATE,
+         prune=True),
+    Cell("bart_base_ta", dict(tpr="discrete", focus_layers="all", saliency_layers="all"), family="bart",
+         nonzero=ETADS + "|" + ROLES + r"|sia|drm", theta=True),
     # the exact T5 v1.0 cell (--cell t5) with every feature (tests/test_t5_cell.py)
     Cell("t5_small", nonzero=ALL),
     Cell("tp_transformer_t5_small", nonzero=ROLES),  # + TPT's cross-attention position table

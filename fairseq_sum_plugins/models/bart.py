@@ -46,13 +46,28 @@ from fairseq.modules import MultiheadAttention
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 
+from fairseq import utils
+
+from ..modules import focus, saliency, tpr  # noqa: F401  (register the layer features)
+from ..modules.attention import FactoredGate
 from ..modules.encoder_out import EncoderOut
+from ..modules.features import (
+    SiteDims,
+    add_feature_args,
+    attach,
+    bind,
+    feature_defaults,
+    fresh_names,
+    layer_inputs,
+    prob_gate_fn,
+    score_bias_fn,
+)
 from ..modules.gates import InformationGate, add_gate_args, apply_information_selection, gate_defaults, restore_attention
 from ..modules.topic import DRM, SIAHead, add_topic_args, build_topic_assistant, topic_defaults
 from .fresh_params import keep_fresh_parameters
 
-# the parameters a plain BART checkpoint lacks
-FRESH = re.compile(r"\.sia\.|\.drm\.|info_gate\.")
+# the parameters a plain BART checkpoint lacks: the layer features' (modules/features.py) and these
+FRESH = re.compile("|".join([r"\.sia\.", r"\.drm\.", r"info_gate\."] + [re.escape(n) for n in fresh_names()]))
 # TA parameter names of the per-decoder ModuleList layout (encoder.sia.N, decoder.drm.N, ...) -> their names here
 RENAMED = [
     (re.compile(r"^(.*\.)?encoder\.sia\.(\d+)\."), r"\1encoder.layers.\2.self_attn.sia."),
@@ -63,6 +78,9 @@ RENAMED = [
 BART_FORWARD_ARGS = {"features_only", "classification_head_name", "token_embeddings", "return_all_hiddens",
                      "alignment_layer", "alignment_heads"}
 _NONE = object()
+# every per-batch input name (FeatureAttention's docstring): another name is a KeyError, never a silent None
+BATCH_INPUTS = ("side", "sia_probs", "kv_scale", "gate_bias", "sia_v_scale", "self_probs", "cross_probs", "theta",
+                "self_mask", "prefix")
 
 
 class BatchInputs:
@@ -70,14 +88,22 @@ class BatchInputs:
 
     The owner (encoder or decoder) provides them for the span of its forward with
     ``with inputs.given(name=value, ...)``; the modules it built read ``inputs.get(name)``. Reading
-    outside any span is an error (unless a default is given), so nothing is read from another batch.
+    outside any span is an error (unless a default is given), so nothing is read from another batch;
+    a name not in :data:`BATCH_INPUTS`, given or read, is a ``KeyError``.
     """
 
     def __init__(self):
         self._stack = []
 
+    @staticmethod
+    def _check(names):
+        unknown = sorted(set(names) - set(BATCH_INPUTS))
+        if unknown:
+            raise KeyError(f"unknown feature inputs {unknown}: the inputs are {', '.join(BATCH_INPUTS)}")
+
     @contextmanager
     def given(self, **values):
+        self._check(values)
         outer = self._stack[-1] if self._stack else {}
         self._stack.append({**outer, **values})
         try:
@@ -86,6 +112,7 @@ class BatchInputs:
             self._stack.pop()
 
     def get(self, name, default=_NONE):
+        self._check([name])
         if not self._stack:
             if default is _NONE:
                 raise RuntimeError(f"feature input {name!r} read outside the forward that provides it")
@@ -111,13 +138,17 @@ class FeatureAttention(MultiheadAttention):
     ``sia``: SIA's extra head (eq. 7), whose probabilities are the batch input ``sia_input``;
     ``gated``: keys and values scaled by the batch input ``kv_scale`` ``(S, B, G, 1)`` (eq. 6),
     per-head closed positions masked by ``gate_bias`` ``(B, G, 1, S)``; ``drm``: ``theta^T W_b``
-    (eq. 9) from the batch input ``theta``.
+    (eq. 9) from the batch input ``theta``; ``site``: the layer's feature modules of this attention
+    (:mod:`..modules.features`: score biases and probability gates, batch-first like everywhere).
     """
 
-    def __init__(self, *args, inputs, sia=None, sia_input=None, gated=False, drm=None, **kwargs):
+    def __init__(self, *args, inputs, sia=None, sia_input=None, gated=False, drm=None, site=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.inputs = inputs
         self.sia, self.sia_input, self.drm = sia, sia_input, drm
+        self.site = list(site)  # held by the layer (their parameters are the layer's)
+        if any(hasattr(m, "score_bias") or hasattr(m, "prob_gate") for m in self.site):
+            self.skip_embed_dim_check = True  # fairseq's fused path has no place for them: its explicit path
         if gated:
             self.k_proj.register_forward_hook(self._scale_rows)
             self.v_proj.register_forward_hook(self._scale_rows)
@@ -139,8 +170,12 @@ class FeatureAttention(MultiheadAttention):
 
     def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, need_weights=True,
                 static_kv=False, attn_mask=None, before_softmax=False, need_head_weights=False):
-        out, weights = super().forward(query, key, value, key_padding_mask, incremental_state, need_weights,
-                                       static_kv, attn_mask, before_softmax, need_head_weights)
+        if self.skip_embed_dim_check and not before_softmax:
+            out, weights = self._site_forward(query, key, value, key_padding_mask, incremental_state, need_weights,
+                                              static_kv, attn_mask, need_head_weights)
+        else:
+            out, weights = super().forward(query, key, value, key_padding_mask, incremental_state, need_weights,
+                                           static_kv, attn_mask, before_softmax, need_head_weights)
         if self.sia is not None:  # eq. 7; the cross head reads the gated rows
             kv = (key if self.encoder_decoder_attention else query).transpose(0, 1)
             head = self.sia(kv, self.inputs.get(self.sia_input), incremental_state,
@@ -151,18 +186,65 @@ class FeatureAttention(MultiheadAttention):
         return out, weights
 
 
+    def _site_forward(self, query, key, value, key_padding_mask, incremental_state, need_weights, static_kv,
+                      attn_mask, need_head_weights):
+        """fairseq's explicit path up to the masked logits, then the site features (one layout with
+        ``sum_transformer``: ``(B, H, T, S)`` biases and gates of ``(B, H, *, d_k)`` queries and keys)."""
+        tgt_len, bsz, _ = query.shape
+        logits, v = super().forward(query, key, value, key_padding_mask, incremental_state, False, static_kv,
+                                    attn_mask, before_softmax=True)
+        heads, src_len = self.num_heads, logits.size(-1)
+        inputs = layer_inputs(key_padding_mask, incremental_state)
+        q = self.q_proj(query).view(tgt_len, bsz, heads, self.head_dim).permute(1, 2, 0, 3)  # unscaled
+        saved = self._get_input_buffer(incremental_state) if incremental_state is not None else {}
+        if saved.get("prev_key") is not None:  # this step's keys (B * H, S, d_k), as fairseq cached them
+            k = saved["prev_key"].view(bsz, heads, src_len, self.head_dim)
+        else:
+            k = self.k_proj(query if key is None else key).view(src_len, bsz, heads, self.head_dim).permute(1, 2, 0, 3)
+        bias_fn, gate_fn = score_bias_fn(self.site, inputs), prob_gate_fn(self.site, inputs)
+        if bias_fn is not None:
+            logits = (logits.view(bsz, heads, tgt_len, src_len) + bias_fn(q, k).to(logits.dtype)).flatten(0, 1)
+        probs_float = utils.softmax(logits, dim=-1)
+        probs = self.dropout_module(probs_float.type_as(logits))
+        if gate_fn is not None:
+            gate = gate_fn(q, k)
+            gate = gate.gate() if isinstance(gate, FactoredGate) else gate
+            probs = (probs.view(bsz, heads, tgt_len, src_len) * gate.type_as(probs)).flatten(0, 1)
+        out = self.out_proj(torch.bmm(probs, v).transpose(0, 1).reshape(tgt_len, bsz, -1))
+        weights = None
+        if need_weights:
+            weights = probs_float.view(bsz, heads, tgt_len, src_len).transpose(1, 0)
+            weights = weights if need_head_weights else weights.mean(dim=0)
+        return out, weights
+
+
+def bart_site_dims(cfg, side, layer_idx):
+    stack = getattr(cfg, side)
+    return SiteDims(layer_idx, stack.layers, stack.embed_dim, stack.embed_dim, stack.attention_heads)
+
+
 class SumBARTEncoderLayer(TransformerEncoderLayerBase):
-    def __init__(self, cfg, inputs, features):
-        self.inputs, self.features = inputs, features
+    """fairseq's encoder layer with the layer features (:mod:`..modules.features`) of ``encoder_self``."""
+
+    def __init__(self, cfg, inputs, features, index=0):
+        self.inputs, self.features, self.index = inputs, features, index
         super().__init__(cfg)
+        self.site_binding = attach(self, features, "encoder_self", "binding", bart_site_dims(cfg, "encoder", index))
+        if self.site_binding:  # post-LN (refused otherwise): after the residual and its norm
+            self.self_attn_layer_norm.register_forward_hook(self._bind)
+
+    def _bind(self, module, args, out):
+        return bind(self.site_binding, out)
 
     def build_self_attention(self, embed_dim, cfg):
         d_k = embed_dim // cfg.encoder.attention_heads
+        site = attach(self, self.features, "encoder_self", "attention", bart_site_dims(cfg, "encoder", self.index))
         return FeatureAttention(
             embed_dim, cfg.encoder.attention_heads, dropout=cfg.attention_dropout, self_attention=True,
             q_noise=self.quant_noise, qn_block_size=self.quant_noise_block_size,
             xformers_att_config=cfg.encoder.xformers_att_config,
             inputs=self.inputs, sia=SIAHead(embed_dim, d_k) if self.features.ta_sia else None, sia_input="sia_probs",
+            site=site,
         )
 
 
@@ -170,28 +252,44 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
     """fairseq's decoder layer; with TEMA the first layer prefixes the topic rows and every layer
     attends with Fig. 3(b)'s mask instead of the causal one."""
 
-    def __init__(self, cfg, inputs, features, first, no_encoder_attn=False):
-        self.inputs, self.features, self.first = inputs, features, first
+    def __init__(self, cfg, inputs, features, index, no_encoder_attn=False):
+        self.inputs, self.features, self.index, self.first = inputs, features, index, index == 0
         super().__init__(cfg, no_encoder_attn)
+        dims = bart_site_dims(cfg, "decoder", index)
+        self.self_site_binding = attach(self, features, "decoder_self", "binding", dims)
+        self.cross_site_binding = attach(self, features, "decoder_cross", "binding", dims)
+        if self.self_site_binding:  # post-LN (refused otherwise): after the residual and its norm
+            self.self_attn_layer_norm.register_forward_hook(self._bind_self)
+        if self.cross_site_binding and self.encoder_attn_layer_norm is not None:
+            self.encoder_attn_layer_norm.register_forward_hook(self._bind_cross)
+
+    def _bind_self(self, module, args, out):
+        return bind(self.self_site_binding, out)
+
+    def _bind_cross(self, module, args, out):
+        return bind(self.cross_site_binding, out)
 
     def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
         d_k = embed_dim // cfg.decoder.attention_heads
+        site = attach(self, self.features, "decoder_self", "attention", bart_site_dims(cfg, "decoder", self.index))
         return FeatureAttention(
             embed_dim, cfg.decoder.attention_heads, dropout=cfg.attention_dropout, add_bias_kv=add_bias_kv,
             add_zero_attn=add_zero_attn, self_attention=not cfg.cross_self_attention, q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size, xformers_att_config=cfg.decoder.xformers_att_config,
             inputs=self.inputs, sia=SIAHead(embed_dim, d_k) if self.features.ta_sia else None, sia_input="self_probs",
+            site=site,
         )
 
     def build_encoder_attention(self, embed_dim, cfg):
         f, d_k = self.features, embed_dim // cfg.decoder.attention_heads
+        site = attach(self, f, "decoder_cross", "attention", bart_site_dims(cfg, "decoder", self.index))
         return FeatureAttention(
             embed_dim, cfg.decoder.attention_heads, kdim=cfg.encoder.embed_dim, vdim=cfg.encoder.embed_dim,
             dropout=cfg.attention_dropout, encoder_decoder_attention=True, q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size, xformers_att_config=cfg.encoder.xformers_att_config,
             inputs=self.inputs, gated=bool(f.info_gate), sia_input="cross_probs",
             sia=SIAHead(embed_dim, d_k, static_kv=True) if f.ta_sia else None,
-            drm=DRM(f.ta_num_topics, embed_dim) if f.ta_drm else None,
+            drm=DRM(f.ta_num_topics, embed_dim) if f.ta_drm else None, site=site,
         )
 
     def forward(self, x, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
@@ -213,7 +311,7 @@ class SumBARTEncoder(TransformerEncoder):
     """BART's encoder with SIA in its layers and the information gate on its final states."""
 
     def __init__(self, args, dictionary, embed_tokens):
-        self.inputs = BatchInputs()
+        self.inputs, self.n_built = BatchInputs(), 0
         super().__init__(args, dictionary, embed_tokens)
         gates = args.decoder_attention_heads if args.gate_per_head else 1
         self.info_gate = (InformationGate(args.encoder_embed_dim, gates, args.gate_threshold, args.gate_warmup_updates)
@@ -223,7 +321,9 @@ class SumBARTEncoder(TransformerEncoder):
 
     def build_encoder_layer(self, cfg):
         cfg = as_config(cfg)
-        return wrap_layer(SumBARTEncoderLayer(cfg, self.inputs, self.args), cfg)
+        layer = SumBARTEncoderLayer(cfg, self.inputs, self.args, index=self.n_built)
+        self.n_built += 1
+        return wrap_layer(layer, cfg)
 
     def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False, token_embeddings=None, **side):
         side = {**self.inputs.get("side", {}), **side}  # side data: net_input fields, or from the model's forward
@@ -255,7 +355,7 @@ class SumBARTDecoder(TransformerDecoder):
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
         cfg = as_config(cfg)
-        layer = SumBARTDecoderLayer(cfg, self.inputs, self.args, first=self.n_built == 0, no_encoder_attn=no_encoder_attn)
+        layer = SumBARTDecoderLayer(cfg, self.inputs, self.args, index=self.n_built, no_encoder_attn=no_encoder_attn)
         self.n_built += 1
         return wrap_layer(layer, cfg)
 
@@ -307,17 +407,24 @@ class SumBARTModel(BARTModel):
         # initialises the gate layer "with the default initialization in the linear layer" (§4.2)
         if self.encoder.info_gate is not None:
             self.encoder.info_gate.proj.reset_parameters()
+        for layer in list(self.encoder.layers) + list(self.decoder.layers):  # the layer features' own init
+            for module in layer.modules():
+                if any(hasattr(module, m) for m in ("score_bias", "prob_gate", "bind")) \
+                        and hasattr(module, "reset_parameters"):
+                    module.reset_parameters()
 
     @staticmethod
     def add_args(parser):
         BARTModel.add_args(parser)
         add_gate_args(parser)
         add_topic_args(parser)
+        add_feature_args(parser)  # the layer features (modules/features.py): --tpr*, --focus/--saliency-layers
 
     @classmethod
     def build_model(cls, args, task):
         gate_defaults(args)
         topic_defaults(args)
+        feature_defaults(args, "bart")
         # loads the topic model (None without --ta-*); sets args.ta_num_topics for DRM
         topic = build_topic_assistant(args, task, task.source_dictionary, task.target_dictionary)
         model = super().build_model(args, task)

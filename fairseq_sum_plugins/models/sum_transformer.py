@@ -83,8 +83,17 @@ from ..modules.gates import (
     gated_cross_attention_kwargs,
     restore_attention,
 )
-from ..modules.focus import FocusBias, parse_layers
-from ..modules.saliency import SaliencyGate
+from ..modules import focus, saliency  # noqa: F401  (register ETADS's features)
+from ..modules.features import (
+    SiteDims,
+    add_feature_args,
+    attach,
+    bind,
+    feature_defaults,
+    layer_inputs,
+    prob_gate_fn,
+    score_bias_fn,
+)
 from ..modules.t5 import RelativePositionBias, T5LayerNorm, t5_init_attention, t5_init_feed_forward
 from ..modules.topic import (
     DRM,
@@ -162,11 +171,10 @@ def t5_positions(length, end, device):
     return torch.arange(end - length, end, device=device)
 
 
-def build_binding(args, embed_dim, num_heads):
-    """The binding applied after an attention sublayer's residual (identity without TPR)."""
-    if args.tpr == "none":
-        return nn.Identity()
-    return TPRBinding(embed_dim, num_heads, args.tpr, args.tpr_roles, args.tpr_role_dim)
+def site_dims(args, side, layer_idx):
+    """:class:`~..modules.features.SiteDims` of layer ``layer_idx`` of the ``side`` stack."""
+    d, heads = getattr(args, f"{side}_embed_dim"), getattr(args, f"{side}_attention_heads")
+    return SiteDims(layer_idx, getattr(args, f"{side}_layers"), d, attention_dim(args, d, heads), heads)
 
 
 class FeedForward(nn.Module):
@@ -213,25 +221,26 @@ class EncoderLayer(nn.Module):
     def __init__(self, args, layer_idx=0):
         super().__init__()
         d, heads = args.encoder_embed_dim, args.encoder_attention_heads
-        focus = layer_idx in parse_layers(args.focus_layers, args.encoder_layers, "--focus-layers")
-        self.focus = FocusBias(attention_dim(args, d, heads), heads) if focus else None  # ETADS eq. 5-8 (on Q)
+        dims = site_dims(args, "encoder", layer_idx)
+        self.site = attach(self, args, "encoder_self", "attention", dims)  # e.g. ETADS focus (eq. 5-8, on Q)
         pre = args.encoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
         self.sia = SIAHead(d, d // heads) if getattr(args, "ta_sia", False) else None  # Topic Assistant eq. 7
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
-        self.self_attn_binding = build_binding(args, d, heads)
+        self.site_binding = attach(self, args, "encoder_self", "binding", dims)  # e.g. TPT eq. 6
         self.ffn = build_feed_forward(args, d, args.encoder_ffn_embed_dim)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
     def forward(self, x, padding_mask, sia_probs=None, position_bias=None):
-        focus = (lambda q: self.focus(q, padding_mask)) if self.focus is not None else None
+        inputs = layer_inputs(padding_mask)
 
         def attend(h):  # position_bias: the T5 cell's relative position bias (B|1, H, S, S)
-            out = self.self_attn(h, key_padding_mask=padding_mask, attn_bias=position_bias, attn_bias_fn=focus)
+            out = self.self_attn(h, key_padding_mask=padding_mask, attn_bias=position_bias,
+                                 attn_bias_fn=score_bias_fn(self.site, inputs), prob_gate_fn=prob_gate_fn(self.site, inputs))
             return add_head(out, self.sia(h, sia_probs)) if self.sia is not None else out  # SIA eq. 7
 
         x, _ = self.self_attn_sublayer(x, attend)
-        x = self.self_attn_binding(x)
+        x = bind(self.site_binding, x)
         x, _ = self.ffn_sublayer(x, self.ffn)
         return x
 
@@ -242,12 +251,13 @@ class DecoderLayer(nn.Module):
     def __init__(self, args, layer_idx=0):
         super().__init__()
         d, heads = args.decoder_embed_dim, args.decoder_attention_heads
-        saliency = layer_idx in parse_layers(args.saliency_layers, args.decoder_layers, "--saliency-layers")
-        self.saliency = SaliencyGate(attention_dim(args, d, heads), heads) if saliency else None  # ETADS eq. 9-10
+        dims = site_dims(args, "decoder", layer_idx)
+        self.self_site = attach(self, args, "decoder_self", "attention", dims)
+        self.cross_site = attach(self, args, "decoder_cross", "attention", dims)  # e.g. ETADS saliency (eq. 9-10)
         pre = args.decoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
-        self.self_attn_binding = build_binding(args, d, heads)
+        self.self_site_binding = attach(self, args, "decoder_self", "binding", dims)  # e.g. TPT eq. 6
         self.cross_attn = build_attention(args, d, heads, self_attention=False)
         # Topic Assistant: SIA's extra head in both attention blocks (eq. 7), DRM's bias (eq. 9)
         sia = getattr(args, "ta_sia", False)
@@ -255,7 +265,7 @@ class DecoderLayer(nn.Module):
         self.cross_sia = SIAHead(d, d // heads, static_kv=True) if sia else None
         self.drm = DRM(args.ta_num_topics, d) if getattr(args, "ta_drm", False) else None
         self.cross_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
-        self.cross_attn_binding = build_binding(args, d, heads)
+        self.cross_site_binding = attach(self, args, "decoder_cross", "binding", dims)
         self.ffn = build_feed_forward(args, d, args.decoder_ffn_embed_dim)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
@@ -272,18 +282,23 @@ class DecoderLayer(nn.Module):
                 cross_kwargs = dict(cross_kwargs or {})
                 cross_kwargs["attn_bias"] = _add_bias(cross_kwargs.get("attn_bias"), position_bias["cross"])
 
+        self_inputs = layer_inputs(None, incremental_state)
+
         def self_attend(h):
-            out = self.self_attn(h, causal=causal, attn_bias=self_bias, incremental_state=incremental_state)
+            out = self.self_attn(h, causal=causal, attn_bias=self_bias, incremental_state=incremental_state,
+                                 attn_bias_fn=score_bias_fn(self.self_site, self_inputs),
+                                 prob_gate_fn=prob_gate_fn(self.self_site, self_inputs))
             return add_head(out, self.self_sia(h, ta.self_probs, incremental_state)) if self.self_sia is not None else out
 
         x, _ = self.self_attn_sublayer(x, self_attend)
-        x = self.self_attn_binding(x)
-        gate = (lambda q, k: self.saliency(q, k, incremental_state)) if self.saliency is not None else None
+        x = bind(self.self_site_binding, x)
+        cross_inputs = layer_inputs(enc_padding_mask, incremental_state)
 
         def cross_attend(h):
             out = self.cross_attn(
                 h, enc, key_padding_mask=enc_padding_mask, incremental_state=incremental_state, need_weights=need_attn,
-                prob_gate_fn=gate, **(cross_kwargs or {}),  # information selection eq. 6
+                attn_bias_fn=score_bias_fn(self.cross_site, cross_inputs),
+                prob_gate_fn=prob_gate_fn(self.cross_site, cross_inputs), **(cross_kwargs or {}),  # IS eq. 6
             )
             if self.cross_sia is not None:  # SIA eq. 7; with information selection, over the gated rows
                 scale = cross_kwargs.get("kv_scale") if cross_kwargs else None  # (B, G, S, 1)
@@ -294,7 +309,7 @@ class DecoderLayer(nn.Module):
             return out
 
         x, attn = self.cross_attn_sublayer(x, cross_attend)
-        x = self.cross_attn_binding(x)
+        x = bind(self.cross_site_binding, x)
         x, _ = self.ffn_sublayer(x, self.ffn)
         return x, attn
 
@@ -529,18 +544,8 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
                                  "(default: True with a tied projection, as T5 v1.0; False with an untied one)")
         parser.add_argument("--max-source-positions", type=int, metavar="N")
         parser.add_argument("--max-target-positions", type=int, metavar="N")
-        # TP-Transformer
-        parser.add_argument("--tpr", choices=["none", "discrete", "continuous"],
-                            help="role/filler binding after every attention sublayer (TPT eq. 4-6)")
-        parser.add_argument("--tpr-roles", type=int, metavar="N", help="N_r, roles per dictionary")
-        parser.add_argument("--tpr-role-dim", type=int, metavar="N", help="d_r (heads * d_r = d_m)")
-        # ETADS
-        parser.add_argument("--focus-layers", type=str, metavar="LAYERS",
-                            help="encoder layers with focus attention (ETADS eq. 5-8): 'all', 'none', "
-                                 "or 1-based layers like '1,2' / '1-2'")
-        parser.add_argument("--saliency-layers", type=str, metavar="LAYERS",
-                            help="decoder layers with saliency selection in cross-attention (ETADS eq. 9-10): "
-                                 "'all', 'none', or 1-based layers like '1,2' / '1-2'")
+        # the layer features (modules/features.py): TP-Transformer --tpr*, ETADS --focus/--saliency-layers
+        add_feature_args(parser)
         # information selection (modules/gates.py)
         add_gate_args(parser)
         # Topic Assistant (modules/topic.py)
@@ -646,11 +651,7 @@ def base_architecture(args):
         raise ValueError("--t5-d-kv and --t5-scale-decoder-output are flags of the T5 cell (--cell t5)")
     if args.t5_d_kv is not None and args.t5_d_kv < 1:
         raise ValueError(f"--t5-d-kv {args.t5_d_kv}: a per-head dim is a positive integer")
-    args.tpr = getattr(args, "tpr", "none")
-    args.tpr_roles = getattr(args, "tpr_roles", 50)
-    args.tpr_role_dim = getattr(args, "tpr_role_dim", args.encoder_embed_dim // args.encoder_attention_heads)
-    args.focus_layers = getattr(args, "focus_layers", "none")
-    args.saliency_layers = getattr(args, "saliency_layers", "none")
+    feature_defaults(args, args.cell)  # the layer features' flags (--tpr*, --focus/--saliency-layers)
     args.pointer_generator = getattr(args, "pointer_generator", False)
     gate_defaults(args)  # --gate False, --gate-per-head False, --gate-threshold 0
     topic_defaults(args)  # --ta-sia/--ta-tema/--ta-drm False, --ta-topics-n 5

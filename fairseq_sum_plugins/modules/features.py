@@ -1,0 +1,163 @@
+"""One interface between the papers' layer features and the backbones that host them.
+
+A feature declares, in one :class:`FeatureSpec` registered here, its flags (``add_args``,
+``defaults``), where in a layer it contributes (the sites ``encoder_self``, ``decoder_self``,
+``decoder_cross``, each with the attribute its module takes on the layer, so parameter names are
+the same on every backbone), and how its module is built. The module then contributes through
+any of these methods (duck-typed), with one batch-first layout on every backbone:
+
+* ``score_bias(q, k, inputs) -> (B|1, H|1, T, S)``: added to the attention logits after the
+  ``QK^T`` scaling, before the softmax (ETADS eq. 8: ``FocusBias``); ``q`` ``(B, H, T, d_k)`` the
+  projected queries, ``k`` ``(B, H, S, d_k)`` the keys of this step;
+* ``prob_gate(q, k, inputs) -> (B, H, T, S)`` or a :class:`~.attention.FactoredGate`: multiplies
+  the attention probabilities (ETADS eq. 10: ``SaliencyGate``);
+* ``bind(x) -> x``: applied to the sublayer's output after its residual (and, post-LN, its norm)
+  (TPT eq. 6: ``TPRBinding``).
+
+``inputs`` is the per-forward dict of the site, with exactly the keys of :data:`SITE_INPUTS`
+(``padding_mask``: ``(B, S)`` True at padding keys, or None; ``incremental_state``): a module
+reading another key gets a ``KeyError``. The default transformer cell and the T5 cell
+(:mod:`..models.sum_transformer`) and BART's layers (:mod:`..models.bart`) build the modules with
+:func:`attach` and consume them with :func:`score_bias_fn`, :func:`prob_gate_fn` and :func:`bind`.
+A backbone where a switched-on feature means nothing is refused by ``spec.refuse(args, backbone)``
+with a message naming the feature. Adding a feature is its module, its spec and its flags here,
+and a row of the contract table (tests/test_model_contract.py).
+"""
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Optional
+
+SITES = ("encoder_self", "decoder_self", "decoder_cross")
+SITE_INPUTS = ("padding_mask", "incremental_state")
+BACKBONES = ("default", "t5", "bart")  # sum_transformer's cells (--cell) and bart_sum
+
+
+@dataclass(frozen=True)
+class SiteDims:
+    """What a feature's builder knows of its place: ``layer`` (0-based) of ``num_layers`` in the
+    stack, ``embed_dim`` ``d_m``, ``attn_dim`` ``H * d_k`` and ``heads``."""
+
+    layer: int
+    num_layers: int
+    embed_dim: int
+    attn_dim: int
+    heads: int
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """One feature (see the module docstring).
+
+    ``attrs``: site -> attribute name of its module on the layer; ``build(args, site, dims)``: the
+    module of a site, or None where it is off; ``stage``: ``"attention"`` (built before the site's
+    attention) or ``"binding"`` (after its residual); ``refuse(args, backbone)``: a message when the
+    feature is on and means nothing there, else None."""
+
+    name: str
+    attrs: Dict[str, str]
+    build: Callable
+    stage: str = "attention"
+    add_args: Optional[Callable] = None
+    defaults: Optional[Callable] = None
+    refuse: Optional[Callable] = None
+    fresh: tuple = field(default=())  # parameter-name fragments a plain BART checkpoint lacks (default: attrs)
+
+
+FEATURES: Dict[str, FeatureSpec] = {}
+
+
+def register_feature(spec: FeatureSpec):
+    bad = set(spec.attrs) - set(SITES)
+    if bad:
+        raise ValueError(f"feature {spec.name!r}: unknown sites {sorted(bad)} (sites: {', '.join(SITES)})")
+    FEATURES[spec.name] = spec
+    return spec
+
+
+def add_feature_args(parser):
+    for spec in FEATURES.values():
+        if spec.add_args is not None:
+            spec.add_args(parser)
+
+
+def feature_defaults(args, backbone):
+    """Every feature's defaults, then the refusal of a feature that means nothing on ``backbone``."""
+    for spec in FEATURES.values():
+        if spec.defaults is not None:
+            spec.defaults(args)
+    for spec in FEATURES.values():
+        message = spec.refuse(args, backbone) if spec.refuse is not None else None
+        if message:
+            raise ValueError(message)
+
+
+def attach(layer, args, site, stage, dims):
+    """Builds the ``stage`` modules of ``site`` and sets them on ``layer`` under their attribute
+    names (None where a feature is off); returns the modules built."""
+    built = []
+    for spec in FEATURES.values():
+        attr = spec.attrs.get(site)
+        if attr is None or spec.stage != stage:
+            continue
+        module = spec.build(args, site, dims)
+        setattr(layer, attr, module)
+        if module is not None:
+            built.append(module)
+    return built
+
+
+def site_modules(layer, site):
+    """The feature modules of ``site`` on ``layer``, in registration order."""
+    found = (getattr(layer, spec.attrs[site], None) for spec in FEATURES.values() if site in spec.attrs)
+    return [m for m in found if m is not None]
+
+
+def fresh_names():
+    """Parameter-name fragments of every feature's modules (``.attr.``)."""
+    return sorted({f".{a}." for spec in FEATURES.values() for a in (spec.fresh or spec.attrs.values())})
+
+
+def score_bias_fn(modules, inputs):
+    """``f(q, k)``: the sum of the modules' score biases, or None when none contributes one."""
+    biased = [m for m in modules if hasattr(m, "score_bias")]
+    if not biased:
+        return None
+
+    def f(q, k):
+        total = None
+        for m in biased:
+            b = m.score_bias(q, k, inputs)
+            total = b if total is None else total + b
+        return total
+
+    return f
+
+
+def prob_gate_fn(modules, inputs):
+    """``g(q, k)``: the modules' probability gate (their product when several), or None."""
+    gated = [m for m in modules if hasattr(m, "prob_gate")]
+    if not gated:
+        return None
+    if len(gated) == 1:
+        return lambda q, k: gated[0].prob_gate(q, k, inputs)
+
+    def g(q, k):
+        total = None
+        for m in gated:
+            gate = m.prob_gate(q, k, inputs)
+            gate = gate.gate() if hasattr(gate, "gate") else gate
+            total = gate if total is None else total * gate
+        return total
+
+    return g
+
+
+def bind(modules, x):
+    for m in modules:
+        if hasattr(m, "bind"):
+            x = m.bind(x)
+    return x
+
+
+def layer_inputs(padding_mask=None, incremental_state=None):
+    """The per-forward inputs of a site (exactly :data:`SITE_INPUTS`)."""
+    return {"padding_mask": padding_mask, "incremental_state": incremental_state}
