@@ -134,13 +134,13 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
                     f"set it with --aux-weights '{name}=W' (known: {sorted(self.aux_weights)})"
                 )
             # per-unit value -> summed-loss scale, see module doc; in float32: under fp16 e.g.
-            # mem_comp ~48 x 2000 tokens overflows half precision
+            # a per-document value ~48 x 2000 tokens overflows half precision
             units = AUX_LOSSES[name].units(extra) if self.norms.get(name) == "document" else None
             scaled = value.float() * (sample_size if units is None else units)
             loss = loss + self.aux_weights[name] * scaled
             logging_output[f"aux_{name}"] = scaled.data
             logging_output["loss"] = loss.data
-        for ratio in RATIO_METRICS.values():  # e.g. gate_sparsity: [removed, total] source tokens
+        for ratio in RATIO_METRICS.values():  # the features' logged ratios (aux_losses.RatioMetric)
             counts = ratio.counts(extra)
             if counts is not None:
                 logging_output[ratio.numerator], logging_output[ratio.denominator] = (int(c) for c in counts)
@@ -153,7 +153,7 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
     @classmethod
     def add_args(cls, parser):
         super().add_args(parser)
-        for loss in AUX_LOSSES.values():  # other spellings of the weight flags (e.g. --coverage-loss-weight)
+        for loss in AUX_LOSSES.values():  # other spellings of the weight flags (AuxLoss.aliases)
             for alias in loss.aliases:
                 parser.add_argument(alias, dest=loss.weight_flag, type=float, metavar="W", default=argparse.SUPPRESS,
                                     help=f"same as --{loss.weight_flag.replace('_', '-')}")
