@@ -48,7 +48,7 @@ TOY = FeatureSpec("toy first-key attention (--toy-first-key)", {"decoder_cross":
 TOY_CELLS = [  # the contract rows of the toy: default cell, T5 cell, BART
     contract.Cell("t5_transformer_small", dict(toy_first_key=True)),
     contract.Cell("t5_small", dict(toy_first_key=True)),
-    contract.Cell("bart_base_gated", dict(info_gate=False, toy_first_key=True), family="bart"),
+    contract.Cell("bart_base_gated", dict(gate=False, toy_first_key=True), family="bart"),
 ]
 
 
@@ -121,7 +121,7 @@ def test_bart_batch_inputs_refuse_unknown_names():
 
 # --- the layer features on BART, by hand ---------------------------------------------------------
 
-BART = dict(contract.DIMS["bart"], info_gate=False)
+BART = dict(contract.DIMS["bart"], gate=False)
 
 
 def bart_attention_by_hand(attn, x, pad, bias=None, gate=None):
@@ -229,7 +229,7 @@ def test_building_a_topic_assistant_model_writes_nothing_onto_the_task(toy_data,
     from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
     import argparse
 
-    args = argparse.Namespace(**tiny_overrides, topic_model=path)
+    args = argparse.Namespace(**tiny_overrides, ta_topic_model=path)
     ARCH_CONFIG_REGISTRY["transformer_ta_small"](args)
     ARCH_MODEL_REGISTRY["transformer_ta_small"].build_model(args, task)
     assert set(vars(task)) == set(before) and all(vars(task)[k] is v for k, v in before.items())

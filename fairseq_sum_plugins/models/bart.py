@@ -287,7 +287,7 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
             embed_dim, cfg.decoder.attention_heads, kdim=cfg.encoder.embed_dim, vdim=cfg.encoder.embed_dim,
             dropout=cfg.attention_dropout, encoder_decoder_attention=True, q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size, xformers_att_config=cfg.encoder.xformers_att_config,
-            inputs=self.inputs, gated=bool(f.info_gate), sia_input="cross_probs",
+            inputs=self.inputs, gated=bool(f.gate), sia_input="cross_probs",
             sia=SIAHead(embed_dim, d_k, static_kv=True) if f.ta_sia else None,
             drm=DRM(f.ta_num_topics, embed_dim) if f.ta_drm else None, site=site,
         )
@@ -315,7 +315,7 @@ class SumBARTEncoder(TransformerEncoder):
         super().__init__(args, dictionary, embed_tokens)
         gates = args.decoder_attention_heads if args.gate_per_head else 1
         self.info_gate = (InformationGate(args.encoder_embed_dim, gates, args.gate_threshold, args.gate_warmup_updates)
-                          if args.info_gate else None)
+                          if args.gate else None)
         self.topic = None  # Topic Assistant buffers (modules/topic.py), set by SumBARTModel.build_model
         self.sia_head_dim = args.encoder_embed_dim // args.encoder_attention_heads
 
@@ -466,7 +466,7 @@ def register_preset(name, size_architecture, gate=False, topic_assistant=False):
     """Registers ``name``: ``size_architecture`` (fairseq's BART dims) with the features switched on."""
 
     def preset(args):
-        gate_defaults(args, info_gate=gate)
+        gate_defaults(args, gate=gate)
         topic_defaults(args, on=topic_assistant)
         size_architecture(args)
 

@@ -346,7 +346,7 @@ class SumTransformerEncoder(FairseqEncoder):
         self.layer_norm = build_norm(args, d) if args.encoder_normalize_before else None
         # information selection (eq. 3, Algorithm 1): a gate per source token on the final states
         self.info_gate = None
-        if getattr(args, "info_gate", False):
+        if getattr(args, "gate", False):
             gates = args.decoder_attention_heads if args.gate_per_head else 1
             self.info_gate = InformationGate(d, gates, args.gate_threshold, getattr(args, "gate_warmup_updates", 0))
         self.topic = None  # Topic Assistant buffers (modules/topic.py), set by build_model with --ta-*
@@ -756,14 +756,14 @@ def t5_base(args):
 @register_model_architecture("sum_transformer", "t5_small_gated")
 def t5_small_gated(args):
     """Information selection on T5-small: encoder gate + gated cross-attention."""
-    args.info_gate = getattr(args, "info_gate", True)
+    args.gate = getattr(args, "gate", True)
     t5_small(args)
 
 
 @register_model_architecture("sum_transformer", "t5_base_gated")
 def t5_base_gated(args):
     """Information selection as the paper ran it (§4.2): T5-base + gate (PyTorch's default Linear init)."""
-    args.info_gate = getattr(args, "info_gate", True)
+    args.gate = getattr(args, "gate", True)
     t5_base(args)
 
 
@@ -828,14 +828,14 @@ def etads_baseline(args):
 @register_model_architecture("sum_transformer", "transformer_gated_base")
 def transformer_gated_base(args):
     """Information selection on the T5-style baseline (no role binding)."""
-    args.info_gate = getattr(args, "info_gate", True)
+    args.gate = getattr(args, "gate", True)
     t5_transformer_base(args)
 
 
 @register_model_architecture("sum_transformer", "tp_transformer_gated_base")
 def tp_transformer_gated_base(args):
     """Information selection composed with TPT-d role binding."""
-    args.info_gate = getattr(args, "info_gate", True)
+    args.gate = getattr(args, "gate", True)
     tp_transformer_base(args)
 
 

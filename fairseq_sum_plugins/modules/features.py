@@ -158,6 +158,14 @@ def bind(modules, x):
     return x
 
 
+def take_alias(args, name, old):
+    """Flag attributes are named as their flags; ``old`` (an earlier attribute name, in older
+    checkpoints' args or ``--model-overrides``) still sets ``name`` and is then dropped."""
+    if hasattr(args, old):
+        setattr(args, name, getattr(args, old))
+        delattr(args, old)
+
+
 def layer_inputs(padding_mask=None, incremental_state=None):
     """The per-forward inputs of a site (exactly :data:`SITE_INPUTS`)."""
     return {"padding_mask": padding_mask, "incremental_state": incremental_state}

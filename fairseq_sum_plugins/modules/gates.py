@@ -77,6 +77,7 @@ import torch.nn as nn
 from ..aux_losses import AuxLoss, RatioMetric, register_aux_loss, register_ratio_metric
 from ..flags import bool_flag
 from ..side_data import register_generator_hook
+from .features import take_alias
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def add_gate_args(parser, switch=True):
     ``--gate``, also spelled ``--info-gate``, too)."""
     # fmt: off
     if switch:
-        parser.add_argument("--gate", "--info-gate", dest="info_gate", type=bool_flag, metavar="BOOL",
+        parser.add_argument("--gate", "--info-gate", dest="gate", type=bool_flag, metavar="BOOL",
                             help="information selection: encoder gate + gated cross-attention (eq. 3, 6)")
     parser.add_argument("--gate-per-head", type=bool_flag, metavar="BOOL",
                         help="one gate per cross-attention head (paper Table 2 'different gates') "
@@ -101,8 +102,10 @@ def add_gate_args(parser, switch=True):
     # fmt: on
 
 
-def gate_defaults(args, info_gate=False):
-    args.info_gate = getattr(args, "info_gate", info_gate)
+def gate_defaults(args, gate=False):
+    """The ``--gate-*`` defaults; ``info_gate``, the switch's earlier attribute name, still sets ``gate``."""
+    take_alias(args, "gate", "info_gate")
+    args.gate = getattr(args, "gate", gate)
     args.gate_per_head = getattr(args, "gate_per_head", False)
     args.gate_threshold = getattr(args, "gate_threshold", 0.0)
     args.gate_warmup_updates = getattr(args, "gate_warmup_updates", 0)

@@ -55,7 +55,7 @@ the command that writes ``DATA/{split}.theta.npy`` (named when it is missing), t
 with the Topic Assistant reads it (``--side-data theta`` on another model is an error saying so),
 and a check of every loaded theta file against the Phi of the model built on the task: its record
 (``{split}.theta.json``, :func:`fairseq_sum_plugins.topic_model.check_theta_file`) must name this
-very file and this Phi, at train, generate (also with ``--model-overrides "{'topic_model': PATH}"``)
+very file and this Phi, at train, generate (also with ``--model-overrides "{'ta_topic_model': PATH}"``)
 and validation alike.
 """
 import logging
@@ -74,13 +74,14 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from ..flags import bool_flag
 from ..side_data import register_side_data
 from ..topic_model import FIT_COMMAND, PoissonFactorAnalysis, check_theta_file
+from .features import take_alias
 
 logger = logging.getLogger(__name__)
 
 
 def add_topic_args(parser):
     # fmt: off
-    parser.add_argument("--ta-topic-model", "--topic-model", dest="topic_model", type=str, metavar="PATH",
+    parser.add_argument("--ta-topic-model", "--topic-model", dest="ta_topic_model", type=str, metavar="PATH",
                         help=f"PFA topic model (default DATA/topic_model.npz, written by `{FIT_COMMAND}`)")
     parser.add_argument("--ta-sia", type=bool_flag, metavar="BOOL",
                         help="Topic Assistant SIA: an extra topic-similarity head in every attention block (eq. 5-7)")
@@ -93,7 +94,8 @@ def add_topic_args(parser):
 
 
 def topic_defaults(args, on=False):
-    args.topic_model = getattr(args, "topic_model", "")
+    take_alias(args, "ta_topic_model", "topic_model")  # the earlier attribute name (older checkpoints, overrides)
+    args.ta_topic_model = getattr(args, "ta_topic_model", "")
     args.ta_sia = getattr(args, "ta_sia", on)
     args.ta_tema = getattr(args, "ta_tema", on)
     args.ta_drm = getattr(args, "ta_drm", on)
@@ -105,7 +107,7 @@ def ta_enabled(args):
 
 
 def topic_model_path(args, task):
-    path = getattr(args, "topic_model", "") or ""
+    path = getattr(args, "ta_topic_model", "") or ""
     if path:
         return path
     data = getattr(getattr(task, "cfg", None), "data", None) or getattr(getattr(task, "args", None), "data", None)
@@ -319,7 +321,7 @@ def check_phi(args, model, path):
                 f"Topic Assistant: the checkpoint was trained with the topic model {trained} (Phi sha256 "
                 f"{stored[:16]}), but {path} has a different Phi (sha256 {sha[:16]}): a refit topic model (same "
                 "dictionary and K) does not fit the trained weights. Use the topic model of training "
-                "(--model-overrides \"{'topic_model': 'PATH'}\" or DATA/topic_model.npz of the training data)"
+                "(--model-overrides \"{'ta_topic_model': 'PATH'}\" or DATA/topic_model.npz of the training data)"
             )
         return
     if getattr(args, "ta_num_topics", None) is not None:  # set at build time: args of a checkpoint
