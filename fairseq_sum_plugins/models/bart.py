@@ -62,7 +62,15 @@ from ..modules.features import (
     prob_gate_fn,
     score_bias_fn,
 )
-from ..modules.gates import InformationGate, add_gate_args, apply_information_selection, gate_defaults, restore_attention
+from ..modules.gates import (
+    InformationGate,
+    add_gate_args,
+    apply_information_selection,
+    gate_defaults,
+    gated_cross_attention_kwargs,
+    restore_attention,
+    sia_value_scale,
+)
 from ..modules.topic import DRM, SIAHead, add_topic_args, build_topic_assistant, topic_defaults
 from .fresh_params import keep_fresh_parameters
 
@@ -136,7 +144,7 @@ class FeatureAttention(MultiheadAttention):
     """fairseq's attention with the features of its block (time-first, as fairseq's).
 
     ``sia``: SIA's extra head (eq. 7), whose probabilities are the batch input ``sia_input``;
-    ``gated``: keys and values scaled by the batch input ``kv_scale`` ``(S, B, G, 1)`` (eq. 6),
+    ``gated``: keys and values scaled by the batch input ``kv_scale`` ``(B, G, S, 1)`` (IS eq. 6),
     per-head closed positions masked by ``gate_bias`` ``(B, G, 1, S)``; ``drm``: ``theta^T W_b``
     (eq. 9) from the batch input ``theta``; ``site``: the layer's feature modules of this attention
     (:mod:`..modules.features`: score biases and probability gates, batch-first like everywhere).
@@ -158,8 +166,9 @@ class FeatureAttention(MultiheadAttention):
         scale = self.inputs.get("kv_scale")
         if scale is None:
             return None
-        src_len, bsz, dim = out.shape
-        return (out.view(src_len, bsz, self.num_heads, self.head_dim) * scale.type_as(out)).view(src_len, bsz, dim)
+        src_len, bsz, dim = out.shape  # fairseq's projections are time-first: (B, G, S, 1) -> (S, B, G, 1)
+        scale = scale.permute(2, 0, 1, 3).type_as(out)
+        return (out.view(src_len, bsz, self.num_heads, self.head_dim) * scale).view(src_len, bsz, dim)
 
     def apply_sparse_mask(self, attn_weights, tgt_len: int, src_len: int, bsz: int):
         bias = self.inputs.get("gate_bias") if self.gated else None
@@ -362,10 +371,10 @@ class SumBARTDecoder(TransformerDecoder):
     def batch_inputs(self, prev_output_tokens, view, incremental_state):
         """The decoder layers' feature inputs for this call (see :class:`FeatureAttention`)."""
         inputs = {}
-        if view.gates is not None:  # eq. 6
-            inputs["kv_scale"] = view.gates.transpose(0, 1).unsqueeze(-1)  # (S, B, G, 1)
-            inputs["gate_bias"] = view.gate_bias
-            inputs["sia_v_scale"] = view.gates.mean(-1, keepdim=True)  # the SIA head: the mean of the head gates
+        gated = gated_cross_attention_kwargs(view)  # IS eq. 6, as sum_transformer's: {} without --gate
+        if gated:
+            inputs.update(kv_scale=gated["kv_scale"], gate_bias=gated.get("attn_bias"),
+                          sia_v_scale=sia_value_scale(gated["kv_scale"]))
         if self.topic is None:
             return inputs, 0
         incremental = incremental_state is not None

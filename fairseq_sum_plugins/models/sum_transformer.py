@@ -82,6 +82,7 @@ from ..modules.gates import (
     gate_defaults,
     gated_cross_attention_kwargs,
     restore_attention,
+    sia_value_scale,
 )
 from ..modules import focus, saliency  # noqa: F401  (register ETADS's features)
 from ..modules.features import (
@@ -301,8 +302,7 @@ class DecoderLayer(nn.Module):
                 prob_gate_fn=prob_gate_fn(self.cross_site, cross_inputs), **(cross_kwargs or {}),  # IS eq. 6
             )
             if self.cross_sia is not None:  # SIA eq. 7; with information selection, over the gated rows
-                scale = cross_kwargs.get("kv_scale") if cross_kwargs else None  # (B, G, S, 1)
-                scale = scale.mean(1) if scale is not None else None  # per-head gates: their mean
+                scale = sia_value_scale(cross_kwargs.get("kv_scale") if cross_kwargs else None)  # (B, S, 1)
                 out = add_head(out, self.cross_sia(enc, ta.cross_probs, incremental_state, v_scale=scale))
             if self.drm is not None:  # DRM eq. 9: before add & norm
                 out = add_head(out, self.drm(ta.theta).type_as(out[0]))

@@ -243,6 +243,12 @@ def gated_cross_attention_kwargs(view):
     return kwargs
 
 
+def sia_value_scale(kv_scale):
+    """The Topic Assistant's extra cross head has no gate of its own: its value rows are scaled by the
+    mean of the head gates, ``(B, G, S, 1) -> (B, S, 1)`` (modules/topic.py)."""
+    return None if kv_scale is None else kv_scale.mean(1)
+
+
 def restore_attention(attn, view):
     """Maps attention over pruned positions ``(B, T, S')`` back to source positions ``(B, T, S)``."""
     if attn is None or view.gate_index is None:
