@@ -52,8 +52,10 @@ from ..modules import focus, saliency, tpr  # noqa: F401  (register the layer fe
 from ..modules.attention import FactoredGate
 from ..modules.encoder_out import EncoderOut
 from ..modules.features import (
+    SITE_INPUTS,
     SiteDims,
     add_feature_args,
+    add_heads,
     attach,
     bind,
     feature_defaults,
@@ -61,6 +63,7 @@ from ..modules.features import (
     layer_inputs,
     prob_gate_fn,
     score_bias_fn,
+    site_input_names,
 )
 from ..modules.gates import (
     InformationGate,
@@ -71,24 +74,32 @@ from ..modules.gates import (
     restore_attention,
     sia_value_scale,
 )
-from ..modules.topic import DRM, SIAHead, add_topic_args, build_topic_assistant, topic_defaults
+from ..modules.topic import add_topic_args, build_topic_assistant, topic_defaults
 from .fresh_params import keep_fresh_parameters
 
 # the parameters a plain BART checkpoint lacks: the layer features' (modules/features.py) and these
-FRESH = re.compile("|".join([r"\.sia\.", r"\.drm\.", r"info_gate\."] + [re.escape(n) for n in fresh_names()]))
-# TA parameter names of the per-decoder ModuleList layout (encoder.sia.N, decoder.drm.N, ...) -> their names here
+FRESH = re.compile("|".join([r"info_gate\."] + [re.escape(n) for n in fresh_names()]))
+# earlier TA parameter names -> their names here: the per-decoder ModuleList layout (encoder.sia.N,
+# decoder.drm.N, ...) and one SIA attribute name for every attention (self_attn.sia, encoder_attn.sia)
 RENAMED = [
+    (re.compile(r"^(.*\.)?decoder\.layers\.(\d+)\.self_attn\.sia\."), r"\1decoder.layers.\2.self_attn.self_sia."),
+    (re.compile(r"^(.*\.)?decoder\.layers\.(\d+)\.encoder_attn\.sia\."), r"\1decoder.layers.\2.encoder_attn.cross_sia."),
     (re.compile(r"^(.*\.)?encoder\.sia\.(\d+)\."), r"\1encoder.layers.\2.self_attn.sia."),
-    (re.compile(r"^(.*\.)?decoder\.self_sia\.(\d+)\."), r"\1decoder.layers.\2.self_attn.sia."),
-    (re.compile(r"^(.*\.)?decoder\.cross_sia\.(\d+)\."), r"\1decoder.layers.\2.encoder_attn.sia."),
+    (re.compile(r"^(.*\.)?decoder\.self_sia\.(\d+)\."), r"\1decoder.layers.\2.self_attn.self_sia."),
+    (re.compile(r"^(.*\.)?decoder\.cross_sia\.(\d+)\."), r"\1decoder.layers.\2.encoder_attn.cross_sia."),
     (re.compile(r"^(.*\.)?decoder\.drm\.(\d+)\."), r"\1decoder.layers.\2.encoder_attn.drm."),
 ]
 BART_FORWARD_ARGS = {"features_only", "classification_head_name", "token_embeddings", "return_all_hiddens",
                      "alignment_layer", "alignment_heads"}
 _NONE = object()
 # every per-batch input name (FeatureAttention's docstring): another name is a KeyError, never a silent None
-BATCH_INPUTS = ("side", "sia_probs", "kv_scale", "gate_bias", "sia_v_scale", "self_probs", "cross_probs", "theta",
-                "self_mask", "prefix")
+BATCH_INPUTS = ("side", "kv_scale", "gate_bias", "self_mask", "prefix")
+
+
+def batch_input_names():
+    """:data:`BATCH_INPUTS` and the per-forward inputs the layer features declare (modules/features.py)."""
+    return BATCH_INPUTS + tuple(n for site in ("encoder_self", "decoder_self", "decoder_cross")
+                                for n in site_input_names(site) if n not in SITE_INPUTS)
 
 
 class BatchInputs:
@@ -105,9 +116,10 @@ class BatchInputs:
 
     @staticmethod
     def _check(names):
-        unknown = sorted(set(names) - set(BATCH_INPUTS))
+        allowed = batch_input_names()
+        unknown = sorted(set(names) - set(allowed))
         if unknown:
-            raise KeyError(f"unknown feature inputs {unknown}: the inputs are {', '.join(BATCH_INPUTS)}")
+            raise KeyError(f"unknown feature inputs {unknown}: the inputs are {', '.join(dict.fromkeys(allowed))}")
 
     @contextmanager
     def given(self, **values):
@@ -143,20 +155,16 @@ def wrap_layer(layer, cfg):
 class FeatureAttention(MultiheadAttention):
     """fairseq's attention with the features of its block (time-first, as fairseq's).
 
-    ``sia``: SIA's extra head (eq. 7), whose probabilities are the batch input ``sia_input``;
     ``gated``: keys and values scaled by the batch input ``kv_scale`` ``(B, G, S, 1)`` (IS eq. 6),
-    per-head closed positions masked by ``gate_bias`` ``(B, G, 1, S)``; ``drm``: ``theta^T W_b``
-    (eq. 9) from the batch input ``theta``; ``site``: the layer's feature modules of this attention
-    (:mod:`..modules.features`: score biases and probability gates, batch-first like everywhere).
+    per-head closed positions masked by ``gate_bias`` ``(B, G, 1, S)``; ``site``: the feature modules of
+    this attention's site ``site_name`` (:mod:`..modules.features`, batch-first as everywhere: score
+    biases, probability gates, and heads added to the output, e.g. TA's SIA (TA eq. 7) and DRM (TA eq. 9),
+    which this module hosts since fairseq's layers hand their attention no per-batch inputs).
     """
 
-    def __init__(self, *args, inputs, sia=None, sia_input=None, gated=False, drm=None, site=(), **kwargs):
+    def __init__(self, *args, inputs, site_name, gated=False, **kwargs):
         super().__init__(*args, **kwargs)
-        self.inputs = inputs
-        self.sia, self.sia_input, self.drm = sia, sia_input, drm
-        self.site = list(site)  # held by the layer (their parameters are the layer's)
-        if any(hasattr(m, "score_bias") or hasattr(m, "prob_gate") for m in self.site):
-            self.skip_embed_dim_check = True  # fairseq's fused path has no place for them: its explicit path
+        self.inputs, self.site_name, self.site = inputs, site_name, []
         if gated:
             self.k_proj.register_forward_hook(self._scale_rows)
             self.v_proj.register_forward_hook(self._scale_rows)
@@ -177,6 +185,18 @@ class FeatureAttention(MultiheadAttention):
             attn_weights = attn_weights + bias.type_as(attn_weights)
         return attn_weights
 
+    def host(self, modules):
+        """The site's feature modules (the layer's, or with heads this module's own children)."""
+        self.site = list(modules)
+        if any(hasattr(m, "score_bias") or hasattr(m, "prob_gate") for m in self.site):
+            self.skip_embed_dim_check = True  # fairseq's fused path has no place for them: its explicit path
+        return self
+
+    def site_inputs(self, key_padding_mask, incremental_state):
+        """This forward's inputs of the site (:func:`..modules.features.layer_inputs`), from the batch inputs."""
+        extra = {n: self.inputs.get(n, None) for n in site_input_names(self.site_name) if n not in SITE_INPUTS}
+        return layer_inputs(self.site_name, key_padding_mask, incremental_state, **extra)
+
     def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, need_weights=True,
                 static_kv=False, attn_mask=None, before_softmax=False, need_head_weights=False):
         if self.skip_embed_dim_check and not before_softmax:
@@ -185,13 +205,10 @@ class FeatureAttention(MultiheadAttention):
         else:
             out, weights = super().forward(query, key, value, key_padding_mask, incremental_state, need_weights,
                                            static_kv, attn_mask, before_softmax, need_head_weights)
-        if self.sia is not None:  # eq. 7; the cross head reads the gated rows
+        if not before_softmax and any(hasattr(m, "head") for m in self.site):  # e.g. TA eq. 7, 9
             kv = (key if self.encoder_decoder_attention else query).transpose(0, 1)
-            head = self.sia(kv, self.inputs.get(self.sia_input), incremental_state,
-                            v_scale=self.inputs.get("sia_v_scale") if self.encoder_decoder_attention else None)
-            out = out + head.transpose(0, 1).type_as(out)
-        if self.drm is not None:  # eq. 9
-            out = out + self.drm(self.inputs.get("theta")).transpose(0, 1).type_as(out)
+            inputs = self.site_inputs(key_padding_mask, incremental_state)
+            out = add_heads(self.site, out.transpose(0, 1), query.transpose(0, 1), kv, inputs).transpose(0, 1)
         return out, weights
 
 
@@ -203,7 +220,7 @@ class FeatureAttention(MultiheadAttention):
         logits, v = super().forward(query, key, value, key_padding_mask, incremental_state, False, static_kv,
                                     attn_mask, before_softmax=True)
         heads, src_len = self.num_heads, logits.size(-1)
-        inputs = layer_inputs(key_padding_mask, incremental_state)
+        inputs = self.site_inputs(key_padding_mask, incremental_state)
         q = self.q_proj(query).view(tgt_len, bsz, heads, self.head_dim).permute(1, 2, 0, 3)  # unscaled
         saved = self._get_input_buffer(incremental_state) if incremental_state is not None else {}
         if saved.get("prev_key") is not None:  # this step's keys (B * H, S, d_k), as fairseq cached them
@@ -246,15 +263,14 @@ class SumBARTEncoderLayer(TransformerEncoderLayerBase):
         return bind(self.site_binding, out)
 
     def build_self_attention(self, embed_dim, cfg):
-        d_k = embed_dim // cfg.encoder.attention_heads
-        site = attach(self, self.features, "encoder_self", "attention", bart_site_dims(cfg, "encoder", self.index))
-        return FeatureAttention(
+        dims = bart_site_dims(cfg, "encoder", self.index)
+        site = attach(self, self.features, "encoder_self", "attention", dims)
+        attn = FeatureAttention(
             embed_dim, cfg.encoder.attention_heads, dropout=cfg.attention_dropout, self_attention=True,
             q_noise=self.quant_noise, qn_block_size=self.quant_noise_block_size,
-            xformers_att_config=cfg.encoder.xformers_att_config,
-            inputs=self.inputs, sia=SIAHead(embed_dim, d_k) if self.features.ta_sia else None, sia_input="sia_probs",
-            site=site,
+            xformers_att_config=cfg.encoder.xformers_att_config, inputs=self.inputs, site_name="encoder_self",
         )
+        return attn.host(site + attach(attn, self.features, "encoder_self", "head", dims))
 
 
 class SumBARTDecoderLayer(TransformerDecoderLayerBase):
@@ -279,27 +295,26 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
         return bind(self.cross_site_binding, out)
 
     def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
-        d_k = embed_dim // cfg.decoder.attention_heads
-        site = attach(self, self.features, "decoder_self", "attention", bart_site_dims(cfg, "decoder", self.index))
-        return FeatureAttention(
+        dims = bart_site_dims(cfg, "decoder", self.index)
+        site = attach(self, self.features, "decoder_self", "attention", dims)
+        attn = FeatureAttention(
             embed_dim, cfg.decoder.attention_heads, dropout=cfg.attention_dropout, add_bias_kv=add_bias_kv,
             add_zero_attn=add_zero_attn, self_attention=not cfg.cross_self_attention, q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size, xformers_att_config=cfg.decoder.xformers_att_config,
-            inputs=self.inputs, sia=SIAHead(embed_dim, d_k) if self.features.ta_sia else None, sia_input="self_probs",
-            site=site,
+            inputs=self.inputs, site_name="decoder_self",
         )
+        return attn.host(site + attach(attn, self.features, "decoder_self", "head", dims))
 
     def build_encoder_attention(self, embed_dim, cfg):
-        f, d_k = self.features, embed_dim // cfg.decoder.attention_heads
-        site = attach(self, f, "decoder_cross", "attention", bart_site_dims(cfg, "decoder", self.index))
-        return FeatureAttention(
+        f, dims = self.features, bart_site_dims(cfg, "decoder", self.index)
+        site = attach(self, f, "decoder_cross", "attention", dims)
+        attn = FeatureAttention(
             embed_dim, cfg.decoder.attention_heads, kdim=cfg.encoder.embed_dim, vdim=cfg.encoder.embed_dim,
             dropout=cfg.attention_dropout, encoder_decoder_attention=True, q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size, xformers_att_config=cfg.encoder.xformers_att_config,
-            inputs=self.inputs, gated=bool(f.gate), sia_input="cross_probs",
-            sia=SIAHead(embed_dim, d_k, static_kv=True) if f.ta_sia else None,
-            drm=DRM(f.ta_num_topics, embed_dim) if f.ta_drm else None, site=site,
+            inputs=self.inputs, gated=bool(f.gate), site_name="decoder_cross",
         )
+        return attn.host(site + attach(attn, f, "decoder_cross", "head", dims))
 
     def forward(self, x, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
                 prev_self_attn_state=None, prev_attn_state=None, self_attn_mask=None, self_attn_padding_mask=None,
@@ -381,7 +396,7 @@ class SumBARTDecoder(TransformerDecoder):
         ta = self.topic.decoder_inputs(
             prev_output_tokens, 1 if incremental else prev_output_tokens.size(1), view.src_tokens, view.padding_mask,
             self.sia_head_dim, theta=view.side.get("theta"), gate_index=view.gate_index, incremental=incremental)
-        inputs.update(self_probs=ta.self_probs, cross_probs=ta.cross_probs, theta=ta.theta, self_mask=ta.self_mask)
+        inputs.update(**ta.site_inputs("decoder_self"), **ta.site_inputs("decoder_cross"), self_mask=ta.self_mask)
         if ta.n_prefix:  # TEMA eq. 8, embedded like the tokens (without a position)
             x = self.embed_scale * self.topic.topic_embeddings(ta.topic_ids, self.embed_tokens.weight)
             if self.project_in_dim is not None:

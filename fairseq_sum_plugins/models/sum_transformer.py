@@ -88,6 +88,7 @@ from ..modules import focus, saliency  # noqa: F401  (register ETADS's features)
 from ..modules.features import (
     SiteDims,
     add_feature_args,
+    add_heads,
     attach,
     bind,
     feature_defaults,
@@ -97,10 +98,7 @@ from ..modules.features import (
 )
 from ..modules.t5 import RelativePositionBias, T5LayerNorm, t5_init_attention, t5_init_feed_forward
 from ..modules.topic import (
-    DRM,
-    SIAHead,
     TopicInputs,
-    add_head,
     add_topic_args,
     build_topic_assistant,
     topic_defaults,
@@ -226,19 +224,20 @@ class EncoderLayer(nn.Module):
         self.site = attach(self, args, "encoder_self", "attention", dims)  # e.g. ETADS focus (eq. 5-8, on Q)
         pre = args.encoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
-        self.sia = SIAHead(d, d // heads) if getattr(args, "ta_sia", False) else None  # Topic Assistant eq. 7
+        self.site_heads = attach(self, args, "encoder_self", "head", dims)  # e.g. TA's SIA head (eq. 7)
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
         self.site_binding = attach(self, args, "encoder_self", "binding", dims)  # e.g. TPT eq. 6
         self.ffn = build_feed_forward(args, d, args.encoder_ffn_embed_dim)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
     def forward(self, x, padding_mask, sia_probs=None, position_bias=None):
-        inputs = layer_inputs(padding_mask)
+        inputs = layer_inputs("encoder_self", padding_mask, sia_probs=sia_probs)
 
         def attend(h):  # position_bias: the T5 cell's relative position bias (B|1, H, S, S)
-            out = self.self_attn(h, key_padding_mask=padding_mask, attn_bias=position_bias,
-                                 attn_bias_fn=score_bias_fn(self.site, inputs), prob_gate_fn=prob_gate_fn(self.site, inputs))
-            return add_head(out, self.sia(h, sia_probs)) if self.sia is not None else out  # SIA eq. 7
+            out, attn = self.self_attn(h, key_padding_mask=padding_mask, attn_bias=position_bias,
+                                       attn_bias_fn=score_bias_fn(self.site, inputs),
+                                       prob_gate_fn=prob_gate_fn(self.site, inputs))
+            return add_heads(self.site_heads, out, h, h, inputs), attn
 
         x, _ = self.self_attn_sublayer(x, attend)
         x = bind(self.site_binding, x)
@@ -260,11 +259,9 @@ class DecoderLayer(nn.Module):
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
         self.self_site_binding = attach(self, args, "decoder_self", "binding", dims)  # e.g. TPT eq. 6
         self.cross_attn = build_attention(args, d, heads, self_attention=False)
-        # Topic Assistant: SIA's extra head in both attention blocks (eq. 7), DRM's bias (eq. 9)
-        sia = getattr(args, "ta_sia", False)
-        self.self_sia = SIAHead(d, d // heads) if sia else None
-        self.cross_sia = SIAHead(d, d // heads, static_kv=True) if sia else None
-        self.drm = DRM(args.ta_num_topics, d) if getattr(args, "ta_drm", False) else None
+        # e.g. the Topic Assistant: SIA's extra head in both attention blocks (TA eq. 7), DRM's bias (TA eq. 9)
+        self.self_site_heads = attach(self, args, "decoder_self", "head", dims)
+        self.cross_site_heads = attach(self, args, "decoder_cross", "head", dims)
         self.cross_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
         self.cross_site_binding = attach(self, args, "decoder_cross", "binding", dims)
         self.ffn = build_feed_forward(args, d, args.decoder_ffn_embed_dim)
@@ -283,30 +280,26 @@ class DecoderLayer(nn.Module):
                 cross_kwargs = dict(cross_kwargs or {})
                 cross_kwargs["attn_bias"] = _add_bias(cross_kwargs.get("attn_bias"), position_bias["cross"])
 
-        self_inputs = layer_inputs(None, incremental_state)
+        self_inputs = layer_inputs("decoder_self", None, incremental_state, **ta.site_inputs("decoder_self"))
 
         def self_attend(h):
-            out = self.self_attn(h, causal=causal, attn_bias=self_bias, incremental_state=incremental_state,
-                                 attn_bias_fn=score_bias_fn(self.self_site, self_inputs),
-                                 prob_gate_fn=prob_gate_fn(self.self_site, self_inputs))
-            return add_head(out, self.self_sia(h, ta.self_probs, incremental_state)) if self.self_sia is not None else out
+            out, attn = self.self_attn(h, causal=causal, attn_bias=self_bias, incremental_state=incremental_state,
+                                       attn_bias_fn=score_bias_fn(self.self_site, self_inputs),
+                                       prob_gate_fn=prob_gate_fn(self.self_site, self_inputs))
+            return add_heads(self.self_site_heads, out, h, h, self_inputs), attn
 
         x, _ = self.self_attn_sublayer(x, self_attend)
         x = bind(self.self_site_binding, x)
-        cross_inputs = layer_inputs(enc_padding_mask, incremental_state)
+        cross_inputs = layer_inputs("decoder_cross", enc_padding_mask, incremental_state, **ta.site_inputs("decoder_cross"),
+                                    sia_v_scale=sia_value_scale((cross_kwargs or {}).get("kv_scale")))  # (B, S, 1)
 
         def cross_attend(h):
-            out = self.cross_attn(
+            out, attn = self.cross_attn(
                 h, enc, key_padding_mask=enc_padding_mask, incremental_state=incremental_state, need_weights=need_attn,
                 attn_bias_fn=score_bias_fn(self.cross_site, cross_inputs),
                 prob_gate_fn=prob_gate_fn(self.cross_site, cross_inputs), **(cross_kwargs or {}),  # IS eq. 6
             )
-            if self.cross_sia is not None:  # SIA eq. 7; with information selection, over the gated rows
-                scale = sia_value_scale(cross_kwargs.get("kv_scale") if cross_kwargs else None)  # (B, S, 1)
-                out = add_head(out, self.cross_sia(enc, ta.cross_probs, incremental_state, v_scale=scale))
-            if self.drm is not None:  # DRM eq. 9: before add & norm
-                out = add_head(out, self.drm(ta.theta).type_as(out[0]))
-            return out
+            return add_heads(self.cross_site_heads, out, h, enc, cross_inputs), attn  # before add & norm
 
         x, attn = self.cross_attn_sublayer(x, cross_attend)
         x = bind(self.cross_site_binding, x)

@@ -11,12 +11,16 @@ any of these methods (duck-typed), with one batch-first layout on every backbone
   projected queries, ``k`` ``(B, H, S, d_k)`` the keys of this step;
 * ``prob_gate(q, k, inputs) -> (B, H, T, S)`` or a :class:`~.attention.FactoredGate`: multiplies
   the attention probabilities (ETADS eq. 10: ``SaliencyGate``);
+* ``head(query, kv, inputs) -> (B, T, C)``: added to the attention block's output, before its
+  dropout and residual (an extra head: TA eq. 7, ``SIAHead``; a bias: TA eq. 9, ``DRM``);
+  ``query`` ``(B, T, C)`` the block's (normalised) input, ``kv`` ``(B, S, C)`` what it attends to;
 * ``bind(x) -> x``: applied to the sublayer's output after its residual (and, post-LN, its norm)
   (TPT eq. 6: ``TPRBinding``).
 
-``inputs`` is the per-forward dict of the site, with exactly the keys of :data:`SITE_INPUTS`
-(``padding_mask``: ``(B, S)`` True at padding keys, or None; ``incremental_state``): a module
-reading another key gets a ``KeyError``. The default transformer cell and the T5 cell
+``inputs`` is the per-forward dict of the site: the keys of :data:`SITE_INPUTS` (``padding_mask``:
+``(B, S)`` True at padding keys, or None; ``incremental_state``) and those the features declare for
+the site (``FeatureSpec.inputs``, e.g. SIA's probabilities), None where this forward has none. Giving
+or reading another key is a ``KeyError``. The default transformer cell and the T5 cell
 (:mod:`..models.sum_transformer`) and BART's layers (:mod:`..models.bart`) build the modules with
 :func:`attach` and consume them with :func:`score_bias_fn`, :func:`prob_gate_fn` and :func:`bind`.
 A backbone where a switched-on feature means nothing is refused by ``spec.refuse(args, backbone)``
@@ -49,8 +53,9 @@ class FeatureSpec:
 
     ``attrs``: site -> attribute name of its module on the layer; ``build(args, site, dims)``: the
     module of a site, or None where it is off; ``stage``: ``"attention"`` (built before the site's
-    attention) or ``"binding"`` (after its residual); ``refuse(args, backbone)``: a message when the
-    feature is on and means nothing there, else None."""
+    attention), ``"head"`` (after it) or ``"binding"`` (after its residual); ``inputs``: site -> the
+    per-forward input names it reads; ``refuse(args, backbone)``: a message when the feature is on
+    and means nothing there, else None."""
 
     name: str
     attrs: Dict[str, str]
@@ -59,6 +64,7 @@ class FeatureSpec:
     add_args: Optional[Callable] = None
     defaults: Optional[Callable] = None
     refuse: Optional[Callable] = None
+    inputs: Dict[str, tuple] = field(default_factory=dict)
     fresh: tuple = field(default=())  # parameter-name fragments a plain BART checkpoint lacks (default: attrs)
 
 
@@ -116,6 +122,20 @@ def fresh_names():
     return sorted({f".{a}." for spec in FEATURES.values() for a in (spec.fresh or spec.attrs.values())})
 
 
+def site_input_names(site):
+    """The per-forward input names of ``site``: :data:`SITE_INPUTS` and the features' declared ones."""
+    declared = [n for spec in FEATURES.values() for n in spec.inputs.get(site, ())]
+    return tuple(SITE_INPUTS) + tuple(dict.fromkeys(n for n in declared if n not in SITE_INPUTS))
+
+
+def add_heads(modules, out, query, kv, inputs):
+    """``out`` ``(B, T, C)`` plus every module's ``head`` contribution, in registration order."""
+    for m in modules:
+        if hasattr(m, "head"):
+            out = out + m.head(query, kv, inputs).type_as(out)
+    return out
+
+
 def score_bias_fn(modules, inputs):
     """``f(q, k)``: the sum of the modules' score biases, or None when none contributes one."""
     biased = [m for m in modules if hasattr(m, "score_bias")]
@@ -166,6 +186,12 @@ def take_alias(args, name, old):
         delattr(args, old)
 
 
-def layer_inputs(padding_mask=None, incremental_state=None):
-    """The per-forward inputs of a site (exactly :data:`SITE_INPUTS`)."""
-    return {"padding_mask": padding_mask, "incremental_state": incremental_state}
+def layer_inputs(site, padding_mask=None, incremental_state=None, **values):
+    """The per-forward inputs of ``site`` (:func:`site_input_names`; None for those not given)."""
+    names = site_input_names(site)
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise KeyError(f"unknown inputs {unknown} of site {site}: its inputs are {', '.join(names)}")
+    inputs = dict.fromkeys(names)
+    inputs.update(values, padding_mask=padding_mask, incremental_state=incremental_state)
+    return inputs

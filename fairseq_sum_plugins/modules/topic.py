@@ -74,7 +74,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from ..flags import bool_flag
 from ..side_data import register_side_data
 from ..topic_model import FIT_COMMAND, PoissonFactorAnalysis, check_theta_file
-from .features import take_alias
+from .features import FeatureSpec, register_feature, take_alias
 
 logger = logging.getLogger(__name__)
 
@@ -255,16 +255,23 @@ class TopicInputs:
     def n_prefix(self):
         return 0 if self.topic_ids is None else self.topic_ids.size(1)
 
+    def site_inputs(self, site):
+        """The per-forward inputs of the decoder's ``site`` (:mod:`.features`): SIA's probabilities, DRM's theta."""
+        if site == "decoder_self":
+            return {"self_probs": self.self_probs}
+        return {"cross_probs": self.cross_probs, "theta": self.theta}
+
 
 @with_incremental_state
 class SIAHead(nn.Module):
     """The (h+1)-th head of eq. 7: ``(A_{h+1} X W^v_add) W^a_add``, added to the block's output."""
 
-    def __init__(self, embed_dim, head_dim, static_kv=False):
+    def __init__(self, embed_dim, head_dim, static_kv=False, probs="sia_probs"):
         super().__init__()
         self.v_add = nn.Linear(embed_dim, head_dim)
         self.w_add = nn.Linear(head_dim, embed_dim, bias=False)
         self.static_kv = static_kv
+        self.probs = probs  # the per-forward input holding A_{h+1} of this block (eq. 6)
         nn.init.xavier_uniform_(self.v_add.weight, gain=1 / math.sqrt(2))
         nn.init.zeros_(self.v_add.bias)
         nn.init.xavier_uniform_(self.w_add.weight)
@@ -283,6 +290,12 @@ class SIAHead(nn.Module):
         if incremental_state is not None:
             self.set_incremental_state(incremental_state, "sia", {"v": v})
         return self.w_add(probs.type_as(v) @ v)
+
+    def head(self, query, kv, inputs):
+        """The feature interface (:mod:`.features`): eq. 7's extra head over ``kv``; the cross head's
+        value rows scaled by the information-selection gates (``sia_v_scale``, their head mean)."""
+        v_scale = inputs["sia_v_scale"] if self.static_kv else None
+        return self(kv, inputs[self.probs], inputs["incremental_state"], v_scale=v_scale)
 
     def reorder_incremental_state(self, incremental_state, new_order):
         saved = self.get_incremental_state(incremental_state, "sia")
@@ -307,6 +320,32 @@ class DRM(nn.Module):
 
     def forward(self, theta):
         return self.w_b(theta.to(self.w_b.weight.dtype))[:, None, :]
+
+    def head(self, query, kv, inputs):
+        """The feature interface (:mod:`.features`): eq. 9's bias on the cross-attention output."""
+        return self(inputs["theta"])
+
+
+# SIA's extra head in every attention block (eq. 5-7), DRM on every cross-attention output (eq. 9);
+# TEMA's prefix and the per-forward inputs come from TopicAssistant (built by the models)
+_SIA_PROBS = {"encoder_self": "sia_probs", "decoder_self": "self_probs", "decoder_cross": "cross_probs"}
+
+
+def _build_sia(args, site, dims):
+    if not getattr(args, "ta_sia", False):
+        return None
+    return SIAHead(dims.embed_dim, dims.embed_dim // dims.heads, static_kv=site == "decoder_cross",
+                   probs=_SIA_PROBS[site])
+
+
+register_feature(FeatureSpec(
+    "Topic Assistant SIA (--ta-sia)", {"encoder_self": "sia", "decoder_self": "self_sia", "decoder_cross": "cross_sia"},
+    _build_sia, stage="head",
+    inputs={"encoder_self": ("sia_probs",), "decoder_self": ("self_probs",), "decoder_cross": ("cross_probs", "sia_v_scale")}))
+register_feature(FeatureSpec(
+    "Topic Assistant DRM (--ta-drm)", {"decoder_cross": "drm"},
+    lambda args, site, dims: DRM(args.ta_num_topics, dims.embed_dim) if getattr(args, "ta_drm", False) else None,
+    stage="head", inputs={"decoder_cross": ("theta",)}))
 
 
 def check_phi(args, model, path):
