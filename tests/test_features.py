@@ -114,7 +114,7 @@ def test_bart_batch_inputs_refuse_unknown_names():
         with inputs.given(kv_scal=torch.ones(1)):
             pass
     with inputs.given(kv_scale=torch.ones(1)):
-        assert inputs.get("gate_bias") is None  # a known input this batch lacks
+        assert inputs.get("score_bias") is None  # a known input this batch lacks
         with pytest.raises(KeyError, match="cross_prob"):
             inputs.get("cross_prob")
 

@@ -52,33 +52,28 @@ from ..modules import focus, saliency, tpr  # noqa: F401  (register the layer fe
 from ..modules.attention import FactoredGate
 from ..modules.encoder_out import EncoderOut
 from ..modules.features import (
+    ENCODER_OUT,
     SITE_INPUTS,
     SiteDims,
     add_feature_args,
     add_heads,
     attach,
     bind,
+    cross_attention_values,
     feature_defaults,
     fresh_names,
     layer_inputs,
     prob_gate_fn,
     score_bias_fn,
     site_input_names,
+    transform_encoder_output,
 )
-from ..modules.gates import (
-    InformationGate,
-    add_gate_args,
-    apply_information_selection,
-    gate_defaults,
-    gated_cross_attention_kwargs,
-    restore_attention,
-    sia_value_scale,
-)
+from ..modules.gates import gate_defaults, restore_attention
 from ..modules.topic import add_topic_args, build_topic_assistant, topic_defaults
 from .fresh_params import keep_fresh_parameters
 
-# the parameters a plain BART checkpoint lacks: the layer features' (modules/features.py) and these
-FRESH = re.compile("|".join([r"info_gate\."] + [re.escape(n) for n in fresh_names()]))
+# the parameters a plain BART checkpoint lacks: the features' (modules/features.py)
+FRESH = re.compile("|".join(re.escape(n) for n in fresh_names()))
 # earlier TA parameter names -> their names here: the per-decoder ModuleList layout (encoder.sia.N,
 # decoder.drm.N, ...) and one SIA attribute name for every attention (self_attn.sia, encoder_attn.sia)
 RENAMED = [
@@ -93,7 +88,7 @@ BART_FORWARD_ARGS = {"features_only", "classification_head_name", "token_embeddi
                      "alignment_layer", "alignment_heads"}
 _NONE = object()
 # every per-batch input name (FeatureAttention's docstring): another name is a KeyError, never a silent None
-BATCH_INPUTS = ("side", "kv_scale", "gate_bias", "self_mask", "prefix")
+BATCH_INPUTS = ("side", "kv_scale", "score_bias", "self_mask", "prefix")
 
 
 def batch_input_names():
@@ -155,23 +150,23 @@ def wrap_layer(layer, cfg):
 class FeatureAttention(MultiheadAttention):
     """fairseq's attention with the features of its block (time-first, as fairseq's).
 
-    ``gated``: keys and values scaled by the batch input ``kv_scale`` ``(B, G, S, 1)`` (IS eq. 6),
-    per-head closed positions masked by ``gate_bias`` ``(B, G, 1, S)``; ``site``: the feature modules of
+    The cross-attention's keys and values are scaled by the batch input ``kv_scale`` ``(B, G, S, 1)``
+    and its logits biased by ``score_bias`` ``(B, G, 1, S)`` (the features' ``cross_inputs``, e.g.
+    IS eq. 6 and Algorithm 1's per-head closed positions); ``site``: the feature modules of
     this attention's site ``site_name`` (:mod:`..modules.features`, batch-first as everywhere: score
     biases, probability gates, and heads added to the output, e.g. TA's SIA (TA eq. 7) and DRM (TA eq. 9),
     which this module hosts since fairseq's layers hand their attention no per-batch inputs).
     """
 
-    def __init__(self, *args, inputs, site_name, gated=False, **kwargs):
+    def __init__(self, *args, inputs, site_name, **kwargs):
         super().__init__(*args, **kwargs)
         self.inputs, self.site_name, self.site = inputs, site_name, []
-        if gated:
+        if self.encoder_decoder_attention:
             self.k_proj.register_forward_hook(self._scale_rows)
             self.v_proj.register_forward_hook(self._scale_rows)
-        self.gated = gated
 
     def _scale_rows(self, module, args, out):  # g_j K_j, g_j V_j: computed once per source, then cached
-        scale = self.inputs.get("kv_scale")
+        scale = self.inputs.get("kv_scale", None)
         if scale is None:
             return None
         src_len, bsz, dim = out.shape  # fairseq's projections are time-first: (B, G, S, 1) -> (S, B, G, 1)
@@ -179,7 +174,7 @@ class FeatureAttention(MultiheadAttention):
         return (out.view(src_len, bsz, self.num_heads, self.head_dim) * scale).view(src_len, bsz, dim)
 
     def apply_sparse_mask(self, attn_weights, tgt_len: int, src_len: int, bsz: int):
-        bias = self.inputs.get("gate_bias") if self.gated else None
+        bias = self.inputs.get("score_bias", None) if self.encoder_decoder_attention else None
         if bias is not None:  # (B, G, 1, S) -> (B * H, 1, S)
             bias = bias.expand(bsz, self.num_heads, 1, src_len).reshape(bsz * self.num_heads, 1, src_len)
             attn_weights = attn_weights + bias.type_as(attn_weights)
@@ -312,7 +307,7 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
             embed_dim, cfg.decoder.attention_heads, kdim=cfg.encoder.embed_dim, vdim=cfg.encoder.embed_dim,
             dropout=cfg.attention_dropout, encoder_decoder_attention=True, q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size, xformers_att_config=cfg.encoder.xformers_att_config,
-            inputs=self.inputs, gated=bool(f.gate), site_name="decoder_cross",
+            inputs=self.inputs, site_name="decoder_cross",
         )
         return attn.host(site + attach(attn, f, "decoder_cross", "head", dims))
 
@@ -337,9 +332,8 @@ class SumBARTEncoder(TransformerEncoder):
     def __init__(self, args, dictionary, embed_tokens):
         self.inputs, self.n_built = BatchInputs(), 0
         super().__init__(args, dictionary, embed_tokens)
-        gates = args.decoder_attention_heads if args.gate_per_head else 1
-        self.info_gate = (InformationGate(args.encoder_embed_dim, gates, args.gate_threshold, args.gate_warmup_updates)
-                          if args.gate else None)
+        d = args.encoder_embed_dim  # e.g. information selection (IS eq. 3, Algorithm 1) on the final states
+        self.output_features = attach(self, args, ENCODER_OUT, "encoder", SiteDims(0, 1, d, d, args.decoder_attention_heads))
         self.topic = None  # Topic Assistant buffers (modules/topic.py), set by SumBARTModel.build_model
         self.sia_head_dim = args.encoder_embed_dim // args.encoder_attention_heads
 
@@ -359,8 +353,7 @@ class SumBARTEncoder(TransformerEncoder):
             out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
         view = EncoderOut.of(out)
         view.src_tokens, view.side, view.aux_losses = src_tokens, side, {}
-        if self.info_gate is not None:  # gates, gate_l1, and (eval) thresholding/pruning
-            apply_information_selection(self.info_gate, view)
+        transform_encoder_output(self.output_features, view)  # e.g. gates, gate_l1, (eval) pruning
         return view.into_fairseq(out)
 
     def reorder_encoder_out(self, encoder_out, new_order):
@@ -386,10 +379,7 @@ class SumBARTDecoder(TransformerDecoder):
     def batch_inputs(self, prev_output_tokens, view, incremental_state):
         """The decoder layers' feature inputs for this call (see :class:`FeatureAttention`)."""
         inputs = {}
-        gated = gated_cross_attention_kwargs(view)  # IS eq. 6, as sum_transformer's: {} without --gate
-        if gated:
-            inputs.update(kv_scale=gated["kv_scale"], gate_bias=gated.get("attn_bias"),
-                          sia_v_scale=sia_value_scale(gated["kv_scale"]))
+        inputs.update(cross_attention_values(view))  # e.g. IS eq. 6, as sum_transformer's: {} without --gate
         if self.topic is None:
             return inputs, 0
         incremental = incremental_state is not None
@@ -429,24 +419,18 @@ class SumBARTModel(BARTModel):
         super().__init__(args, encoder, decoder)
         # BARTModel applies BERT-style init (N(0, 0.02), zero bias) to every linear layer; the paper
         # initialises the gate layer "with the default initialization in the linear layer" (§4.2)
-        if self.encoder.info_gate is not None:
-            self.encoder.info_gate.proj.reset_parameters()
-        for layer in list(self.encoder.layers) + list(self.decoder.layers):  # the layer features' own init
-            for module in layer.modules():
-                if any(hasattr(module, m) for m in ("score_bias", "prob_gate", "bind")) \
-                        and hasattr(module, "reset_parameters"):
-                    module.reset_parameters()
+        for module in self.modules():  # the features that keep their own initialisation (feature_init)
+            if getattr(module, "feature_init", False):
+                module.reset_parameters()
 
     @staticmethod
     def add_args(parser):
         BARTModel.add_args(parser)
-        add_gate_args(parser)
         add_topic_args(parser)
-        add_feature_args(parser)  # the layer features (modules/features.py): --tpr*, --focus/--saliency-layers
+        add_feature_args(parser)  # the features (modules/features.py): --gate*, --tpr*, --focus/--saliency-layers
 
     @classmethod
     def build_model(cls, args, task):
-        gate_defaults(args)
         topic_defaults(args)
         feature_defaults(args, "bart")
         # loads the topic model (None without --ta-*); sets args.ta_num_topics for DRM

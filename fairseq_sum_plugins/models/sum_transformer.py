@@ -75,26 +75,21 @@ from ..data_folder import hub_text_kwargs
 from ..modules.attention import MultiheadAttention
 from ..modules.encoder_out import EncoderOut
 from ..modules.pointer_generator import TransformerCopy
-from ..modules.gates import (
-    InformationGate,
-    add_gate_args,
-    apply_information_selection,
-    gate_defaults,
-    gated_cross_attention_kwargs,
-    restore_attention,
-    sia_value_scale,
-)
+from ..modules.gates import restore_attention
 from ..modules import focus, saliency  # noqa: F401  (register ETADS's features)
 from ..modules.features import (
+    ENCODER_OUT,
     SiteDims,
     add_feature_args,
     add_heads,
     attach,
     bind,
+    cross_attention_values,
     feature_defaults,
     layer_inputs,
     prob_gate_fn,
     score_bias_fn,
+    transform_encoder_output,
 )
 from ..modules.t5 import RelativePositionBias, T5LayerNorm, t5_init_attention, t5_init_feed_forward
 from ..modules.topic import (
@@ -267,18 +262,21 @@ class DecoderLayer(nn.Module):
         self.ffn = build_feed_forward(args, d, args.decoder_ffn_embed_dim)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
-    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_kwargs=None, ta=None,
+    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_values=None, ta=None,
                 position_bias=None):
-        """``ta``: the Topic Assistant's :class:`~..modules.topic.TopicInputs` of this call, or None.
-        ``position_bias``: the T5 cell's ``{"self": (1, H, T, T'), "cross": (B, H, T, S) or None}``."""
+        """``cross_values``: the features' per-forward values of the cross-attention
+        (:func:`~..modules.features.cross_attention_values`, e.g. IS eq. 6's ``kv_scale`` and per-head
+        ``score_bias``); ``ta``: the Topic Assistant's :class:`~..modules.topic.TopicInputs` of this
+        call, or None; ``position_bias``: the T5 cell's ``{"self": (1, H, T, T'), "cross": (B, H, T, S) or None}``."""
         ta = ta or TopicInputs()
         self_bias = ta.self_mask  # TEMA's prefix mask (Fig. 3(b)) replaces the causal mask
         causal = self_bias is None
+        cross_values = dict(cross_values or {})
+        cross_bias = cross_values.get("score_bias")
         if position_bias is not None:
             self_bias = _add_bias(self_bias, position_bias["self"])
             if position_bias.get("cross") is not None:
-                cross_kwargs = dict(cross_kwargs or {})
-                cross_kwargs["attn_bias"] = _add_bias(cross_kwargs.get("attn_bias"), position_bias["cross"])
+                cross_bias = _add_bias(cross_bias, position_bias["cross"])
 
         self_inputs = layer_inputs("decoder_self", None, incremental_state, **ta.site_inputs("decoder_self"))
 
@@ -291,13 +289,14 @@ class DecoderLayer(nn.Module):
         x, _ = self.self_attn_sublayer(x, self_attend)
         x = bind(self.self_site_binding, x)
         cross_inputs = layer_inputs("decoder_cross", enc_padding_mask, incremental_state, **ta.site_inputs("decoder_cross"),
-                                    sia_v_scale=sia_value_scale((cross_kwargs or {}).get("kv_scale")))  # (B, S, 1)
+                                    **cross_values)
 
         def cross_attend(h):
             out, attn = self.cross_attn(
                 h, enc, key_padding_mask=enc_padding_mask, incremental_state=incremental_state, need_weights=need_attn,
+                attn_bias=cross_bias, kv_scale=cross_inputs["kv_scale"],  # e.g. IS eq. 6
                 attn_bias_fn=score_bias_fn(self.cross_site, cross_inputs),
-                prob_gate_fn=prob_gate_fn(self.cross_site, cross_inputs), **(cross_kwargs or {}),  # IS eq. 6
+                prob_gate_fn=prob_gate_fn(self.cross_site, cross_inputs),
             )
             return add_heads(self.cross_site_heads, out, h, enc, cross_inputs), attn  # before add & norm
 
@@ -337,11 +336,9 @@ class SumTransformerEncoder(FairseqEncoder):
         self.dropout = args.dropout
         self.layers = nn.ModuleList([EncoderLayer(args, i) for i in range(args.encoder_layers)])
         self.layer_norm = build_norm(args, d) if args.encoder_normalize_before else None
-        # information selection (eq. 3, Algorithm 1): a gate per source token on the final states
-        self.info_gate = None
-        if getattr(args, "gate", False):
-            gates = args.decoder_attention_heads if args.gate_per_head else 1
-            self.info_gate = InformationGate(d, gates, args.gate_threshold, getattr(args, "gate_warmup_updates", 0))
+        # e.g. information selection (IS eq. 3, Algorithm 1): a gate per source token on the final states
+        dims = SiteDims(0, 1, d, d, args.decoder_attention_heads)
+        self.output_features = attach(self, args, ENCODER_OUT, "encoder", dims)
         self.topic = None  # Topic Assistant buffers (modules/topic.py), set by build_model with --ta-*
         self.sia_head_dim = d // args.encoder_attention_heads
 
@@ -368,8 +365,7 @@ class SumTransformerEncoder(FairseqEncoder):
         if self.t5:  # T5 drops out the final normalized states too
             x = F.dropout(x, self.dropout, self.training)
         out = EncoderOut(enc=x, padding_mask=padding_mask, src_tokens=src_tokens, side=side)
-        if self.info_gate is not None:  # gates, gate_l1, and (eval) thresholding/pruning
-            apply_information_selection(self.info_gate, out)
+        transform_encoder_output(self.output_features, out)  # e.g. gates, gate_l1, (eval) pruning
         return out.to_dict()
 
     @torch.jit.export
@@ -445,7 +441,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         if not enc_mask.any():
             enc_mask = None
         attn = None
-        cross_kwargs = gated_cross_attention_kwargs(view)  # {} without --gate
+        cross_values = cross_attention_values(view)  # e.g. IS eq. 6: {} without --gate
         ta, n_prefix = None, 0
         if self.topic is not None:  # Topic Assistant: TEMA prefix, SIA probabilities, DRM theta
             ta = self.topic.decoder_inputs(
@@ -459,7 +455,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         with shared_role_normalization(self.layers):  # eq. 4 for every sublayer at once
             for i, layer in enumerate(self.layers):
                 last = i == len(self.layers) - 1
-                x, layer_attn = layer(x, enc, enc_mask, incremental_state, cross_kwargs=cross_kwargs, ta=ta,
+                x, layer_attn = layer(x, enc, enc_mask, incremental_state, cross_values=cross_values, ta=ta,
                                       need_attn=last and (self.copy is not None or self.need_attn and not self.training),
                                       position_bias=position_bias)
                 if last:
@@ -537,10 +533,9 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
                                  "(default: True with a tied projection, as T5 v1.0; False with an untied one)")
         parser.add_argument("--max-source-positions", type=int, metavar="N")
         parser.add_argument("--max-target-positions", type=int, metavar="N")
-        # the layer features (modules/features.py): TP-Transformer --tpr*, ETADS --focus/--saliency-layers
+        # the features (modules/features.py): information selection --gate*, TP-Transformer --tpr*, ETADS
+        # --focus/--saliency-layers
         add_feature_args(parser)
-        # information selection (modules/gates.py)
-        add_gate_args(parser)
         # Topic Assistant (modules/topic.py)
         add_topic_args(parser)
         # copy mechanism
@@ -644,9 +639,8 @@ def base_architecture(args):
         raise ValueError("--t5-d-kv and --t5-scale-decoder-output are flags of the T5 cell (--cell t5)")
     if args.t5_d_kv is not None and args.t5_d_kv < 1:
         raise ValueError(f"--t5-d-kv {args.t5_d_kv}: a per-head dim is a positive integer")
-    feature_defaults(args, args.cell)  # the layer features' flags (--tpr*, --focus/--saliency-layers)
+    feature_defaults(args, args.cell)  # the features' flags (--gate*, --tpr*, --focus/--saliency-layers)
     args.pointer_generator = getattr(args, "pointer_generator", False)
-    gate_defaults(args)  # --gate False, --gate-per-head False, --gate-threshold 0
     topic_defaults(args)  # --ta-sia/--ta-tema/--ta-drm False, --ta-topics-n 5
 
 

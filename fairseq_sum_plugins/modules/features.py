@@ -15,7 +15,16 @@ any of these methods (duck-typed), with one batch-first layout on every backbone
   dropout and residual (an extra head: TA eq. 7, ``SIAHead``; a bias: TA eq. 9, ``DRM``);
   ``query`` ``(B, T, C)`` the block's (normalised) input, ``kv`` ``(B, S, C)`` what it attends to;
 * ``bind(x) -> x``: applied to the sublayer's output after its residual (and, post-LN, its norm)
-  (TPT eq. 6: ``TPRBinding``).
+  (TPT eq. 6: ``TPRBinding``);
+* ``encoder_output(view)``: transforms the encoder output (:class:`.encoder_out.EncoderOut`) in
+  place, for a module on the encoder (site ``encoder_out``; IS eq. 3 and Algorithm 1:
+  ``InformationGate``), e.g. adding its aux losses to ``view.aux_losses`` (registered with
+  :mod:`fairseq_sum_plugins.aux_losses`).
+
+A spec may also give ``cross_inputs(view) -> {name: value}``: per-forward values of every decoder
+cross-attention computed from the encoder output: ``kv_scale`` ``(B, G|1, S, 1)`` scales the
+projected key and value rows (IS eq. 6), ``score_bias`` ``(B, G|1, 1, S)`` is added to the logits,
+other names are inputs that site's modules declare (several features' scales multiply, biases add).
 
 ``inputs`` is the per-forward dict of the site: the keys of :data:`SITE_INPUTS` (``padding_mask``:
 ``(B, S)`` True at padding keys, or None; ``incremental_state``) and those the features declare for
@@ -31,7 +40,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional
 
 SITES = ("encoder_self", "decoder_self", "decoder_cross")
-SITE_INPUTS = ("padding_mask", "incremental_state")
+ENCODER_OUT = "encoder_out"  # modules on the encoder, transforming its output
+SITE_INPUTS = ("padding_mask", "incremental_state", "kv_scale", "score_bias")
 BACKBONES = ("default", "t5", "bart")  # sum_transformer's cells (--cell) and bart_sum
 
 
@@ -65,6 +75,7 @@ class FeatureSpec:
     defaults: Optional[Callable] = None
     refuse: Optional[Callable] = None
     inputs: Dict[str, tuple] = field(default_factory=dict)
+    cross_inputs: Optional[Callable] = None
     fresh: tuple = field(default=())  # parameter-name fragments a plain BART checkpoint lacks (default: attrs)
 
 
@@ -72,7 +83,7 @@ FEATURES: Dict[str, FeatureSpec] = {}
 
 
 def register_feature(spec: FeatureSpec):
-    bad = set(spec.attrs) - set(SITES)
+    bad = set(spec.attrs) - set(SITES) - {ENCODER_OUT}
     if bad:
         raise ValueError(f"feature {spec.name!r}: unknown sites {sorted(bad)} (sites: {', '.join(SITES)})")
     FEATURES[spec.name] = spec
@@ -134,6 +145,27 @@ def add_heads(modules, out, query, kv, inputs):
         if hasattr(m, "head"):
             out = out + m.head(query, kv, inputs).type_as(out)
     return out
+
+
+def transform_encoder_output(modules, view):
+    """Every ``encoder_out`` module's ``encoder_output(view)``, in registration order."""
+    for m in modules:
+        m.encoder_output(view)
+    return view
+
+
+def cross_attention_values(view):
+    """The features' per-forward values of the decoder cross-attention (``FeatureSpec.cross_inputs``)."""
+    values = {}
+    for spec in FEATURES.values():
+        for name, value in (spec.cross_inputs(view) if spec.cross_inputs is not None else {}).items():
+            if value is None:
+                continue
+            if name in values and name not in ("kv_scale", "score_bias"):
+                raise ValueError(f"two features give the cross-attention input {name!r}")
+            old = values.get(name)
+            values[name] = value if old is None else old * value if name == "kv_scale" else old + value
+    return values
 
 
 def score_bias_fn(modules, inputs):

@@ -79,6 +79,8 @@ def real_positions(padding_mask, seq_len, device):
 class FocusBias(nn.Module):
     """Focal bias ``f`` (eq. 5-7) of one encoder self-attention layer, one per head."""
 
+    feature_init = True  # its own initialisation, also under BART's (models/bart.py)
+
     def __init__(self, embed_dim, num_heads):
         super().__init__()
         self.embed_dim = embed_dim

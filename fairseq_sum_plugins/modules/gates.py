@@ -77,7 +77,7 @@ import torch.nn as nn
 from ..aux_losses import AuxLoss, RatioMetric, register_aux_loss, register_ratio_metric
 from ..flags import bool_flag
 from ..side_data import register_generator_hook
-from .features import take_alias
+from .features import ENCODER_OUT, FeatureSpec, register_feature, take_alias
 
 logger = logging.getLogger(__name__)
 
@@ -124,8 +124,11 @@ class InformationGate(nn.Module):
     """``G = sigmoid(H w + b)`` on the final encoder states, and Algorithm 1's selection.
 
     ``num_gates`` is 1 (shared by all heads) or the number of cross-attention heads. The linear
-    layer keeps PyTorch's default initialisation, as in the paper (§4.2).
+    layer keeps PyTorch's default initialisation, as in the paper (§4.2), also on BART
+    (``feature_init``: reset after BART's own initialisation).
     """
+
+    feature_init = True
 
     def __init__(self, embed_dim, num_gates=1, threshold=0.0, warmup_updates=0):
         super().__init__()
@@ -136,6 +139,13 @@ class InformationGate(nn.Module):
         self.num_updates = 0
         self.prune = True  # False: keep closed positions in the encoder output, masked (same output)
         self.reset_counts()
+
+    def reset_parameters(self):
+        self.proj.reset_parameters()
+
+    def encoder_output(self, view):
+        """The feature interface (:mod:`.features`): :func:`apply_information_selection`."""
+        return apply_information_selection(self, view)
 
     def set_num_updates(self, num_updates):
         """Called by fairseq's ``train_step`` (through the model) before every update."""
@@ -267,6 +277,26 @@ def _removed_and_total(extra):
     return None if counts is None else counts.sum(0).tolist()
 
 
+def _build_gate(args, site, dims):
+    """IS eq. 3 on the encoder's final states: one gate, or one per decoder cross-attention head."""
+    if not getattr(args, "gate", False):
+        return None
+    return InformationGate(dims.embed_dim, dims.heads if args.gate_per_head else 1, args.gate_threshold,
+                           getattr(args, "gate_warmup_updates", 0))
+
+
+def _cross_inputs(view):
+    """IS eq. 6 in every decoder cross-attention: the gates scale the key and value rows, a per-head
+    bias masks the positions closed in some heads; TA's SIA head reads the mean of the head gates."""
+    kwargs = gated_cross_attention_kwargs(view)
+    if not kwargs:
+        return {}
+    return {"kv_scale": kwargs["kv_scale"], "score_bias": kwargs.get("attn_bias"),
+            "sia_v_scale": sia_value_scale(kwargs["kv_scale"])}
+
+
+register_feature(FeatureSpec("information selection (--gate)", {ENCODER_OUT: "info_gate"}, _build_gate,
+                             stage="encoder", add_args=add_gate_args, defaults=gate_defaults, cross_inputs=_cross_inputs))
 register_aux_loss(AuxLoss(
     "gate_l1", 0.1, "weight of the gate L1 loss (IS eq. 9)", norms=("token", "document"), units=_source_tokens,
     norm_help="gate loss reading (modules/gates.py): 'token': CE per target token + lambda x mean gate per "

@@ -35,6 +35,7 @@ from .focus import parse_layers
 @with_incremental_state
 class SaliencyGate(InputBuffer, nn.Module):
     buffer_name = "gate_state"
+    feature_init = True  # its own initialisation, also under BART's (models/bart.py)
 
     def __init__(self, embed_dim, num_heads):
         super().__init__()

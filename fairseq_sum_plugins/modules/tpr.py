@@ -112,6 +112,8 @@ class TPRBinding(nn.Module):
         role_dim: ``d_r`` (discrete only).
     """
 
+    feature_init = True  # its own initialisation (TPT-c's W = 0), also under BART's (models/bart.py)
+
     def __init__(self, embed_dim, num_heads, mode="discrete", num_roles=50, role_dim=64):
         super().__init__()
         if mode not in ("discrete", "continuous"):
