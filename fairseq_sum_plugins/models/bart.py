@@ -1,9 +1,11 @@
 """fairseq's BART with this plugin's features, for fine-tuning a pre-trained fairseq BART checkpoint.
 
 One model (``bart_sum``) whose features are the flags of ``sum_transformer``: ``--gate``
-(``--gate-per-head``, ``--gate-threshold``; information selection, :mod:`..modules.gates`) and
-``--ta-sia`` / ``--ta-tema`` / ``--ta-drm`` (Topic Assistant, :mod:`..modules.topic`), in any
-combination. Presets::
+(``--gate-per-head``, ``--gate-threshold``; information selection, :mod:`..modules.gates`),
+``--ta-sia`` / ``--ta-tema`` / ``--ta-drm`` (Topic Assistant, :mod:`..modules.topic`), ``--tpr``
+(TP-Transformer role binding, :mod:`..modules.tpr`; BART's post-LN layers only) and
+``--focus-layers`` / ``--saliency-layers`` (ETADS, :mod:`..modules.focus`, :mod:`..modules.saliency`),
+in any combination. Presets::
 
     bart_base_gated, bart_large_gated   information selection (Ishimwe & Grave)
     bart_base_ta, bart_large_ta         Topic Assistant: SIA + TEMA + DRM (its Table 5, BART+TA)
@@ -12,27 +14,35 @@ combination. Presets::
         --side-data theta --restore-file bart.large/model.pt --reset-optimizer --reset-dataloader \\
         --reset-meters [--gate True] ...
 
-The features enter through fairseq's builder hooks, as in fairseq's linformer example:
+The features are the ones of :mod:`..modules.features`, built and consumed as in
+``sum_transformer``, and enter through fairseq's builder hooks, as in fairseq's linformer example:
 ``build_encoder_layer`` / ``build_decoder_layer`` build layers whose ``build_self_attention`` /
-``build_encoder_attention`` return :class:`FeatureAttention`, fairseq's attention plus
+``build_encoder_attention`` build the site's feature modules and return :class:`FeatureAttention`,
+fairseq's attention plus
 
-* the information gate's row scaling of the projected keys and values (eq. 6) and the per-head
-  mask of closed positions (``apply_sparse_mask``); the gate itself runs on the encoder's final
-  states (eq. 3, Algorithm 1: thresholding and pruning in eval mode);
-* SIA's extra head (eq. 7) in every attention block, and DRM's ``theta^T W_b`` (eq. 9) on every
-  cross-attention output (before dropout, residual and LayerNorm);
-* TEMA: the first decoder layer prefixes the top-n topic embeddings (scaled and normalised like
-  the token embeddings, no position) and every decoder layer attends with Fig. 3(b)'s mask; the
-  decoder strips the prefix from its output.
+* the features' score biases and probability gates (ETADS eq. 8, 10) on fairseq's explicit path,
+  with the same batch-first ``(B, H, T, S)`` layout as ``sum_transformer``;
+* the cross-attention's per-forward key/value scale and score bias (IS eq. 6: the gates' row scaling
+  of the projected keys and values, and the per-head mask of closed positions in
+  ``apply_sparse_mask``); the gate itself transforms the encoder's final states (IS eq. 3,
+  Algorithm 1: thresholding and pruning in eval mode);
+* the features' heads: SIA's extra head (TA eq. 7) in every attention block, and DRM's
+  ``theta^T W_b`` (TA eq. 9) on every cross-attention output (before dropout, residual and LayerNorm);
+
+and the features' bindings (TPT eq. 6) after each attention sublayer's residual and LayerNorm. TEMA:
+the first decoder layer prefixes the top-n topic embeddings (scaled and normalised like the token
+embeddings, no position) and every decoder layer attends with Fig. 3(b)'s mask; the decoder strips
+the prefix from its output.
 
 fairseq's layers pass their attention modules no per-batch data, so the encoder and the decoder
-hand the batch's feature inputs (gates, SIA probabilities, theta, the TEMA prefix) to the modules
-they built through one :class:`BatchInputs`, filled for exactly the span of their own forward, as
-fairseq's latent-depth and head-selection examples do. The encoder output follows
-:mod:`..modules.encoder_out` in fairseq's time-first layout.
+hand the batch's feature inputs (the cross-attention's scale and bias, SIA probabilities, theta, the
+TEMA prefix) to the modules they built through one :class:`BatchInputs`, filled for exactly the span
+of their own forward, as fairseq's latent-depth and head-selection examples do; a name it does not
+know is an error. The encoder output follows :mod:`..modules.encoder_out` in fairseq's time-first layout.
 
-No BART parameter is renamed, so BART checkpoints load as they are; the new parameters (gate,
-SIA, DRM) are initialised fresh (:meth:`SumBARTModel.upgrade_state_dict_named`).
+No BART parameter is renamed, so BART checkpoints load as they are; the features' parameters are
+initialised fresh (:meth:`SumBARTModel.upgrade_state_dict_named`); earlier names of the Topic
+Assistant's parameters are renamed on load (:data:`RENAMED`).
 """
 import re
 from contextlib import contextmanager

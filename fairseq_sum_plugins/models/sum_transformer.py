@@ -216,10 +216,10 @@ class EncoderLayer(nn.Module):
         super().__init__()
         d, heads = args.encoder_embed_dim, args.encoder_attention_heads
         dims = site_dims(args, "encoder", layer_idx)
-        self.site = attach(self, args, "encoder_self", "attention", dims)  # e.g. ETADS focus (eq. 5-8, on Q)
+        self.site = attach(self, args, "encoder_self", "attention", dims)  # e.g. ETADS focus (ETADS eq. 5-8, on Q)
         pre = args.encoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
-        self.site_heads = attach(self, args, "encoder_self", "head", dims)  # e.g. TA's SIA head (eq. 7)
+        self.site_heads = attach(self, args, "encoder_self", "head", dims)  # e.g. TA's SIA head (TA eq. 7)
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
         self.site_binding = attach(self, args, "encoder_self", "binding", dims)  # e.g. TPT eq. 6
         self.ffn = build_feed_forward(args, d, args.encoder_ffn_embed_dim)
@@ -248,7 +248,7 @@ class DecoderLayer(nn.Module):
         d, heads = args.decoder_embed_dim, args.decoder_attention_heads
         dims = site_dims(args, "decoder", layer_idx)
         self.self_site = attach(self, args, "decoder_self", "attention", dims)
-        self.cross_site = attach(self, args, "decoder_cross", "attention", dims)  # e.g. ETADS saliency (eq. 9-10)
+        self.cross_site = attach(self, args, "decoder_cross", "attention", dims)  # e.g. ETADS saliency (ETADS eq. 9-10)
         pre = args.decoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))

@@ -52,8 +52,8 @@ validation and generation see the gates of an untrained gate layer.
 Eval mode (validation, generation) always uses the gates themselves.
 
 **The loss** (registered with :mod:`fairseq_sum_plugins.aux_losses`; ``summarization_loss``
-``--gate-l1-weight lambda``, default 0.1, the best of the paper's sweep) has two readings of IS
-eq. 7-9, ``--gate-l1-norm``::
+``--gate-l1-weight lambda``, default 0.1, the best of the paper's sweep) has two readings of
+IS eq. 7-9, ``--gate-l1-norm``::
 
     token (default)  L = CE / target token + lambda * (sum_i g_i) / source token
     document         L = (1/|D|) sum_docs [ sum_t CE_t + lambda * sum_i g_i ]      (IS eq. 7-9 as written)

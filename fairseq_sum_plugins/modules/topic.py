@@ -271,7 +271,7 @@ class SIAHead(nn.Module):
         self.v_add = nn.Linear(embed_dim, head_dim)
         self.w_add = nn.Linear(head_dim, embed_dim, bias=False)
         self.static_kv = static_kv
-        self.probs = probs  # the per-forward input holding A_{h+1} of this block (eq. 6)
+        self.probs = probs  # the per-forward input holding A_{h+1} of this block (TA eq. 6)
         nn.init.xavier_uniform_(self.v_add.weight, gain=1 / math.sqrt(2))
         nn.init.zeros_(self.v_add.bias)
         nn.init.xavier_uniform_(self.w_add.weight)
@@ -292,7 +292,7 @@ class SIAHead(nn.Module):
         return self.w_add(probs.type_as(v) @ v)
 
     def head(self, query, kv, inputs):
-        """The feature interface (:mod:`.features`): eq. 7's extra head over ``kv``; the cross head's
+        """The feature interface (:mod:`.features`): TA eq. 7's extra head over ``kv``; the cross head's
         value rows scaled by the information-selection gates (``sia_v_scale``, their head mean)."""
         v_scale = inputs["sia_v_scale"] if self.static_kv else None
         return self(kv, inputs[self.probs], inputs["incremental_state"], v_scale=v_scale)
@@ -322,11 +322,11 @@ class DRM(nn.Module):
         return self.w_b(theta.to(self.w_b.weight.dtype))[:, None, :]
 
     def head(self, query, kv, inputs):
-        """The feature interface (:mod:`.features`): eq. 9's bias on the cross-attention output."""
+        """The feature interface (:mod:`.features`): TA eq. 9's bias on the cross-attention output."""
         return self(inputs["theta"])
 
 
-# SIA's extra head in every attention block (eq. 5-7), DRM on every cross-attention output (eq. 9);
+# SIA's extra head in every attention block (TA eq. 5-7), DRM on every cross-attention output (TA eq. 9);
 # TEMA's prefix and the per-forward inputs come from TopicAssistant (built by the models)
 _SIA_PROBS = {"encoder_self": "sia_probs", "decoder_self": "self_probs", "decoder_cross": "cross_probs"}
 
