@@ -69,17 +69,21 @@ from ..modules.features import (
     add_heads,
     attach,
     bind,
+    build_model_features,
     cross_attention_values,
+    decoder_call,
+    encoder_inputs,
     feature_defaults,
     fresh_names,
     layer_inputs,
     prob_gate_fn,
     score_bias_fn,
+    set_model_features,
     site_input_names,
     transform_encoder_output,
 )
 from ..modules.gates import gate_defaults, restore_attention
-from ..modules.topic import add_topic_args, build_topic_assistant, topic_defaults
+from ..modules.topic import topic_defaults
 from .fresh_params import keep_fresh_parameters
 
 # the parameters a plain BART checkpoint lacks: the features' (modules/features.py)
@@ -337,14 +341,14 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
 
 
 class SumBARTEncoder(TransformerEncoder):
-    """BART's encoder with SIA in its layers and the information gate on its final states."""
+    """BART's encoder with the features in its layers (e.g. SIA) and on its final states (e.g. the gate)."""
 
     def __init__(self, args, dictionary, embed_tokens):
         self.inputs, self.n_built = BatchInputs(), 0
         super().__init__(args, dictionary, embed_tokens)
         d = args.encoder_embed_dim  # e.g. information selection (IS eq. 3, Algorithm 1) on the final states
         self.output_features = attach(self, args, ENCODER_OUT, "encoder", SiteDims(0, 1, d, d, args.decoder_attention_heads))
-        self.topic = None  # Topic Assistant buffers (modules/topic.py), set by SumBARTModel.build_model
+        self.model_features = []  # e.g. the Topic Assistant's topic model, set by SumBARTModel.build_model
         self.sia_head_dim = args.encoder_embed_dim // args.encoder_attention_heads
 
     def build_encoder_layer(self, cfg):
@@ -355,11 +359,9 @@ class SumBARTEncoder(TransformerEncoder):
 
     def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False, token_embeddings=None, **side):
         side = {**self.inputs.get("side", {}), **side}  # side data: net_input fields, or from the model's forward
-        sia_probs = None
-        if self.topic is not None and self.args.ta_sia:  # SIA eq. 6, shared by the layers
-            rows = self.topic.rows(src_tokens)
-            sia_probs = self.topic.sia_probs(rows, rows, self.sia_head_dim, None, src_tokens.eq(self.padding_idx))
-        with self.inputs.given(sia_probs=sia_probs):
+        # e.g. TA eq. 6's probabilities, shared by the layers
+        values = encoder_inputs(self.model_features, src_tokens, src_tokens.eq(self.padding_idx), self.sia_head_dim)
+        with self.inputs.given(**values):
             out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
         view = EncoderOut.of(out)
         view.src_tokens, view.side, view.aux_losses = src_tokens, side, {}
@@ -377,7 +379,7 @@ class SumBARTDecoder(TransformerDecoder):
     def __init__(self, args, dictionary, embed_tokens, no_encoder_attn=False):
         self.inputs, self.n_built = BatchInputs(), 0
         super().__init__(args, dictionary, embed_tokens, no_encoder_attn)
-        self.topic = None  # Topic Assistant buffers (modules/topic.py), set by SumBARTModel.build_model
+        self.model_features = []  # e.g. the Topic Assistant's topic model, set by SumBARTModel.build_model
         self.sia_head_dim = args.decoder_embed_dim // args.decoder_attention_heads
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
@@ -390,21 +392,18 @@ class SumBARTDecoder(TransformerDecoder):
         """The decoder layers' feature inputs for this call (see :class:`FeatureAttention`)."""
         inputs = {}
         inputs.update(cross_attention_values(view))  # e.g. IS eq. 6, as sum_transformer's: {} without --gate
-        if self.topic is None:
-            return inputs, 0
-        incremental = incremental_state is not None
-        ta = self.topic.decoder_inputs(
-            prev_output_tokens, 1 if incremental else prev_output_tokens.size(1), view.src_tokens, view.padding_mask,
-            self.sia_head_dim, theta=view.side.get("theta"), gate_index=view.gate_index, incremental=incremental)
-        inputs.update(**ta.site_inputs("decoder_self"), **ta.site_inputs("decoder_cross"), self_mask=ta.self_mask)
-        if ta.n_prefix:  # TEMA eq. 8, embedded like the tokens (without a position)
-            x = self.embed_scale * self.topic.topic_embeddings(ta.topic_ids, self.embed_tokens.weight)
+        incremental = incremental_state is not None  # e.g. TEMA's prefix and mask, SIA's probabilities, DRM's theta
+        call = decoder_call(self.model_features, prev_output_tokens, 1 if incremental else prev_output_tokens.size(1),
+                            view, self.sia_head_dim, incremental)
+        inputs.update(**call.site_inputs("decoder_self"), **call.site_inputs("decoder_cross"), self_mask=call.self_mask)
+        if call.n_prefix:  # e.g. TEMA (TA eq. 8), embedded like the tokens (without a position)
+            x = self.embed_scale * call.prefix(self.embed_tokens.weight)
             if self.project_in_dim is not None:
                 x = self.project_in_dim(x)
             if self.layernorm_embedding is not None:
                 x = self.layernorm_embedding(x)
             inputs["prefix"] = self.dropout_module(x).transpose(0, 1)
-        return inputs, ta.n_prefix
+        return inputs, call.n_prefix
 
     def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None,
                          full_context_alignment: bool = False, alignment_layer=None, alignment_heads=None):
@@ -436,17 +435,16 @@ class SumBARTModel(BARTModel):
     @staticmethod
     def add_args(parser):
         BARTModel.add_args(parser)
-        add_topic_args(parser)
-        add_feature_args(parser)  # the features (modules/features.py): --gate*, --tpr*, --focus/--saliency-layers
+        add_feature_args(parser)  # the features (modules/features.py): --gate*, --ta-*, --tpr*, --focus/--saliency-layers
 
     @classmethod
     def build_model(cls, args, task):
-        topic_defaults(args)
         feature_defaults(args, "bart")
-        # loads the topic model (None without --ta-*); sets args.ta_num_topics for DRM
-        topic = build_topic_assistant(args, task, task.source_dictionary, task.target_dictionary)
+        # e.g. the Topic Assistant's topic model (none without --ta-*; it sets args.ta_num_topics for DRM)
+        model_features = build_model_features(args, task, task.source_dictionary, task.target_dictionary)
         model = super().build_model(args, task)
-        model.encoder.topic = model.decoder.topic = topic
+        set_model_features(model.encoder, model_features)
+        set_model_features(model.decoder, model_features)
         return model
 
     @classmethod

@@ -79,25 +79,26 @@ from ..modules.gates import restore_attention
 from ..modules import focus, saliency  # noqa: F401  (register ETADS's features)
 from ..modules.features import (
     ENCODER_OUT,
+    NoCall,
     SiteDims,
     add_feature_args,
     add_heads,
     attach,
     bind,
+    build_model_features,
     cross_attention_values,
+    decoder_call,
+    encoder_inputs,
     feature_defaults,
     layer_inputs,
     prob_gate_fn,
+    prefix_length,
     score_bias_fn,
+    set_model_features,
     transform_encoder_output,
 )
 from ..modules.t5 import RelativePositionBias, T5LayerNorm, t5_init_attention, t5_init_feed_forward
-from ..modules.topic import (
-    TopicInputs,
-    add_topic_args,
-    build_topic_assistant,
-    topic_defaults,
-)
+from ..modules.topic import topic_defaults
 from ..modules.tpr import TPRBinding, shared_role_normalization
 from .fresh_params import keep_fresh_parameters
 from .t5_import import IMPORT_MARKER, check_import_mark
@@ -225,8 +226,9 @@ class EncoderLayer(nn.Module):
         self.ffn = build_feed_forward(args, d, args.encoder_ffn_embed_dim)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
-    def forward(self, x, padding_mask, sia_probs=None, position_bias=None):
-        inputs = layer_inputs("encoder_self", padding_mask, sia_probs=sia_probs)
+    def forward(self, x, padding_mask, values=None, position_bias=None):
+        """``values``: the model-level features' inputs of the encoder blocks (e.g. TA's SIA probabilities)."""
+        inputs = layer_inputs("encoder_self", padding_mask, **(values or {}))
 
         def attend(h):  # position_bias: the T5 cell's relative position bias (B|1, H, S, S)
             out, attn = self.self_attn(h, key_padding_mask=padding_mask, attn_bias=position_bias,
@@ -262,14 +264,14 @@ class DecoderLayer(nn.Module):
         self.ffn = build_feed_forward(args, d, args.decoder_ffn_embed_dim)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
-    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_values=None, ta=None,
+    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_values=None, call=None,
                 position_bias=None):
         """``cross_values``: the features' per-forward values of the cross-attention
         (:func:`~..modules.features.cross_attention_values`, e.g. IS eq. 6's ``kv_scale`` and per-head
-        ``score_bias``); ``ta``: the Topic Assistant's :class:`~..modules.topic.TopicInputs` of this
-        call, or None; ``position_bias``: the T5 cell's ``{"self": (1, H, T, T'), "cross": (B, H, T, S) or None}``."""
-        ta = ta or TopicInputs()
-        self_bias = ta.self_mask  # TEMA's prefix mask (Fig. 3(b)) replaces the causal mask
+        ``score_bias``); ``call``: the model-level feature's inputs of this decoder call
+        (:func:`~..modules.features.decoder_call`, e.g. the Topic Assistant's), or None; ``position_bias``: the T5 cell's ``{"self": (1, H, T, T'), "cross": (B, H, T, S) or None}``."""
+        call = call or NoCall()
+        self_bias = call.self_mask  # e.g. TEMA's prefix mask (TA Fig. 3(b)) replaces the causal mask
         causal = self_bias is None
         cross_values = dict(cross_values or {})
         cross_bias = cross_values.get("score_bias")
@@ -278,7 +280,7 @@ class DecoderLayer(nn.Module):
             if position_bias.get("cross") is not None:
                 cross_bias = _add_bias(cross_bias, position_bias["cross"])
 
-        self_inputs = layer_inputs("decoder_self", None, incremental_state, **ta.site_inputs("decoder_self"))
+        self_inputs = layer_inputs("decoder_self", None, incremental_state, **call.site_inputs("decoder_self"))
 
         def self_attend(h):
             out, attn = self.self_attn(h, causal=causal, attn_bias=self_bias, incremental_state=incremental_state,
@@ -288,7 +290,7 @@ class DecoderLayer(nn.Module):
 
         x, _ = self.self_attn_sublayer(x, self_attend)
         x = bind(self.self_site_binding, x)
-        cross_inputs = layer_inputs("decoder_cross", enc_padding_mask, incremental_state, **ta.site_inputs("decoder_cross"),
+        cross_inputs = layer_inputs("decoder_cross", enc_padding_mask, incremental_state, **call.site_inputs("decoder_cross"),
                                     **cross_values)
 
         def cross_attend(h):
@@ -339,7 +341,7 @@ class SumTransformerEncoder(FairseqEncoder):
         # e.g. information selection (IS eq. 3, Algorithm 1): a gate per source token on the final states
         dims = SiteDims(0, 1, d, d, args.decoder_attention_heads)
         self.output_features = attach(self, args, ENCODER_OUT, "encoder", dims)
-        self.topic = None  # Topic Assistant buffers (modules/topic.py), set by build_model with --ta-*
+        self.model_features = []  # e.g. the Topic Assistant's topic model (modules/topic.py), set by build_model
         self.sia_head_dim = d // args.encoder_attention_heads
 
     def forward(self, src_tokens, src_lengths=None, **side):
@@ -353,13 +355,10 @@ class SumTransformerEncoder(FairseqEncoder):
             x = x + self.embed_positions(src_tokens)
         x = F.dropout(x, self.dropout, self.training)
         attn_mask = padding_mask if padding_mask.any() else None
-        sia_probs = None
-        if self.topic is not None and self.layers[0].sia is not None:  # SIA eq. 6, shared by the layers
-            rows = self.topic.rows(src_tokens)
-            sia_probs = self.topic.sia_probs(rows, rows, self.sia_head_dim, None, padding_mask)
+        values = encoder_inputs(self.model_features, src_tokens, padding_mask, self.sia_head_dim)  # e.g. TA eq. 6
         with shared_role_normalization(self.layers):  # eq. 4 for every sublayer at once
             for layer in self.layers:
-                x = layer(x, attn_mask, sia_probs, position_bias)
+                x = layer(x, attn_mask, values, position_bias)
         if self.layer_norm is not None:
             x = self.layer_norm(x)
         if self.t5:  # T5 drops out the final normalized states too
@@ -408,7 +407,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         # When True (and not training), the last layer's head-averaged cross-attention is returned
         # in ``extra["attn"]`` (for alignment printing / coverage); it disables the fused kernel there.
         self.need_attn = False
-        self.topic = None  # Topic Assistant buffers (modules/topic.py), set by build_model with --ta-*
+        self.model_features = []  # e.g. the Topic Assistant's topic model (modules/topic.py), set by build_model
         self.sia_head_dim = d // args.decoder_attention_heads
         # copy mechanism over the last layer's cross-attention (modules/pointer_generator.py)
         self.copy = TransformerCopy(d) if getattr(args, "pointer_generator", False) else None
@@ -442,25 +441,23 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
             enc_mask = None
         attn = None
         cross_values = cross_attention_values(view)  # e.g. IS eq. 6: {} without --gate
-        ta, n_prefix = None, 0
-        if self.topic is not None:  # Topic Assistant: TEMA prefix, SIA probabilities, DRM theta
-            ta = self.topic.decoder_inputs(
-                all_prev_tokens, x.size(1), view.src_tokens, view.padding_mask, self.sia_head_dim,
-                theta=view.side.get("theta"), gate_index=view.gate_index, incremental=incremental_state is not None)
-            n_prefix = ta.n_prefix
-            if n_prefix:  # TEMA eq. 8: the topic embeddings before the new positions
-                topics = self.embed_scale * self.topic.topic_embeddings(ta.topic_ids, self.embed_tokens.weight)
-                x = torch.cat([F.dropout(topics.type_as(x), self.dropout, self.training), x], dim=1)
+        # e.g. the Topic Assistant: TEMA's prefix and mask, SIA's probabilities, DRM's theta
+        call = decoder_call(self.model_features, all_prev_tokens, x.size(1), view, self.sia_head_dim,
+                            incremental_state is not None)
+        n_prefix = call.n_prefix
+        if n_prefix:  # the prefix before the new positions (TEMA: the topic embeddings, TA eq. 8)
+            prefix = self.embed_scale * call.prefix(self.embed_tokens.weight)
+            x = torch.cat([F.dropout(prefix.type_as(x), self.dropout, self.training), x], dim=1)
         position_bias = self.t5_position_bias(x, all_prev_tokens, view) if self.t5 else None
         with shared_role_normalization(self.layers):  # eq. 4 for every sublayer at once
             for i, layer in enumerate(self.layers):
                 last = i == len(self.layers) - 1
-                x, layer_attn = layer(x, enc, enc_mask, incremental_state, cross_values=cross_values, ta=ta,
+                x, layer_attn = layer(x, enc, enc_mask, incremental_state, cross_values=cross_values, call=call,
                                       need_attn=last and (self.copy is not None or self.need_attn and not self.training),
                                       position_bias=position_bias)
                 if last:
                     attn = restore_attention(layer_attn, view)  # pruned positions -> source positions
-        if n_prefix:  # TEMA's topic positions are never emitted
+        if n_prefix:  # the prefix positions are never emitted
             x = x[:, n_prefix:]
             attn = attn[:, n_prefix:] if attn is not None else None
         if self.layer_norm is not None:
@@ -474,7 +471,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         """The T5 cell's biases for the new rows ``x``: causal self-attention over every position so far
         (TEMA's topic prefix included) and, with ``--t5-cross-position-bias``, cross-attention to the
         source positions (counted over real tokens, so left padding and gate pruning keep them)."""
-        n_prefix = self.topic.n if self.topic is not None and self.topic.tema else 0
+        n_prefix = prefix_length(self.model_features)
         total = n_prefix + all_prev_tokens.size(1)
         q_pos = t5_positions(x.size(1), total, x.device)
         bias = {"self": self.relative_position(q_pos, torch.arange(total, device=x.device)), "cross": None}
@@ -536,8 +533,6 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         # the features (modules/features.py): information selection --gate*, TP-Transformer --tpr*, ETADS
         # --focus/--saliency-layers
         add_feature_args(parser)
-        # Topic Assistant (modules/topic.py)
-        add_topic_args(parser)
         # copy mechanism
         parser.add_argument("--pointer-generator", type=bool_flag, metavar="BOOL",
                             help="copy source tokens through the last layer's cross-attention "
@@ -560,10 +555,12 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         if args.pointer_generator and src_dict != tgt_dict:
             raise ValueError("--pointer-generator copies source ids into the target vocabulary: "
                              "use a joined dictionary (fairseq-sum-prepare writes one)")
-        topic = build_topic_assistant(args, task, src_dict, tgt_dict)  # None without --ta-*; sets args.ta_num_topics
+        # e.g. the Topic Assistant's topic model (none without --ta-*; it sets args.ta_num_topics)
+        model_features = build_model_features(args, task, src_dict, tgt_dict)
         encoder = SumTransformerEncoder(args, src_dict, enc_emb)
         decoder = SumTransformerDecoder(args, tgt_dict, dec_emb)
-        encoder.topic = decoder.topic = topic
+        set_model_features(encoder, model_features)
+        set_model_features(decoder, model_features)
         return cls(encoder, decoder)
 
     @classmethod
@@ -641,7 +638,6 @@ def base_architecture(args):
         raise ValueError(f"--t5-d-kv {args.t5_d_kv}: a per-head dim is a positive integer")
     feature_defaults(args, args.cell)  # the features' flags (--gate*, --tpr*, --focus/--saliency-layers)
     args.pointer_generator = getattr(args, "pointer_generator", False)
-    topic_defaults(args)  # --ta-sia/--ta-tema/--ta-drm False, --ta-topics-n 5
 
 
 # --- TP-Transformer presets (paper §3.2 / App. B: 6 layers, 8 heads, d_k 64, d_m 512, d_f 2048) ---

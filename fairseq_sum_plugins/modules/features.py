@@ -21,6 +21,16 @@ any of these methods (duck-typed), with one batch-first layout on every backbone
   ``InformationGate``), e.g. adding its aux losses to ``view.aux_losses`` (registered with
   :mod:`fairseq_sum_plugins.aux_losses`).
 
+A model-level feature (``build_model_feature(args, task, src_dict, tgt_dict)``, set on the encoder
+and the decoder as ``attrs["model"]`` before their layers are built; the Topic Assistant's topic
+model) gives the per-forward inputs that need more than one layer: ``encoder_inputs(src_tokens,
+padding_mask, head_dim) -> {name: value}`` for ``encoder_self``, and per decoder call
+``decoder_call(prev_tokens, new_len, view, head_dim, incremental)``, an object with ``n_prefix`` and
+``prefix(embed_weight) -> (B, n, C)`` (a decoder prefix, embedded by the backbone like its tokens,
+never emitted: TEMA, TA eq. 8), ``self_mask`` (the decoder self-attention's additive mask
+replacing the causal one, or None) and ``site_inputs(site) -> {name: value}``; and
+``prefix_length()``, the prefix's length.
+
 A spec may also give ``cross_inputs(view) -> {name: value}``: per-forward values of every decoder
 cross-attention computed from the encoder output: ``kv_scale`` ``(B, G|1, S, 1)`` scales the
 projected key and value rows (IS eq. 6), ``score_bias`` ``(B, G|1, 1, S)`` is added to the logits,
@@ -41,6 +51,7 @@ from typing import Callable, Dict, Optional
 
 SITES = ("encoder_self", "decoder_self", "decoder_cross")
 ENCODER_OUT = "encoder_out"  # modules on the encoder, transforming its output
+MODEL = "model"  # a model-level module on the encoder and the decoder (per-forward inputs, a decoder prefix)
 SITE_INPUTS = ("padding_mask", "incremental_state", "kv_scale", "score_bias")
 BACKBONES = ("default", "t5", "bart")  # sum_transformer's cells (--cell) and bart_sum
 
@@ -76,6 +87,7 @@ class FeatureSpec:
     refuse: Optional[Callable] = None
     inputs: Dict[str, tuple] = field(default_factory=dict)
     cross_inputs: Optional[Callable] = None
+    build_model_feature: Optional[Callable] = None
     fresh: tuple = field(default=())  # parameter-name fragments a plain BART checkpoint lacks (default: attrs)
 
 
@@ -83,7 +95,7 @@ FEATURES: Dict[str, FeatureSpec] = {}
 
 
 def register_feature(spec: FeatureSpec):
-    bad = set(spec.attrs) - set(SITES) - {ENCODER_OUT}
+    bad = set(spec.attrs) - set(SITES) - {ENCODER_OUT, MODEL}
     if bad:
         raise ValueError(f"feature {spec.name!r}: unknown sites {sorted(bad)} (sites: {', '.join(SITES)})")
     FEATURES[spec.name] = spec
@@ -145,6 +157,53 @@ def add_heads(modules, out, query, kv, inputs):
         if hasattr(m, "head"):
             out = out + m.head(query, kv, inputs).type_as(out)
     return out
+
+
+def build_model_features(args, task, src_dict, tgt_dict):
+    """``{attr: module}`` of the model-level features switched on (at most one)."""
+    built = {}
+    for spec in FEATURES.values():
+        module = spec.build_model_feature(args, task, src_dict, tgt_dict) if spec.build_model_feature else None
+        if module is not None:
+            built[spec.attrs[MODEL]] = module
+    if len(built) > 1:
+        raise ValueError(f"model-level features {sorted(built)} together: one per model")
+    return built
+
+
+def set_model_features(host, built):
+    """Sets the model-level feature modules on the encoder or decoder ``host`` (under their attributes)."""
+    for attr, module in built.items():
+        setattr(host, attr, module)
+    host.model_features = list(built.values())
+
+
+def encoder_inputs(modules, src_tokens, padding_mask, head_dim):
+    values = {}
+    for m in modules:
+        values.update(m.encoder_inputs(src_tokens, padding_mask, head_dim))
+    return values
+
+
+class NoCall:
+    """A decoder call without a model-level feature: no prefix, the causal mask, no inputs."""
+
+    n_prefix = 0
+    self_mask = None
+
+    def site_inputs(self, site):
+        return {}
+
+
+def decoder_call(modules, prev_tokens, new_len, view, head_dim, incremental):
+    """The model-level feature's inputs of this decoder call (:class:`NoCall` without one)."""
+    for m in modules:
+        return m.decoder_call(prev_tokens, new_len, view, head_dim, incremental)
+    return NoCall()
+
+
+def prefix_length(modules):
+    return sum(m.prefix_length() for m in modules)
 
 
 def transform_encoder_output(modules, view):

@@ -63,7 +63,7 @@ import math
 import os
 import weakref
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -74,7 +74,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from ..flags import bool_flag
 from ..side_data import register_side_data
 from ..topic_model import FIT_COMMAND, PoissonFactorAnalysis, check_theta_file
-from .features import FeatureSpec, register_feature, take_alias
+from .features import MODEL, FeatureSpec, register_feature, take_alias
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +141,24 @@ class TopicAssistant(nn.Module):
         # eq. 5: rows as distributions over topics; L2-normalised for the cosine, zero rows stay zero
         rows = phi / phi.sum(1, keepdim=True).clamp_min(1e-30)
         self.register_buffer("phi_unit", rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-30), persistent=False)
+
+    # --- the model-level feature interface (modules/features.py) ---
+
+    def encoder_inputs(self, src_tokens, padding_mask, head_dim):
+        """SIA's probabilities of the encoder blocks (eq. 6), shared by the layers."""
+        if not self.sia:
+            return {}
+        rows = self.rows(src_tokens)
+        return {"sia_probs": self.sia_probs(rows, rows, head_dim, None, padding_mask)}
+
+    def decoder_call(self, prev_tokens, new_len, view, head_dim, incremental):
+        """:meth:`decoder_inputs` for an :class:`~.encoder_out.EncoderOut` ``view``."""
+        return self.decoder_inputs(prev_tokens, new_len, view.src_tokens, view.padding_mask, head_dim,
+                                   theta=view.side.get("theta"), gate_index=view.gate_index, incremental=incremental)
+
+    def prefix_length(self):
+        """TEMA's prefix: the top ``n`` topics."""
+        return self.n if self.tema else 0
 
     # --- SIA (eq. 6) ---
 
@@ -213,7 +231,7 @@ class TopicAssistant(nn.Module):
         theta = self.theta(theta) if (self.tema or self.drm) else None
         ids = self.top_topics(theta) if self.tema else None
         n = ids.size(1) if ids is not None and first_step else 0
-        out = TopicInputs(topic_ids=ids if n else None, theta=theta if self.drm else None)
+        out = TopicInputs(topic_ids=ids if n else None, theta=theta if self.drm else None, embed=self.topic_embeddings)
         if self.tema and first_step:  # Fig. 3(b); later incremental steps see every cached position
             out.self_mask = self.prefix_mask(n, new_len + n, 0, prev_tokens.device)
         if self.sia:
@@ -250,10 +268,15 @@ class TopicInputs:
     self_probs: Optional[torch.Tensor] = None
     cross_probs: Optional[torch.Tensor] = None
     theta: Optional[torch.Tensor] = None
+    embed: Optional[Callable] = None  # TopicAssistant.topic_embeddings
 
     @property
     def n_prefix(self):
         return 0 if self.topic_ids is None else self.topic_ids.size(1)
+
+    def prefix(self, embed_weight):
+        """TEMA's prefix ``(B, n, C)``: the topic embeddings (eq. 8) of ``topic_ids``."""
+        return self.embed(self.topic_ids, embed_weight)
 
     def site_inputs(self, site):
         """The per-forward inputs of the decoder's ``site`` (:mod:`.features`): SIA's probabilities, DRM's theta."""
@@ -338,6 +361,10 @@ def _build_sia(args, site, dims):
                    probs=_SIA_PROBS[site])
 
 
+register_feature(FeatureSpec(
+    "Topic Assistant (--ta-sia, --ta-tema, --ta-drm)", {MODEL: "topic"}, lambda args, site, dims: None, stage="model",
+    add_args=add_topic_args, defaults=topic_defaults,
+    build_model_feature=lambda args, task, src_dict, tgt_dict: build_topic_assistant(args, task, src_dict, tgt_dict)))
 register_feature(FeatureSpec(
     "Topic Assistant SIA (--ta-sia)", {"encoder_self": "sia", "decoder_self": "self_sia", "decoder_cross": "cross_sia"},
     _build_sia, stage="head",
