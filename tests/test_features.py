@@ -235,3 +235,17 @@ def test_building_a_topic_assistant_model_writes_nothing_onto_the_task(toy_data,
     assert set(vars(task)) == set(before) and all(vars(task)[k] is v for k, v in before.items())
     theta = theta_provider(task, [torch.tensor([5, 6, task.source_dictionary.eos()])])  # the model's topic model
     assert theta.shape == (1, contract.K)
+
+
+def test_the_registered_loss_flags_reach_the_criterion_from_the_command_line(toy_data):
+    from fairseq import tasks
+    from test_flag_names import parse
+
+    args = parse(toy_data, "--arch", "transformer_gated_small", "--criterion", "summarization_loss",
+                 "--gate-l1-weight", "0.3", "--gate-l1-norm", "document", "--coverage-loss-weight", "0.5")
+    crit = tasks.setup_task(args).build_criterion(args)
+    assert crit.aux_weights["gate_l1"] == 0.3 and crit.aux_weights["coverage"] == 0.5
+    assert crit.norms == {"gate_l1": "document"} and crit.aux_weights["mem_comp"] == 1e-4
+    with pytest.raises(SystemExit):  # argparse: not a choice
+        parse(toy_data, "--arch", "transformer_gated_small", "--criterion", "summarization_loss",
+              "--gate-l1-norm", "sentence")

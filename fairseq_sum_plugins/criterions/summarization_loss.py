@@ -93,7 +93,7 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
         self.norms = {}  # loss name -> its normalisation
         for name, loss in AUX_LOSSES.items():
             if loss.norms:
-                norm = flags.get(loss.norm_flag, loss.norms[0])
+                norm = str(flags.get(loss.norm_flag, loss.norms[0]))  # a plain string (fairseq's ChoiceEnum)
                 if norm not in loss.norms:
                     raise ValueError(f"--{loss.norm_flag.replace('_', '-')} must be one of {', '.join(loss.norms)}, "
                                      f"got {norm!r}")
