@@ -1,4 +1,4 @@
-"""One interface between the papers' layer features and the backbones that host them.
+"""One interface between the papers' features and the backbones that host them.
 
 A feature declares, in one :class:`FeatureSpec` registered here, its flags (``add_args``,
 ``defaults``), where in a layer it contributes (the sites ``encoder_self``, ``decoder_self``,
@@ -37,14 +37,17 @@ projected key and value rows (IS eq. 6), ``score_bias`` ``(B, G|1, 1, S)`` is ad
 other names are inputs that site's modules declare (several features' scales multiply, biases add).
 
 ``inputs`` is the per-forward dict of the site: the keys of :data:`SITE_INPUTS` (``padding_mask``:
-``(B, S)`` True at padding keys, or None; ``incremental_state``) and those the features declare for
+``(B, S)`` True at padding keys, or None; ``incremental_state``; ``kv_scale`` and ``score_bias``,
+above) and those the features declare for
 the site (``FeatureSpec.inputs``, e.g. SIA's probabilities), None where this forward has none. Giving
 or reading another key is a ``KeyError``. The default transformer cell and the T5 cell
 (:mod:`..models.sum_transformer`) and BART's layers (:mod:`..models.bart`) build the modules with
-:func:`attach` and consume them with :func:`score_bias_fn`, :func:`prob_gate_fn` and :func:`bind`.
+:func:`attach` and consume them with :func:`score_bias_fn`, :func:`prob_gate_fn`, :func:`add_heads`,
+:func:`bind`, :func:`transform_encoder_output`, :func:`cross_attention_values`,
+:func:`encoder_inputs` and :func:`decoder_call`.
 A backbone where a switched-on feature means nothing is refused by ``spec.refuse(args, backbone)``
-with a message naming the feature. Adding a feature is its module, its spec and its flags here,
-and a row of the contract table (tests/test_model_contract.py).
+with a message naming the feature. Adding a feature is its module with its spec and flags, and a
+row of the contract table (tests/test_model_contract.py); tests/test_features.py adds one that way.
 """
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional
@@ -72,15 +75,17 @@ class SiteDims:
 class FeatureSpec:
     """One feature (see the module docstring).
 
-    ``attrs``: site -> attribute name of its module on the layer; ``build(args, site, dims)``: the
-    module of a site, or None where it is off; ``stage``: ``"attention"`` (built before the site's
-    attention), ``"head"`` (after it) or ``"binding"`` (after its residual); ``inputs``: site -> the
-    per-forward input names it reads; ``refuse(args, backbone)``: a message when the feature is on
-    and means nothing there, else None."""
+    ``attrs``: site (a layer site, ``encoder_out`` or ``model``) -> attribute name of its module on
+    the layer, encoder or decoder; ``build(args, site, dims)``: the module of a site, or None where
+    it is off; ``stage``: ``"attention"`` (built before the site's attention), ``"head"`` (after it),
+    ``"binding"`` (after its residual) or ``"encoder"`` (on the encoder, after its layers);
+    ``inputs``: site -> the per-forward input names its modules read; ``refuse(args, backbone)``: a
+    message when the feature is on and means nothing there, else None; ``cross_inputs`` and
+    ``build_model_feature``: see the module docstring."""
 
     name: str
     attrs: Dict[str, str]
-    build: Callable
+    build: Optional[Callable] = None
     stage: str = "attention"
     add_args: Optional[Callable] = None
     defaults: Optional[Callable] = None
@@ -88,7 +93,6 @@ class FeatureSpec:
     inputs: Dict[str, tuple] = field(default_factory=dict)
     cross_inputs: Optional[Callable] = None
     build_model_feature: Optional[Callable] = None
-    fresh: tuple = field(default=())  # parameter-name fragments a plain BART checkpoint lacks (default: attrs)
 
 
 FEATURES: Dict[str, FeatureSpec] = {}
@@ -125,7 +129,7 @@ def attach(layer, args, site, stage, dims):
     built = []
     for spec in FEATURES.values():
         attr = spec.attrs.get(site)
-        if attr is None or spec.stage != stage:
+        if attr is None or spec.stage != stage or spec.build is None:
             continue
         module = spec.build(args, site, dims)
         setattr(layer, attr, module)
@@ -141,8 +145,8 @@ def site_modules(layer, site):
 
 
 def fresh_names():
-    """Parameter-name fragments of every feature's modules (``.attr.``)."""
-    return sorted({f".{a}." for spec in FEATURES.values() for a in (spec.fresh or spec.attrs.values())})
+    """Parameter-name fragments of every feature's modules (``.attr.``): what a plain BART checkpoint lacks."""
+    return sorted({f".{a}." for spec in FEATURES.values() for a in spec.attrs.values()})
 
 
 def site_input_names(site):

@@ -362,7 +362,7 @@ def _build_sia(args, site, dims):
 
 
 register_feature(FeatureSpec(
-    "Topic Assistant (--ta-sia, --ta-tema, --ta-drm)", {MODEL: "topic"}, lambda args, site, dims: None, stage="model",
+    "Topic Assistant (--ta-sia, --ta-tema, --ta-drm)", {MODEL: "topic"}, stage="model",
     add_args=add_topic_args, defaults=topic_defaults,
     build_model_feature=lambda args, task, src_dict, tgt_dict: build_topic_assistant(args, task, src_dict, tgt_dict)))
 register_feature(FeatureSpec(
