@@ -59,7 +59,7 @@ def toy_feature():
     FEATURES.pop(TOY.name)
 
 
-def restrict_to_first_key(model, enc):
+def restrict_to_first_key(enc):
     """The encoder output with every source position but the first real one masked as padding."""
     view = EncoderOut.of(enc)
     first = (~view.padding_mask).long().argmax(1)
@@ -81,7 +81,7 @@ def test_a_new_feature_runs_on_every_backbone(cell, toy_feature):
         enc = model.encoder(src, lengths)
         out, extra = model.decoder(prev, enc)
         # by hand: attending to the first real position alone is masking every other one
-        ref, _ = plain.decoder(prev, restrict_to_first_key(plain, plain.encoder(src, lengths)))
+        ref, _ = plain.decoder(prev, restrict_to_first_key(plain.encoder(src, lengths)))
         unbiased, _ = plain.decoder(prev, plain.encoder(src, lengths))
     assert (out - ref).abs().max() < 1e-5 and (out - unbiased).abs().max() > 1e-3
     attn = extra["attn"][0]  # the last layer's probabilities: one-hot at the first real source position
@@ -218,6 +218,9 @@ def test_a_registered_aux_loss_is_weighted_without_touching_the_criterion(toy_da
 
 
 def test_building_a_topic_assistant_model_writes_nothing_onto_the_task(toy_data, tmp_path, tiny_overrides):
+    import argparse
+
+    from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
     from test_task_criterion import load_task
     from test_topic_assistant import write_topic_model
 
@@ -226,9 +229,6 @@ def test_building_a_topic_assistant_model_writes_nothing_onto_the_task(toy_data,
     task = load_task(toy_data)
     path = write_topic_model(task.source_dictionary, str(tmp_path / "topic_model.npz"), k=contract.K)
     before = dict(vars(task))
-    from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
-    import argparse
-
     args = argparse.Namespace(**tiny_overrides, ta_topic_model=path)
     ARCH_CONFIG_REGISTRY["transformer_ta_small"](args)
     ARCH_MODEL_REGISTRY["transformer_ta_small"].build_model(args, task)

@@ -220,7 +220,6 @@ class FeatureAttention(MultiheadAttention):
             out = add_heads(self.site, out.transpose(0, 1), query.transpose(0, 1), kv, inputs).transpose(0, 1)
         return out, weights
 
-
     def _site_forward(self, query, key, value, key_padding_mask, incremental_state, need_weights, static_kv,
                       attn_mask, need_head_weights):
         """fairseq's explicit path up to the masked logits, then the site features (one layout with

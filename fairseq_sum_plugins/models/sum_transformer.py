@@ -269,7 +269,8 @@ class DecoderLayer(nn.Module):
         """``cross_values``: the features' per-forward values of the cross-attention
         (:func:`~..modules.features.cross_attention_values`, e.g. IS eq. 6's ``kv_scale`` and per-head
         ``score_bias``); ``call``: the model-level feature's inputs of this decoder call
-        (:func:`~..modules.features.decoder_call`, e.g. the Topic Assistant's), or None; ``position_bias``: the T5 cell's ``{"self": (1, H, T, T'), "cross": (B, H, T, S) or None}``."""
+        (:func:`~..modules.features.decoder_call`, e.g. the Topic Assistant's), or None;
+        ``position_bias``: the T5 cell's ``{"self": (1, H, T, T'), "cross": (B, H, T, S) or None}``."""
         call = call or NoCall()
         self_bias = call.self_mask  # e.g. TEMA's prefix mask (TA Fig. 3(b)) replaces the causal mask
         causal = self_bias is None
@@ -290,8 +291,8 @@ class DecoderLayer(nn.Module):
 
         x, _ = self.self_attn_sublayer(x, self_attend)
         x = bind(self.self_site_binding, x)
-        cross_inputs = layer_inputs("decoder_cross", enc_padding_mask, incremental_state, **call.site_inputs("decoder_cross"),
-                                    **cross_values)
+        cross_inputs = layer_inputs("decoder_cross", enc_padding_mask, incremental_state,
+                                    **call.site_inputs("decoder_cross"), **cross_values)
 
         def cross_attend(h):
             out, attn = self.cross_attn(
