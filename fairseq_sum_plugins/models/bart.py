@@ -264,7 +264,7 @@ class SumBARTEncoderLayer(TransformerEncoderLayerBase):
         self.inputs, self.features, self.index = inputs, features, index
         super().__init__(cfg)
         self.site_binding = attach(self, features, "encoder_self", "binding", bart_site_dims(cfg, "encoder", index))
-        if self.site_binding:  # post-LN (refused otherwise): after the residual and its norm
+        if any(getattr(m, "binds", True) for m in self.site_binding):  # post-LN (else refused): after the norm
             self.self_attn_layer_norm.register_forward_hook(self._bind)
 
     def _bind(self, module, args, out):
@@ -291,9 +291,9 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
         dims = bart_site_dims(cfg, "decoder", index)
         self.self_site_binding = attach(self, features, "decoder_self", "binding", dims)
         self.cross_site_binding = attach(self, features, "decoder_cross", "binding", dims)
-        if self.self_site_binding:  # post-LN (refused otherwise): after the residual and its norm
+        if any(getattr(m, "binds", True) for m in self.self_site_binding):  # post-LN (else refused): after the norm
             self.self_attn_layer_norm.register_forward_hook(self._bind_self)
-        if self.cross_site_binding and self.encoder_attn_layer_norm is not None:
+        if any(getattr(m, "binds", True) for m in self.cross_site_binding) and self.encoder_attn_layer_norm is not None:
             self.encoder_attn_layer_norm.register_forward_hook(self._bind_cross)
 
     def _bind_self(self, module, args, out):

@@ -181,10 +181,20 @@ class TPRBinding(nn.Module):
         return f"mode=discrete, heads={self.num_heads}, roles={self.num_roles}, role_dim={self.role_dim}"
 
 
+class NoBinding(nn.Identity):
+    """``TPR(F) = F`` without ``--tpr``: the binding's place stays a module, so analysis hooks find
+    the filler there (:mod:`fairseq_sum_plugins.analysis.probe`)."""
+
+    binds = False
+
+    def bind(self, x):
+        return self(x)
+
+
 def _build_binding(args, site, dims):
     """TPT eq. 4-6 after every attention sublayer (``--tpr discrete|continuous``)."""
     if args.tpr == "none":
-        return None
+        return NoBinding()
     return TPRBinding(dims.embed_dim, dims.heads, args.tpr, args.tpr_roles, args.tpr_role_dim)
 
 
