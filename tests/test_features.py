@@ -249,3 +249,13 @@ def test_the_registered_loss_flags_reach_the_criterion_from_the_command_line(toy
     with pytest.raises(SystemExit):  # argparse: not a choice
         parse(toy_data, "--arch", "transformer_gated_small", "--criterion", "summarization_loss",
               "--gate-l1-norm", "sentence")
+
+
+def test_malformed_declarations_are_refused():
+    from fairseq_sum_plugins.aux_losses import AuxLoss, register_aux_loss
+
+    with pytest.raises(ValueError, match="unknown sites \\['decoder_crosss'\\]"):
+        register_feature(FeatureSpec("misplaced", {"decoder_crosss": "x"}))
+    with pytest.raises(ValueError, match="normalisations need units"):
+        register_aux_loss(AuxLoss("no_units", 1.0, "a loss", norms=("token", "document")))
+    assert "misplaced" not in FEATURES
