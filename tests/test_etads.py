@@ -63,7 +63,7 @@ def test_focal_bias_is_added_to_the_scaled_logits():
     attn, focus = MultiheadAttention(d, heads, self_attention=True).eval(), FocusBias(d, heads)
     x = torch.randn(2, 5, d)
     pad = torch.tensor([[True, True, False, False, False], [False] * 5])
-    out, _ = attn(x, key_padding_mask=pad, attn_bias_fn=lambda q: focus(q, pad))
+    out, _ = attn(x, key_padding_mask=pad, attn_bias_fn=lambda q, k: focus(q, pad))
     q, k, v = (t.unflatten(-1, (heads, 4)).transpose(1, 2) for t in attn.in_proj(x).chunk(3, -1))
     logits = q @ k.transpose(-1, -2) / 2.0 + focus(q, pad)
     logits = logits.masked_fill(pad[:, None, None, :], float("-inf"))
@@ -96,7 +96,7 @@ def test_collapsed_scope_and_one_token_document_are_finite(m):
     x = torch.ones(1, m, d, requires_grad=True)
     mu_t, sigma_t, _, _ = focus.centres_and_scopes(attn.in_proj(x)[..., :d].unflatten(-1, (heads, 4)).transpose(1, 2))
     assert (sigma_t == SIGMA_MIN).all()  # the floor is what keeps ETADS eq. 7 finite
-    out, _ = attn(x, attn_bias_fn=lambda q: focus(q))
+    out, _ = attn(x, attn_bias_fn=lambda q, k: focus(q))
     out.sum().backward()
     assert torch.isfinite(out).all()
     grads = [p.grad for p in list(attn.parameters()) + list(focus.parameters()) + [x] if p.grad is not None]

@@ -14,11 +14,11 @@ def parse(data, *argv):
 
 
 @pytest.mark.parametrize("arch,new,old,dest,value", [
-    ("transformer_ta_small", ["--gate", "True"], ["--info-gate", "True"], "info_gate", True),
-    ("bart_base_ta", ["--gate", "True"], ["--info-gate", "True"], "info_gate", True),
-    ("transformer_ta_small", ["--ta-topic-model", "tm.npz"], ["--topic-model", "tm.npz"], "topic_model", "tm.npz"),
-    ("bart_base_gated", ["--ta-topic-model", "tm.npz"], ["--topic-model", "tm.npz"], "topic_model", "tm.npz"),
-    ("hred_base", ["--coverage-attention", "False"], ["--coverage", "False"], "coverage", False),
+    ("transformer_ta_small", ["--gate", "True"], ["--info-gate", "True"], "gate", True),
+    ("bart_base_ta", ["--gate", "True"], ["--info-gate", "True"], "gate", True),
+    ("transformer_ta_small", ["--ta-topic-model", "tm.npz"], ["--topic-model", "tm.npz"], "ta_topic_model", "tm.npz"),
+    ("bart_base_gated", ["--ta-topic-model", "tm.npz"], ["--topic-model", "tm.npz"], "ta_topic_model", "tm.npz"),
+    ("hred_base", ["--coverage-attention", "False"], ["--coverage", "False"], "coverage_attention", False),
     ("mem2mem_base", ["--memory-encoder", "False"], ["--encoder-memory", "False"], "memory_encoder", False),
     ("mem2mem_base", ["--memory-decoder", "False"], ["--decoder-memory", "False"], "memory_decoder", False),
 ])
@@ -42,15 +42,51 @@ def test_feature_flags_follow_their_family_prefix():
     from fairseq_sum_plugins.models.bart import SumBARTModel
     from fairseq_sum_plugins.models.sum_transformer import SumTransformerModel
 
-    families = {"tpr": "--tpr", "info_gate": "--gate", "gate_": "--gate-", "ta_": "--ta-", "topic_model": "--ta-",
-                "focus_": "--focus-", "saliency_": "--saliency-"}
-    for model in (SumTransformerModel, SumBARTModel):
+    from fairseq_sum_plugins.models.mem2mem import Mem2MemModel
+
+    families = {"tpr": "--tpr", "gate": "--gate", "ta_": "--ta-", "focus_": "--focus-", "saliency_": "--saliency-"}
+    for model in (SumTransformerModel, SumBARTModel, Mem2MemModel):
         parser = argparse.ArgumentParser()
         model.add_args(parser)
         for action in parser._actions:
             for key, prefix in families.items():
-                if action.dest.startswith(key):
+                if action.dest.startswith(key) and model is not Mem2MemModel:
                     assert action.option_strings[0].startswith(prefix), (model.__name__, action.option_strings)
+            if action.option_strings and action.dest != "help":  # the attribute is the flag's name
+                assert action.option_strings[0] == "--" + action.dest.replace("_", "-"), action.option_strings
+
+
+@pytest.mark.parametrize("arch,family,old,new,value", [
+    ("transformer_ta_small", "transformer", "info_gate", "gate", True),
+    ("bart_base_ta", "bart", "info_gate", "gate", True),
+    ("transformer_gated_small", "transformer", "info_gate", "gate", False),
+    ("transformer_ta_small", "transformer", "topic_model", "ta_topic_model", "TM"),
+    ("hred_base", "mem2mem", "coverage", "coverage_attention", False),
+])
+def test_earlier_attribute_names_still_set_the_feature(arch, family, old, new, value, tmp_path):
+    """Older checkpoints' args and ``--model-overrides`` may hold the earlier attribute names (``info_gate``,
+    ``topic_model``, ``coverage``): they set the feature, and the args keep one name, the flag's."""
+    import argparse
+
+    from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
+    from test_model_contract import DIMS, K
+    from test_topic_assistant import write_topic_model
+
+    from conftest import FakeTask, make_dictionary
+
+    d = make_dictionary()
+    tm = write_topic_model(d, str(tmp_path / "tm.npz"), k=K)
+    value = tm if value == "TM" else value
+    built = []
+    for name in (old, new):
+        topic = {"ta_topic_model": tm} if "_ta" in arch and name not in ("topic_model", "ta_topic_model") else {}
+        args = argparse.Namespace(**DIMS[family], **topic, **{name: value})
+        ARCH_CONFIG_REGISTRY[arch](args)
+        built.append(ARCH_MODEL_REGISTRY[arch].build_model(args, FakeTask(d)))
+        assert getattr(args, new) == value and not hasattr(args, old)
+    assert [n for n, _ in built[0].named_parameters()] == [n for n, _ in built[1].named_parameters()]
+    if new == "gate":
+        assert (built[0].encoder.info_gate is not None) == value
 
 
 def test_mem2mem_memory_flags_share_one_prefix_and_their_attribute_names():

@@ -294,14 +294,14 @@ def test_gate_args_parse_and_presets():
 
     args = argparse.Namespace()
     ARCH_CONFIG_REGISTRY["transformer_gated_base"](args)
-    assert args.info_gate and not args.gate_per_head and args.gate_threshold == 0.0
+    assert args.gate and not args.gate_per_head and args.gate_threshold == 0.0
     assert (args.encoder_layers, args.decoder_layers, args.encoder_embed_dim, args.encoder_attention_heads) == (6, 6, 512, 8)
     args = argparse.Namespace()
     ARCH_CONFIG_REGISTRY["tp_transformer_gated_base"](args)
-    assert args.info_gate and args.tpr == "discrete"
+    assert args.gate and args.tpr == "discrete"
     args = argparse.Namespace()
     ARCH_CONFIG_REGISTRY["t5_transformer_base"](args)
-    assert not args.info_gate
+    assert not args.gate
 
 
 def test_gate_parameter_count(tiny_overrides):

@@ -90,31 +90,41 @@ CELLS = [
     Cell("transformer_ta_small", dict(pointer_generator=True), nonzero=ALL, theta=True),
     Cell("t5_small", dict(pointer_generator=True), nonzero=ALL),
     # compositions
-    Cell("transformer_ta_small", dict(info_gate=True), nonzero=ALL, prune=True, theta=True),
-    Cell("transformer_ta_small", dict(info_gate=True, gate_per_head=True), nonzero=ALL, prune=True, theta=True),
-    Cell("etads_base", dict(info_gate=True, tpr="discrete"), nonzero=ETADS + "|" + GATE + "|" + ROLES, prune=True),
+    Cell("transformer_ta_small", dict(gate=True), nonzero=ALL, prune=True, theta=True),
+    Cell("transformer_ta_small", dict(gate=True, gate_per_head=True), nonzero=ALL, prune=True, theta=True),
+    Cell("etads_base", dict(gate=True, tpr="discrete"), nonzero=ETADS + "|" + GATE + "|" + ROLES, prune=True),
     # BART (models/bart.py)
     Cell("bart_base_gated", family="bart", nonzero=GATE, prune=True),
     Cell("bart_base_gated", dict(gate_per_head=True), family="bart", nonzero=GATE, prune=True),
     Cell("bart_base_ta", family="bart", nonzero=r"sia|drm", theta=True),
     Cell("bart_base_ta", dict(ta_tema=False), family="bart", nonzero=r"sia|drm", theta=True),
     Cell("bart_base_ta", dict(ta_sia=False, ta_drm=False), family="bart", theta=True),
-    Cell("bart_base_ta", dict(info_gate=True), family="bart", nonzero=r"sia|drm|info_gate", prune=True, theta=True),
-    Cell("bart_base_ta", dict(info_gate=True, gate_per_head=True), family="bart", nonzero=r"sia|drm|info_gate",
+    Cell("bart_base_ta", dict(gate=True), family="bart", nonzero=r"sia|drm|info_gate", prune=True, theta=True),
+    Cell("bart_base_ta", dict(gate=True, gate_per_head=True), family="bart", nonzero=r"sia|drm|info_gate",
          prune=True, theta=True),
+    # the layer features (modules/features.py) on BART: TPR, ETADS focus and saliency, with the gate and TA
+    Cell("bart_base_gated", dict(gate=False, tpr="discrete"), family="bart", nonzero=ROLES),
+    Cell("bart_base_gated", dict(tpr="continuous", gate_per_head=True), family="bart", nonzero=ROLES + "|" + GATE,
+         prune=True),
+    Cell("bart_base_gated", dict(gate=False, focus_layers="all", saliency_layers="all"), family="bart",
+         nonzero=ETADS),
+    Cell("bart_base_gated", dict(focus_layers="1", saliency_layers="2"), family="bart", nonzero=ETADS + "|" + GATE,
+         prune=True),
+    Cell("bart_base_ta", dict(tpr="discrete", focus_layers="all", saliency_layers="all"), family="bart",
+         nonzero=ETADS + "|" + ROLES + r"|sia|drm", theta=True),
     # the exact T5 v1.0 cell (--cell t5) with every feature (tests/test_t5_cell.py)
     Cell("t5_small", nonzero=ALL),
     Cell("tp_transformer_t5_small", nonzero=ROLES),  # + TPT's cross-attention position table
     Cell("tp_transformer_continuous_t5_small", nonzero=ROLES),
     Cell("t5_small_gated", nonzero=GATE, prune=True),
-    Cell("t5_transformer_t5_small", dict(info_gate=True, gate_per_head=True), nonzero=GATE, prune=True),
+    Cell("t5_transformer_t5_small", dict(gate=True, gate_per_head=True), nonzero=GATE, prune=True),
     Cell("t5_small", dict(focus_layers="all", saliency_layers="all"), nonzero=ETADS),
     Cell("t5_small", dict(ta_sia=True, ta_tema=True, ta_drm=True), nonzero=ALL, theta=True),
     Cell("t5_small", dict(t5_d_kv=12, focus_layers="all", saliency_layers="all"), nonzero=ALL),  # H d_kv != d_m
     # Mem2Mem / HRED: the rows of its Table 2 and the other switches (tests/test_mem2mem.py)
     Cell("hred_base", family="mem2mem", nonzero=ALL),
     Cell("hred_base", dict(coverage_loss=True), family="mem2mem", nonzero=ALL),
-    Cell("hred_base", dict(coverage=False, pointer_generator=False), family="mem2mem", nonzero=ALL),
+    Cell("hred_base", dict(coverage_attention=False, pointer_generator=False), family="mem2mem", nonzero=ALL),
     Cell("mem2mem_base", dict(memory_decoder=False), family="mem2mem", nonzero=ALL),
     Cell("mem2mem_base", dict(memory_encoder=False, memory_transfer=False), family="mem2mem", nonzero=ALL),
     Cell("mem2mem_base", dict(memory_transfer=False), family="mem2mem", nonzero=ALL),
@@ -138,7 +148,7 @@ def build(cell, topic_model, seed=0):
     torch.manual_seed(seed)
     overrides = dict(DIMS[cell.family], **cell.features)
     if cell.theta:
-        overrides["topic_model"] = topic_model
+        overrides["ta_topic_model"] = topic_model
     model, d = build_model(cell.arch, make_dictionary(), **overrides)
     return model, d
 

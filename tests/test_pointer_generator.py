@@ -77,7 +77,7 @@ def _parse(data, *argv):
 
 
 @pytest.mark.parametrize("arch,flag,dest", [("t5_small", "--pointer-generator", "pointer_generator"),
-                                            ("transformer_gated_small", "--gate", "info_gate"),
+                                            ("transformer_gated_small", "--gate", "gate"),
                                             ("mem2mem_base", "--pointer-generator", "pointer_generator")])
 def test_boolean_flags_are_read_as_data_never_run(toy_data, tmp_path, capsys, arch, flag, dest):
     assert getattr(_parse(toy_data, "--arch", arch, flag, "true"), dest) is True

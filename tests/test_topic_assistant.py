@@ -366,26 +366,32 @@ def test_bart_ta_loads_a_bart_checkpoint_with_fresh_ta_parameters(ta_setup):
     assert len(hypos) == 2
 
 
-def test_bart_ta_reads_checkpoints_with_per_decoder_module_lists(ta_setup):
-    """TA parameters saved as ``encoder.sia.N`` / ``decoder.{self_sia,cross_sia,drm}.N`` load into the
-    layers' attention modules (``upgrade_state_dict_named``)."""
+@pytest.mark.parametrize("layout", [
+    # per-decoder module lists: encoder.sia.N, decoder.{self_sia,cross_sia,drm}.N
+    [(r"^encoder\.layers\.(\d+)\.self_attn\.sia\.", r"encoder.sia.\1."),
+     (r"^decoder\.layers\.(\d+)\.self_attn\.self_sia\.", r"decoder.self_sia.\1."),
+     (r"^decoder\.layers\.(\d+)\.encoder_attn\.cross_sia\.", r"decoder.cross_sia.\1."),
+     (r"^decoder\.layers\.(\d+)\.encoder_attn\.drm\.", r"decoder.drm.\1.")],
+    # one attribute name, sia, in every attention module
+    [(r"\.self_attn\.self_sia\.", r".self_attn.sia."), (r"\.encoder_attn\.cross_sia\.", r".encoder_attn.sia.")],
+], ids=["module-lists", "attention-sia"])
+def test_bart_ta_reads_checkpoints_of_earlier_layouts(ta_setup, layout):
+    """TA parameters saved under earlier names load into the attention modules (``upgrade_state_dict_named``)."""
     import re
 
     d, path, _ = ta_setup
     model, _ = build_model("bart_base_ta", d, **dict(BART_TINY, topic_model=path, task="summarization"))
-    layout = [(r"^encoder\.layers\.(\d+)\.self_attn\.sia\.", r"encoder.sia.\1."),
-              (r"^decoder\.layers\.(\d+)\.self_attn\.sia\.", r"decoder.self_sia.\1."),
-              (r"^decoder\.layers\.(\d+)\.encoder_attn\.sia\.", r"decoder.cross_sia.\1."),
-              (r"^decoder\.layers\.(\d+)\.encoder_attn\.drm\.", r"decoder.drm.\1.")]
     saved = {}
     for key, value in model.state_dict().items():
         for pattern, target in layout:
             key = re.sub(pattern, target, key)
         saved[key] = value + 1.0  # other values than the model's own
-    assert "decoder.drm.1.w_b.weight" in saved and "encoder.sia.0.v_add.weight" in saved
+    assert set(saved) != set(model.state_dict())
     model.upgrade_state_dict(saved)
     model.load_state_dict(saved, strict=True)
     assert torch.equal(model.decoder.layers[1].encoder_attn.drm.w_b.weight, saved["decoder.layers.1.encoder_attn.drm.w_b.weight"])
+    assert torch.equal(model.decoder.layers[0].self_attn.self_sia.v_add.weight,
+                       saved["decoder.layers.0.self_attn.self_sia.v_add.weight"])
 
 
 def test_bench_train_topic_model_and_theta_batches(tmp_path):

@@ -1,9 +1,11 @@
 """fairseq's BART with this plugin's features, for fine-tuning a pre-trained fairseq BART checkpoint.
 
 One model (``bart_sum``) whose features are the flags of ``sum_transformer``: ``--gate``
-(``--gate-per-head``, ``--gate-threshold``; information selection, :mod:`..modules.gates`) and
-``--ta-sia`` / ``--ta-tema`` / ``--ta-drm`` (Topic Assistant, :mod:`..modules.topic`), in any
-combination. Presets::
+(``--gate-per-head``, ``--gate-threshold``; information selection, :mod:`..modules.gates`),
+``--ta-sia`` / ``--ta-tema`` / ``--ta-drm`` (Topic Assistant, :mod:`..modules.topic`), ``--tpr``
+(TP-Transformer role binding, :mod:`..modules.tpr`; BART's post-LN layers only) and
+``--focus-layers`` / ``--saliency-layers`` (ETADS, :mod:`..modules.focus`, :mod:`..modules.saliency`),
+in any combination. Presets::
 
     bart_base_gated, bart_large_gated   information selection (Ishimwe & Grave)
     bart_base_ta, bart_large_ta         Topic Assistant: SIA + TEMA + DRM (its Table 5, BART+TA)
@@ -12,27 +14,35 @@ combination. Presets::
         --side-data theta --restore-file bart.large/model.pt --reset-optimizer --reset-dataloader \\
         --reset-meters [--gate True] ...
 
-The features enter through fairseq's builder hooks, as in fairseq's linformer example:
+The features are the ones of :mod:`..modules.features`, built and consumed as in
+``sum_transformer``, and enter through fairseq's builder hooks, as in fairseq's linformer example:
 ``build_encoder_layer`` / ``build_decoder_layer`` build layers whose ``build_self_attention`` /
-``build_encoder_attention`` return :class:`FeatureAttention`, fairseq's attention plus
+``build_encoder_attention`` build the site's feature modules and return :class:`FeatureAttention`,
+fairseq's attention plus
 
-* the information gate's row scaling of the projected keys and values (IS eq. 6) and the per-head
-  mask of closed positions (``apply_sparse_mask``); the gate itself runs on the encoder's final
-  states (IS eq. 3, Algorithm 1: thresholding and pruning in eval mode);
-* SIA's extra head (TA eq. 7) in every attention block, and DRM's ``theta^T W_b`` (TA eq. 9) on every
-  cross-attention output (before dropout, residual and LayerNorm);
-* TEMA: the first decoder layer prefixes the top-n topic embeddings (scaled and normalised like
-  the token embeddings, no position) and every decoder layer attends with Fig. 3(b)'s mask; the
-  decoder strips the prefix from its output.
+* the features' score biases and probability gates (ETADS eq. 8, 10) on fairseq's explicit path,
+  with the same batch-first ``(B, H, T, S)`` layout as ``sum_transformer``;
+* the cross-attention's per-forward key/value scale and score bias (IS eq. 6: the gates' row scaling
+  of the projected keys and values, and the per-head mask of closed positions in
+  ``apply_sparse_mask``); the gate itself transforms the encoder's final states (IS eq. 3,
+  Algorithm 1: thresholding and pruning in eval mode);
+* the features' heads: SIA's extra head (TA eq. 7) in every attention block, and DRM's
+  ``theta^T W_b`` (TA eq. 9) on every cross-attention output (before dropout, residual and LayerNorm);
+
+and the features' bindings (TPT eq. 6) after each attention sublayer's residual and LayerNorm. TEMA:
+the first decoder layer prefixes the top-n topic embeddings (scaled and normalised like the token
+embeddings, no position) and every decoder layer attends with Fig. 3(b)'s mask; the decoder strips
+the prefix from its output.
 
 fairseq's layers pass their attention modules no per-batch data, so the encoder and the decoder
-hand the batch's feature inputs (gates, SIA probabilities, theta, the TEMA prefix) to the modules
-they built through one :class:`BatchInputs`, filled for exactly the span of their own forward, as
-fairseq's latent-depth and head-selection examples do. The encoder output follows
-:mod:`..modules.encoder_out` in fairseq's time-first layout.
+hand the batch's feature inputs (the cross-attention's scale and bias, SIA probabilities, theta, the
+TEMA prefix) to the modules they built through one :class:`BatchInputs`, filled for exactly the span
+of their own forward, as fairseq's latent-depth and head-selection examples do; a name it does not
+know is an error. The encoder output follows :mod:`..modules.encoder_out` in fairseq's time-first layout.
 
-No BART parameter is renamed, so BART checkpoints load as they are; the new parameters (gate,
-SIA, DRM) are initialised fresh (:meth:`SumBARTModel.upgrade_state_dict_named`).
+No BART parameter is renamed, so BART checkpoints load as they are; the features' parameters are
+initialised fresh (:meth:`SumBARTModel.upgrade_state_dict_named`); earlier names of the Topic
+Assistant's parameters are renamed on load (:data:`RENAMED`).
 """
 import re
 from contextlib import contextmanager
@@ -46,23 +56,59 @@ from fairseq.modules import MultiheadAttention
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 
+from fairseq import utils
+
+from ..modules import focus, saliency, tpr  # noqa: F401  (register the layer features)
+from ..modules.attention import FactoredGate
 from ..modules.encoder_out import EncoderOut
-from ..modules.gates import InformationGate, add_gate_args, apply_information_selection, gate_defaults, restore_attention
-from ..modules.topic import DRM, SIAHead, add_topic_args, build_topic_assistant, topic_defaults
+from ..modules.features import (
+    ENCODER_OUT,
+    SITE_INPUTS,
+    SiteDims,
+    add_feature_args,
+    add_heads,
+    attach,
+    bind,
+    build_model_features,
+    cross_attention_values,
+    decoder_call,
+    encoder_inputs,
+    feature_defaults,
+    fresh_names,
+    layer_inputs,
+    prob_gate_fn,
+    score_bias_fn,
+    set_model_features,
+    site_input_names,
+    transform_encoder_output,
+)
+from ..modules.gates import gate_defaults, restore_attention
+from ..modules.topic import topic_defaults
 from .fresh_params import keep_fresh_parameters
 
-# the parameters a plain BART checkpoint lacks
-FRESH = re.compile(r"\.sia\.|\.drm\.|info_gate\.")
-# TA parameter names of the per-decoder ModuleList layout (encoder.sia.N, decoder.drm.N, ...) -> their names here
+# the parameters a plain BART checkpoint lacks: the features' (modules/features.py)
+FRESH = re.compile("|".join(re.escape(n) for n in fresh_names()))
+# earlier TA parameter names -> their names here: the per-decoder ModuleList layout (encoder.sia.N,
+# decoder.drm.N, ...) and one SIA attribute name for every attention (self_attn.sia, encoder_attn.sia)
 RENAMED = [
+    (re.compile(r"^(.*\.)?decoder\.layers\.(\d+)\.self_attn\.sia\."), r"\1decoder.layers.\2.self_attn.self_sia."),
+    (re.compile(r"^(.*\.)?decoder\.layers\.(\d+)\.encoder_attn\.sia\."), r"\1decoder.layers.\2.encoder_attn.cross_sia."),
     (re.compile(r"^(.*\.)?encoder\.sia\.(\d+)\."), r"\1encoder.layers.\2.self_attn.sia."),
-    (re.compile(r"^(.*\.)?decoder\.self_sia\.(\d+)\."), r"\1decoder.layers.\2.self_attn.sia."),
-    (re.compile(r"^(.*\.)?decoder\.cross_sia\.(\d+)\."), r"\1decoder.layers.\2.encoder_attn.sia."),
+    (re.compile(r"^(.*\.)?decoder\.self_sia\.(\d+)\."), r"\1decoder.layers.\2.self_attn.self_sia."),
+    (re.compile(r"^(.*\.)?decoder\.cross_sia\.(\d+)\."), r"\1decoder.layers.\2.encoder_attn.cross_sia."),
     (re.compile(r"^(.*\.)?decoder\.drm\.(\d+)\."), r"\1decoder.layers.\2.encoder_attn.drm."),
 ]
 BART_FORWARD_ARGS = {"features_only", "classification_head_name", "token_embeddings", "return_all_hiddens",
                      "alignment_layer", "alignment_heads"}
 _NONE = object()
+# every per-batch input name (FeatureAttention's docstring): another name is a KeyError, never a silent None
+BATCH_INPUTS = ("side", "kv_scale", "score_bias", "self_mask", "prefix")
+
+
+def batch_input_names():
+    """:data:`BATCH_INPUTS` and the per-forward inputs the layer features declare (modules/features.py)."""
+    return BATCH_INPUTS + tuple(n for site in ("encoder_self", "decoder_self", "decoder_cross")
+                                for n in site_input_names(site) if n not in SITE_INPUTS)
 
 
 class BatchInputs:
@@ -70,14 +116,23 @@ class BatchInputs:
 
     The owner (encoder or decoder) provides them for the span of its forward with
     ``with inputs.given(name=value, ...)``; the modules it built read ``inputs.get(name)``. Reading
-    outside any span is an error (unless a default is given), so nothing is read from another batch.
+    outside any span is an error (unless a default is given), so nothing is read from another batch;
+    a name not in :data:`BATCH_INPUTS`, given or read, is a ``KeyError``.
     """
 
     def __init__(self):
         self._stack = []
 
+    @staticmethod
+    def _check(names):
+        allowed = batch_input_names()
+        unknown = sorted(set(names) - set(allowed))
+        if unknown:
+            raise KeyError(f"unknown feature inputs {unknown}: the inputs are {', '.join(dict.fromkeys(allowed))}")
+
     @contextmanager
     def given(self, **values):
+        self._check(values)
         outer = self._stack[-1] if self._stack else {}
         self._stack.append({**outer, **values})
         try:
@@ -86,6 +141,7 @@ class BatchInputs:
             self._stack.pop()
 
     def get(self, name, default=_NONE):
+        self._check([name])
         if not self._stack:
             if default is _NONE:
                 raise RuntimeError(f"feature input {name!r} read outside the forward that provides it")
@@ -108,91 +164,165 @@ def wrap_layer(layer, cfg):
 class FeatureAttention(MultiheadAttention):
     """fairseq's attention with the features of its block (time-first, as fairseq's).
 
-    ``sia``: SIA's extra head (TA eq. 7), whose probabilities are the batch input ``sia_input``;
-    ``gated``: keys and values scaled by the batch input ``kv_scale`` ``(S, B, G, 1)`` (IS eq. 6),
-    per-head closed positions masked by ``gate_bias`` ``(B, G, 1, S)``; ``drm``: ``theta^T W_b``
-    (TA eq. 9) from the batch input ``theta``.
+    The cross-attention's keys and values are scaled by the batch input ``kv_scale`` ``(B, G, S, 1)``
+    and its logits biased by ``score_bias`` ``(B, G, 1, S)`` (the features' ``cross_inputs``, e.g.
+    IS eq. 6 and Algorithm 1's per-head closed positions); ``site``: the feature modules of
+    this attention's site ``site_name`` (:mod:`..modules.features`, batch-first as everywhere: score
+    biases, probability gates, and heads added to the output, e.g. TA's SIA (TA eq. 7) and DRM (TA eq. 9),
+    which this module hosts since fairseq's layers hand their attention no per-batch inputs).
     """
 
-    def __init__(self, *args, inputs, sia=None, sia_input=None, gated=False, drm=None, **kwargs):
+    def __init__(self, *args, inputs, site_name, **kwargs):
         super().__init__(*args, **kwargs)
-        self.inputs = inputs
-        self.sia, self.sia_input, self.drm = sia, sia_input, drm
-        if gated:
+        self.inputs, self.site_name, self.site = inputs, site_name, []
+        if self.encoder_decoder_attention:
             self.k_proj.register_forward_hook(self._scale_rows)
             self.v_proj.register_forward_hook(self._scale_rows)
-        self.gated = gated
 
     def _scale_rows(self, module, args, out):  # g_j K_j, g_j V_j: computed once per source, then cached
-        scale = self.inputs.get("kv_scale")
+        scale = self.inputs.get("kv_scale", None)
         if scale is None:
             return None
-        src_len, bsz, dim = out.shape
-        return (out.view(src_len, bsz, self.num_heads, self.head_dim) * scale.type_as(out)).view(src_len, bsz, dim)
+        src_len, bsz, dim = out.shape  # fairseq's projections are time-first: (B, G, S, 1) -> (S, B, G, 1)
+        scale = scale.permute(2, 0, 1, 3).type_as(out)
+        return (out.view(src_len, bsz, self.num_heads, self.head_dim) * scale).view(src_len, bsz, dim)
 
     def apply_sparse_mask(self, attn_weights, tgt_len: int, src_len: int, bsz: int):
-        bias = self.inputs.get("gate_bias") if self.gated else None
+        bias = self.inputs.get("score_bias", None) if self.encoder_decoder_attention else None
         if bias is not None:  # (B, G, 1, S) -> (B * H, 1, S)
             bias = bias.expand(bsz, self.num_heads, 1, src_len).reshape(bsz * self.num_heads, 1, src_len)
             attn_weights = attn_weights + bias.type_as(attn_weights)
         return attn_weights
 
+    def host(self, modules):
+        """The site's feature modules (the layer's, or with heads this module's own children)."""
+        self.site = list(modules)
+        if any(hasattr(m, "score_bias") or hasattr(m, "prob_gate") for m in self.site):
+            self.skip_embed_dim_check = True  # fairseq's fused path has no place for them: its explicit path
+        return self
+
+    def site_inputs(self, key_padding_mask, incremental_state):
+        """This forward's inputs of the site (:func:`..modules.features.layer_inputs`), from the batch inputs."""
+        extra = {n: self.inputs.get(n, None) for n in site_input_names(self.site_name) if n not in SITE_INPUTS}
+        return layer_inputs(self.site_name, key_padding_mask, incremental_state, **extra)
+
     def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, need_weights=True,
                 static_kv=False, attn_mask=None, before_softmax=False, need_head_weights=False):
-        out, weights = super().forward(query, key, value, key_padding_mask, incremental_state, need_weights,
-                                       static_kv, attn_mask, before_softmax, need_head_weights)
-        if self.sia is not None:  # TA eq. 7; the cross head reads the gated rows
+        if self.skip_embed_dim_check and not before_softmax:
+            out, weights = self._site_forward(query, key, value, key_padding_mask, incremental_state, need_weights,
+                                              static_kv, attn_mask, need_head_weights)
+        else:
+            out, weights = super().forward(query, key, value, key_padding_mask, incremental_state, need_weights,
+                                           static_kv, attn_mask, before_softmax, need_head_weights)
+        if not before_softmax and any(hasattr(m, "head") for m in self.site):  # e.g. TA eq. 7, 9
             kv = (key if self.encoder_decoder_attention else query).transpose(0, 1)
-            head = self.sia(kv, self.inputs.get(self.sia_input), incremental_state,
-                            v_scale=self.inputs.get("sia_v_scale") if self.encoder_decoder_attention else None)
-            out = out + head.transpose(0, 1).type_as(out)
-        if self.drm is not None:  # TA eq. 9
-            out = out + self.drm(self.inputs.get("theta")).transpose(0, 1).type_as(out)
+            inputs = self.site_inputs(key_padding_mask, incremental_state)
+            out = add_heads(self.site, out.transpose(0, 1), query.transpose(0, 1), kv, inputs).transpose(0, 1)
+        return out, weights
+
+    def _site_forward(self, query, key, value, key_padding_mask, incremental_state, need_weights, static_kv,
+                      attn_mask, need_head_weights):
+        """fairseq's explicit path up to the masked logits, then the site features (one layout with
+        ``sum_transformer``: ``(B, H, T, S)`` biases and gates of ``(B, H, *, d_k)`` queries and keys)."""
+        tgt_len, bsz, _ = query.shape
+        logits, v = super().forward(query, key, value, key_padding_mask, incremental_state, False, static_kv,
+                                    attn_mask, before_softmax=True)
+        heads, src_len = self.num_heads, logits.size(-1)
+        inputs = self.site_inputs(key_padding_mask, incremental_state)
+        q = self.q_proj(query).view(tgt_len, bsz, heads, self.head_dim).permute(1, 2, 0, 3)  # unscaled
+        saved = self._get_input_buffer(incremental_state) if incremental_state is not None else {}
+        if saved.get("prev_key") is not None:  # this step's keys (B * H, S, d_k), as fairseq cached them
+            k = saved["prev_key"].view(bsz, heads, src_len, self.head_dim)
+        else:
+            k = self.k_proj(query if key is None else key).view(src_len, bsz, heads, self.head_dim).permute(1, 2, 0, 3)
+        bias_fn, gate_fn = score_bias_fn(self.site, inputs), prob_gate_fn(self.site, inputs)
+        if bias_fn is not None:
+            logits = (logits.view(bsz, heads, tgt_len, src_len) + bias_fn(q, k).to(logits.dtype)).flatten(0, 1)
+        probs_float = utils.softmax(logits, dim=-1)
+        probs = self.dropout_module(probs_float.type_as(logits))
+        if gate_fn is not None:
+            gate = gate_fn(q, k)
+            gate = gate.gate() if isinstance(gate, FactoredGate) else gate
+            probs = (probs.view(bsz, heads, tgt_len, src_len) * gate.type_as(probs)).flatten(0, 1)
+        out = self.out_proj(torch.bmm(probs, v).transpose(0, 1).reshape(tgt_len, bsz, -1))
+        weights = None
+        if need_weights:
+            weights = probs_float.view(bsz, heads, tgt_len, src_len).transpose(1, 0)
+            weights = weights if need_head_weights else weights.mean(dim=0)
         return out, weights
 
 
+def bart_site_dims(cfg, side, layer_idx):
+    stack = getattr(cfg, side)
+    return SiteDims(layer_idx, stack.layers, stack.embed_dim, stack.embed_dim, stack.attention_heads)
+
+
 class SumBARTEncoderLayer(TransformerEncoderLayerBase):
-    def __init__(self, cfg, inputs, features):
-        self.inputs, self.features = inputs, features
+    """fairseq's encoder layer with the layer features (:mod:`..modules.features`) of ``encoder_self``."""
+
+    def __init__(self, cfg, inputs, features, index=0):
+        self.inputs, self.features, self.index = inputs, features, index
         super().__init__(cfg)
+        self.site_binding = attach(self, features, "encoder_self", "binding", bart_site_dims(cfg, "encoder", index))
+        if any(getattr(m, "binds", True) for m in self.site_binding):  # post-LN (else refused): after the norm
+            self.self_attn_layer_norm.register_forward_hook(self._bind)
+
+    def _bind(self, module, args, out):
+        return bind(self.site_binding, out)
 
     def build_self_attention(self, embed_dim, cfg):
-        d_k = embed_dim // cfg.encoder.attention_heads
-        return FeatureAttention(
+        dims = bart_site_dims(cfg, "encoder", self.index)
+        site = attach(self, self.features, "encoder_self", "attention", dims)
+        attn = FeatureAttention(
             embed_dim, cfg.encoder.attention_heads, dropout=cfg.attention_dropout, self_attention=True,
             q_noise=self.quant_noise, qn_block_size=self.quant_noise_block_size,
-            xformers_att_config=cfg.encoder.xformers_att_config,
-            inputs=self.inputs, sia=SIAHead(embed_dim, d_k) if self.features.ta_sia else None, sia_input="sia_probs",
+            xformers_att_config=cfg.encoder.xformers_att_config, inputs=self.inputs, site_name="encoder_self",
         )
+        return attn.host(site + attach(attn, self.features, "encoder_self", "head", dims))
 
 
 class SumBARTDecoderLayer(TransformerDecoderLayerBase):
     """fairseq's decoder layer; with TEMA the first layer prefixes the topic rows and every layer
     attends with Fig. 3(b)'s mask instead of the causal one."""
 
-    def __init__(self, cfg, inputs, features, first, no_encoder_attn=False):
-        self.inputs, self.features, self.first = inputs, features, first
+    def __init__(self, cfg, inputs, features, index, no_encoder_attn=False):
+        self.inputs, self.features, self.index, self.first = inputs, features, index, index == 0
         super().__init__(cfg, no_encoder_attn)
+        dims = bart_site_dims(cfg, "decoder", index)
+        self.self_site_binding = attach(self, features, "decoder_self", "binding", dims)
+        self.cross_site_binding = attach(self, features, "decoder_cross", "binding", dims)
+        if any(getattr(m, "binds", True) for m in self.self_site_binding):  # post-LN (else refused): after the norm
+            self.self_attn_layer_norm.register_forward_hook(self._bind_self)
+        if any(getattr(m, "binds", True) for m in self.cross_site_binding) and self.encoder_attn_layer_norm is not None:
+            self.encoder_attn_layer_norm.register_forward_hook(self._bind_cross)
+
+    def _bind_self(self, module, args, out):
+        return bind(self.self_site_binding, out)
+
+    def _bind_cross(self, module, args, out):
+        return bind(self.cross_site_binding, out)
 
     def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
-        d_k = embed_dim // cfg.decoder.attention_heads
-        return FeatureAttention(
+        dims = bart_site_dims(cfg, "decoder", self.index)
+        site = attach(self, self.features, "decoder_self", "attention", dims)
+        attn = FeatureAttention(
             embed_dim, cfg.decoder.attention_heads, dropout=cfg.attention_dropout, add_bias_kv=add_bias_kv,
             add_zero_attn=add_zero_attn, self_attention=not cfg.cross_self_attention, q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size, xformers_att_config=cfg.decoder.xformers_att_config,
-            inputs=self.inputs, sia=SIAHead(embed_dim, d_k) if self.features.ta_sia else None, sia_input="self_probs",
+            inputs=self.inputs, site_name="decoder_self",
         )
+        return attn.host(site + attach(attn, self.features, "decoder_self", "head", dims))
 
     def build_encoder_attention(self, embed_dim, cfg):
-        f, d_k = self.features, embed_dim // cfg.decoder.attention_heads
-        return FeatureAttention(
+        f, dims = self.features, bart_site_dims(cfg, "decoder", self.index)
+        site = attach(self, f, "decoder_cross", "attention", dims)
+        attn = FeatureAttention(
             embed_dim, cfg.decoder.attention_heads, kdim=cfg.encoder.embed_dim, vdim=cfg.encoder.embed_dim,
             dropout=cfg.attention_dropout, encoder_decoder_attention=True, q_noise=self.quant_noise,
             qn_block_size=self.quant_noise_block_size, xformers_att_config=cfg.encoder.xformers_att_config,
-            inputs=self.inputs, gated=bool(f.info_gate), sia_input="cross_probs",
-            sia=SIAHead(embed_dim, d_k, static_kv=True) if f.ta_sia else None,
-            drm=DRM(f.ta_num_topics, embed_dim) if f.ta_drm else None,
+            inputs=self.inputs, site_name="decoder_cross",
         )
+        return attn.host(site + attach(attn, f, "decoder_cross", "head", dims))
 
     def forward(self, x, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
                 prev_self_attn_state=None, prev_attn_state=None, self_attn_mask=None, self_attn_padding_mask=None,
@@ -210,33 +340,31 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
 
 
 class SumBARTEncoder(TransformerEncoder):
-    """BART's encoder with SIA in its layers and the information gate on its final states."""
+    """BART's encoder with the features in its layers (e.g. SIA) and on its final states (e.g. the gate)."""
 
     def __init__(self, args, dictionary, embed_tokens):
-        self.inputs = BatchInputs()
+        self.inputs, self.n_built = BatchInputs(), 0
         super().__init__(args, dictionary, embed_tokens)
-        gates = args.decoder_attention_heads if args.gate_per_head else 1
-        self.info_gate = (InformationGate(args.encoder_embed_dim, gates, args.gate_threshold, args.gate_warmup_updates)
-                          if args.info_gate else None)
-        self.topic = None  # Topic Assistant buffers (modules/topic.py), set by SumBARTModel.build_model
+        d = args.encoder_embed_dim  # e.g. information selection (IS eq. 3, Algorithm 1) on the final states
+        self.output_features = attach(self, args, ENCODER_OUT, "encoder", SiteDims(0, 1, d, d, args.decoder_attention_heads))
+        self.model_features = []  # e.g. the Topic Assistant's topic model, set by SumBARTModel.build_model
         self.sia_head_dim = args.encoder_embed_dim // args.encoder_attention_heads
 
     def build_encoder_layer(self, cfg):
         cfg = as_config(cfg)
-        return wrap_layer(SumBARTEncoderLayer(cfg, self.inputs, self.args), cfg)
+        layer = SumBARTEncoderLayer(cfg, self.inputs, self.args, index=self.n_built)
+        self.n_built += 1
+        return wrap_layer(layer, cfg)
 
     def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False, token_embeddings=None, **side):
         side = {**self.inputs.get("side", {}), **side}  # side data: net_input fields, or from the model's forward
-        sia_probs = None
-        if self.topic is not None and self.args.ta_sia:  # SIA, TA eq. 6, shared by the layers
-            rows = self.topic.rows(src_tokens)
-            sia_probs = self.topic.sia_probs(rows, rows, self.sia_head_dim, None, src_tokens.eq(self.padding_idx))
-        with self.inputs.given(sia_probs=sia_probs):
+        # e.g. TA eq. 6's probabilities, shared by the layers
+        values = encoder_inputs(self.model_features, src_tokens, src_tokens.eq(self.padding_idx), self.sia_head_dim)
+        with self.inputs.given(**values):
             out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
         view = EncoderOut.of(out)
         view.src_tokens, view.side, view.aux_losses = src_tokens, side, {}
-        if self.info_gate is not None:  # gates, gate_l1, and (eval) thresholding/pruning
-            apply_information_selection(self.info_gate, view)
+        transform_encoder_output(self.output_features, view)  # e.g. gates, gate_l1, (eval) pruning
         return view.into_fairseq(out)
 
     def reorder_encoder_out(self, encoder_out, new_order):
@@ -250,37 +378,31 @@ class SumBARTDecoder(TransformerDecoder):
     def __init__(self, args, dictionary, embed_tokens, no_encoder_attn=False):
         self.inputs, self.n_built = BatchInputs(), 0
         super().__init__(args, dictionary, embed_tokens, no_encoder_attn)
-        self.topic = None  # Topic Assistant buffers (modules/topic.py), set by SumBARTModel.build_model
+        self.model_features = []  # e.g. the Topic Assistant's topic model, set by SumBARTModel.build_model
         self.sia_head_dim = args.decoder_embed_dim // args.decoder_attention_heads
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
         cfg = as_config(cfg)
-        layer = SumBARTDecoderLayer(cfg, self.inputs, self.args, first=self.n_built == 0, no_encoder_attn=no_encoder_attn)
+        layer = SumBARTDecoderLayer(cfg, self.inputs, self.args, index=self.n_built, no_encoder_attn=no_encoder_attn)
         self.n_built += 1
         return wrap_layer(layer, cfg)
 
     def batch_inputs(self, prev_output_tokens, view, incremental_state):
         """The decoder layers' feature inputs for this call (see :class:`FeatureAttention`)."""
         inputs = {}
-        if view.gates is not None:  # IS eq. 6
-            inputs["kv_scale"] = view.gates.transpose(0, 1).unsqueeze(-1)  # (S, B, G, 1)
-            inputs["gate_bias"] = view.gate_bias
-            inputs["sia_v_scale"] = view.gates.mean(-1, keepdim=True)  # the SIA head: the mean of the head gates
-        if self.topic is None:
-            return inputs, 0
-        incremental = incremental_state is not None
-        ta = self.topic.decoder_inputs(
-            prev_output_tokens, 1 if incremental else prev_output_tokens.size(1), view.src_tokens, view.padding_mask,
-            self.sia_head_dim, theta=view.side.get("theta"), gate_index=view.gate_index, incremental=incremental)
-        inputs.update(self_probs=ta.self_probs, cross_probs=ta.cross_probs, theta=ta.theta, self_mask=ta.self_mask)
-        if ta.n_prefix:  # TEMA, TA eq. 8, embedded like the tokens (without a position)
-            x = self.embed_scale * self.topic.topic_embeddings(ta.topic_ids, self.embed_tokens.weight)
+        inputs.update(cross_attention_values(view))  # e.g. IS eq. 6, as sum_transformer's: {} without --gate
+        incremental = incremental_state is not None  # e.g. TEMA's prefix and mask, SIA's probabilities, DRM's theta
+        call = decoder_call(self.model_features, prev_output_tokens, 1 if incremental else prev_output_tokens.size(1),
+                            view, self.sia_head_dim, incremental)
+        inputs.update(**call.site_inputs("decoder_self"), **call.site_inputs("decoder_cross"), self_mask=call.self_mask)
+        if call.n_prefix:  # e.g. TEMA (TA eq. 8), embedded like the tokens (without a position)
+            x = self.embed_scale * call.prefix(self.embed_tokens.weight)
             if self.project_in_dim is not None:
                 x = self.project_in_dim(x)
             if self.layernorm_embedding is not None:
                 x = self.layernorm_embedding(x)
             inputs["prefix"] = self.dropout_module(x).transpose(0, 1)
-        return inputs, ta.n_prefix
+        return inputs, call.n_prefix
 
     def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None,
                          full_context_alignment: bool = False, alignment_layer=None, alignment_heads=None):
@@ -305,23 +427,23 @@ class SumBARTModel(BARTModel):
         super().__init__(args, encoder, decoder)
         # BARTModel applies BERT-style init (N(0, 0.02), zero bias) to every linear layer; the paper
         # initialises the gate layer "with the default initialization in the linear layer" (§4.2)
-        if self.encoder.info_gate is not None:
-            self.encoder.info_gate.proj.reset_parameters()
+        for module in self.modules():  # the features that keep their own initialisation (feature_init)
+            if getattr(module, "feature_init", False):
+                module.reset_parameters()
 
     @staticmethod
     def add_args(parser):
         BARTModel.add_args(parser)
-        add_gate_args(parser)
-        add_topic_args(parser)
+        add_feature_args(parser)  # the features (modules/features.py): --gate*, --ta-*, --tpr*, --focus/--saliency-layers
 
     @classmethod
     def build_model(cls, args, task):
-        gate_defaults(args)
-        topic_defaults(args)
-        # loads the topic model (None without --ta-*); sets args.ta_num_topics for DRM
-        topic = build_topic_assistant(args, task, task.source_dictionary, task.target_dictionary)
+        feature_defaults(args, "bart")
+        # e.g. the Topic Assistant's topic model (none without --ta-*; it sets args.ta_num_topics for DRM)
+        model_features = build_model_features(args, task, task.source_dictionary, task.target_dictionary)
         model = super().build_model(args, task)
-        model.encoder.topic = model.decoder.topic = topic
+        set_model_features(model.encoder, model_features)
+        set_model_features(model.decoder, model_features)
         return model
 
     @classmethod
@@ -359,7 +481,7 @@ def register_preset(name, size_architecture, gate=False, topic_assistant=False):
     """Registers ``name``: ``size_architecture`` (fairseq's BART dims) with the features switched on."""
 
     def preset(args):
-        gate_defaults(args, info_gate=gate)
+        gate_defaults(args, gate=gate)
         topic_defaults(args, on=topic_assistant)
         size_architecture(args)
 

@@ -80,10 +80,17 @@ from fairseq.models import (
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.utils.checkpoint import checkpoint
 
+from ..aux_losses import AuxLoss, register_aux_loss
 from ..flags import bool_flag, renamed_flag
 from ..modules.memory import MemoryCompression, MemoryReader, MemoryWriter, compression_loss, masked_softmax, read_loss
 from ..modules.pointer_generator import MarkerEmbedding, count_position_markers, mix_copy_distribution
+from ..modules.features import take_alias
 from ..modules.sentences import sentence_layout
+
+# See et al. (2017): the coverage loss, named apart from the model's coverage attention
+# (--coverage-attention) and the decoding coverage penalty (--coverage-penalty)
+register_aux_loss(AuxLoss("coverage", 1.0, "coverage loss weight (See et al., 2017); also spelled "
+                          "--coverage-loss-weight", aliases=("--coverage-loss-weight",)))
 
 logger = logging.getLogger(__name__)
 
@@ -207,10 +214,10 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
         # token attention (M2M eq. 17) and sentence attention
         self.attn_key = nn.Linear(d, a, bias=False)  # W_e
         self.attn_query = nn.Linear(hd, a)  # W_d (+ bias)
-        self.attn_cov = nn.Linear(1, a, bias=False) if args.coverage else None  # w_c
+        self.attn_cov = nn.Linear(1, a, bias=False) if args.coverage_attention else None  # w_c
         self.attn_v = nn.Linear(a, 1, bias=False)  # v
         self.sent_attn = nn.Linear(hd, d, bias=False)  # W_beta
-        self.coverage_loss = args.coverage and args.coverage_loss
+        self.coverage_loss = args.coverage_attention and args.coverage_loss
         # output
         self.readout = nn.Linear(hd + d, args.decoder_out_embed_dim)
         n_real = len(dictionary) - num_markers
@@ -407,7 +414,7 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
         parser.add_argument("--pointer-generator", type=b, metavar="BOOL", help="copy mechanism (M2M eq. 13-15)")
         parser.add_argument("--source-position-markers", type=int, metavar="K",
                             help="trailing <unk-N> entries of the dictionary (-1: count them)")
-        parser.add_argument("--coverage-attention", "--coverage", dest="coverage", type=b, metavar="BOOL",
+        parser.add_argument("--coverage-attention", "--coverage", dest="coverage_attention", type=b, metavar="BOOL",
                             help="model coverage: the coverage vector in token attention (M2M eq. 16-17)")
         parser.add_argument("--coverage-loss", type=b, metavar="BOOL",
                             help="return See et al.'s coverage loss (aux loss 'coverage', weighted by the "
@@ -425,7 +432,7 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
     @classmethod
     def build_model(cls, args, task):
         base_architecture(args)
-        if args.coverage_loss and not args.coverage:
+        if args.coverage_loss and not args.coverage_attention:
             raise ValueError("--coverage-loss True needs --coverage-attention True (the loss is computed from the "
                              "coverage vector of M2M eq. 16); set both, or drop --coverage-loss")
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
@@ -482,7 +489,8 @@ def base_architecture(args):
     args.max_target_positions = getattr(args, "max_target_positions", 1024)
     args.pointer_generator = getattr(args, "pointer_generator", True)
     args.source_position_markers = getattr(args, "source_position_markers", -1)
-    args.coverage = getattr(args, "coverage", True)
+    take_alias(args, "coverage_attention", "coverage")  # the earlier attribute name (older checkpoints, overrides)
+    args.coverage_attention = getattr(args, "coverage_attention", True)
     args.coverage_loss = getattr(args, "coverage_loss", False)
     renamed_flag(args, "memory_encoder", "encoder_memory", True)
     renamed_flag(args, "memory_decoder", "decoder_memory", True)

@@ -75,26 +75,30 @@ from ..data_folder import hub_text_kwargs
 from ..modules.attention import MultiheadAttention
 from ..modules.encoder_out import EncoderOut
 from ..modules.pointer_generator import TransformerCopy
-from ..modules.gates import (
-    InformationGate,
-    add_gate_args,
-    apply_information_selection,
-    gate_defaults,
-    gated_cross_attention_kwargs,
-    restore_attention,
+from ..modules.gates import restore_attention
+from ..modules import focus, saliency  # noqa: F401  (register ETADS's features)
+from ..modules.features import (
+    ENCODER_OUT,
+    NoCall,
+    SiteDims,
+    add_feature_args,
+    add_heads,
+    attach,
+    bind,
+    build_model_features,
+    cross_attention_values,
+    decoder_call,
+    encoder_inputs,
+    feature_defaults,
+    layer_inputs,
+    prob_gate_fn,
+    prefix_length,
+    score_bias_fn,
+    set_model_features,
+    transform_encoder_output,
 )
-from ..modules.focus import FocusBias, parse_layers
-from ..modules.saliency import SaliencyGate
 from ..modules.t5 import RelativePositionBias, T5LayerNorm, t5_init_attention, t5_init_feed_forward
-from ..modules.topic import (
-    DRM,
-    SIAHead,
-    TopicInputs,
-    add_head,
-    add_topic_args,
-    build_topic_assistant,
-    topic_defaults,
-)
+from ..modules.topic import topic_defaults
 from ..modules.tpr import TPRBinding, shared_role_normalization
 from .fresh_params import IMPORT_MARKER, check_import_mark, keep_fresh_parameters
 
@@ -161,11 +165,10 @@ def t5_positions(length, end, device):
     return torch.arange(end - length, end, device=device)
 
 
-def build_binding(args, embed_dim, num_heads):
-    """The binding applied after an attention sublayer's residual (identity without TPR)."""
-    if args.tpr == "none":
-        return nn.Identity()
-    return TPRBinding(embed_dim, num_heads, args.tpr, args.tpr_roles, args.tpr_role_dim)
+def site_dims(args, side, layer_idx):
+    """:class:`~..modules.features.SiteDims` of layer ``layer_idx`` of the ``side`` stack."""
+    d, heads = getattr(args, f"{side}_embed_dim"), getattr(args, f"{side}_attention_heads")
+    return SiteDims(layer_idx, getattr(args, f"{side}_layers"), d, attention_dim(args, d, heads), heads)
 
 
 class FeedForward(nn.Module):
@@ -212,25 +215,28 @@ class EncoderLayer(nn.Module):
     def __init__(self, args, layer_idx=0):
         super().__init__()
         d, heads = args.encoder_embed_dim, args.encoder_attention_heads
-        focus = layer_idx in parse_layers(args.focus_layers, args.encoder_layers, "--focus-layers")
-        self.focus = FocusBias(attention_dim(args, d, heads), heads) if focus else None  # ETADS eq. 5-8 (on Q)
+        dims = site_dims(args, "encoder", layer_idx)
+        self.site = attach(self, args, "encoder_self", "attention", dims)  # e.g. ETADS focus (ETADS eq. 5-8, on Q)
         pre = args.encoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
-        self.sia = SIAHead(d, d // heads) if getattr(args, "ta_sia", False) else None  # TA eq. 7
+        self.site_heads = attach(self, args, "encoder_self", "head", dims)  # e.g. TA's SIA head (TA eq. 7)
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
-        self.self_attn_binding = build_binding(args, d, heads)
+        self.site_binding = attach(self, args, "encoder_self", "binding", dims)  # e.g. TPT eq. 6
         self.ffn = build_feed_forward(args, d, args.encoder_ffn_embed_dim)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
-    def forward(self, x, padding_mask, sia_probs=None, position_bias=None):
-        focus = (lambda q: self.focus(q, padding_mask)) if self.focus is not None else None
+    def forward(self, x, padding_mask, values=None, position_bias=None):
+        """``values``: the model-level features' inputs of the encoder blocks (e.g. TA's SIA probabilities)."""
+        inputs = layer_inputs("encoder_self", padding_mask, **(values or {}))
 
         def attend(h):  # position_bias: the T5 cell's relative position bias (B|1, H, S, S)
-            out = self.self_attn(h, key_padding_mask=padding_mask, attn_bias=position_bias, attn_bias_fn=focus)
-            return add_head(out, self.sia(h, sia_probs)) if self.sia is not None else out  # SIA, TA eq. 7
+            out, attn = self.self_attn(h, key_padding_mask=padding_mask, attn_bias=position_bias,
+                                       attn_bias_fn=score_bias_fn(self.site, inputs),
+                                       prob_gate_fn=prob_gate_fn(self.site, inputs))
+            return add_heads(self.site_heads, out, h, h, inputs), attn
 
         x, _ = self.self_attn_sublayer(x, attend)
-        x = self.self_attn_binding(x)
+        x = bind(self.site_binding, x)
         x, _ = self.ffn_sublayer(x, self.ffn)
         return x
 
@@ -241,59 +247,63 @@ class DecoderLayer(nn.Module):
     def __init__(self, args, layer_idx=0):
         super().__init__()
         d, heads = args.decoder_embed_dim, args.decoder_attention_heads
-        saliency = layer_idx in parse_layers(args.saliency_layers, args.decoder_layers, "--saliency-layers")
-        self.saliency = SaliencyGate(attention_dim(args, d, heads), heads) if saliency else None  # ETADS eq. 9-10
+        dims = site_dims(args, "decoder", layer_idx)
+        self.self_site = attach(self, args, "decoder_self", "attention", dims)
+        self.cross_site = attach(self, args, "decoder_cross", "attention", dims)  # e.g. ETADS saliency (ETADS eq. 9-10)
         pre = args.decoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
-        self.self_attn_binding = build_binding(args, d, heads)
+        self.self_site_binding = attach(self, args, "decoder_self", "binding", dims)  # e.g. TPT eq. 6
         self.cross_attn = build_attention(args, d, heads, self_attention=False)
-        # Topic Assistant: SIA's extra head in both attention blocks (TA eq. 7), DRM's bias (TA eq. 9)
-        sia = getattr(args, "ta_sia", False)
-        self.self_sia = SIAHead(d, d // heads) if sia else None
-        self.cross_sia = SIAHead(d, d // heads, static_kv=True) if sia else None
-        self.drm = DRM(args.ta_num_topics, d) if getattr(args, "ta_drm", False) else None
+        # e.g. the Topic Assistant: SIA's extra head in both attention blocks (TA eq. 7), DRM's bias (TA eq. 9)
+        self.self_site_heads = attach(self, args, "decoder_self", "head", dims)
+        self.cross_site_heads = attach(self, args, "decoder_cross", "head", dims)
         self.cross_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
-        self.cross_attn_binding = build_binding(args, d, heads)
+        self.cross_site_binding = attach(self, args, "decoder_cross", "binding", dims)
         self.ffn = build_feed_forward(args, d, args.decoder_ffn_embed_dim)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
-    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_kwargs=None, ta=None,
+    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_values=None, call=None,
                 position_bias=None):
-        """``ta``: the Topic Assistant's :class:`~..modules.topic.TopicInputs` of this call, or None.
+        """``cross_values``: the features' per-forward values of the cross-attention
+        (:func:`~..modules.features.cross_attention_values`, e.g. IS eq. 6's ``kv_scale`` and per-head
+        ``score_bias``); ``call``: the model-level feature's inputs of this decoder call
+        (:func:`~..modules.features.decoder_call`, e.g. the Topic Assistant's), or None;
         ``position_bias``: the T5 cell's ``{"self": (1, H, T, T'), "cross": (B, H, T, S) or None}``."""
-        ta = ta or TopicInputs()
-        self_bias = ta.self_mask  # TEMA's prefix mask (Fig. 3(b)) replaces the causal mask
+        call = call or NoCall()
+        self_bias = call.self_mask  # e.g. TEMA's prefix mask (TA Fig. 3(b)) replaces the causal mask
         causal = self_bias is None
+        cross_values = dict(cross_values or {})
+        cross_bias = cross_values.get("score_bias")
         if position_bias is not None:
             self_bias = _add_bias(self_bias, position_bias["self"])
             if position_bias.get("cross") is not None:
-                cross_kwargs = dict(cross_kwargs or {})
-                cross_kwargs["attn_bias"] = _add_bias(cross_kwargs.get("attn_bias"), position_bias["cross"])
+                cross_bias = _add_bias(cross_bias, position_bias["cross"])
+
+        self_inputs = layer_inputs("decoder_self", None, incremental_state, **call.site_inputs("decoder_self"))
 
         def self_attend(h):
-            out = self.self_attn(h, causal=causal, attn_bias=self_bias, incremental_state=incremental_state)
-            return add_head(out, self.self_sia(h, ta.self_probs, incremental_state)) if self.self_sia is not None else out
+            out, attn = self.self_attn(h, causal=causal, attn_bias=self_bias, incremental_state=incremental_state,
+                                       attn_bias_fn=score_bias_fn(self.self_site, self_inputs),
+                                       prob_gate_fn=prob_gate_fn(self.self_site, self_inputs))
+            return add_heads(self.self_site_heads, out, h, h, self_inputs), attn
 
         x, _ = self.self_attn_sublayer(x, self_attend)
-        x = self.self_attn_binding(x)
-        gate = (lambda q, k: self.saliency(q, k, incremental_state)) if self.saliency is not None else None
+        x = bind(self.self_site_binding, x)
+        cross_inputs = layer_inputs("decoder_cross", enc_padding_mask, incremental_state,
+                                    **call.site_inputs("decoder_cross"), **cross_values)
 
         def cross_attend(h):
-            out = self.cross_attn(
+            out, attn = self.cross_attn(
                 h, enc, key_padding_mask=enc_padding_mask, incremental_state=incremental_state, need_weights=need_attn,
-                prob_gate_fn=gate, **(cross_kwargs or {}),  # IS eq. 6
+                attn_bias=cross_bias, kv_scale=cross_inputs["kv_scale"],  # e.g. IS eq. 6
+                attn_bias_fn=score_bias_fn(self.cross_site, cross_inputs),
+                prob_gate_fn=prob_gate_fn(self.cross_site, cross_inputs),
             )
-            if self.cross_sia is not None:  # SIA, TA eq. 7; with information selection, over the gated rows
-                scale = cross_kwargs.get("kv_scale") if cross_kwargs else None  # (B, G, S, 1)
-                scale = scale.mean(1) if scale is not None else None  # per-head gates: their mean
-                out = add_head(out, self.cross_sia(enc, ta.cross_probs, incremental_state, v_scale=scale))
-            if self.drm is not None:  # DRM, TA eq. 9: before add & norm
-                out = add_head(out, self.drm(ta.theta).type_as(out[0]))
-            return out
+            return add_heads(self.cross_site_heads, out, h, enc, cross_inputs), attn  # before add & norm
 
         x, attn = self.cross_attn_sublayer(x, cross_attend)
-        x = self.cross_attn_binding(x)
+        x = bind(self.cross_site_binding, x)
         x, _ = self.ffn_sublayer(x, self.ffn)
         return x, attn
 
@@ -328,12 +338,10 @@ class SumTransformerEncoder(FairseqEncoder):
         self.dropout = args.dropout
         self.layers = nn.ModuleList([EncoderLayer(args, i) for i in range(args.encoder_layers)])
         self.layer_norm = build_norm(args, d) if args.encoder_normalize_before else None
-        # information selection (IS eq. 3, Algorithm 1): a gate per source token on the final states
-        self.info_gate = None
-        if getattr(args, "info_gate", False):
-            gates = args.decoder_attention_heads if args.gate_per_head else 1
-            self.info_gate = InformationGate(d, gates, args.gate_threshold, getattr(args, "gate_warmup_updates", 0))
-        self.topic = None  # Topic Assistant buffers (modules/topic.py), set by build_model with --ta-*
+        # e.g. information selection (IS eq. 3, Algorithm 1): a gate per source token on the final states
+        dims = SiteDims(0, 1, d, d, args.decoder_attention_heads)
+        self.output_features = attach(self, args, ENCODER_OUT, "encoder", dims)
+        self.model_features = []  # e.g. the Topic Assistant's topic model (modules/topic.py), set by build_model
         self.sia_head_dim = d // args.encoder_attention_heads
 
     def forward(self, src_tokens, src_lengths=None, **side):
@@ -347,20 +355,16 @@ class SumTransformerEncoder(FairseqEncoder):
             x = x + self.embed_positions(src_tokens)
         x = F.dropout(x, self.dropout, self.training)
         attn_mask = padding_mask if padding_mask.any() else None
-        sia_probs = None
-        if self.topic is not None and self.layers[0].sia is not None:  # SIA, TA eq. 6, shared by the layers
-            rows = self.topic.rows(src_tokens)
-            sia_probs = self.topic.sia_probs(rows, rows, self.sia_head_dim, None, padding_mask)
+        values = encoder_inputs(self.model_features, src_tokens, padding_mask, self.sia_head_dim)  # e.g. TA eq. 6
         with shared_role_normalization(self.layers):  # TPT eq. 4 for every sublayer at once
             for layer in self.layers:
-                x = layer(x, attn_mask, sia_probs, position_bias)
+                x = layer(x, attn_mask, values, position_bias)
         if self.layer_norm is not None:
             x = self.layer_norm(x)
         if self.t5:  # T5 drops out the final normalized states too
             x = F.dropout(x, self.dropout, self.training)
         out = EncoderOut(enc=x, padding_mask=padding_mask, src_tokens=src_tokens, side=side)
-        if self.info_gate is not None:  # gates, gate_l1, and (eval) thresholding/pruning
-            apply_information_selection(self.info_gate, out)
+        transform_encoder_output(self.output_features, out)  # e.g. gates, gate_l1, (eval) pruning
         return out.to_dict()
 
     @torch.jit.export
@@ -403,7 +407,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         # When True (and not training), the last layer's head-averaged cross-attention is returned
         # in ``extra["attn"]`` (for alignment printing / coverage); it disables the fused kernel there.
         self.need_attn = False
-        self.topic = None  # Topic Assistant buffers (modules/topic.py), set by build_model with --ta-*
+        self.model_features = []  # e.g. the Topic Assistant's topic model (modules/topic.py), set by build_model
         self.sia_head_dim = d // args.decoder_attention_heads
         # copy mechanism over the last layer's cross-attention (modules/pointer_generator.py)
         self.copy = TransformerCopy(d) if getattr(args, "pointer_generator", False) else None
@@ -436,26 +440,24 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         if not enc_mask.any():
             enc_mask = None
         attn = None
-        cross_kwargs = gated_cross_attention_kwargs(view)  # {} without --gate
-        ta, n_prefix = None, 0
-        if self.topic is not None:  # Topic Assistant: TEMA prefix, SIA probabilities, DRM theta
-            ta = self.topic.decoder_inputs(
-                all_prev_tokens, x.size(1), view.src_tokens, view.padding_mask, self.sia_head_dim,
-                theta=view.side.get("theta"), gate_index=view.gate_index, incremental=incremental_state is not None)
-            n_prefix = ta.n_prefix
-            if n_prefix:  # TEMA, TA eq. 8: the topic embeddings before the new positions
-                topics = self.embed_scale * self.topic.topic_embeddings(ta.topic_ids, self.embed_tokens.weight)
-                x = torch.cat([F.dropout(topics.type_as(x), self.dropout, self.training), x], dim=1)
+        cross_values = cross_attention_values(view)  # e.g. IS eq. 6: {} without --gate
+        # e.g. the Topic Assistant: TEMA's prefix and mask, SIA's probabilities, DRM's theta
+        call = decoder_call(self.model_features, all_prev_tokens, x.size(1), view, self.sia_head_dim,
+                            incremental_state is not None)
+        n_prefix = call.n_prefix
+        if n_prefix:  # the prefix before the new positions (TEMA: the topic embeddings, TA eq. 8)
+            prefix = self.embed_scale * call.prefix(self.embed_tokens.weight)
+            x = torch.cat([F.dropout(prefix.type_as(x), self.dropout, self.training), x], dim=1)
         position_bias = self.t5_position_bias(x, all_prev_tokens, view) if self.t5 else None
         with shared_role_normalization(self.layers):  # TPT eq. 4 for every sublayer at once
             for i, layer in enumerate(self.layers):
                 last = i == len(self.layers) - 1
-                x, layer_attn = layer(x, enc, enc_mask, incremental_state, cross_kwargs=cross_kwargs, ta=ta,
+                x, layer_attn = layer(x, enc, enc_mask, incremental_state, cross_values=cross_values, call=call,
                                       need_attn=last and (self.copy is not None or self.need_attn and not self.training),
                                       position_bias=position_bias)
                 if last:
                     attn = restore_attention(layer_attn, view)  # pruned positions -> source positions
-        if n_prefix:  # TEMA's topic positions are never emitted
+        if n_prefix:  # the prefix positions are never emitted
             x = x[:, n_prefix:]
             attn = attn[:, n_prefix:] if attn is not None else None
         if self.layer_norm is not None:
@@ -469,7 +471,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         """The T5 cell's biases for the new rows ``x``: causal self-attention over every position so far
         (TEMA's topic prefix included) and, with ``--t5-cross-position-bias``, cross-attention to the
         source positions (counted over real tokens, so left padding and gate pruning keep them)."""
-        n_prefix = self.topic.n if self.topic is not None and self.topic.tema else 0
+        n_prefix = prefix_length(self.model_features)
         total = n_prefix + all_prev_tokens.size(1)
         q_pos = t5_positions(x.size(1), total, x.device)
         bias = {"self": self.relative_position(q_pos, torch.arange(total, device=x.device)), "cross": None}
@@ -528,22 +530,9 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
                                  "(default: True with a tied projection, as T5 v1.0; False with an untied one)")
         parser.add_argument("--max-source-positions", type=int, metavar="N")
         parser.add_argument("--max-target-positions", type=int, metavar="N")
-        # TP-Transformer
-        parser.add_argument("--tpr", choices=["none", "discrete", "continuous"],
-                            help="role/filler binding after every attention sublayer (TPT eq. 4-6)")
-        parser.add_argument("--tpr-roles", type=int, metavar="N", help="N_r, roles per dictionary")
-        parser.add_argument("--tpr-role-dim", type=int, metavar="N", help="d_r (heads * d_r = d_m)")
-        # ETADS
-        parser.add_argument("--focus-layers", type=str, metavar="LAYERS",
-                            help="encoder layers with focus attention (ETADS eq. 5-8): 'all', 'none', "
-                                 "or 1-based layers like '1,2' / '1-2'")
-        parser.add_argument("--saliency-layers", type=str, metavar="LAYERS",
-                            help="decoder layers with saliency selection in cross-attention (ETADS eq. 9-10): "
-                                 "'all', 'none', or 1-based layers like '1,2' / '1-2'")
-        # information selection (modules/gates.py)
-        add_gate_args(parser)
-        # Topic Assistant (modules/topic.py)
-        add_topic_args(parser)
+        # the features (modules/features.py): information selection --gate*, TP-Transformer --tpr*, ETADS
+        # --focus/--saliency-layers
+        add_feature_args(parser)
         # copy mechanism
         parser.add_argument("--pointer-generator", type=bool_flag, metavar="BOOL",
                             help="copy source tokens through the last layer's cross-attention "
@@ -566,10 +555,12 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         if args.pointer_generator and src_dict != tgt_dict:
             raise ValueError("--pointer-generator copies source ids into the target vocabulary: "
                              "use a joined dictionary (fairseq-sum-prepare writes one)")
-        topic = build_topic_assistant(args, task, src_dict, tgt_dict)  # None without --ta-*; sets args.ta_num_topics
+        # e.g. the Topic Assistant's topic model (none without --ta-*; it sets args.ta_num_topics)
+        model_features = build_model_features(args, task, src_dict, tgt_dict)
         encoder = SumTransformerEncoder(args, src_dict, enc_emb)
         decoder = SumTransformerDecoder(args, tgt_dict, dec_emb)
-        encoder.topic = decoder.topic = topic
+        set_model_features(encoder, model_features)
+        set_model_features(decoder, model_features)
         return cls(encoder, decoder)
 
     @classmethod
@@ -645,14 +636,8 @@ def base_architecture(args):
         raise ValueError("--t5-d-kv and --t5-scale-decoder-output are flags of the T5 cell (--cell t5)")
     if args.t5_d_kv is not None and args.t5_d_kv < 1:
         raise ValueError(f"--t5-d-kv {args.t5_d_kv}: a per-head dim is a positive integer")
-    args.tpr = getattr(args, "tpr", "none")
-    args.tpr_roles = getattr(args, "tpr_roles", 50)
-    args.tpr_role_dim = getattr(args, "tpr_role_dim", args.encoder_embed_dim // args.encoder_attention_heads)
-    args.focus_layers = getattr(args, "focus_layers", "none")
-    args.saliency_layers = getattr(args, "saliency_layers", "none")
+    feature_defaults(args, args.cell)  # the features' flags (--gate*, --tpr*, --focus/--saliency-layers)
     args.pointer_generator = getattr(args, "pointer_generator", False)
-    gate_defaults(args)  # --gate False, --gate-per-head False, --gate-threshold 0
-    topic_defaults(args)  # --ta-sia/--ta-tema/--ta-drm False, --ta-topics-n 5
 
 
 # --- TP-Transformer presets (paper §3.2 / App. B: 6 layers, 8 heads, d_k 64, d_m 512, d_f 2048) ---
@@ -754,14 +739,14 @@ def t5_base(args):
 @register_model_architecture("sum_transformer", "t5_small_gated")
 def t5_small_gated(args):
     """Information selection on T5-small: encoder gate + gated cross-attention."""
-    args.info_gate = getattr(args, "info_gate", True)
+    args.gate = getattr(args, "gate", True)
     t5_small(args)
 
 
 @register_model_architecture("sum_transformer", "t5_base_gated")
 def t5_base_gated(args):
     """Information selection as the paper ran it (§4.2): T5-base + gate (PyTorch's default Linear init)."""
-    args.info_gate = getattr(args, "info_gate", True)
+    args.gate = getattr(args, "gate", True)
     t5_base(args)
 
 
@@ -826,14 +811,14 @@ def etads_baseline(args):
 @register_model_architecture("sum_transformer", "transformer_gated_base")
 def transformer_gated_base(args):
     """Information selection on the T5-style baseline (no role binding)."""
-    args.info_gate = getattr(args, "info_gate", True)
+    args.gate = getattr(args, "gate", True)
     t5_transformer_base(args)
 
 
 @register_model_architecture("sum_transformer", "tp_transformer_gated_base")
 def tp_transformer_gated_base(args):
     """Information selection composed with TPT-d role binding."""
-    args.info_gate = getattr(args, "info_gate", True)
+    args.gate = getattr(args, "gate", True)
     tp_transformer_base(args)
 
 

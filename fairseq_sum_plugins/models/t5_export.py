@@ -73,7 +73,7 @@ def _features(args):
     found = []
     if getattr(args, "tpr", "none") != "none":
         found.append(("TPR (role/filler binding)", f"--tpr {args.tpr}"))
-    if getattr(args, "info_gate", False):
+    if getattr(args, "info_gate", getattr(args, "gate", False)):  # info_gate: the earlier name, which wins (take_alias)
         found.append(("the information-selection gate", "--gate True"))
     ta = [f"--{n.replace('_', '-')} True" for n in ("ta_sia", "ta_tema", "ta_drm") if getattr(args, n, False)]
     if ta:

@@ -97,7 +97,7 @@ class MultiheadAttention(InputBuffer, nn.Module):
         attn_bias: Optional[Tensor] = None,
         incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None,
         need_weights: bool = False,
-        attn_bias_fn: Optional[Callable[[Tensor], Tensor]] = None,
+        attn_bias_fn: Optional[Callable[[Tensor, Tensor], Tensor]] = None,
         prob_gate_fn: Optional[Callable[[Tensor, Tensor], Tensor]] = None,
         kv_scale: Optional[Tensor] = None,
     ):
@@ -109,8 +109,9 @@ class MultiheadAttention(InputBuffer, nn.Module):
             causal: mask future keys (decoder self-attention, full-sequence mode).
             attn_bias: additive logit bias, broadcastable to ``(B, H, T, S)``.
             incremental_state: fairseq incremental state; ``query`` then holds the new step(s).
-            attn_bias_fn: ``f(q) -> bias`` computed from the projected queries ``(B, H, T, d_k)``
-                and added to ``attn_bias`` (ETADS focal bias, :mod:`.focus`).
+            attn_bias_fn: ``f(q, k) -> bias`` computed from the projected queries ``(B, H, T, d_k)`` and
+                keys ``(B, H, S, d_k)``, added to ``attn_bias`` (the features' score biases,
+                :func:`.features.score_bias_fn`, e.g. ETADS's focal bias, :mod:`.focus`).
             prob_gate_fn: ``g(q, k) -> gate (B, H, T, S)`` multiplying the attention probabilities
                 (e.g. ETADS saliency, :mod:`.saliency`); runs the explicit path. It may instead return
                 a :class:`FactoredGate`: then, unless weights are requested or the attention is
@@ -126,7 +127,7 @@ class MultiheadAttention(InputBuffer, nn.Module):
         if incremental_state is not None and self.self_attention:
             causal = False  # the new step may attend to everything cached so far
         if attn_bias_fn is not None:
-            extra_bias = attn_bias_fn(q)
+            extra_bias = attn_bias_fn(q, k)
             attn_bias = extra_bias if attn_bias is None else attn_bias + extra_bias
         gate = prob_gate_fn(q, k) if prob_gate_fn is not None else None
         mask, causal = self._mask(attn_bias, key_padding_mask, causal, q.size(2), k.size(2), q.device)

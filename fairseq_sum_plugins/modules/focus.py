@@ -33,6 +33,8 @@ Numerical safety (the only deviations from ETADS eq. 6-7):
 import torch
 import torch.nn as nn
 
+from .features import FeatureSpec, register_feature
+
 SIGMA_MIN = 0.1
 F_MAX = 1e4
 
@@ -77,6 +79,8 @@ def real_positions(padding_mask, seq_len, device):
 class FocusBias(nn.Module):
     """Focal bias ``f`` (ETADS eq. 5-7) of one encoder self-attention layer, one per head."""
 
+    feature_init = True  # its own initialisation, also under BART's (models/bart.py)
+
     def __init__(self, embed_dim, num_heads):
         super().__init__()
         self.embed_dim = embed_dim
@@ -84,11 +88,18 @@ class FocusBias(nn.Module):
         self.w_p = nn.Linear(embed_dim, embed_dim, bias=False)  # W_p
         self.w_g = nn.Linear(embed_dim, embed_dim, bias=False)  # W_g
         self.u = nn.Linear(embed_dim, 2 * num_heads, bias=False)  # [U_c | U_d], a column per head
+        self.reset_parameters()
+        self.keep_focus = False  # when True, the last (mu~, sigma~, m) are kept for analysis
+        self.last_focus = None
+
+    def reset_parameters(self):
         nn.init.xavier_uniform_(self.w_p.weight)
         nn.init.xavier_uniform_(self.w_g.weight)
         nn.init.xavier_uniform_(self.u.weight)
-        self.keep_focus = False  # when True, the last (mu~, sigma~, m) are kept for analysis
-        self.last_focus = None
+
+    def score_bias(self, q, k, inputs):
+        """The feature interface (:mod:`.features`): ETADS eq. 7's bias for the projected queries."""
+        return self(q, inputs["padding_mask"])
 
     def centres_and_scopes(self, q, padding_mask=None):
         """``q``: ``(B, H, T, d_k)`` queries of a self-attention layer -> ``mu~, sigma~`` ``(B, H, T)``
@@ -146,3 +157,23 @@ class FocalBias(torch.autograd.Function):
         grad_mu = 4.0 * g_dist.sum(-1)
         grad_sigma = 4.0 * (g_dist * dist).sum(-1) / sigma_t
         return grad_mu, grad_sigma, None
+
+
+def _build_focus(args, site, dims):
+    """ETADS eq. 5-8 in the encoder self-attention of the ``--focus-layers``."""
+    on = dims.layer in parse_layers(args.focus_layers, dims.num_layers, "--focus-layers")
+    return FocusBias(dims.attn_dim, dims.heads) if on else None
+
+
+def _focus_args(parser):
+    parser.add_argument("--focus-layers", type=str, metavar="LAYERS",
+                        help="encoder layers with focus attention (ETADS eq. 5-8): 'all', 'none', "
+                             "or 1-based layers like '1,2' / '1-2'")
+
+
+def _focus_defaults(args):
+    args.focus_layers = getattr(args, "focus_layers", "none")
+
+
+register_feature(FeatureSpec("ETADS focus attention (--focus-layers)", {"encoder_self": "focus"}, _build_focus,
+                             add_args=_focus_args, defaults=_focus_defaults))

@@ -51,6 +51,16 @@ with 500 warm-up updates they stay open and the decoder reads its source (gain 0
 validation and generation see the gates of an untrained gate layer.
 Eval mode (validation, generation) always uses the gates themselves.
 
+**The loss** (registered with :mod:`fairseq_sum_plugins.aux_losses`; ``summarization_loss``
+``--gate-l1-weight lambda``, default 0.1, the best of the paper's sweep) has two readings of
+IS eq. 7-9, ``--gate-l1-norm``::
+
+    token (default)  L = CE / target token + lambda * (sum_i g_i) / source token
+    document         L = (1/|D|) sum_docs [ sum_t CE_t + lambda * sum_i g_i ]      (IS eq. 7-9 as written)
+
+``document`` sums the gate loss over the batch's source tokens (``gate_counts``); with per-head
+gates, ``g_i`` is token ``i``'s gate averaged over the heads.
+
 The sparsity rate (dropped / total non-pad source tokens, EOS included) is returned per document in
 the encoder output's ``gate_counts`` (:mod:`.encoder_out`) (logged by validation as ``gate_sparsity``) and accumulated by the
 gate module in eval mode (reported by ``fairseq-generate``; see :func:`report_sparsity_at_exit`).
@@ -64,8 +74,10 @@ import weakref
 import torch
 import torch.nn as nn
 
+from ..aux_losses import AuxLoss, RatioMetric, register_aux_loss, register_ratio_metric
 from ..flags import bool_flag
 from ..side_data import register_generator_hook
+from .features import ENCODER_OUT, FeatureSpec, register_feature, take_alias
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +87,7 @@ def add_gate_args(parser, switch=True):
     ``--gate``, also spelled ``--info-gate``, too)."""
     # fmt: off
     if switch:
-        parser.add_argument("--gate", "--info-gate", dest="info_gate", type=bool_flag, metavar="BOOL",
+        parser.add_argument("--gate", "--info-gate", dest="gate", type=bool_flag, metavar="BOOL",
                             help="information selection: encoder gate + gated cross-attention (IS eq. 3, 6)")
     parser.add_argument("--gate-per-head", type=bool_flag, metavar="BOOL",
                         help="one gate per cross-attention head (paper Table 2 'different gates') "
@@ -90,8 +102,10 @@ def add_gate_args(parser, switch=True):
     # fmt: on
 
 
-def gate_defaults(args, info_gate=False):
-    args.info_gate = getattr(args, "info_gate", info_gate)
+def gate_defaults(args, gate=False):
+    """The ``--gate-*`` defaults; ``info_gate``, the switch's earlier attribute name, still sets ``gate``."""
+    take_alias(args, "gate", "info_gate")
+    args.gate = getattr(args, "gate", gate)
     args.gate_per_head = getattr(args, "gate_per_head", False)
     args.gate_threshold = getattr(args, "gate_threshold", 0.0)
     args.gate_warmup_updates = getattr(args, "gate_warmup_updates", 0)
@@ -110,8 +124,11 @@ class InformationGate(nn.Module):
     """``G = sigmoid(H w + b)`` on the final encoder states, and Algorithm 1's selection.
 
     ``num_gates`` is 1 (shared by all heads) or the number of cross-attention heads. The linear
-    layer keeps PyTorch's default initialisation, as in the paper (§4.2).
+    layer keeps PyTorch's default initialisation, as in the paper (§4.2), also on BART
+    (``feature_init``: reset after BART's own initialisation).
     """
+
+    feature_init = True
 
     def __init__(self, embed_dim, num_gates=1, threshold=0.0, warmup_updates=0):
         super().__init__()
@@ -122,6 +139,13 @@ class InformationGate(nn.Module):
         self.num_updates = 0
         self.prune = True  # False: keep closed positions in the encoder output, masked (same output)
         self.reset_counts()
+
+    def reset_parameters(self):
+        self.proj.reset_parameters()
+
+    def encoder_output(self, view):
+        """The feature interface (:mod:`.features`): :func:`apply_information_selection`."""
+        return apply_information_selection(self, view)
 
     def set_num_updates(self, num_updates):
         """Called by fairseq's ``train_step`` (through the model) before every update."""
@@ -229,12 +253,57 @@ def gated_cross_attention_kwargs(view):
     return kwargs
 
 
+def sia_value_scale(kv_scale):
+    """The Topic Assistant's extra cross head has no gate of its own: its value rows are scaled by the
+    mean of the head gates, ``(B, G, S, 1) -> (B, S, 1)`` (modules/topic.py)."""
+    return None if kv_scale is None else kv_scale.mean(1)
+
+
 def restore_attention(attn, view):
     """Maps attention over pruned positions ``(B, T, S')`` back to source positions ``(B, T, S)``."""
     if attn is None or view.gate_index is None:
         return attn
     full = attn.new_zeros(attn.size(0), attn.size(1), view.src_tokens.size(1))
     return full.scatter_add_(2, view.gate_index.unsqueeze(1).expand(-1, attn.size(1), -1), attn)
+
+
+def _source_tokens(extra):
+    counts = extra.get("gate_counts")
+    return None if counts is None else counts[:, 1].sum()
+
+
+def _removed_and_total(extra):
+    counts = extra.get("gate_counts")
+    return None if counts is None else counts.sum(0).tolist()
+
+
+def _build_gate(args, site, dims):
+    """IS eq. 3 on the encoder's final states: one gate, or one per decoder cross-attention head."""
+    if not getattr(args, "gate", False):
+        return None
+    return InformationGate(dims.embed_dim, dims.heads if args.gate_per_head else 1, args.gate_threshold,
+                           getattr(args, "gate_warmup_updates", 0))
+
+
+def _cross_inputs(view):
+    """IS eq. 6 in every decoder cross-attention: the gates scale the key and value rows, a per-head
+    bias masks the positions closed in some heads; TA's SIA head reads the mean of the head gates."""
+    kwargs = gated_cross_attention_kwargs(view)
+    if not kwargs:
+        return {}
+    return {"kv_scale": kwargs["kv_scale"], "score_bias": kwargs.get("attn_bias"),
+            "sia_v_scale": sia_value_scale(kwargs["kv_scale"])}
+
+
+register_feature(FeatureSpec("information selection (--gate)", {ENCODER_OUT: "info_gate"}, _build_gate,
+                             stage="encoder", add_args=add_gate_args, defaults=gate_defaults, cross_inputs=_cross_inputs))
+register_aux_loss(AuxLoss(
+    "gate_l1", 0.1, "weight of the gate L1 loss (IS eq. 9)", norms=("token", "document"), units=_source_tokens,
+    norm_help="gate loss reading (modules/gates.py): 'token': CE per target token + lambda x mean gate per "
+              "source token; 'document': IS eq. 7-9 as written, summary NLL summed + lambda x sum of the "
+              "document's gates, averaged over documents"))
+# % of source tokens whose gate is <= --gate-threshold (removed from the encoder output in eval mode)
+register_ratio_metric(RatioMetric("gate_sparsity", "gate_dropped", "gate_tokens", _removed_and_total))
 
 
 def information_gates(models):

@@ -15,6 +15,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..aux_losses import AuxLoss, register_aux_loss
+
+# M2M eq. 12: L = L_MLE + lambda_1 L_comp + lambda_2 L_read, with the paper's lambdas
+register_aux_loss(AuxLoss("mem_comp", 1e-4, "lambda_1, memory compression loss (M2M eq. 6, 12)"))
+register_aux_loss(AuxLoss("mem_read", 0.01, "lambda_2, memory read loss (M2M eq. 11, 12)"))
+
 
 def masked_softmax(scores, mask, dim=-1):
     """Softmax over ``mask``-ed entries; fully masked rows give zeros (never NaN)."""

@@ -28,11 +28,14 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 
 from .attention import InputBuffer
+from .features import FeatureSpec, register_feature
+from .focus import parse_layers
 
 
 @with_incremental_state
 class SaliencyGate(InputBuffer, nn.Module):
     buffer_name = "gate_state"
+    feature_init = True  # its own initialisation, also under BART's (models/bart.py)
 
     def __init__(self, embed_dim, num_heads):
         super().__init__()
@@ -41,8 +44,15 @@ class SaliencyGate(InputBuffer, nn.Module):
         self.head_dim = embed_dim // num_heads
         self.w_h = nn.Linear(embed_dim, embed_dim, bias=False)  # W_h
         self.w_s = nn.Linear(embed_dim, embed_dim, bias=False)  # W_s
+        self.reset_parameters()
+
+    def reset_parameters(self):
         for lin in (self.w_h, self.w_s):
             nn.init.xavier_uniform_(lin.weight, gain=self.head_dim**-0.25)
+
+    def prob_gate(self, q, k, inputs):
+        """The feature interface (:mod:`.features`): ETADS eq. 9's gate of this step's queries."""
+        return self(q, k, inputs["incremental_state"])
 
     def _project(self, lin, x):  # (B, H, T, d_k) -> W x, split into heads again
         merged = x.transpose(1, 2).flatten(2)
@@ -134,3 +144,23 @@ def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, tra
         probs = torch.nn.functional.dropout(probs, p=dropout_p, training=training)
         return (probs * gate) @ v
     return GatedAttention.apply(q, k, v, factors.hq, factors.sk, mask, scale)
+
+
+def _build_saliency(args, site, dims):
+    """ETADS eq. 9-10 in the decoder cross-attention of the ``--saliency-layers``."""
+    on = dims.layer in parse_layers(args.saliency_layers, dims.num_layers, "--saliency-layers")
+    return SaliencyGate(dims.attn_dim, dims.heads) if on else None
+
+
+def _saliency_args(parser):
+    parser.add_argument("--saliency-layers", type=str, metavar="LAYERS",
+                        help="decoder layers with saliency selection in cross-attention (ETADS eq. 9-10): "
+                             "'all', 'none', or 1-based layers like '1,2' / '1-2'")
+
+
+def _saliency_defaults(args):
+    args.saliency_layers = getattr(args, "saliency_layers", "none")
+
+
+register_feature(FeatureSpec("ETADS saliency selection (--saliency-layers)", {"decoder_cross": "saliency"},
+                             _build_saliency, add_args=_saliency_args, defaults=_saliency_defaults))

@@ -55,14 +55,15 @@ the command that writes ``DATA/{split}.theta.npy`` (named when it is missing), t
 with the Topic Assistant reads it (``--side-data theta`` on another model is an error saying so),
 and a check of every loaded theta file against the Phi of the model built on the task: its record
 (``{split}.theta.json``, :func:`fairseq_sum_plugins.topic_model.check_theta_file`) must name this
-very file and this Phi, at train, generate (also with ``--model-overrides "{'topic_model': PATH}"``)
+very file and this Phi, at train, generate (also with ``--model-overrides "{'ta_topic_model': PATH}"``)
 and validation alike.
 """
 import logging
 import math
 import os
+import weakref
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -73,13 +74,14 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from ..flags import bool_flag
 from ..side_data import register_side_data
 from ..topic_model import FIT_COMMAND, PoissonFactorAnalysis, check_theta_file
+from .features import MODEL, FeatureSpec, register_feature, take_alias
 
 logger = logging.getLogger(__name__)
 
 
 def add_topic_args(parser):
     # fmt: off
-    parser.add_argument("--ta-topic-model", "--topic-model", dest="topic_model", type=str, metavar="PATH",
+    parser.add_argument("--ta-topic-model", "--topic-model", dest="ta_topic_model", type=str, metavar="PATH",
                         help=f"PFA topic model (default DATA/topic_model.npz, written by `{FIT_COMMAND}`)")
     parser.add_argument("--ta-sia", type=bool_flag, metavar="BOOL",
                         help="Topic Assistant SIA: an extra topic-similarity head in every attention block (TA eq. 5-7)")
@@ -92,7 +94,8 @@ def add_topic_args(parser):
 
 
 def topic_defaults(args, on=False):
-    args.topic_model = getattr(args, "topic_model", "")
+    take_alias(args, "ta_topic_model", "topic_model")  # the earlier attribute name (older checkpoints, overrides)
+    args.ta_topic_model = getattr(args, "ta_topic_model", "")
     args.ta_sia = getattr(args, "ta_sia", on)
     args.ta_tema = getattr(args, "ta_tema", on)
     args.ta_drm = getattr(args, "ta_drm", on)
@@ -104,7 +107,7 @@ def ta_enabled(args):
 
 
 def topic_model_path(args, task):
-    path = getattr(args, "topic_model", "") or ""
+    path = getattr(args, "ta_topic_model", "") or ""
     if path:
         return path
     data = getattr(getattr(task, "cfg", None), "data", None) or getattr(getattr(task, "args", None), "data", None)
@@ -138,6 +141,24 @@ class TopicAssistant(nn.Module):
         # TA eq. 5: rows as distributions over topics; L2-normalised for the cosine, zero rows stay zero
         rows = phi / phi.sum(1, keepdim=True).clamp_min(1e-30)
         self.register_buffer("phi_unit", rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-30), persistent=False)
+
+    # --- the model-level feature interface (modules/features.py) ---
+
+    def encoder_inputs(self, src_tokens, padding_mask, head_dim):
+        """SIA's probabilities of the encoder blocks (TA eq. 6), shared by the layers."""
+        if not self.sia:
+            return {}
+        rows = self.rows(src_tokens)
+        return {"sia_probs": self.sia_probs(rows, rows, head_dim, None, padding_mask)}
+
+    def decoder_call(self, prev_tokens, new_len, view, head_dim, incremental):
+        """:meth:`decoder_inputs` for an :class:`~.encoder_out.EncoderOut` ``view``."""
+        return self.decoder_inputs(prev_tokens, new_len, view.src_tokens, view.padding_mask, head_dim,
+                                   theta=view.side.get("theta"), gate_index=view.gate_index, incremental=incremental)
+
+    def prefix_length(self):
+        """TEMA's prefix: the top ``n`` topics."""
+        return self.n if self.tema else 0
 
     # --- SIA (TA eq. 6) ---
 
@@ -210,7 +231,7 @@ class TopicAssistant(nn.Module):
         theta = self.theta(theta) if (self.tema or self.drm) else None
         ids = self.top_topics(theta) if self.tema else None
         n = ids.size(1) if ids is not None and first_step else 0
-        out = TopicInputs(topic_ids=ids if n else None, theta=theta if self.drm else None)
+        out = TopicInputs(topic_ids=ids if n else None, theta=theta if self.drm else None, embed=self.topic_embeddings)
         if self.tema and first_step:  # Fig. 3(b); later incremental steps see every cached position
             out.self_mask = self.prefix_mask(n, new_len + n, 0, prev_tokens.device)
         if self.sia:
@@ -247,21 +268,33 @@ class TopicInputs:
     self_probs: Optional[torch.Tensor] = None
     cross_probs: Optional[torch.Tensor] = None
     theta: Optional[torch.Tensor] = None
+    embed: Optional[Callable] = None  # TopicAssistant.topic_embeddings
 
     @property
     def n_prefix(self):
         return 0 if self.topic_ids is None else self.topic_ids.size(1)
+
+    def prefix(self, embed_weight):
+        """TEMA's prefix ``(B, n, C)``: the topic embeddings (TA eq. 8) of ``topic_ids``."""
+        return self.embed(self.topic_ids, embed_weight)
+
+    def site_inputs(self, site):
+        """The per-forward inputs of the decoder's ``site`` (:mod:`.features`): SIA's probabilities, DRM's theta."""
+        if site == "decoder_self":
+            return {"self_probs": self.self_probs}
+        return {"cross_probs": self.cross_probs, "theta": self.theta}
 
 
 @with_incremental_state
 class SIAHead(nn.Module):
     """The (h+1)-th head of TA eq. 7: ``(A_{h+1} X W^v_add) W^a_add``, added to the block's output."""
 
-    def __init__(self, embed_dim, head_dim, static_kv=False):
+    def __init__(self, embed_dim, head_dim, static_kv=False, probs="sia_probs"):
         super().__init__()
         self.v_add = nn.Linear(embed_dim, head_dim)
         self.w_add = nn.Linear(head_dim, embed_dim, bias=False)
         self.static_kv = static_kv
+        self.probs = probs  # the per-forward input holding A_{h+1} of this block (TA eq. 6)
         nn.init.xavier_uniform_(self.v_add.weight, gain=1 / math.sqrt(2))
         nn.init.zeros_(self.v_add.bias)
         nn.init.xavier_uniform_(self.w_add.weight)
@@ -280,6 +313,12 @@ class SIAHead(nn.Module):
         if incremental_state is not None:
             self.set_incremental_state(incremental_state, "sia", {"v": v})
         return self.w_add(probs.type_as(v) @ v)
+
+    def head(self, query, kv, inputs):
+        """The feature interface (:mod:`.features`): TA eq. 7's extra head over ``kv``; the cross head's
+        value rows scaled by the information-selection gates (``sia_v_scale``, their head mean)."""
+        v_scale = inputs["sia_v_scale"] if self.static_kv else None
+        return self(kv, inputs[self.probs], inputs["incremental_state"], v_scale=v_scale)
 
     def reorder_incremental_state(self, incremental_state, new_order):
         saved = self.get_incremental_state(incremental_state, "sia")
@@ -305,6 +344,36 @@ class DRM(nn.Module):
     def forward(self, theta):
         return self.w_b(theta.to(self.w_b.weight.dtype))[:, None, :]
 
+    def head(self, query, kv, inputs):
+        """The feature interface (:mod:`.features`): TA eq. 9's bias on the cross-attention output."""
+        return self(inputs["theta"])
+
+
+# SIA's extra head in every attention block (TA eq. 5-7), DRM on every cross-attention output (TA eq. 9);
+# TEMA's prefix and the per-forward inputs come from TopicAssistant (built by the models)
+_SIA_PROBS = {"encoder_self": "sia_probs", "decoder_self": "self_probs", "decoder_cross": "cross_probs"}
+
+
+def _build_sia(args, site, dims):
+    if not getattr(args, "ta_sia", False):
+        return None
+    return SIAHead(dims.embed_dim, dims.embed_dim // dims.heads, static_kv=site == "decoder_cross",
+                   probs=_SIA_PROBS[site])
+
+
+register_feature(FeatureSpec(
+    "Topic Assistant (--ta-sia, --ta-tema, --ta-drm)", {MODEL: "topic"}, stage="model",
+    add_args=add_topic_args, defaults=topic_defaults,
+    build_model_feature=lambda args, task, src_dict, tgt_dict: build_topic_assistant(args, task, src_dict, tgt_dict)))
+register_feature(FeatureSpec(
+    "Topic Assistant SIA (--ta-sia)", {"encoder_self": "sia", "decoder_self": "self_sia", "decoder_cross": "cross_sia"},
+    _build_sia, stage="head",
+    inputs={"encoder_self": ("sia_probs",), "decoder_self": ("self_probs",), "decoder_cross": ("cross_probs", "sia_v_scale")}))
+register_feature(FeatureSpec(
+    "Topic Assistant DRM (--ta-drm)", {"decoder_cross": "drm"},
+    lambda args, site, dims: DRM(args.ta_num_topics, dims.embed_dim) if getattr(args, "ta_drm", False) else None,
+    stage="head", inputs={"decoder_cross": ("theta",)}))
+
 
 def check_phi(args, model, path):
     """Records Phi's sha256 (and the file) in ``args`` (so in the checkpoint's cfg); when ``args``
@@ -318,7 +387,7 @@ def check_phi(args, model, path):
                 f"Topic Assistant: the checkpoint was trained with the topic model {trained} (Phi sha256 "
                 f"{stored[:16]}), but {path} has a different Phi (sha256 {sha[:16]}): a refit topic model (same "
                 "dictionary and K) does not fit the trained weights. Use the topic model of training "
-                "(--model-overrides \"{'topic_model': 'PATH'}\" or DATA/topic_model.npz of the training data)"
+                "(--model-overrides \"{'ta_topic_model': 'PATH'}\" or DATA/topic_model.npz of the training data)"
             )
         return
     if getattr(args, "ta_num_topics", None) is not None:  # set at build time: args of a checkpoint
@@ -328,9 +397,15 @@ def check_phi(args, model, path):
     args.ta_phi_file = os.path.abspath(path)
 
 
+# task -> (path, Phi sha256) of the topic model of the last Topic Assistant model built on it (the
+# raw-text theta provider and the theta file check read it); kept here: no feature state on the task
+_TOPIC_MODEL_OF_TASK = weakref.WeakKeyDictionary()
+
+
 def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
     """Loads the topic model for ``--ta-*`` (dictionary and, for a checkpoint, Phi checksum checked),
-    records K and Phi's checksum in ``args`` and the path on ``task`` (for the raw-text theta provider)."""
+    records K and Phi's checksum in ``args`` and, for the raw-text theta provider, the path used for
+    ``task`` (:data:`_TOPIC_MODEL_OF_TASK`)."""
     if not ta_enabled(args):
         return None
     path = topic_model_path(args, task)
@@ -340,12 +415,11 @@ def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
     check_phi(args, model, path)
     args.ta_num_topics = model.num_topics
     if task is not None:
-        previous = getattr(task, "ta_topic_model", None)
+        previous = _TOPIC_MODEL_OF_TASK.get(task, (None, None))[0]
         if previous and os.path.abspath(previous) != os.path.abspath(path):
             logger.warning(f"Topic Assistant: models with different topic models ({previous}, {path}); "
                            f"raw-text theta uses {path}")
-        task.ta_topic_model = path
-        task.ta_phi_sha256 = model.phi_sha256
+        _TOPIC_MODEL_OF_TASK[task] = (path, model.phi_sha256)
     return TopicAssistant(model.phi, args.ta_topics_n, path, prior=model.theta_prior(),
                           sia=bool(args.ta_sia), tema=bool(args.ta_tema), drm=bool(args.ta_drm))
 
@@ -359,7 +433,7 @@ def theta_provider(task, src_tokens):
     """theta of raw-text documents: PFA inference with the model's topic model.
 
     That is the topic model the Topic Assistant model was built with (its ``--ta-topic-model``, checked
-    against the checkpoint's Phi checksum, recorded on the task by :func:`build_topic_assistant`),
+    against the checkpoint's Phi checksum, recorded for the task by :func:`build_topic_assistant`),
     else ``DATA/topic_model.npz``. ``src_tokens`` are dictionary ids, whatever the BPE
     (sentencepiece pieces, or GPT-2 ids for BART with ``--bpe gpt2``), and the counted symbols are
     the ``keep`` mask stored at fit time (decided on the decoded GPT-2 text for a BART dictionary),
@@ -369,7 +443,7 @@ def theta_provider(task, src_tokens):
     with no countable token gets the prior proportions. (BART's hub ``encode`` cuts the text at
     ``max_positions - 2`` tokens before the task sees it: for theta over a longer document call
     ``task.provide_side_data("theta", tokens)`` with its whole token ids.)"""
-    path = getattr(task, "ta_topic_model", None)
+    path = _TOPIC_MODEL_OF_TASK.get(task, (None, None))[0]
     if not path:
         path = os.path.join(utils.split_paths(task.cfg.data)[0], "topic_model.npz")
     key = (path, os.path.getmtime(path) if os.path.exists(path) else None)
@@ -383,9 +457,9 @@ def theta_provider(task, src_tokens):
 def check_theta(task, split, path):
     """A loaded ``DATA/{split}.theta.npy`` must have been inferred with the Phi of the Topic
     Assistant model built on ``task`` (its record says so); nothing to check without such a model."""
-    sha = getattr(task, "ta_phi_sha256", None)
+    topic_model, sha = _TOPIC_MODEL_OF_TASK.get(task, (None, None))
     if sha:
-        check_theta_file(path, sha, task.ta_topic_model, split)
+        check_theta_file(path, sha, topic_model, split)
 
 
 def reads_theta(model):

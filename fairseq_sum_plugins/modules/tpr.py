@@ -32,6 +32,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .features import FeatureSpec, register_feature
+
 
 class DiscreteBinding(torch.autograd.Function):
     """``TPR(F) = R ⊙ F + F`` with ``R^h = softmax(F W_r^h + b^h) r̂`` (TPT eq. 5-6), fused.
@@ -110,6 +112,8 @@ class TPRBinding(nn.Module):
         role_dim: ``d_r`` (discrete only).
     """
 
+    feature_init = True  # its own initialisation (TPT-c's W = 0), also under BART's (models/bart.py)
+
     def __init__(self, embed_dim, num_heads, mode="discrete", num_roles=50, role_dim=64):
         super().__init__()
         if mode not in ("discrete", "continuous"):
@@ -131,6 +135,12 @@ class TPRBinding(nn.Module):
                 )
             self.role_proj = nn.Linear(embed_dim, num_heads * num_roles)  # W_r
             self.roles = nn.Parameter(torch.empty(num_roles, role_dim))  # r
+        else:
+            self.role_proj = nn.Linear(embed_dim, embed_dim)  # W, b
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.mode == "discrete":
             nn.init.normal_(self.roles)
             nn.init.xavier_uniform_(self.role_proj.weight)
         else:
@@ -138,9 +148,12 @@ class TPRBinding(nn.Module):
             # activations grow by orders of magnitude per layer at initialisation (NaN by layer 4-6 of
             # the base model, in fp32 too). W starts at zero, so TPT-c starts as the baseline
             # (TPR(F) = F) and learns its roles from there (dL/dW = F^T (dL/dR) is non-zero).
-            self.role_proj = nn.Linear(embed_dim, embed_dim)  # W, b
             nn.init.zeros_(self.role_proj.weight)
         nn.init.zeros_(self.role_proj.bias)
+
+    def bind(self, x):
+        """The feature interface (:mod:`.features`): TPT eq. 6 after the sublayer's residual."""
+        return self(x)
 
     def reference(self, filler):
         """TPT eq. 4-6 as plain tensor code (what :meth:`forward` computes)."""
@@ -166,3 +179,47 @@ class TPRBinding(nn.Module):
         if self.mode == "continuous":
             return "mode=continuous"
         return f"mode=discrete, heads={self.num_heads}, roles={self.num_roles}, role_dim={self.role_dim}"
+
+
+class NoBinding(nn.Identity):
+    """``TPR(F) = F`` without ``--tpr``: the binding's place stays a module, so analysis hooks find
+    the filler there (:mod:`fairseq_sum_plugins.analysis.probe`)."""
+
+    binds = False
+
+    def bind(self, x):
+        return self(x)
+
+
+def _build_binding(args, site, dims):
+    """TPT eq. 4-6 after every attention sublayer (``--tpr discrete|continuous``)."""
+    if args.tpr == "none":
+        return NoBinding()
+    return TPRBinding(dims.embed_dim, dims.heads, args.tpr, args.tpr_roles, args.tpr_role_dim)
+
+
+def _tpr_args(parser):
+    parser.add_argument("--tpr", choices=["none", "discrete", "continuous"],
+                        help="role/filler binding after every attention sublayer (TPT eq. 4-6)")
+    parser.add_argument("--tpr-roles", type=int, metavar="N", help="N_r, roles per dictionary")
+    parser.add_argument("--tpr-role-dim", type=int, metavar="N", help="d_r (heads * d_r = d_m)")
+
+
+def _tpr_defaults(args):
+    args.tpr = getattr(args, "tpr", "none")
+    args.tpr_roles = getattr(args, "tpr_roles", 50)
+    args.tpr_role_dim = getattr(args, "tpr_role_dim", args.encoder_embed_dim // args.encoder_attention_heads)
+
+
+def _tpr_refuse(args, backbone):
+    pre = getattr(args, "encoder_normalize_before", False) or getattr(args, "decoder_normalize_before", False)
+    if backbone == "bart" and args.tpr != "none" and pre:
+        return ("--tpr (TP-Transformer role binding) on bart_sum binds after the post-LN norm of each attention "
+                "sublayer: it needs --encoder-normalize-before False --decoder-normalize-before False (BART's)")
+    return None
+
+
+register_feature(FeatureSpec(
+    "TP-Transformer role binding (--tpr)",
+    {"encoder_self": "self_attn_binding", "decoder_self": "self_attn_binding", "decoder_cross": "cross_attn_binding"},
+    _build_binding, stage="binding", add_args=_tpr_args, defaults=_tpr_defaults, refuse=_tpr_refuse))

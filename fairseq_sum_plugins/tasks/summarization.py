@@ -168,6 +168,14 @@ def refuse_cpu_half_precision(cfg):
 class SummarizationTask(TranslationTask):
     cfg: SummarizationConfig
 
+    def __init__(self, cfg, src_dict, tgt_dict):
+        super().__init__(cfg, src_dict, tgt_dict)
+        # the task's own state (features keep theirs: the task holds none)
+        self._side_data_paths = {}  # split -> {side data name: .npy path}
+        self._inference_side = {}  # side data of raw-text sources (fairseq-interactive, hub)
+        self._model_max_source_positions = []  # of every model built on the task
+        self.rouge_decoder = self.sequence_generator = None  # --eval-rouge
+
     @property
     def side_data_names(self):
         return [n.strip() for n in self.cfg.side_data.split(",") if n.strip()]
@@ -186,14 +194,14 @@ class SummarizationTask(TranslationTask):
                                             f"({SIDE_DATA_HINTS.get(name, 'written by the preprocessing step')})")
                 side[name] = np.load(path, mmap_mode="r")
             self.datasets[split] = SideDataDataset(self.datasets[split], side)
-            self._side_data_paths = {**getattr(self, "_side_data_paths", {}),
+            self._side_data_paths = {**self._side_data_paths,
                                      split: {name: os.path.join(data_path, f"{split}.{name}.npy") for name in side}}
-            if getattr(self, "_model_max_source_positions", None):  # models built: check the files now
+            if self._model_max_source_positions:  # models built: check the files now
                 self.check_side_data(split)
 
     def check_side_data(self, split):
         """The registered checks of the side-data files of ``split`` (e.g. theta against Phi)."""
-        for name, path in getattr(self, "_side_data_paths", {}).get(split, {}).items():
+        for name, path in self._side_data_paths.get(split, {}).items():
             if name in SIDE_DATA_CHECKS:
                 SIDE_DATA_CHECKS[name](self, split, path)
 
@@ -225,21 +233,21 @@ class SummarizationTask(TranslationTask):
             if reads is not None and not reads(model):
                 raise ValueError(f"--side-data {name}: this model ({getattr(cfg, 'arch', type(model).__name__)}) "
                                  f"does not read it; {name} feeds {feature}. Drop --side-data {name} or use such a model")
-        for split in getattr(self, "_side_data_paths", {}):
+        for split in self._side_data_paths:
             self.check_side_data(split)
 
     def max_inference_source_tokens(self):
         """The longest source (tokens, EOS included) that every model built by :meth:`build_model`
         accepts (their own ``max_source_positions``); before any model is built, the task's
         ``--max-source-positions``."""
-        limits = [m for m in getattr(self, "_model_max_source_positions", []) if m is not None]
+        limits = [m for m in self._model_max_source_positions if m is not None]
         return min(limits) if limits else self.cfg.max_source_positions
 
     def max_positions(self):
         """``(source, target)`` limits: once models are built, the source limit is theirs (so that
         ``fairseq-interactive`` and the hub, whose task is set up with the default 1,024, accept
         what the checkpoint was trained on)."""
-        if getattr(self, "_model_max_source_positions", None):
+        if self._model_max_source_positions:
             return (self.max_inference_source_tokens(), self.cfg.max_target_positions)
         return super().max_positions()
 
@@ -335,7 +343,7 @@ class SummarizationTask(TranslationTask):
         if missing:
             src = net_input["src_tokens"]
             tokens = [utils.strip_pad(t, self.source_dictionary.pad()).cpu() for t in src]
-            known = getattr(self, "_inference_side", {})
+            known = self._inference_side
             for name in missing:
                 keys = [(tuple(t.tolist()), name) for t in tokens]
                 if all(k in known for k in keys):
@@ -381,7 +389,7 @@ class SummarizationTask(TranslationTask):
         model = super().build_model(cfg, from_checkpoint)
         max_positions = model.max_positions()
         source_limit = max_positions[0] if isinstance(max_positions, (tuple, list)) else max_positions
-        self._model_max_source_positions = getattr(self, "_model_max_source_positions", []) + [source_limit]
+        self._model_max_source_positions = self._model_max_source_positions + [source_limit]
         self.check_model_data(cfg, model, from_checkpoint)
         if self.cfg.eval_rouge:
             self.rouge_scorer().check()  # ROUGE-1.5.5 missing: an error now, not after the first epoch
@@ -438,7 +446,7 @@ class SummarizationTask(TranslationTask):
     def valid_step(self, sample, model, criterion):
         loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
         if self.cfg.eval_rouge:
-            decode = getattr(self, "rouge_decoder", None) or self.build_rouge_decoder()
+            decode = self.rouge_decoder or self.build_rouge_decoder()
             gen_out = self.inference_step(self.sequence_generator, [model], sample, prefix_tokens=None)
             hyps, refs = [], []
             for i, hypos in enumerate(gen_out):

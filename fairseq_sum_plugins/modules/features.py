@@ -1,0 +1,292 @@
+"""One interface between the papers' features and the backbones that host them.
+
+A feature declares, in one :class:`FeatureSpec` registered here, its flags (``add_args``,
+``defaults``), where in a layer it contributes (the sites ``encoder_self``, ``decoder_self``,
+``decoder_cross``, each with the attribute its module takes on the layer, so parameter names are
+the same on every backbone), and how its module is built. The module then contributes through
+any of these methods (duck-typed), with one batch-first layout on every backbone:
+
+* ``score_bias(q, k, inputs) -> (B|1, H|1, T, S)``: added to the attention logits after the
+  ``QK^T`` scaling, before the softmax (ETADS eq. 8: ``FocusBias``); ``q`` ``(B, H, T, d_k)`` the
+  projected queries, ``k`` ``(B, H, S, d_k)`` the keys of this step;
+* ``prob_gate(q, k, inputs) -> (B, H, T, S)`` or a :class:`~.attention.FactoredGate`: multiplies
+  the attention probabilities (ETADS eq. 10: ``SaliencyGate``);
+* ``head(query, kv, inputs) -> (B, T, C)``: added to the attention block's output, before its
+  dropout and residual (an extra head: TA eq. 7, ``SIAHead``; a bias: TA eq. 9, ``DRM``);
+  ``query`` ``(B, T, C)`` the block's (normalised) input, ``kv`` ``(B, S, C)`` what it attends to;
+* ``bind(x) -> x``: applied to the sublayer's output after its residual (and, post-LN, its norm)
+  (TPT eq. 6: ``TPRBinding``);
+* ``encoder_output(view)``: transforms the encoder output (:class:`.encoder_out.EncoderOut`) in
+  place, for a module on the encoder (site ``encoder_out``; IS eq. 3 and Algorithm 1:
+  ``InformationGate``), e.g. adding its aux losses to ``view.aux_losses`` (registered with
+  :mod:`fairseq_sum_plugins.aux_losses`).
+
+A model-level feature (``build_model_feature(args, task, src_dict, tgt_dict)``, set on the encoder
+and the decoder as ``attrs["model"]`` before their layers are built; the Topic Assistant's topic
+model) gives the per-forward inputs that need more than one layer: ``encoder_inputs(src_tokens,
+padding_mask, head_dim) -> {name: value}`` for ``encoder_self``, and per decoder call
+``decoder_call(prev_tokens, new_len, view, head_dim, incremental)``, an object with ``n_prefix`` and
+``prefix(embed_weight) -> (B, n, C)`` (a decoder prefix, embedded by the backbone like its tokens,
+never emitted: TEMA, TA eq. 8), ``self_mask`` (the decoder self-attention's additive mask
+replacing the causal one, or None) and ``site_inputs(site) -> {name: value}``; and
+``prefix_length()``, the prefix's length.
+
+A spec may also give ``cross_inputs(view) -> {name: value}``: per-forward values of every decoder
+cross-attention computed from the encoder output: ``kv_scale`` ``(B, G|1, S, 1)`` scales the
+projected key and value rows (IS eq. 6), ``score_bias`` ``(B, G|1, 1, S)`` is added to the logits,
+other names are inputs that site's modules declare (several features' scales multiply, biases add).
+
+``inputs`` is the per-forward dict of the site: the keys of :data:`SITE_INPUTS` (``padding_mask``:
+``(B, S)`` True at padding keys, or None; ``incremental_state``; ``kv_scale`` and ``score_bias``,
+above) and those the features declare for
+the site (``FeatureSpec.inputs``, e.g. SIA's probabilities), None where this forward has none. Giving
+or reading another key is a ``KeyError``. The default transformer cell and the T5 cell
+(:mod:`..models.sum_transformer`) and BART's layers (:mod:`..models.bart`) build the modules with
+:func:`attach` and consume them with :func:`score_bias_fn`, :func:`prob_gate_fn`, :func:`add_heads`,
+:func:`bind`, :func:`transform_encoder_output`, :func:`cross_attention_values`,
+:func:`encoder_inputs` and :func:`decoder_call`.
+A backbone where a switched-on feature means nothing is refused by ``spec.refuse(args, backbone)``
+with a message naming the feature. Adding a feature is its module with its spec and flags, and a
+row of the contract table (tests/test_model_contract.py); tests/test_features.py adds one that way.
+"""
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Optional
+
+SITES = ("encoder_self", "decoder_self", "decoder_cross")
+ENCODER_OUT = "encoder_out"  # modules on the encoder, transforming its output
+MODEL = "model"  # a model-level module on the encoder and the decoder (per-forward inputs, a decoder prefix)
+SITE_INPUTS = ("padding_mask", "incremental_state", "kv_scale", "score_bias")
+BACKBONES = ("default", "t5", "bart")  # sum_transformer's cells (--cell) and bart_sum
+
+
+@dataclass(frozen=True)
+class SiteDims:
+    """What a feature's builder knows of its place: ``layer`` (0-based) of ``num_layers`` in the
+    stack, ``embed_dim`` ``d_m``, ``attn_dim`` ``H * d_k`` and ``heads``."""
+
+    layer: int
+    num_layers: int
+    embed_dim: int
+    attn_dim: int
+    heads: int
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """One feature (see the module docstring).
+
+    ``attrs``: site (a layer site, ``encoder_out`` or ``model``) -> attribute name of its module on
+    the layer, encoder or decoder; ``build(args, site, dims)``: the module of a site, or None where
+    it is off; ``stage``: ``"attention"`` (built before the site's attention), ``"head"`` (after it),
+    ``"binding"`` (after its residual) or ``"encoder"`` (on the encoder, after its layers);
+    ``inputs``: site -> the per-forward input names its modules read; ``refuse(args, backbone)``: a
+    message when the feature is on and means nothing there, else None; ``cross_inputs`` and
+    ``build_model_feature``: see the module docstring."""
+
+    name: str
+    attrs: Dict[str, str]
+    build: Optional[Callable] = None
+    stage: str = "attention"
+    add_args: Optional[Callable] = None
+    defaults: Optional[Callable] = None
+    refuse: Optional[Callable] = None
+    inputs: Dict[str, tuple] = field(default_factory=dict)
+    cross_inputs: Optional[Callable] = None
+    build_model_feature: Optional[Callable] = None
+
+
+FEATURES: Dict[str, FeatureSpec] = {}
+
+
+def register_feature(spec: FeatureSpec):
+    bad = set(spec.attrs) - set(SITES) - {ENCODER_OUT, MODEL}
+    if bad:
+        raise ValueError(f"feature {spec.name!r}: unknown sites {sorted(bad)} (sites: {', '.join(SITES)})")
+    FEATURES[spec.name] = spec
+    return spec
+
+
+def add_feature_args(parser):
+    for spec in FEATURES.values():
+        if spec.add_args is not None:
+            spec.add_args(parser)
+
+
+def feature_defaults(args, backbone):
+    """Every feature's defaults, then the refusal of a feature that means nothing on ``backbone``."""
+    for spec in FEATURES.values():
+        if spec.defaults is not None:
+            spec.defaults(args)
+    for spec in FEATURES.values():
+        message = spec.refuse(args, backbone) if spec.refuse is not None else None
+        if message:
+            raise ValueError(message)
+
+
+def attach(layer, args, site, stage, dims):
+    """Builds the ``stage`` modules of ``site`` and sets them on ``layer`` under their attribute
+    names (None where a feature is off); returns the modules built."""
+    built = []
+    for spec in FEATURES.values():
+        attr = spec.attrs.get(site)
+        if attr is None or spec.stage != stage or spec.build is None:
+            continue
+        module = spec.build(args, site, dims)
+        setattr(layer, attr, module)
+        if module is not None:
+            built.append(module)
+    return built
+
+
+def site_modules(layer, site):
+    """The feature modules of ``site`` on ``layer``, in registration order."""
+    found = (getattr(layer, spec.attrs[site], None) for spec in FEATURES.values() if site in spec.attrs)
+    return [m for m in found if m is not None]
+
+
+def fresh_names():
+    """Parameter-name fragments of every feature's modules (``.attr.``): what a plain BART checkpoint lacks."""
+    return sorted({f".{a}." for spec in FEATURES.values() for a in spec.attrs.values()})
+
+
+def site_input_names(site):
+    """The per-forward input names of ``site``: :data:`SITE_INPUTS` and the features' declared ones."""
+    declared = [n for spec in FEATURES.values() for n in spec.inputs.get(site, ())]
+    return tuple(SITE_INPUTS) + tuple(dict.fromkeys(n for n in declared if n not in SITE_INPUTS))
+
+
+def add_heads(modules, out, query, kv, inputs):
+    """``out`` ``(B, T, C)`` plus every module's ``head`` contribution, in registration order."""
+    for m in modules:
+        if hasattr(m, "head"):
+            out = out + m.head(query, kv, inputs).type_as(out)
+    return out
+
+
+def build_model_features(args, task, src_dict, tgt_dict):
+    """``{attr: module}`` of the model-level features switched on (at most one)."""
+    built = {}
+    for spec in FEATURES.values():
+        module = spec.build_model_feature(args, task, src_dict, tgt_dict) if spec.build_model_feature else None
+        if module is not None:
+            built[spec.attrs[MODEL]] = module
+    if len(built) > 1:
+        raise ValueError(f"model-level features {sorted(built)} together: one per model")
+    return built
+
+
+def set_model_features(host, built):
+    """Sets the model-level feature modules on the encoder or decoder ``host`` (under their attributes)."""
+    for attr, module in built.items():
+        setattr(host, attr, module)
+    host.model_features = list(built.values())
+
+
+def encoder_inputs(modules, src_tokens, padding_mask, head_dim):
+    values = {}
+    for m in modules:
+        values.update(m.encoder_inputs(src_tokens, padding_mask, head_dim))
+    return values
+
+
+class NoCall:
+    """A decoder call without a model-level feature: no prefix, the causal mask, no inputs."""
+
+    n_prefix = 0
+    self_mask = None
+
+    def site_inputs(self, site):
+        return {}
+
+
+def decoder_call(modules, prev_tokens, new_len, view, head_dim, incremental):
+    """The model-level feature's inputs of this decoder call (:class:`NoCall` without one)."""
+    for m in modules:
+        return m.decoder_call(prev_tokens, new_len, view, head_dim, incremental)
+    return NoCall()
+
+
+def prefix_length(modules):
+    return sum(m.prefix_length() for m in modules)
+
+
+def transform_encoder_output(modules, view):
+    """Every ``encoder_out`` module's ``encoder_output(view)``, in registration order."""
+    for m in modules:
+        m.encoder_output(view)
+    return view
+
+
+def cross_attention_values(view):
+    """The features' per-forward values of the decoder cross-attention (``FeatureSpec.cross_inputs``)."""
+    values = {}
+    for spec in FEATURES.values():
+        for name, value in (spec.cross_inputs(view) if spec.cross_inputs is not None else {}).items():
+            if value is None:
+                continue
+            if name in values and name not in ("kv_scale", "score_bias"):
+                raise ValueError(f"two features give the cross-attention input {name!r}")
+            old = values.get(name)
+            values[name] = value if old is None else old * value if name == "kv_scale" else old + value
+    return values
+
+
+def score_bias_fn(modules, inputs):
+    """``f(q, k)``: the sum of the modules' score biases, or None when none contributes one."""
+    biased = [m for m in modules if hasattr(m, "score_bias")]
+    if not biased:
+        return None
+
+    def f(q, k):
+        total = None
+        for m in biased:
+            b = m.score_bias(q, k, inputs)
+            total = b if total is None else total + b
+        return total
+
+    return f
+
+
+def prob_gate_fn(modules, inputs):
+    """``g(q, k)``: the modules' probability gate (their product when several), or None."""
+    gated = [m for m in modules if hasattr(m, "prob_gate")]
+    if not gated:
+        return None
+    if len(gated) == 1:
+        return lambda q, k: gated[0].prob_gate(q, k, inputs)
+
+    def g(q, k):
+        total = None
+        for m in gated:
+            gate = m.prob_gate(q, k, inputs)
+            gate = gate.gate() if hasattr(gate, "gate") else gate
+            total = gate if total is None else total * gate
+        return total
+
+    return g
+
+
+def bind(modules, x):
+    for m in modules:
+        if hasattr(m, "bind"):
+            x = m.bind(x)
+    return x
+
+
+def take_alias(args, name, old):
+    """Flag attributes are named as their flags; ``old`` (an earlier attribute name, in older
+    checkpoints' args or ``--model-overrides``) still sets ``name`` and is then dropped."""
+    if hasattr(args, old):
+        setattr(args, name, getattr(args, old))
+        delattr(args, old)
+
+
+def layer_inputs(site, padding_mask=None, incremental_state=None, **values):
+    """The per-forward inputs of ``site`` (:func:`site_input_names`; None for those not given)."""
+    names = site_input_names(site)
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise KeyError(f"unknown inputs {unknown} of site {site}: its inputs are {', '.join(names)}")
+    inputs = dict.fromkeys(names)
+    inputs.update(values, padding_mask=padding_mask, incremental_state=incremental_state)
+    return inputs
