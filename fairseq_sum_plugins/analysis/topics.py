@@ -340,7 +340,8 @@ def attention_main(args):
         ax.set_ylabel("% of self-attention on topics")
         ax.set_title(f"decoder self-attention on the {result['n_prefix']} TEMA topic positions\n"
                      f"{args.split}, {result['tokens']} summary tokens", fontsize=9)
-        ax.legend(fontsize=8, frameon=False)
+        ax.set_ylim(0, 1.35 * 100 * max(result["uniform"], share.max()))  # room for the legend above the line
+        ax.legend(fontsize=8, frameon=False, loc="upper right")
         fig.tight_layout()
         fig.savefig(args.png, dpi=120)
         plt.close(fig)
