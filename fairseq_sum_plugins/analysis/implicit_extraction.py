@@ -26,7 +26,7 @@ from argparse import Namespace
 import numpy as np
 import torch
 
-from ..rouge import clean_summary, rouge_tokens, score_summaries
+from ..rouge import add_scorer_options, clean_summary, rouge_tokens, scorer_from_args
 
 logger = logging.getLogger("fairseq_sum_plugins.implicit_extraction")
 
@@ -199,7 +199,7 @@ def cli_main(argv=None):
     parser.add_argument("--lead", type=int, default=0, help="k of the Lead-k baseline (default: the number of slots)")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-docs", type=int, default=0, help="0 = the whole split")
-    parser.add_argument("--scorer", default="rouge-score", choices=["rouge-score", "official", "files2rouge"])
+    add_scorer_options(parser)  # --scorer, --sentence-sep, ... as fairseq-sum-score's
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--png-index", type=int, default=None, help="draw the A / Psi heatmaps of this document")
     parser.add_argument("--beam", type=int, default=4, help="beam of the summary drawn in the Psi heatmap")
@@ -233,10 +233,8 @@ def cli_main(argv=None):
 
     ids, mem, leads, refs, n_sel, agreement = extract(model, task, args.split, lead, args.batch_size, args.max_docs,
                                                       use_cuda, args.oracle_max)
-    scores = {
-        "memory": score_summaries(mem, refs, scorer=args.scorer),
-        f"lead-{lead}": score_summaries(leads, refs, scorer=args.scorer),
-    }
+    scorer = scorer_from_args(args, refs, bootstrap_samples=1000 if args.scorer == "official" else 0)
+    scores = {"memory": scorer.corpus(mem, refs), f"lead-{lead}": scorer.corpus(leads, refs)}
     for name, summaries in (("extractive.txt", mem), ("lead.txt", leads)):
         with open(os.path.join(args.out, name), "w", encoding="utf-8") as f:
             for sents in summaries:
