@@ -120,3 +120,28 @@ def test_bench_rejects_unknown_peer(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         bench.parse_args()
     assert "--peers: name at least one of transformer, hf_t5" in capsys.readouterr().err
+
+
+def test_bench_one_transformer_baseline_per_dims(monkeypatch):
+    bench = load_bench()
+    monkeypatch.setattr("sys.argv", ["bench_train.py", "--archs", "t5_transformer_small", "tp_transformer_small",
+                                     "t5_small", "t5_small_gated"])
+    a = bench.parse_args()
+    groups = bench.baseline_groups(a.archs, a)
+    assert list(groups.values()) == ["t5_transformer_small", "t5_small"]
+    small, t5 = (dict(zip(bench.SHARED_DIMS, dims)) for dims in groups)
+    assert (small["encoder_embed_dim"], small["encoder_layers"], small["attention_dropout"]) == (256, 3, 0.0)
+    assert (t5["encoder_embed_dim"], t5["encoder_layers"], t5["attention_dropout"]) == (512, 6, 0.1)
+    small, t5 = groups
+
+    def row(arch, peer, dims, wps):
+        return dict(arch=arch, peer=peer, dims=dims, train_wps=wps, gen_wps=None, peak_gib=1.0, ops=100)
+
+    rows = [row("t5_transformer_small", "transformer", small, 100.0), row("t5_small", "transformer", t5, 10.0),
+            row("t5_transformer_small", None, small, 95.0), row("t5_small", None, t5, 12.0),
+            row("t5_small", "hf_t5", t5, 8.0), row("t5_small_gated", None, t5, 9.0)]
+    ratios = {arch: {peer: x["train_ratio"] for peer, x in peers.items()}
+              for arch, peers in bench.peer_ratios(rows).items()}
+    assert ratios == {"t5_transformer_small": {"transformer": pytest.approx(0.95)},
+                      "t5_small": {"transformer": pytest.approx(1.2), "hf_t5": pytest.approx(1.5)},
+                      "t5_small_gated": {"transformer": pytest.approx(0.9)}}
