@@ -99,7 +99,7 @@ def parse_args():
     p.add_argument("--generate", action="store_true", help="also time beam search (SequenceGenerator)")
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--gen-batches", type=int, default=3, help="timed generation batches per model")
-    p.add_argument("--profile", metavar="FILE", help="write torch.profiler tables of a few train steps here")
+    p.add_argument("--profile", metavar="FILE", help="write torch.profiler tables of a few train steps (and of one beam search with --generate) here")
     p.add_argument("--json", metavar="FILE", help="write the results here")
     p.add_argument("--threads", type=int, help="torch CPU threads (use 1 on a CPU shared with other jobs)")
     p.add_argument("--topics", type=int, default=256, help="topics K of the random topic model (TA archs)")
@@ -415,8 +415,9 @@ def module_ranges(model):
             h.remove()
 
 
-def profile(m, batches, out, steps=3):
-    """Op tables (by device and by CPU self time) and per-module forward totals of a few train steps."""
+def profile(m, batches, out, steps=3, gen_steps=None):
+    """Op tables (by device and by CPU self time) and per-module forward totals of a few train steps;
+    with ``gen_steps`` (decoding steps per hypothesis), the op table of one beam search too."""
     cuda = m["cuda"]
     acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
     with torch.profiler.profile(activities=acts) as prof:
@@ -437,6 +438,12 @@ def profile(m, batches, out, steps=3):
     for e in sorted(rows, key=lambda e: -e.cpu_time_total):
         out.write(f"{e.key:34s} calls/step {e.count // steps:4d}   CPU {e.cpu_time_total / 1e3 / steps:8.2f} ms"
                   f"   GPU kernels {e.device_time_total / 1e3 / steps:8.2f} ms\n")
+    if gen_steps:
+        with torch.profiler.profile(activities=acts) as prof:
+            generate(m, batches[:1])
+        out.write(f"\n----- {m['name']}: beam search on one batch, {len(kernel_ops(prof)) / gen_steps:.0f} "
+                  f"kernel-running ops per decoding step ({gen_steps} steps), top ops by self CPU time -----\n")
+        out.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=70))
 
 
 def ratio(x, base):
@@ -574,7 +581,7 @@ def main():
     if a.profile:
         with open(a.profile, "w") as out:
             for m in ok(models):
-                profile(m, m["batches"], out)
+                profile(m, m["batches"], out, gen_steps=a.tgt_len + 1 if a.generate else None)
 
     device = torch.cuda.get_device_name() if cuda else cpu_name()
     precision = "fp16 (fairseq --fp16: FP16Optimizer, half model)" if a.fp16 else "fp32"
