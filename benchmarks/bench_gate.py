@@ -10,7 +10,7 @@
    gates giving the target sparsity (the gate scores then are not learned ones, the costs are).
    The last line and the JSON's ``ratios`` give the pruned run's words/s over the unpruned
    (threshold 0) run's, ``pruned_vs_unpruned``, at the sparsity reached (``pruned_vs_masked`` and
-   ``masked_vs_unpruned`` too).
+   ``masked_vs_unpruned`` too; ``*_median``: the median of the per-round ratios).
 2. Training words/s of ``transformer_gated_*`` against fairseq's ``transformer`` of the same dims,
    through ``benchmarks/bench_train.py`` (the generic harness), with ``--src-len`` source tokens.
 
@@ -21,6 +21,7 @@ import argparse
 import datetime
 import json
 import os
+import statistics
 import sys
 import time
 from argparse import Namespace
@@ -127,7 +128,7 @@ def bench_generation(a):
     t = threshold_for(model, batch, a.target_sparsity)
     settings = [("threshold 0 (all positions)", 0.0, True), (f"threshold {t:.4f}, masked", t, False),
                 (f"threshold {t:.4f}, pruned", t, True)]
-    stats = {name: dict(time=0.0, words=0, dropped=0, total=0) for name, _, _ in settings}
+    stats = {name: dict(time=0.0, words=0, dropped=0, total=0, round_wps=[]) for name, _, _ in settings}
     for rnd in range(a.rounds + 1):  # round 0: warm-up
         for name, thr, prune in settings:
             gate.threshold, gate.prune = thr, prune
@@ -137,6 +138,7 @@ def bench_generation(a):
                 s = stats[name]
                 s["time"] += seconds
                 s["words"] += words
+                s["round_wps"].append(words / seconds)
                 dropped, total = gate.sparsity()
                 s["dropped"], s["total"] = s["dropped"] + dropped, s["total"] + total
     rows = []
@@ -145,19 +147,26 @@ def bench_generation(a):
         s = stats[name]
         wps = s["words"] / s["time"]
         rows.append(dict(setting=name, threshold=thr, pruned=prune, sparsity=100 * s["dropped"] / max(s["total"], 1),
-                         gen_wps=wps, speedup=wps / base))
+                         gen_wps=wps, speedup=wps / base, round_wps=s["round_wps"]))
     lines = ["| setting | sparsity | gen words/s | vs threshold 0 |", "|---|---|---|---|"]
     lines += [f"| {r['setting']} | {r['sparsity']:.1f}% | {r['gen_wps']:,.1f} | {r['speedup']:.2f}x |" for r in rows]
     return rows, "\n".join(lines)
 
 
 def generation_ratios(rows):
-    """The pruned run's generation words/s over the unpruned (threshold 0) and the masked runs', and
-    the sparsity it ran at (% of source positions removed)."""
+    """The pruned run's generation words/s over the unpruned (threshold 0) and the masked runs' (over
+    all rounds, and the median of the per-round ratios, which a load spike on a shared machine moves
+    less), and the sparsity it ran at (% of source positions removed)."""
     unpruned, masked, pruned = rows
+
+    def median_ratio(a, b):
+        return statistics.median(x / y for x, y in zip(a["round_wps"], b["round_wps"]))
+
     return dict(sparsity=pruned["sparsity"], pruned_vs_unpruned=pruned["gen_wps"] / unpruned["gen_wps"],
                 pruned_vs_masked=pruned["gen_wps"] / masked["gen_wps"],
-                masked_vs_unpruned=masked["gen_wps"] / unpruned["gen_wps"])
+                masked_vs_unpruned=masked["gen_wps"] / unpruned["gen_wps"],
+                pruned_vs_unpruned_median=median_ratio(pruned, unpruned),
+                pruned_vs_masked_median=median_ratio(pruned, masked))
 
 
 def bench_training(a):
@@ -194,7 +203,8 @@ def main():
                f"load average {' '.join(f'{x:.2f}' for x in load)}")
     print(summary + "\n\n" + table + "\n\n"
           f"pruned vs unpruned generation at {ratios['sparsity']:.1f}% sparsity: {ratios['pruned_vs_unpruned']:.2f}x "
-          f"(vs masked: {ratios['pruned_vs_masked']:.2f}x)\n", flush=True)
+          f"(median of the rounds {ratios['pruned_vs_unpruned_median']:.2f}x); vs masked: "
+          f"{ratios['pruned_vs_masked']:.2f}x (median {ratios['pruned_vs_masked_median']:.2f}x)\n", flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(summary=summary, device=device, load_average=load, args=vars(a), generation=rows,

@@ -150,9 +150,12 @@ def test_bench_one_transformer_baseline_per_dims(monkeypatch):
 
 def test_bench_gate_ratios_and_sparsity_range(monkeypatch, capsys):
     gate = load_bench("bench_gate")
-    rows = [dict(sparsity=0.0, gen_wps=10.0), dict(sparsity=50.0, gen_wps=8.0), dict(sparsity=50.0, gen_wps=15.0)]
+    rows = [dict(sparsity=0.0, gen_wps=10.0, round_wps=[10.0, 5.0, 20.0]),
+            dict(sparsity=50.0, gen_wps=8.0, round_wps=[8.0, 8.0, 8.0]),
+            dict(sparsity=50.0, gen_wps=15.0, round_wps=[15.0, 12.0, 16.0])]
     assert gate.generation_ratios(rows) == dict(sparsity=50.0, pruned_vs_unpruned=1.5, pruned_vs_masked=1.875,
-                                                masked_vs_unpruned=0.8)
+                                                masked_vs_unpruned=0.8, pruned_vs_unpruned_median=1.5,
+                                                pruned_vs_masked_median=1.875)
     for bad in ("0", "1", "1.5", "-0.2"):
         monkeypatch.setattr("sys.argv", ["bench_gate.py", "--target-sparsity", bad])
         with pytest.raises(SystemExit):
