@@ -100,6 +100,7 @@ def parse_args():
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--gen-batches", type=int, default=3, help="timed generation batches per model")
     p.add_argument("--profile", metavar="FILE", help="write torch.profiler tables of a few train steps (and of one beam search with --generate) here")
+    p.add_argument("--profile-steps", type=int, default=3, help="training steps per profiled pass (--profile)")
     p.add_argument("--json", metavar="FILE", help="write the results here")
     p.add_argument("--threads", type=int, help="torch CPU threads (use 1 on a CPU shared with other jobs)")
     p.add_argument("--topics", type=int, default=256, help="topics K of the random topic model (TA archs)")
@@ -107,6 +108,8 @@ def parse_args():
                    help="comma-separated models each arch is measured against: transformer (fairseq's, the "
                         "each arch's dims), hf_t5 (HF T5ForConditionalGeneration of each T5-cell arch's config)")
     a = p.parse_args()
+    if a.profile_steps < 1:
+        p.error(f"--profile-steps {a.profile_steps}: at least 1")
     a.peers = [name for name in a.peers.split(",") if name]
     unknown = sorted(set(a.peers) - set(PEERS))
     if unknown or not a.peers:
@@ -581,7 +584,7 @@ def main():
     if a.profile:
         with open(a.profile, "w") as out:
             for m in ok(models):
-                profile(m, m["batches"], out, gen_steps=a.tgt_len + 1 if a.generate else None)
+                profile(m, m["batches"], out, a.profile_steps, gen_steps=a.tgt_len + 1 if a.generate else None)
 
     device = torch.cuda.get_device_name() if cuda else cpu_name()
     precision = "fp16 (fairseq --fp16: FP16Optimizer, half model)" if a.fp16 else "fp32"

@@ -121,6 +121,10 @@ def test_bench_rejects_unknown_peer(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         bench.parse_args()
     assert "--peers: name at least one of transformer, hf_t5" in capsys.readouterr().err
+    monkeypatch.setattr("sys.argv", ["bench_train.py", "--profile-steps", "0"])
+    with pytest.raises(SystemExit):
+        bench.parse_args()
+    assert "--profile-steps 0: at least 1" in capsys.readouterr().err
 
 
 def test_bench_one_transformer_baseline_per_dims(monkeypatch):
