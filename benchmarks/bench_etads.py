@@ -42,11 +42,12 @@ def parse_args(argv=None):
     p.add_argument("--warmup-steps", type=int, default=2)
     p.add_argument("--threads", type=int)
     p.add_argument("--json", metavar="FILE")
+    p.add_argument("--profile", metavar="FILE", help="write torch.profiler tables of a few train steps here")
     p.add_argument("--model-args", default="", help="extra model flags for every preset and the baseline dims, "
                                                     "e.g. '--encoder-embed-dim 256'")
     p.add_argument("--memory-of", metavar="NAME", help=argparse.SUPPRESS)  # subprocess mode
     a = p.parse_args(argv)
-    a.generate, a.profile, a.beam, a.gen_batches = False, None, 4, 0
+    a.generate, a.beam, a.gen_batches, a.topics = False, 4, 0, 1  # topics: no TA arch here
     return a
 
 
@@ -75,13 +76,13 @@ def memory_child(a):
     if a.threads:
         torch.set_num_threads(a.threads)
     d = bt.make_dictionary(a.dict_size)
-    batches = bt.make_batches(d, a)
+    batches = bt.without_theta(bt.make_batches(d, a))
     cfg = dict(specs(a))[a.memory_of]
-    m = bt.build(a.memory_of, cfg, d, False)
+    m = bt.build(a.memory_of, cfg, d, a)
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset VmHWM to the current RSS
     before = _status("VmRSS")
-    bt.train(m, batches, max(a.warmup_steps, 2), False)
+    bt.train(m, batches, max(a.warmup_steps, 2))
     print(json.dumps({"peak_bytes": _status("VmHWM") - before}))
 
 
@@ -105,31 +106,36 @@ def main(argv=None):
         torch.set_num_threads(a.threads)
     cuda = a.device == "cuda"
     d = bt.make_dictionary(a.dict_size)
-    batches = bt.make_batches(d, a)
+    batches = bt.without_theta(bt.make_batches(d, a))
     models = []
     for name, cfg in specs(a):
-        models.append(bt.build(name, cfg, d, cuda))
-        bt.warm_up(models[-1], batches, a, cuda)
+        peer = bt.BASELINE if name == bt.BASELINE else None
+        models.append(bt.build(name, cfg, d, a, arch=a.archs[0] if peer else name, peer=peer))
+        models[-1]["dims"] = a.model_args  # one baseline, with the presets' dims
+        bt.warm_up(models[-1], batches, a)
         if not cuda:
             models[-1]["peak_gib"] = cpu_peak(name, argv)
     per_round = max(1, a.steps // a.rounds)
     a.steps = per_round * a.rounds
     for _ in range(a.rounds):
         for m in models:
-            seconds, words = bt.train(m, batches, per_round, cuda)
+            seconds, words = bt.train(m, batches, per_round)
             m["time"] += seconds
             m["words"] += words
+    if a.profile:
+        with open(a.profile, "w") as out:
+            for m in models:
+                bt.profile(m, batches, out)
     import datetime
-    import platform
 
-    device = torch.cuda.get_device_name() if cuda else platform.processor() or platform.machine()
+    device = torch.cuda.get_device_name() if cuda else bt.cpu_name()
     precision = "fp16" if a.fp16 else "fp32"
     mem = "CUDA allocator peak" if cuda else "peak RSS increase over the built model (fresh process)"
     env = dict(date=datetime.date.today().isoformat(), device=device, torch=torch.__version__,
-               threads=torch.get_num_threads(), precision=precision)
+               threads=torch.get_num_threads(), precision=precision, load_average=os.getloadavg())
     env["summary"] = (f"{env['date']}  {device}  torch {torch.__version__}  {precision}  {torch.get_num_threads()} threads  "
                       f"src {a.src_len} tgt {a.tgt_len} batch {a.batch_size} dict {len(d)}  {a.steps} timed steps/model; "
-                      f"memory: {mem}")
+                      f"memory: {mem}; load average {' '.join(f'{x:.2f}' for x in env['load_average'])}")
     bt.report(models, a, env)
 
 

@@ -8,6 +8,9 @@
    ``--tgt-len`` (``min_len = max_len_b``), so every run generates the same number of tokens.
    Without ``--path`` the model is randomly initialised and the threshold is the quantile of its
    gates giving the target sparsity (the gate scores then are not learned ones, the costs are).
+   The last line and the JSON's ``ratios`` give the pruned run's words/s over the unpruned
+   (threshold 0) run's, ``pruned_vs_unpruned``, at the sparsity reached (``pruned_vs_masked`` and
+   ``masked_vs_unpruned`` too; ``*_median``: the median of the per-round ratios).
 2. Training words/s of ``transformer_gated_*`` against fairseq's ``transformer`` of the same dims,
    through ``benchmarks/bench_train.py`` (the generic harness), with ``--src-len`` source tokens.
 
@@ -18,7 +21,7 @@ import argparse
 import datetime
 import json
 import os
-import platform
+import statistics
 import sys
 import time
 from argparse import Namespace
@@ -46,6 +49,8 @@ def parse_args():
     p.add_argument("--train-steps", type=int, default=None)
     p.add_argument("--json", metavar="FILE")
     a = p.parse_args()
+    if not 0 < a.target_sparsity < 1:
+        p.error(f"--target-sparsity {a.target_sparsity}: a fraction of the source positions, in (0, 1)")
     cuda = a.device == "cuda"
     a.arch = a.arch or ("transformer_gated_base" if cuda else "transformer_gated_small")
     a.batch_size = a.batch_size or (32 if cuda else 8)
@@ -123,7 +128,7 @@ def bench_generation(a):
     t = threshold_for(model, batch, a.target_sparsity)
     settings = [("threshold 0 (all positions)", 0.0, True), (f"threshold {t:.4f}, masked", t, False),
                 (f"threshold {t:.4f}, pruned", t, True)]
-    stats = {name: dict(time=0.0, words=0, dropped=0, total=0) for name, _, _ in settings}
+    stats = {name: dict(time=0.0, words=0, dropped=0, total=0, round_wps=[]) for name, _, _ in settings}
     for rnd in range(a.rounds + 1):  # round 0: warm-up
         for name, thr, prune in settings:
             gate.threshold, gate.prune = thr, prune
@@ -133,6 +138,7 @@ def bench_generation(a):
                 s = stats[name]
                 s["time"] += seconds
                 s["words"] += words
+                s["round_wps"].append(words / seconds)
                 dropped, total = gate.sparsity()
                 s["dropped"], s["total"] = s["dropped"] + dropped, s["total"] + total
     rows = []
@@ -141,10 +147,26 @@ def bench_generation(a):
         s = stats[name]
         wps = s["words"] / s["time"]
         rows.append(dict(setting=name, threshold=thr, pruned=prune, sparsity=100 * s["dropped"] / max(s["total"], 1),
-                         gen_wps=wps, speedup=wps / base))
+                         gen_wps=wps, speedup=wps / base, round_wps=s["round_wps"]))
     lines = ["| setting | sparsity | gen words/s | vs threshold 0 |", "|---|---|---|---|"]
     lines += [f"| {r['setting']} | {r['sparsity']:.1f}% | {r['gen_wps']:,.1f} | {r['speedup']:.2f}x |" for r in rows]
     return rows, "\n".join(lines)
+
+
+def generation_ratios(rows):
+    """The pruned run's generation words/s over the unpruned (threshold 0) and the masked runs' (over
+    all rounds, and the median of the per-round ratios, which a load spike on a shared machine moves
+    less), and the sparsity it ran at (% of source positions removed)."""
+    unpruned, masked, pruned = rows
+
+    def median_ratio(a, b):
+        return statistics.median(x / y for x, y in zip(a["round_wps"], b["round_wps"]))
+
+    return dict(sparsity=pruned["sparsity"], pruned_vs_unpruned=pruned["gen_wps"] / unpruned["gen_wps"],
+                pruned_vs_masked=pruned["gen_wps"] / masked["gen_wps"],
+                masked_vs_unpruned=masked["gen_wps"] / unpruned["gen_wps"],
+                pruned_vs_unpruned_median=median_ratio(pruned, unpruned),
+                pruned_vs_masked_median=median_ratio(pruned, masked))
 
 
 def bench_training(a):
@@ -169,15 +191,24 @@ def main():
     logging.getLogger("fairseq").setLevel(logging.WARNING)
     if a.threads:
         torch.set_num_threads(a.threads)
-    device = torch.cuda.get_device_name() if a.device == "cuda" else platform.processor() or platform.machine()
+    from bench_train import cpu_name
+
+    device = torch.cuda.get_device_name() if a.device == "cuda" else cpu_name()
+    rows, table = bench_generation(a)
+    ratios = generation_ratios(rows)
+    load = os.getloadavg()
     summary = (f"{datetime.date.today().isoformat()}  {device}  torch {torch.__version__}  threads "
                f"{torch.get_num_threads()}  {a.arch}{' (' + a.path + ')' if a.path else ' (random init)'}  "
-               f"src {a.src_len} tgt {a.tgt_len} batch {a.batch_size} beam {a.beam} dict {a.dict_size}")
-    rows, table = bench_generation(a)
-    print(summary + "\n\n" + table + "\n", flush=True)
+               f"src {a.src_len} tgt {a.tgt_len} batch {a.batch_size} beam {a.beam} dict {a.dict_size}  "
+               f"load average {' '.join(f'{x:.2f}' for x in load)}")
+    print(summary + "\n\n" + table + "\n\n"
+          f"pruned vs unpruned generation at {ratios['sparsity']:.1f}% sparsity: {ratios['pruned_vs_unpruned']:.2f}x "
+          f"(median of the rounds {ratios['pruned_vs_unpruned_median']:.2f}x); vs masked: "
+          f"{ratios['pruned_vs_masked']:.2f}x (median {ratios['pruned_vs_masked_median']:.2f}x)\n", flush=True)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(dict(summary=summary, args=vars(a), generation=rows, table=table), f, indent=2)
+            json.dump(dict(summary=summary, device=device, load_average=load, args=vars(a), generation=rows,
+                           ratios=ratios, table=table), f, indent=2)
     if not a.no_train:
         bench_training(a)
 

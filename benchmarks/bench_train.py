@@ -5,8 +5,10 @@ the ``summarization`` task over an in-memory dictionary, batches collated by ``L
 the real criterion (``summarization_loss`` for the presets, ``label_smoothed_cross_entropy`` for the
 baseline, both with label smoothing 0.1), Adam, and fairseq's ``Trainer.train_step``. ``--fp16`` is
 fairseq's ``--fp16``: a half model under ``FP16Optimizer`` (fp32 master weights, dynamic loss scale),
-the same for every model. The baseline is ``transformer`` with the first preset's layers, dims, heads,
-ffn, dropout and activation, ``--share-all-embeddings`` and pre-LN on both sides.
+the same for every model. The baseline is ``transformer`` with a preset's layers, dims, heads, ffn,
+dropout and activation, ``--share-all-embeddings`` and pre-LN on both sides: one per distinct set of
+dims among ``--archs`` (``transformer (ARCH dims)`` when there are several), each arch measured
+against the one of its dims, so the ``*_small`` and the T5-cell presets can share one run.
 
 Timed steps are interleaved in rounds over the models, after a warm-up of each. Peak memory is the
 CUDA allocator's peak during a model's warm-up, minus what was allocated before it was built (so it
@@ -97,14 +99,17 @@ def parse_args():
     p.add_argument("--generate", action="store_true", help="also time beam search (SequenceGenerator)")
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--gen-batches", type=int, default=3, help="timed generation batches per model")
-    p.add_argument("--profile", metavar="FILE", help="write torch.profiler tables of a few train steps here")
+    p.add_argument("--profile", metavar="FILE", help="write torch.profiler tables of a few train steps (and of one beam search with --generate) here")
+    p.add_argument("--profile-steps", type=int, default=3, help="training steps per profiled pass (--profile)")
     p.add_argument("--json", metavar="FILE", help="write the results here")
     p.add_argument("--threads", type=int, help="torch CPU threads (use 1 on a CPU shared with other jobs)")
     p.add_argument("--topics", type=int, default=256, help="topics K of the random topic model (TA archs)")
     p.add_argument("--peers", default=BASELINE,
                    help="comma-separated models each arch is measured against: transformer (fairseq's, the "
-                        "first arch's dims), hf_t5 (HF T5ForConditionalGeneration of each T5-cell arch's config)")
+                        "each arch's dims), hf_t5 (HF T5ForConditionalGeneration of each T5-cell arch's config)")
     a = p.parse_args()
+    if a.profile_steps < 1:
+        p.error(f"--profile-steps {a.profile_steps}: at least 1")
     a.peers = [name for name in a.peers.split(",") if name]
     unknown = sorted(set(a.peers) - set(PEERS))
     if unknown or not a.peers:
@@ -178,6 +183,20 @@ def fairseq_cfg(arch, a, extra=()):
     if ta_enabled(args):
         args.topic_model, args.side_data = a.topic_model, "theta"
     return args, convert_namespace_to_omegaconf(args)
+
+
+def dims_of(args):
+    """The dims a ``transformer`` baseline copies from a preset (``SHARED_DIMS``), as a hashable key."""
+    return tuple(getattr(args, name) for name in SHARED_DIMS)
+
+
+def baseline_groups(archs, a):
+    """``{dims: first arch with them}`` in ``archs``' order: one ``transformer`` baseline per distinct
+    set of dims, so archs of different shapes (``*_small`` and the T5-cell presets) share one run."""
+    groups = {}
+    for arch in archs:
+        groups.setdefault(dims_of(fairseq_cfg(arch, a)[0]), arch)
+    return groups
 
 
 def baseline_extra(preset_args):
@@ -399,8 +418,9 @@ def module_ranges(model):
             h.remove()
 
 
-def profile(m, batches, out, steps=3):
-    """Op tables (by device and by CPU self time) and per-module forward totals of a few train steps."""
+def profile(m, batches, out, steps=3, gen_steps=None):
+    """Op tables (by device and by CPU self time) and per-module forward totals of a few train steps;
+    with ``gen_steps`` (decoding steps per hypothesis), the op table of one beam search too."""
     cuda = m["cuda"]
     acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
     with torch.profiler.profile(activities=acts) as prof:
@@ -421,6 +441,12 @@ def profile(m, batches, out, steps=3):
     for e in sorted(rows, key=lambda e: -e.cpu_time_total):
         out.write(f"{e.key:34s} calls/step {e.count // steps:4d}   CPU {e.cpu_time_total / 1e3 / steps:8.2f} ms"
                   f"   GPU kernels {e.device_time_total / 1e3 / steps:8.2f} ms\n")
+    if gen_steps:
+        with torch.profiler.profile(activities=acts) as prof:
+            generate(m, batches[:1])
+        out.write(f"\n----- {m['name']}: beam search on one batch, {len(kernel_ops(prof)) / gen_steps:.0f} "
+                  f"kernel-running ops per decoding step ({gen_steps} steps), top ops by self CPU time -----\n")
+        out.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=70))
 
 
 def ratio(x, base):
@@ -431,17 +457,21 @@ def fmt(v, spec, suffix=""):
     return "-" if v is None else format(v, spec) + suffix
 
 
+def is_peer_of(p, r):
+    """Whether row ``p`` is a peer of arch row ``r``: fairseq's ``transformer`` of ``r``'s dims, or a peer
+    built from ``r``'s arch (HF's T5)."""
+    return p["peer"] is not None and (p["dims"] == r["dims"] if p["peer"] == BASELINE else p["arch"] == r["arch"])
+
+
 def peer_ratios(rows):
     """``{arch: {peer: {train_ratio, gen_ratio, mem_ratio, ops_ratio}}}``: each arch over each of its peers
-    (fairseq's ``transformer`` is every arch's peer; an HF peer belongs to the arch it was built from)."""
-    archs = [r for r in rows if r["peer"] is None]
-    peers = [r for r in rows if r["peer"] is not None]
+    (the ``transformer`` of its dims; an HF peer belongs to the arch it was built from)."""
     return {r["arch"]: {p["peer"]: dict(train_ratio=ratio(r["train_wps"], p["train_wps"]),
                                         gen_ratio=ratio(r["gen_wps"], p["gen_wps"]),
                                         mem_ratio=ratio(r["peak_gib"], p["peak_gib"]),
                                         ops_ratio=ratio(r["ops"], p["ops"]))
-                        for p in peers if p["peer"] == BASELINE or p["arch"] == r["arch"]}
-            for r in archs}
+                        for p in rows if is_peer_of(p, r)}
+            for r in rows if r["peer"] is None}
 
 
 def report(models, a, env):
@@ -452,10 +482,10 @@ def report(models, a, env):
     rows = [dict(model=m["name"], arch=m["arch"], peer=m["peer"], params_m=m["params"] / 1e6,
                  train_wps=per_s(m["words"], m["time"]), peak_gib=m["peak_gib"], ops=m.get("ops"),
                  gen_wps=per_s(m["gen_words"], m["gen_time"]), gen_tokens=m["gen_words"], skipped_updates=m["steps"] - m["updates"](),
-                 steps=m["steps"], error=m.get("error"), notes=m["notes"])
+                 steps=m["steps"], error=m.get("error"), notes=m["notes"], dims=m["dims"])
             for m in models]
-    base = next((r for r in rows if r["peer"] == BASELINE), {})
-    for r in rows:
+    for r in rows:  # "vs transformer": over the transformer of the row's dims
+        base = next((p for p in rows if p["peer"] == BASELINE and p["dims"] == r["dims"]), {})
         for key, x in (("train_wps", "train_x"), ("peak_gib", "mem_x"), ("ops", "ops_x"), ("gen_wps", "gen_x")):
             r[x] = ratio(r[key], base.get(key))
     cols = ["model", "params (M)", "train tgt words/s", "vs transformer", "peak mem (GiB)", "vs transformer",
@@ -482,8 +512,7 @@ def report(models, a, env):
         def figures(r):
             return dict(train_wps=r["train_wps"], gen_tps=r["gen_wps"], peak_mem=r["peak_gib"], ops_per_step=r["ops"])
 
-        archs = {r["arch"]: dict(figures(r), peers={p["peer"]: figures(p) for p in rows if p["peer"] is not None
-                                                    and (p["peer"] == BASELINE or p["arch"] == r["arch"])})
+        archs = {r["arch"]: dict(figures(r), peers={p["peer"]: figures(p) for p in rows if is_peer_of(p, r)})
                  for r in rows if r["peer"] is None}
         with open(a.json, "w") as f:
             json.dump(dict(env=env, args=vars(a), results=rows, archs=archs, ratios=ratios, table=table), f, indent=2)
@@ -491,20 +520,25 @@ def report(models, a, env):
 
 def build_models(a, d, theta_batches, plain_batches):
     """The peers and archs, each built and warmed up alone (so each peak is the model's own)."""
-    preset_args, _ = fairseq_cfg(a.archs[0], a)
-    specs = [(BASELINE, lambda: build(BASELINE, fairseq_cfg(BASELINE, a, baseline_extra(preset_args))[1], d, a,
-                                      arch=a.archs[0], peer=BASELINE))] if BASELINE in a.peers else []
+    specs = []
+    groups = baseline_groups(a.archs, a) if BASELINE in a.peers else {}
+    for dims, first in groups.items():  # named after the first arch of its dims when there are several
+        name = BASELINE if len(groups) == 1 else f"{BASELINE} ({first} dims)"
+        extra = baseline_extra(fairseq_cfg(first, a)[0])
+        specs.append((dims, lambda name=name, extra=extra, first=first: build(
+            name, fairseq_cfg(BASELINE, a, extra)[1], d, a, arch=first, peer=BASELINE)))
     for arch in a.archs:
         args, cfg = fairseq_cfg(arch, a)
-        specs.append((arch, lambda cfg=cfg, arch=arch: build(arch, cfg, d, a)))
+        specs.append((dims_of(args), lambda cfg=cfg, arch=arch: build(arch, cfg, d, a)))
         if HF_T5 in a.peers:
             if is_t5_cell(args):
-                specs.append((HF_T5, lambda cfg=cfg, arch=arch: build_hf_t5(arch, cfg, d, a)))
+                specs.append((dims_of(args), lambda cfg=cfg, arch=arch: build_hf_t5(arch, cfg, d, a)))
             else:
                 print(f"--peers {HF_T5}: {arch} is not a T5-cell arch (--cell t5), so it has no HF T5 peer")
     models = []
-    for _, make in specs:
+    for dims, make in specs:
         models.append(make())
+        models[-1]["dims"] = dims
         models[-1]["batches"] = theta_batches if models[-1]["theta"] else plain_batches
         try:
             warm_up(models[-1], models[-1]["batches"], a)
@@ -550,7 +584,7 @@ def main():
     if a.profile:
         with open(a.profile, "w") as out:
             for m in ok(models):
-                profile(m, m["batches"], out)
+                profile(m, m["batches"], out, a.profile_steps, gen_steps=a.tgt_len + 1 if a.generate else None)
 
     device = torch.cuda.get_device_name() if cuda else cpu_name()
     precision = "fp16 (fairseq --fp16: FP16Optimizer, half model)" if a.fp16 else "fp32"

@@ -1,6 +1,7 @@
 """The T5 cell's fast paths against their plain references (fp32, forward and backward), and the
 benchmark's HF T5 peer built from the same config as the cell it is measured against."""
 import importlib.util
+import json
 import os
 from argparse import Namespace
 
@@ -68,9 +69,9 @@ def test_relative_bias_lookup_matches_bucket_function(bidirectional, buckets, ma
     assert "bucket_of_distance" not in bias.state_dict()  # derived, not a checkpoint entry
 
 
-def load_bench():
+def load_bench(name="bench_train"):
     spec = importlib.util.spec_from_file_location(
-        "bench_train", os.path.join(os.path.dirname(__file__), "..", "benchmarks", "bench_train.py"))
+        name, os.path.join(os.path.dirname(__file__), "..", "benchmarks", name + ".py"))
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     return bench
@@ -120,3 +121,62 @@ def test_bench_rejects_unknown_peer(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         bench.parse_args()
     assert "--peers: name at least one of transformer, hf_t5" in capsys.readouterr().err
+    monkeypatch.setattr("sys.argv", ["bench_train.py", "--profile-steps", "0"])
+    with pytest.raises(SystemExit):
+        bench.parse_args()
+    assert "--profile-steps 0: at least 1" in capsys.readouterr().err
+
+
+def test_bench_one_transformer_baseline_per_dims(monkeypatch):
+    bench = load_bench()
+    monkeypatch.setattr("sys.argv", ["bench_train.py", "--archs", "t5_transformer_small", "tp_transformer_small",
+                                     "t5_small", "t5_small_gated"])
+    a = bench.parse_args()
+    groups = bench.baseline_groups(a.archs, a)
+    assert list(groups.values()) == ["t5_transformer_small", "t5_small"]
+    small, t5 = (dict(zip(bench.SHARED_DIMS, dims)) for dims in groups)
+    assert (small["encoder_embed_dim"], small["encoder_layers"], small["attention_dropout"]) == (256, 3, 0.0)
+    assert (t5["encoder_embed_dim"], t5["encoder_layers"], t5["attention_dropout"]) == (512, 6, 0.1)
+    small, t5 = groups
+
+    def row(arch, peer, dims, wps):
+        return dict(arch=arch, peer=peer, dims=dims, train_wps=wps, gen_wps=None, peak_gib=1.0, ops=100)
+
+    rows = [row("t5_transformer_small", "transformer", small, 100.0), row("t5_small", "transformer", t5, 10.0),
+            row("t5_transformer_small", None, small, 95.0), row("t5_small", None, t5, 12.0),
+            row("t5_small", "hf_t5", t5, 8.0), row("t5_small_gated", None, t5, 9.0)]
+    ratios = {arch: {peer: x["train_ratio"] for peer, x in peers.items()}
+              for arch, peers in bench.peer_ratios(rows).items()}
+    assert ratios == {"t5_transformer_small": {"transformer": pytest.approx(0.95)},
+                      "t5_small": {"transformer": pytest.approx(1.2), "hf_t5": pytest.approx(1.5)},
+                      "t5_small_gated": {"transformer": pytest.approx(0.9)}}
+
+
+def test_bench_gate_ratios_and_sparsity_range(monkeypatch, capsys):
+    gate = load_bench("bench_gate")
+    rows = [dict(sparsity=0.0, gen_wps=10.0, round_wps=[10.0, 5.0, 20.0]),
+            dict(sparsity=50.0, gen_wps=8.0, round_wps=[8.0, 8.0, 8.0]),
+            dict(sparsity=50.0, gen_wps=15.0, round_wps=[15.0, 12.0, 16.0])]
+    assert gate.generation_ratios(rows) == dict(sparsity=50.0, pruned_vs_unpruned=1.5, pruned_vs_masked=1.875,
+                                                masked_vs_unpruned=0.8, pruned_vs_unpruned_median=1.5,
+                                                pruned_vs_masked_median=1.875)
+    for bad in ("0", "1", "1.5", "-0.2"):
+        monkeypatch.setattr("sys.argv", ["bench_gate.py", "--target-sparsity", bad])
+        with pytest.raises(SystemExit):
+            gate.parse_args()
+        assert f"--target-sparsity {float(bad)}: a fraction of the source positions, in (0, 1)" in capsys.readouterr().err
+
+
+def test_bench_etads_runs_at_small_dims(tmp_path, monkeypatch):
+    etads = load_bench("bench_etads")
+    monkeypatch.setattr(etads, "cpu_peak", lambda name, argv: 0.5)  # the fresh-process RSS probe, not tested here
+    out = tmp_path / "etads.json"
+    etads.main(["--threads", "1", "--src-len", "12", "--tgt-len", "6", "--batch-size", "2", "--dict-size", "200",
+                "--steps", "2", "--rounds", "1", "--warmup-steps", "1", "--json", str(out), "--model-args",
+                "--encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-layers 1 --encoder-attention-heads 2"])
+    result = json.loads(out.read_text())
+    assert set(result["ratios"]) == {"etads_baseline", "etads_base"}
+    for arch, peers in result["ratios"].items():
+        assert list(peers) == ["transformer"] and peers["transformer"]["train_ratio"] > 0
+        assert peers["transformer"]["mem_ratio"] == 1.0
+    assert [r["model"] for r in result["results"]] == ["transformer", "etads_baseline", "etads_base"]
