@@ -647,3 +647,14 @@ def test_topic_attention_share_is_n_over_n_plus_t_under_uniform_attention(ta_set
     assert uniform["share"] == pytest.approx([hand] * len(model.decoder.layers))
     assert random_weights["share"] != pytest.approx(uniform["share"])
     assert "forward" not in vars(model.decoder.layers[0].self_attn)  # the wrapper is removed
+
+
+def test_topic_attention_of_a_model_without_tema_is_refused_by_name(ta_setup):
+    """A model without the Topic Assistant (no ``decoder.topic``) or without TEMA: a ValueError naming
+    the flag, not an AttributeError."""
+    from fairseq_sum_plugins.analysis.topics import topic_attention
+
+    d, _, build = ta_setup
+    for model in (build("t5_transformer_small"), build(ta_tema=False)):
+        with pytest.raises(ValueError, match="--ta-tema"):
+            topic_attention(model, [], pad=d.pad())

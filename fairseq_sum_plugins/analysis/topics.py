@@ -270,9 +270,10 @@ def topic_attention(model, batches, pad=1):
     import torch
 
     decoder = model.decoder
-    if decoder.topic is None or not decoder.topic.tema:
+    topic = getattr(decoder, "topic", None)  # set only on a model with the Topic Assistant
+    if topic is None or not topic.tema:
         raise ValueError("this model has no TEMA topic prefix (train with --arch transformer_ta_* or --ta-tema True)")
-    n = decoder.topic.n
+    n = topic.n
     layers = list(decoder.layers)
     sums = [None] * len(layers)
     captured = {}
@@ -377,7 +378,10 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.cmd == "attention" and (args.batch_size < 1 or args.max_batches < 0):
         p.error("--batch-size must be >= 1 and --max-batches >= 0")
-    return {"plot": plot_main, "map": map_main, "attention": attention_main}[args.cmd](args)
+    try:
+        return {"plot": plot_main, "map": map_main, "attention": attention_main}[args.cmd](args)
+    except ValueError as e:
+        p.error(str(e))
 
 
 if __name__ == "__main__":
