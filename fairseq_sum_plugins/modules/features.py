@@ -106,6 +106,53 @@ def register_feature(spec: FeatureSpec):
     return spec
 
 
+def parse_layers(spec, num_layers, flag="--layers"):
+    """``"all"``, ``"none"``/``""``, or 1-based indices and ranges (``"1,2"``, ``"1-2"``, ``"[1-4]"``)
+    -> sorted set of 0-based layer indices."""
+    spec = (spec or "none").strip().strip("[]").strip().lower()
+    if spec == "all":
+        return set(range(num_layers))
+    if spec in ("none", "", "-"):
+        return set()
+    layers = set()
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                layers.update(range(lo, hi + 1))
+            else:
+                layers.add(int(part))
+        except ValueError:
+            raise ValueError(f"{flag} {spec!r}: expected 'all', 'none' or 1-based layers like '1,2' or '1-4'") from None
+    bad = sorted(i for i in layers if not 1 <= i <= num_layers)
+    if bad:
+        raise ValueError(f"{flag} {spec!r}: layers {bad} are outside 1..{num_layers}")
+    return {i - 1 for i in layers}
+
+
+def layers_feature(name, flag, site, attr, module, help):
+    """Registers the feature ``"NAME (FLAG)"``: ``module(attn_dim, heads)`` as ``attr`` at ``site`` of
+    the layers that ``FLAG`` lists (:func:`parse_layers`; default ``none``)."""
+    dest = flag[2:].replace("-", "_")
+
+    def build(args, site_, dims):
+        on = dims.layer in parse_layers(getattr(args, dest), dims.num_layers, flag)
+        return module(dims.attn_dim, dims.heads) if on else None
+
+    def add_args(parser):
+        parser.add_argument(flag, type=str, metavar="LAYERS",
+                            help=f"{help}: 'all', 'none', or 1-based layers like '1,2' / '1-2'")
+
+    def defaults(args):
+        setattr(args, dest, getattr(args, dest, "none"))
+
+    return register_feature(FeatureSpec(f"{name} ({flag})", {site: attr}, build, add_args=add_args,
+                                        defaults=defaults))
+
+
 def add_feature_args(parser):
     for spec in FEATURES.values():
         if spec.add_args is not None:

@@ -33,37 +33,10 @@ Numerical safety (the only deviations from ETADS eq. 6-7):
 import torch
 import torch.nn as nn
 
-from .features import FeatureSpec, register_feature
+from .features import layers_feature, parse_layers  # noqa: F401  (parse_layers: its old home)
 
 SIGMA_MIN = 0.1
 F_MAX = 1e4
-
-
-def parse_layers(spec, num_layers, flag="--layers"):
-    """``"all"``, ``"none"``/``""``, or 1-based indices and ranges (``"1,2"``, ``"1-2"``, ``"[1-4]"``)
-    -> sorted set of 0-based layer indices."""
-    spec = (spec or "none").strip().strip("[]").strip().lower()
-    if spec == "all":
-        return set(range(num_layers))
-    if spec in ("none", "", "-"):
-        return set()
-    layers = set()
-    for part in spec.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            if "-" in part:
-                lo, hi = (int(x) for x in part.split("-", 1))
-                layers.update(range(lo, hi + 1))
-            else:
-                layers.add(int(part))
-        except ValueError:
-            raise ValueError(f"{flag} {spec!r}: expected 'all', 'none' or 1-based layers like '1,2' or '1-4'") from None
-    bad = sorted(i for i in layers if not 1 <= i <= num_layers)
-    if bad:
-        raise ValueError(f"{flag} {spec!r}: layers {bad} are outside 1..{num_layers}")
-    return {i - 1 for i in layers}
 
 
 def real_positions(padding_mask, seq_len, device):
@@ -159,21 +132,6 @@ class FocalBias(torch.autograd.Function):
         return grad_mu, grad_sigma, None
 
 
-def _build_focus(args, site, dims):
-    """ETADS eq. 5-8 in the encoder self-attention of the ``--focus-layers``."""
-    on = dims.layer in parse_layers(args.focus_layers, dims.num_layers, "--focus-layers")
-    return FocusBias(dims.attn_dim, dims.heads) if on else None
-
-
-def _focus_args(parser):
-    parser.add_argument("--focus-layers", type=str, metavar="LAYERS",
-                        help="encoder layers with focus attention (ETADS eq. 5-8): 'all', 'none', "
-                             "or 1-based layers like '1,2' / '1-2'")
-
-
-def _focus_defaults(args):
-    args.focus_layers = getattr(args, "focus_layers", "none")
-
-
-register_feature(FeatureSpec("ETADS focus attention (--focus-layers)", {"encoder_self": "focus"}, _build_focus,
-                             add_args=_focus_args, defaults=_focus_defaults))
+# ETADS eq. 5-8 in the encoder self-attention of the --focus-layers
+layers_feature("ETADS focus attention", "--focus-layers", "encoder_self", "focus", FocusBias,
+               "encoder layers with focus attention (ETADS eq. 5-8)")

@@ -28,8 +28,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 
 from .attention import InputBuffer
-from .features import FeatureSpec, register_feature
-from .focus import parse_layers
+from .features import layers_feature
 
 
 @with_incremental_state
@@ -146,21 +145,6 @@ def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, tra
     return GatedAttention.apply(q, k, v, factors.hq, factors.sk, mask, scale)
 
 
-def _build_saliency(args, site, dims):
-    """ETADS eq. 9-10 in the decoder cross-attention of the ``--saliency-layers``."""
-    on = dims.layer in parse_layers(args.saliency_layers, dims.num_layers, "--saliency-layers")
-    return SaliencyGate(dims.attn_dim, dims.heads) if on else None
-
-
-def _saliency_args(parser):
-    parser.add_argument("--saliency-layers", type=str, metavar="LAYERS",
-                        help="decoder layers with saliency selection in cross-attention (ETADS eq. 9-10): "
-                             "'all', 'none', or 1-based layers like '1,2' / '1-2'")
-
-
-def _saliency_defaults(args):
-    args.saliency_layers = getattr(args, "saliency_layers", "none")
-
-
-register_feature(FeatureSpec("ETADS saliency selection (--saliency-layers)", {"decoder_cross": "saliency"},
-                             _build_saliency, add_args=_saliency_args, defaults=_saliency_defaults))
+# ETADS eq. 9-10 in the decoder cross-attention of the --saliency-layers
+layers_feature("ETADS saliency selection", "--saliency-layers", "decoder_cross", "saliency", SaliencyGate,
+               "decoder layers with saliency selection in cross-attention (ETADS eq. 9-10)")
