@@ -71,8 +71,8 @@ _BINDINGS = weakref.WeakKeyDictionary()
 
 
 def _discrete_bindings(module):
-    """The discrete bindings under ``module``, found once (walking a decoder's modules costs ~0.1 ms,
-    paid at every decoding step otherwise)."""
+    """The discrete bindings under ``module``, found once (not by a walk of the decoder's modules at
+    every decoding step)."""
     found = _BINDINGS.get(module)
     if found is None:
         found = _BINDINGS[module] = [m for m in module.modules() if isinstance(m, TPRBinding) and m.mode == "discrete"]
