@@ -97,6 +97,18 @@ gpu_setup() {
 # after train)
 main_node() { [ "${NODE_RANK:-${SLURM_NODEID:-0}}" -eq 0 ]; }
 
+# pin_arithmetic: exports the settings under which torch computes the same bits on every x86-64 CPU
+# model (Intel or AMD, AVX-512 or not), given the same torch, data, seed and one thread. What differs
+# between CPU models is the code path a library picks for the CPU it finds: MKL's GEMM kernels and
+# cache blocking, ATen's AVX-512 / AVX2 / scalar kernels. MKL_CBWR=COMPATIBLE,STRICT is MKL's
+# reproducible branch for Intel and non-Intel CPUs alike (SSE2 kernels without the approximate
+# rcpps/rsqrtps, fixed blocking; STRICT: whatever the alignment); ATEN_CPU_CAPABILITY=default makes
+# ATen run its baseline x86-64 kernels everywhere. Costs about 2x per training update on this
+# project's CPU. Checked under QEMU's emulation of other CPU models: recipes/aclsum/cross_cpu.sh.
+pin_arithmetic() {
+  export MKL_CBWR=COMPATIBLE,STRICT ATEN_CPU_CAPABILITY=default
+}
+
 # converted JSONL_DIR [RAW]: true (and logs the skip) when a converter already wrote JSONL_DIR; the
 # converters write test.jsonl last, each split under a temporary name, so it is never partial
 converted() {

@@ -395,9 +395,11 @@ def test_compare_sh_refuses_bad_numbers(compare_work, tmp_path, env, message):
     (dict(THREADS="two"), "THREADS must be an integer >= 1, got 'two'"),
     (dict(BEAM="4.0"), "BEAM must be an integer >= 1, got '4.0'"),
     (dict(BATCH="10 "), "BATCH must be an integer >= 1, got '10 '"),
+    (dict(PINNED="2"), "PINNED must be an integer in 0..1, got 2"),
+    (dict(PINNED="yes"), "PINNED must be an integer in 0..1, got 'yes'"),
 ])
 def test_quickstart_refuses_bad_numbers_before_any_work(tmp_path, env, message):
-    full_env = {k: v for k, v in os.environ.items() if k not in RECIPE_VARS + ["MAX_UPDATE", "THREADS"]}
+    full_env = {k: v for k, v in os.environ.items() if k not in RECIPE_VARS + ["MAX_UPDATE", "THREADS", "PINNED"]}
     proc = subprocess.run(["bash", os.path.join(REPO, "recipes", "aclsum", "quickstart.sh"), str(tmp_path / "w")],
                           cwd=REPO, env={**full_env, **env}, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and f"quickstart.sh: {message}\n" in proc.stderr, proc.stderr
