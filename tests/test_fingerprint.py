@@ -41,6 +41,17 @@ def test_one_ulp_in_one_parameter_changes_the_params_fingerprint():
     assert fpm.params_fingerprint({"w": torch.zeros(4)}) != fpm.params_fingerprint({"w": torch.zeros(2, 2)})
 
 
+def test_state_fingerprint_sees_every_bit_of_a_nested_optimizer_state():
+    state = {"state": {0: {"exp_avg": torch.tensor([1e-3, -2e-3]), "step": 1}}, "param_groups": [{"lr": [2e-3]}]}
+    same = {"param_groups": [{"lr": [2e-3]}], "state": {0: {"step": 1, "exp_avg": torch.tensor([1e-3, -2e-3])}}}
+    assert fpm.state_fingerprint(state) == fpm.state_fingerprint(same)  # key order does not count
+    nudged = {**state, "state": {0: {"exp_avg": torch.tensor([1e-3, -2e-3]), "step": 1}}}
+    nudged["state"][0]["exp_avg"][1] = torch.nextafter(torch.tensor(-2e-3), torch.tensor(0.0))
+    assert fpm.state_fingerprint(state) != fpm.state_fingerprint(nudged)
+    assert fpm.state_fingerprint({"a": [1, 2]}) != fpm.state_fingerprint({"a": [[1], 2]})
+    assert fpm.state_fingerprint(None) is None
+
+
 def write(path, text):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -83,9 +94,10 @@ def test_code_paths_reads_aten_capability_and_mkl_header():
     assert fpm.code_paths("/nonexistent/code_paths.txt") == {"aten": "?", "mkl": "?", "cnr": "?"}
 
 
-def fake_run(root, pinned, cpu, params, hyps="h" * 64, paths="ATen DEFAULT\n" + MKL_AMD_CNR):
+def fake_run(root, pinned, cpu, params, hyps="h" * 64, paths="ATen DEFAULT\n" + MKL_AMD_CNR, opt="o" * 64):
     d = root / f"pinned{pinned}" / cpu
-    write(d / "fingerprint.json", json.dumps({"params": params, "tensors": 3, "hypotheses": hyps, "decoded": 5}))
+    write(d / "fingerprint.json", json.dumps({"params": params, "tensors": 3, "optimizer": opt, "hypotheses": hyps,
+                                              "decoded": 5}))
     write(d / "code_paths.txt", paths)
 
 
@@ -93,18 +105,19 @@ def test_compare_says_which_cpu_models_computed_the_host_bits(tmp_path):
     fake_run(tmp_path, 1, "host", "a" * 64)
     fake_run(tmp_path, 1, "Haswell-v4", "a" * 64, paths="ATen DEFAULT\n" + MKL_INTEL)
     fake_run(tmp_path, 1, "EPYC-Rome-v1", "a" * 64)
+    fake_run(tmp_path, 1, "SandyBridge-v1", "a" * 64, opt="p" * 64)  # same parameters, another gradient
     fake_run(tmp_path, 0, "host", "b" * 64, paths="ATen AVX512\n" + MKL_AMD_CNR)
     fake_run(tmp_path, 0, "Haswell-v4", "c" * 64, paths="ATen AVX2\n" + MKL_INTEL)
     fake_run(tmp_path, 0, "EPYC-Rome-v1", "b" * 64, hyps="i" * 64)  # same parameters, other decodings
     rows, verdict = fpm.compare_runs(str(tmp_path))
     assert [(r["pinned"], r["cpu"], r["same_as_host"]) for r in rows] == [
-        (1, "host", True), (1, "EPYC-Rome-v1", True), (1, "Haswell-v4", True),
+        (1, "host", True), (1, "EPYC-Rome-v1", True), (1, "Haswell-v4", True), (1, "SandyBridge-v1", False),
         (0, "host", True), (0, "EPYC-Rome-v1", False), (0, "Haswell-v4", False)]
-    assert verdict[1]["all_equal"] and not verdict[0]["all_equal"]
+    assert not verdict[1]["all_equal"] and not verdict[0]["all_equal"]
     table = fpm._compare_table(rows, verdict)
-    assert "PINNED=1 (pinned arithmetic): 3 CPU models, every one computed the same bits" in table
+    assert "PINNED=1 (pinned arithmetic): 4 CPU models, NOT all the same bits" in table
     assert "PINNED=0 (as torch picks for the CPU): 3 CPU models, NOT all the same bits" in table
-    assert "| 0 | Haswell-v4 | AVX2 | Advanced Vector Extensions 2 (AVX2) enabled processors | OFF | cccccccccccc |" in table
+    assert "| 0 | Haswell-v4 | AVX2 | Advanced Vector Extensions 2 (AVX2) enabled processors | OFF | cccccccccccc | oooooooooooo |" in table
 
 
 def test_compare_needs_a_host_run_and_says_which_folder(tmp_path):
@@ -136,7 +149,7 @@ def test_the_cli_fingerprints_a_saved_checkpoint(tmp_path):
                    "--json", str(tmp_path / "f.json"))
     assert proc.returncode == 0, proc.stderr
     got = json.loads((tmp_path / "f.json").read_text())
-    assert got == {"params": fpm.params_fingerprint(state["model"]), "tensors": 1,
+    assert got == {"params": fpm.params_fingerprint(state["model"]), "tensors": 1, "optimizer": None,
                    "hypotheses": fpm.hypotheses_fingerprint(str(tmp_path / "g.out"))[0], "decoded": 2}
     torch.save({"weights": {}}, tmp_path / "other.pt")
     proc = run_cli("--path", str(tmp_path / "other.pt"))

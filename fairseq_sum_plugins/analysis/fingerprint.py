@@ -7,6 +7,9 @@ AVX-512 / AVX2 / scalar kernels. A fingerprint makes the comparison cheap and ex
 
 * ``params``: sha256 over every tensor of the checkpoint's model state in name order (name, dtype,
   shape and raw bytes): one differing bit in one parameter changes it;
+* ``optimizer``: sha256 over the optimizer state the checkpoint keeps (tensors and values, in key
+  order): after Adam's first update its moments hold every bit of the first gradient, while the
+  parameters have moved by ``lr * sign(gradient)`` only and would hide a difference in the backward pass;
 * ``hypotheses``: sha256 over the ``H-`` lines of a ``fairseq-generate`` output (id, score to fairseq's
   printed precision, tokens) in id order: equal when both decoded the same text with the same scores.
 
@@ -44,6 +47,36 @@ def params_fingerprint(state):
     return h.hexdigest()
 
 
+def state_fingerprint(state):
+    """sha256 (hex) of a nested state (dicts in key order, lists, tensors by dtype, shape and bytes, other
+    values by repr); None for None."""
+    if state is None:
+        return None
+    h = hashlib.sha256()
+
+    def walk(x):
+        if torch.is_tensor(x):
+            t = x.detach().cpu().contiguous()
+            h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+            h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        elif isinstance(x, dict):
+            h.update(b"{")
+            for k in sorted(x, key=str):
+                h.update(repr(k).encode() + b":")
+                walk(x[k])
+            h.update(b"}")
+        elif isinstance(x, (list, tuple)):
+            h.update(b"[")
+            for v in x:
+                walk(v)
+            h.update(b"]")
+        else:
+            h.update(repr(x).encode() + b",")
+
+    walk(state)
+    return h.hexdigest()
+
+
 def hypotheses_fingerprint(path):
     """(sha256 hex, count) of the ``H-`` lines of a fairseq-generate output, in sample-id order."""
     lines = {}
@@ -64,13 +97,14 @@ def hypotheses_fingerprint(path):
 
 
 def fingerprint(ckpt_path, generate_output=None):
-    """``{'params', 'tensors', 'hypotheses', 'decoded', 'cpu_capability'}`` of a checkpoint (and a decoding)."""
+    """``{'params', 'tensors', 'optimizer', 'hypotheses', 'decoded'}`` of a checkpoint (and a decoding)."""
     if not os.path.isfile(ckpt_path):
         raise FileNotFoundError(f"{ckpt_path}: no such checkpoint")
     state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
     if not isinstance(state, dict) or "model" not in state:
         raise ValueError(f"{ckpt_path}: not a fairseq checkpoint (no 'model' entry)")
-    out = {"params": params_fingerprint(state["model"]), "tensors": len(state["model"])}
+    out = {"params": params_fingerprint(state["model"]), "tensors": len(state["model"]),
+           "optimizer": state_fingerprint(state.get("last_optimizer_state"))}
     if generate_output is not None:
         out["hypotheses"], out["decoded"] = hypotheses_fingerprint(generate_output)
     return out
@@ -150,7 +184,8 @@ def compare_runs(root):
             with open(fp_path, encoding="utf-8") as f:
                 fp = json.load(f)
             rows.append({"pinned": int(mode[-1]), "cpu": cpu, **code_paths(os.path.join(mode_dir, cpu, "code_paths.txt")),
-                         "params": fp["params"], "hypotheses": fp.get("hypotheses"), "decoded": fp.get("decoded")})
+                         "params": fp["params"], "optimizer": fp.get("optimizer"), "hypotheses": fp.get("hypotheses"),
+                         "decoded": fp.get("decoded")})
     if not rows:
         raise ValueError(f"{root}: no pinned0/ or pinned1/ run with a fingerprint.json")
     verdict = {}
@@ -160,18 +195,21 @@ def compare_runs(root):
         if host is None:
             raise ValueError(f"{root}/pinned{pinned}: no host run to compare with")
         for r in mine:
-            r["same_as_host"] = (r["params"], r["hypotheses"]) == (host["params"], host["hypotheses"])
+            keys = ("params", "optimizer", "hypotheses")
+            r["same_as_host"] = all(r[k] == host[k] for k in keys)
         verdict[pinned] = {"cpus": [r["cpu"] for r in mine], "all_equal": all(r["same_as_host"] for r in mine)}
     return rows, verdict
 
 
 def _compare_table(rows, verdict):
-    lines = ["| PINNED | CPU | ATen kernels | MKL code path | MKL CNR | parameters (sha256) | decodings (sha256) | same bits as host |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| PINNED | CPU | ATen kernels | MKL code path | MKL CNR | parameters (sha256) | optimizer state | "
+             "decodings (sha256) | same bits as host |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         hyp = f"{r['hypotheses'][:12]} ({r['decoded']})" if r["hypotheses"] else "-"
+        opt = (r["optimizer"] or "-")[:12]
         lines.append(f"| {r['pinned']} | {r['cpu']} | {r['aten']} | {r['mkl']} | {r['cnr']} | {r['params'][:12]} | "
-                     f"{hyp} | {'yes' if r['same_as_host'] else 'NO'} |")
+                     f"{opt} | {hyp} | {'yes' if r['same_as_host'] else 'NO'} |")
     lines.append("")
     for pinned, v in verdict.items():
         what = "pinned arithmetic" if pinned else "as torch picks for the CPU"
