@@ -138,3 +138,41 @@ def test_gate_sweep_table_and_pngs(toy_data, gated_run, tmp_path):
     model.encoder.info_gate.threshold = 0.5
     assert rows[1]["source_gain"] == pytest.approx(source_gain(model, task, "test", 6)["gain"], abs=1e-6)
     assert (out / "sparsity_rouge.png").stat().st_size > 1000 and (out / "gate_scores.png").stat().st_size > 1000
+
+
+def test_gate_sweep_interleaved_timing_rotates_the_order_and_takes_median_ratios(monkeypatch):
+    """--timing-rounds: round k starts at threshold k mod n; the speed-up is the median over rounds of
+    the same round's ratio (a slow round, e.g. the machine busy, divides out)."""
+    from argparse import Namespace
+
+    from fairseq_sum_plugins.analysis import gate_sweep
+
+    class Gate:
+        threshold = None
+        counts = "on"
+
+    gate = Gate()
+    order, round_load = [], {0: 1.0, 1: 3.0, 2: 1.0}  # round 2 (index 1) runs 3x slower for everyone
+    speed = {0.0: 100.0, 0.1: 150.0, 0.5: 300.0}  # words/s on an idle machine
+
+    def fake_generate(model, task, gen, args, cuda):
+        order.append(gate.threshold)
+        k = (len(order) - 1) // 3
+        return [], [], 600, 600 / speed[gate.threshold] * round_load[k]
+
+    monkeypatch.setattr(gate_sweep, "generate_all", fake_generate)
+    task = Namespace(build_generator=lambda models, args: None)
+    args = Namespace(thresholds=[0.0, 0.1, 0.5], beam=1, max_len_b=5)
+    out = gate_sweep.interleaved_timing(None, task, [gate], args, False, rounds=3)
+    assert order == [0.0, 0.1, 0.5, 0.1, 0.5, 0.0, 0.5, 0.0, 0.1]
+    assert [o["speedup"] for o in out] == pytest.approx([1.0, 1.5, 3.0])
+    assert out[1]["timing_words_per_s"] == pytest.approx([150.0, 50.0, 150.0])
+    assert gate.counts is None
+
+
+def test_gate_sweep_refuses_negative_timing_rounds(capsys):
+    from fairseq_sum_plugins.analysis import gate_sweep
+
+    with pytest.raises(SystemExit) as e:
+        gate_sweep.main(["data", "--path", "x.pt", "--out-dir", "o", "--timing-rounds", "-1"])
+    assert e.value.code == 2 and "--timing-rounds must be >= 0, got -1" in capsys.readouterr().err

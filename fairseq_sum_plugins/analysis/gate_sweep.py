@@ -58,6 +58,11 @@ def get_parser():
                    help="threshold drawn in gate_scores.png (default: the paper's 0.1)")
     p.add_argument("--bpe-symbol", default="sentencepiece", help="post-processing of dictionary strings")
     p.add_argument("--cpu", action="store_true", help="stay on CPU even with a GPU")
+    p.add_argument("--timing-rounds", type=int, default=0, metavar="N",
+                   help="after the sweep, time generation at every threshold again in N interleaved rounds "
+                        "(each round decodes the examples once per threshold, the order rotated by one each "
+                        "round): the table's speed-up is the median over rounds of each threshold's words/s "
+                        "over the first threshold's in the same round (0: only the sweep's single timing)")
     p.add_argument("--reference", action="store_true",
                    help="the checkpoint has no gates (a sweep's reference model): one row at sparsity 0, no gate figure")
     p.add_argument("--out-dir", required=True)
@@ -94,29 +99,15 @@ def batches(task, subset, n, batch_size):
 
 
 def sweep(model, task, gates, args, cuda):
-    from fairseq import utils
-
     scorer = rouge.scorer_from_args(args)
     gen = task.build_generator([model], Namespace(beam=args.beam, max_len_a=0, max_len_b=args.max_len_b))
-    tgt = task.target_dictionary
     rows = []
     for t in args.thresholds:
         for g in gates:
             g.threshold = t
             g.reset_counts()
-        hyps, refs, words, texts, start = [], [], 0, set(), time.perf_counter()
-        for sample in batches(task, args.gen_subset, args.max_examples, args.batch_size):
-            sample = utils.move_to_cuda(sample) if cuda else sample
-            with torch.no_grad():
-                hypos = task.inference_step(gen, [model], sample)
-            for i, h in enumerate(hypos):
-                hyp = tgt.string(h[0]["tokens"].int().cpu(), args.bpe_symbol)
-                ref = tgt.string(utils.strip_pad(sample["target"][i], tgt.pad()).int().cpu(), args.bpe_symbol)
-                hyps.append(hyp)
-                refs.append(ref)
-                texts.add(hyp)
-                words += len(h[0]["tokens"])
-        seconds = time.perf_counter() - start
+        hyps, refs, words, seconds = generate_all(model, task, gen, args, cuda)
+        texts = set(hyps)
         dropped, total = gates[0].sparsity() if gates else (0, 0)
         gain = source_gain(model, task, args.gen_subset, args.max_examples, args.batch_size, cuda)["gain"]
         for g in gates:  # the source-gain forwards counted too
@@ -130,6 +121,47 @@ def sweep(model, task, gates, args, cuda):
     return rows
 
 
+def generate_all(model, task, gen, args, cuda):
+    """Decodes the first ``--max-examples`` of ``--gen-subset``: (hypotheses, targets, generated tokens,
+    seconds spent in the loop)."""
+    from fairseq import utils
+
+    tgt = task.target_dictionary
+    hyps, refs, words, start = [], [], 0, time.perf_counter()
+    for sample in batches(task, args.gen_subset, args.max_examples, args.batch_size):
+        sample = utils.move_to_cuda(sample) if cuda else sample
+        with torch.no_grad():
+            hypos = task.inference_step(gen, [model], sample)
+        for i, h in enumerate(hypos):
+            hyps.append(tgt.string(h[0]["tokens"].int().cpu(), args.bpe_symbol))
+            refs.append(tgt.string(utils.strip_pad(sample["target"][i], tgt.pad()).int().cpu(), args.bpe_symbol))
+            words += len(h[0]["tokens"])
+    return hyps, refs, words, time.perf_counter() - start
+
+
+def interleaved_timing(model, task, gates, args, cuda, rounds):
+    """Generation speed per threshold, measured in ``rounds`` interleaved rounds so that a change in the
+    machine's load falls on every threshold alike: round ``k`` decodes the examples once per threshold,
+    starting at threshold ``k mod n``. Returns per threshold ``{'timing_words_per_s': [per round],
+    'speedup': median over rounds of words/s over the first threshold's words/s of the same round}``."""
+    gen = task.build_generator([model], Namespace(beam=args.beam, max_len_a=0, max_len_b=args.max_len_b))
+    n = len(args.thresholds)
+    speeds = [[0.0] * rounds for _ in range(n)]
+    for k in range(rounds):
+        for j in range(n):
+            i = (k + j) % n
+            for g in gates:
+                g.threshold = args.thresholds[i]
+            _, _, words, seconds = generate_all(model, task, gen, args, cuda)
+            speeds[i][k] = words / seconds
+        logger.info(f"timing round {k + 1}/{rounds}: " + ", ".join(
+            f"t={t:g} {speeds[i][k]:.1f} words/s" for i, t in enumerate(args.thresholds)))
+    for g in gates:
+        g.counts = None
+    return [{"timing_words_per_s": speeds[i],
+             "speedup": float(np.median([speeds[i][k] / speeds[0][k] for k in range(rounds)]))} for i in range(n)]
+
+
 def rouge_f1(scorer, hyps, refs):
     """[ROUGE-1, ROUGE-2, ROUGE-L] F1 x 100 of decoded summaries against their targets, means over
     the documents (:meth:`~fairseq_sum_plugins.rouge.Scorer.documents`, a target without a word scoring 0)."""
@@ -141,11 +173,15 @@ def rouge_f1(scorer, hyps, refs):
 
 
 def table(rows):
-    lines = ["| threshold | sparsity | R-1 | R-2 | R-L | source gain (bits) | distinct | gen words/s |",
-             "|---|---|---|---|---|---|---|---|"]
+    timed = all("speedup" in r for r in rows)
+    head = "| threshold | sparsity | R-1 | R-2 | R-L | source gain (bits) | distinct | gen words/s |"
+    if timed:
+        head += f" speed-up vs t = {rows[0]['threshold']:g} (median of {rows[0]['timing_rounds']} interleaved rounds) |"
+    lines = [head, "|---" * head.count(" | ") + "|---|"]
     for r in rows:
         lines.append(f"| {r['threshold']:g} | {r['sparsity']:.2f}% | {r['rouge1']:.2f} | {r['rouge2']:.2f} | "
-                     f"{r['rougeL']:.2f} | {r['source_gain']:.3f} | {r['distinct']}/{r['n']} | {r['words_per_s']:.1f} |")
+                     f"{r['rougeL']:.2f} | {r['source_gain']:.3f} | {r['distinct']}/{r['n']} | {r['words_per_s']:.1f} |"
+                     + (f" {r['speedup']:.2f}x |" if timed else ""))
     return "\n".join(lines)
 
 
@@ -249,7 +285,10 @@ def document_title(subset, index, tokens, words=8):
 
 
 def main(argv=None):
-    args = get_parser().parse_args(argv)
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    if args.timing_rounds < 0:
+        parser.error(f"--timing-rounds must be >= 0, got {args.timing_rounds}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
     cuda = torch.cuda.is_available() and not args.cpu
     try:
@@ -261,6 +300,9 @@ def main(argv=None):
         args.thresholds = args.thresholds[:1]
     os.makedirs(args.out_dir, exist_ok=True)
     rows = sweep(model, task, gates, args, cuda)
+    if args.timing_rounds:
+        for r, t in zip(rows, interleaved_timing(model, task, gates, args, cuda, args.timing_rounds)):
+            r.update(t, timing_rounds=args.timing_rounds)
     md = table(rows)
     print(md)
     with open(os.path.join(args.out_dir, "gate_sweep.md"), "w") as f:
