@@ -151,6 +151,10 @@ def test_the_cli_fingerprints_a_saved_checkpoint(tmp_path):
     got = json.loads((tmp_path / "f.json").read_text())
     assert got == {"params": fpm.params_fingerprint(state["model"]), "tensors": 1, "optimizer": None,
                    "hypotheses": fpm.hypotheses_fingerprint(str(tmp_path / "g.out"))[0], "decoded": 2}
+    for name, data in (("text.pt", b"hello\n"), ("cut.pt", (tmp_path / "c.pt").read_bytes()[:200])):
+        (tmp_path / name).write_bytes(data)
+        proc = run_cli("--path", str(tmp_path / name))
+        assert proc.returncode == 2 and f"{name}: not a readable torch checkpoint" in proc.stderr, proc.stderr
     torch.save({"weights": {}}, tmp_path / "other.pt")
     proc = run_cli("--path", str(tmp_path / "other.pt"))
     assert proc.returncode == 2 and "not a fairseq checkpoint" in proc.stderr

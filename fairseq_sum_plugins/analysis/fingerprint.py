@@ -100,7 +100,11 @@ def fingerprint(ckpt_path, generate_output=None):
     """``{'params', 'tensors', 'optimizer', 'hypotheses', 'decoded'}`` of a checkpoint (and a decoding)."""
     if not os.path.isfile(ckpt_path):
         raise FileNotFoundError(f"{ckpt_path}: no such checkpoint")
-    state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+    try:
+        state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+    except Exception as e:  # a text file, a cut-short file, a pickle of other classes: torch raises many kinds
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise ValueError(f"{ckpt_path}: not a readable torch checkpoint ({type(e).__name__}: {first})") from None
     if not isinstance(state, dict) or "model" not in state:
         raise ValueError(f"{ckpt_path}: not a fairseq checkpoint (no 'model' entry)")
     out = {"params": params_fingerprint(state["model"]), "tensors": len(state["model"]),
