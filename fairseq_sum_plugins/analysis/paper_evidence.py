@@ -226,6 +226,28 @@ def sweep_table(per_seed):
     return "\n".join(lines)
 
 
+def timing_table(root, runs, label):
+    """Pruned generation speed per threshold, from ``seedN/LABEL/timing/gate_sweep.json``
+    (analysis/gate_sweep.py ``--timing-rounds``: the median over interleaved rounds of each threshold's
+    words/s over the first threshold's)."""
+    if label not in runs:
+        return ""
+    per_seed = [rows for rows in _per_seed(root, label, runs[label]["seeds"], os.path.join("timing", "gate_sweep.json"))
+                if rows and all("speedup" in r for r in rows)]
+    if not per_seed:
+        return ""
+    rounds = sorted({r["timing_rounds"] for seed in per_seed for r in seed})
+    lines = [f"Pruned generation speed, {'/'.join(map(str, rounds))} interleaved rounds per seed "
+             f"(`gate_sweep.py --timing-rounds`):", "",
+             f"| threshold | sparsity (%) | ROUGE-1 | speed-up vs t = {per_seed[0][0]['threshold']:g} (median of the rounds) |",
+             "|---|---|---|---|"]
+    for i, t in enumerate(r["threshold"] for r in per_seed[0]):
+        rows = [seed[i] for seed in per_seed if i < len(seed) and seed[i]["threshold"] == t]
+        lines.append(f"| {t:g} | {fmt([r['sparsity'] for r in rows], 1)} | {fmt([r['rouge1'] for r in rows])} | "
+                     f"{fmt([r['speedup'] for r in rows])} |")
+    return "\n".join(lines)
+
+
 def plot_sweeps(sweeps, png):
     from .plotting import pyplot
 
@@ -340,6 +362,9 @@ def write_report(root):
         for label, per_seed in sweeps.items():
             if per_seed:
                 parts += [f"`{label}`:", "", sweep_table(per_seed), ""]
+                timing = timing_table(root, runs, label)
+                if timing:
+                    parts += [timing, ""]
     focus = [f for f in _per_seed(root, "etads", runs["etads"]["seeds"], "focus.json") if f] if "etads" in runs else []
     if focus:
         stats = [focus_stats(f) for f in focus]

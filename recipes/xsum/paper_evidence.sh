@@ -14,7 +14,8 @@
 #   TP-Transformer   fairseq-sum-probe (POS, DEP; labels: TRAIN_CONLLU, a CoNLL-U of the training
 #                    summaries, e.g. preprocess/spacy_conllu.py over fairseq-sum-probe --write-words),
 #                    fairseq-sum-roles (§4.4)
-#   information sel. analysis/gate_sweep.py, thresholds 0-0.99, with and without --gate-warmup-updates
+#   information sel. analysis/gate_sweep.py, thresholds 0-0.99, with and without --gate-warmup-updates;
+#                    the pruned generation speed in 5 interleaved rounds (--timing-rounds)
 #   ETADS            analysis/focus_plot.py; focus-only and saliency-only ablations
 #   Topic Assistant  fairseq-sum-score --topic-model (semantic similarity), analysis/topics.py attention
 #   Mem2Mem          fairseq-sum-score --novel-ngrams, analysis/implicit_extraction.py (vs the oracle)
@@ -75,6 +76,14 @@ for S in $SEEDS; do
     [ -s "$o/gate_sweep.json" ] || python -m fairseq_sum_plugins.analysis.gate_sweep "$D" --path "$(ck $m)" --gen-subset test \
       --max-examples 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 \
       --thresholds 0 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 0.95 0.99 --out-dir "$o" > "$o.txt"
+    # the pruned generation speed at the chosen thresholds, timed in interleaved rounds (run it on an
+    # otherwise idle machine: the sweep above times each threshold once, in sequence)
+    o=$(run $m)/timing
+    [ "$m" = gate ] && ts="0 0.1" || ts="0 0.1 0.7"
+    # shellcheck disable=SC2086
+    [ -s "$o/gate_sweep.json" ] || python -m fairseq_sum_plugins.analysis.gate_sweep "$D" --path "$(ck $m)" --gen-subset test \
+      --max-examples 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 --thresholds $ts --timing-rounds 5 \
+      --out-dir "$o" > "$o.txt"
   done
   # ETADS: the learned focus
   o=$(run etads)/focus.png
