@@ -207,3 +207,21 @@ def write_newsroom(folder, sizes=None, seed=0, doc_words=110):
                     "compression_bin": "medium", "coverage_bin": "high", "density_bin": density_bin,
                 }) + "\n")
     return str(folder)
+
+
+def prepared_jsonl_work(root, seed=0):
+    """JSONL splits of SPLIT_SIZES under ``root`` prepared by fairseq-sum-prepare into ``root/work``
+    (~110 sentencepiece pieces, sources cut at 128, summaries at 32); returns ``root/work``."""
+    import json
+
+    from preprocess import prepare
+
+    rng = random.Random(seed)
+    for split, n in SPLIT_SIZES.items():
+        with open(os.path.join(root, f"{split}.jsonl"), "w", encoding="utf-8") as f:
+            for _ in range(n):
+                sents, summary = example(rng)
+                f.write(json.dumps({"document": "\n".join(sents), "summary": summary}) + "\n")
+    prepare.main(["--jsonl-dir", str(root), "--out", os.path.join(root, "work"), "--vocab-size", "150",
+                  "--max-src-tokens", "128", "--max-tgt-tokens", "32", "--workers", "1", "--num-threads", "1"])
+    return root / "work" if hasattr(root, "joinpath") else os.path.join(root, "work")

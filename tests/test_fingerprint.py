@@ -184,21 +184,9 @@ def write_tmp(text):
 @pytest.fixture(scope="module")
 def tiny_quickstart_work(tmp_path_factory):
     """A prepared data folder (fairseq-sum-prepare; 24 / 4 / 4 examples, ~110 pieces)."""
-    import random
-
     import corpora
-    from preprocess import prepare
 
-    root = tmp_path_factory.mktemp("xcpu")
-    rng = random.Random(0)
-    for split, n in corpora.SPLIT_SIZES.items():
-        with open(root / f"{split}.jsonl", "w", encoding="utf-8") as f:
-            for _ in range(n):
-                sents, summary = corpora.example(rng)
-                f.write(json.dumps({"document": "\n".join(sents), "summary": summary}) + "\n")
-    prepare.main(["--jsonl-dir", str(root), "--out", str(root / "work"), "--vocab-size", "150", "--max-src-tokens", "128",
-                  "--max-tgt-tokens", "32", "--workers", "1", "--num-threads", "1"])
-    return root / "work"
+    return corpora.prepared_jsonl_work(tmp_path_factory.mktemp("xcpu"))
 
 
 def cross_cpu(work, out, **env):
