@@ -129,8 +129,18 @@ def test_compare_needs_a_host_run_and_says_which_folder(tmp_path):
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "fairseq_sum_plugins.analysis.fingerprint", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    """fingerprint's CLI in this process: a CompletedProcess-like (returncode, stdout, stderr)."""
+    import contextlib
+    import io
+    import types
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = fpm.cli_main(list(args))
+        except SystemExit as e:
+            code = e.code
+    return types.SimpleNamespace(returncode=code, stdout=out.getvalue(), stderr=err.getvalue())
 
 
 def test_the_cli_wants_one_of_path_or_compare_and_names_a_missing_checkpoint(tmp_path):
