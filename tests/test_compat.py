@@ -74,23 +74,33 @@ def test_generation_with_no_repeat_ngram_size_has_no_repeated_ngram():
     assert all(repeated_ngrams(t, 2) == 0 for t in blocked)
 
 
+DDP_ON_CPU = """
+import argparse, os, sys
+import torch
+import torch.distributed as dist
+import fairseq_sum_plugins  # applies compat
+from fairseq.models import DistributedFairseqModel
+
+dist.init_process_group("gloo", init_method="file://" + sys.argv[1], rank=0, world_size=1)
+args = argparse.Namespace(tpu=False, ddp_backend="pytorch_ddp", device_id=0, broadcast_buffers=False,
+                          bucket_cap_mb=25, find_unused_parameters=False, gradient_as_bucket_view=False,
+                          ddp_comm_hook="none", heartbeat_timeout=-1)
+linear = torch.nn.Linear(3, 2)
+model = DistributedFairseqModel(args, linear, dist.group.WORLD, torch.device("cpu"))
+model(torch.ones(4, 3)).sum().backward()
+print("grad", linear.weight.grad.tolist(), flush=True)
+os._exit(0)  # no teardown: freeing a DDP reducer after its gloo group can deadlock inside torch
+"""
+
+
 def test_pytorch_ddp_wraps_a_cpu_model(tmp_path):
     """fairseq's pytorch_ddp wrapper passes device_ids=[device_id]; on a CPU model compat.ddp_on_cpu drops
-    them (torch refuses device_ids for a CPU module), so --ddp-backend pytorch_ddp trains with gloo."""
-    import argparse
+    them (torch refuses device_ids for a CPU module), so --ddp-backend pytorch_ddp trains with gloo. In a
+    child process: torch's gloo teardown after a DDP model has hung a test process once in the full suite."""
+    import subprocess
+    import sys
 
-    import torch
-    import torch.distributed as dist
-    from fairseq.models import DistributedFairseqModel
-
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path}/rendezvous", rank=0, world_size=1)
-    try:
-        args = argparse.Namespace(tpu=False, ddp_backend="pytorch_ddp", device_id=0, broadcast_buffers=False,
-                                  bucket_cap_mb=25, find_unused_parameters=False, gradient_as_bucket_view=False,
-                                  ddp_comm_hook="none", heartbeat_timeout=-1)
-        linear = torch.nn.Linear(3, 2)
-        model = DistributedFairseqModel(args, linear, dist.group.WORLD, torch.device("cpu"))
-        model(torch.ones(4, 3)).sum().backward()
-        assert torch.equal(linear.weight.grad, torch.ones(2, 1) * 4 * torch.ones(1, 3))
-    finally:
-        dist.destroy_process_group()
+    proc = subprocess.run([sys.executable, "-c", DDP_ON_CPU, str(tmp_path / "rendezvous")], capture_output=True,
+                          text=True, timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "grad [[4.0, 4.0, 4.0], [4.0, 4.0, 4.0]]" in proc.stdout  # d sum(W x + b) / dW = 4 ones(1, 3) per row
