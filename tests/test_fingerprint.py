@@ -31,6 +31,16 @@ def test_params_fingerprint_is_sha256_of_name_dtype_shape_and_bytes_in_name_orde
     assert fpm.params_fingerprint({"b": b, "a": a}) == h.hexdigest()
 
 
+def test_scalar_and_bfloat16_tensors_are_fingerprinted_by_their_bytes():
+    """A 0-dim parameter (a learned scale) and a bfloat16 one: torch cannot view either as bytes directly."""
+    scale, half = torch.tensor(0.5), torch.tensor([1.0, -2.0], dtype=torch.bfloat16)
+    h = hashlib.sha256()
+    h.update(b"half\0torch.bfloat16\0(2,)\0" + half.view(torch.int16).numpy().tobytes())
+    h.update(b"scale\0torch.float32\0()\0" + scale.numpy().tobytes())
+    assert fpm.params_fingerprint({"scale": scale, "half": half}) == h.hexdigest()
+    assert fpm.state_fingerprint({"step": torch.tensor(3.0)}) != fpm.state_fingerprint({"step": torch.tensor(4.0)})
+
+
 def test_one_ulp_in_one_parameter_changes_the_params_fingerprint():
     state = {"w": torch.linspace(-1, 1, 50), "b": torch.zeros(3)}
     nudged = dict(state, w=state["w"].clone())

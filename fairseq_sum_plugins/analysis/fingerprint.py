@@ -37,13 +37,18 @@ from fairseq_sum_plugins import compat  # noqa: F401  (allow-lists fairseq's arg
 _H_LINE = re.compile(r"^H-(\d+)\t")
 
 
+def _raw_bytes(t):
+    """A tensor's bytes as stored, any dtype (bfloat16 too) and any shape (0-dim too)."""
+    return t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
 def params_fingerprint(state):
     """sha256 (hex) of a model state dict: name, dtype, shape and bytes of each tensor, in name order."""
     h = hashlib.sha256()
     for name in sorted(state):
-        t = state[name].detach().cpu().contiguous()
+        t = state[name]
         h.update(f"{name}\0{t.dtype}\0{tuple(t.shape)}\0".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(_raw_bytes(t))
     return h.hexdigest()
 
 
@@ -56,9 +61,8 @@ def state_fingerprint(state):
 
     def walk(x):
         if torch.is_tensor(x):
-            t = x.detach().cpu().contiguous()
-            h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
-            h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+            h.update(f"T{x.dtype}{tuple(x.shape)}".encode())
+            h.update(_raw_bytes(x))
         elif isinstance(x, dict):
             h.update(b"{")
             for k in sorted(x, key=str):
