@@ -239,11 +239,13 @@ def timing_table(root, runs, label):
     rounds = sorted({r["timing_rounds"] for seed in per_seed for r in seed})
     lines = [f"Pruned generation speed, {'/'.join(map(str, rounds))} interleaved rounds per seed "
              f"(`gate_sweep.py --timing-rounds`):", "",
-             f"| threshold | sparsity (%) | ROUGE-1 | speed-up vs t = {per_seed[0][0]['threshold']:g} (median of the rounds) |",
-             "|---|---|---|---|"]
+             f"| threshold | sparsity (%) | ROUGE-1 | source gain (bits) | distinct | speed-up vs t = "
+             f"{per_seed[0][0]['threshold']:g} (median of the rounds) |",
+             "|---|---|---|---|---|---|"]
     for i, t in enumerate(r["threshold"] for r in per_seed[0]):
         rows = [seed[i] for seed in per_seed if i < len(seed) and seed[i]["threshold"] == t]
         lines.append(f"| {t:g} | {fmt([r['sparsity'] for r in rows], 1)} | {fmt([r['rouge1'] for r in rows])} | "
+                     f"{fmt([r.get('source_gain') for r in rows], 3)} | {fmt([r.get('distinct') for r in rows], 0)} | "
                      f"{fmt([r['speedup'] for r in rows])} |")
     return "\n".join(lines)
 
