@@ -176,3 +176,7 @@ def test_gate_sweep_refuses_negative_timing_rounds(capsys):
     with pytest.raises(SystemExit) as e:
         gate_sweep.main(["data", "--path", "x.pt", "--out-dir", "o", "--timing-rounds", "-1"])
     assert e.value.code == 2 and "--timing-rounds must be >= 0, got -1" in capsys.readouterr().err
+    for extra in (["--thresholds", "0.1"], ["--reference"]):  # nothing to compare the speed with
+        with pytest.raises(SystemExit) as e:
+            gate_sweep.main(["data", "--path", "x.pt", "--out-dir", "o", "--timing-rounds", "3", *extra])
+        assert e.value.code == 2 and "give two or more --thresholds, without --reference" in capsys.readouterr().err

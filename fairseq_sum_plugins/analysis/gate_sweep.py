@@ -289,6 +289,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.timing_rounds < 0:
         parser.error(f"--timing-rounds must be >= 0, got {args.timing_rounds}")
+    if args.timing_rounds and (args.reference or len(args.thresholds) < 2):
+        parser.error("--timing-rounds compares thresholds: give two or more --thresholds, without --reference")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
     cuda = torch.cuda.is_available() and not args.cpu
     try:
