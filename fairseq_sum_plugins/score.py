@@ -27,6 +27,11 @@ Measurements (all also in ``--json``):
   with ``--meteor-impl 1.5`` Meteor Universal 1.5's jar (the paper's); labelled ``meteor_impl``.
 * ``--novel-ngrams [1,2,3,4]``: share of summary n-grams not in the source, for hypotheses and
   references (:mod:`fairseq_sum_plugins.novelty`, Mem2Mem Table 4).
+* ``--specificity``: ROUGE-2 reference specificity (:mod:`fairseq_sum_plugins.analysis.specificity`):
+  ROUGE-2 F1 of each output against its own reference (``own``) and against the other documents'
+  references (``other``), their difference ``delta`` in ROUGE points and its permutation p-value
+  (``--permutations``, at least 1,000, seeded by ``--seed``); needs an output and a reference for every
+  document of the split; ``--json`` key ``specificity`` {``own``, ``other``, ``delta``, ``p``, ...}.
 * ``--topic-model NPZ``: semantic similarity (TA eq. 10) of each summary to its document and to its
   gold summary (:func:`fairseq_sum_plugins.analysis.topics.semantic_similarity_scores`; imports
   fairseq).
@@ -66,9 +71,14 @@ def get_parser():
                         "-norm, as TP-Transformer Table 2; scripts/install.sh --meteor15); needs --meteor")
     p.add_argument("--novel-ngrams", nargs="?", const=[1, 2, 3, 4], type=ngram_orders, metavar="ORDERS",
                    help="also the novel n-gram ratios of hypotheses and references (default 1,2,3,4)")
+    p.add_argument("--specificity", action="store_true",
+                   help="also ROUGE-2 reference specificity: own vs other documents' references, with a "
+                        "permutation p-value (needs every document of the split)")
+    p.add_argument("--permutations", type=int_at_least(1000), default=None,
+                   help="permutations of the --specificity p-value (default and minimum 1000; seeded by --seed)")
     p.add_argument("--bootstrap-samples", type=int_at_least(0), default=1000,
                    help="bootstrap resamples for the CIs (0: no CIs)")
-    p.add_argument("--seed", type=int, default=1, help="bootstrap seed")
+    p.add_argument("--seed", type=int, default=1, help="bootstrap (and --specificity permutation) seed")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     p.add_argument("--topic-model", metavar="NPZ",
                    help="also report semantic similarity (TA eq. 10) with this PFA topic model")
@@ -124,9 +134,18 @@ def documents(args, ids, sources, size=None):
 def extra_scores(args, scorer, ids, hyps, refs, sources, size=None):
     """Novel n-grams and semantic similarity, as asked for (ROUGE and METEOR: :meth:`Scorer.corpus`)."""
     out = {}
-    if not (args.novel_ngrams or args.topic_model):
+    if not (args.novel_ngrams or args.topic_model or args.specificity):
         return out
     hyp_sents, ref_sents = scorer.pairs(hyps, refs, ids if args.generate_output else None)
+    if args.specificity:
+        from .analysis.specificity import specificity
+
+        if size is not None and len(ids) != size:
+            raise ScoreInputError(f"--specificity needs an output for every document of the split: "
+                                  f"{len(ids)} of {size} are there")
+        out["specificity"] = specificity(hyp_sents, ref_sents, args.permutations or 1000, args.seed)
+    if not (args.novel_ngrams or args.topic_model):
+        return out
     docs = [rouge.clean_summary(d, scorer.detok, scorer.seps) for d in documents(args, ids, sources, size)]
     if args.novel_ngrams:
         from .novelty import novel_ngram_ratios
@@ -172,6 +191,10 @@ def format_results(res, report="f1"):
         if keys:
             cells = [f"{k.split('_')[1]} " + ("-" if res[k] is None else f"{100 * res[k]:.1f}%") for k in keys]
             lines.append(f"novel n-grams ({name}): " + "  ".join(cells))
+    if "specificity" in res:
+        from .analysis.specificity import format_specificity
+
+        lines.append(format_specificity(res["specificity"]))
     if "ss_sum_doc" in res:
         lines.append(f"SS (TA eq. 10) summary-document: {res['ss_sum_doc']:.4f}  "
                      f"summary-gold: {res['ss_sum_gold']:.4f}")
@@ -184,6 +207,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.meteor_impl and not args.meteor:
         parser.error("--meteor-impl goes with --meteor")
+    if args.permutations is not None and not args.specificity:
+        parser.error("--permutations goes with --specificity")
     try:
         ids, hyps, refs, sources, size = load_inputs(args)
         scorer = rouge.scorer_from_args(args, hyps + refs, bootstrap_samples=args.bootstrap_samples, seed=args.seed,
