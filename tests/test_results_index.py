@@ -2,6 +2,7 @@
 import json
 import os
 import shutil
+import struct
 
 import pytest
 
@@ -32,7 +33,7 @@ def test_a_figure_changed_in_a_run_folder_makes_the_index_stale(tmp_path):
         results_index.main([str(root), "--check"])
     assert results_index.main([str(root), "--write"]) == 0
     record = next(r for r in json.load(open(root / "index.json"))["records"] if r["table"] == "xsum-1000-mem2mem")
-    assert record["models"]["hred"]["rouge1"] == [round(100 * rouge["rouge1"], 2)]
+    assert record["models"]["hred"]["rouge1"] == [round(100 * rouge["rouge1"], 4)]
 
 
 def test_figures_are_copied_as_measured_by_hand(tmp_path):
@@ -46,8 +47,9 @@ def test_figures_are_copied_as_measured_by_hand(tmp_path):
                             "models": {"a": {"1": "a"}, "b": {"1": "b"}}}]}, open(root / "tables.json", "w"))
     record = results_index.build(str(root))["records"][0]
     assert record["seeds"] == [1]
-    assert record["models"] == {"a": {"rouge1": [12.35], "source_gain": [0.679], "distinct": [97]},
-                                "b": {"rouge1": [20.0], "source_gain": [None], "distinct": [None]}}
+    nothing = {"rouge2": [None], "rougeL": [None], "specificity": [None], "sha256": [None]}
+    assert record["models"] == {"a": {"rouge1": [12.3456], "source_gain": [0.6789], "distinct": [97], **nothing},
+                                "b": {"rouge1": [20.0], "source_gain": [None], "distinct": [None], **nothing}}
 
 
 @pytest.mark.parametrize("record, message", [
@@ -60,3 +62,159 @@ def test_bad_tables_are_refused_naming_the_table(tmp_path, record, message):
     json.dump({"records": [record]}, open(tmp_path / "tables.json", "w"))
     with pytest.raises(SystemExit, match=message):
         results_index.main([str(tmp_path), "--check"])
+
+
+# ------------------------------------------------------------------ runs with committed decodings
+REFS = ["The cat sat on the mat . <sep> It purred .", "A dog barked at the postman all day .",
+        "Rain fell on the city for a week .", "The council approved the new budget on Monday ."]
+HYPS = {"a": ["the cat sat on a mat .", "a dog barked at the man .", "rain fell on the town .",
+              "the council approved the budget ."],
+        "b": ["the cat sat .", "the cat sat .", "rain fell on the city .", "the budget was approved ."]}
+
+
+def _generate(path, hyps, refs):
+    with open(path, "w") as f:
+        for i, (h, r) in enumerate(zip(hyps, refs)):
+            f.write(f"S-{i}\tsource {i} : {r}\nT-{i}\t{r}\nH-{i}\t-0.5\t{h}\nD-{i}\t-0.5\t{h}\n")
+        f.write("Generate test with beam=4: BLEU4 = 0\n")
+    return str(path)
+
+
+def _prepared(folder, refs):
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "test.ref.jsonl", "w") as f:
+        for i, r in enumerate(refs):
+            f.write(json.dumps({"id": str(i), "file": "test.jsonl", "line": i + 1,
+                                "summary": [s.strip() for s in r.split("<sep>")]}) + "\n")
+    (folder / "test.src-tgt.src.idx").write_bytes(b"MMIDIDX\x00\x00" + struct.pack("<QBQ", 1, 4, len(refs)))
+    (folder / "test.src-tgt.src.bin").write_bytes(b"\x01\x02")
+    (folder / "dict.src.txt").write_text("the 5\n")
+    return folder
+
+
+def _run(root, table, folder, label, seed, updates, data, hyps):
+    from fairseq_sum_plugins import score
+    from fairseq_sum_plugins.analysis import decodings
+
+    run = root / table / folder
+    run.mkdir(parents=True)
+    gen = _generate(run / "test.out", hyps, REFS)
+    ckpt = run / "checkpoint_last.pt"
+    ckpt.write_bytes(f"weights of {label} {seed}".encode())
+    decodings.main([gen, "--out", str(run), "--table-dir", str(root / table), "--data", str(data),
+                    "--checkpoint", str(ckpt)])
+    score.main(["--generate-output", gen, "--data", str(data), "--json", str(run / "test.out.rouge.json")])
+    distinct = len(set(hyps))
+    json.dump({"gain": 0.5 + seed / 10, "distinct": distinct, "hypotheses": len(hyps)}, open(run / "source_use.json", "w"))
+    (run / "run_spec.txt").write_text(f"train.model={label}\ntrain.MAX_UPDATE={updates}\ntrain.SEED={seed}\n")
+    for name in ("test.out", "checkpoint_last.pt"):  # not committed
+        (run / name).unlink()
+
+
+@pytest.fixture(scope="module")
+def recomputable(tmp_path_factory):
+    """A results/ tree of one table, two models x seeds 1, 2 with committed decodings, indexed."""
+    root = tmp_path_factory.mktemp("recomputable") / "results"
+    data = _prepared(root.parent / "data", REFS)
+    for label in ("a", "b"):
+        for seed in (1, 2):
+            hyps = [h.replace(" .", " today ." if seed == 2 else " .") for h in HYPS[label]]
+            _run(root, "t", f"seed{seed}/{label}", label, seed, 50, data, hyps)
+    json.dump({"records": [{"table": "t", "paper": "ta", "claim": "c", "data": "d", "updates": 50,
+                            "models": {m: {"1": f"seed1/{m}", "2": f"seed2/{m}"} for m in ("a", "b")}}]},
+              open(root / "tables.json", "w"))
+    (root / "t" / "results.md").write_text("# t\n\nProse.\n")
+    assert results_index.main([str(root), "--write"]) == 0
+    assert results_index.main([str(root), "--check"]) == 0
+    return root
+
+
+def _copy(root, tmp_path):
+    shutil.copytree(root, tmp_path / "results")
+    return tmp_path / "results"
+
+
+def test_runs_with_decodings_are_recomputed_and_hashed(recomputable, capsys):
+    index = json.load(open(recomputable / "index.json"))
+    a = index["records"][0]["models"]["a"]
+    rouge = json.load(open(recomputable / "t" / "seed1" / "a" / "test.out.rouge.json"))
+    assert a["rouge2"][0] == round(100 * rouge["rouge2"], 4)
+    assert a["distinct"] == [4, 4]
+    assert set(a["sha256"][0]) == {"decodings", "references", "checkpoint", "data"}
+    assert a["sha256"][0]["checkpoint"] != a["sha256"][1]["checkpoint"]
+    assert a["sha256"][0]["data"] == a["sha256"][1]["data"]
+    assert a["specificity"][0]["delta"] > 0
+    # b writes "the cat sat ." for two documents: 3 distinct
+    assert index["records"][0]["models"]["b"]["distinct"][0] == 3
+    text = (recomputable / "t" / "results.md").read_text()
+    assert "Prose." in text and "<!-- BEGIN results_index table=t " in text and "2 of 2" in text
+    results_index.main([str(recomputable), "--check"])
+    assert "4 runs recomputed from their decodings, 0 not recomputable" in capsys.readouterr().out
+
+
+def _edit(path, old, new):
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1))
+
+
+def _swap(a, b):
+    tmp = a.with_name(a.name + ".swap")
+    a.rename(tmp)
+    b.rename(a)
+    tmp.rename(b)
+
+
+@pytest.mark.parametrize("tamper, message", [
+    (lambda r: _edit(r / "t/seed1/a/decodings.txt", "cat", "dog"), "sha256 of decodings.txt"),
+    (lambda r: (r / "t/seed1/a/decodings.txt").unlink(), "without decodings.txt"),
+    (lambda r: [(r / "t/seed1/a" / n).unlink() for n in ("decodings.txt", "decodings.json")],
+     "seed1/a: not recomputable: no decodings, and not listed"),
+    (lambda r: _edit(r / "t/references.txt", "mat", "rug"), "sha256 of .*references.txt"),
+    (lambda r: _edit(r / "t/seed2/b/test.out.rouge.json", '"rouge2": 0.', '"rouge2": 0.0'),
+     "test.out.rouge.json has rouge2 .*its decodings score"),
+    (lambda r: _edit(r / "t/seed1/b/source_use.json", '"distinct": 3', '"distinct": 4'),
+     "source_use.json has 4 distinct decodings, decodings.txt 3"),
+    (lambda r: _edit(r / "t/seed1/b/source_use.json", '"gain": 0.6', '"gain": 0.7'), "index.json is stale"),
+    (lambda r: _swap(r / "t/seed1/a", r / "t/seed2/a"), "run_spec.txt says train.SEED=2, tables.json 1"),
+    (lambda r: _edit(r / "t/seed2/a/run_spec.txt", "MAX_UPDATE=50", "MAX_UPDATE=60"),
+     "run_spec.txt says train.MAX_UPDATE=60, tables.json 50"),
+    (lambda r: _edit(r / "t/results.md", "| `a` | ta | 50 | 1, 2 | ", "| `a` | ta | 50 | 1, 2 | 9"),
+     "the generated table of 't' differs from index.json"),
+    (lambda r: _edit(r / "index.json", '"rouge1": [\n', '"rouge1": [\n 1.0,\n'), "index.json is stale"),
+    (lambda r: _edit(r / "t/results.md", "<!-- END results_index -->", ""), "without its end marker"),
+])
+def test_a_changed_number_anywhere_fails_the_check(recomputable, tmp_path, tamper, message):
+    root = _copy(recomputable, tmp_path)
+    tamper(root)
+    with pytest.raises(SystemExit, match=message):
+        results_index.main([str(root), "--check"])
+
+
+def test_a_run_of_other_data_fails_the_check(recomputable, tmp_path):
+    root = _copy(recomputable, tmp_path)
+    path = root / "t/seed2/b/decodings.json"
+    manifest = json.load(open(path))
+    manifest["data"] = "0" * 64
+    json.dump(manifest, open(path, "w"))
+    with pytest.raises(SystemExit, match="its runs decoded different data"):
+        results_index.main([str(root), "--check"])
+
+
+def test_runs_without_decodings_pass_only_while_listed(recomputable, tmp_path, capsys):
+    root = _copy(recomputable, tmp_path)
+    for name in ("decodings.txt", "decodings.json"):
+        (root / "t/seed1/a" / name).unlink()
+    (root / "not_recomputable.txt").write_text("# legacy\nt/seed1/a   # before decodings were committed\n")
+    assert results_index.main([str(root), "--write"]) == 0
+    assert results_index.main([str(root), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "t/seed1/a: not recomputable: no decodings (listed in not_recomputable.txt)" in out
+    assert "3 runs recomputed from their decodings, 1 not recomputable" in out
+    assert "| `a` | ta | 50 | 1, 2 |" in (root / "t/results.md").read_text()
+    (root / "not_recomputable.txt").write_text("t/seed1/a\nt/seed2/a\n")  # seed 2 has its decodings
+    with pytest.raises(SystemExit, match="lists t/seed2/a, which has decodings now: remove it"):
+        results_index.main([str(root), "--check"])
+    (root / "not_recomputable.txt").write_text("t/seed1/a\nt/seed9/a\n")
+    with pytest.raises(SystemExit, match="lists t/seed9/a, a run folder no record of tables.json names"):
+        results_index.main([str(root), "--check"])
