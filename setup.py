@@ -36,6 +36,7 @@ setup(
             "fairseq-sum-score = fairseq_sum_plugins.score:cli_main",
             "fairseq-sum-roles = fairseq_sum_plugins.analysis.roles:cli_main",
             "fairseq-sum-compare = fairseq_sum_plugins.analysis.compare:cli_main",
+            "fairseq-sum-baselines = fairseq_sum_plugins.analysis.baselines:cli_main",
             "fairseq-sum-probe = fairseq_sum_plugins.analysis.probe:cli_main",
             "fairseq-sum-import-t5 = fairseq_sum_plugins.models.t5_import:cli_main",
             "fairseq-sum-export-hf = fairseq_sum_plugins.models.t5_export:cli_main",

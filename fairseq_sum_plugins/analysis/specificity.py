@@ -48,8 +48,9 @@ computed from the sparse rows, so memory stays linear in n.
    distinct outputs (:mod:`.source_use`). A copy model after 2 updates passes this check and fails
    the first two.
 
-An unmeasured input (no random extract, no NLL, no source gain) makes its check ``None``; the verdict
-is then False when another check fails, else None ("not measured"), never a guess.
+An unmeasured input (no random extract, no NLL, no source gain) makes its check ``None`` (the reading
+check fails on either of its two figures alone); the verdict is then False when another check fails,
+else None ("not measured"), never a guess.
 """
 import numpy as np
 
@@ -196,7 +197,7 @@ def specificity(hyp_sents, ref_sents, permutations=DEFAULT_PERMUTATIONS, seed=1)
 
 def format_specificity(spec):
     """One line: own, other, delta (ROUGE-2 points) and the permutation p-value."""
-    return (f"ROUGE-2 specificity: own {spec['own']:.2f}, other {spec['other']:.2f}, delta {spec['delta']:+.2f} "
+    return (f"ROUGE-2 specificity: own {spec['own']:.2f}, other {spec['other']:.2f}, delta {round(spec['delta'], 9) + 0.0:+.2f} "
             f"(p {spec['p']:.4f}, {spec['permutations']} permutations, seed {spec['seed']}, "
             f"{spec['documents']} documents)")
 
@@ -237,14 +238,18 @@ def verdict(spec, random_delta, nll=None, bag_nll=None, gain=None, distinct=None
         checks["beats_bag"] = bool(nll < bag_nll)
         if not checks["beats_bag"]:
             reasons.append(f"test NLL {nll:.3f} bits is not below the bag of pieces' {bag_nll:.3f}")
-    if gain is None or distinct is None or not outputs:
+    low_gain = gain is not None and gain < READ_GAIN
+    few = distinct is not None and bool(outputs) and distinct < READ_DISTINCT * outputs
+    if low_gain or few:
+        checks["reads"] = False
+        reasons.append("does not read: " + ", ".join(
+            ([f"source gain {gain:.3f} bits < {READ_GAIN}"] if low_gain else [])
+            + ([f"{distinct} distinct outputs of {outputs} < {READ_DISTINCT:.0%}"] if few else [])))
+    elif gain is None or distinct is None or not outputs:
         checks["reads"] = None
         reasons.append("source gain / distinct outputs not measured")
     else:
-        checks["reads"] = bool(gain >= READ_GAIN and distinct >= READ_DISTINCT * outputs)
-        if not checks["reads"]:
-            reasons.append(f"does not read: source gain {gain:.3f} bits (>= {READ_GAIN}), {distinct} distinct of "
-                           f"{outputs} (>= {READ_DISTINCT:.0%})")
+        checks["reads"] = True
     values = list(checks.values())
     summarizes = False if False in values else (None if None in values else True)
     label = {True: "summarizes", False: "does not summarize", None: "not measured"}[summarizes]

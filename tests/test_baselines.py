@@ -1,0 +1,215 @@
+"""fairseq-sum-baselines (analysis/baselines.py): Lead-k, random, the greedy oracle, the generic summary and
+the bag of pieces, each checked against a hand computation."""
+import contextlib
+import io
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from fairseq_sum_plugins.analysis import baselines as bl
+from fairseq_sum_plugins.text import split_sentences
+
+# words of at most 3 letters: no stemming
+ORACLE_DOC = ["a dog ran", "the cat sat", "on the mat", "the cat sat on"]
+ORACLE_REF = "the cat sat on the mat"
+
+
+def test_the_greedy_oracle_of_a_hand_made_document():
+    """Reference: unigrams the x2, cat, sat, on, mat (6); bigrams the-cat, cat-sat, sat-on, on-the,
+    the-mat (5). Step 1, R-1 F1 + R-2 F1 of each sentence alone: 'the cat sat' 2/3 + 4/7, 'on the mat'
+    the same, 'the cat sat on' 0.8 + 0.75 = 1.55: picked. Step 2: + 'on the mat' gives unigrams 6 of 7
+    (F1 12/13) and bigrams 5 of 5 (F1 1): 1.923; + 'the cat sat' 50/65 + 0.6 = 1.369; + 'a dog ran' less.
+    Step 3: every addition lowers the score: stop. Output in document order."""
+    assert bl.oracle_indices(ORACLE_DOC, ORACLE_REF) == [2, 3]
+    assert bl.oracle_indices(ORACLE_DOC, ORACLE_REF, max_sentences=1) == [3]
+    assert bl.oracle([ORACLE_DOC], [ORACLE_REF]) == [["on the mat", "the cat sat on"]]
+    assert bl.oracle_indices(["x y z"], ORACLE_REF) == []  # nothing improves on the empty selection
+
+
+ABBREVIATED = ("Dr. Smith met Mr. Jones at 5 p.m. Then they left for the U.S. Embassy. It rained, e.g. The rain was "
+               "heavy. Fig. 3 shows it.")
+ABBREVIATED_SENTS = ["Dr. Smith met Mr. Jones at 5 p.m.", "Then they left for the U.S. Embassy.",
+                     "It rained, e.g. The rain was heavy.", "Fig. 3 shows it."]
+
+
+def write_jsonl(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_lead_k_on_text_with_abbreviations(tmp_path):
+    """Dr., Mr., U.S. before a name, e.g. and Fig. end no sentence; 'p.m. Then' does."""
+    write_jsonl(tmp_path / "test.jsonl", [{"document": ABBREVIATED, "summary": "x"}])
+    docs, refs = bl.read_jsonl(tmp_path / "test.jsonl")
+    assert docs == [ABBREVIATED_SENTS] and refs == ["x"]
+    assert bl.lead(docs, 2) == [ABBREVIATED_SENTS[:2]] and bl.lead(docs, 9) == [ABBREVIATED_SENTS]
+
+
+def test_lead_k_chooses_k_on_validation():
+    """References made of the first two sentences: Lead-2 scores 100, every other k less."""
+    docs = [ABBREVIATED_SENTS, ["One day came.", "Two men went.", "Three hours passed."]]
+    refs = ["\n".join(d[:2]) for d in docs]
+    k, scores = bl.choose_lead_k(docs, refs, max_k=4)
+    assert k == 2 and scores[2] == pytest.approx(100) and all(scores[j] < 100 for j in (1, 3, 4))
+
+
+def test_random_extract_is_seeded_in_document_order_and_keeps_short_documents():
+    docs = [[f"s{i}" for i in range(10)], ["only", "two"]]
+    a, b = bl.random_extract(docs, 3, seed=4), bl.random_extract(docs, 3, seed=4)
+    assert a == b and len(a[0]) == 3 and a[1] == ["only", "two"]
+    assert a[0] == sorted(a[0], key=lambda s: int(s[1:]))
+    rng = np.random.default_rng(4)
+    assert a[0] == [f"s{i}" for i in sorted(rng.choice(10, 3, replace=False))]
+
+
+def test_the_generic_summary_has_the_highest_mean_rouge_against_the_others():
+    """Mean of (R-1 F1 + R-2 F1) / 2 against the other three: 'a b c' (0.583 vs 'a b d', 0 vs 'x y z', 0.829
+    vs 'a b c e') beats 'a b c e' (0.829, 0, 0.486) and 'a b d' (0.583, 0, 0.486)."""
+    train = ["a b c", "a b d", "x y z", "a b c e"]
+    assert bl.generic_summary(train) == (0, 4)
+    index, compared = bl.generic_summary(train * 300, max_summaries=50, seed=2)
+    assert compared == 50 and train[index % 4] == "a b c"
+    with pytest.raises(ValueError, match="at least 2 training summaries"):
+        bl.generic_summary(["a b"])
+
+
+# ------------------------------------------------------------------------------------ bag of pieces
+def write_bin(folder, split, pairs):
+    """fairseq binaries of (source ids, target ids) pairs; the dictionary: a (4), b (5)."""
+    import torch
+    from fairseq.data import indexed_dataset
+
+    for side, k in (("src", 0), ("tgt", 1)):
+        prefix = os.path.join(folder, f"{split}.src-tgt.{side}")
+        builder = indexed_dataset.make_builder(prefix + ".bin", impl="mmap", vocab_size=6)
+        for pair in pairs:
+            builder.add_item(torch.IntTensor(pair[k]))
+        builder.finalize(prefix + ".idx")
+
+
+def test_bag_of_pieces_nll_of_a_tiny_hand_example(tmp_path):
+    """Train targets 'a b </s>', 'a </s>': add-one unigram over the 6 symbols (bos, pad, eos, unk, a, b)
+    u = [1, 1, 3, 1, 3, 2] / 11. Valid: source 'a a </s>', target 'a </s>': the document gives a 2/3 and
+    </s> 1/3, both above u's 3/11, so the largest weight of the grid wins: 0.95. Test: source 'b b a </s>'
+    with target 'b </s>', source 'a </s>' with target 'a a </s>'."""
+    for side in ("src", "tgt"):
+        (tmp_path / f"dict.{side}.txt").write_text("a 1\nb 1\n")
+    write_bin(tmp_path, "train", [([4, 2], [4, 5, 2]), ([5, 2], [4, 2])])
+    write_bin(tmp_path, "valid", [([4, 4, 2], [4, 2])])
+    write_bin(tmp_path, "test", [([5, 5, 4, 2], [5, 2]), ([4, 2], [4, 4, 2])])
+    res = bl.bag_of_pieces(str(tmp_path))
+    lam, u = 0.95, {2: 3 / 11, 4: 3 / 11, 5: 2 / 11}
+
+    def p(doc_share, token):
+        return lam * doc_share + (1 - lam) * u[token]
+
+    own = [p(2 / 4, 5), p(1 / 4, 2), p(1 / 2, 4), p(1 / 2, 4), p(1 / 2, 2)]
+    other = [p(0, 5), p(1 / 2, 2), p(1 / 4, 4), p(1 / 4, 4), p(1 / 4, 2)]  # target i with source i + 1
+    nll = -sum(math.log2(x) for x in own) / 5
+    nll_other = -sum(math.log2(x) for x in other) / 5
+    assert res["lambda"] == lam and res["tokens"] == 5 and res["examples"] == 2
+    assert res["nll"] == pytest.approx(nll, abs=1e-12) and res["nll_other"] == pytest.approx(nll_other, abs=1e-12)
+    assert res["gain"] == pytest.approx(nll_other - nll, abs=1e-12)
+    valid = -(math.log2(lam * 2 / 3 + (1 - lam) * 3 / 11) + math.log2(lam / 3 + (1 - lam) * 3 / 11)) / 2
+    assert res["valid_nll"] == pytest.approx(valid, abs=1e-12)
+
+
+def test_bag_of_pieces_names_a_missing_split(tmp_path):
+    (tmp_path / "dict.tgt.txt").write_text("a 1\n")
+    with pytest.raises(ValueError, match="no binarized split 'train'"):
+        bl.bag_of_pieces(str(tmp_path))
+
+
+# ------------------------------------------------------------------------------------------- CLI
+class Run:
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def cli(*argv):
+    """``fairseq-sum-baselines ARGV`` in this process (its import of the plugin takes seconds)."""
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            bl.main([str(a) for a in argv])
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+            if not isinstance(e.code, int):
+                print(e.code, file=sys.stderr)
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+def jsonl_splits(folder):
+    docs = [ABBREVIATED, "One day came. Two men went. Three hours passed. Four dogs barked.",
+            "The sun rose early. Birds sang loudly. The town woke up. Shops opened at nine."]
+    records = [{"document": d, "summary": " ".join(split_sentences(d)[:2])} for d in docs]
+    for split in ("train", "valid", "test"):
+        write_jsonl(folder / f"{split}.jsonl", records)
+    return folder / "test.jsonl"
+
+
+def test_cli_on_jsonl_writes_every_system_with_specificity_and_verdicts(tmp_path):
+    test = jsonl_splits(tmp_path)
+    proc = cli("--jsonl", test, "--json", tmp_path / "b.json", "--bootstrap-samples", "10")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads((tmp_path / "b.json").read_text())
+    assert list(res["systems"]) == list(bl.SYSTEMS) and res["bag_of_pieces"] is None and res["documents"] == 3
+    assert res["systems"]["leadk"]["k"] == 2 and res["systems"]["leadk"]["rouge2"] == pytest.approx(1.0)
+    for s in res["systems"].values():
+        assert set(s["specificity"]) >= {"own", "other", "delta", "p"} and {"rouge1", "rouge2", "rougeL"} <= set(s)
+    generic = res["systems"]["generic"]
+    assert generic["distinct"] == 1 and generic["verdict"]["summarizes"] is False
+    assert res["bar"] == max(0.5, res["systems"]["random3"]["specificity"]["delta"] / 2)
+    assert "leadk(k=2)" in proc.stdout and "bar of the verdict" in proc.stdout
+
+
+def test_cli_without_sibling_splits_notes_what_it_left_out(tmp_path):
+    write_jsonl(tmp_path / "only.jsonl", [{"document": ABBREVIATED, "summary": "Dr. Smith met Mr. Jones."},
+                                          {"document": "A b c. D e f.", "summary": "D e f."}])
+    proc = cli("--jsonl", tmp_path / "only.jsonl", "--json", tmp_path / "b.json", "--bootstrap-samples", "0")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads((tmp_path / "b.json").read_text())
+    assert res["systems"]["leadk"] is None and res["systems"]["generic"] is None
+    assert res["notes"] == ["leadk: no validation split", "generic: no training split"]
+
+
+@pytest.mark.parametrize("records,argv,message", [
+    ([{"document": "A b.", "summary": "A b."}], [], "needs at least 2"),
+    ([{"text": "A b.", "summary": "c"}], [], "only.jsonl:1: no text field 'document' (--src-field)"),
+    ([{"document": "A b.", "summary": "c"}, {"document": "", "summary": "c"}], [], "only.jsonl:2: empty document"),
+    ([{"document": "A b.", "summary": "c"}] * 2, ["--permutations", "10"], "must be >= 1000, got 10"),
+    ([{"document": "A b.", "summary": "c"}] * 2, ["--max-lead", "0"], "must be >= 1, got 0"),
+    ([{"document": "A b.", "summary": "c"}] * 2, ["--train-jsonl", "nowhere.jsonl"], "nowhere.jsonl"),
+])
+def test_cli_refuses_bad_input_by_name(tmp_path, records, argv, message):
+    write_jsonl(tmp_path / "only.jsonl", records)
+    proc = cli("--jsonl", tmp_path / "only.jsonl", *argv)
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+
+
+def test_cli_refuses_a_folder_that_is_not_prepared_and_jsonl_flags_with_data(tmp_path):
+    proc = cli("--data", tmp_path)
+    assert proc.returncode != 0 and "no prepare_args.json" in proc.stderr
+    proc = cli("--data", tmp_path, "--train-jsonl", "x.jsonl")
+    assert proc.returncode == 2 and "--valid-jsonl / --train-jsonl go with --jsonl" in proc.stderr
+
+
+@pytest.mark.slow
+def test_cli_on_a_prepared_folder_adds_the_bag_of_pieces(tmp_path_factory):
+    import corpora
+
+    work = corpora.prepared_jsonl_work(tmp_path_factory.mktemp("bl"))
+    out = work / "b.json"
+    proc = cli("--data", work / "bin", "--json", out, "--bootstrap-samples", "0")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(out.read_text())
+    bag = res["bag_of_pieces"]
+    assert bag["examples"] == 4 and bag["lambda"] in bl.LAMBDAS and math.isfinite(bag["nll"])
+    assert bag["verdict"]["summarizes"] is False and bag["verdict"]["checks"]["beats_bag"] is False
+    with open(work / "bin" / "test.ref.jsonl") as f:
+        assert res["documents"] == sum(1 for _ in f)
