@@ -1,14 +1,18 @@
-"""fairseq-sum-plugins: abstractive-summarization papers as a fairseq ``--user-dir`` plugin."""
+"""fairseq-sum-plugins: abstractive-summarization papers as a fairseq ``--user-dir`` plugin.
+
+Name, version (``fairseq_sum_plugins.__version__``), license and readme: pyproject.toml. The checkout's
+``preprocess/`` folder (``python -m preprocess.prepare`` from the repository root) installs under the
+namespaced name ``fairseq_sum_plugins_preprocess``: no generic top-level ``preprocess`` package in
+site-packages.
+"""
 from setuptools import find_packages, setup
 
+PREPROCESS = "fairseq_sum_plugins_preprocess"  # the installed name of preprocess/
+
 setup(
-    name="fairseq-sum-plugins",
-    version="0.1.0",
-    description="TP-Transformer, Mem2Mem, ETADS, Topic Assistant and information selection for fairseq",
-    long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
-    long_description_content_type="text/markdown",
-    python_requires=">=3.8",
-    packages=find_packages(include=["fairseq_sum_plugins", "fairseq_sum_plugins.*", "preprocess", "preprocess.*"]),
+    packages=find_packages(include=["fairseq_sum_plugins", "fairseq_sum_plugins.*"])
+    + [PREPROCESS] + [f"{PREPROCESS}.{p}" for p in find_packages(where="preprocess")],
+    package_dir={PREPROCESS: "preprocess"},
     package_data={"fairseq_sum_plugins": ["data/*.txt"]},
     # fairseq and torch are deliberately not pinned here: a bare ``torch`` requirement pulls a CUDA
     # build and fairseq 0.12.2 does not build on Python 3.11. ``scripts/install.sh`` installs a
@@ -32,7 +36,7 @@ setup(
     },
     entry_points={
         "console_scripts": [
-            "fairseq-sum-prepare = preprocess.prepare:cli_main",
+            "fairseq-sum-prepare = fairseq_sum_plugins_preprocess.prepare:cli_main",
             "fairseq-sum-score = fairseq_sum_plugins.score:cli_main",
             "fairseq-sum-roles = fairseq_sum_plugins.analysis.roles:cli_main",
             "fairseq-sum-compare = fairseq_sum_plugins.analysis.compare:cli_main",

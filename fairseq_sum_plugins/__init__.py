@@ -11,6 +11,8 @@ torch >= 2.6 (see :mod:`fairseq_sum_plugins.compat`) and quietens fairseq's star
 import importlib.util
 import sys
 
+__version__ = "0.1.0"  # the package's one version: pyproject.toml reads it from here
+
 
 def _fairseq_available():
     if "fairseq" in sys.modules:

@@ -25,7 +25,7 @@ import os
 import re
 import sys
 
-from preprocess import converter_io, stats
+from . import converter_io, stats
 
 SPLITS = {"train": "train", "val": "valid", "test": "test"}
 ASPECTS = ("challenge", "approach", "outcome")

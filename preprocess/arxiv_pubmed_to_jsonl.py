@@ -30,7 +30,7 @@ import os
 import re
 import sys
 
-from preprocess import converter_io, stats
+from . import converter_io, stats
 
 SPLITS = {"train": ("train",), "valid": ("val", "valid", "validation"), "test": ("test",)}
 TAG = re.compile(r"</?S>")

@@ -21,8 +21,8 @@ import hashlib
 import os
 import sys
 
-from preprocess import converter_io, stats
-from preprocess.xsum_to_jsonl import SPLIT_NAMES, ConvertError, carve, find_split_file
+from . import converter_io, stats
+from .xsum_to_jsonl import SPLIT_NAMES, ConvertError, carve, find_split_file
 
 URL_LISTS = {"train": ("all_train",), "valid": ("all_val", "all_valid", "all_validation"), "test": ("all_test",)}
 

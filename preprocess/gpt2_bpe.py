@@ -35,7 +35,7 @@ from multiprocessing import Pool
 
 from tqdm import tqdm
 
-from preprocess import converter_io
+from . import converter_io
 
 SPLITS = {"train": ("train",), "valid": ("valid", "val", "validation"), "test": ("test",)}
 

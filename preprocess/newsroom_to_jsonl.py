@@ -29,8 +29,8 @@ import sys
 
 from tqdm import tqdm
 
-from preprocess import converter_io
-from preprocess import stats as stats_module
+from . import converter_io
+from . import stats as stats_module
 
 SPLITS = {"train": ("train",), "valid": ("dev", "valid", "validation"), "test": ("test",)}
 KEPT_FIELDS = ("title", "density", "coverage", "compression", "density_bin")

@@ -23,8 +23,8 @@ import os
 import random
 import re
 
-from preprocess import converter_io, stats
-from preprocess.xsum_to_jsonl import SPLIT_NAMES, ConvertError, carve, find_split_file
+from . import converter_io, stats
+from .xsum_to_jsonl import SPLIT_NAMES, ConvertError, carve, find_split_file
 
 _MARKER = re.compile(r"\s*(?:;\s*)?\((?:[A-Z])\)\s*$")
 

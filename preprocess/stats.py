@@ -17,7 +17,7 @@ import argparse
 import sys
 from collections import namedtuple
 
-from preprocess.converter_io import SPLITS, read_jsonl_dir, split_sentences
+from .converter_io import SPLITS, read_jsonl_dir, split_sentences
 
 # docs: (train, valid, test) or None; averages over the whole corpus, None where not printed.
 Ref = namedtuple("Ref", "source docs doc_words doc_sents sum_words sum_sents note", defaults=("",))

@@ -352,7 +352,7 @@ def fit_command(args, dictionary):
         n_docs = min(n_docs, args.max_docs)
     surfaces = gpt2 = None
     if args.gpt2_encoder_json:
-        from preprocess.gpt2_bpe import load_encoder
+        from .gpt2_bpe import load_encoder
 
         surfaces = gpt2_surfaces(dictionary, load_encoder(args.gpt2_encoder_json, args.gpt2_vocab_bpe))
         gpt2 = gpt2_files_info(args.gpt2_encoder_json, args.gpt2_vocab_bpe)

@@ -32,8 +32,8 @@ import sys
 
 from tqdm import tqdm
 
-from preprocess import converter_io, stats
-from preprocess.xsum_to_jsonl import ConvertError
+from . import converter_io, stats
+from .xsum_to_jsonl import ConvertError
 
 COLUMNS = ("headline", "title", "text")
 LISTS = {"train": ("all_train",), "valid": ("all_val", "all_valid", "all_validation"), "test": ("all_test",)}

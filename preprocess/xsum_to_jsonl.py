@@ -27,7 +27,7 @@ import random
 import re
 import sys
 
-from preprocess import converter_io, stats
+from . import converter_io, stats
 
 SPLIT_NAMES = {"train": ("train",), "valid": ("validation", "valid", "val"), "test": ("test",)}
 SECTION = re.compile(r"\[(?:SN|XSUM)\]([A-Z][A-Z-]*)\[(?:SN|XSUM)\]")

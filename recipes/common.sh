@@ -3,6 +3,9 @@
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 USER_DIR="$REPO/fairseq_sum_plugins"
+# `python -m preprocess.xxx` from any folder: the checkout's preprocess/ (installed packages name
+# it fairseq_sum_plugins_preprocess, setup.py)
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 
 log() { echo "[$(date +%H:%M:%S)] $*"; }
 

@@ -132,6 +132,20 @@ fit_topics() {
     $([ -d "$WORK/spm_full" ] && echo --full-src "$WORK/spm_full")
 }
 
+# sets_copy FLAG...: true when one of the flags sets the copy mechanism, either way and in any spelling:
+# --pointer-generator VALUE, --pointer-generator=VALUE (False, 0, false, no, ...), the flag quoted
+# ('--pointer-generator=False', "--pointer-generator" 0). COPY=1 leaves such a spec as it is: fairseq reads
+# the last of two --pointer-generator flags, so an appended one would override the spec's.
+sets_copy() {
+  local f
+  for f in "$@"; do
+    f=${f#[\'\"]}
+    f=${f%%[\'\"]*}
+    [[ $f == --pointer-generator || $f == --pointer-generator=* ]] && return 0
+  done
+  return 1
+}
+
 # run_spec LABEL=REST [SIDE FLAGS]: what shapes a run's checkpoint (train.*) and its decoding (decode.*),
 # KEY=VALUE a line; the workers, not their ranks (every node of a multi-node run writes the same spec)
 run_spec() {
@@ -194,7 +208,7 @@ folder of OUT (letters, digits, _ . + -, at most 64, not starting with . or -)"
   read -r -a words <<< "$rest"
   [[ ${words[0]:-} =~ ^[A-Za-z0-9_]+$ ]] || refuse "'$spec': no architecture name after '$label=' (LABEL=ARCH [flags])"
   flags=("${words[@]:1}")
-  if [ "$COPY" = 1 ] && [[ " ${flags[*]:-} " != *" --pointer-generator "* ]] && [ "$(model_of "${words[0]}")" = sum_transformer ]; then
+  if [ "$COPY" = 1 ] && ! sets_copy "${flags[@]}" && [ "$(model_of "${words[0]}")" = sum_transformer ]; then
     rest="$rest --pointer-generator True"  # COPY=1 (see above): recorded in the run's spec like any flag
     flags+=(--pointer-generator True)
   fi
