@@ -281,6 +281,12 @@ for i in "${!LABELS[@]}"; do
     python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$ckpt/checkpoint_last.pt" \
       --subset test --generate-output "$OUT/$label/test.out" --json "$OUT/$label/source_use.json" "${side[@]}"
   fi
+  # the test outputs as committed (analysis/decodings.py): OUT/LABEL/decodings.txt and .json (sha256 of
+  # decodings, checkpoint, data), OUT/references.txt and OUT/sources.txt (the same for every label)
+  if [ ! "$OUT/$label/decodings.json" -nt "$OUT/$label/test.out" ]; then
+    python -m fairseq_sum_plugins.analysis.decodings "$OUT/$label/test.out" --out "$OUT/$label" --table-dir "$OUT" \
+      --data "$WORK/bin" --checkpoint "$ckpt/checkpoint_last.pt"
+  fi
 done
 if command -v fairseq-sum-compare > /dev/null && [ ${#LABELS[@]} -gt 1 ]; then
   for label in "${LABELS[@]:1}"; do

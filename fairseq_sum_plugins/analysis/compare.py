@@ -203,6 +203,8 @@ def get_parser():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sys_a", metavar="SYS_A", help="system A: fairseq-generate output or hypotheses, one per line")
     p.add_argument("sys_b", metavar="SYS_B", help="system B, same documents and references")
+    p.add_argument("more", nargs="*", metavar="SYS",
+                   help="more systems for --html (the paired test above stays A vs B; the page compares each with A)")
     add_reference_options(p)
     rouge.add_scorer_options(p, rouge.DOCUMENT_BACKENDS)
     p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
@@ -220,6 +222,19 @@ def get_parser():
     p.add_argument("--name-b", default="B")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     p.add_argument("--png", metavar="FILE", help="plot the differences with their CIs")
+    p.add_argument("--html", metavar="FILE",
+                   help="write one self-contained page (no network resource): the table of every system (with "
+                        "--baselines, the baselines and verdicts), then per document the source with each system's "
+                        "copied n-grams highlighted, the reference and the outputs with per-document ROUGE and "
+                        "specificity, sortable by where the systems differ most (analysis/compare_report.py)")
+    p.add_argument("--src", metavar="DOCS",
+                   help="the documents of --html: one a line (sources.txt of analysis/decodings.py) or a .jsonl "
+                        "(--src-field); default: the S- lines of the first generate output")
+    p.add_argument("--src-field", default="document", help="document field of a --src .jsonl (default: document)")
+    p.add_argument("--baselines", metavar="JSON", help="fairseq-sum-baselines' --json of the same test set (--html)")
+    p.add_argument("--names", metavar="A,B,...",
+                   help="names of the systems in --html (default: each file's folder, or --name-a / --name-b)")
+    p.add_argument("--title", default="Summaries side by side", help="heading of --html")
     return p
 
 
@@ -245,7 +260,92 @@ def main(argv=None):
     if args.png:
         plot_comparison(res, args.png, args.name_a, args.name_b)
         print(f"wrote {args.png}")
+    if args.html:
+        try:
+            html_page(args, res)
+        except (ValueError, RuntimeError, OSError) as e:
+            sys.exit(f"fairseq-sum-compare: error: {e}")
+        print(f"wrote {args.html}")
     return res
+
+
+def _html_names(args, paths):
+    if args.names:
+        names = [n.strip() for n in args.names.split(",")]
+        if len(names) != len(paths) or not all(names) or len(set(names)) != len(names):
+            raise ValueError(f"--names {args.names!r}: {len(paths)} distinct, non-empty names needed, one per system")
+        return names
+    import os
+
+    names = [os.path.basename(os.path.dirname(os.path.abspath(p))) or p for p in paths]
+    names[:2] = [given if given != default else name
+                 for given, default, name in ((args.name_a, "A", names[0]), (args.name_b, "B", names[1]))]
+    return [n if names.index(n) == i else f"{n} ({i + 1})" for i, n in enumerate(names)]
+
+
+def html_sources(args, paths, n):
+    """The documents of --html as ``<sep>``-joined lines (analysis/decodings.py's format)."""
+    import os
+
+    from ..score_inputs import GenerateOutput, read_jsonl_field, read_lines
+    from .decodings import clean_line
+
+    if args.src is None:
+        if not is_generate_output(paths[0]):
+            raise ValueError("--html needs --src DOCS (the documents) when the systems are not generate outputs")
+        gen = GenerateOutput(paths[0])
+        missing = [i for i in range(n) if i not in gen.sources]
+        if missing:
+            raise ValueError(f"{paths[0]}: no S- line for sample ids {missing[:10]}: pass --src DOCS")
+        return [clean_line(gen.sources[i]) for i in range(n)]
+    if not os.path.isfile(args.src):
+        raise ValueError(f"--src {args.src}: no such file")
+    docs = read_jsonl_field(args.src, args.src_field) if args.src.endswith(".jsonl") else read_lines(args.src, "documents")
+    if len(docs) != n:
+        raise ValueError(f"--src {args.src} has {len(docs)} documents for {n} summaries (line i = document i)")
+    return [clean_line(d, detok=False) for d in docs]
+
+
+def html_page(args, res):
+    """Writes --html (:func:`fairseq_sum_plugins.analysis.compare_report.html_report`) for every system."""
+    import os
+
+    from .compare_report import html_report, system_summary
+
+    paths = [args.sys_a, args.sys_b] + list(args.more)
+    names = _html_names(args, paths)
+    loaded = [load_system(p, args) for p in paths]
+    ids = sorted(loaded[0])
+    for p, sysm in zip(paths[1:], loaded[1:]):
+        if sorted(sysm) != ids or any(sysm[i][1] != loaded[0][i][1] for i in ids):
+            raise ValueError(f"{p} does not cover the samples of {paths[0]} with the same references")
+    if ids != list(range(len(ids))):
+        raise ValueError(f"{paths[0]}: the page needs every document of the split (sample ids 0..n-1), got "
+                         f"{len(ids)} ids up to {ids[-1]}")
+    refs = [loaded[0][i][1] for i in ids]
+    scorer = rouge.scorer_from_args(args, refs)
+    baselines = None
+    if args.baselines:
+        with open(args.baselines, encoding="utf-8") as f:
+            baselines = json.load(f)
+        if not isinstance(baselines, dict) or "systems" not in baselines:
+            raise ValueError(f"--baselines {args.baselines}: not a JSON of fairseq-sum-baselines (no 'systems')")
+        docs = baselines.get("documents")
+        if docs is not None and docs != len(ids):
+            raise ValueError(f"--baselines {args.baselines} is of {docs} documents, the systems of {len(ids)}")
+    systems = []
+    for p, name, sysm in zip(paths, names, loaded):
+        use_path = os.path.join(os.path.dirname(os.path.abspath(p)), "source_use.json")
+        use = json.load(open(use_path, encoding="utf-8")) if os.path.isfile(use_path) else None
+        systems.append(system_summary(name, [sysm[i][0] for i in ids], refs, scorer, use, baselines))
+    pairs = {}
+    for s, sysm in zip(systems[1:], loaded[1:]):
+        pairs[s["name"]] = compare_systems([sysm[i][0] for i in ids], [loaded[0][i][0] for i in ids], refs,
+                                           ("rouge2",), samples=args.bootstrap_samples, seed=args.seed, scorer=scorer)
+    ref_lines = [" <sep> ".join(r) for r in scorer.pairs(refs, refs)[1]]
+    page = html_report(systems, ref_lines, html_sources(args, paths, len(ids)), baselines, pairs, args.title)
+    with open(args.html, "w", encoding="utf-8") as f:
+        f.write(page)
 
 
 def cli_main():

@@ -226,3 +226,228 @@ def cli_main(argv=None):
 
 if __name__ == "__main__":
     cli_main()
+
+
+# --------------------------------------------------------------------------------- HTML report
+COPY_N = 3  # a run of COPY_N words shared by the source and an output counts as copied
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+_WORD_KEY = re.compile(r"[^\w]+")
+
+
+def _key(word):
+    return _WORD_KEY.sub("", word.lower())
+
+
+def copied_words(words, other_words, n=COPY_N):
+    """Indices of ``words`` inside an n-gram (of non-punctuation words, lower-cased) that also occurs in
+    ``other_words``; punctuation between them is marked with them."""
+    keyed = [(i, _key(w)) for i, w in enumerate(words) if _key(w)]
+    other = [k for k in map(_key, other_words) if k]
+    grams = {tuple(other[j:j + n]) for j in range(len(other) - n + 1)}
+    marked = set()
+    for j in range(len(keyed) - n + 1):
+        if tuple(k for _, k in keyed[j:j + n]) in grams:
+            marked.update(range(keyed[j][0], keyed[j + n - 1][0] + 1))
+    return marked
+
+
+def _sentences(line):
+    from .decodings import JOIN
+
+    return [s for s in line.split(JOIN.strip()) if s.strip()] if line else []
+
+
+def _marked_html(line, others, n=COPY_N):
+    """HTML of a ``<sep>``-joined line, each word a span with classes ``cK`` for the systems ``K`` (of
+    ``others``: {K: words}) whose text shares an n-gram with it; sentences as paragraphs."""
+    from html import escape
+
+    out = []
+    words = [w for s in _sentences(line) for w in s.split()]
+    marks = {k: copied_words(words, ws, n) for k, ws in others.items()}
+    pos = 0
+    for sent in _sentences(line):
+        spans = []
+        for w in sent.split():
+            cls = " ".join(f"c{k}" for k, m in marks.items() if pos in m)
+            spans.append(f'<span class="{cls}">{escape(w)}</span>' if cls else escape(w))
+            pos += 1
+        out.append("<p>" + " ".join(spans) + "</p>")
+    return "".join(out) or "<p><i>(empty)</i></p>"
+
+
+def specificity_rows(hyp_sents, ref_sents):
+    """Per document ``i``: ``M[i, i] - mean_{j != i} M[i, j]`` (ROUGE-2 points; their mean is the
+    specificity delta, :mod:`.specificity`)."""
+    import numpy as np
+
+    from .specificity import BigramMatrix, bigram_counts
+
+    m = BigramMatrix([bigram_counts(h) for h in hyp_sents], [bigram_counts(r) for r in ref_sents]).matrix()
+    n = len(hyp_sents)
+    diag = np.diag(m)
+    return diag - (m.sum(1) - diag) / max(n - 1, 1)
+
+
+def _fmt(x, digits=2, sign=False):
+    return "-" if x is None else f"{x:{'+' if sign else ''}.{digits}f}"
+
+
+def system_summary(name, hyps, refs, scorer, source_use=None, baselines=None):
+    """What the HTML report shows of one system: corpus and per-document ROUGE-1/2/L F1 x 100, specificity
+    and its per-document contributions, distinct outputs and, with ``baselines`` (fairseq-sum-baselines'
+    JSON), the verdict (:func:`.specificity.verdict`)."""
+    from . import specificity as sp
+
+    hyp_sents, ref_sents = scorer.pairs(hyps, refs)
+    per = scorer.document_f1(hyps, refs, ("rouge1", "rouge2", "rougeL"))
+    spec = sp.specificity(hyp_sents, ref_sents) if len(hyps) > 1 else None
+    lines = [" <sep> ".join(s) for s in hyp_sents]
+    out = {"name": name, "lines": lines, "per": {m: [100 * float(v) for v in per[m]] for m in per},
+           "spec": spec, "spec_rows": [float(v) for v in specificity_rows(hyp_sents, ref_sents)] if spec else None,
+           "distinct": len({" ".join(s) for s in hyp_sents}), "outputs": len(hyps), "source_use": source_use}
+    out["rouge"] = {m: sum(v) / len(v) for m, v in out["per"].items()}
+    if baselines is not None:
+        bag = baselines.get("bag_of_pieces") or {}
+        use = source_use or {}
+        out["verdict"] = sp.verdict(spec, baselines.get("random_delta"), use.get("nll_own"), bag.get("nll"),
+                                    use.get("gain"), out["distinct"], out["outputs"])
+    return out
+
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.2em 2em;color:#222}
+h1{font-size:1.35em;margin:.2em 0}h2{font-size:1.1em;margin:1.2em 0 .4em}
+table.t{border-collapse:collapse;margin:.4em 0}
+table.t td,table.t th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+table.t td:first-child,table.t th:first-child{text-align:left}
+tr.base td{color:#555;background:#f6f6f6}
+.ok{color:#176d1b;font-weight:600}.no{color:#b3261e;font-weight:600}.na{color:#777}
+.doc{border:1px solid #bbb;border-radius:6px;margin:1em 0;padding:.5em .8em}
+.doc h3{font-size:1em;margin:.2em 0 .5em}
+.grid{display:grid;gap:.6em;grid-template-columns:repeat(auto-fit,minmax(260px,1fr))}
+.box{background:#fafafa;border:1px solid #e2e2e2;border-radius:4px;padding:.3em .6em}
+.box h4{margin:.1em 0 .3em;font-size:.92em}.box p{margin:.25em 0}
+.src{max-height:16em;overflow:auto;font-size:.93em}
+.sc{font-size:.85em;color:#444}
+.controls{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ddd;z-index:1}
+.key{display:inline-block;width:.9em;height:.9em;border-radius:2px;vertical-align:middle;margin-right:.2em}
+.note{color:#555;font-size:.9em;max-width:70em}
+"""
+
+_JS = """
+(function(){
+  var box=document.getElementById('docs');
+  function sortBy(key){
+    var docs=Array.prototype.slice.call(box.querySelectorAll('.doc'));
+    docs.sort(function(a,b){
+      if(key==='id') return (+a.dataset.id)-(+b.dataset.id);
+      return (+b.dataset[key])-(+a.dataset[key]) || (+a.dataset.id)-(+b.dataset.id);
+    });
+    docs.forEach(function(d){box.appendChild(d);});
+    document.getElementById('sorted').textContent=document.querySelector('#sort option[value="'+key+'"]').textContent;
+  }
+  document.getElementById('sort').addEventListener('change',function(e){sortBy(e.target.value);});
+  document.querySelectorAll('input[name=hl]').forEach(function(r){
+    r.addEventListener('change',function(){document.body.className='h'+r.value;});
+  });
+  sortBy(document.getElementById('sort').value);
+  document.body.setAttribute('data-ready','1');
+})();
+"""
+
+
+def html_report(systems, refs, sources, baselines=None, pairs=None, title="Summaries side by side", n=COPY_N):
+    """One self-contained HTML page (inline CSS and JS, no external resource): the table of systems
+    (and baselines with their verdicts), then per document the source with the n-grams each system
+    copied highlighted, the reference and every output with its ROUGE and specificity contribution;
+    sortable by where the systems differ most. ``systems``: :func:`system_summary` dicts; ``refs``,
+    ``sources``: ``<sep>``-joined lines; ``pairs``: {name: fairseq-sum-compare result against the first}."""
+    from html import escape
+
+    k = len(systems)
+    css = _CSS + "".join(f"body.h{i} .c{i}{{background:{COLORS[i % len(COLORS)]}33;"
+                         f"box-shadow:inset 0 -2px {COLORS[i % len(COLORS)]}}}" for i in range(k))
+    css += "body.hall " + ",body.hall ".join(f".c{i}" for i in range(k)) + "{background:#ffe08a}" if k else ""
+    head = ["system", "ROUGE-1", "ROUGE-2", "ROUGE-L", "ROUGE-2 specificity delta (p)", "distinct",
+            "source gain (bits)", f"vs {systems[0]['name']}: ROUGE-2 diff [95% CI], p" if k > 1 else None,
+            "verdict" if baselines is not None else None]
+    head = [h for h in head if h is not None]
+    rows = []
+    for s in systems:
+        spec = s["spec"]
+        use = s.get("source_use") or {}
+        cells = [escape(s["name"]), _fmt(s["rouge"]["rouge1"]), _fmt(s["rouge"]["rouge2"]), _fmt(s["rouge"]["rougeL"]),
+                 f"{spec['delta']:+.2f} ({spec['p']:.4f})" if spec else "-", f"{s['distinct']}/{s['outputs']}",
+                 _fmt(use.get("gain"), 3)]
+        if k > 1:
+            r = (pairs or {}).get(s["name"])
+            m = r["metrics"]["rouge2"] if r else None
+            cells.append(f"{100 * m['diff']:+.2f} [{100 * m['ci'][0]:+.2f}, {100 * m['ci'][1]:+.2f}], p {m['p']:.4f}"
+                         if m else "-")
+        if baselines is not None:
+            v = s.get("verdict")
+            cls = {True: "ok", False: "no"}.get(v["summarizes"], "na") if v else "na"
+            why = escape("; ".join(v["reasons"])) if v else ""
+            cells.append(f'<span class="{cls}" title="{why}">{escape(v["label"]) if v else "-"}</span>')
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    for name, b in ((baselines or {}).get("systems") or {}).items():
+        if not b:
+            continue
+        bs = b.get("specificity")
+        v = b.get("verdict")
+        cells = [f"baseline: {escape(name)}", _fmt(100 * b["rouge1"]), _fmt(100 * b["rouge2"]), _fmt(100 * b["rougeL"]),
+                 f"{bs['delta']:+.2f} ({bs['p']:.4f})" if bs else "-",
+                 str(b.get("distinct", "-")), "-"] + (["-"] if k > 1 else [])
+        cells.append(f'<span class="na">{escape(v["label"]) if v else "-"}</span>')
+        rows.append('<tr class="base">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    bag = (baselines or {}).get("bag_of_pieces")
+    notes = []
+    if baselines is not None:
+        notes.append(f"Verdict \"summarizes\": ROUGE-2 specificity delta above the bar "
+                     f"{_fmt(baselines.get('bar'))} (half the random extract's delta {_fmt(baselines.get('random_delta'))}, "
+                     f"at least 0.5) with p &le; 0.01, test NLL below the bag of pieces' "
+                     f"{_fmt((bag or {}).get('nll'), 3)} bits, and reading (source gain &ge; 0.3 bits, &ge; 90% distinct). "
+                     "Hover a verdict for its reasons.")
+    legend = " ".join(f'<label><input type="radio" name="hl" value="{i}"{" checked" if i == 0 else ""}>'
+                      f'<span class="key" style="background:{COLORS[i % len(COLORS)]}"></span>{escape(s["name"])}</label>'
+                      for i, s in enumerate(systems))
+    legend += ' <label><input type="radio" name="hl" value="all">any system</label>'
+    options = [("id", "document order"), ("r2", "largest ROUGE-2 spread between systems"),
+               ("r1", "largest ROUGE-1 spread between systems"), ("sp", "largest specificity spread between systems")]
+    docs = []
+    for i, (ref, src) in enumerate(zip(refs, sources)):
+        words = {j: [w for x in _sentences(s["lines"][i]) for w in x.split()] for j, s in enumerate(systems)}
+
+        def spread(key):
+            vals = [s["per"][key][i] for s in systems]
+            return max(vals) - min(vals) if vals else 0.0
+        sp_vals = [s["spec_rows"][i] for s in systems if s["spec_rows"]]
+        data = (f'data-id="{i}" data-r2="{spread("rouge2"):.4f}" data-r1="{spread("rouge1"):.4f}" '
+                f'data-sp="{(max(sp_vals) - min(sp_vals)) if sp_vals else 0:.4f}"')
+        boxes = [f'<div class="box"><h4>reference</h4>{_marked_html(ref, {}, n)}</div>']
+        src_words = [w for x in _sentences(src) for w in x.split()]
+        for j, s in enumerate(systems):
+            contrib = _fmt(s["spec_rows"][i], sign=True) if s["spec_rows"] else "-"
+            boxes.append(f'<div class="box"><h4><span class="key" style="background:{COLORS[j % len(COLORS)]}"></span>'
+                         f'{escape(s["name"])}</h4>{_marked_html(s["lines"][i], {j: src_words}, n)}'
+                         f'<div class="sc">ROUGE-1/2/L {s["per"]["rouge1"][i]:.2f}/{s["per"]["rouge2"][i]:.2f}/'
+                         f'{s["per"]["rougeL"][i]:.2f}; specificity contribution {contrib}</div></div>')
+        docs.append(f'<div class="doc" {data}><h3>document {i}</h3><div class="box src"><h4>source (words in an '
+                    f'n-gram of {n} copied by the highlighted system marked)</h4>{_marked_html(src, words, n)}</div>'
+                    f'<div class="grid">{"".join(boxes)}</div></div>')
+    page = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{escape(title)}</title><style>{css}</style></head>", '<body class="h0">',
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="note">{len(refs)} documents, {k} systems. ROUGE F1 x 100 (fairseq-sum-score\'s scorer, '
+        "ROUGE-L summary-level); ROUGE-2 specificity: ROUGE-2 against the document's own reference minus the "
+        "mean against the other documents' references (permutation p); a document's specificity contribution "
+        "is that difference for it alone (their mean is the delta).</p>",
+        '<table class="t"><tr>' + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>",
+        "".join(f'<p class="note">{x}</p>' for x in notes),
+        '<div class="controls">Sort: <select id="sort">' + "".join(
+            f'<option value="{v}">{escape(t)}</option>' for v, t in options) + "</select> "
+        '(now: <span id="sorted">document order</span>) &nbsp; Highlight copies of: ' + legend + "</div>",
+        f'<div id="docs">{"".join(docs)}</div>', f"<script>{_JS}</script>", "</body></html>"]
+    return "\n".join(page)

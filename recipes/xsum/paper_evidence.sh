@@ -106,6 +106,14 @@ for S in $SEEDS; do
   o=$(run mem2mem)/extraction
   [ -s "$o/scores.json" ] || python -m fairseq_sum_plugins.analysis.implicit_extraction "$D" --path "$(ck mem2mem)" --split test \
     --lead 3 --out "$o" --png-index 0 --beam "$BEAM" --max-len-b "$MAX_LEN_B" > "$o.txt"
+  # each run's test outputs as committed (analysis/decodings.py; compare.sh wrote them with OUT/seed$S's
+  # references): the references and sources of the table, OUT/references.txt and OUT/sources.txt, checked
+  # to be the same for every run
+  for spec in "${SPECS[@]}"; do
+    m=${spec%%=*}
+    [ "$OUT/references.txt" -nt "$(run $m)/decodings.json" ] || python -m fairseq_sum_plugins.analysis.decodings \
+      "$(run $m)/test.out" --out "$(run $m)" --table-dir "$OUT" --data "$D" --checkpoint "$(ck $m)"
+  done
 done
 python -m fairseq_sum_plugins.analysis.paper_evidence "$OUT" > /dev/null
 log "wrote $OUT/results.md"
