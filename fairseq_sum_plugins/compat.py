@@ -18,10 +18,18 @@ rejects arbitrary pickled code. (The alternatives, ``TORCH_FORCE_NO_WEIGHTS_ONLY
 
 4. Name the file when a checkpoint is empty or cut short (see :func:`name_unreadable_checkpoints`).
 5. Let ``--ddp-backend pytorch_ddp`` (``c10d``) wrap a CPU model (see :func:`ddp_on_cpu`).
+6. On CPU, check fairseq's precision and distributed options before training starts: ``--bf16``
+   trains in bfloat16, ``--fp16`` / ``--memory-efficient-fp16`` / ``--amp`` are refused by name,
+   torchrun and ``--distributed-world-size N`` start gloo workers, ``--ddp-backend fully_sharded``
+   is refused (see :func:`cpu_training_options`); ``fairseq-generate --bf16`` is refused on CPU
+   (see :func:`refuse_ignored_bf16_in_generation`).
 """
 import argparse
+import logging
 
 import torch
+
+logger = logging.getLogger(__name__)
 
 SAFE_CHECKPOINT_GLOBALS = [argparse.Namespace]
 
@@ -176,3 +184,187 @@ def ddp_on_cpu():
 
 
 ddp_on_cpu()
+
+
+# --- fairseq's own options on CPU (fairseq-train, fairseq-hydra-train, fairseq-generate) --------
+
+
+def _xla_available():
+    import importlib.util
+
+    return importlib.util.find_spec("torch_xla") is not None
+
+
+def training_on_cpu(cfg):
+    """Whether fairseq-train will run on the CPU: ``--cpu``, or no CUDA GPU (and no TPU to use)."""
+    common = cfg.common
+    if getattr(common, "tpu", False) and _xla_available():
+        return False
+    return bool(getattr(common, "cpu", False)) or not torch.cuda.is_available()
+
+
+def check_cpu_precision(cfg):
+    """The precision flags of a CPU training (``cfg``: fairseq's whole config, argparse or hydra).
+
+    - ``--fp16`` / ``--memory-efficient-fp16`` need a CUDA GPU: refused, each by its own name
+      (fairseq sets ``fp16`` for ``--memory-efficient-fp16`` too).
+    - ``--amp`` is CUDA float16 autocast with loss scaling; on CPU fairseq's ``torch.cuda.amp``
+      autocast is a no-op and the model would train in float32 while the log says AMP: refused,
+      naming ``--bf16`` as the CPU way.
+    - ``--bf16`` / ``--memory-efficient-bf16`` work: this fairseq makes ``--bf16`` imply ``--tpu``
+      (``options.parse_args_and_arch``), and without torch_xla the trainer dies on
+      ``xm.xla_device()``. Without torch_xla the implied TPU is dropped, so fairseq's own bfloat16
+      path runs on the CPU: model and criterion in bfloat16, the float32 master copy of the
+      parameters in ``FP16Optimizer`` (``MemoryEfficientFP16Optimizer`` for the memory-efficient
+      flag), float inputs cast to bfloat16 (``Trainer._fp_convert_sample``).
+    """
+    from omegaconf import OmegaConf, open_dict
+
+    common = cfg.common
+    for flag in ("memory_efficient_fp16", "fp16"):
+        if getattr(common, flag, False):
+            raise ValueError(f"--{flag.replace('_', '-')} needs a CUDA GPU and none is in use: drop it to train "
+                             "in float32 on CPU, or use --bf16 for bfloat16 on CPU")
+    if getattr(common, "amp", False):
+        raise ValueError("--amp is CUDA float16 autocast: on CPU the model would train in float32 while the log "
+                         "says AMP; drop --amp, or use --bf16 for bfloat16 training on CPU")
+    if (getattr(common, "bf16", False) or getattr(common, "memory_efficient_bf16", False)) and not _xla_available():
+        if getattr(common, "tpu", False):
+            with open_dict(common) if OmegaConf.is_config(common) else _nothing():
+                common.tpu = False
+                common.bf16 = True
+        logger.info("--bf16 on CPU: no torch_xla here, so the --tpu it implies is dropped; training in bfloat16 "
+                    "on the CPU")
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+TORCHRUN_VARS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
+
+
+def check_cpu_distributed(cfg):
+    """Several CPU processes (gloo): torchrun works, ``--distributed-world-size N`` spawns N workers,
+    ``--ddp-backend fully_sharded`` is refused; no process ever trains alone on the whole data.
+
+    - torchrun (``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``, ``RANK`` set, ``WORLD_SIZE > 1``): fairseq
+      reads the launch only when ``--distributed-world-size`` is given (default 1 on CPU: each process
+      then trained alone), and then divides by ``torch.cuda.device_count()``. Here the world size,
+      rank and ``env://`` rendezvous come from torchrun's variables, the backend is gloo (nccl
+      needs GPUs); a ``--distributed-world-size`` other than 1 or ``WORLD_SIZE`` is refused.
+    - ``--distributed-world-size N`` (N > 1) without a launcher or ``--distributed-init-method``:
+      fairseq asserts N <= the number of GPUs (0). Here N processes are spawned on a free local
+      port, as fairseq spawns one per GPU.
+    - A rendezvous given by hand (``--distributed-init-method``) is fairseq's own path, unchanged
+      (backend nccl on CPU becomes gloo).
+
+    Returns the number of processes to spawn (0: let fairseq proceed).
+    """
+    import os
+    import socket
+
+    dt = cfg.distributed_training
+    if dt.ddp_backend == "fully_sharded":
+        raise ValueError("--ddp-backend fully_sharded (fairscale's FullyShardedDataParallel) needs CUDA GPUs: "
+                         "on CPU use --ddp-backend pytorch_ddp or legacy_ddp")
+    launched = all(k in os.environ for k in TORCHRUN_VARS) and int(os.environ["WORLD_SIZE"]) > 1
+    if dt.distributed_init_method is None and launched and not getattr(dt, "tpu", False):
+        world = int(os.environ["WORLD_SIZE"])
+        if dt.distributed_world_size not in (1, world):
+            raise ValueError(f"--distributed-world-size {dt.distributed_world_size}, but torchrun started "
+                             f"WORLD_SIZE={world} processes: drop the flag or make them agree")
+        dt.distributed_world_size = world
+        dt.distributed_rank = int(os.environ["RANK"])
+        dt.device_id = int(os.environ.get("LOCAL_RANK", 0))
+        dt.distributed_init_method = "env://"
+        dt.distributed_no_spawn = True
+    elif (dt.distributed_init_method is None and dt.distributed_world_size > 1
+          and not os.environ.get("SLURM_JOB_NODELIST") and not os.environ.get("SLURM_STEP_NODELIST")):
+        if dt.distributed_no_spawn:
+            raise ValueError(f"--distributed-world-size {dt.distributed_world_size} --distributed-no-spawn on CPU: "
+                             "nothing starts the other processes; launch them with torchrun --nproc_per_node "
+                             f"{dt.distributed_world_size}, or give --distributed-init-method and --distributed-rank")
+        if dt.distributed_port > 0:
+            port = dt.distributed_port
+        else:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+        dt.distributed_init_method = f"tcp://localhost:{port}"
+    if dt.distributed_init_method is not None and dt.distributed_backend == "nccl":
+        logger.info("several processes on CPU: --distributed-backend gloo (nccl needs GPUs)")
+        dt.distributed_backend = "gloo"
+    if dt.distributed_init_method is not None and not dt.distributed_no_spawn:
+        return dt.distributed_world_size
+    return 0
+
+
+def cpu_training_options():
+    """Check fairseq's precision and distributed options of a CPU training before it starts.
+
+    ``fairseq-train`` and ``fairseq-hydra-train`` both hand their whole config to
+    ``fairseq.distributed.utils.call_main``: it is wrapped so that, on CPU, :func:`check_cpu_precision`
+    and :func:`check_cpu_distributed` see it first, and N CPU workers are spawned where fairseq would
+    spawn one process per GPU (``min(torch.cuda.device_count(), N)``: none on CPU).
+    """
+    from fairseq.distributed import utils as distributed_utils
+
+    original = distributed_utils.call_main
+    if getattr(original, "_checks_cpu", False):
+        return
+
+    def call_main(cfg, main, **kwargs):
+        if training_on_cpu(cfg):
+            check_cpu_precision(cfg)
+            nprocs = check_cpu_distributed(cfg)
+            if nprocs:
+                dt = cfg.distributed_training
+                kwargs["start_rank"] = dt.distributed_rank
+                dt.distributed_rank = None  # distributed_main assigns start_rank + i
+                torch.multiprocessing.spawn(fn=distributed_utils.distributed_main, args=(main, cfg, kwargs),
+                                            nprocs=nprocs, join=True)
+                return None
+        return original(cfg, main, **kwargs)
+
+    call_main._checks_cpu = True
+    distributed_utils.call_main = call_main
+
+
+cpu_training_options()
+
+
+def refuse_ignored_bf16_in_generation():
+    """``fairseq-generate`` / ``-interactive --bf16`` on CPU: refused by name.
+
+    This fairseq converts models for ``--fp16`` only, so ``--bf16`` (and ``--memory-efficient-bf16``)
+    would be accepted and decoding would run in float32. Both commands hand their whole config to
+    ``model.prepare_for_inference_``; the command line (not a checkpoint's saved training config,
+    which the hub interface passes: it has no ``common_eval.path``) is refused there.
+    """
+    from fairseq.models import BaseFairseqModel
+
+    original = BaseFairseqModel.prepare_for_inference_
+    if getattr(original, "_refuses_bf16", False):
+        return
+
+    def prepare_for_inference_(self, cfg):
+        common, common_eval = getattr(cfg, "common", None), getattr(cfg, "common_eval", None)
+        if (common is not None and getattr(common, "bf16", False) and getattr(common_eval, "path", None)
+                and not _xla_available()):
+            param = next(self.parameters(), None)
+            if param is None or param.device.type == "cpu":
+                flag = "--memory-efficient-bf16" if getattr(common, "memory_efficient_bf16", False) else "--bf16"
+                raise ValueError(f"{flag}: this fairseq decodes in bfloat16 only on TPUs; on CPU generation would "
+                                 f"run in float32 all the same: drop {flag}")
+        return original(self, cfg)
+
+    prepare_for_inference_._refuses_bf16 = True
+    BaseFairseqModel.prepare_for_inference_ = prepare_for_inference_
+
+
+refuse_ignored_bf16_in_generation()
