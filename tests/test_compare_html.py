@@ -130,3 +130,14 @@ def test_the_page_runs_in_a_headless_browser_without_network(tmp_path):
     dom = proc.stdout
     assert 'data-ready="1"' in dom and "document order</span>" in dom
     assert "document 2" in dom and "copy (3)" in dom  # a third system named after its folder, made unique
+
+
+def test_a_long_test_set_shows_the_documents_where_systems_differ_most(tmp_path):
+    p = _files(tmp_path)
+    html = tmp_path / "r.html"
+    C.main([str(p["copy"]), str(p["generic"]), "--ref", str(p["refs"]), "--src", str(p["src"]), "--html-docs", "1",
+            "--html", str(html), "--bootstrap-samples", "100"])
+    page = html.read_text()
+    # ROUGE-2 spread: the copy system matches documents 1 exactly (100) and 0 nearly; generic none
+    assert "3 documents, 2 systems; the 1 documents shown below are those with the largest ROUGE-2 spread" in page
+    assert page.count('<div class="doc"') == 1 and "document 1</h3>" in page

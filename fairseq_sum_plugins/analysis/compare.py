@@ -235,6 +235,9 @@ def get_parser():
     p.add_argument("--names", metavar="A,B,...",
                    help="names of the systems in --html (default: each file's folder, or --name-a / --name-b)")
     p.add_argument("--title", default="Summaries side by side", help="heading of --html")
+    p.add_argument("--html-docs", type=int_at_least(1), default=500, metavar="N",
+                   help="documents shown in --html (default 500): all when the split has at most N, else the N "
+                        "where the systems' ROUGE-2 differs most (the table covers all)")
     return p
 
 
@@ -343,7 +346,8 @@ def html_page(args, res):
         pairs[s["name"]] = compare_systems([sysm[i][0] for i in ids], [loaded[0][i][0] for i in ids], refs,
                                            ("rouge2",), samples=args.bootstrap_samples, seed=args.seed, scorer=scorer)
     ref_lines = [" <sep> ".join(r) for r in scorer.pairs(refs, refs)[1]]
-    page = html_report(systems, ref_lines, html_sources(args, paths, len(ids)), baselines, pairs, args.title)
+    page = html_report(systems, ref_lines, html_sources(args, paths, len(ids)), baselines, pairs, args.title,
+                       max_docs=args.html_docs)
     with open(args.html, "w", encoding="utf-8") as f:
         f.write(page)
 

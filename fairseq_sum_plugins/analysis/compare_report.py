@@ -357,13 +357,22 @@ _JS = """
 """
 
 
-def html_report(systems, refs, sources, baselines=None, pairs=None, title="Summaries side by side", n=COPY_N):
+def html_report(systems, refs, sources, baselines=None, pairs=None, title="Summaries side by side", n=COPY_N,
+                max_docs=None):
     """One self-contained HTML page (inline CSS and JS, no external resource): the table of systems
     (and baselines with their verdicts), then per document the source with the n-grams each system
     copied highlighted, the reference and every output with its ROUGE and specificity contribution;
     sortable by where the systems differ most. ``systems``: :func:`system_summary` dicts; ``refs``,
-    ``sources``: ``<sep>``-joined lines; ``pairs``: {name: fairseq-sum-compare result against the first}."""
+    ``sources``: ``<sep>``-joined lines; ``pairs``: {name: fairseq-sum-compare result against the first};
+    ``max_docs``: show only that many documents, those with the largest ROUGE-2 spread between systems
+    (the table is over all)."""
     from html import escape
+
+    shown = list(range(len(refs)))
+    if max_docs is not None and len(shown) > max_docs:
+        spread = [max(s["per"]["rouge2"][i] for s in systems) - min(s["per"]["rouge2"][i] for s in systems)
+                  for i in shown]
+        shown = sorted(sorted(shown, key=lambda i: (-spread[i], i))[:max_docs])
 
     k = len(systems)
     css = _CSS + "".join(f"body.h{i} .c{i}{{background:{COLORS[i % len(COLORS)]}33;"
@@ -416,7 +425,8 @@ def html_report(systems, refs, sources, baselines=None, pairs=None, title="Summa
     options = [("id", "document order"), ("r2", "largest ROUGE-2 spread between systems"),
                ("r1", "largest ROUGE-1 spread between systems"), ("sp", "largest specificity spread between systems")]
     docs = []
-    for i, (ref, src) in enumerate(zip(refs, sources)):
+    for i in shown:
+        ref, src = refs[i], sources[i]
         words = {j: [w for x in _sentences(s["lines"][i]) for w in x.split()] for j, s in enumerate(systems)}
 
         def spread(key):
@@ -440,7 +450,9 @@ def html_report(systems, refs, sources, baselines=None, pairs=None, title="Summa
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{escape(title)}</title><style>{css}</style></head>", '<body class="h0">',
         f"<h1>{escape(title)}</h1>",
-        f'<p class="note">{len(refs)} documents, {k} systems. ROUGE F1 x 100 (fairseq-sum-score\'s scorer, '
+        f'<p class="note">{len(refs)} documents, {k} systems'
+        + (f"; the {len(shown)} documents shown below are those with the largest ROUGE-2 spread between the "
+           "systems" if len(shown) < len(refs) else "") + '. ROUGE F1 x 100 (fairseq-sum-score\'s scorer, '
         "ROUGE-L summary-level); ROUGE-2 specificity: ROUGE-2 against the document's own reference minus the "
         "mean against the other documents' references (permutation p); a document's specificity contribution "
         "is that difference for it alone (their mean is the delta).</p>",

@@ -115,5 +115,15 @@ for S in $SEEDS; do
       "$(run $m)/test.out" --out "$(run $m)" --table-dir "$OUT" --data "$D" --checkpoint "$(ck $m)"
   done
 done
+# the page a reviewer reads (fairseq-sum-compare --html): every model of the first seed beside the source
+# and reference, with the table's baselines when OUT/baselines.json (fairseq-sum-baselines) exists
+first=$(set -- $SEEDS; echo "$1")
+outs=()
+names=()
+for spec in "${SPECS[@]}"; do outs+=("$OUT/seed$first/${spec%%=*}/test.out"); names+=("${spec%%=*}"); done
+base=()
+[ ! -f "$OUT/baselines.json" ] || base=(--baselines "$OUT/baselines.json")
+python -m fairseq_sum_plugins.analysis.compare "${outs[@]}" --src "$OUT/sources.txt" --names "$(IFS=,; echo "${names[*]}")" \
+  "${base[@]}" --title "Every model of seed $first on the test documents" --html "$OUT/report.html" > /dev/null
 python -m fairseq_sum_plugins.analysis.paper_evidence "$OUT" > /dev/null
 log "wrote $OUT/results.md"
