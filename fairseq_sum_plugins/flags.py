@@ -29,3 +29,35 @@ def renamed_flag(args, name, old, default):
     checkpoint saved before the rename holds under the ``old`` attribute, else to ``default``. The old
     command-line spelling is an alias of the new one (same ``dest``), so only saved args need this."""
     setattr(args, name, getattr(args, name, getattr(args, old, default)))
+
+
+def bool_options(add_args):
+    """``{dest: flag}`` of the boolean options an ``add_args(parser)`` declares: ``type=bool_flag``
+    and argparse's ``store_true`` / ``store_false`` switches (fairseq's own flags); the flag is the
+    first long spelling (``--gate`` for ``--gate`` / ``--info-gate``)."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    add_args(parser)
+    found = {}
+    for action in parser._actions:
+        if action.dest in found or action.dest == argparse.SUPPRESS:
+            continue
+        switch = isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction))
+        if switch or getattr(action, "type", None) is bool_flag:
+            longs = [s for s in action.option_strings if s.startswith("--")]
+            found[action.dest] = (longs or action.option_strings)[0]
+    return found
+
+
+def parse_bool_options(args, add_args):
+    """Reads every boolean option of ``add_args`` present in ``args`` (command line, a checkpoint's args
+    with ``--model-overrides``, a hydra config) through :func:`bool_flag`: the string ``'False'`` is
+    False, not truthy; a value that is not a boolean is an error naming the option. None (not given)
+    is left for the defaults."""
+    for dest, flag in bool_options(add_args).items():
+        value = getattr(args, dest, None)
+        if value is None or isinstance(value, bool):
+            continue
+        try:
+            setattr(args, dest, bool_flag(value))
+        except argparse.ArgumentTypeError:
+            raise ValueError(f"model option {dest} ({flag}) {value!r}: expected True or False") from None

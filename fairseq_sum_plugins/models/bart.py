@@ -59,6 +59,7 @@ from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, Trans
 from fairseq import utils
 
 from ..modules import focus, saliency, tpr  # noqa: F401  (register the layer features)
+from ..flags import parse_bool_options
 from ..modules.attention import FactoredGate
 from ..modules.encoder_out import EncoderOut
 from ..modules.features import (
@@ -438,6 +439,8 @@ class SumBARTModel(BARTModel):
 
     @classmethod
     def build_model(cls, args, task):
+        # every boolean option through one parser, also from --model-overrides and hydra ('False' is truthy)
+        parse_bool_options(args, cls.add_args)
         feature_defaults(args, "bart")
         # e.g. the Topic Assistant's topic model (none without --ta-*; it sets args.ta_num_topics for DRM)
         model_features = build_model_features(args, task, task.source_dictionary, task.target_dictionary)
@@ -481,6 +484,7 @@ def register_preset(name, size_architecture, gate=False, topic_assistant=False):
     """Registers ``name``: ``size_architecture`` (fairseq's BART dims) with the features switched on."""
 
     def preset(args):
+        parse_bool_options(args, SumBARTModel.add_args)
         gate_defaults(args, gate=gate)
         topic_defaults(args, on=topic_assistant)
         size_architecture(args)

@@ -81,7 +81,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.utils.checkpoint import checkpoint
 
 from ..aux_losses import AuxLoss, register_aux_loss
-from ..flags import bool_flag, renamed_flag
+from ..flags import bool_flag, parse_bool_options, renamed_flag
 from ..modules.memory import MemoryCompression, MemoryReader, MemoryWriter, compression_loss, masked_softmax, read_loss
 from ..modules.pointer_generator import MarkerEmbedding, count_position_markers, mix_copy_distribution
 from ..modules.features import take_alias
@@ -497,6 +497,8 @@ def base_architecture(args):
     args.memory_transfer = getattr(args, "memory_transfer", True)
     args.memory_slots = getattr(args, "memory_slots", 10)
     args.memory_attn_dim = getattr(args, "memory_attn_dim", 128)
+    # after the earlier names: every boolean option read as one ('False' from --model-overrides is False)
+    parse_bool_options(args, Mem2MemModel.add_args)
 
 
 @register_model_architecture("mem2mem", "hred_base")

@@ -70,7 +70,7 @@ from fairseq.models import (
 )
 from fairseq.modules import LayerNorm, PositionalEmbedding
 
-from ..flags import bool_flag
+from ..flags import bool_flag, parse_bool_options
 from ..data_folder import hub_text_kwargs
 from ..modules.attention import MultiheadAttention
 from ..modules.encoder_out import EncoderOut
@@ -600,6 +600,8 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
 
 @register_model_architecture("sum_transformer", "sum_transformer")
 def base_architecture(args):
+    # every boolean option through one parser, also from --model-overrides and hydra ('False' is truthy)
+    parse_bool_options(args, SumTransformerModel.add_args)
     args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
     args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 2048)
     args.encoder_layers = getattr(args, "encoder_layers", 6)

@@ -52,6 +52,8 @@ row of the contract table (tests/test_model_contract.py); tests/test_features.py
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional
 
+from ..flags import parse_bool_options
+
 SITES = ("encoder_self", "decoder_self", "decoder_cross")
 ENCODER_OUT = "encoder_out"  # modules on the encoder, transforming its output
 MODEL = "model"  # a model-level module on the encoder and the decoder (per-forward inputs, a decoder prefix)
@@ -160,10 +162,12 @@ def add_feature_args(parser):
 
 
 def feature_defaults(args, backbone):
-    """Every feature's defaults, then the refusal of a feature that means nothing on ``backbone``."""
+    """Every feature's defaults, its boolean options read as booleans (``--model-overrides "{'gate': 'no'}"``
+    is False), then the refusal of a feature that means nothing on ``backbone``."""
     for spec in FEATURES.values():
         if spec.defaults is not None:
             spec.defaults(args)
+    parse_bool_options(args, add_feature_args)  # after the defaults: an earlier name (info_gate) too
     for spec in FEATURES.values():
         message = spec.refuse(args, backbone) if spec.refuse is not None else None
         if message:
