@@ -368,3 +368,85 @@ def refuse_ignored_bf16_in_generation():
 
 
 refuse_ignored_bf16_in_generation()
+
+
+# --- fairseq-hydra-train: a model config's keys --------------------------------------------------
+
+
+class _RecordedReads(argparse.Namespace):
+    """A Namespace that records the name of every attribute read from it (``getattr``, ``hasattr``)."""
+
+    def __getattribute__(self, name):
+        if not name.startswith("_"):
+            object.__getattribute__(self, "__dict__").setdefault("_reads", set()).add(name)
+        return super().__getattribute__(name)
+
+
+def model_config_keys(arch):
+    """The keys a model config of ``arch`` may hold: the dests of its model's ``add_args`` (the flags
+    of ``fairseq-train --arch ARCH``, ``-`` written ``_``), every attribute its architecture function
+    reads (fairseq's transformer defaults read with ``getattr``, the earlier names of renamed flags
+    that it still reads), and ``_name`` / ``arch``."""
+    from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
+
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    ARCH_MODEL_REGISTRY[arch].add_args(parser)
+    keys = {a.dest for a in parser._actions if a.dest != argparse.SUPPRESS}
+    for values in ({}, parser.parse_known_args([])[0].__dict__):
+        start = _RecordedReads(**values)
+        try:
+            ARCH_CONFIG_REGISTRY[arch](start)
+        except Exception:  # an architecture that needs values: the next start, else add_args alone
+            continue
+        keys |= set(start.__dict__.get("_reads", ())) | set(start.__dict__)
+        break
+    return (keys - {"_reads"}) | {"_name", "arch"}
+
+
+def check_model_config_keys(cfg):
+    """A hydra model config (``model: {_name: ARCH, ...}``) of one of the plugin's architectures holds
+    only keys that architecture reads: a misspelt key is an error naming it (and the nearest known
+    keys), instead of a model trained with the key ignored. The plugin's models have no dataclass
+    (their presets are ``--arch`` functions): their config is a plain DictConfig that fairseq hands
+    to the architecture function unchecked. The command line (a Namespace) is checked by argparse;
+    checkpoints are not checked (their saved args may hold keys of older versions)."""
+    import difflib
+
+    from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_DATACLASS_REGISTRY
+
+    arch = getattr(cfg, "_name", None) or getattr(cfg, "arch", None)
+    model_cls = ARCH_MODEL_REGISTRY.get(arch)
+    if model_cls is None or arch in MODEL_DATACLASS_REGISTRY or not model_cls.__module__.startswith(__package__):
+        return
+    known = model_config_keys(arch)
+    unknown = [k for k in cfg.keys() if k not in known]
+    if unknown:
+        hints = []
+        for k in unknown:
+            near = difflib.get_close_matches(k, sorted(known), n=2)
+            hints.append(f"{k!r}" + (f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""))
+        raise ValueError(f"model {arch}: unknown key{'s' if len(unknown) > 1 else ''} in the model config: "
+                         f"{', '.join(hints)}; the keys are the flags of fairseq-train --arch {arch} with '_' for "
+                         "'-' (fairseq-train --arch ... --help lists them)")
+
+
+def refuse_unknown_model_keys():
+    """Wrap ``fairseq.models.build_model`` (what ``FairseqTask.build_model`` calls) with
+    :func:`check_model_config_keys` for configs built from scratch (not ``from_checkpoint``)."""
+    from omegaconf import OmegaConf
+    from fairseq import models
+
+    original = models.build_model
+    if getattr(original, "_checks_keys", False):
+        return
+
+    def build_model(cfg, task, from_checkpoint=False):
+        if not from_checkpoint and OmegaConf.is_config(cfg):
+            check_model_config_keys(cfg)
+        return original(cfg, task, from_checkpoint)
+
+    build_model._checks_keys = True
+    models.build_model = build_model
+
+
+refuse_unknown_model_keys()
