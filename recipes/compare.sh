@@ -201,7 +201,11 @@ for spec in "$@"; do
   rest=${spec#*=}
   [[ $label =~ ^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$ ]] || refuse "bad label '$label' in '$spec': a label names a \
 folder of OUT (letters, digits, _ . + -, at most 64, not starting with . or -)"
-  case $label in results.md|learning_curve.png|run_info.txt|source_gain.png|source_gain.json|report.html|references.txt|sources.txt|baselines.json) refuse "label '$label' is the name of a file compare.sh writes in OUT" ;; esac
+  case $label in
+    results.md|learning_curve.png|run_info.txt|source_gain.png|source_gain.json|report.html|\
+references.txt|sources.txt|baselines.json)
+      refuse "label '$label' is the name of a file compare.sh writes in OUT" ;;
+  esac
   for other in "${LABELS[@]}"; do
     [ "${other,,}" != "${label,,}" ] || refuse "label '$label' given twice ('$other' before it): each model needs its own label"
   done
@@ -284,8 +288,8 @@ for i in "${!LABELS[@]}"; do
   # the test outputs as committed (analysis/decodings.py): OUT/LABEL/decodings.txt and .json (sha256 of
   # decodings, checkpoint, data), OUT/references.txt and OUT/sources.txt (the same for every label)
   if [ ! "$OUT/$label/decodings.json" -nt "$OUT/$label/test.out" ]; then
-    python -m fairseq_sum_plugins.analysis.decodings "$OUT/$label/test.out" --out "$OUT/$label" --table-dir "$OUT" \
-      --data "$WORK/bin" --checkpoint "$ckpt/checkpoint_last.pt"
+    python -m fairseq_sum_plugins.analysis.decodings "$OUT/$label/test.out" --out "$OUT/$label" \
+      --table-dir "$OUT" --data "$WORK/bin" --checkpoint "$ckpt/checkpoint_last.pt"
   fi
 done
 if command -v fairseq-sum-compare > /dev/null && [ ${#LABELS[@]} -gt 1 ]; then
@@ -301,12 +305,14 @@ if [ "$CURVES" = 1 ]; then  # source gain over updates (valid split), every inte
   python -m fairseq_sum_plugins.analysis.source_curve "$WORK/bin" "${runs[@]}" --subset valid \
     --png "$OUT/source_gain.png" --json "$OUT/source_gain.json"
 fi
-if [ ${#LABELS[@]} -gt 1 ]; then  # the page a reviewer reads: every model's outputs beside the source and reference
+# the page a reviewer reads: every model's outputs beside the source and reference
+if [ ${#LABELS[@]} -gt 1 ]; then
   outs=()
   for label in "${LABELS[@]}"; do outs+=("$OUT/$label/test.out"); done
   base=()
-  [ ! -f "$OUT/baselines.json" ] || base=(--baselines "$OUT/baselines.json")  # fairseq-sum-baselines' JSON
-  python -m fairseq_sum_plugins.analysis.compare "${outs[@]}" --src "$OUT/sources.txt" --names "$(IFS=,; echo "${LABELS[*]}")" \
-    "${base[@]}" --html "$OUT/report.html" > /dev/null
+  # fairseq-sum-baselines' JSON of the test set, when present
+  [ ! -f "$OUT/baselines.json" ] || base=(--baselines "$OUT/baselines.json")
+  python -m fairseq_sum_plugins.analysis.compare "${outs[@]}" --src "$OUT/sources.txt" \
+    --names "$(IFS=,; echo "${LABELS[*]}")" "${base[@]}" --html "$OUT/report.html" > /dev/null
 fi
 python -m fairseq_sum_plugins.analysis.compare_report "$OUT" "${LABELS[@]}"

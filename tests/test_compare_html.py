@@ -1,4 +1,5 @@
-"""fairseq-sum-compare --html: one self-contained page a reviewer reads by eye (no network resource)."""
+"""fairseq-sum-compare --html: one self-contained page a reviewer reads by eye (no network
+resource)."""
 import json
 import os
 import re
@@ -10,9 +11,11 @@ import pytest
 from fairseq_sum_plugins.analysis import compare as C
 from fairseq_sum_plugins.analysis import compare_report as R
 
-REFS = ["The council approved the new budget on Monday .", "Rain fell on the city for a whole week .",
+REFS = ["The council approved the new budget on Monday .",
+        "Rain fell on the city for a whole week .",
         "A dog barked at the postman all day long ."]
-SOURCES = ["On Monday the council approved the new budget after a long debate . <sep> Critics were unhappy .",
+SOURCES = ["On Monday the council approved the new budget after a long debate . <sep> "
+           "Critics were unhappy .",
            "Rain fell on the city for a whole week . <sep> Rivers rose .",
            "A dog barked at the postman all day long . <sep> The postman & his bag left <early> ."]
 COPY = ["the council approved the new budget .", "rain fell on the city for a whole week .",
@@ -27,7 +30,8 @@ def _files(tmp_path):
         folder.mkdir()
         paths[name] = folder / "lines.txt"
         paths[name].write_text("\n".join(lines) + "\n")
-    json.dump({"gain": 0.9, "distinct": 3, "hypotheses": 3, "nll_own": 5.0}, open(tmp_path / "copy" / "source_use.json", "w"))
+    use = {"gain": 0.9, "distinct": 3, "hypotheses": 3, "nll_own": 5.0}
+    json.dump(use, open(tmp_path / "copy" / "source_use.json", "w"))
     return paths
 
 
@@ -35,7 +39,8 @@ def test_copied_words_are_the_words_of_shared_trigrams():
     words = "On Monday , the council approved it".split()
     assert R.copied_words(words, "the council approved".split()) == {3, 4, 5}
     # punctuation between copied words is marked with them; two words shared are not a trigram
-    assert R.copied_words("the , council approved".split(), "the council approved".split()) == {0, 1, 2, 3}
+    marked = R.copied_words("the , council approved".split(), "the council approved".split())
+    assert marked == {0, 1, 2, 3}
     assert R.copied_words(words, "the council".split()) == set()
 
 
@@ -44,7 +49,8 @@ def test_specificity_rows_average_to_the_delta_by_hand():
     hyp = [["a b c"], ["d e f g"]]
     ref = [["a b c"], ["d e x y"]]
     rows = R.specificity_rows(hyp, ref)
-    assert list(rows) == pytest.approx([100.0, 100 / 3])  # "d e f g" vs "d e x y": 1 of 3 bigrams, F1 1/3
+    # "d e f g" vs "d e x y": 1 of 3 bigrams shared, F1 1/3
+    assert list(rows) == pytest.approx([100.0, 100 / 3])
 
 
 def external_references(page):
@@ -63,11 +69,13 @@ def test_the_page_shows_every_system_and_loads_nothing(tmp_path):
     page = html.read_text()
     assert external_references(page) == []
     assert "<script src" not in page and "<link" not in page
-    for text in ("document 0", "document 2", "copy", "generic", "reference", "specificity contribution",
-                 "largest ROUGE-2 spread between systems", "The postman &amp; his bag left &lt;early&gt;"):
+    for text in ("document 0", "document 2", "copy", "generic", "reference",
+                 "specificity contribution", "largest ROUGE-2 spread between systems",
+                 "The postman &amp; his bag left &lt;early&gt;"):
         assert text in page, text
-    # the copied words of the source carry the copying system's class (c0), not the generic one's (c1)
-    assert '<span class="c0">approved</span>' in page and "c1" not in re.sub(r"\.c1|c1\{", "", page.split("<body")[1])
+    # the copied words of the source carry the copying system's class (c0), not the generic one's
+    assert '<span class="c0">approved</span>' in page
+    assert "c1" not in re.sub(r"\.c1|c1\{", "", page.split("<body")[1])
     # the generic summary: one output for three documents, specificity 0 and p 1
     assert "1/3" in page and "+0.00 (1.0000)" in page
     assert "0.900" in page  # the copy system's source gain from its source_use.json
@@ -77,12 +85,14 @@ def test_a_page_with_baselines_shows_their_rows_and_the_verdicts(tmp_path):
     p = _files(tmp_path)
     base = {"systems": {"lead3": {"rouge1": 0.3, "rouge2": 0.1, "rougeL": 0.25, "distinct": 3,
                                   "specificity": {"own": 10, "other": 2, "delta": 8.0, "p": 0.001},
-                                  "verdict": {"label": "summarizes", "summarizes": True}}, "leadk": None},
+                                  "verdict": {"label": "summarizes", "summarizes": True}},
+                        "leadk": None},
             "bag_of_pieces": {"nll": 6.0}, "random_delta": 4.0, "bar": 2.0, "documents": 3}
     json.dump(base, open(tmp_path / "b.json", "w"))
     html = tmp_path / "r.html"
-    C.main([str(p["copy"]), str(p["generic"]), "--ref", str(p["refs"]), "--src", str(p["src"]), "--baselines",
-            str(tmp_path / "b.json"), "--html", str(html), "--bootstrap-samples", "100"])
+    C.main([str(p["copy"]), str(p["generic"]), "--ref", str(p["refs"]), "--src", str(p["src"]),
+            "--baselines", str(tmp_path / "b.json"), "--html", str(html),
+            "--bootstrap-samples", "100"])
     page = html.read_text()
     assert "baseline: lead3" in page and "leadk" not in page and "+8.00 (0.0010)" in page
     assert 'class="no"' in page  # the generic summary does not summarize
@@ -96,7 +106,8 @@ def test_a_page_with_baselines_shows_their_rows_and_the_verdicts(tmp_path):
 ])
 def test_bad_html_options_are_refused_by_name(tmp_path, extra, message):
     p = _files(tmp_path)
-    args = [str(p["copy"]), str(p["generic"]), "--ref", str(p["refs"]), "--html", str(tmp_path / "x.html")]
+    args = [str(p["copy"]), str(p["generic"]), "--ref", str(p["refs"]),
+            "--html", str(tmp_path / "x.html")]
     if "--src" not in extra:
         args += ["--src", str(p["src"])]
     with pytest.raises(SystemExit, match=re.escape(message)):
@@ -115,29 +126,35 @@ def test_a_source_file_of_another_length_is_refused(tmp_path):
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium (Debian: apt-get install chromium) to load the page")
+@pytest.mark.skipif(CHROMIUM is None,
+                    reason="no chromium (Debian: apt-get install chromium) to load the page")
 def test_the_page_runs_in_a_headless_browser_without_network(tmp_path):
-    """Chromium loads the page with every network request sent to a closed port; its script ran (it sorts the
-    documents and marks the body ready) and the text is there."""
+    """Chromium loads the page with every network request sent to a closed port; its script ran (it
+    sorts the documents and marks the body ready) and the text is there."""
     p = _files(tmp_path)
     html = tmp_path / "report.html"
-    C.main([str(p["copy"]), str(p["generic"]), str(p["copy"]), "--ref", str(p["refs"]), "--src", str(p["src"]),
-            "--html", str(html), "--bootstrap-samples", "100"])
-    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--proxy-server=127.0.0.1:9",
-                           "--user-data-dir=" + str(tmp_path / "profile"), "--dump-dom", html.as_uri()],
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    C.main([str(p["copy"]), str(p["generic"]), str(p["copy"]), "--ref", str(p["refs"]),
+            "--src", str(p["src"]), "--html", str(html), "--bootstrap-samples", "100"])
+    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                           "--proxy-server=127.0.0.1:9",
+                           "--user-data-dir=" + str(tmp_path / "profile"),
+                           "--dump-dom", html.as_uri()],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
     assert 'data-ready="1"' in dom and "document order</span>" in dom
-    assert "document 2" in dom and "copy (3)" in dom  # a third system named after its folder, made unique
+    # a third system is named after its folder, made unique
+    assert "document 2" in dom and "copy (3)" in dom
 
 
 def test_a_long_test_set_shows_the_documents_where_systems_differ_most(tmp_path):
     p = _files(tmp_path)
     html = tmp_path / "r.html"
-    C.main([str(p["copy"]), str(p["generic"]), "--ref", str(p["refs"]), "--src", str(p["src"]), "--html-docs", "1",
-            "--html", str(html), "--bootstrap-samples", "100"])
+    C.main([str(p["copy"]), str(p["generic"]), "--ref", str(p["refs"]), "--src", str(p["src"]),
+            "--html-docs", "1", "--html", str(html), "--bootstrap-samples", "100"])
     page = html.read_text()
     # ROUGE-2 spread: the copy system matches documents 1 exactly (100) and 0 nearly; generic none
-    assert "3 documents, 2 systems; the 1 documents shown below are those with the largest ROUGE-2 spread" in page
+    assert ("3 documents, 2 systems; the 1 documents shown below are those with the largest "
+            "ROUGE-2 spread") in page
     assert page.count('<div class="doc"') == 1 and "document 1</h3>" in page

@@ -1,4 +1,5 @@
-"""analysis/decodings.py: a run's test outputs as committed plain text, which the scorer scores as it scored them."""
+"""analysis/decodings.py: a run's test outputs as committed plain text, which the scorer scores as
+it scored the output they came from."""
 import json
 import struct
 
@@ -8,7 +9,7 @@ from fairseq_sum_plugins import rouge
 from fairseq_sum_plugins.analysis import decodings as D
 
 REFS = ["The cat sat on the mat .\nIt purred .", "Stocks fell 5 % on Monday &amp; recovered ."]
-# sentencepiece pieces (H-) and their detokenized text (D-): a sentence break, a Moses-escaped ampersand
+# sentencepiece pieces (H-): a sentence break, a Moses-escaped ampersand
 HYPS = ["\u2581the \u2581cat \u2581sat \u2581. \u2581<sep> \u2581it \u2581pur red \u2581.",
         "\u2581stocks \u2581fell \u2581&amp; \u2581rose \u2581."]
 SRCS = ["The cat sat on the mat . <sep> It purred loudly .", "Stocks fell 5 % on Monday ."]
@@ -18,8 +19,10 @@ def _data(folder, refs=REFS):
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "test.ref.jsonl", "w") as f:
         for i, r in enumerate(refs):
-            f.write(json.dumps({"id": str(i), "file": "t.jsonl", "line": i + 1, "summary": r.split("\n")}) + "\n")
-    (folder / "test.src-tgt.src.idx").write_bytes(b"MMIDIDX\x00\x00" + struct.pack("<QBQ", 1, 4, len(refs)))
+            record = {"id": str(i), "file": "t.jsonl", "line": i + 1, "summary": r.split("\n")}
+            f.write(json.dumps(record) + "\n")
+    header = b"MMIDIDX\x00\x00" + struct.pack("<QBQ", 1, 4, len(refs))
+    (folder / "test.src-tgt.src.idx").write_bytes(header)
     (folder / "test.src-tgt.src.bin").write_bytes(b"\x00")
     (folder / "dict.src.txt").write_text("the 3\n")
     return folder
@@ -51,12 +54,15 @@ def test_the_committed_lines_score_as_the_scorer_scored_the_output(tmp_path):
     refs = (tmp_path / "table" / "references.txt").read_text().splitlines()
     # pieces joined, sentences kept apart by <sep>, the reference's newline a <sep>, &amp; unescaped
     assert hyps == ["the cat sat. <sep> it purred.", "stocks fell & rose."]
-    assert refs == ["The cat sat on the mat. <sep> It purred.", "Stocks fell 5% on Monday & recovered."]
+    assert refs == ["The cat sat on the mat. <sep> It purred.",
+                    "Stocks fell 5% on Monday & recovered."]
     assert (tmp_path / "table" / "sources.txt").read_text().splitlines()[0] == \
         "The cat sat on the mat. <sep> It purred loudly."
-    assert m["examples"] == 2 and m["checkpoint"] == D.sha256_file(ckpt) and m["data"] == D.data_sha256(str(data))
-    assert json.load(open(run / "decodings.json"))["decodings"] == D.sha256_file(run / "decodings.txt")
-    # scoring the lines again (no second detokenization) gives the scorer's figures on the output itself
+    assert m["examples"] == 2 and m["checkpoint"] == D.sha256_file(ckpt)
+    assert m["data"] == D.data_sha256(str(data))
+    manifest = json.load(open(run / "decodings.json"))
+    assert manifest["decodings"] == D.sha256_file(run / "decodings.txt")
+    # scoring the lines again (no second detokenization) gives the scorer's figures on the output
     from fairseq_sum_plugins.score_inputs import generate_inputs
 
     _, raw_hyps, raw_refs, _ = generate_inputs(gen, _args(gen, "--out", "x", "--data", str(data)))
@@ -85,7 +91,8 @@ def test_the_data_hash_covers_the_split_and_the_dictionaries(tmp_path):
 @pytest.mark.parametrize("case, message", [
     ("missing id", "1 of the 2 examples of the test split have no hypothesis \\(ids \\[1\\]\\)"),
     ("no sources", "no S- line for ids \\[0, 1\\]"),
-    ("other data", "references.txt \\(2 lines\\) differs from this run's references \\(2 lines\\) at line 1"),
+    ("other data",
+     "references.txt \\(2 lines\\) differs from this run's references \\(2 lines\\) at line 1"),
     ("no checkpoint", "--checkpoint .*nowhere.pt: no such file"),
     ("no table dir", "--table-dir .*nowhere: no such directory"),
 ])
@@ -93,7 +100,8 @@ def test_bad_inputs_are_refused_by_name(tmp_path, case, message):
     data = _data(tmp_path / "bin")
     run = tmp_path / "table" / "run"
     run.mkdir(parents=True)
-    gen = _gen(run / "test.out", ids=(0,) if case == "missing id" else (0, 1), sources=case != "no sources")
+    gen = _gen(run / "test.out", ids=(0,) if case == "missing id" else (0, 1),
+               sources=case != "no sources")
     argv = [gen, "--out", str(run), "--data", str(data)]
     if case == "other data":
         (tmp_path / "table" / "references.txt").write_text("another reference\nand another\n")

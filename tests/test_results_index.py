@@ -48,8 +48,9 @@ def test_figures_are_copied_as_measured_by_hand(tmp_path):
     record = results_index.build(str(root))["records"][0]
     assert record["seeds"] == [1]
     nothing = {"rouge2": [None], "rougeL": [None], "specificity": [None], "sha256": [None]}
-    assert record["models"] == {"a": {"rouge1": [12.3456], "source_gain": [0.6789], "distinct": [97], **nothing},
-                                "b": {"rouge1": [20.0], "source_gain": [None], "distinct": [None], **nothing}}
+    assert record["models"] == {
+        "a": {"rouge1": [12.3456], "source_gain": [0.6789], "distinct": [97], **nothing},
+        "b": {"rouge1": [20.0], "source_gain": [None], "distinct": [None], **nothing}}
 
 
 @pytest.mark.parametrize("record, message", [
@@ -69,7 +70,8 @@ REFS = ["The cat sat on the mat . <sep> It purred .", "A dog barked at the postm
         "Rain fell on the city for a week .", "The council approved the new budget on Monday ."]
 HYPS = {"a": ["the cat sat on a mat .", "a dog barked at the man .", "rain fell on the town .",
               "the council approved the budget ."],
-        "b": ["the cat sat .", "the cat sat .", "rain fell on the city .", "the budget was approved ."]}
+        "b": ["the cat sat .", "the cat sat .", "rain fell on the city .",
+              "the budget was approved ."]}
 
 
 def _generate(path, hyps, refs):
@@ -86,7 +88,8 @@ def _prepared(folder, refs):
         for i, r in enumerate(refs):
             f.write(json.dumps({"id": str(i), "file": "test.jsonl", "line": i + 1,
                                 "summary": [s.strip() for s in r.split("<sep>")]}) + "\n")
-    (folder / "test.src-tgt.src.idx").write_bytes(b"MMIDIDX\x00\x00" + struct.pack("<QBQ", 1, 4, len(refs)))
+    header = b"MMIDIDX\x00\x00" + struct.pack("<QBQ", 1, 4, len(refs))
+    (folder / "test.src-tgt.src.idx").write_bytes(header)
     (folder / "test.src-tgt.src.bin").write_bytes(b"\x01\x02")
     (folder / "dict.src.txt").write_text("the 5\n")
     return folder
@@ -103,10 +106,12 @@ def _run(root, table, folder, label, seed, updates, data, hyps):
     ckpt.write_bytes(f"weights of {label} {seed}".encode())
     decodings.main([gen, "--out", str(run), "--table-dir", str(root / table), "--data", str(data),
                     "--checkpoint", str(ckpt)])
-    score.main(["--generate-output", gen, "--data", str(data), "--json", str(run / "test.out.rouge.json")])
-    distinct = len(set(hyps))
-    json.dump({"gain": 0.5 + seed / 10, "distinct": distinct, "hypotheses": len(hyps)}, open(run / "source_use.json", "w"))
-    (run / "run_spec.txt").write_text(f"train.model={label}\ntrain.MAX_UPDATE={updates}\ntrain.SEED={seed}\n")
+    score.main(["--generate-output", gen, "--data", str(data),
+                "--json", str(run / "test.out.rouge.json")])
+    use = {"gain": 0.5 + seed / 10, "distinct": len(set(hyps)), "hypotheses": len(hyps)}
+    json.dump(use, open(run / "source_use.json", "w"))
+    (run / "run_spec.txt").write_text(
+        f"train.model={label}\ntrain.MAX_UPDATE={updates}\ntrain.SEED={seed}\n")
     for name in ("test.out", "checkpoint_last.pt"):  # not committed
         (run / name).unlink()
 
@@ -121,7 +126,8 @@ def recomputable(tmp_path_factory):
             hyps = [h.replace(" .", " today ." if seed == 2 else " .") for h in HYPS[label]]
             _run(root, "t", f"seed{seed}/{label}", label, seed, 50, data, hyps)
     json.dump({"records": [{"table": "t", "paper": "ta", "claim": "c", "data": "d", "updates": 50,
-                            "models": {m: {"1": f"seed1/{m}", "2": f"seed2/{m}"} for m in ("a", "b")}}]},
+                            "models": {m: {"1": f"seed1/{m}", "2": f"seed2/{m}"}
+                                       for m in ("a", "b")}}]},
               open(root / "tables.json", "w"))
     (root / "t" / "results.md").write_text("# t\n\nProse.\n")
     assert results_index.main([str(root), "--write"]) == 0
@@ -175,14 +181,18 @@ def _swap(a, b):
      "test.out.rouge.json has rouge2 .*its decodings score"),
     (lambda r: _edit(r / "t/seed1/b/source_use.json", '"distinct": 3', '"distinct": 4'),
      "source_use.json has 4 distinct decodings, decodings.txt 3"),
-    (lambda r: _edit(r / "t/seed1/b/source_use.json", '"gain": 0.6', '"gain": 0.7'), "index.json is stale"),
-    (lambda r: _swap(r / "t/seed1/a", r / "t/seed2/a"), "run_spec.txt says train.SEED=2, tables.json 1"),
+    (lambda r: _edit(r / "t/seed1/b/source_use.json", '"gain": 0.6', '"gain": 0.7'),
+     "index.json is stale"),
+    (lambda r: _swap(r / "t/seed1/a", r / "t/seed2/a"),
+     "run_spec.txt says train.SEED=2, tables.json 1"),
     (lambda r: _edit(r / "t/seed2/a/run_spec.txt", "MAX_UPDATE=50", "MAX_UPDATE=60"),
      "run_spec.txt says train.MAX_UPDATE=60, tables.json 50"),
     (lambda r: _edit(r / "t/results.md", "| `a` | ta | 50 | 1, 2 | ", "| `a` | ta | 50 | 1, 2 | 9"),
      "the generated table of 't' differs from index.json"),
-    (lambda r: _edit(r / "index.json", '"rouge1": [\n', '"rouge1": [\n 1.0,\n'), "index.json is stale"),
-    (lambda r: _edit(r / "t/results.md", "<!-- END results_index -->", ""), "without its end marker"),
+    (lambda r: _edit(r / "index.json", '"rouge1": [\n', '"rouge1": [\n 1.0,\n'),
+     "index.json is stale"),
+    (lambda r: _edit(r / "t/results.md", "<!-- END results_index -->", ""),
+     "without its end marker"),
 ])
 def test_a_changed_number_anywhere_fails_the_check(recomputable, tmp_path, tamper, message):
     root = _copy(recomputable, tmp_path)
@@ -205,7 +215,8 @@ def test_runs_without_decodings_pass_only_while_listed(recomputable, tmp_path, c
     root = _copy(recomputable, tmp_path)
     for name in ("decodings.txt", "decodings.json"):
         (root / "t/seed1/a" / name).unlink()
-    (root / "not_recomputable.txt").write_text("# legacy\nt/seed1/a   # before decodings were committed\n")
+    (root / "not_recomputable.txt").write_text(
+        "# legacy\nt/seed1/a   # before decodings were committed\n")
     assert results_index.main([str(root), "--write"]) == 0
     assert results_index.main([str(root), "--check"]) == 0
     out = capsys.readouterr().out
@@ -216,5 +227,6 @@ def test_runs_without_decodings_pass_only_while_listed(recomputable, tmp_path, c
     with pytest.raises(SystemExit, match="lists t/seed2/a, which has decodings now: remove it"):
         results_index.main([str(root), "--check"])
     (root / "not_recomputable.txt").write_text("t/seed1/a\nt/seed9/a\n")
-    with pytest.raises(SystemExit, match="lists t/seed9/a, a run folder no record of tables.json names"):
+    with pytest.raises(SystemExit,
+                       match="lists t/seed9/a, a run folder no record of tables.json names"):
         results_index.main([str(root), "--check"])

@@ -204,7 +204,8 @@ def get_parser():
     p.add_argument("sys_a", metavar="SYS_A", help="system A: fairseq-generate output or hypotheses, one per line")
     p.add_argument("sys_b", metavar="SYS_B", help="system B, same documents and references")
     p.add_argument("more", nargs="*", metavar="SYS",
-                   help="more systems for --html (the paired test above stays A vs B; the page compares each with A)")
+                   help="more systems for --html (the paired test above stays A vs B; the page "
+                        "compares each with A)")
     add_reference_options(p)
     rouge.add_scorer_options(p, rouge.DOCUMENT_BACKENDS)
     p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
@@ -223,21 +224,27 @@ def get_parser():
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     p.add_argument("--png", metavar="FILE", help="plot the differences with their CIs")
     p.add_argument("--html", metavar="FILE",
-                   help="write one self-contained page (no network resource): the table of every system (with "
-                        "--baselines, the baselines and verdicts), then per document the source with each system's "
-                        "copied n-grams highlighted, the reference and the outputs with per-document ROUGE and "
-                        "specificity, sortable by where the systems differ most (analysis/compare_report.py)")
+                   help="write one self-contained page (no network resource): the table of "
+                        "every system (with --baselines, the baselines and verdicts), then per "
+                        "document the source with each system's copied n-grams highlighted, the "
+                        "reference and the outputs with per-document ROUGE and specificity, "
+                        "sortable by where the systems differ most (analysis/compare_report.py)")
     p.add_argument("--src", metavar="DOCS",
-                   help="the documents of --html: one a line (sources.txt of analysis/decodings.py) or a .jsonl "
-                        "(--src-field); default: the S- lines of the first generate output")
-    p.add_argument("--src-field", default="document", help="document field of a --src .jsonl (default: document)")
-    p.add_argument("--baselines", metavar="JSON", help="fairseq-sum-baselines' --json of the same test set (--html)")
+                   help="the documents of --html: one a line (sources.txt of "
+                        "analysis/decodings.py) or a .jsonl (--src-field); default: the S- lines "
+                        "of the first generate output")
+    p.add_argument("--src-field", default="document",
+                   help="document field of a --src .jsonl (default: document)")
+    p.add_argument("--baselines", metavar="JSON",
+                   help="fairseq-sum-baselines' --json of the same test set (--html)")
     p.add_argument("--names", metavar="A,B,...",
-                   help="names of the systems in --html (default: each file's folder, or --name-a / --name-b)")
+                   help="names of the systems in --html (default: each file's folder, or "
+                        "--name-a / --name-b)")
     p.add_argument("--title", default="Summaries side by side", help="heading of --html")
     p.add_argument("--html-docs", type=int_at_least(1), default=500, metavar="N",
-                   help="documents shown in --html (default 500): all when the split has at most N, else the N "
-                        "where the systems' ROUGE-2 differs most (the table covers all)")
+                   help="documents shown in --html (default 500): all when the split has at "
+                        "most N, else the N where the systems' ROUGE-2 differs most (the table "
+                        "covers all)")
     return p
 
 
@@ -276,13 +283,15 @@ def _html_names(args, paths):
     if args.names:
         names = [n.strip() for n in args.names.split(",")]
         if len(names) != len(paths) or not all(names) or len(set(names)) != len(names):
-            raise ValueError(f"--names {args.names!r}: {len(paths)} distinct, non-empty names needed, one per system")
+            raise ValueError(f"--names {args.names!r}: {len(paths)} distinct, non-empty names "
+                             "needed, one per system")
         return names
     import os
 
     names = [os.path.basename(os.path.dirname(os.path.abspath(p))) or p for p in paths]
-    names[:2] = [given if given != default else name
-                 for given, default, name in ((args.name_a, "A", names[0]), (args.name_b, "B", names[1]))]
+    given = ((args.name_a, "A", names[0]), (args.name_b, "B", names[1]))
+    names[:2] = [name if default == name_given else name_given
+                 for name_given, default, name in given]
     return [n if names.index(n) == i else f"{n} ({i + 1})" for i, n in enumerate(names)]
 
 
@@ -295,7 +304,8 @@ def html_sources(args, paths, n):
 
     if args.src is None:
         if not is_generate_output(paths[0]):
-            raise ValueError("--html needs --src DOCS (the documents) when the systems are not generate outputs")
+            raise ValueError("--html needs --src DOCS (the documents) when the systems are not "
+                             "generate outputs")
         gen = GenerateOutput(paths[0])
         missing = [i for i in range(n) if i not in gen.sources]
         if missing:
@@ -303,14 +313,30 @@ def html_sources(args, paths, n):
         return [clean_line(gen.sources[i]) for i in range(n)]
     if not os.path.isfile(args.src):
         raise ValueError(f"--src {args.src}: no such file")
-    docs = read_jsonl_field(args.src, args.src_field) if args.src.endswith(".jsonl") else read_lines(args.src, "documents")
+    if args.src.endswith(".jsonl"):
+        docs = read_jsonl_field(args.src, args.src_field)
+    else:
+        docs = read_lines(args.src, "documents")
     if len(docs) != n:
-        raise ValueError(f"--src {args.src} has {len(docs)} documents for {n} summaries (line i = document i)")
+        raise ValueError(f"--src {args.src} has {len(docs)} documents for {n} summaries "
+                         "(line i = document i)")
     return [clean_line(d, detok=False) for d in docs]
 
 
+def _read_baselines(path, n):
+    with open(path, encoding="utf-8") as f:
+        baselines = json.load(f)
+    if not isinstance(baselines, dict) or "systems" not in baselines:
+        raise ValueError(f"--baselines {path}: not a JSON of fairseq-sum-baselines (no 'systems')")
+    docs = baselines.get("documents")
+    if docs is not None and docs != n:
+        raise ValueError(f"--baselines {path} is of {docs} documents, the systems of {n}")
+    return baselines
+
+
 def html_page(args, res):
-    """Writes --html (:func:`fairseq_sum_plugins.analysis.compare_report.html_report`) for every system."""
+    """Writes --html (:func:`fairseq_sum_plugins.analysis.compare_report.html_report`) for every
+    system."""
     import os
 
     from .compare_report import html_report, system_summary
@@ -323,31 +349,25 @@ def html_page(args, res):
         if sorted(sysm) != ids or any(sysm[i][1] != loaded[0][i][1] for i in ids):
             raise ValueError(f"{p} does not cover the samples of {paths[0]} with the same references")
     if ids != list(range(len(ids))):
-        raise ValueError(f"{paths[0]}: the page needs every document of the split (sample ids 0..n-1), got "
-                         f"{len(ids)} ids up to {ids[-1]}")
+        raise ValueError(f"{paths[0]}: the page needs every document of the split (sample ids "
+                         f"0..n-1), got {len(ids)} ids up to {ids[-1]}")
     refs = [loaded[0][i][1] for i in ids]
     scorer = rouge.scorer_from_args(args, refs)
-    baselines = None
-    if args.baselines:
-        with open(args.baselines, encoding="utf-8") as f:
-            baselines = json.load(f)
-        if not isinstance(baselines, dict) or "systems" not in baselines:
-            raise ValueError(f"--baselines {args.baselines}: not a JSON of fairseq-sum-baselines (no 'systems')")
-        docs = baselines.get("documents")
-        if docs is not None and docs != len(ids):
-            raise ValueError(f"--baselines {args.baselines} is of {docs} documents, the systems of {len(ids)}")
+    baselines = _read_baselines(args.baselines, len(ids)) if args.baselines else None
     systems = []
     for p, name, sysm in zip(paths, names, loaded):
         use_path = os.path.join(os.path.dirname(os.path.abspath(p)), "source_use.json")
         use = json.load(open(use_path, encoding="utf-8")) if os.path.isfile(use_path) else None
-        systems.append(system_summary(name, [sysm[i][0] for i in ids], refs, scorer, use, baselines))
-    pairs = {}
-    for s, sysm in zip(systems[1:], loaded[1:]):
-        pairs[s["name"]] = compare_systems([sysm[i][0] for i in ids], [loaded[0][i][0] for i in ids], refs,
-                                           ("rouge2",), samples=args.bootstrap_samples, seed=args.seed, scorer=scorer)
+        hyps = [sysm[i][0] for i in ids]
+        systems.append(system_summary(name, hyps, refs, scorer, use, baselines))
+    first = [loaded[0][i][0] for i in ids]
+    pairs = {s["name"]: compare_systems([sysm[i][0] for i in ids], first, refs, ("rouge2",),
+                                        samples=args.bootstrap_samples, seed=args.seed,
+                                        scorer=scorer)
+             for s, sysm in zip(systems[1:], loaded[1:])}
     ref_lines = [" <sep> ".join(r) for r in scorer.pairs(refs, refs)[1]]
-    page = html_report(systems, ref_lines, html_sources(args, paths, len(ids)), baselines, pairs, args.title,
-                       max_docs=args.html_docs)
+    page = html_report(systems, ref_lines, html_sources(args, paths, len(ids)), baselines, pairs,
+                       args.title, max_docs=args.html_docs)
     with open(args.html, "w", encoding="utf-8") as f:
         f.write(page)
 

@@ -232,6 +232,9 @@ if __name__ == "__main__":
 COPY_N = 3  # a run of COPY_N words shared by the source and an output counts as copied
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 _WORD_KEY = re.compile(r"[^\w]+")
+SORT_KEYS = (("id", "document order"), ("r2", "largest ROUGE-2 spread between systems"),
+             ("r1", "largest ROUGE-1 spread between systems"),
+             ("sp", "largest specificity spread between systems"))
 
 
 def _key(word):
@@ -239,8 +242,8 @@ def _key(word):
 
 
 def copied_words(words, other_words, n=COPY_N):
-    """Indices of ``words`` inside an n-gram (of non-punctuation words, lower-cased) that also occurs in
-    ``other_words``; punctuation between them is marked with them."""
+    """Indices of ``words`` inside an n-gram (of non-punctuation words, lower-cased) that also
+    occurs in ``other_words``; punctuation between them is marked with them."""
     keyed = [(i, _key(w)) for i, w in enumerate(words) if _key(w)]
     other = [k for k in map(_key, other_words) if k]
     grams = {tuple(other[j:j + n]) for j in range(len(other) - n + 1)}
@@ -257,15 +260,17 @@ def _sentences(line):
     return [s for s in line.split(JOIN.strip()) if s.strip()] if line else []
 
 
+def _words(line):
+    return [w for s in _sentences(line) for w in s.split()]
+
+
 def _marked_html(line, others, n=COPY_N):
-    """HTML of a ``<sep>``-joined line, each word a span with classes ``cK`` for the systems ``K`` (of
-    ``others``: {K: words}) whose text shares an n-gram with it; sentences as paragraphs."""
+    """HTML of a ``<sep>``-joined line, each word a span with classes ``cK`` for the systems ``K``
+    (of ``others``: {K: words}) whose text shares an n-gram with it; sentences as paragraphs."""
     from html import escape
 
-    out = []
-    words = [w for s in _sentences(line) for w in s.split()]
-    marks = {k: copied_words(words, ws, n) for k, ws in others.items()}
-    pos = 0
+    marks = {k: copied_words(_words(line), ws, n) for k, ws in others.items()}
+    out, pos = [], 0
     for sent in _sentences(line):
         spans = []
         for w in sent.split():
@@ -283,40 +288,47 @@ def specificity_rows(hyp_sents, ref_sents):
 
     from .specificity import BigramMatrix, bigram_counts
 
-    m = BigramMatrix([bigram_counts(h) for h in hyp_sents], [bigram_counts(r) for r in ref_sents]).matrix()
-    n = len(hyp_sents)
+    counts = ([bigram_counts(h) for h in hyp_sents], [bigram_counts(r) for r in ref_sents])
+    m = BigramMatrix(*counts).matrix()
     diag = np.diag(m)
-    return diag - (m.sum(1) - diag) / max(n - 1, 1)
+    return diag - (m.sum(1) - diag) / max(len(hyp_sents) - 1, 1)
 
 
 def _fmt(x, digits=2, sign=False):
     return "-" if x is None else f"{x:{'+' if sign else ''}.{digits}f}"
 
 
+def _spec_cell(spec):
+    return f"{spec['delta']:+.2f} ({spec['p']:.4f})" if spec else "-"
+
+
 def system_summary(name, hyps, refs, scorer, source_use=None, baselines=None):
-    """What the HTML report shows of one system: corpus and per-document ROUGE-1/2/L F1 x 100, specificity
-    and its per-document contributions, distinct outputs and, with ``baselines`` (fairseq-sum-baselines'
-    JSON), the verdict (:func:`.specificity.verdict`)."""
+    """What the HTML report shows of one system: corpus and per-document ROUGE-1/2/L F1 x 100,
+    specificity and its per-document contributions, distinct outputs and, with ``baselines``
+    (fairseq-sum-baselines' JSON), the verdict (:func:`.specificity.verdict`)."""
     from . import specificity as sp
 
     hyp_sents, ref_sents = scorer.pairs(hyps, refs)
     per = scorer.document_f1(hyps, refs, ("rouge1", "rouge2", "rougeL"))
     spec = sp.specificity(hyp_sents, ref_sents) if len(hyps) > 1 else None
-    lines = [" <sep> ".join(s) for s in hyp_sents]
-    out = {"name": name, "lines": lines, "per": {m: [100 * float(v) for v in per[m]] for m in per},
-           "spec": spec, "spec_rows": [float(v) for v in specificity_rows(hyp_sents, ref_sents)] if spec else None,
-           "distinct": len({" ".join(s) for s in hyp_sents}), "outputs": len(hyps), "source_use": source_use}
+    rows = [float(v) for v in specificity_rows(hyp_sents, ref_sents)] if spec else None
+    out = {"name": name, "lines": [" <sep> ".join(s) for s in hyp_sents],
+           "per": {m: [100 * float(v) for v in per[m]] for m in per}, "spec": spec,
+           "spec_rows": rows, "distinct": len({" ".join(s) for s in hyp_sents}),
+           "outputs": len(hyps), "source_use": source_use}
     out["rouge"] = {m: sum(v) / len(v) for m, v in out["per"].items()}
     if baselines is not None:
         bag = baselines.get("bag_of_pieces") or {}
         use = source_use or {}
-        out["verdict"] = sp.verdict(spec, baselines.get("random_delta"), use.get("nll_own"), bag.get("nll"),
-                                    use.get("gain"), out["distinct"], out["outputs"])
+        out["verdict"] = sp.verdict(spec, baselines.get("random_delta"), use.get("nll_own"),
+                                    bag.get("nll"), use.get("gain"), out["distinct"],
+                                    out["outputs"])
     return out
 
 
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.2em 2em;color:#222}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.2em 2em;
+  color:#222}
 h1{font-size:1.35em;margin:.2em 0}h2{font-size:1.1em;margin:1.2em 0 .4em}
 table.t{border-collapse:collapse;margin:.4em 0}
 table.t td,table.t th{border:1px solid #ccc;padding:3px 8px;text-align:right}
@@ -330,8 +342,10 @@ tr.base td{color:#555;background:#f6f6f6}
 .box h4{margin:.1em 0 .3em;font-size:.92em}.box p{margin:.25em 0}
 .src{max-height:16em;overflow:auto;font-size:.93em}
 .sc{font-size:.85em;color:#444}
-.controls{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ddd;z-index:1}
-.key{display:inline-block;width:.9em;height:.9em;border-radius:2px;vertical-align:middle;margin-right:.2em}
+.controls{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ddd;
+  z-index:1}
+.key{display:inline-block;width:.9em;height:.9em;border-radius:2px;vertical-align:middle;
+  margin-right:.2em}
 .note{color:#555;font-size:.9em;max-width:70em}
 """
 
@@ -345,7 +359,8 @@ _JS = """
       return (+b.dataset[key])-(+a.dataset[key]) || (+a.dataset.id)-(+b.dataset.id);
     });
     docs.forEach(function(d){box.appendChild(d);});
-    document.getElementById('sorted').textContent=document.querySelector('#sort option[value="'+key+'"]').textContent;
+    var option=document.querySelector('#sort option[value="'+key+'"]');
+    document.getElementById('sorted').textContent=option.textContent;
   }
   document.getElementById('sort').addEventListener('change',function(e){sortBy(e.target.value);});
   document.querySelectorAll('input[name=hl]').forEach(function(r){
@@ -357,109 +372,134 @@ _JS = """
 """
 
 
-def html_report(systems, refs, sources, baselines=None, pairs=None, title="Summaries side by side", n=COPY_N,
-                max_docs=None):
-    """One self-contained HTML page (inline CSS and JS, no external resource): the table of systems
-    (and baselines with their verdicts), then per document the source with the n-grams each system
-    copied highlighted, the reference and every output with its ROUGE and specificity contribution;
-    sortable by where the systems differ most. ``systems``: :func:`system_summary` dicts; ``refs``,
-    ``sources``: ``<sep>``-joined lines; ``pairs``: {name: fairseq-sum-compare result against the first};
-    ``max_docs``: show only that many documents, those with the largest ROUGE-2 spread between systems
-    (the table is over all)."""
+def _color(i):
+    return COLORS[i % len(COLORS)]
+
+
+def _css(k):
+    """The page's style with one highlight rule per system (``body.hK .cK``) and for any system."""
+    rules = [f"body.h{i} .c{i}{{background:{_color(i)}33;box-shadow:inset 0 -2px {_color(i)}}}"
+             for i in range(k)]
+    if k:
+        rules.append(",".join(f"body.hall .c{i}" for i in range(k)) + "{background:#ffe08a}")
+    return _CSS + "\n".join(rules)
+
+
+def _table(systems, baselines, pairs):
+    """The table of systems (and baselines) as HTML."""
     from html import escape
 
-    shown = list(range(len(refs)))
-    if max_docs is not None and len(shown) > max_docs:
-        spread = [max(s["per"]["rouge2"][i] for s in systems) - min(s["per"]["rouge2"][i] for s in systems)
-                  for i in shown]
-        shown = sorted(sorted(shown, key=lambda i: (-spread[i], i))[:max_docs])
-
     k = len(systems)
-    css = _CSS + "".join(f"body.h{i} .c{i}{{background:{COLORS[i % len(COLORS)]}33;"
-                         f"box-shadow:inset 0 -2px {COLORS[i % len(COLORS)]}}}" for i in range(k))
-    css += "body.hall " + ",body.hall ".join(f".c{i}" for i in range(k)) + "{background:#ffe08a}" if k else ""
     head = ["system", "ROUGE-1", "ROUGE-2", "ROUGE-L", "ROUGE-2 specificity delta (p)", "distinct",
-            "source gain (bits)", f"vs {systems[0]['name']}: ROUGE-2 diff [95% CI], p" if k > 1 else None,
-            "verdict" if baselines is not None else None]
-    head = [h for h in head if h is not None]
+            "source gain (bits)"]
+    head += [f"vs {systems[0]['name']}: ROUGE-2 diff [95% CI], p"] if k > 1 else []
+    head += ["verdict"] if baselines is not None else []
     rows = []
     for s in systems:
-        spec = s["spec"]
         use = s.get("source_use") or {}
-        cells = [escape(s["name"]), _fmt(s["rouge"]["rouge1"]), _fmt(s["rouge"]["rouge2"]), _fmt(s["rouge"]["rougeL"]),
-                 f"{spec['delta']:+.2f} ({spec['p']:.4f})" if spec else "-", f"{s['distinct']}/{s['outputs']}",
-                 _fmt(use.get("gain"), 3)]
+        cells = [escape(s["name"])] + [_fmt(s["rouge"][m]) for m in ("rouge1", "rouge2", "rougeL")]
+        cells += [_spec_cell(s["spec"]), f"{s['distinct']}/{s['outputs']}",
+                  _fmt(use.get("gain"), 3)]
         if k > 1:
             r = (pairs or {}).get(s["name"])
             m = r["metrics"]["rouge2"] if r else None
-            cells.append(f"{100 * m['diff']:+.2f} [{100 * m['ci'][0]:+.2f}, {100 * m['ci'][1]:+.2f}], p {m['p']:.4f}"
-                         if m else "-")
+            ci = f"[{100 * m['ci'][0]:+.2f}, {100 * m['ci'][1]:+.2f}]" if m else ""
+            cells.append(f"{100 * m['diff']:+.2f} {ci}, p {m['p']:.4f}" if m else "-")
         if baselines is not None:
             v = s.get("verdict")
             cls = {True: "ok", False: "no"}.get(v["summarizes"], "na") if v else "na"
             why = escape("; ".join(v["reasons"])) if v else ""
-            cells.append(f'<span class="{cls}" title="{why}">{escape(v["label"]) if v else "-"}</span>')
+            label = escape(v["label"]) if v else "-"
+            cells.append(f'<span class="{cls}" title="{why}">{label}</span>')
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     for name, b in ((baselines or {}).get("systems") or {}).items():
         if not b:
             continue
-        bs = b.get("specificity")
         v = b.get("verdict")
-        cells = [f"baseline: {escape(name)}", _fmt(100 * b["rouge1"]), _fmt(100 * b["rouge2"]), _fmt(100 * b["rougeL"]),
-                 f"{bs['delta']:+.2f} ({bs['p']:.4f})" if bs else "-",
-                 str(b.get("distinct", "-")), "-"] + (["-"] if k > 1 else [])
+        cells = [f"baseline: {escape(name)}"]
+        cells += [_fmt(100 * b[m]) for m in ("rouge1", "rouge2", "rougeL")]
+        cells += [_spec_cell(b.get("specificity")), str(b.get("distinct", "-")), "-"]
+        cells += ["-"] if k > 1 else []
         cells.append(f'<span class="na">{escape(v["label"]) if v else "-"}</span>')
         rows.append('<tr class="base">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    bag = (baselines or {}).get("bag_of_pieces")
-    notes = []
-    if baselines is not None:
-        notes.append(f"Verdict \"summarizes\": ROUGE-2 specificity delta above the bar "
-                     f"{_fmt(baselines.get('bar'))} (half the random extract's delta {_fmt(baselines.get('random_delta'))}, "
-                     f"at least 0.5) with p &le; 0.01, test NLL below the bag of pieces' "
-                     f"{_fmt((bag or {}).get('nll'), 3)} bits, and reading (source gain &ge; 0.3 bits, &ge; 90% distinct). "
-                     "Hover a verdict for its reasons.")
-    legend = " ".join(f'<label><input type="radio" name="hl" value="{i}"{" checked" if i == 0 else ""}>'
-                      f'<span class="key" style="background:{COLORS[i % len(COLORS)]}"></span>{escape(s["name"])}</label>'
-                      for i, s in enumerate(systems))
-    legend += ' <label><input type="radio" name="hl" value="all">any system</label>'
-    options = [("id", "document order"), ("r2", "largest ROUGE-2 spread between systems"),
-               ("r1", "largest ROUGE-1 spread between systems"), ("sp", "largest specificity spread between systems")]
-    docs = []
-    for i in shown:
-        ref, src = refs[i], sources[i]
-        words = {j: [w for x in _sentences(s["lines"][i]) for w in x.split()] for j, s in enumerate(systems)}
+    return ('<table class="t"><tr>' + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"
+            + "".join(rows) + "</table>")
 
-        def spread(key):
-            vals = [s["per"][key][i] for s in systems]
-            return max(vals) - min(vals) if vals else 0.0
-        sp_vals = [s["spec_rows"][i] for s in systems if s["spec_rows"]]
-        data = (f'data-id="{i}" data-r2="{spread("rouge2"):.4f}" data-r1="{spread("rouge1"):.4f}" '
-                f'data-sp="{(max(sp_vals) - min(sp_vals)) if sp_vals else 0:.4f}"')
-        boxes = [f'<div class="box"><h4>reference</h4>{_marked_html(ref, {}, n)}</div>']
-        src_words = [w for x in _sentences(src) for w in x.split()]
-        for j, s in enumerate(systems):
-            contrib = _fmt(s["spec_rows"][i], sign=True) if s["spec_rows"] else "-"
-            boxes.append(f'<div class="box"><h4><span class="key" style="background:{COLORS[j % len(COLORS)]}"></span>'
-                         f'{escape(s["name"])}</h4>{_marked_html(s["lines"][i], {j: src_words}, n)}'
-                         f'<div class="sc">ROUGE-1/2/L {s["per"]["rouge1"][i]:.2f}/{s["per"]["rouge2"][i]:.2f}/'
-                         f'{s["per"]["rougeL"][i]:.2f}; specificity contribution {contrib}</div></div>')
-        docs.append(f'<div class="doc" {data}><h3>document {i}</h3><div class="box src"><h4>source (words in an '
-                    f'n-gram of {n} copied by the highlighted system marked)</h4>{_marked_html(src, words, n)}</div>'
-                    f'<div class="grid">{"".join(boxes)}</div></div>')
-    page = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{escape(title)}</title><style>{css}</style></head>", '<body class="h0">',
-        f"<h1>{escape(title)}</h1>",
-        f'<p class="note">{len(refs)} documents, {k} systems'
-        + (f"; the {len(shown)} documents shown below are those with the largest ROUGE-2 spread between the "
-           "systems" if len(shown) < len(refs) else "") + '. ROUGE F1 x 100 (fairseq-sum-score\'s scorer, '
-        "ROUGE-L summary-level); ROUGE-2 specificity: ROUGE-2 against the document's own reference minus the "
-        "mean against the other documents' references (permutation p); a document's specificity contribution "
-        "is that difference for it alone (their mean is the delta).</p>",
-        '<table class="t"><tr>' + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>" + "".join(rows) + "</table>",
-        "".join(f'<p class="note">{x}</p>' for x in notes),
-        '<div class="controls">Sort: <select id="sort">' + "".join(
-            f'<option value="{v}">{escape(t)}</option>' for v, t in options) + "</select> "
-        '(now: <span id="sorted">document order</span>) &nbsp; Highlight copies of: ' + legend + "</div>",
-        f'<div id="docs">{"".join(docs)}</div>', f"<script>{_JS}</script>", "</body></html>"]
+
+def _verdict_note(baselines):
+    if baselines is None:
+        return ""
+    bag = baselines.get("bag_of_pieces") or {}
+    return ('<p class="note">Verdict "summarizes": ROUGE-2 specificity delta above the bar '
+            f"{_fmt(baselines.get('bar'))} (half the random extract's delta "
+            f"{_fmt(baselines.get('random_delta'))}, at least 0.5) with p &le; 0.01, test NLL "
+            f"below the bag of pieces' {_fmt(bag.get('nll'), 3)} bits, and reading (source gain &ge; 0.3 "
+            "bits, &ge; 90% distinct). Hover a verdict for its reasons.</p>")
+
+
+def _document(i, ref, src, systems, n):
+    """One document's card: the source, the reference and every output."""
+    from html import escape
+
+    def spread(values):
+        return max(values) - min(values) if values else 0.0
+    sp_vals = [s["spec_rows"][i] for s in systems if s["spec_rows"]]
+    data = (f'data-id="{i}" data-r2="{spread([s["per"]["rouge2"][i] for s in systems]):.4f}" '
+            f'data-r1="{spread([s["per"]["rouge1"][i] for s in systems]):.4f}" '
+            f'data-sp="{spread(sp_vals):.4f}"')
+    boxes = [f'<div class="box"><h4>reference</h4>{_marked_html(ref, {}, n)}</div>']
+    src_words = _words(src)
+    for j, s in enumerate(systems):
+        contrib = _fmt(s["spec_rows"][i], sign=True) if s["spec_rows"] else "-"
+        scores = "/".join(f'{s["per"][m][i]:.2f}' for m in ("rouge1", "rouge2", "rougeL"))
+        key = f'<span class="key" style="background:{_color(j)}"></span>'
+        boxes.append(f'<div class="box"><h4>{key}{escape(s["name"])}</h4>'
+                     f'{_marked_html(s["lines"][i], {j: src_words}, n)}'
+                     f'<div class="sc">ROUGE-1/2/L {scores}; specificity contribution {contrib}'
+                     "</div></div>")
+    copies = {j: _words(s["lines"][i]) for j, s in enumerate(systems)}
+    return (f'<div class="doc" {data}><h3>document {i}</h3><div class="box src"><h4>source '
+            f"(words in an n-gram of {n} copied by the highlighted system marked)</h4>"
+            f'{_marked_html(src, copies, n)}</div><div class="grid">{"".join(boxes)}</div></div>')
+
+
+def html_report(systems, refs, sources, baselines=None, pairs=None,
+                title="Summaries side by side", n=COPY_N, max_docs=None):
+    """One self-contained HTML page (inline CSS and JS, no external resource): the table of systems
+    (and baselines with their verdicts), then per document the source with the n-grams each system
+    copied highlighted, the reference and every output with its ROUGE and specificity contribution;
+    sortable by where the systems differ most. ``systems``: :func:`system_summary` dicts; ``refs``,
+    ``sources``: ``<sep>``-joined lines; ``pairs``: {name: fairseq-sum-compare result against the
+    first}; ``max_docs``: show only that many documents, those with the largest ROUGE-2 spread
+    between systems (the table is over all)."""
+    from html import escape
+
+    k = len(systems)
+    shown = list(range(len(refs)))
+    if max_docs is not None and len(shown) > max_docs:
+        r2 = [[s["per"]["rouge2"][i] for s in systems] for i in shown]
+        spread = [max(v) - min(v) for v in r2]
+        shown = sorted(sorted(shown, key=lambda i: (-spread[i], i))[:max_docs])
+    legend = " ".join(f'<label><input type="radio" name="hl" value="{i}"'
+                      f'{" checked" if i == 0 else ""}>'
+                      f'<span class="key" style="background:{_color(i)}"></span>{escape(s["name"])}'
+                      "</label>" for i, s in enumerate(systems))
+    legend += ' <label><input type="radio" name="hl" value="all">any system</label>'
+    subset = (f"; the {len(shown)} documents shown below are those with the largest ROUGE-2 spread "
+              "between the systems" if len(shown) < len(refs) else "")
+    intro = (f'<p class="note">{len(refs)} documents, {k} systems{subset}. ROUGE F1 x 100 '
+             "(fairseq-sum-score's scorer, ROUGE-L summary-level); ROUGE-2 specificity: ROUGE-2 "
+             "against the document's own reference minus the mean against the other documents' "
+             "references (permutation p); a document's specificity contribution is that difference "
+             "for it alone (their mean is the delta).</p>")
+    options = "".join(f'<option value="{v}">{escape(t)}</option>' for v, t in SORT_KEYS)
+    controls = (f'<div class="controls">Sort: <select id="sort">{options}</select> (now: '
+                '<span id="sorted">document order</span>) &nbsp; Highlight copies of: '
+                f"{legend}</div>")
+    docs = "".join(_document(i, refs[i], sources[i], systems, n) for i in shown)
+    page = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+            f"<title>{escape(title)}</title><style>{_css(k)}</style></head>", '<body class="h0">',
+            f"<h1>{escape(title)}</h1>", intro, _table(systems, baselines, pairs),
+            _verdict_note(baselines), controls, f'<div id="docs">{docs}</div>',
+            f"<script>{_JS}</script>", "</body></html>"]
     return "\n".join(page)

@@ -1,7 +1,8 @@
-"""Committed decodings: the test outputs of a run as plain text, with the hashes that tie them to it.
+"""Committed decodings: the test outputs of a run as plain text, with hashes that tie them to it.
 
-From a ``fairseq-generate`` output (``H-``/``D-``/``T-``/``S-`` lines) and the references the scorer
-reads (``fairseq-sum-score``'s reference options, :func:`~fairseq_sum_plugins.score_inputs.generate_inputs`)::
+From a ``fairseq-generate`` output (``H-``/``D-``/``T-``/``S-`` lines) and the references the
+scorer reads (``fairseq-sum-score``'s reference options,
+:func:`~fairseq_sum_plugins.score_inputs.generate_inputs`)::
 
     python -m fairseq_sum_plugins.analysis.decodings RUN/test.out --out RUN --table-dir TABLE \\
         --checkpoint RUN/checkpoints/checkpoint_last.pt --data DATA/bin
@@ -11,18 +12,19 @@ writes
 * ``RUN/decodings.txt``: the hypotheses, one per line, line ``i`` = test example ``i``;
 * ``TABLE/references.txt`` and ``TABLE/sources.txt`` (``--table-dir``, default: the parent of
   ``RUN``): the references the scorer scored against (the untruncated summaries of ``DATA``) and the
-  sources as the model saw them (``S-`` lines, cut at prepare's ``--max-src-tokens``), same order;
-  when they exist already (another run of the same table) they must be identical, else it is an error
-  naming the first line that differs (a run of another data set or split);
-* ``RUN/decodings.json``: ``{"split", "examples", "decodings", "references", "sources", "checkpoint",
-  "data", "scorer"}``, the sha256 of each file (``checkpoint``: of the checkpoint file; ``data``: of the
-  prepared split, :func:`data_sha256`) and the cleanup options.
+  sources as the model saw them (``S-`` lines, cut at prepare's ``--max-src-tokens``), same
+  order; when they exist already (another run of the same table) they must be identical, else it
+  is an error naming the first line that differs (a run of another data set or split);
+* ``RUN/decodings.json``: ``{"split", "examples", "decodings", "references", "sources",
+  "checkpoint", "data", "scorer"}``, the sha256 of each file (``checkpoint``: of the checkpoint
+  file; ``data``: of the prepared split, :func:`data_sha256`) and the cleanup options.
 
-Each line is the scorer's own cleanup of the text (:func:`fairseq_sum_plugins.rouge_text.clean_summary`:
-sentencepiece / BPE undone, special tokens dropped, Moses-detokenized, with ``--sentence-sep``,
-``--split-sentences`` and ``--no-detok`` as in ``fairseq-sum-score``), its sentences joined by
-`` <sep> `` (:data:`fairseq_sum_plugins.text.SENT_SEP`, the boundary summary-level ROUGE-L needs). So
-scoring the files again with ``Scorer(detok=False)`` (:func:`read_decodings`, :func:`scorer`) gives
+Each line is the scorer's own cleanup of the text
+(:func:`fairseq_sum_plugins.rouge_text.clean_summary`: sentencepiece / BPE undone, special tokens
+dropped, Moses-detokenized, with ``--sentence-sep``, ``--split-sentences`` and ``--no-detok`` as in
+``fairseq-sum-score``), its sentences joined by `` <sep> ``
+(:data:`fairseq_sum_plugins.text.SENT_SEP`, the boundary summary-level ROUGE-L needs). So scoring
+the files again with ``Scorer(detok=False)`` (:func:`read_decodings`, :func:`scorer`) gives
 ``fairseq-sum-score``'s per-document ROUGE exactly: re-cleaning a cleaned line changes nothing.
 
 The output must hold every example of its split once (ids 0..n-1): a decoding with missing ids is
@@ -40,7 +42,8 @@ from ..score_inputs import (ScoreInputError, add_reference_options, find_data_di
                             read_lines)
 from ..text import SENT_SEP
 
-DECODINGS, REFERENCES, SOURCES, MANIFEST = "decodings.txt", "references.txt", "sources.txt", "decodings.json"
+DECODINGS, REFERENCES, SOURCES = "decodings.txt", "references.txt", "sources.txt"
+MANIFEST = "decodings.json"
 JOIN = f" {SENT_SEP} "
 
 
@@ -54,8 +57,8 @@ def sha256_file(path, chunk=1 << 20):
 
 
 def data_sha256(data, split="test"):
-    """Hex sha256 of a prepared split: over the sorted names and sha256s of ``{split}.*`` (the binaries,
-    their indices, ``{split}.ref.jsonl``) and of the dictionaries ``dict.*.txt`` of ``data``."""
+    """Hex sha256 of a prepared split: over the sorted names and sha256s of ``{split}.*`` (the
+    binaries, their indices, ``{split}.ref.jsonl``) and of the dictionaries ``dict.*.txt``."""
     names = sorted(n for n in os.listdir(data) if os.path.isfile(os.path.join(data, n)) and
                    (n.startswith(split + ".") or (n.startswith("dict.") and n.endswith(".txt"))))
     if not any(n.startswith(split + ".") for n in names):
@@ -73,8 +76,8 @@ def clean_line(text, detok=True, seps=(), splitter=None):
 
 
 def scorer(**fields):
-    """The :class:`~fairseq_sum_plugins.rouge.Scorer` that scores committed lines as ``fairseq-sum-score``
-    scored the output they came from (no second detokenization)."""
+    """The :class:`~fairseq_sum_plugins.rouge.Scorer` that scores committed lines as
+    ``fairseq-sum-score`` scored the output they came from (no second detokenization)."""
     return Scorer(detok=False, **fields)
 
 
@@ -86,8 +89,9 @@ def extract(gen_path, args):
     n = size if size is not None else ids[-1] + 1
     missing = sorted(set(range(n)) - set(ids))
     if missing:
-        raise ScoreInputError(f"{gen_path}: {len(missing)} of the {n} examples of the {split} split have no "
-                              f"hypothesis (ids {missing[:10]}): line i of {DECODINGS} would not be example i")
+        raise ScoreInputError(f"{gen_path}: {len(missing)} of the {n} examples of the {split} "
+                              f"split have no hypothesis (ids {missing[:10]}): line i of "
+                              f"{DECODINGS} would not be example i")
     no_source = [i for i in ids if i not in gen.sources]
     if no_source:
         raise ScoreInputError(f"{gen_path}: no S- line for ids {no_source[:10]}")
@@ -95,7 +99,8 @@ def extract(gen_path, args):
     splitter = args.sentence_splitter if args.split_sentences else None
     opts = dict(detok=not args.no_detok, seps=seps, splitter=splitter)
     return (ids, [clean_line(h, **opts) for h in hyps], [clean_line(r, **opts) for r in refs],
-            [clean_line(gen.sources[i], detok=not args.no_detok, seps=seps) for i in ids], data, split)
+            [clean_line(gen.sources[i], detok=not args.no_detok, seps=seps) for i in ids],
+            data, split)
 
 
 def _write(path, lines):
@@ -114,16 +119,18 @@ def _same_or_write(path, lines, what):
     if os.path.exists(path):
         old = read_decodings(path, what)
         if old != lines:
-            k = next((k for k, (a, b) in enumerate(zip(old, lines)) if a != b), min(len(old), len(lines)))
-            raise ScoreInputError(f"{path} ({len(old)} lines) differs from this run's {what} ({len(lines)} lines) "
-                                  f"at line {k + 1}: a run of another data set or split (use another table folder)")
+            k = next((k for k, (a, b) in enumerate(zip(old, lines)) if a != b),
+                     min(len(old), len(lines)))
+            raise ScoreInputError(f"{path} ({len(old)} lines) differs from this run's {what} "
+                                  f"({len(lines)} lines) at line {k + 1}: a run of another data "
+                                  "set or split (use another table folder)")
         return
     _write(path, lines)
 
 
 def write(gen_path, out, args, table_dir=None, checkpoint=None):
-    """Writes ``out/decodings.txt``, ``out/decodings.json`` and ``table_dir``'s references and sources
-    (module docstring); returns the manifest."""
+    """Writes ``out/decodings.txt``, ``out/decodings.json`` and ``table_dir``'s references and
+    sources (module docstring); returns the manifest."""
     ids, hyps, refs, sources, data, split = extract(gen_path, args)
     if checkpoint is not None and not os.path.isfile(checkpoint):
         raise ScoreInputError(f"--checkpoint {checkpoint}: no such file")
@@ -135,13 +142,15 @@ def write(gen_path, out, args, table_dir=None, checkpoint=None):
     _same_or_write(refs_path, refs, "references")
     _same_or_write(src_path, sources, "sources")
     _write(os.path.join(out, DECODINGS), hyps)
+    splitter = args.sentence_splitter if args.split_sentences else None
     manifest = {"split": split, "examples": len(ids),
                 "decodings": sha256_file(os.path.join(out, DECODINGS)),
                 "references": sha256_file(refs_path), "sources": sha256_file(src_path),
                 "checkpoint": sha256_file(checkpoint) if checkpoint else None,
                 "data": data_sha256(data, split) if data else None,
-                "scorer": {"detok": not args.no_detok, "sentence_sep": list(args.sentence_sep or ()),
-                           "split_sentences": args.sentence_splitter if args.split_sentences else None}}
+                "scorer": {"detok": not args.no_detok,
+                           "sentence_sep": list(args.sentence_sep or ()),
+                           "split_sentences": splitter}}
     _write(os.path.join(out, MANIFEST), [json.dumps(manifest, indent=1)])
     return manifest
 
@@ -150,11 +159,14 @@ def get_parser():
     p = argparse.ArgumentParser(prog="python -m fairseq_sum_plugins.analysis.decodings",
                                 description=__doc__.split("\n")[0],
                                 epilog="See the module docstring for the files and their format.")
-    p.add_argument("generate_output", metavar="GEN", help="fairseq-generate output of the test split")
-    p.add_argument("--out", required=True, metavar="RUN", help="the run's folder (decodings.txt, decodings.json)")
+    p.add_argument("generate_output", metavar="GEN",
+                   help="fairseq-generate output of the test split")
+    p.add_argument("--out", required=True, metavar="RUN",
+                   help="the run's folder (decodings.txt, decodings.json)")
     p.add_argument("--table-dir", metavar="DIR",
                    help="folder of references.txt and sources.txt (default: the parent of --out)")
-    p.add_argument("--checkpoint", metavar="FILE", help="the decoded checkpoint (its sha256 goes into decodings.json)")
+    p.add_argument("--checkpoint", metavar="FILE",
+                   help="the decoded checkpoint (its sha256 goes into decodings.json)")
     add_reference_options(p)
     add_scorer_options(p, ("rouge-score",))
     return p
@@ -166,8 +178,10 @@ def main(argv=None):
         m = write(args.generate_output, args.out, args, args.table_dir, args.checkpoint)
     except (ScoreInputError, ValueError, OSError) as e:
         sys.exit(f"decodings: error: {e}")
-    print(f"decodings: {m['examples']} {m['split']} decodings -> {os.path.join(args.out, DECODINGS)} "
-          f"(sha256 {m['decodings'][:12]}); references and sources in {args.table_dir or os.path.dirname(os.path.abspath(args.out))}")
+    table = args.table_dir or os.path.dirname(os.path.abspath(args.out))
+    print(f"decodings: {m['examples']} {m['split']} decodings -> "
+          f"{os.path.join(args.out, DECODINGS)} (sha256 {m['decodings'][:12]}); references and "
+          f"sources in {table}")
     return m
 
 

@@ -1,60 +1,61 @@
-"""``results/index.json``: every committed result table as a record a program can check and recompute.
+"""``results/index.json``: every committed result table as a record a program checks and recomputes.
 
 ``results/tables.json`` (written by hand, read as data) says, per record, what the table is::
 
-    {"records": [{"table": "xsum-read", "paper": "recipe", "claim": "...", "data": "...", "updates": 2000,
-                  "models": {"base": {"1": "base"}, "copy": {"1": "copy"}}}, ...]}
+    {"records": [{"table": "xsum-read", "paper": "recipe", "claim": "...", "data": "...",
+                  "updates": 2000, "models": {"base": {"1": "base"}, "copy": {"1": "copy"}}}, ...]}
 
 ``models`` maps each model's label to its runs, seed -> run folder (relative to ``results/TABLE``).
 A run folder holds what ``recipes/compare.sh`` writes there: ``test.out.rouge.json``
 (fairseq-sum-score), ``source_use.json`` (analysis/source_use.py), ``run_spec.txt`` and, for runs
-that commit their test outputs, ``decodings.txt`` with ``decodings.json`` (analysis/decodings.py; the
-references and sources in ``references.txt`` / ``sources.txt`` of the run's parent folder, its
+that commit their test outputs, ``decodings.txt`` with ``decodings.json`` (analysis/decodings.py;
+the references and sources in ``references.txt`` / ``sources.txt`` of the run's parent folder, its
 grandparent, ... up to ``results/TABLE``). A ``parity`` record names instead the JSON of
 ``benchmarks/learning_parity.py`` (``"parity": FILE``) and lists its models by their labels there.
 The index copies the figures per model and seed::
 
     {"table", "paper", "claim", "data", "updates", "seeds": [1, ...],
      "models": {label: {"rouge1": [..], "rouge2": [..], "rougeL": [..], "source_gain": [..],
-                        "distinct": [..], "specificity": [..], "sha256": [..]}}}            (summary tables)
-     "models": {label: {"valid_nll": [[[updates, bits], ...] per seed]}}               (parity)
+                        "distinct": [..], "specificity": [..], "sha256": [..]}}}   (summary tables)
+     "models": {label: {"valid_nll": [[[updates, bits], ...] per seed]}}      (parity)
 
-ROUGE is F1 x 100 and ``source_gain`` in bits per summary token (4 decimals; the tables show 2 and 3);
-``source_gain`` and ``distinct`` (distinct decodings) are null for runs made before the project measured them; ``specificity`` is ROUGE-2
-reference specificity ``{own, other, delta, p}`` (:mod:`.specificity`) and ``sha256`` the hashes
-``{decodings, references, checkpoint, data}`` of ``decodings.json``, both null for a run without
-committed decodings. ``paper`` is one of ``tpt``, ``gate``, ``etads``, ``ta``, ``mem2mem``, ``parity``,
-or ``recipe`` (a training-recipe ablation that tests no paper's claim)::
+ROUGE is F1 x 100 and ``source_gain`` in bits per summary token (4 decimals; the tables show 2
+and 3); ``source_gain`` and ``distinct`` (distinct decodings) are null for runs made before the
+project measured them; ``specificity`` is ROUGE-2 reference specificity ``{own, other, delta, p}``
+(:mod:`.specificity`) and ``sha256`` the hashes ``{decodings, references, checkpoint, data}`` of
+``decodings.json``, both null for a run without committed decodings. ``paper`` is one of ``tpt``,
+``gate``, ``etads``, ``ta``, ``mem2mem``, ``parity``, or ``recipe`` (a training-recipe ablation
+that tests no paper's claim)::
 
-    python -m fairseq_sum_plugins.analysis.results_index results/ --write    # (re)write index and tables
-    python -m fairseq_sum_plugins.analysis.results_index results/ --check    # exit 1 on any difference
+    python -m fairseq_sum_plugins.analysis.results_index results/ --write  # index and tables
+    python -m fairseq_sum_plugins.analysis.results_index results/ --check  # exit 1 on a difference
 
 What ``--check`` does, every failure printed (exit 1 if any):
 
 * recomputes, for each run with ``decodings.txt``, ROUGE-1/2/L (``Scorer(detok=False)`` of the
-  committed lines: ``fairseq-sum-score``'s own per-document scores, :mod:`.decodings`), the distinct
-  decodings and the specificity, and compares them with the run's ``test.out.rouge.json`` (to 1e-6),
-  ``source_use.json`` and the index; the sha256 of ``decodings.txt`` and of the references with
-  ``decodings.json``; a run with ``decodings.json`` and no ``decodings.txt`` fails (deleted); every run
-  of a record must hold the same data hash;
-* reads ``run_spec.txt``: ``train.SEED`` must be the seed ``tables.json`` files the run under (swapped
-  seed folders) and ``train.MAX_UPDATE`` the record's ``updates``;
+  committed lines: ``fairseq-sum-score``'s own per-document scores, :mod:`.decodings`), the
+  distinct decodings and the specificity, and compares them with the run's
+  ``test.out.rouge.json`` (to 1e-6), ``source_use.json`` and the index; the sha256 of
+  ``decodings.txt`` and of the references with ``decodings.json``; a run with ``decodings.json``
+  and no ``decodings.txt`` fails (deleted); every run of a record must hold the same data hash;
+* reads ``run_spec.txt``: ``train.SEED`` must be the seed ``tables.json`` files the run under
+  (swapped seed folders) and ``train.MAX_UPDATE`` the record's ``updates``;
 * compares ``index.json`` with the figures read and recomputed (a JSON value changed anywhere);
 * regenerates every generated block of the ``.md`` files under ``results/`` (a table of each
-  record's figures, mean +- sd over seeds, :func:`table_block`) and compares it with the file (a table
-  mean edited by hand); every table needs one block somewhere (``--write`` adds missing ones at the
-  end of ``results/TABLE/results.md``). A block is::
+  record's figures, mean +- sd over seeds, :func:`table_block`) and compares it with the file (a
+  table mean edited by hand); every table needs one block somewhere (``--write`` adds missing ones
+  at the end of ``results/TABLE/results.md``). A block is::
 
       <!-- BEGIN results_index table=TABLE (generated by results_index --write; do not edit) -->
       ...
       <!-- END results_index -->
 
 * a run without committed decodings is "not recomputable: no decodings"; it is printed on every
-  check and passes only while listed in ``results/not_recomputable.txt`` (one run folder relative to
-  ``results/`` a line, ``#`` comments; the runs committed before decodings were, whose checkpoints are
-  gone); a listed run that has decodings now, or a listed folder no record names, fails, so the list
-  only shrinks as runs are re-done. Without a ``run_spec.txt`` a listed run's seed and update count
-  are unchecked (printed); a run with decodings must have one.
+  check and passes only while listed in ``results/not_recomputable.txt`` (one run folder relative
+  to ``results/`` a line, ``#`` comments; the runs committed before decodings were, whose
+  checkpoints are gone); a listed run that has decodings now, or a listed folder no record names,
+  fails, so the list only shrinks as runs are re-done. Without a ``run_spec.txt`` a listed run's
+  seed and update count are unchecked (printed); a run with decodings must have one.
 """
 import argparse
 import json
@@ -96,8 +97,8 @@ def specificity_of(hyps, refs):
 
 
 def references_of(folder, root_table):
-    """The folder holding ``references.txt`` for run ``folder``: its parent, grandparent, ... up to the
-    table folder ``root_table``; None when none does."""
+    """The folder holding ``references.txt`` for run ``folder``: its parent, grandparent, ... up to
+    the table folder ``root_table``; None when none does."""
     from .decodings import REFERENCES
 
     here = os.path.abspath(os.path.dirname(folder))
@@ -122,7 +123,8 @@ def recompute(folder, table_dir):
     if not os.path.exists(dec):
         raise ResultsError(f"{folder}: {MANIFEST} without {DECODINGS} (decodings deleted?)")
     if not os.path.exists(manifest_path):
-        raise ResultsError(f"{folder}: {DECODINGS} without {MANIFEST} (write both with analysis/decodings.py)")
+        raise ResultsError(f"{folder}: {DECODINGS} without {MANIFEST} "
+                           "(write both with analysis/decodings.py)")
     manifest = _load(manifest_path)
     refs_dir = references_of(folder, table_dir)
     if refs_dir is None:
@@ -132,10 +134,12 @@ def recompute(folder, table_dir):
            "checkpoint": manifest.get("checkpoint"), "data": manifest.get("data")}
     for key in ("decodings", "references"):
         if sha[key] != manifest.get(key):
-            problems.append(f"{folder}: sha256 of {os.path.basename(dec) if key == 'decodings' else refs_path} "
-                            f"is {sha[key][:12]}, {MANIFEST} says {str(manifest.get(key))[:12]} (edited?)")
+            name = DECODINGS if key == "decodings" else refs_path
+            problems.append(f"{folder}: sha256 of {name} is {sha[key][:12]}, {MANIFEST} says "
+                            f"{str(manifest.get(key))[:12]} (edited?)")
     src_path = os.path.join(refs_dir, SOURCES)
-    if os.path.exists(src_path) and manifest.get("sources") and sha256_file(src_path) != manifest["sources"]:
+    if (os.path.exists(src_path) and manifest.get("sources")
+            and sha256_file(src_path) != manifest["sources"]):
         problems.append(f"{folder}: sha256 of {src_path} differs from {MANIFEST}'s (edited?)")
     hyps, refs = read_decodings(dec, "decodings"), read_decodings(refs_path, "references")
     if len(hyps) != len(refs):
@@ -177,13 +181,14 @@ def _read_run(folder, table_dir, seed, updates, notes):
     use_path = os.path.join(folder, "source_use.json")
     use = _load(use_path) if os.path.exists(use_path) else {}
     figures = {k: round(100 * rouge[k], 4) if k in rouge else None for k in ROUGE_KEYS}
-    figures.update(source_gain=round(use["gain"], 4) if "gain" in use else None, distinct=use.get("distinct"),
-                   specificity=None, sha256=None)
+    figures.update(source_gain=round(use["gain"], 4) if "gain" in use else None,
+                   distinct=use.get("distinct"), specificity=None, sha256=None)
     spec = read_run_spec(folder)
     if spec is not None:
         for key, want in (("train.SEED", seed), ("train.MAX_UPDATE", updates)):
             if spec.get(key) != str(want):
-                notes["fail"].append(f"{folder}: run_spec.txt says {key}={spec.get(key)}, tables.json {want}")
+                notes["fail"].append(f"{folder}: run_spec.txt says {key}={spec.get(key)}, "
+                                     f"tables.json {want}")
     again = recompute(folder, table_dir)
     if again is None:
         notes["legacy"].append(os.path.normpath(folder))
@@ -191,24 +196,27 @@ def _read_run(folder, table_dir, seed, updates, notes):
             notes["nospec"].append(os.path.normpath(folder))
         return figures
     if spec is None:
-        notes["fail"].append(f"{folder}: decodings without run_spec.txt (its seed and updates cannot be checked)")
+        notes["fail"].append(f"{folder}: decodings without run_spec.txt (its seed and updates "
+                             "cannot be checked)")
     notes["fail"].extend(again["problems"])
     if rouge.get("scorer", "rouge-score") != "rouge-score":
-        notes["fail"].append(f"{folder}: test.out.rouge.json was scored with {rouge['scorer']}; the check "
-                             "recomputes rouge-score's figures")
+        notes["fail"].append(f"{folder}: test.out.rouge.json was scored with {rouge['scorer']}; "
+                             "the check recomputes rouge-score's figures")
     for k in ROUGE_KEYS:
         if k not in rouge or not math.isclose(rouge[k], again[k], rel_tol=0, abs_tol=TOLERANCE):
-            notes["fail"].append(f"{folder}: test.out.rouge.json has {k} {rouge.get(k)}, its decodings score "
-                                 f"{again[k]:.6f}")
+            notes["fail"].append(f"{folder}: test.out.rouge.json has {k} {rouge.get(k)}, its "
+                                 f"decodings score {again[k]:.6f}")
     if use.get("distinct") is not None and use["distinct"] != again["distinct"]:
         notes["fail"].append(f"{folder}: source_use.json has {use['distinct']} distinct decodings, "
                              f"decodings.txt {again['distinct']}")
     committed = rouge.get("specificity")
-    if committed is not None and abs(committed.get("delta", math.inf) - again["specificity"]["delta"]) > 0.005:
-        notes["fail"].append(f"{folder}: test.out.rouge.json has specificity delta {committed.get('delta')}, "
-                             f"its decodings {again['specificity']['delta']}")
+    delta = again["specificity"]["delta"]
+    if committed is not None and abs(committed.get("delta", math.inf) - delta) > 0.005:
+        notes["fail"].append(f"{folder}: test.out.rouge.json has specificity delta "
+                             f"{committed.get('delta')}, its decodings {delta}")
     figures.update({k: round(100 * again[k], 4) for k in ROUGE_KEYS})
-    figures.update(distinct=again["distinct"], specificity=again["specificity"], sha256=again["sha256"])
+    figures.update(distinct=again["distinct"], specificity=again["specificity"],
+                   sha256=again["sha256"])
     notes["recomputed"].append(folder)
     return figures
 
@@ -232,19 +240,21 @@ def _notes():
 
 
 def build(root, notes=None):
-    """The index records of ``root``/tables.json, figures read from the run folders and recomputed from
-    their decodings; problems found go to ``notes`` (:func:`_notes`)."""
+    """The index records of ``root``/tables.json, figures read from the run folders and recomputed
+    from their decodings; problems found go to ``notes`` (:func:`_notes`)."""
     notes = notes if notes is not None else _notes()
     cache = {}
     tables = _load(os.path.join(root, "tables.json"))
     out = []
     for record in tables["records"]:
         where = f"tables.json, table {record.get('table')!r}"
-        missing = [k for k in ("table", "paper", "claim", "data", "updates", "models") if k not in record]
+        missing = [k for k in ("table", "paper", "claim", "data", "updates", "models")
+                   if k not in record]
         if missing:
             raise ResultsError(f"{where}: missing {', '.join(missing)}")
         if record["paper"] not in PAPERS:
-            raise ResultsError(f"{where}: paper {record['paper']!r} is not one of {', '.join(PAPERS)}")
+            raise ResultsError(f"{where}: paper {record['paper']!r} is not one of "
+                               f"{', '.join(PAPERS)}")
         entry = {k: record[k] for k in ("table", "paper", "claim", "data", "updates")}
         if record["paper"] == "parity":
             entry["seeds"], entry["models"] = _parity_figures(record, root)
@@ -254,7 +264,8 @@ def build(root, notes=None):
             table_dir = os.path.join(root, record["table"])
             for label, runs in record["models"].items():
                 if sorted(int(s) for s in runs) != seeds:
-                    raise ResultsError(f"{where}: model {label!r} has seeds {sorted(runs)}, the table {seeds}")
+                    raise ResultsError(f"{where}: model {label!r} has seeds {sorted(runs)}, "
+                                       f"the table {seeds}")
                 figures = []
                 for s in seeds:
                     folder = os.path.join(table_dir, runs[str(s)])
@@ -264,8 +275,10 @@ def build(root, notes=None):
                         data_hashes.setdefault(f["sha256"]["data"], []).append(folder)
                 models[label] = {k: [f[k] for f in figures] for k in FIGURES}
             if len(data_hashes) > 1:
-                notes["fail"].append(f"{where} ({record['paper']}): its runs decoded different data: " + "; ".join(
-                    f"{h[:12]}: {', '.join(os.path.relpath(p, root) for p in ps)}" for h, ps in data_hashes.items()))
+                which = "; ".join(f"{h[:12]}: {', '.join(os.path.relpath(p, root) for p in ps)}"
+                                  for h, ps in data_hashes.items())
+                notes["fail"].append(f"{where} ({record['paper']}): its runs decoded different "
+                                     "data: " + which)
             entry["seeds"], entry["models"] = seeds, models
         out.append(entry)
     return {"records": out}
@@ -286,7 +299,8 @@ def check_allowance(root, notes):
     listed = [os.path.normpath(p) for p in read_allowance(root)]
     legacy = {os.path.normpath(os.path.relpath(p, root)) for p in notes["legacy"]}
     recomputed = {os.path.normpath(os.path.relpath(p, root)) for p in notes["recomputed"]}
-    fails = [f"{p}: not recomputable: no decodings, and not listed in {ALLOWANCE}" for p in sorted(legacy - set(listed))]
+    fails = [f"{p}: not recomputable: no decodings, and not listed in {ALLOWANCE}"
+             for p in sorted(legacy - set(listed))]
     for p in listed:
         if p in recomputed:
             fails.append(f"{ALLOWANCE} lists {p}, which has decodings now: remove it from the list")
@@ -300,7 +314,9 @@ def _cell(values, digits):
     values = [v for v in values]
     if any(v is None for v in values):
         known = [v for v in values if v is not None]
-        return "-" if not known else " / ".join("-" if v is None else f"{v:.{digits}f}" for v in values)
+        if not known:
+            return "-"
+        return " / ".join("-" if v is None else f"{v:.{digits}f}" for v in values)
     if len(values) == 1:
         return f"{values[0]:.{digits}f}"
     mean = sum(values) / len(values)
@@ -315,18 +331,23 @@ def _spec_cell(specs):
 
 
 def table_block(index, table):
-    """The generated Markdown of ``table``'s records: one row per model (once, where records share it)."""
+    """The generated Markdown of ``table``'s records: one row per model (once, where records share
+    it)."""
     records = [r for r in index["records"] if r["table"] == table]
     if not records:
-        raise ResultsError(f"a generated block names table {table!r}, which tables.json does not list")
+        raise ResultsError(f"a generated block names table {table!r}, which tables.json does not "
+                           "list")
     if records[0]["paper"] == "parity":
-        lines = ["| model | seeds | valid NLL at the last validation (bits, per seed) |", "|---|---|---|"]
+        lines = ["| model | seeds | valid NLL at the last validation (bits, per seed) |",
+                 "|---|---|---|"]
         for label, f in records[0]["models"].items():
             last = ", ".join(f"{curve[-1][1]:.3f} at {curve[-1][0]}" for curve in f["valid_nll"])
             lines.append(f"| {label} | {', '.join(map(str, records[0]['seeds']))} | {last} |")
         return "\n".join(lines)
-    lines = ["| model | papers | updates | seeds | ROUGE-1 | ROUGE-2 | ROUGE-L | source gain (bits) | distinct | "
-             "ROUGE-2 specificity delta (p), per seed | recomputed from decodings |", "|" + "---|" * 11]
+    lines = ["| model | papers | updates | seeds | ROUGE-1 | ROUGE-2 | ROUGE-L | "
+             "source gain (bits) | distinct | ROUGE-2 specificity delta (p), per seed | "
+             "recomputed from decodings |",
+             "|" + "---|" * 11]
     rows = {}
     for r in records:
         for label, f in r["models"].items():
@@ -338,7 +359,8 @@ def table_block(index, table):
     for (label, updates, seeds), (f, papers) in rows.items():
         done = sum(h is not None for h in f["sha256"])
         cells = [f"`{label}`", ", ".join(papers), str(updates), ", ".join(map(str, seeds)),
-                 _cell(f["rouge1"], 2), _cell(f["rouge2"], 2), _cell(f["rougeL"], 2), _cell(f["source_gain"], 3),
+                 _cell(f["rouge1"], 2), _cell(f["rouge2"], 2), _cell(f["rougeL"], 2),
+                 _cell(f["source_gain"], 3),
                  _cell(f["distinct"], 0), _spec_cell(f["specificity"]),
                  f"{done} of {len(seeds)}" + ("" if done else " (no decodings)")]
         lines.append("| " + " | ".join(cells) + " |")
@@ -346,7 +368,8 @@ def table_block(index, table):
 
 
 def _begin(table):
-    return f"<!-- BEGIN results_index table={table} (generated by results_index --write; do not edit) -->\n"
+    return (f"<!-- BEGIN results_index table={table} (generated by results_index --write; "
+            "do not edit) -->\n")
 
 
 def _markdown_files(root):
@@ -358,12 +381,14 @@ def _markdown_files(root):
 
 
 def blocks(text, path):
-    """[(table, start, end)] of the generated blocks of a Markdown text (content between the markers)."""
+    """[(table, start, end)] of the generated blocks of a Markdown text (the content between the
+    markers)."""
     found, pos = [], 0
     while (m := BEGIN.search(text, pos)) is not None:
         end = text.find(END, m.end())
         if end < 0:
-            raise ResultsError(f"{path}: generated block of table {m.group(1)!r} without its end marker {END!r}")
+            raise ResultsError(f"{path}: generated block of table {m.group(1)!r} without its end "
+                               f"marker {END!r}")
         found.append((m.group(1), m.end(), end))
         pos = end + len(END)
     return found
@@ -386,7 +411,8 @@ def tables_with_blocks(root):
 
 
 def write_blocks(root, index):
-    """Regenerates every block; adds one for each table without one (end of ``root/TABLE/results.md``)."""
+    """Regenerates every block; adds one for each table without one (at the end of
+    ``root/TABLE/results.md``)."""
     changed = []
     for path in _markdown_files(root):
         text = open(path, encoding="utf-8").read()
@@ -401,9 +427,10 @@ def write_blocks(root, index):
             continue
         path = os.path.join(root, table, "results.md")
         text = open(path, encoding="utf-8").read() if os.path.exists(path) else f"# `{table}`\n"
-        text = text.rstrip("\n") + ("\n\n## The indexed figures (generated from results/index.json)\n\n"
-                                    "Recomputed from the committed decodings where a run has them "
-                                    "(`python -m fairseq_sum_plugins.analysis.results_index results --check`).\n\n")
+        text = text.rstrip("\n") + (
+            "\n\n## The indexed figures (generated from results/index.json)\n\n"
+            "Recomputed from the committed decodings where a run has them "
+            "(`python -m fairseq_sum_plugins.analysis.results_index results --check`).\n\n")
         text += _begin(table) + table_block(index, table) + "\n" + END + "\n"
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
@@ -419,8 +446,10 @@ def check_blocks(root, index):
             if text[start:end] != table_block(index, table) + "\n":
                 fails.append(f"{path}: the generated table of {table!r} differs from index.json "
                              "(edited by hand? rerun with --write)")
-    missing = [t for t in dict.fromkeys(r["table"] for r in index["records"]) if t not in tables_with_blocks(root)]
-    fails += [f"table {t!r} has no generated block in any .md file (rerun with --write)" for t in missing]
+    have = tables_with_blocks(root)
+    missing = [t for t in dict.fromkeys(r["table"] for r in index["records"]) if t not in have]
+    fails += [f"table {t!r} has no generated block in any .md file (rerun with --write)"
+              for t in missing]
     return fails
 
 
@@ -431,7 +460,8 @@ def _stale(committed, index, path):
     old = (committed or {}).get("records", [])
     for i, r in enumerate(index["records"]):
         if i >= len(old) or old[i] != r:
-            return [f"{path} is stale at record {i + 1}, table {r['table']!r} ({r['paper']}): rerun with --write"]
+            return [f"{path} is stale at record {i + 1}, table {r['table']!r} ({r['paper']}): "
+                    "rerun with --write"]
     return [f"{path} is stale (records removed): rerun with --write"]
 
 
@@ -439,9 +469,11 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("results", help="the results/ folder (with tables.json)")
     mode = p.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="(re)write RESULTS/index.json and the generated tables")
+    mode.add_argument("--write", action="store_true",
+                      help="(re)write RESULTS/index.json and the generated tables")
     mode.add_argument("--check", action="store_true",
-                      help="exit 1 unless every figure recomputes and index.json and the tables are up to date")
+                      help="exit 1 unless every figure recomputes and index.json and the tables "
+                           "are up to date")
     args = p.parse_args(argv)
     notes = _notes()
     try:
@@ -461,8 +493,8 @@ def main(argv=None):
             changed = write_blocks(args.results, index)
         except ResultsError as e:
             sys.exit(f"results_index: {e}")
-        print(f"results_index: wrote {len(index['records'])} records to {path}; generated tables in "
-              f"{len(changed)} file(s) updated")
+        print(f"results_index: wrote {len(index['records'])} records to {path}; generated "
+              f"tables in {len(changed)} file(s) updated")
         return 0
     committed = _load(path) if os.path.exists(path) else None
     try:
@@ -476,8 +508,8 @@ def main(argv=None):
     if fails:
         sys.exit("results_index: FAILED:\n  " + "\n  ".join(fails))
     print(f"results_index: {path} is up to date ({len(index['records'])} records); "
-          f"{len(notes['recomputed'])} runs recomputed from their decodings, {len(legacy)} not recomputable "
-          f"(no decodings, listed in {ALLOWANCE})")
+          f"{len(notes['recomputed'])} runs recomputed from their decodings, {len(legacy)} not "
+          f"recomputable (no decodings, listed in {ALLOWANCE})")
     return 0
 
 

@@ -106,24 +106,30 @@ for S in $SEEDS; do
   o=$(run mem2mem)/extraction
   [ -s "$o/scores.json" ] || python -m fairseq_sum_plugins.analysis.implicit_extraction "$D" --path "$(ck mem2mem)" --split test \
     --lead 3 --out "$o" --png-index 0 --beam "$BEAM" --max-len-b "$MAX_LEN_B" > "$o.txt"
-  # each run's test outputs as committed (analysis/decodings.py; compare.sh wrote them with OUT/seed$S's
-  # references): the references and sources of the table, OUT/references.txt and OUT/sources.txt, checked
-  # to be the same for every run
+  # each run's test outputs as committed (analysis/decodings.py; compare.sh wrote them with
+  # OUT/seed$S's references): the references and sources of the table, OUT/references.txt and
+  # OUT/sources.txt, checked to be the same for every run
   for spec in "${SPECS[@]}"; do
     m=${spec%%=*}
-    [ "$OUT/references.txt" -nt "$(run $m)/decodings.json" ] || python -m fairseq_sum_plugins.analysis.decodings \
-      "$(run $m)/test.out" --out "$(run $m)" --table-dir "$OUT" --data "$D" --checkpoint "$(ck $m)"
+    [ "$OUT/references.txt" -nt "$(run $m)/decodings.json" ] \
+      || python -m fairseq_sum_plugins.analysis.decodings "$(run $m)/test.out" --out "$(run $m)" \
+        --table-dir "$OUT" --data "$D" --checkpoint "$(ck $m)"
   done
 done
-# the page a reviewer reads (fairseq-sum-compare --html): every model of the first seed beside the source
-# and reference, with the table's baselines when OUT/baselines.json (fairseq-sum-baselines) exists
+# the page a reviewer reads (fairseq-sum-compare --html): every model of the first seed beside the
+# source and reference, with the table's baselines when OUT/baselines.json (fairseq-sum-baselines)
+# exists
 first=$(set -- $SEEDS; echo "$1")
 outs=()
 names=()
-for spec in "${SPECS[@]}"; do outs+=("$OUT/seed$first/${spec%%=*}/test.out"); names+=("${spec%%=*}"); done
+for spec in "${SPECS[@]}"; do
+  outs+=("$OUT/seed$first/${spec%%=*}/test.out")
+  names+=("${spec%%=*}")
+done
 base=()
 [ ! -f "$OUT/baselines.json" ] || base=(--baselines "$OUT/baselines.json")
-python -m fairseq_sum_plugins.analysis.compare "${outs[@]}" --src "$OUT/sources.txt" --names "$(IFS=,; echo "${names[*]}")" \
-  "${base[@]}" --title "Every model of seed $first on the test documents" --html "$OUT/report.html" > /dev/null
+python -m fairseq_sum_plugins.analysis.compare "${outs[@]}" --src "$OUT/sources.txt" \
+  --names "$(IFS=,; echo "${names[*]}")" "${base[@]}" --html "$OUT/report.html" \
+  --title "Every model of seed $first on the test documents" > /dev/null
 python -m fairseq_sum_plugins.analysis.paper_evidence "$OUT" > /dev/null
 log "wrote $OUT/results.md"
