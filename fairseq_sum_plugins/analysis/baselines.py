@@ -390,14 +390,14 @@ def add_verdicts(result):
 def format_table(result):
     """Text table: ROUGE-1/2/L F1 x 100 and specificity of every system, and the bag of pieces."""
     lines = [f"{result['documents']} documents of {result['split']} ({result['source']}); scores x 100",
-             f"{'system':10s} {'R-1':>6s} {'R-2':>6s} {'R-L':>6s} {'own':>6s} {'other':>6s} {'delta':>7s} {'p':>7s}"]
+             f"{'system':12s} {'R-1':>6s} {'R-2':>6s} {'R-L':>6s} {'own':>6s} {'other':>6s} {'delta':>7s} {'p':>7s}"]
     for name, s in result["systems"].items():
         if s is None:
-            lines.append(f"{name:10s} (not computed)")
+            lines.append(f"{name:12s} (not computed)")
             continue
         spec = s["specificity"]
         label = f"leadk(k={s['k']})" if name == "leadk" else name
-        lines.append(f"{label:10s} {100 * s['rouge1']:6.2f} {100 * s['rouge2']:6.2f} {100 * s['rougeL']:6.2f} "
+        lines.append(f"{label:12s} {100 * s['rouge1']:6.2f} {100 * s['rouge2']:6.2f} {100 * s['rougeL']:6.2f} "
                      f"{spec['own']:6.2f} {spec['other']:6.2f} {round(spec['delta'], 9) + 0.0:+7.2f} {spec['p']:7.4f}")
     if result.get("bar") is not None:
         lines.append(f"bar of the verdict 'summarizes': specificity delta > {result['bar']:.2f} "
