@@ -1,0 +1,333 @@
+"""fairseq's own options on CPU (issue 31, items 9-12): each works or stops with a message naming it.
+
+- precision: ``--bf16`` / ``--memory-efficient-bf16`` train in bfloat16 (this fairseq made ``--bf16``
+  imply ``--tpu`` and died on ``xm.xla_device()``); ``--fp16``, ``--memory-efficient-fp16`` and ``--amp``
+  are refused, each by its own name (``--amp`` trained in float32 silently); ``fairseq-generate --bf16``
+  is refused (it decoded in float32 silently).
+- several processes: torchrun's variables and ``--distributed-world-size N`` start gloo workers (the
+  two-worker runs themselves are in test_distributed.py); ``--ddp-backend fully_sharded`` is refused.
+- a split whose every example is longer than the limits stops with the flags and the counts (was
+  ``IndexError`` in ``batch_by_size``); a split where only some are skipped keeps fairseq's warning.
+- fairseq-hydra-train: a model config key the architecture does not read is refused by name.
+"""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import REPO, FakeTask, make_dictionary
+
+USER_DIR = os.path.join(REPO, "fairseq_sum_plugins")
+TINY = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
+        "--encoder-attention-heads", "2", "--tpr-roles", "4"]
+
+
+def training_cfg(*flags, data="DATA"):
+    """fairseq-train's whole config for ``flags``, parsed as the command line is."""
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, [data, "--task", "summarization", "--arch", "tp_transformer_small",
+                                                "--optimizer", "adam", "--lr", "0.001", "--max-tokens", "100",
+                                                "--cpu", *flags])
+    return convert_namespace_to_omegaconf(args)
+
+
+# --- item 9: half precision on CPU ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["--fp16", "--memory-efficient-fp16", "--amp"])
+def test_cpu_precision_flags_without_a_cpu_implementation_are_refused_by_their_own_name(flag):
+    from fairseq_sum_plugins.compat import check_cpu_precision
+
+    with pytest.raises(ValueError) as err:
+        check_cpu_precision(training_cfg(flag))
+    assert str(err.value).startswith(f"{flag} ")  # --memory-efficient-fp16 was reported as --fp16
+
+
+@pytest.mark.parametrize("flag", ["--bf16", "--memory-efficient-bf16"])
+def test_bf16_on_cpu_drops_the_tpu_it_implies(flag):
+    from fairseq_sum_plugins.compat import check_cpu_precision
+
+    cfg = training_cfg(flag)
+    assert cfg.common.tpu and cfg.common.bf16  # what this fairseq's option parser makes of --bf16
+    check_cpu_precision(cfg)
+    assert not cfg.common.tpu and cfg.common.bf16
+    assert cfg.common.memory_efficient_bf16 is (flag == "--memory-efficient-bf16")
+
+
+def generation_cfg(*flags):
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    parser = options.get_generation_parser()
+    args = options.parse_args_and_arch(parser, ["DATA", "--task", "summarization", "--path", "ckpt.pt", *flags])
+    return convert_namespace_to_omegaconf(args)
+
+
+@pytest.mark.parametrize("flag", ["--bf16", "--memory-efficient-bf16"])
+def test_generate_bf16_on_cpu_is_refused_by_name(flag):
+    """fairseq-generate converts models for --fp16 only: --bf16 decoded in float32 without a word."""
+    model = torch.nn.Linear(2, 2)
+    from fairseq.models import BaseFairseqModel
+
+    class Tiny(BaseFairseqModel):
+        def __init__(self):
+            super().__init__()
+            self.lin = model
+
+    with pytest.raises(ValueError, match=rf"^{flag}: .*drop {flag}$"):
+        Tiny().prepare_for_inference_(generation_cfg(flag))
+    Tiny().prepare_for_inference_(generation_cfg())  # float32 generation is untouched
+
+
+def test_a_saved_bf16_training_config_is_not_refused_by_the_hub():
+    """The hub hands a checkpoint's training config to prepare_for_inference_: it has no --path."""
+    from fairseq.models import BaseFairseqModel
+
+    cfg = training_cfg("--bf16")
+    assert cfg.common.bf16 and cfg.common_eval.path is None
+
+    class Tiny(BaseFairseqModel):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(2, 2)
+
+    Tiny().prepare_for_inference_(cfg)
+
+
+# --- item 10: several CPU processes --------------------------------------------------------------
+
+TORCHRUN = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29512", "WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "1"}
+
+
+def test_fully_sharded_on_cpu_is_refused_by_name():
+    from fairseq_sum_plugins.compat import check_cpu_distributed
+
+    with pytest.raises(ValueError, match=r"^--ddp-backend fully_sharded .* needs CUDA GPUs"):
+        check_cpu_distributed(training_cfg("--ddp-backend", "fully_sharded"))
+
+
+def test_torchrun_variables_make_the_process_one_gloo_worker_of_the_launch(monkeypatch):
+    """Without --distributed-world-size fairseq's default on CPU is 1: each torchrun process trained alone."""
+    from fairseq_sum_plugins.compat import check_cpu_distributed
+
+    for k, v in TORCHRUN.items():
+        monkeypatch.setenv(k, v)
+    cfg = training_cfg()
+    assert cfg.distributed_training.distributed_world_size == 1  # fairseq's default: train alone
+    assert check_cpu_distributed(cfg) == 0  # torchrun started the processes: nothing to spawn
+    dt = cfg.distributed_training
+    assert (dt.distributed_world_size, dt.distributed_rank, dt.device_id) == (2, 1, 1)
+    assert dt.distributed_init_method == "env://" and dt.distributed_no_spawn and dt.distributed_backend == "gloo"
+    cfg = training_cfg("--distributed-world-size", "2")  # given and equal: the same
+    assert check_cpu_distributed(cfg) == 0 and cfg.distributed_training.distributed_world_size == 2
+    with pytest.raises(ValueError, match=r"--distributed-world-size 3, but torchrun started WORLD_SIZE=2"):
+        check_cpu_distributed(training_cfg("--distributed-world-size", "3"))
+
+
+def test_a_world_size_without_a_launcher_spawns_gloo_workers(monkeypatch):
+    from fairseq_sum_plugins.compat import TORCHRUN_VARS, check_cpu_distributed
+
+    for k in TORCHRUN_VARS:
+        monkeypatch.delenv(k, raising=False)
+    cfg = training_cfg("--distributed-world-size", "2")
+    assert check_cpu_distributed(cfg) == 2
+    dt = cfg.distributed_training
+    assert dt.distributed_init_method.startswith("tcp://localhost:") and dt.distributed_backend == "gloo"
+    with pytest.raises(ValueError, match=r"--distributed-no-spawn on CPU: nothing starts the other processes"):
+        check_cpu_distributed(training_cfg("--distributed-world-size", "2", "--distributed-no-spawn"))
+    cfg = training_cfg()  # one process: nothing to do
+    assert check_cpu_distributed(cfg) == 0 and cfg.distributed_training.distributed_init_method is None
+
+
+# --- item 11: every example longer than the limits -----------------------------------------------
+
+
+def _batches(task, split, max_positions):
+    task.load_dataset(split)
+    return task.get_batch_iterator(task.dataset(split), max_tokens=400, max_positions=max_positions,
+                                   ignore_invalid_inputs=True).next_epoch_itr(shuffle=False)
+
+
+def test_a_split_with_every_source_too_long_stops_naming_the_flags_and_the_count(toy_data):
+    from conftest import load_task
+
+    task = load_task(toy_data, max_source_positions=3)
+    n = len(task.datasets.get("train") or (task.load_dataset("train") or task.dataset("train")))
+    with pytest.raises(ValueError) as err:
+        _batches(task, "train", (3, 400))  # was IndexError: list index out of range (batch_by_size)
+    message = str(err.value)
+    assert f"all {n} examples of the train split are skipped" in message
+    assert f"{n} sources are longer than --max-source-positions 3" in message and "--truncate-source" in message
+    assert "--max-target-positions" not in message
+
+
+def test_a_split_with_some_sources_too_long_skips_them_with_fairseqs_warning(toy_data, caplog):
+    from conftest import load_task
+
+    task = load_task(toy_data, max_source_positions=20)
+    task.load_dataset("train")
+    sizes = task.dataset("train").src_sizes
+    too_long = int((sizes > 20).sum())
+    assert 0 < too_long < len(sizes)
+    batches = list(_batches(task, "train", (20, 400)))
+    assert sum(len(b["id"]) for b in batches) == len(sizes) - too_long
+    assert f"{too_long} samples have invalid sizes and will be skipped" in caplog.text
+
+
+def test_targets_too_long_name_max_target_positions(toy_data):
+    from conftest import load_task
+
+    task = load_task(toy_data, max_target_positions=1)
+    with pytest.raises(ValueError, match=r"targets are longer than --max-target-positions 1: raise it") as err:
+        _batches(task, "train", (1024, 1))
+    assert "--max-source-positions" not in str(err.value)
+
+
+# --- item 12: hydra model configs -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch,dims", [
+    ("tp_transformer_small", {"encoder_layers": 1, "decoder_layers": 1, "encoder_embed_dim": 16,
+                              "encoder_ffn_embed_dim": 32, "encoder_attention_heads": 2, "tpr_roles": 3}),
+    ("mem2mem_base", {"embed_dim": 8, "encoder_hidden_size": 8, "decoder_hidden_size": 16, "memory_slots": 2,
+                      "memory_attn_dim": 4}),
+    ("bart_base_gated", {"encoder_layers": 1, "decoder_layers": 1, "encoder_embed_dim": 16, "decoder_embed_dim": 16,
+                         "encoder_ffn_embed_dim": 32, "decoder_ffn_embed_dim": 32, "encoder_attention_heads": 2,
+                         "decoder_attention_heads": 2, "max_source_positions": 32, "max_target_positions": 32}),
+])
+def test_a_misspelt_model_key_in_a_hydra_config_is_refused_by_name(arch, dims):
+    from fairseq.models import build_model
+    from omegaconf import OmegaConf
+
+    task = FakeTask(make_dictionary())
+    if not arch.startswith("bart"):  # (BART from a DictConfig fails in fairseq's TransformerConfig, keys or not)
+        build_model(OmegaConf.create({"_name": arch, **dims}), task)  # every key known: builds
+    bad = OmegaConf.create({"_name": arch, **dims, "encoder_layerz": 7})
+    with pytest.raises(ValueError, match=rf"model {arch}: unknown key in the model config: 'encoder_layerz'"):
+        build_model(bad, task)
+    if not arch.startswith("bart"):
+        build_model(bad, task, from_checkpoint=True)  # saved args are not checked (older versions' keys)
+
+
+def test_earlier_attribute_names_that_an_architecture_still_reads_are_known():
+    from fairseq_sum_plugins.compat import model_config_keys
+
+    assert {"gate", "info_gate", "max_source_positions", "pointer_generator"} <= model_config_keys("transformer_gated_small")
+    assert {"memory_encoder", "encoder_memory", "memory_decoder", "decoder_memory"} <= model_config_keys("mem2mem_base")
+    assert "encoder_layerz" not in model_config_keys("tp_transformer_small")
+
+
+# --- the real commands ----------------------------------------------------------------------------
+
+
+def cli(name):
+    return os.path.join(os.path.dirname(sys.executable), name)
+
+
+def run(*cmd):
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")}
+    env["OMP_NUM_THREADS"] = "1"
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+
+
+def train(data, save, *flags):
+    return run(cli("fairseq-train"), data, "--user-dir", USER_DIR, "--task", "summarization", "--arch",
+               "tp_transformer_small", *TINY, "--criterion", "summarization_loss", "--optimizer", "adam", "--lr", "0.003",
+               "--max-tokens", "400", "--max-update", "1", "--save-dir", save, "--no-epoch-checkpoints",
+               "--no-save-optimizer-state", "--log-format", "simple", "--num-workers", "0", "--cpu",
+               "--disable-validation", "--seed", "1", *flags)
+
+
+def last_line(proc):
+    return [line for line in proc.stderr.splitlines() if line.strip()][-1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flag", ["--fp16", "--memory-efficient-fp16", "--amp", "--ddp-backend=fully_sharded"])
+def test_fairseq_train_on_cpu_refuses_with_one_line_naming_the_flag(toy_data, tmp_path, flag):
+    proc = train(toy_data, str(tmp_path / "save"), flag)
+    assert proc.returncode != 0
+    assert last_line(proc).startswith(f"ValueError: {flag.replace('=', ' ')} "), last_line(proc)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flag", ["--bf16", "--memory-efficient-bf16"])
+def test_fairseq_train_bf16_on_cpu_trains_in_bfloat16_and_generate_reads_it(toy_data, tmp_path, flag):
+    save = str(tmp_path / "save")
+    proc = train(toy_data, save, flag)  # was AttributeError: 'NoneType' object has no attribute 'xla_device'
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    state = torch.load(os.path.join(save, "checkpoint_last.pt"), map_location="cpu")
+    floats = [v for v in state["model"].values() if v.is_floating_point()]
+    # fairseq saves bfloat16 parameters as float32: after an update in bfloat16 every value fits 8 mantissa bits
+    assert floats and all(torch.equal(v, v.bfloat16().float()) for v in floats)
+    assert state["cfg"]["common"]["bf16"] and not state["cfg"]["common"]["tpu"]
+    gen = [cli("fairseq-generate"), toy_data, "--user-dir", USER_DIR, "--task", "summarization", "--path",
+           os.path.join(save, "checkpoint_last.pt"), "--gen-subset", "test", "--beam", "1", "--max-len-b", "4",
+           "--batch-size", "4", "--cpu"]
+    out = run(*gen)
+    assert out.returncode == 0 and "H-0\t" in out.stdout, out.stderr[-3000:]
+    refused = run(*gen, flag)  # was accepted and decoded in float32
+    assert refused.returncode != 0 and last_line(refused).startswith(f"ValueError: {flag}: "), last_line(refused)
+
+
+@pytest.mark.slow
+def test_fairseq_train_float32_parameters_do_not_all_fit_bfloat16(toy_data, tmp_path):
+    """The check above means something: one float32 update leaves values bfloat16 cannot hold."""
+    save = str(tmp_path / "save")
+    assert train(toy_data, save).returncode == 0
+    state = torch.load(os.path.join(save, "checkpoint_last.pt"), map_location="cpu")
+    assert not all(torch.equal(v, v.bfloat16().float()) for v in state["model"].values() if v.is_floating_point())
+
+
+@pytest.mark.slow
+def test_fairseq_train_with_every_source_too_long_names_the_flags(toy_data, tmp_path):
+    proc = train(toy_data, str(tmp_path / "save"), "--max-source-positions", "3")
+    assert proc.returncode != 0
+    line = last_line(proc)
+    assert line.startswith("ValueError: all 64 examples of the train split are skipped"), line
+    assert "64 sources are longer than --max-source-positions 3" in line and "--truncate-source" in line
+    assert train(toy_data, str(tmp_path / "cut"), "--max-source-positions", "3", "--truncate-source").returncode == 0
+
+
+HYDRA = """
+common: {{user_dir: {user_dir}, cpu: true, log_format: simple, seed: 1}}
+task: {{_name: summarization, data: {data}}}
+criterion: {{_name: summarization_loss}}
+model:
+  _name: tp_transformer_small
+  encoder_layers: 1
+  decoder_layers: 1
+  encoder_embed_dim: 32
+  encoder_ffn_embed_dim: 64
+  encoder_attention_heads: 2
+  tpr_roles: 4{extra}
+optimizer: {{_name: adam}}
+lr_scheduler: {{_name: fixed}}
+optimization: {{lr: [0.003], max_update: 1}}
+dataset: {{max_tokens: 400, num_workers: 0, disable_validation: true}}
+checkpoint: {{save_dir: {save}, no_epoch_checkpoints: true}}
+"""
+
+
+@pytest.mark.slow
+def test_fairseq_hydra_train_refuses_a_misspelt_model_key_and_trains_without_it(toy_data, tmp_path):
+    def hydra(name, extra):
+        (tmp_path / f"{name}.yaml").write_text(HYDRA.format(user_dir=USER_DIR, data=toy_data, save=tmp_path / name,
+                                                            extra=extra))
+        return run(cli("fairseq-hydra-train"), "--config-dir", str(tmp_path), "--config-name", name)
+
+    bad = hydra("bad", "\n  encoder_layerz: 7")  # was trained, the key ignored
+    assert bad.returncode != 0
+    assert ("ValueError: model tp_transformer_small: unknown key in the model config: 'encoder_layerz' "
+            "(did you mean 'encoder_layers'") in bad.stderr + bad.stdout, (bad.stderr + bad.stdout)[-3000:]
+    assert not (tmp_path / "bad" / "checkpoint_last.pt").exists()
+    good = hydra("good", "")
+    assert good.returncode == 0, (good.stderr + good.stdout)[-3000:]
+    state = torch.load(tmp_path / "good" / "checkpoint_last.pt", map_location="cpu")
+    assert state["cfg"]["model"]["encoder_layers"] == 1 and state["optimizer_history"][-1]["num_updates"] == 1
