@@ -11,8 +11,12 @@ from fairseq_sum_plugins.analysis import results_index
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
 
-def test_committed_index_is_up_to_date_with_the_committed_runs():
+def test_committed_index_is_up_to_date_with_the_committed_runs(capsys):
     assert results_index.main([RESULTS, "--check"]) == 0
+    # the runs without decodings are named on every check, not passed silently
+    out = capsys.readouterr().out
+    for run in results_index.read_allowance(RESULTS):
+        assert f"results_index: {run}: not recomputable: no decodings" in out
     index = json.load(open(os.path.join(RESULTS, "index.json")))
     papers = {r["paper"] for r in index["records"]}
     assert papers <= set(results_index.PAPERS) and {"tpt", "gate", "etads", "ta", "mem2mem"} <= papers
@@ -58,6 +62,8 @@ def test_figures_are_copied_as_measured_by_hand(tmp_path):
     ({"table": "t", "paper": "ta", "data": "d", "updates": 5, "models": {}}, "missing claim"),
     ({"table": "t", "paper": "ta", "claim": "c", "data": "d", "updates": 5, "models": {"a": {"1": "nowhere"}}},
      "test.out.rouge.json"),
+    ({"table": "t", "paper": "ta", "claim": "c", "data": "d", "updates": 5,
+      "models": {"a": {"1": "../../etc"}}}, "run folder '../../etc' of 'a' is not inside"),
 ])
 def test_bad_tables_are_refused_naming_the_table(tmp_path, record, message):
     json.dump({"records": [record]}, open(tmp_path / "tables.json", "w"))
@@ -198,6 +204,13 @@ def test_a_changed_number_anywhere_fails_the_check(recomputable, tmp_path, tampe
     root = _copy(recomputable, tmp_path)
     tamper(root)
     with pytest.raises(SystemExit, match=message):
+        results_index.main([str(root), "--check"])
+
+
+def test_an_empty_decodings_file_is_an_error_naming_it(recomputable, tmp_path):
+    root = _copy(recomputable, tmp_path)
+    (root / "t/seed1/a/decodings.txt").write_text("")
+    with pytest.raises(SystemExit, match="decodings.txt: empty file"):
         results_index.main([str(root), "--check"])
 
 

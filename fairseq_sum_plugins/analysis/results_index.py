@@ -268,7 +268,11 @@ def build(root, notes=None):
                                        f"the table {seeds}")
                 figures = []
                 for s in seeds:
-                    folder = os.path.join(table_dir, runs[str(s)])
+                    folder = os.path.join(table_dir, str(runs[str(s)]))
+                    inside = os.path.realpath(table_dir) + os.sep
+                    if not os.path.realpath(folder).startswith(inside):
+                        raise ResultsError(f"{where}: run folder {runs[str(s)]!r} of {label!r} "
+                                           f"is not inside {table_dir}")
                     f = _run_figures(folder, table_dir, s, record["updates"], notes, cache)
                     figures.append(f)
                     if f["sha256"] and f["sha256"].get("data"):
@@ -478,7 +482,7 @@ def main(argv=None):
     notes = _notes()
     try:
         index = build(args.results, notes)
-    except (ResultsError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError, OSError) as e:  # ResultsError, a bad committed file
         sys.exit(f"results_index: {e}")
     path = os.path.join(args.results, "index.json")
     allowance_fails, legacy = check_allowance(args.results, notes)
