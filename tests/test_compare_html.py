@@ -17,7 +17,8 @@ REFS = ["The council approved the new budget on Monday .",
 SOURCES = ["On Monday the council approved the new budget after a long debate . <sep> "
            "Critics were unhappy .",
            "Rain fell on the city for a whole week . <sep> Rivers rose .",
-           "A dog barked at the postman all day long . <sep> The postman & his bag left <early> ."]
+           "A dog barked at the postman all day long . <sep> The postman & his bag left <early> . "
+           '<sep> <img src="http://example.com/x.png"> </script>']
 COPY = ["the council approved the new budget .", "rain fell on the city for a whole week .",
         "a dog barked at the postman ."]
 GENERIC = ["officials said on monday .", "officials said on monday .", "officials said on monday ."]
@@ -54,11 +55,44 @@ def test_specificity_rows_average_to_the_delta_by_hand():
 
 
 def external_references(page):
-    """src=, href= and url( values of the page that point outside it (not #anchors, not data:)."""
-    found = re.findall(r"""(?:src|href)\s*=\s*["']?([^"'\s>]+)""", page, re.I)
-    found += re.findall(r"""url\(\s*["']?([^"')]+)""", page, re.I)
-    found += re.findall(r"""@import\s+["']?([^"';]+)""", page, re.I)
+    """Every resource the page would load: the src / href / srcset / action / data attributes of its
+    tags, url( and @import in its style sheets and style attributes, except #anchors and data:
+    URIs (text inside the page, escaped, is not a tag and not counted)."""
+    from html.parser import HTMLParser
+
+    found = []
+
+    def css(text):
+        found.extend(re.findall(r"""url\(\s*["']?([^"')]+)""", text, re.I))
+        found.extend(re.findall(r"""@import\s+["']?([^"';]+)""", text, re.I))
+
+    class Scan(HTMLParser):
+        in_style = False
+
+        def handle_starttag(self, tag, attrs):
+            for name, value in attrs:
+                if name in ("src", "href", "srcset", "action", "data", "poster") and value:
+                    found.append(value)
+                if name == "style" and value:
+                    css(value)
+            self.in_style = tag == "style"
+
+        def handle_endtag(self, tag):
+            self.in_style = False
+
+        def handle_data(self, data):
+            if self.in_style:
+                css(data)
+
+    Scan().feed(page)
     return [u for u in found if not (u.startswith("#") or u.startswith("data:"))]
+
+
+def test_the_resource_scan_finds_what_a_page_would_load():
+    page = ('<html><head><link rel="stylesheet" href="https://cdn/x.css"><style>b{background:'
+            'url(http://x/y.png)}</style></head><body><img src="//x/z.png">&lt;img src="http://no"&gt;'
+            '<a href="#doc1">a</a></body></html>')
+    assert external_references(page) == ["https://cdn/x.css", "http://x/y.png", "//x/z.png"]
 
 
 def test_the_page_shows_every_system_and_loads_nothing(tmp_path):
@@ -71,7 +105,8 @@ def test_the_page_shows_every_system_and_loads_nothing(tmp_path):
     assert "<script src" not in page and "<link" not in page
     for text in ("document 0", "document 2", "copy", "generic", "reference",
                  "specificity contribution", "largest ROUGE-2 spread between systems",
-                 "The postman &amp; his bag left &lt;early&gt;"):
+                 "The postman &amp; his bag left &lt;early&gt;",
+                 "&lt;img src=&quot;http://example.com/x.png&quot;&gt; &lt;/script&gt;"):
         assert text in page, text
     # the copied words of the source carry the copying system's class (c0), not the generic one's
     assert '<span class="c0">approved</span>' in page
@@ -113,6 +148,14 @@ def test_bad_html_options_are_refused_by_name(tmp_path, extra, message):
     with pytest.raises(SystemExit, match=re.escape(message)):
         C.main(args + extra)
     assert not (tmp_path / "x.html").exists()
+
+
+def test_baselines_of_another_test_set_are_refused(tmp_path):
+    p = _files(tmp_path)
+    json.dump({"systems": {}, "documents": 100}, open(tmp_path / "b.json", "w"))
+    with pytest.raises(SystemExit, match="is of 100 documents, the systems of 3"):
+        C.main([str(p["copy"]), str(p["generic"]), "--ref", str(p["refs"]), "--src", str(p["src"]),
+                "--baselines", str(tmp_path / "b.json"), "--html", str(tmp_path / "x.html")])
 
 
 def test_a_source_file_of_another_length_is_refused(tmp_path):
