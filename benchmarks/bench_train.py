@@ -88,6 +88,11 @@ def parse_args():
                         "presets on CPU, the three *_base presets on CUDA)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--fp16", action="store_true", help="fairseq --fp16 (FP16Optimizer, half model); CUDA only")
+    p.add_argument("--bf16", action="store_true",
+                   help="fairseq --bf16 (FP16Optimizer without loss scaling, bfloat16 model); CUDA only")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile(dynamic=True) the encoder's and decoder's forward of every model (peers "
+                        "included); the first step's extra time is reported as compile_s")
     p.add_argument("--src-len", type=int, default=None, help="source tokens incl. EOS (512; CPU: 256)")
     p.add_argument("--tgt-len", type=int, default=64, help="target tokens incl. EOS")
     p.add_argument("--batch-size", type=int, default=None, help="sentences per batch (32; CPU: 8)")
@@ -108,18 +113,29 @@ def parse_args():
                    help="comma-separated models each arch is measured against: transformer (fairseq's, the "
                         "each arch's dims), hf_t5 (HF T5ForConditionalGeneration of each T5-cell arch's config)")
     a = p.parse_args()
-    if a.profile_steps < 1:
-        p.error(f"--profile-steps {a.profile_steps}: at least 1")
+    for flag in ("profile_steps", "steps", "rounds", "batch_size", "src_len", "tgt_len", "beam", "dict_size"):
+        value = getattr(a, flag)
+        if value is not None and value < 1:
+            p.error(f"--{flag.replace('_', '-')} {value}: at least 1")
+    for flag in ("warmup_steps", "gen_batches"):
+        if getattr(a, flag) is not None and getattr(a, flag) < 0:
+            p.error(f"--{flag.replace('_', '-')} {getattr(a, flag)}: at least 0")
+    if a.compile and a.warmup_steps is not None and a.warmup_steps < 2:
+        p.error(f"--compile --warmup-steps {a.warmup_steps}: at least 2 (the first step compiles, the others "
+                "give the step time that compile_s excludes)")
     a.peers = [name for name in a.peers.split(",") if name]
     unknown = sorted(set(a.peers) - set(PEERS))
     if unknown or not a.peers:
         p.error(f"--peers: unknown peer(s) {unknown}; known: {', '.join(PEERS)}" if unknown
                 else f"--peers: name at least one of {', '.join(PEERS)}")
     cpu = a.device == "cpu"
-    if a.fp16 and cpu:
-        p.error("--fp16 needs --device cuda")
-    if a.fp16 and HF_T5 in a.peers:
-        p.error("--peers hf_t5 runs in fp32 only (drop --fp16)")
+    if not cpu and not torch.cuda.is_available():
+        p.error("--device cuda: torch sees no CUDA device here")
+    if a.fp16 and a.bf16:
+        p.error("--fp16 and --bf16: choose one")
+    for flag in ("fp16", "bf16"):
+        if getattr(a, flag) and cpu:  # no autocast fallback: a CPU half model is not what a GPU runs
+            p.error(f"--{flag} needs --device cuda (on CPU the benchmark runs fp32)")
     size = "small" if cpu else "base"
     a.archs = a.archs or [f"{m}_{size}" for m in ("t5_transformer", "tp_transformer", "tp_transformer_continuous")]
     a.src_len = a.src_len or (256 if cpu else 512)
@@ -178,8 +194,10 @@ def fairseq_cfg(arch, a, extra=()):
             "--save-dir", tempfile.gettempdir(), "--max-source-positions", str(max(1024, a.src_len)),
             "--max-target-positions", str(max(1024, a.tgt_len)), *extra]
     argv += ["--fp16"] if a.fp16 else []
+    argv += ["--bf16"] if a.bf16 else []
     argv += ["--cpu"] if a.device == "cpu" else []
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
+    args.tpu = False  # fairseq 0.12's --bf16 implies --tpu (XLA); here it is a bfloat16 model on CUDA
     if ta_enabled(args):
         args.topic_model, args.side_data = a.topic_model, "theta"
     return args, convert_namespace_to_omegaconf(args)
@@ -215,6 +233,16 @@ def new_model(name, model, params_of, arch, peer, cuda, before, **calls):
                 notes=[], **calls)
 
 
+def compile_stacks(*stacks):
+    """``--compile``: each stack's ``forward`` wrapped in ``torch.compile(dynamic=True)`` in place. The
+    stacks, not the whole model: fairseq's generator calls ``encoder.forward_torchscript`` and
+    ``decoder.forward`` directly, and HF's ``generate`` calls its encoder alone, so compiling the
+    encoder and decoder covers training and beam search alike in every model (for fairseq's models
+    the decoder's forward includes the output projection; HF's ``lm_head`` is outside its stacks)."""
+    for stack in stacks:
+        stack.forward = torch.compile(stack.forward, dynamic=True)
+
+
 def optimizer_state(optimizer):
     return [v for state in optimizer.optimizer.state.values() for v in state.values()]
 
@@ -227,6 +255,8 @@ def build(name, cfg, d, a, arch=None, peer=None):
     model = task.build_model(cfg.model)
     trainer = Trainer(cfg, task, model, task.build_criterion(cfg.criterion))
     trainer.cuda_env = None  # Trainer resets the CUDA peak-memory counter every step when this is set
+    if a.compile:
+        compile_stacks(trainer.model.encoder, trainer.model.decoder)
     beam = Namespace(beam=a.beam, max_len_a=0, max_len_b=a.tgt_len, min_len=a.tgt_len)
 
     def forward_backward(batch):
@@ -279,7 +309,13 @@ def build_hf_t5(arch, cfg, d, a):
     config, differs = hf_t5_config(cfg.model, d)
     torch.manual_seed(cfg.common.seed)
     model = T5ForConditionalGeneration(config).to(a.device)
-    optimizer = optim.build_optimizer(cfg.optimizer, list(model.parameters()))
+    if a.fp16 or a.bf16:  # as fairseq's --fp16/--bf16: a half model under FP16Optimizer (fp32 master weights)
+        model = model.to(torch.float16 if a.fp16 else torch.bfloat16)
+        optimizer = optim.FP16Optimizer.build_optimizer(cfg, list(model.parameters()))
+    else:
+        optimizer = optim.build_optimizer(cfg.optimizer, list(model.parameters()))
+    if a.compile:
+        compile_stacks(model.encoder, model.decoder)
     pad, new_tokens, updates = d.pad(), a.tgt_len + 1, [0]  # fairseq's hypotheses: tgt_len tokens + the forced EOS
 
     def inputs(batch):
@@ -293,7 +329,11 @@ def build_hf_t5(arch, cfg, d, a):
 
     def step(batch):
         forward_backward(batch)
-        optimizer.clip_grad_norm(cfg.optimization.clip_norm)
+        try:
+            optimizer.clip_grad_norm(cfg.optimization.clip_norm)  # fp16: raises OverflowError on inf/NaN grads
+        except OverflowError:  # as Trainer.train_step: the update is skipped (the loss scale was lowered);
+            optimizer.zero_grad()  # FloatingPointError (scale at its minimum) reaches the caller
+            return
         optimizer.step()
         updates[0] += 1
 
@@ -342,7 +382,12 @@ def train(m, batches, steps):
 def warm_up(m, batches, a):
     if m["cuda"]:
         torch.cuda.reset_peak_memory_stats()
-    train(m, batches, a.warmup_steps)
+    if a.compile:  # the first step compiles; the rest of the warm-up gives the step time to subtract
+        first, _ = train(m, batches, 1)
+        rest, _ = train(m, batches, a.warmup_steps - 1)
+        m["compile_s"] = max(0.0, first - rest / (a.warmup_steps - 1))
+    else:
+        train(m, batches, a.warmup_steps)
     m["peak_gib"] = (torch.cuda.max_memory_allocated() - m["mem_before"]) / 2**30 if m["cuda"] else cpu_peak(m, batches)
     m["ops"] = count_ops(m, batches[0])
 
@@ -482,7 +527,8 @@ def report(models, a, env):
     rows = [dict(model=m["name"], arch=m["arch"], peer=m["peer"], params_m=m["params"] / 1e6,
                  train_wps=per_s(m["words"], m["time"]), peak_gib=m["peak_gib"], ops=m.get("ops"),
                  gen_wps=per_s(m["gen_words"], m["gen_time"]), gen_tokens=m["gen_words"], skipped_updates=m["steps"] - m["updates"](),
-                 steps=m["steps"], error=m.get("error"), notes=m["notes"], dims=m["dims"])
+                 steps=m["steps"], error=m.get("error"), notes=m["notes"], dims=m["dims"],
+                 compile_s=m.get("compile_s"), gen_compile_s=m.get("gen_compile_s"))
             for m in models]
     for r in rows:  # "vs transformer": over the transformer of the row's dims
         base = next((p for p in rows if p["peer"] == BASELINE and p["dims"] == r["dims"]), {})
@@ -491,12 +537,15 @@ def report(models, a, env):
     cols = ["model", "params (M)", "train tgt words/s", "vs transformer", "peak mem (GiB)", "vs transformer",
             "ops/step", "vs transformer"]
     cols += [f"gen words/s (beam {a.beam})", "vs transformer"] if a.generate else []
+    cols += ["compile s (train" + (" / gen)" if a.generate else ")")] if a.compile else []
     cols += ["notes"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         cells = [r["model"], fmt(r["params_m"], ".1f"), fmt(r["train_wps"], ",.0f"), fmt(r["train_x"], ".2f", "x"),
                  fmt(r["peak_gib"], ".3f"), fmt(r["mem_x"], ".2f", "x"), fmt(r["ops"], "d"), fmt(r["ops_x"], ".2f", "x")]
         cells += [fmt(r["gen_wps"], ",.0f"), fmt(r["gen_x"], ".2f", "x")] if a.generate else []
+        cells += [fmt(r["compile_s"], ".1f") + (" / " + fmt(r["gen_compile_s"], ".1f") if a.generate else "")
+                  ] if a.compile else []
         skipped = [f"{r['skipped_updates']}/{r['steps']} updates skipped (fp16 overflow)"] if r["skipped_updates"] else []
         cells += ["; ".join([r["error"]] if r["error"] else skipped + r["notes"])]
         lines.append("| " + " | ".join(cells) + " |")
@@ -510,7 +559,8 @@ def report(models, a, env):
     print(env["summary"] + "\n\n" + table)
     if a.json:
         def figures(r):
-            return dict(train_wps=r["train_wps"], gen_tps=r["gen_wps"], peak_mem=r["peak_gib"], ops_per_step=r["ops"])
+            return dict(train_wps=r["train_wps"], gen_tps=r["gen_wps"], peak_mem=r["peak_gib"], ops_per_step=r["ops"],
+                        compile_s=r["compile_s"], gen_compile_s=r["gen_compile_s"])
 
         archs = {r["arch"]: dict(figures(r), peers={p["peer"]: figures(p) for p in rows if is_peer_of(p, r)})
                  for r in rows if r["peer"] is None}
@@ -553,6 +603,10 @@ def main():
         logging.getLogger(name).setLevel(logging.WARNING)
     if a.threads:
         torch.set_num_threads(a.threads)
+    if a.compile:  # every model's stacks share their classes' code objects: one cache entry per model and mode
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 512)
+        torch._dynamo.config.accumulated_recompile_limit = max(
+            torch._dynamo.config.accumulated_recompile_limit, 4096)
     cuda = a.device == "cuda"
     d = make_dictionary(a.dict_size)
     tmp = tempfile.TemporaryDirectory(prefix="bench-topic-model-")
@@ -574,12 +628,17 @@ def main():
 
     if a.generate:
         for m in ok(models):
-            generate(m, m["batches"][:1])  # warm-up
+            m["gen_warmup_s"], _ = generate(m, m["batches"][:1])  # warm-up (with --compile: compiles)
         for i in range(min(a.gen_batches, len(theta_batches))):
             for m in ok(models):
                 seconds, words = generate(m, [m["batches"][i]])
                 m["gen_time"] += seconds
                 m["gen_words"] += words
+
+    if a.generate and a.compile:  # the warm-up's time beyond a timed batch's
+        for m in ok(models):
+            batches = min(a.gen_batches, len(theta_batches))
+            m["gen_compile_s"] = max(0.0, m["gen_warmup_s"] - (m["gen_time"] / batches if batches else 0.0))
 
     if a.profile:
         with open(a.profile, "w") as out:
@@ -587,7 +646,9 @@ def main():
                 profile(m, m["batches"], out, a.profile_steps, gen_steps=a.tgt_len + 1 if a.generate else None)
 
     device = torch.cuda.get_device_name() if cuda else cpu_name()
-    precision = "fp16 (fairseq --fp16: FP16Optimizer, half model)" if a.fp16 else "fp32"
+    precision = ("fp16 (fairseq --fp16: FP16Optimizer, half model)" if a.fp16 else
+                 "bf16 (fairseq --bf16: FP16Optimizer without loss scale, bfloat16 model)" if a.bf16 else "fp32")
+    precision += ", compiled (torch.compile dynamic=True, encoder and decoder forward)" if a.compile else ""
     env = dict(date=datetime.date.today().isoformat(), device=device, torch=torch.__version__,
                threads=torch.get_num_threads(), precision=precision, load_average=os.getloadavg())
     threads = "" if cuda else f"  {torch.get_num_threads()} threads"
