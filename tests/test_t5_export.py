@@ -303,7 +303,8 @@ def test_model_card_reports_data_updates_and_scores(native, tmp_path):
     scores = json.loads((tmp_path / "scores.json").read_text())
     export(native["ckpt"], tmp_path / "hf", "--scores", tmp_path / "scores.json")
     card = (tmp_path / "hf" / "README.md").read_text()
-    assert "- updates: 3" in card and native["data"] in card and "--jsonl-dir" in card
+    assert "- updates: 3" in card and "--jsonl-dir" in card
+    assert native["data"] not in card  # was: the data folder's path (issue 31, item 14)
     assert f"| ROUGE-1 F1 | {100 * scores['rouge1']:.2f} |" in card
     assert f"| ROUGE-2 F1 | {100 * scores['rouge2']:.2f} |" in card
     assert "Moses-tokenized" in card and "tokenize_document" in card
@@ -420,3 +421,259 @@ def test_bad_checkpoints_and_data_folders_are_refused(native, tmp_path):
     assert "prepare_args.json: not found" in refused(native["ckpt"], tmp_path / "o", "--data", bpe)
     assert not (tmp_path / "o").exists()
     shutil.rmtree(bpe)
+
+
+# --- generation length, special symbols in text, model card, file modes, transformers 4 and 5
+
+
+def _fairseq_generate_lengths(data, ckpt):
+    """Tokens per hypothesis (before the final </s>) of the real ``fairseq-generate`` CLI, greedy,
+    with its defaults --max-len-a 0 --max-len-b 200: the P- line has a score per token, </s> too."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
+    env.update(PYTHONPATH=repo + os.pathsep + env.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    argv = [os.path.join(os.path.dirname(sys.executable), "fairseq-generate"), data, "--user-dir",
+            os.path.join(repo, "fairseq_sum_plugins"), "--task", "summarization", "--path", ckpt,
+            "--gen-subset", "test", "--beam", "1", "--batch-size", "4", "--cpu"]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=repo)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lengths = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("P-"):
+            key, scores = line.split("\t", 1)
+            lengths[int(key[2:])] = len(scores.split()) - 1
+    return lengths
+
+
+@pytest.mark.slow
+def test_generate_stops_where_fairseq_generate_stops(native, tmp_path):
+    """--max-target-positions 32: fairseq-generate writes at most 31 tokens (max_len =
+    min(200, 32 - 1), then its forced </s>); the export's generation_config.json let transformers
+    write 200."""
+    ckpt = train(native["data"], str(tmp_path / "ckpt"), "--max-target-positions", "32")
+    state = torch.load(ckpt, weights_only=False)
+    for key in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight"):
+        if key in state["model"]:
+            state["model"][key][2] = 0.0  # </s> gets logit 0 (tied head): no early stop
+    torch.save(state, ckpt)
+    fairseq_lengths = _fairseq_generate_lengths(native["data"], ckpt)
+    assert len(fairseq_lengths) == 4 and set(fairseq_lengths.values()) == {31}, fairseq_lengths
+    cfg = export(ckpt, tmp_path / "hf")
+    with open(tmp_path / "hf" / "generation_config.json") as f:
+        assert json.load(f)["max_length"] == 32  # the decoder start token + 31
+    from transformers import T5ForConditionalGeneration
+
+    hf = T5ForConditionalGeneration.from_pretrained(str(tmp_path / "hf")).eval()
+    sources, _ = split_ids(native["data"])
+    for i, src in enumerate(sources):
+        with torch.no_grad():  # the exported generation config alone: greedy, its max_length
+            out = hf.generate(torch.tensor([src]))[0].tolist()[1:]
+        written = len(out) - (out[-1] == cfg["eos_token_id"])
+        assert written == fairseq_lengths[i] == 31, (i, written)
+
+
+def test_generation_length_follows_the_checkpoints_target_positions(native, tmp_path):
+    """max_length = min(200, max_target_positions - 1) + 1 for every checkpoint; 1 position is
+    refused (fairseq-generate cannot write a token with it)."""
+    for positions, max_length in ((1024, 201), (201, 201), (200, 200), (32, 32), (2, 2)):
+        ckpt = _edited_checkpoint(native["ckpt"], tmp_path / f"p{positions}.pt",
+                                  max_target_positions=positions)
+        export(ckpt, tmp_path / f"hf{positions}")
+        with open(tmp_path / f"hf{positions}" / "generation_config.json") as f:
+            assert json.load(f)["max_length"] == max_length, positions
+        with open(tmp_path / f"hf{positions}" / "README.md") as f:
+            assert f"at most {max_length - 1} tokens" in f.read()
+    ckpt = _edited_checkpoint(native["ckpt"], tmp_path / "p1.pt", max_target_positions=1)
+    message = refused(ckpt, tmp_path / "hf1")
+    assert "max_target_positions 1: fairseq-generate writes no token" in message
+    assert not (tmp_path / "hf1").exists()
+
+
+SPECIAL_TEXTS = ["An <b>HTML</b> page: <s>struck</s> out, the end.", "a literal </s> in the park",
+                 "an <unk> dog ran", "the <pad> mat", "<extra_id_0> the cat",
+                 "news madeupword0000 brief"]
+
+
+def test_tokenizer_reads_special_symbols_in_text_as_fairseqs_sentencepiece(native, imported):
+    """``<s>``, ``</s>``, ``<pad>``, ``<unk>`` (and T5's ``<extra_id_N>``) inside raw text:
+    fairseq's sentencepiece step reads them as ordinary pieces; the exported tokenizer picked them
+    out as special ids (an </s> in the middle of the input among them)."""
+    from fairseq.data import Dictionary
+    from fairseq.data.encoders.sentencepiece_bpe import SentencepieceBPE, SentencepieceConfig
+    from transformers import AutoTokenizer
+
+    from fairseq_sum_plugins.models.sum_transformer import SumTransformerModel
+
+    folder = os.path.join(imported["root"], "import")
+    hub = SumTransformerModel.from_pretrained(folder, "model.pt", data_name_or_path=folder)
+    to_hf = {f: t for t, f in enumerate(hf_order(imported, hub.task.source_dictionary))}
+    tok = AutoTokenizer.from_pretrained(imported["hf"])
+    eos = imported["cfg"]["eos_token_id"]
+    for text in SPECIAL_TEXTS:  # T5's vocabulary: raw text; the hub: sentencepiece + dictionary
+        ids = tok(text).input_ids
+        assert ids == [to_hf[t] for t in hub.encode(text).tolist()], text
+        assert eos not in ids[:-1], text
+    # data of fairseq-sum-prepare: its sentencepiece step and dictionary (ids in order), <sep> whole
+    spm = os.path.join(native["data"], "spm.model")
+    bpe = SentencepieceBPE(SentencepieceConfig(sentencepiece_model=spm))
+    d = Dictionary.load(os.path.join(native["data"], "dict.src.txt"))
+    tok = AutoTokenizer.from_pretrained(native["hf"])
+    for text in SPECIAL_TEXTS + ["the cat <sep> a dog </s> <sep> the end"]:
+        fairseq_ids = d.encode_line(bpe.encode(text), add_if_not_exist=False).tolist()
+        assert tok(text).input_ids == fairseq_ids, text
+    ids = tok("a dog").input_ids
+    assert tok.decode(ids, skip_special_tokens=True) == "a dog"  # </s> is still special
+
+
+def test_symbols_the_tokenizer_cannot_keep_unmatched_are_refused():
+    from fairseq_sum_plugins.models.t5_export import NORMAL, T5ExportError, unmatchable_splits
+
+    kept = {p: (-1.0, NORMAL) for p in ("<", "/", "s", ">", "a")}
+    assert unmatchable_splits(["<s>", "a", "</s>"], kept, "spm.model") == [("<", "s"), ("<", "/")]
+    kept["<s"] = (-2.0, NORMAL)  # a piece crosses the cut < | s: <s> is cut at s | > instead
+    assert unmatchable_splits(["<s>", "</s>"], kept, "spm.model") == [("s", ">"), ("<", "/")]
+    with pytest.raises(T5ExportError, match=r"the dictionary symbol '<s>' is no piece"):
+        unmatchable_splits(["<s>"], {**kept, "s>": (-2.0, NORMAL)}, "spm.model")  # no cut left
+    # < and / unknown letters: a cut between them would make two <unk> of sentencepiece's one
+    unknown = {p: (-1.0, NORMAL) for p in ("a", "b")}
+    unknown["s"] = (-1.0, NORMAL)
+    assert unmatchable_splits(["</s>"], unknown, "spm.model") == [("/", "s")]
+    with pytest.raises(T5ExportError, match=r"'<x'"):
+        unmatchable_splits(["<x"], unknown, "spm.model")
+
+
+def test_model_card_has_license_language_datasets_and_no_local_paths(native, tmp_path):
+    old = os.umask(0o022)
+    try:
+        export(native["ckpt"], tmp_path / "hf")
+        modes = {p.name: oct(p.stat().st_mode & 0o777) for p in (tmp_path / "hf").iterdir()}
+    finally:
+        os.umask(old)
+    assert set(modes.values()) == {"0o644"}, modes  # model.safetensors was 0o600
+    card = (tmp_path / "hf" / "README.md").read_text()
+    header = card.split("---")[1]
+    assert "\nlicense: other\n" in header
+    assert "\nlanguage:\n- en\n" in header  # the data's Moses language
+    assert "datasets:" not in header  # --jsonl-dir: local files, no Hub id
+    assert "local JSONL files (`--jsonl-dir`)" in card and "`checkpoint_last.pt`" in card
+    for path in (tmp_path / "hf").iterdir():  # nothing of this machine's folders in what is shared
+        if path.suffix in (".md", ".json", ".txt"):
+            text = path.read_text()
+            assert str(native["root"]) not in text and str(tmp_path) not in text, path.name
+    export(native["ckpt"], tmp_path / "flags", "--license", "apache-2.0", "--language", "en,de",
+           "--dataset", "abisee/cnn_dailymail", "--dataset", "xsum")
+    header = (tmp_path / "flags" / "README.md").read_text().split("---")[1]
+    assert ("\nlicense: apache-2.0\nlanguage:\n- en\n- de\ndatasets:\n- abisee/cnn_dailymail\n"
+            "- xsum\n") in header
+
+
+@pytest.mark.parametrize("hf_dataset,listed", [
+    ("abisee/cnn_dailymail", True), ("xsum", True), ("/data/corpora/xsum", False),
+    ("../corpora/x", False)])
+def test_model_card_datasets_from_the_recorded_hf_dataset(native, tmp_path, hf_dataset, listed):
+    data = _data_copy(native, tmp_path / "data")
+    record = json.loads((data / "prepare_args.json").read_text())
+    record["options"]["hf_dataset"] = hf_dataset
+    (data / "prepare_args.json").write_text(json.dumps(record))
+    export(native["ckpt"], tmp_path / "hf", "--data", data)
+    card = (tmp_path / "hf" / "README.md").read_text()
+    assert (f"\ndatasets:\n- {hf_dataset}\n" in card.split("---")[1]) == listed
+    assert ("the Hugging Face dataset" in card) == listed
+    assert listed or "a local Hugging Face dataset" in card
+    assert "/data/corpora" not in card
+    assert "/data/corpora" not in (tmp_path / "hf" / "prepare_args.json").read_text()
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--license", "MIT License"], "--license 'MIT License': not a license identifier"),
+    (["--license", "mit\nfoo: bar"], "not a license identifier"),  # no YAML of one's own
+    (["--language", "english"], "--language 'english': not a language code"),
+    (["--language", "en,"], "--language '': not a language code"),
+    (["--dataset", "../x"], "--dataset '../x': not a Hugging Face dataset id"),
+    (["--dataset", "a/b/c"], "--dataset 'a/b/c'"),
+])
+def test_bad_model_card_flags_are_refused_before_anything_is_written(native, tmp_path, flags,
+                                                                     message):
+    assert message in refused(native["ckpt"], tmp_path / "out", *flags)
+    assert not (tmp_path / "out").exists()
+
+
+# a transformers 4.x beside the installed 5.x: pip install --target DIR 'transformers<5' (see below)
+TRANSFORMERS4 = os.environ.get("FAIRSEQ_SUM_TRANSFORMERS4", "/tmp/tf4")
+HF_CHECK = """import json, sys
+for name in ('sentencepiece', 'fairseq', 'fairseq_sum_plugins'): sys.modules[name] = None
+import torch, transformers
+from transformers import AutoTokenizer, T5ForConditionalGeneration
+out = dict(version=transformers.__version__, runs=[])
+for hf_dir, texts, src, prev in json.loads(sys.argv[1]):
+    tok = AutoTokenizer.from_pretrained(hf_dir)
+    model = T5ForConditionalGeneration.from_pretrained(hf_dir).eval()
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([src]), decoder_input_ids=torch.tensor([prev])).logits
+        greedy = model.generate(torch.tensor([src]))[0].tolist()
+    ids = [tok(t).input_ids for t in texts]
+    out['runs'].append(dict(ids=ids, logp=logits.log_softmax(-1)[0].tolist(), greedy=greedy,
+                            decoded=tok.decode(ids[0], skip_special_tokens=True)))
+print(json.dumps(out))
+"""
+
+
+def _hf_check(jobs, pythonpath=None):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1")
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    proc = subprocess.run([sys.executable, "-c", HF_CHECK, json.dumps(jobs)], capture_output=True,
+                          text=True, env=env, cwd=os.path.dirname(jobs[0][0]))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _transformers4_importable():
+    code = "import transformers; print(transformers.__version__)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=TRANSFORMERS4))
+    return proc.returncode == 0 and proc.stdout.strip().startswith("4.")
+
+
+@pytest.mark.slow
+def test_export_loads_and_agrees_in_transformers_4_and_5(native, imported):
+    """The installed transformers (5.x) and a 4.x (``pip install --no-deps --target
+    $FAIRSEQ_SUM_TRANSFORMERS4 'transformers<5' 'tokenizers<0.23' 'huggingface-hub<1.0'``, default
+    /tmp/tf4) load both exports offline without fairseq or sentencepiece: the tokenizer gives
+    fairseq's ids (special symbols in the text too), the teacher-forced log-probabilities are
+    fairseq's to 1e-5 (float32, as above), and greedy decoding with the exported generation config
+    gives the same tokens in both versions."""
+    if not _transformers4_importable():
+        pytest.skip(f"no transformers 4.x importable from {TRANSFORMERS4} "
+                    "(FAIRSEQ_SUM_TRANSFORMERS4)")
+    from fairseq.data.encoders.sentencepiece_bpe import SentencepieceBPE, SentencepieceConfig
+
+    jobs, expected = [], []
+    texts = ["the cat sat on the mat . a dog ran"] + SPECIAL_TEXTS
+    for run in (native, imported):
+        model, task, _ = load_both(run)
+        d = task.source_dictionary
+        order = hf_order(run, d)
+        to_hf = {f: t for t, f in enumerate(order)}
+        (src, *_), (tgt, *_) = split_ids(run["data"])
+        with torch.no_grad():
+            prev = torch.tensor([[d.eos()] + tgt[:-1]])
+            net = model(torch.tensor([src]), torch.tensor([len(src)]), prev)
+            ours = model.get_normalized_probs(net, log_probs=True)[0]
+        spm = os.path.join(run["data"], "spm.model")
+        bpe = SentencepieceBPE(SentencepieceConfig(sentencepiece_model=spm))
+        ids = [[to_hf[t] for t in d.encode_line(bpe.encode(text), add_if_not_exist=False).tolist()]
+               for text in texts]  # fairseq's sentencepiece step and dictionary, </s> appended
+        jobs.append((run["hf"], texts, [to_hf[t] for t in src],
+                     [run["cfg"]["decoder_start_token_id"]] + [to_hf[t] for t in tgt[:-1]]))
+        expected.append((ids, ours[:, order]))
+    results = [_hf_check(jobs), _hf_check(jobs, TRANSFORMERS4)]
+    assert [r["version"][0] for r in results] == ["5", "4"]
+    for result in results:
+        for run, (ids, logp) in zip(result["runs"], expected):
+            assert run["ids"] == ids, result["version"]
+            assert (torch.tensor(run["logp"]) - logp).abs().max().item() <= 1e-5, result["version"]
+    assert [r["greedy"] for r in results[0]["runs"]] == [r["greedy"] for r in results[1]["runs"]]
+    assert [r["decoded"] for r in results[0]["runs"]] == [r["decoded"] for r in results[1]["runs"]]
+    print("transformers versions checked:", [r["version"] for r in results])

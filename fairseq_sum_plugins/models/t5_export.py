@@ -21,7 +21,11 @@ tokenizer's vocabulary and the log-probability columns follow one permutation.
 ``pad_token_id`` and ``decoder_start_token_id`` are the pad row (the T5 cell embeds fairseq's leading
 ``</s>`` with it), ``eos_token_id`` is ``</s>``. ``generation_config.json`` decodes as fairseq's
 generator does by default: pad never emitted (``suppress_tokens``), no ``</s>`` as the first token
-(``--min-len 1``: ``begin_suppress_tokens``), at most 200 tokens (``--max-len-b 200``).
+(``--min-len 1``: ``begin_suppress_tokens``), at most as many tokens as fairseq-generate writes
+by default: ``min(--max-len-b 200, max_target_positions - 1)`` of the checkpoint
+(``SequenceGenerator``: ``max_len = min(a * src_len + b, model.max_decoder_positions() - 1)``, then
+its forced ``</s>``), so ``max_length`` is that + 1 (HF counts the decoder start token and writes
+no ``</s>`` at the limit).
 
 **Weights.** ``t5_import.hf_to_fairseq_names`` read backwards: ``in_proj`` splits into ``q, k, v``,
 ``kv_proj`` into ``k, v``, embedding rows (and an untied ``lm_head``) follow ``order``; the per-head
@@ -57,6 +61,18 @@ import torch
 from ..data_folder import PREPARE_ARGS, read_prepare_args
 
 MAX_LEN_B = 200  # fairseq-generate's default --max-len-b
+
+
+def fairseq_max_len(model, ckpt):
+    """The most tokens ``fairseq-generate`` writes (before its forced ``</s>``) with its defaults
+    ``--max-len-a 0 --max-len-b 200``: ``min(200, max_decoder_positions - 1)``
+    (``fairseq.sequence_generator.SequenceGenerator._generate``)."""
+    positions = model.max_decoder_positions()
+    if positions - 1 < 1:  # fairseq asserts --min-len 1 <= max_len
+        raise T5ExportError(f"{ckpt}: max_target_positions {positions}: fairseq-generate writes no "
+                            "token with it (at most max_target_positions - 1); train with "
+                            "--max-target-positions >= 2")
+    return min(MAX_LEN_B, positions - 1)
 
 
 class T5ExportError(Exception):
@@ -329,17 +345,61 @@ def check_pieces_in_dictionary(spm, dict_path, spm_path):
                             "tokenizer cannot reproduce (fairseq-sum-prepare writes every piece into dict.txt)")
 
 
-def build_tokenizer(symbols, spm, special):
+def _oniguruma(text):
+    return "".join(f"\\x{{{ord(c):x}}}" for c in text)
+
+
+def unmatchable_splits(symbols, kept, spm_path):
+    """Letter pairs ``(a, b)`` between which the tokenizer cuts the text, so that no symbol that
+    sentencepiece never emits (``<s>``, ``</s>``, ``<pad>``, ``<unk>``, ``<extra_id_N>``,
+    ``madeupwordNNNN``: control, unknown or no piece at all) is read whole from the text;
+    sentencepiece reads them as ordinary pieces. A ``tokenizers`` Unigram model matches every entry
+    of its vocabulary; sentencepiece's lattice holds its normal and user-defined pieces only
+    (``model_interface.cc``).
+
+    Each symbol gets the first pair of adjacent letters ``ab`` in it that no emitted piece contains,
+    and where ``a`` or ``b`` is a piece of its own: then no piece of sentencepiece's segmentation
+    crosses the cut, and no run of unknown letters (one ``<unk>`` for sentencepiece) is cut in two,
+    so the ids are sentencepiece's wherever the pair occurs. A symbol without such a pair is
+    refused."""
+    inside = {p[i:i + 2] for p in kept for i in range(len(p) - 1)}  # letter pairs of the pieces
+    single = {p for p in kept if len(p) == 1}
+    pairs = []
+    for symbol in symbols:
+        if symbol in kept:
+            continue
+        pair = next(((a, b) for a, b in zip(symbol, symbol[1:])
+                     if (a in single or b in single) and a + b not in inside), None)
+        if pair is None:
+            raise T5ExportError(
+                f"{spm_path}: the dictionary symbol {symbol!r} is no piece of this sentencepiece "
+                "model (which reads it in text as ordinary pieces), and the exported tokenizer "
+                "cannot keep it from being read whole without changing other pieces (every pair "
+                "of its letters is inside a piece, or both letters are unknown)")
+        if pair not in pairs:
+            pairs.append(pair)
+    return pairs
+
+
+def build_tokenizer(symbols, spm, special, spm_path="spm.model"):
     """A ``tokenizers.Tokenizer`` giving ``symbols``' ids (HF order) to the pieces of the sentencepiece
     model ``spm`` (:func:`read_unigram_model`), as ``SentencePieceProcessor.encode`` cuts text;
     ``special``: the symbols that are special tokens (pad, eos, unk, ...), ``</s>`` appended to every
-    sequence."""
+    sequence. The text ``<s>``, ``</s>``, ``<pad>``, ``<unk>`` (and any symbol sentencepiece never
+    emits) is read as ordinary pieces, as fairseq's sentencepiece step reads it: the Unigram model
+    cannot match these symbols (:func:`unmatchable_splits`), and ``tokenizer_config.json`` sets
+    ``split_special_tokens`` so that transformers does not pick the special ones out of the text
+    (with ``tokenizers`` alone: ``tokenizer.encode_special_tokens = True``)."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
     from tokenizers.models import Unigram
 
     kept = {s: v for s, v in spm["pieces"].items() if v[1] in (NORMAL, USER_DEFINED, BYTE)}
-    floor = min(score for score, _ in kept.values()) - 100.0  # symbols sentencepiece never emits
-    vocab = [(s, kept[s][0] if s in kept else (0.0 if s in special else floor)) for s in symbols]
+    pairs = unmatchable_splits(symbols, kept, spm_path)
+    # sentencepiece scores an unknown letter min(normal scores) - 10; tokenizers takes the minimum
+    # over its whole vocabulary: symbols it cannot match get the normal minimum, changing nothing
+    normal = [score for score, kind in kept.values() if kind == NORMAL]
+    floor = min(normal or [score for score, _ in kept.values()])
+    vocab = [(s, kept[s][0] if s in kept else floor) for s in symbols]
     tok = Tokenizer(Unigram(vocab, unk_id=symbols.index("<unk>"), byte_fallback=spm["byte_fallback"]))
     steps = [normalizers.Precompiled(spm["charsmap"])] if spm["charsmap"] else []
     if spm["remove_extra_whitespaces"]:  # spaces only: sentencepiece leaves other whitespace to the charsmap
@@ -355,6 +415,9 @@ def build_tokenizer(symbols, spm, special):
     user = sorted((s for s, (_, kind) in kept.items() if kind == USER_DEFINED), key=len, reverse=True)
     if user:  # sentencepiece emits user-defined pieces (<sep>) whole wherever they occur
         pre.append(pre_tokenizers.Split(Regex("|".join(re.escape(s) for s in user)), behavior="isolated"))
+    if pairs:  # a cut after `a` where `b` follows
+        pattern = "|".join(f"{_oniguruma(a)}(?={_oniguruma(b)})" for a, b in pairs)
+        pre.append(pre_tokenizers.Split(Regex(pattern), behavior="merged_with_previous"))
     if pre:
         tok.pre_tokenizer = pre_tokenizers.Sequence(pre)
     steps = [decoders.Replace("\u2581", " ")] + ([decoders.ByteFallback()] if spm["byte_fallback"] else [])
@@ -404,21 +467,112 @@ def _score_rows(scores):
     return rows
 
 
-def model_card(name, ckpt, args, info, data, prepare, cfg, t5_vocab, scores, scores_path):
+# transformers versions the export was loaded and checked with (tests/test_t5_export.py runs both)
+TRANSFORMERS_TRIED = ("4.57.6", "5.24.0")
+# the Hub's license identifiers: apache-2.0, mit, cc-by-nc-4.0, other
+LICENSE_ID = re.compile(r"[a-z0-9][a-z0-9.+-]*")
+# ISO 639-1 / 639-3, optionally a region: en, pt-BR
+LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*")
+# a dataset id of the Hub: cnn_dailymail, abisee/cnn_dailymail
+HUB_DATASET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?")
+
+
+def _is_local_path(value, data=None):
+    value = str(value)
+    return (os.path.isabs(value) or value.startswith(("~", "./", "../", ".\\"))
+            or os.path.exists(value)
+            or (data is not None and os.path.exists(os.path.join(data, value))))
+
+
+def without_local_paths(obj):
+    """``obj`` (JSON) with every absolute or ``./``, ``../``, ``~`` path, alone or after ``--flag=``
+    inside a string, cut to its last component: the exported folder is meant to be shared."""
+    if isinstance(obj, dict):
+        return {k: without_local_paths(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [without_local_paths(v) for v in obj]
+    if not isinstance(obj, str):
+        return obj
+
+    def cut(match):
+        flag, value = match.group(1) or "", match.group(2)
+        if os.path.isabs(value) or value.startswith(("~", "./", "../")):
+            return flag + (os.path.basename(value.rstrip("/\\")) or value)
+        return match.group(0)
+
+    return re.sub(r"(--[\w-]+=)?([^\s=]+)", cut, obj)
+
+
+def card_metadata(prepare, data, license=None, languages=None, datasets=None):
+    """``(license, languages, datasets)`` of the model card's header: the flags (``--license``,
+    ``--language``, ``--dataset``) checked, else what the data's ``prepare_args.json`` records: the
+    Moses language of a ``sum_moses`` pipeline, ``--hf-dataset`` when it is a Hub id and no local
+    path. Without ``--license`` the card says ``other`` (the weights' terms follow the training
+    data's)."""
+    if license is not None and not LICENSE_ID.fullmatch(license):
+        raise T5ExportError(f"--license {license!r}: not a license identifier of the Hugging Face "
+                            "Hub (lower case, e.g. apache-2.0, mit, cc-by-4.0, other)")
+    for code in languages or []:
+        if not LANGUAGE_CODE.fullmatch(code):
+            raise T5ExportError(f"--language {code!r}: not a language code (ISO 639-1 or -3, "
+                                "e.g. en, de, pt-BR)")
+    for name in datasets or []:
+        if not HUB_DATASET.fullmatch(name):
+            raise T5ExportError(f"--dataset {name!r}: not a Hugging Face dataset id (NAME or "
+                                "OWNER/NAME)")
+    prepare = prepare if isinstance(prepare, dict) else {}
+    moses = prepare.get("tokenizer") if isinstance(prepare.get("tokenizer"), dict) else {}
+    options = prepare.get("options") if isinstance(prepare.get("options"), dict) else {}
+    if not languages and moses.get("tokenizer") == "sum_moses" and LANGUAGE_CODE.fullmatch(
+            str(moses.get("moses_lang", "en"))):
+        languages = [str(moses.get("moses_lang", "en"))]
+    recorded = options.get("hf_dataset")
+    if not datasets and isinstance(recorded, str) and HUB_DATASET.fullmatch(recorded) \
+            and not _is_local_path(recorded, data):
+        datasets = [recorded]
+    return license or "other", list(languages or []), list(datasets or [])
+
+
+def _source(options, datasets):
+    """Where the data came from, in words, without local paths."""
+    if options.get("hf_dataset"):
+        name = options["hf_dataset"]
+        if name in datasets:
+            config = options.get("hf_config")
+            config = f" (configuration `{config}`)" if config else ""
+            return f"the Hugging Face dataset `{name}`{config} (`--hf-dataset`)"
+        return "a local Hugging Face dataset (`--hf-dataset`)"
+    if options.get("jsonl_dir"):
+        return "local JSONL files (`--jsonl-dir`)"
+    if options.get("parallel_dir"):
+        return "local .source/.target files (`--parallel-dir`)"
+    return "not recorded"
+
+
+def model_card(name, ckpt, args, info, prepare, cfg, t5_vocab, scores, scores_path,
+               meta=("other", [], []), max_len=MAX_LEN_B):
+    """The ``README.md`` of the export: a YAML header (``license``, ``language``, ``datasets``: see
+    :func:`card_metadata`) and what the checkpoint, data and scores record, with no local path."""
+    license, languages, datasets = meta
     options = (prepare or {}).get("options", {}) if isinstance(prepare, dict) else {}
-    source = next((f"`--{k.replace('_', '-')} {options[k]}`" for k in ("jsonl_dir", "parallel_dir", "hf_dataset")
-                   if options.get(k)), "not recorded")
+    options = without_local_paths(options) if isinstance(options, dict) else {}
     stats = (prepare or {}).get("stats", {}) if isinstance(prepare, dict) else {}
-    lines = [
-        "---", "library_name: transformers", "pipeline_tag: summarization", "tags:", "- t5", "- summarization",
-        "- fairseq-sum-plugins", "---", "",
+    header = ["---", f"license: {license}"]
+    header += (["language:"] + [f"- {code}" for code in languages]) if languages else []
+    header += (["datasets:"] + [f"- {d}" for d in datasets]) if datasets else []
+    lines = header + [
+        "library_name: transformers", "pipeline_tag: summarization", "tags:", "- t5",
+        "- summarization", "- fairseq-sum-plugins", "---", "",
         f"# {name}: a T5 v1.0 summarizer trained with fairseq-sum-plugins", "",
-        f"Exported by `fairseq-sum-export-hf` from `{ckpt}` (`--arch {args.arch}`, T5 cell, "
+        f"Exported by `fairseq-sum-export-hf` from `{os.path.basename(ckpt)}` "
+        f"(`--arch {args.arch}`, T5 cell, "
         f"{cfg['num_layers']}+{cfg['num_decoder_layers']} layers, d_model {cfg['d_model']}, d_ff {cfg['d_ff']}, "
         f"{cfg['num_heads']} heads of d_kv {cfg['d_kv']}, vocabulary {cfg['vocab_size']}).", "",
         "## Training", "",
         f"- updates: {info['updates']}" + (f" (epoch {info['epoch']})" if info.get("epoch") else ""),
-        f"- data: `{data}`, prepared from {source}",
+        f"- data: prepared by `fairseq-sum-prepare` from {_source(options, datasets)}" if options
+        else "- data: no preparation options recorded"
+        + (" (T5's vocabulary, `fairseq-sum-import-t5`)" if t5_vocab else ""),
     ]
     for key in ("vocab_size", "max_src_tokens", "max_tgt_tokens", "spm_model", "lowercase"):
         if options.get(key) is not None:
@@ -459,13 +613,24 @@ def model_card(name, ckpt, args, info, data, prepare, cfg, t5_vocab, scores, sco
         "tok = AutoTokenizer.from_pretrained(PATH)", "model = T5ForConditionalGeneration.from_pretrained(PATH)",
         "ids = tok([text], return_tensors='pt').input_ids",
         "print(tok.batch_decode(model.generate(ids, num_beams=4), skip_special_tokens=True))", "```", "",
+        f"Checked with transformers {' and '.join(TRANSFORMERS_TRIED)}. "
+        "`pipeline(\"summarization\")` exists in transformers 4.x only (5.x removed it); the "
+        "tokenizer and `generate` lines above work in both.", "",
         "Teacher-forced log-probabilities equal the fairseq checkpoint's (float32) and greedy decoding gives the "
         f"same tokens; `generation_config.json` decodes as `fairseq-generate` does by default (never the pad "
-        f"token, no `</s>` first, at most {MAX_LEN_B} tokens). The tokenizer truncates only when asked "
+        f"token, no `</s>` first, at most {max_len} tokens: `--max-len-b {MAX_LEN_B}` within the "
+        f"checkpoint's `max_target_positions` {getattr(args, 'max_target_positions', '?')} "
+        "minus one). "
+        "The tokenizer reads `<s>`, `</s>`, `<pad>` and `<unk>` in the text as ordinary pieces, as "
+        "fairseq's sentencepiece step does, and truncates only when asked "
         f"(`truncation=True`: at {getattr(args, 'max_source_positions', '?')} tokens, the checkpoint's "
         "`max_source_positions`).", "",
         f"Files: `dict.txt` and `spm.model` are the fairseq dictionary and sentencepiece model of the data, "
-        f"`{PREPARE_ARGS}` its preparation record.", "",
+        f"`{PREPARE_ARGS}` its preparation record (local paths cut to their last component).", "",
+        "## License", "",
+        (f"`{license}`, as given to the export (`--license`)." if license != "other" else
+         "Not given to the export (`--license`): `other` in the header. The weights' terms follow "
+         "those of the training data (and, for a fine-tuned import, of the original model)."), "",
     ]
     return "\n".join(lines)
 
@@ -473,8 +638,18 @@ def model_card(name, ckpt, args, info, data, prepare, cfg, t5_vocab, scores, sco
 # ----------------------------------------------------------------------------- export
 
 
-def export(ckpt, out_dir, data=None, scores=None, force=False):
-    """Writes the HF directory ``out_dir``; returns its config (dict)."""
+def _new_file_mode():
+    """The mode ``open(path, "w")`` gives a new file (0o644 under the usual umask 022)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def export(ckpt, out_dir, data=None, scores=None, force=False, license=None, languages=None,
+           datasets=None):
+    """Writes the HF directory ``out_dir``; returns its config (dict). ``license``, ``languages``,
+    ``datasets``: the model card's header (:func:`card_metadata`)."""
+    card_metadata({}, None, license, languages, datasets)  # bad flags stop before any work
     try:
         import tokenizers  # noqa: F401
         from safetensors.torch import save_file
@@ -506,6 +681,7 @@ def export(ckpt, out_dir, data=None, scores=None, force=False):
     spm = read_unigram_model(spm_path)
     check_pieces_in_dictionary(spm, os.path.join(data, "dict.src.txt"), spm_path)
     model, task = load_model(ckpt, data)
+    max_len = fairseq_max_len(model, ckpt)
     dictionary = task.source_dictionary
     order = t5_order(dictionary, spm_path)
     untied, _ = output_head(model, args, ckpt)
@@ -514,17 +690,25 @@ def export(ckpt, out_dir, data=None, scores=None, force=False):
     symbols = [dictionary[f] for f in order]
     special = [dictionary[i] for i in range(dictionary.nspecial)]  # <s> <pad> </s> <unk>
     extra = [s for s in symbols if re.fullmatch(r"<extra_id_\d+>", s)]
-    tokenizer = build_tokenizer(symbols, spm, special + extra)
+    tokenizer = build_tokenizer(symbols, spm, special + extra, spm_path)
+
+    recorded = _raw_prepare_args(data)
+    # options and stats of the whole record, the validated sections of read_prepare_args
+    card_record = {**(recorded if isinstance(recorded, dict) else {}), **prepare}
+    meta = card_metadata(card_record, data, license, languages, datasets)
 
     os.makedirs(out_dir, exist_ok=True)
     save_file(weights, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
     pad, eos = cfg["pad_token_id"], cfg["eos_token_id"]
     generation = dict(decoder_start_token_id=pad, eos_token_id=eos, pad_token_id=pad, suppress_tokens=[pad],
-                      begin_suppress_tokens=[eos], max_length=MAX_LEN_B + 1)  # the start token + 200
+                      begin_suppress_tokens=[eos],
+                      max_length=max_len + 1)  # the decoder start token + fairseq's tokens
     tokenizer.save(os.path.join(out_dir, "tokenizer.json"))
     tokenizer_config = dict(tokenizer_class="PreTrainedTokenizerFast", eos_token="</s>", pad_token="<pad>",
                             unk_token="<unk>", model_max_length=int(getattr(args, "max_source_positions", 512)),
-                            clean_up_tokenization_spaces=False, model_input_names=["input_ids", "attention_mask"])
+                            clean_up_tokenization_spaces=False,
+                            model_input_names=["input_ids", "attention_mask"],
+                            split_special_tokens=True)  # "</s>" in the text: pieces, as in fairseq
     if extra:
         tokenizer_config["additional_special_tokens"] = extra
     for name, obj in (("config.json", cfg), ("generation_config.json", generation),
@@ -536,14 +720,21 @@ def export(ckpt, out_dir, data=None, scores=None, force=False):
             f.write("\n")
     dictionary.save(os.path.join(out_dir, "dict.txt"))
     shutil.copyfile(spm_path, os.path.join(out_dir, "spm.model"))
-    recorded = _raw_prepare_args(data)
-    if recorded is not None:
-        shutil.copyfile(os.path.join(data, PREPARE_ARGS), os.path.join(out_dir, PREPARE_ARGS))
-    card_record = {**(recorded if isinstance(recorded, dict) else {}), **prepare}  # options, stats; validated sections
-    card = model_card(os.path.basename(os.path.abspath(out_dir)), ckpt, args, info, data, card_record,
-                      cfg, order[0] != 0, score_table, scores)
+    written = ["model.safetensors", "tokenizer.json", "config.json", "generation_config.json",
+               "tokenizer_config.json", "special_tokens_map.json", "dict.txt", "spm.model",
+               "README.md"]
+    if recorded is not None:  # the record, local paths cut (the folder is meant to be shared)
+        with open(os.path.join(out_dir, PREPARE_ARGS), "w", encoding="utf-8") as f:
+            json.dump(without_local_paths(recorded), f, indent=2, ensure_ascii=False)
+            f.write("\n")
+        written.append(PREPARE_ARGS)
+    card = model_card(os.path.basename(os.path.abspath(out_dir)), ckpt, args, info, card_record,
+                      cfg, order[0] != 0, score_table, scores, meta, max_len)
     with open(os.path.join(out_dir, "README.md"), "w", encoding="utf-8") as f:
         f.write(card)
+    mode = _new_file_mode()  # safetensors writes 0o600; a file kept by --force keeps its own mode
+    for name in written:
+        os.chmod(os.path.join(out_dir, name), mode)
     return cfg
 
 
@@ -564,13 +755,26 @@ def get_parser():
     parser.add_argument("--data", help="the data folder the checkpoint was trained on (default: the one it records)")
     parser.add_argument("--scores", metavar="FILE", help="fairseq-sum-score --json output, reported in the model card")
     parser.add_argument("--force", action="store_true", help="write into a non-empty OUT_DIR")
+    card = parser.add_argument_group("model card header (README.md)")
+    card.add_argument("--license", metavar="ID",
+                      help="a Hugging Face Hub license identifier, e.g. apache-2.0, cc-by-nc-4.0 "
+                      "(default: other; the weights' terms follow the training data's)")
+    card.add_argument("--language", metavar="CODE[,CODE]",
+                      type=lambda v: [c.strip() for c in v.split(",")],
+                      help="language codes, e.g. en (default: the Moses language the data was "
+                      "prepared with; none for raw-text data)")
+    card.add_argument("--dataset", metavar="ID", action="append", dest="datasets",
+                      help="a Hugging Face dataset id the model was trained on, repeatable "
+                      "(default: the data's --hf-dataset when that is a Hub id, not a local path)")
     return parser
 
 
 def main(argv=None):
     args = get_parser().parse_args(argv)
     try:
-        cfg = export(args.checkpoint, args.out_dir, data=args.data, scores=args.scores, force=args.force)
+        cfg = export(args.checkpoint, args.out_dir, data=args.data, scores=args.scores,
+                     force=args.force, license=args.license, languages=args.language,
+                     datasets=args.datasets)
     except T5ExportError as e:
         sys.exit(f"fairseq-sum-export-hf: error: {e}")
     print(f"| wrote {args.out_dir}: T5ForConditionalGeneration ({cfg['num_layers']}+{cfg['num_decoder_layers']} layers, "
