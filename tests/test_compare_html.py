@@ -90,8 +90,8 @@ def external_references(page):
 
 def test_the_resource_scan_finds_what_a_page_would_load():
     page = ('<html><head><link rel="stylesheet" href="https://cdn/x.css"><style>b{background:'
-            'url(http://x/y.png)}</style></head><body><img src="//x/z.png">&lt;img src="http://no"&gt;'
-            '<a href="#doc1">a</a></body></html>')
+            'url(http://x/y.png)}</style></head><body><img src="//x/z.png">'
+            '&lt;img src="http://no"&gt;<a href="#doc1">a</a></body></html>')
     assert external_references(page) == ["https://cdn/x.css", "http://x/y.png", "//x/z.png"]
 
 

@@ -509,6 +509,10 @@ def main(argv=None):
         nospec = os.path.normpath(os.path.join(args.results, run)) in notes["nospec"]
         print(f"results_index: {run}: not recomputable: no decodings (listed in {ALLOWANCE})"
               + ("; no run_spec.txt: seed and updates unchecked" if nospec else ""))
+    for r in index["records"]:
+        if r["paper"] == "parity":
+            print(f"results_index: {r['table']}: validation NLL curves read from its JSON "
+                  "(a learning-parity record: no test decodings to recompute)")
     if fails:
         sys.exit("results_index: FAILED:\n  " + "\n  ".join(fails))
     print(f"results_index: {path} is up to date ({len(index['records'])} records); "
