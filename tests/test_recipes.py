@@ -345,6 +345,8 @@ def test_compare_sh_refuses_a_run_folder_without_a_recorded_spec(compare_work, t
     ([".hidden=t5_transformer_small"], "bad label '.hidden'"),
     (["-x=t5_transformer_small"], "bad label '-x'"),
     (["results.md=t5_transformer_small"], "label 'results.md' is the name of a file compare.sh writes"),
+    (["report.html=t5_transformer_small"], "label 'report.html' is the name of a file compare.sh writes"),
+    (["sources.txt=t5_transformer_small"], "label 'sources.txt' is the name of a file compare.sh writes"),
     (["t5_transformer_small"], "'t5_transformer_small' is not LABEL=ARCH"),
     (["a= --dropout 0.1"], "no architecture name after 'a='"),
     # these two look both architectures up in fairseq's registry first (a python start each)
