@@ -134,7 +134,7 @@ def test_cli_reads_generate_outputs_and_writes_json_and_png(tmp_path):
 def test_the_table_shows_each_systems_specificity(tmp_path, capsys):
     """fairseq-sum-compare prints and writes the ROUGE-2 specificity of both systems, the same numbers as
     analysis/specificity.py gives each alone (the 3x3 example of tests/test_specificity.py for A; a fixed
-    text for B: delta 0, p 1)."""
+    text for B: 50, 100 and 0 against the three references, delta 0, p 1)."""
     from fairseq_sum_plugins.analysis.specificity import specificity
 
     refs = ["a b c", "b c d", "x y z"]
@@ -145,7 +145,8 @@ def test_the_table_shows_each_systems_specificity(tmp_path, capsys):
                   "--bootstrap-samples", "10", "--json", str(tmp_path / "c.json"), "--seed", "3"])
     printed = capsys.readouterr().out
     assert "A: ROUGE-2 specificity own 82.22, other 15.00, delta +67.22" in printed
-    assert "B: ROUGE-2 specificity own 33.33, other 33.33, delta +0.00 (permutation p 1.0000)" in printed
+    assert "B: ROUGE-2 specificity own 50.00, other 50.00, delta +0.00 (permutation p 1.0000)" \
+        in printed
     saved = json.loads((tmp_path / "c.json").read_text())["specificity"]
     assert saved["a"] == res["specificity"]["a"] == specificity([["a b c"], ["b c d e"], ["x y"]],
                                                                   [[r] for r in refs], seed=3)

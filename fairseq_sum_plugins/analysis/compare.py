@@ -20,6 +20,9 @@ per metric ``m`` (ROUGE-1/2/L F1 by default; the scorer's per-document numbers,
           swap a_i and b_i with probability 1/2 each, delta_r = mean_i s_ri d_i with s_ri = +-1,
           p = (1 + #{r : |delta_r| >= |delta|}) / (1 + R)
 
+Below the table, each system's ROUGE-2 reference specificity (:mod:`.specificity`: own, other, delta
+in ROUGE points, permutation p; ``--json`` key ``specificity`` {``a``, ``b``}).
+
 The CI is the bootstrap one with either method. Identical systems give delta = 0, CI [0, 0] and
 p = 1 under both tests; the smallest p reachable is 1 / (1 + B) (or 1 / (1 + R)).
 
@@ -91,10 +94,12 @@ def approximate_randomization(a, b, trials=10000, seed=1, chunk=256):
 
 
 def compare_systems(hyps_a, hyps_b, refs, metrics=DEFAULT_METRICS, method="bootstrap", samples=1000,
-                    trials=10000, seed=1, detok=True, seps=(), scorer=None):
+                    trials=10000, seed=1, detok=True, seps=(), scorer=None, specificity=False):
     """Per metric: means of A and B, their difference, its 95% bootstrap CI and the p-value
     (scores of ``scorer``, a :class:`~fairseq_sum_plugins.rouge.Scorer`; default: the default one with
-    ``detok`` and ``seps``)."""
+    ``detok`` and ``seps``). ``specificity``: also each system's ROUGE-2 reference specificity
+    (:mod:`.specificity`, 1,000 permutations seeded by ``seed``) under ``specificity``
+    {``a``, ``b``}."""
     if not (len(hyps_a) == len(hyps_b) == len(refs)):
         raise ValueError(f"{len(hyps_a)} and {len(hyps_b)} hypotheses for {len(refs)} references")
     if not refs:
@@ -110,6 +115,11 @@ def compare_systems(hyps_a, hyps_b, refs, metrics=DEFAULT_METRICS, method="boots
             p = approximate_randomization(sa[m], sb[m], trials, seed)[1]
         out[m] = {"a": float(sa[m].mean()), "b": float(sb[m].mean()), "diff": delta, "ci": list(ci), "p": p}
     res = {"method": method, "num_summaries": len(refs), "metrics": out}
+    if specificity and len(refs) > 1:
+        from .specificity import specificity as reference_specificity
+
+        res["specificity"] = {side: reference_specificity(*scorer.pairs(hyps, refs), seed=seed)
+                              for side, hyps in (("a", hyps_a), ("b", hyps_b))}
     if "meteor" in metrics:
         from ..meteor import impl_label
 
@@ -168,6 +178,13 @@ def format_comparison(res, name_a="A", name_b="B"):
         ci = f"[{100 * r['ci'][0]:+.2f}, {100 * r['ci'][1]:+.2f}]"
         lines.append(f"{metric_name(res, m):{width}s} {100 * r['a']:10.2f} {100 * r['b']:10.2f} "
                      f"{100 * r['diff']:+8.2f} {ci:>18s} {r['p']:8.4f}")
+    for side, name in (("a", name_a), ("b", name_b)):
+        spec = res.get("specificity", {}).get(side)
+        if spec:
+            delta = round(spec["delta"], 9) + 0.0  # no "-0.00" for a float-noise zero
+            lines.append(f"{name[:10]}: ROUGE-2 specificity own {spec['own']:.2f}, "
+                         f"other {spec['other']:.2f}, delta {delta:+.2f} "
+                         f"(permutation p {spec['p']:.4f})")
     return "\n".join(lines)
 
 
@@ -259,7 +276,7 @@ def main(argv=None):
         hyps_a, hyps_b, refs = paired_inputs(args.sys_a, args.sys_b, args)
         scorer = rouge.scorer_from_args(args, hyps_a + hyps_b + refs, meteor=args.meteor_impl)
         res = compare_systems(hyps_a, hyps_b, refs, metrics, args.method, args.bootstrap_samples,
-                              args.ar_trials, args.seed, scorer=scorer)
+                              args.ar_trials, args.seed, scorer=scorer, specificity=True)
     except (ValueError, RuntimeError, OSError) as e:
         sys.exit(f"fairseq-sum-compare: error: {e}")
     res.update(sys_a=args.sys_a, sys_b=args.sys_b)
