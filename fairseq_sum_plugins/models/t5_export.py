@@ -732,6 +732,12 @@ def export(ckpt, out_dir, data=None, scores=None, force=False, license=None, lan
                       cfg, order[0] != 0, score_table, scores, meta, max_len)
     with open(os.path.join(out_dir, "README.md"), "w", encoding="utf-8") as f:
         f.write(card)
+    print(f"| model card header: license {meta[0]}"
+          + ("" if license else " (--license not given)")
+          + f", language {', '.join(meta[1]) or '(none: --language)'}"
+          + ("" if languages or not meta[1] else " (the data's Moses language)")
+          + f", datasets {', '.join(meta[2]) or '(none: --dataset)'}"
+          + ("" if datasets or not meta[2] else " (the data's --hf-dataset, taken as a Hub id)"))
     mode = _new_file_mode()  # safetensors writes 0o600; a file kept by --force keeps its own mode
     for name in written:
         os.chmod(os.path.join(out_dir, name), mode)
