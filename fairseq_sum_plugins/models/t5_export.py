@@ -6,8 +6,11 @@ For ``--cell t5`` checkpoints with no paper feature (presets ``t5_small``, ``t5_
     T5ForConditionalGeneration.from_pretrained(OUT_DIR)     config.json, generation_config.json, model.safetensors
     AutoTokenizer.from_pretrained(OUT_DIR)                  tokenizer.json, tokenizer_config.json
 
-plus ``README.md`` (model card: data, updates, ROUGE of ``--scores``), and, for the record, the data's
-``dict.txt``, ``spm.model`` and ``prepare_args.json``.
+plus ``README.md`` (model card: data, updates, ROUGE of ``--scores``; a header with ``license``,
+``language``, ``datasets``: ``--license``, ``--language``, ``--dataset`` or what the data records, see
+:func:`card_metadata`), and, for the record, the data's ``dict.txt``, ``spm.model`` and
+``prepare_args.json``. Nothing written holds a local path (the folder is meant to be shared), and
+every file gets the mode of a new file (0o644 under umask 022; safetensors writes 0o600).
 
 **Ids.** HF id ``t`` is fairseq id ``order[t]``: the embedding rows (``shared.weight``), the
 tokenizer's vocabulary and the log-probability columns follow one permutation.
@@ -41,6 +44,8 @@ user-defined pieces such as ``<sep>`` kept whole), read from the ``.model`` file
 ``</s>``. It does not run the ``sum_moses`` step: data of ``fairseq-sum-prepare`` was Moses-tokenized
 with ``<sep>`` between sentences before sentencepiece, and the model card shows that step
 (``fairseq_sum_plugins.text.tokenize_document``); T5-vocabulary data read raw text, as the tokenizer does.
+``<s>``, ``</s>``, ``<pad>``, ``<unk>`` (and any symbol sentencepiece never emits) inside the text
+are ordinary pieces, as in fairseq's sentencepiece step (:func:`unmatchable_splits`).
 
 **Refused** with a message naming the feature: another model family or cell, TPR, the information
 gate, the Topic Assistant, focus, saliency, the pointer-generator, TPT's cross-attention position
