@@ -213,3 +213,46 @@ def test_cli_on_a_prepared_folder_adds_the_bag_of_pieces(tmp_path_factory):
     assert bag["verdict"]["summarizes"] is False and bag["verdict"]["checks"]["beats_bag"] is False
     with open(work / "bin" / "test.ref.jsonl") as f:
         assert res["documents"] == sum(1 for _ in f)
+
+
+# ------------------------------------------------------------------------- compare.sh's table
+@pytest.mark.slow
+def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_against_lead3(tmp_path_factory):
+    """A 'model' that writes Lead-3 and one that writes the generic summary, through the files compare.sh
+    leaves: the first is 0 from Lead-3 with p 1; the second does not summarize (one text: specificity 0,
+    1 distinct), and the table says why."""
+    import corpora
+    from fairseq_sum_plugins import score
+    from fairseq_sum_plugins.analysis import baseline_table
+
+    work = corpora.prepared_jsonl_work(tmp_path_factory.mktemp("tbl"))
+    out = work.parent / "out"
+    out.mkdir()
+    assert cli("--data", work, "--json", out / "baselines.json", "--bootstrap-samples", "0").returncode == 0
+    base = json.loads((out / "baselines.json").read_text())
+    docs, refs = bl.read_prepared(work, "test")
+    generic = bl.read_prepared(work, "train")[1][base["systems"]["generic"]["train_index"]]
+    for label, hyps in (("lead", [" <sep> ".join(d[:3]) for d in docs]),
+                        ("same", [generic.replace("\n", " <sep> ")] * len(docs))):
+        (out / label).mkdir()
+        with open(out / label / "test.out", "w") as f:
+            for i, h in enumerate(hyps):
+                f.write(f"S-{i}\tsource\nT-{i}\t{refs[i].splitlines()[0]}\nH-{i}\t-0.5\t{h}\nD-{i}\t-0.5\t{h}\n")
+        score.main(["--generate-output", str(out / label / "test.out"), "--data", str(work / "bin"), "--specificity",
+                    "--bootstrap-samples", "0", "--json", str(out / label / "test.out.rouge.json")])
+        distinct = len(set(hyps))
+        (out / label / "source_use.json").write_text(json.dumps(
+            {"nll_own": 5.0, "gain": 0.5 if distinct > 1 else 0.0, "distinct": distinct, "hypotheses": len(hyps)}))
+    (out / "results.md").write_text("# Comparison\n\n| table |\n\n## Settings and hardware\n\nx\n")
+    table = baseline_table.write(str(out), str(work), ["lead", "same"])
+    verdicts = json.loads((out / "verdicts.json").read_text())["labels"]
+    assert verdicts["lead"]["vs_lead3"]["rouge2"]["diff"] == 0 and verdicts["lead"]["vs_lead3"]["rouge2"]["p"] == 1
+    assert verdicts["lead"]["vs_first"] is None and verdicts["same"]["vs_first"]["rouge2"]["diff"] < 0
+    same = verdicts["same"]["verdict"]
+    assert same["summarizes"] is False and same["checks"]["specific"] is False and same["checks"]["reads"] is False
+    assert "| *Lead-3* |" in table and "| *bag of pieces (no training" in table and "| `same` |" in table
+    assert "- `same`: ROUGE-2 specificity delta" in table
+    results = (out / "results.md").read_text()
+    assert results.count(baseline_table.SECTION) == 1 and results.index("## Settings") < results.index("## Baselines")
+    baseline_table.write(str(out), str(work), ["lead", "same"])  # again: the section replaced, not repeated
+    assert (out / "results.md").read_text() == results

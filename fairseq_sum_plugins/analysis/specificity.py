@@ -229,7 +229,8 @@ def verdict(spec, random_delta, nll=None, bag_nll=None, gain=None, distinct=None
     else:
         checks["specific"] = bool(spec["delta"] > bar and spec["p"] <= MAX_P)
         if not checks["specific"]:
-            reasons.append(f"ROUGE-2 specificity delta {spec['delta']:+.2f} (p {spec['p']:.4f}) is not above the bar "
+            delta = round(spec["delta"], 9) + 0.0  # a float-noise zero prints as +0.00
+            reasons.append(f"ROUGE-2 specificity delta {delta:+.2f} (p {spec['p']:.4f}) is not above the bar "
                            f"{bar:.2f} with p <= {MAX_P}")
     if nll is None or bag_nll is None:
         checks["beats_bag"] = None
