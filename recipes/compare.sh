@@ -6,7 +6,12 @@
 # 95% bootstrap CIs; METEOR when fairseq-sum-score offers --meteor; a paired significance test of each
 # model against the first when the console script fairseq-sum-compare is installed), and measured
 # for whether it reads its source at all (analysis/source_use.py: source gain, distinct summaries). Writes
-# OUT/results.md (table, commands, hardware, wall times) and OUT/learning_curve.png.
+# OUT/results.md (table, commands, hardware, wall times) and OUT/learning_curve.png. The baselines of the
+# same test set (fairseq-sum-baselines: Lead-1/3/k, random3, the oracle, the generic summary, the bag of
+# pieces; OUT/baselines.json) and each model's verdict "summarizes" (ROUGE-2 specificity of
+# fairseq-sum-score --specificity, test NLL against the bag of pieces, source gain), with its paired
+# bootstrap against Lead-3 beside its difference from the first model, go to OUT/baselines.md,
+# OUT/verdicts.json and a section of OUT/results.md (analysis/baseline_table.py).
 #
 #   bash recipes/compare.sh WORK OUT "LABEL=ARCH [fairseq-train flags]" ...
 #     WORK   a folder prepared by fairseq-sum-prepare (WORK/bin/prepare_args.json)
@@ -203,7 +208,7 @@ for spec in "$@"; do
 folder of OUT (letters, digits, _ . + -, at most 64, not starting with . or -)"
   case $label in
     results.md|learning_curve.png|run_info.txt|source_gain.png|source_gain.json|report.html|\
-references.txt|sources.txt|baselines.json)
+references.txt|sources.txt|baselines.json|baselines.md|baselines.txt|verdicts.json)
       refuse "label '$label' is the name of a file compare.sh writes in OUT" ;;
   esac
   for other in "${LABELS[@]}"; do
@@ -278,8 +283,11 @@ for i in "${!LABELS[@]}"; do
   # shellcheck disable=SC2086
   generate "$WORK/bin" "$ckpt/checkpoint_last.pt" "$OUT/$label/test.out" "${GEN_FLAGS[@]}" "${side[@]}" ${GEN_EXTRA:-}
   [ "$decoded_before" = 1 ] || set_wall "$label" "generate_s=$(( $(date +%s) - start ))"
+  # a score file of an older compare.sh (without the ROUGE-2 specificity) is made again
+  [ ! -f "$OUT/$label/test.out.rouge.json" ] || grep -q '"specificity"' "$OUT/$label/test.out.rouge.json" \
+    || rm "$OUT/$label/test.out.rouge.json"
   # shellcheck disable=SC2086
-  score "$OUT/$label/test.out" $METEOR_FLAG
+  score "$OUT/$label/test.out" $METEOR_FLAG --specificity
   # does the model read its source? (source gain and distinct summaries: analysis/source_use.py)
   if [ ! "$OUT/$label/source_use.json" -nt "$OUT/$label/test.out" ]; then
     python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$ckpt/checkpoint_last.pt" \
@@ -292,6 +300,14 @@ for i in "${!LABELS[@]}"; do
       --table-dir "$OUT" --data "$WORK/bin" --checkpoint "$ckpt/checkpoint_last.pt"
   fi
 done
+# the baselines of the test set (once per prepared data; seed 1 whatever SEED: they do not train)
+if [ ! "$OUT/baselines.json" -nt "$WORK/bin/prepare_args.json" ]; then
+  log "baselines: $WORK -> $OUT/baselines.json"
+  python -m fairseq_sum_plugins.analysis.baselines --data "$WORK" --json "$OUT/baselines.json.tmp" > "$OUT/baselines.txt"
+  mv "$OUT/baselines.json.tmp" "$OUT/baselines.json"
+else
+  log "baselines: $OUT/baselines.json exists, skipped"
+fi
 if command -v fairseq-sum-compare > /dev/null && [ ${#LABELS[@]} -gt 1 ]; then
   for label in "${LABELS[@]:1}"; do
     log "significance: ${LABELS[0]} vs $label"
@@ -316,3 +332,5 @@ if [ ${#LABELS[@]} -gt 1 ]; then
     --names "$(IFS=,; echo "${LABELS[*]}")" "${base[@]}" --html "$OUT/report.html" > /dev/null
 fi
 python -m fairseq_sum_plugins.analysis.compare_report "$OUT" "${LABELS[@]}"
+# the baseline rows and the verdicts beside the models (OUT/baselines.md, verdicts.json, results.md's section)
+python -m fairseq_sum_plugins.analysis.baseline_table "$OUT" "$WORK" "${LABELS[@]}" > /dev/null
