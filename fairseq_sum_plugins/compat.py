@@ -319,6 +319,9 @@ def cpu_training_options():
         return
 
     def call_main(cfg, main, **kwargs):
+        world = cfg.distributed_training.distributed_world_size
+        if world is not None and world < 1:  # fairseq spawned min(GPUs, N) = 0 processes and exited 0
+            raise ValueError(f"--distributed-world-size {world}: the number of training processes, at least 1")
         if training_on_cpu(cfg):
             check_cpu_precision(cfg)
             nprocs = check_cpu_distributed(cfg)

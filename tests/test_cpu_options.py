@@ -144,7 +144,30 @@ def test_a_world_size_without_a_launcher_spawns_gloo_workers(monkeypatch):
     assert check_cpu_distributed(cfg) == 0 and cfg.distributed_training.distributed_init_method is None
 
 
+def test_a_world_size_below_one_is_refused(monkeypatch):
+    """fairseq spawned min(GPUs, 0) = 0 processes and exited 0 without training."""
+    from fairseq.distributed import utils as distributed_utils
+
+    ran = []
+    with pytest.raises(ValueError, match=r"^--distributed-world-size 0: the number of training processes"):
+        distributed_utils.call_main(training_cfg("--distributed-world-size", "0"), lambda cfg, **kw: ran.append(1))
+    assert not ran
+
+
 # --- item 11: every example longer than the limits -----------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["max_source_positions", "max_target_positions"])
+@pytest.mark.parametrize("value", [0, -5])
+def test_a_position_limit_below_one_is_refused_by_name(toy_data, flag, value):
+    """-5 crashed in the sinusoidal embedding (torch.arange), 0 skipped every example."""
+    import argparse
+
+    from conftest import load_task
+
+    task = load_task(toy_data, **{flag: value})
+    with pytest.raises(ValueError, match=rf"^--{flag.replace('_', '-')} {value}: a number of tokens, at least 1"):
+        task.build_model(argparse.Namespace(arch="tp_transformer_small", **{flag: value}))
 
 
 def _batches(task, split, max_positions):

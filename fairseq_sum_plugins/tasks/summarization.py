@@ -419,6 +419,10 @@ class SummarizationTask(TranslationTask):
     def build_model(self, cfg, from_checkpoint=False):
         if not from_checkpoint:  # fairseq-train: fail before building anything for --fp16 on CPU
             refuse_cpu_half_precision(cfg)
+            for flag in ("max_source_positions", "max_target_positions"):
+                value = getattr(self.cfg, flag)
+                if value is not None and value < 1:
+                    raise ValueError(f"--{flag.replace('_', '-')} {value}: a number of tokens, at least 1")
         model = super().build_model(cfg, from_checkpoint)
         max_positions = model.max_positions()
         source_limit = max_positions[0] if isinstance(max_positions, (tuple, list)) else max_positions
