@@ -262,6 +262,36 @@ def test_compare_sh_copy_leaves_a_spec_that_sets_the_copy_in_any_spelling(compar
 
 
 @pytest.mark.slow
+def test_compare_sh_commits_decodings_that_the_results_index_recomputes(compared, tmp_path):
+    """compare.sh leaves each run's decodings (analysis/decodings.py) and the table's references and
+    sources; copied into a results/ tree without checkpoint or generate output, results_index
+    recomputes the scorer's ROUGE from them, and a changed decoding fails the check."""
+    from fairseq_sum_plugins.analysis import results_index
+
+    out, _ = compared
+    manifest = json.loads((out / "base" / "decodings.json").read_text())
+    lines = (out / "base" / "decodings.txt").read_text().splitlines()
+    refs = (out / "references.txt").read_text().splitlines()
+    assert len(lines) == manifest["examples"] == len(refs)
+    assert len((out / "sources.txt").read_text().splitlines()) == len(lines)
+    assert manifest["checkpoint"] and manifest["data"]
+    root = tmp_path / "results"
+    shutil.copytree(out, root / "t",
+                    ignore=shutil.ignore_patterns("checkpoints", "test.out", "*.log"))
+    (root / "tables.json").write_text(json.dumps({"records": [
+        {"table": "t", "paper": "recipe", "claim": "c", "data": "d", "updates": 2,
+         "models": {"base": {"1": "base"}}}]}))
+    assert results_index.main([str(root), "--write"]) == 0
+    assert results_index.main([str(root), "--check"]) == 0
+    index = json.loads((root / "index.json").read_text())
+    rouge = json.loads((out / "base" / "test.out.rouge.json").read_text())
+    assert index["records"][0]["models"]["base"]["rouge2"] == [round(100 * rouge["rouge2"], 4)]
+    (root / "t" / "base" / "decodings.txt").write_text("\n".join(["x"] + lines[1:]) + "\n")
+    with pytest.raises(SystemExit, match="sha256 of decodings.txt"):
+        results_index.main([str(root), "--check"])
+
+
+@pytest.mark.slow
 def test_compare_sh_keeps_the_train_seconds_of_a_launch_killed_while_decoding(compared):
     out, first_train_s = compared
     assert int(first_train_s) >= 1  # fairseq-train's start-up alone takes seconds
