@@ -256,3 +256,15 @@ def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_agai
     assert results.count(baseline_table.SECTION) == 1 and results.index("## Settings") < results.index("## Baselines")
     baseline_table.write(str(out), str(work), ["lead", "same"])  # again: the section replaced, not repeated
     assert (out / "results.md").read_text() == results
+    # over seeds (paper_evidence.sh): a second seed's folder, one section for both
+    import shutil
+
+    top = work.parent / "top"
+    top.mkdir()
+    for seed in ("seed1", "seed2"):
+        shutil.copytree(out, top / seed)
+    (top / "results.md").write_text("# Evidence\n")
+    across = baseline_table.write_across(str(top), [str(top / "seed1"), str(top / "seed2")])
+    assert "| `lead` | 47.19 +- 0.00 | 44.56 +- 0.00 | 47.19 +- 0.00 | 43.81 +- 0.00 (p <= 0.039)" in across
+    assert "does not summarize / does not summarize | +0.00 (1.000) / +0.00 (1.000) |" in across
+    assert (top / "results.md").read_text().count(baseline_table.SECTION) == 1

@@ -20,6 +20,15 @@ and ``source_use.json`` (source gain, the model's own test NLL, distinct outputs
 * the same table appended to ``OUT/results.md`` under "## Baselines and the verdict" (replacing an
   earlier such section).
 
+Over seeds (``recipes/xsum/paper_evidence.sh``: one compare.sh OUT per seed, the same test set)::
+
+    python -m fairseq_sum_plugins.analysis.baseline_table OUT --across OUT/seed1 OUT/seed2 ...
+
+writes the section once for all seeds into ``OUT/results.md`` and ``OUT/baselines.md``: the baseline rows
+of the first seed's folder (the baselines do not train: the same in every folder), then per model the
+mean +- sd over seeds of ROUGE-1/2/L and of the specificity delta, the verdict of each seed, and the
+ROUGE-2 difference from Lead-3 of each seed with its paired-bootstrap p (:func:`across_seeds`).
+
 Lead-3 is recomputed from ``WORK`` (:func:`.baselines.read_prepared`, :func:`.baselines.lead`), the text
 fairseq-sum-baselines scored. A label whose decoding does not cover every test document, or whose
 references differ from WORK's, is an error naming it.
@@ -132,6 +141,84 @@ def build(out_dir, work, labels, baselines_path=None, samples=1000, seed=1):
     return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n", {"labels": verdicts, "baselines": base}
 
 
+def _baseline_rows(base):
+    rows = []
+    for name, s in base["systems"].items():
+        if s is not None:
+            label = f"Lead-{s['k']} (k on valid)" if name == "leadk" else NAMES.get(name, name)
+            rows.append([f"*{label}*", *(f"{100 * s[m]:.2f}" for m in rouge.MAIN_METRICS), _spec_cell(s["specificity"]),
+                         f"{s['distinct']}/{base['documents']}", s["verdict"]["label"], ""])
+    bag = base.get("bag_of_pieces")
+    if bag:
+        rows.append([f"*bag of pieces (no training, lambda {bag['lambda']:.2f}): test NLL {bag['nll']:.3f} bits, "
+                     f"source gain {bag['gain']:.3f}*", "-", "-", "-", "-", "-", bag["verdict"]["label"], ""])
+    return rows
+
+
+def _mean_sd(values):
+    import numpy as np
+
+    values = [v for v in values if v is not None]
+    if not values:
+        return "-"
+    return f"{np.mean(values):.2f} +- {np.std(values, ddof=1):.2f}" if len(values) > 1 else f"{values[0]:.2f}"
+
+
+def across_seeds(seed_dirs):
+    """Markdown section of compare.sh folders of several seeds (module docstring)."""
+    base = _read_json(os.path.join(seed_dirs[0], "baselines.json"), "fairseq-sum-baselines --json")
+    runs = [_read_json(os.path.join(d, "verdicts.json"), "baseline_table of the seed's compare.sh")["labels"]
+            for d in seed_dirs]
+    labels = list(runs[0])
+    head = ["system", "ROUGE-1", "ROUGE-2", "ROUGE-L", "specificity delta (p)", "distinct", "verdict",
+            "vs Lead-3: ROUGE-2 A - B (p), each seed"]
+    rows = _baseline_rows(base)
+    for label in labels:
+        scores = []
+        for d, run in zip(seed_dirs, runs):
+            if label not in run:
+                raise ValueError(f"{d}/verdicts.json has no label {label!r} (of {seed_dirs[0]})")
+            scores.append(_read_json(os.path.join(d, label, "test.out.rouge.json"), "fairseq-sum-score --json"))
+        specs = [s.get("specificity") for s in scores]
+        rows.append([f"`{label}`", *(_mean_sd([100 * s[m] for s in scores]) for m in rouge.MAIN_METRICS),
+                     _mean_sd([sp_["delta"] if sp_ else None for sp_ in specs])
+                     + (f" (p <= {max(sp_['p'] for sp_ in specs):.3f})" if all(specs) else ""), "-",
+                     " / ".join(run[label]["verdict"]["label"] for run in runs),
+                     " / ".join(f"{100 * run[label]['vs_lead3']['rouge2']['diff']:+.2f} "
+                                f"({run[label]['vs_lead3']['rouge2']['p']:.3f})" for run in runs)])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+    note = (f"{base['documents']} test documents, {len(seed_dirs)} seeds ({', '.join(os.path.basename(d) for d in seed_dirs)}): "
+            "models as mean +- sd over seeds, the verdict and the paired bootstrap against Lead-3 of each seed; "
+            "baselines (fairseq-sum-baselines, no training) once. Verdict \"summarizes\" (analysis/specificity.py): "
+            f"ROUGE-2 specificity delta above {base['bar']:.2f} (max(0.5, half the random extract's "
+            f"{base['random_delta']:+.2f})) with p <= {sp.MAX_P}, test NLL below the bag of pieces', source gain "
+            f">= {sp.READ_GAIN} bits and >= {sp.READ_DISTINCT:.0%} distinct; each seed's table: SEED/baselines.md.")
+    return "\n".join(lines) + "\n\n" + note + "\n"
+
+
+def _replace_section(results, table):
+    """Puts ``table`` under :data:`SECTION` at the end of the markdown file ``results`` (replacing it)."""
+    if not os.path.isfile(results):
+        return
+    with open(results, encoding="utf-8") as f:
+        text = f.read()
+    if SECTION in text:  # an earlier section: up to the next "## " heading
+        start = text.index(SECTION)
+        end = text.find("\n## ", start + len(SECTION))
+        text = text[:start] + (text[end + 1:] if end >= 0 else "")
+    with open(results, "w", encoding="utf-8") as f:
+        f.write(text.rstrip("\n") + f"\n\n{SECTION}\n\n{table}")
+
+
+def write_across(out_dir, seed_dirs):
+    """OUT/baselines.md and the section of OUT/results.md over seeds."""
+    table = across_seeds(seed_dirs)
+    with open(os.path.join(out_dir, "baselines.md"), "w", encoding="utf-8") as f:
+        f.write("# Baselines and the verdict\n\n" + table)
+    _replace_section(os.path.join(out_dir, "results.md"), table)
+    return table
+
+
 def write(out_dir, work, labels, baselines_path=None):
     """Writes baselines.md and verdicts.json and the section of results.md (module docstring)."""
     table, verdicts = build(out_dir, work, labels, baselines_path)
@@ -139,28 +226,26 @@ def write(out_dir, work, labels, baselines_path=None):
         f.write("# Baselines and the verdict\n\n" + table)
     with open(os.path.join(out_dir, "verdicts.json"), "w", encoding="utf-8") as f:
         json.dump(verdicts, f, indent=2)
-    results = os.path.join(out_dir, "results.md")
-    if os.path.isfile(results):
-        with open(results, encoding="utf-8") as f:
-            text = f.read()
-        if SECTION in text:  # an earlier section: up to the next "## " heading
-            start = text.index(SECTION)
-            end = text.find("\n## ", start + len(SECTION))
-            text = text[:start] + (text[end + 1:] if end >= 0 else "")
-        with open(results, "w", encoding="utf-8") as f:
-            f.write(text.rstrip("\n") + f"\n\n{SECTION}\n\n{table}")
+    _replace_section(os.path.join(out_dir, "results.md"), table)
     return table
 
 
 def cli_main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("out", help="the OUT folder of recipes/compare.sh")
-    p.add_argument("work", help="the prepared folder WORK of the run")
-    p.add_argument("labels", nargs="+", help="labels in table order (the first is compare.sh's baseline)")
+    p.add_argument("out", help="the OUT folder of recipes/compare.sh (with --across: where to write)")
+    p.add_argument("work", nargs="?", help="the prepared folder WORK of the run")
+    p.add_argument("labels", nargs="*", help="labels in table order (the first is compare.sh's baseline)")
     p.add_argument("--baselines", help="fairseq-sum-baselines' JSON (default OUT/baselines.json)")
+    p.add_argument("--across", nargs="+", metavar="SEED_OUT",
+                   help="compare.sh folders of several seeds, each with its verdicts.json: one section for all")
     args = p.parse_args(argv)
+    if bool(args.across) == bool(args.work):
+        p.error("give WORK LABEL... (one compare.sh run) or --across SEED_OUT... (several seeds), not both")
+    if args.work and not args.labels:
+        p.error("WORK needs the labels of the run")
     try:
-        print(write(args.out, args.work, args.labels, args.baselines))
+        print(write_across(args.out, args.across) if args.across else
+              write(args.out, args.work, args.labels, args.baselines))
     except (OSError, ValueError, KeyError) as e:
         sys.exit(f"baseline_table: error: {e}")
 
