@@ -95,7 +95,8 @@ def test_every_boolean_option_of_each_family_is_found():
         bool_options(SumBARTModel.add_args))
     assert set(bool_options(Mem2MemModel.add_args)) == {
         "share_embeddings", "share_decoder_input_output_embed", "pointer_generator", "coverage_attention",
-        "coverage_loss", "memory_encoder", "memory_decoder", "memory_transfer"}
+        "coverage_loss", "memory_encoder", "memory_decoder", "memory_transfer", "checkpoint_activations",
+        "offload_activations"}
 
 
 def test_a_hydra_model_config_reads_its_booleans_through_the_parser():

@@ -349,3 +349,51 @@ def test_the_table_covers_every_registered_arch_family():
     covered = {ARCH_MODEL_REGISTRY[c.arch] for c in CELLS}
     assert models == covered
     assert np.all([c.arch in ours for c in CELLS])
+
+
+# --- activation checkpointing (fairseq's --checkpoint-activations; modules/checkpointing.py) ------------
+
+
+def attention_calls(model):
+    """A counter of the forward calls of every layer's self-attention (recomputation calls them again)."""
+    calls = []
+    for m in model.modules():
+        if hasattr(m, "precheckpoint_forward") or type(m).__name__.endswith("Layer"):
+            attn = getattr(m, "self_attn", None)
+            if attn is not None:
+                attn.register_forward_pre_hook(lambda *a: calls.append(1))
+    return calls
+
+
+@pytest.mark.parametrize("cell", [c for c in CELLS if c.family != "mem2mem"],
+                         ids=[c.id for c in CELLS if c.family != "mem2mem"])
+def test_activation_checkpointing_gives_the_gradients_without_it(cell, topic_model):
+    """``--checkpoint-activations`` (and ``--offload-activations``, the same on a CPU) recompute every
+    layer in backward, with dropout on (the random state is restored: the same masks), and give the
+    gradients of the model without it. Tolerance: the recomputation runs the same kernels on the same
+    inputs, so the gradients agree to float32 summation order (observed: bitwise equal)."""
+    import dataclasses
+
+    grads, calls = [], []
+    for option in (None, "checkpoint_activations", "offload_activations"):
+        features = dict(cell.features, dropout=0.1, **({option: True} if option else {}))
+        model, d = build(dataclasses.replace(cell, features=features), topic_model)
+        if option:
+            layers = list(model.encoder.layers) + list(model.decoder.layers)
+            assert all(hasattr(layer, "precheckpoint_forward") for layer in layers)
+        src, lengths, prev, side = batch(cell, d)
+        counted = attention_calls(model)
+        model.train()
+        torch.manual_seed(1)
+        loss, _ = training_loss(model, src, lengths, prev, side)
+        loss.backward()
+        calls.append(len(counted))
+        grads.append({n: p.grad for n, p in model.named_parameters()})
+    assert calls[1] == calls[2] == 2 * calls[0] > 0  # each layer ran again in backward
+    for checkpointed in grads[1:]:
+        assert list(checkpointed) == list(grads[0])
+        for name, g in grads[0].items():
+            assert (g is None) == (checkpointed[name] is None), name
+            if g is not None:
+                torch.testing.assert_close(checkpointed[name], g, rtol=1e-5, atol=1e-7, msg=name)
+

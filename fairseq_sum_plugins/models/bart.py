@@ -53,7 +53,6 @@ from fairseq.models import register_model, register_model_architecture
 from fairseq.models.bart.model import BARTModel, bart_base_architecture, bart_large_architecture
 from fairseq.models.transformer import TransformerConfig, TransformerDecoder, TransformerEncoder
 from fairseq.modules import MultiheadAttention
-from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 
 from fairseq import utils
@@ -61,6 +60,7 @@ from fairseq import utils
 from ..modules import focus, saliency, tpr  # noqa: F401  (register the layer features)
 from ..flags import parse_bool_options
 from ..modules.attention import FactoredGate
+from ..modules.checkpointing import checkpoint_layer
 from ..modules.encoder_out import EncoderOut
 from ..modules.features import (
     ENCODER_OUT,
@@ -141,6 +141,12 @@ class BatchInputs:
         finally:
             self._stack.pop()
 
+    def captured(self):
+        """The inputs given now, and a factory of contexts that gives them again (for the recomputation
+        of a checkpointed layer in backward, after the owner's span has closed)."""
+        values = dict(self._stack[-1]) if self._stack else {}
+        return lambda: self.given(**values)
+
     def get(self, name, default=_NONE):
         self._check([name])
         if not self._stack:
@@ -155,11 +161,15 @@ def as_config(cfg):
     return cfg if isinstance(cfg, TransformerConfig) else TransformerConfig.from_namespace(cfg)
 
 
-def wrap_layer(layer, cfg):
-    """fairseq's activation checkpointing and FSDP wrapping of a layer (as its own builders do)."""
-    if cfg.checkpoint_activations:
-        layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
-    return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
+def wrap_layer(layer, cfg, inputs):
+    """Activation checkpointing (``--checkpoint-activations``, ``--offload-activations``) and FSDP
+    wrapping of a layer, as fairseq's own builders do; the recomputation in backward gets the batch
+    inputs that the forward read (:mod:`..modules.checkpointing`: fairseq's wrapper recomputed the
+    layer outside the span that provides them)."""
+    checkpointed = cfg.checkpoint_activations or cfg.offload_activations
+    if checkpointed:
+        checkpoint_layer(layer, cfg.offload_activations, inputs.captured)
+    return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not checkpointed else 0)
 
 
 class FeatureAttention(MultiheadAttention):
@@ -355,7 +365,7 @@ class SumBARTEncoder(TransformerEncoder):
         cfg = as_config(cfg)
         layer = SumBARTEncoderLayer(cfg, self.inputs, self.args, index=self.n_built)
         self.n_built += 1
-        return wrap_layer(layer, cfg)
+        return wrap_layer(layer, cfg, self.inputs)
 
     def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False, token_embeddings=None, **side):
         side = {**self.inputs.get("side", {}), **side}  # side data: net_input fields, or from the model's forward
@@ -386,7 +396,7 @@ class SumBARTDecoder(TransformerDecoder):
         cfg = as_config(cfg)
         layer = SumBARTDecoderLayer(cfg, self.inputs, self.args, index=self.n_built, no_encoder_attn=no_encoder_attn)
         self.n_built += 1
-        return wrap_layer(layer, cfg)
+        return wrap_layer(layer, cfg, self.inputs)
 
     def batch_inputs(self, prev_output_tokens, view, incremental_state):
         """The decoder layers' feature inputs for this call (see :class:`FeatureAttention`)."""

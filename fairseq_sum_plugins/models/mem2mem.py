@@ -82,6 +82,7 @@ from torch.utils.checkpoint import checkpoint
 
 from ..aux_losses import AuxLoss, register_aux_loss
 from ..flags import bool_flag, parse_bool_options, renamed_flag
+from ..modules.checkpointing import add_checkpoint_args
 from ..modules.memory import MemoryCompression, MemoryReader, MemoryWriter, compression_loss, masked_softmax, read_loss
 from ..modules.pointer_generator import MarkerEmbedding, count_position_markers, mix_copy_distribution
 from ..modules.features import take_alias
@@ -427,6 +428,7 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
         parser.add_argument("--memory-transfer", type=b, metavar="BOOL", help="M_D starts from M_E (else zeros)")
         parser.add_argument("--memory-slots", type=int, metavar="R", help="r, memory heads/slots (10)")
         parser.add_argument("--memory-attn-dim", type=int, metavar="N", help="d_a of M2M eq. 5 (128)")
+        add_checkpoint_args(parser)  # fairseq's transformer options: refused here by name (base_architecture)
         # fmt: on
 
     @classmethod
@@ -499,6 +501,11 @@ def base_architecture(args):
     args.memory_attn_dim = getattr(args, "memory_attn_dim", 128)
     # after the earlier names: every boolean option read as one ('False' from --model-overrides is False)
     parse_bool_options(args, Mem2MemModel.add_args)
+    for flag in ("checkpoint_activations", "offload_activations"):
+        if getattr(args, flag, False):
+            raise ValueError(f"--{flag.replace('_', '-')}: Mem2Mem has no transformer layers to checkpoint (GRU "
+                             "encoders and decoder; the token-attention scores of long documents are recomputed "
+                             "in backward already); the option is sum_transformer's and bart_sum's")
 
 
 @register_model_architecture("mem2mem", "hred_base")

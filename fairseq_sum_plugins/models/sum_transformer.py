@@ -73,6 +73,8 @@ from fairseq.modules import LayerNorm, PositionalEmbedding
 from ..flags import bool_flag, parse_bool_options
 from ..data_folder import hub_text_kwargs
 from ..modules.attention import MultiheadAttention
+from ..modules.checkpointing import add_checkpoint_args, checkpoint_layers
+from ..modules.compiled import compile_layers
 from ..modules.encoder_out import EncoderOut
 from ..modules.pointer_generator import TransformerCopy
 from ..modules.gates import restore_attention
@@ -99,7 +101,7 @@ from ..modules.features import (
 )
 from ..modules.t5 import RelativePositionBias, T5LayerNorm, t5_init_attention, t5_init_feed_forward
 from ..modules.topic import topic_defaults
-from ..modules.tpr import TPRBinding, shared_role_normalization
+from ..modules.tpr import TPRBinding, role_units_context, shared_role_normalization
 from .fresh_params import IMPORT_MARKER, check_import_mark, keep_fresh_parameters
 
 DEFAULT_MAX_POSITIONS = 1024
@@ -337,6 +339,7 @@ class SumTransformerEncoder(FairseqEncoder):
         ) if self.t5 else None
         self.dropout = args.dropout
         self.layers = nn.ModuleList([EncoderLayer(args, i) for i in range(args.encoder_layers)])
+        checkpoint_layers(self.layers, args, role_units_context)  # --checkpoint-activations
         self.layer_norm = build_norm(args, d) if args.encoder_normalize_before else None
         # e.g. information selection (IS eq. 3, Algorithm 1): a gate per source token on the final states
         dims = SiteDims(0, 1, d, d, args.decoder_attention_heads)
@@ -398,6 +401,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         self.output_scale = d**-0.5 if self.t5 and t5_scale_decoder_output(args) else 1.0
         self.dropout = args.dropout
         self.layers = nn.ModuleList([DecoderLayer(args, i) for i in range(args.decoder_layers)])
+        checkpoint_layers(self.layers, args, role_units_context)  # --checkpoint-activations
         self.layer_norm = build_norm(args, d) if args.decoder_normalize_before else None
         if args.share_decoder_input_output_embed:
             self.output_projection = None
@@ -530,6 +534,7 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
                                  "(default: True with a tied projection, as T5 v1.0; False with an untied one)")
         parser.add_argument("--max-source-positions", type=int, metavar="N")
         parser.add_argument("--max-target-positions", type=int, metavar="N")
+        add_checkpoint_args(parser)  # fairseq's --checkpoint-activations, --offload-activations
         # the features (modules/features.py): information selection --gate*, TP-Transformer --tpr*, ETADS
         # --focus/--saliency-layers
         add_feature_args(parser)
@@ -537,6 +542,8 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         parser.add_argument("--pointer-generator", type=bool_flag, metavar="BOOL",
                             help="copy source tokens through the last layer's cross-attention "
                                  "(See et al., 2017; fairseq's examples/pointer_generator); needs a joined dictionary")
+        parser.add_argument("--compile", type=bool_flag, metavar="BOOL",
+                            help="torch.compile each encoder/decoder layer, dynamic lengths (modules/compiled.py)")
         # fmt: on
 
     @classmethod
@@ -561,6 +568,9 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         decoder = SumTransformerDecoder(args, tgt_dict, dec_emb)
         set_model_features(encoder, model_features)
         set_model_features(decoder, model_features)
+        if getattr(args, "compile", False):  # --compile (modules/compiled.py)
+            compile_layers(encoder.layers, "encoder")
+            compile_layers(decoder.layers, "decoder")
         return cls(encoder, decoder)
 
     @classmethod
@@ -626,6 +636,8 @@ def base_architecture(args):
     args.no_scale_embedding = getattr(args, "no_scale_embedding", False)
     args.max_source_positions = getattr(args, "max_source_positions", DEFAULT_MAX_POSITIONS)
     args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_POSITIONS)
+    args.offload_activations = getattr(args, "offload_activations", False)
+    args.checkpoint_activations = getattr(args, "checkpoint_activations", False) or args.offload_activations
     args.cell = getattr(args, "cell", "default")
     args.t5_relative_buckets = getattr(args, "t5_relative_buckets", 32)
     args.t5_relative_max_distance = getattr(args, "t5_relative_max_distance", 128)

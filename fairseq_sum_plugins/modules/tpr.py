@@ -101,6 +101,28 @@ def shared_role_normalization(module):
             b.unit_roles = None
 
 
+def role_units_context(module):
+    """For activation checkpointing (:mod:`.checkpointing`): the unit roles that
+    :func:`shared_role_normalization` has set on the discrete bindings under ``module``, captured
+    now, and a factory of context managers that sets them again (the recomputation in backward runs
+    after the normalisation's context has closed)."""
+    bindings = _discrete_bindings(module)
+    units = [b.unit_roles for b in bindings]
+
+    @contextlib.contextmanager
+    def restore():
+        before = [b.unit_roles for b in bindings]
+        for b, unit in zip(bindings, units):
+            b.unit_roles = unit
+        try:
+            yield
+        finally:
+            for b, unit in zip(bindings, before):
+                b.unit_roles = unit
+
+    return restore
+
+
 class TPRBinding(nn.Module):
     """Binds role vectors to fillers: ``R ⊙ F + F`` (TPT eq. 6).
 
