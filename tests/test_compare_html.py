@@ -201,3 +201,25 @@ def test_a_long_test_set_shows_the_documents_where_systems_differ_most(tmp_path)
     assert ("3 documents, 2 systems; the 1 documents shown below are those with the largest "
             "ROUGE-2 spread") in page
     assert page.count('<div class="doc"') == 1 and "document 1</h3>" in page
+
+
+def test_documents_of_another_split_are_refused_against_the_s_lines(tmp_path):
+    p = _files(tmp_path)
+    gens = []
+    for name, hyps in (("copy", COPY), ("generic", GENERIC)):
+        path = tmp_path / name / "test.out"
+        with open(path, "w") as f:
+            for i, (h, r, s) in enumerate(zip(hyps, REFS, SOURCES)):
+                f.write(f"S-{i}\t{s}\nT-{i}\t{r}\nH-{i}\t-0.1\t{h}\n")
+        gens.append(str(path))
+    args = gens + ["--ref", str(p["refs"]), "--html", str(tmp_path / "x.html"),
+                   "--bootstrap-samples", "10"]
+    C.main(args + ["--src", str(p["src"])])  # the same documents: accepted
+    assert "document 2" in (tmp_path / "x.html").read_text()
+    (tmp_path / "x.html").unlink()
+    p["src"].write_text("\n".join(reversed(SOURCES)) + "\n")
+    with pytest.raises(SystemExit, match="document 0 .* does not start with the S- line"):
+        C.main(args + ["--src", str(p["src"])])
+    assert not (tmp_path / "x.html").exists()
+    C.main(args)  # without --src: the S- lines themselves
+    assert "Critics were unhappy." in (tmp_path / "x.html").read_text()

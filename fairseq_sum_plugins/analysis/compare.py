@@ -337,6 +337,15 @@ def html_sources(args, paths, n):
     if len(docs) != n:
         raise ValueError(f"--src {args.src} has {len(docs)} documents for {n} summaries "
                          "(line i = document i)")
+    if is_generate_output(paths[0]):  # the S- lines (cut sources) must start their documents
+        from ..score_inputs import starts_like
+
+        shown = GenerateOutput(paths[0]).sources
+        for i in range(n):
+            if i in shown and not starts_like(docs[i].replace("<sep>", " "), shown[i]):
+                raise ValueError(f"--src {args.src}: document {i} ({docs[i][:60]!r}) does not start "
+                                 f"with the S- line of {paths[0]} ({shown[i][:60]!r}): documents "
+                                 "of another split or data set")
     return [clean_line(d, detok=False) for d in docs]
 
 
