@@ -106,6 +106,9 @@ def parse_args():
     p.add_argument("--gen-batches", type=int, default=3, help="timed generation batches per model")
     p.add_argument("--profile", metavar="FILE", help="write torch.profiler tables of a few train steps (and of one beam search with --generate) here")
     p.add_argument("--profile-steps", type=int, default=3, help="training steps per profiled pass (--profile)")
+    p.add_argument("--ablate", default="",
+                   help=f"comma-separated fast paths ({', '.join(FAST_PATHS)}): each arch also "
+                        "runs with that path off, as a peer named 'no PATH' in the same rounds")
     p.add_argument("--json", metavar="FILE", help="write the results here")
     p.add_argument("--threads", type=int, help="torch CPU threads (use 1 on a CPU shared with other jobs)")
     p.add_argument("--topics", type=int, default=256, help="topics K of the random topic model (TA archs)")
@@ -123,6 +126,10 @@ def parse_args():
     if a.compile and a.warmup_steps is not None and a.warmup_steps < 2:
         p.error(f"--compile --warmup-steps {a.warmup_steps}: at least 2 (the first step compiles, the others "
                 "give the step time that compile_s excludes)")
+    a.ablate = [name for name in a.ablate.split(",") if name]
+    if sorted(set(a.ablate) - set(FAST_PATHS)):
+        p.error(f"--ablate: unknown fast path(s) {sorted(set(a.ablate) - set(FAST_PATHS))}; known: "
+                f"{', '.join(FAST_PATHS)}")
     a.peers = [name for name in a.peers.split(",") if name]
     unknown = sorted(set(a.peers) - set(PEERS))
     if unknown or not a.peers:
@@ -231,6 +238,24 @@ def new_model(name, model, params_of, arch, peer, cuda, before, **calls):
     return dict(name=name, model=model, arch=arch, peer=peer, mem_before=before, cuda=cuda,
                 params=sum(p.numel() for p in params_of), steps=0, time=0.0, words=0, gen_time=0.0, gen_words=0,
                 notes=[], **calls)
+
+
+def set_attribute(cls_path, name):
+    """A fast-path switch: ``switch(model, on)`` sets ``name`` on every ``cls_path`` module."""
+    def switch(model, on):
+        module, cls = cls_path.rsplit(".", 1)
+        kind = getattr(__import__(module, fromlist=[cls]), cls)
+        for mod in model.modules():
+            if isinstance(mod, kind):
+                setattr(mod, name, on)
+    return switch
+
+
+# --ablate NAME: each arch also runs with that path off, a peer named "no NAME" (ratio > 1: helps)
+FAST_PATHS = {
+    "one_query": set_attribute("fairseq_sum_plugins.modules.attention.MultiheadAttention",
+                               "one_query_path"),
+}
 
 
 def compile_stacks(*stacks):
@@ -568,6 +593,11 @@ def report(models, a, env):
             json.dump(dict(env=env, args=vars(a), results=rows, archs=archs, ratios=ratios, table=table), f, indent=2)
 
 
+def ablated(m, path):
+    FAST_PATHS[path](m["model"], False)
+    return m
+
+
 def build_models(a, d, theta_batches, plain_batches):
     """The peers and archs, each built and warmed up alone (so each peak is the model's own)."""
     specs = []
@@ -580,6 +610,9 @@ def build_models(a, d, theta_batches, plain_batches):
     for arch in a.archs:
         args, cfg = fairseq_cfg(arch, a)
         specs.append((dims_of(args), lambda cfg=cfg, arch=arch: build(arch, cfg, d, a)))
+        for path in a.ablate:
+            specs.append((dims_of(args), lambda cfg=cfg, arch=arch, path=path: ablated(
+                build(f"{arch} (no {path})", cfg, d, a, arch=arch, peer=f"no {path}"), path)))
         if HF_T5 in a.peers:
             if is_t5_cell(args):
                 specs.append((dims_of(args), lambda cfg=cfg, arch=arch: build_hf_t5(arch, cfg, d, a)))

@@ -180,3 +180,48 @@ def test_bench_etads_runs_at_small_dims(tmp_path, monkeypatch):
         assert list(peers) == ["transformer"] and peers["transformer"]["train_ratio"] > 0
         assert peers["transformer"]["mem_ratio"] == 1.0
     assert [r["model"] for r in result["results"]] == ["transformer", "etads_baseline", "etads_base"]
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "padding", "bias", "bias+padding", "all_masked"])
+@pytest.mark.parametrize("self_attention", [True, False])
+def test_one_query_attention_equals_sdpa(mask_kind, self_attention):
+    """An incremental step (one query) through the one-query path equals SDPA's output (fp32)."""
+    from fairseq_sum_plugins.modules.attention import MultiheadAttention
+
+    torch.manual_seed(0)
+    attn = MultiheadAttention(16, 4, dropout=0.1, self_attention=self_attention).eval()
+    x, mem = torch.randn(3, 1, 16), torch.randn(3, 7, 16)
+    pad = torch.zeros(3, 7, dtype=torch.bool)
+    pad[0, :2] = True
+    if mask_kind == "all_masked":
+        pad[1] = True  # a source of padding only: SDPA gives 0, so must the path
+    bias = torch.randn(1, 4, 1, 7) if "bias" in mask_kind else None
+    kpm = pad if mask_kind in ("padding", "bias+padding", "all_masked") else None
+    if self_attention:  # attend over the 7 tokens + the step itself through the cache
+        state = {}
+        attn(mem, key_padding_mask=None, incremental_state=state, causal=True)
+        kpm = None if kpm is None else torch.cat([kpm, torch.zeros(3, 1, dtype=torch.bool)], 1)
+        bias = None if bias is None else torch.cat([bias, torch.zeros(1, 4, 1, 1)], -1)
+        cache = {k: {n: t.clone() for n, t in v.items()} for k, v in state.items()}
+    outs = []
+    for fast in (True, False):
+        attn.one_query_path = fast
+        st = {k: dict(v) for k, v in cache.items()} if self_attention else None
+        outs.append(attn(x, mem, key_padding_mask=kpm, attn_bias=bias, incremental_state=st)[0])
+    assert torch.isfinite(outs[0]).all()
+    torch.testing.assert_close(outs[0], outs[1], **TOL)
+
+
+def test_bench_refuses_half_precision_on_cpu_and_compile_without_warmup(monkeypatch, capsys):
+    bench = load_bench()
+    for argv, message in ((["--device", "cpu", "--bf16"], "--bf16 needs --device cuda"),
+                          (["--device", "cpu", "--fp16"], "--fp16 needs --device cuda"),
+                          (["--fp16", "--bf16"], "--fp16 and --bf16: choose one"),
+                          (["--compile", "--warmup-steps", "1"],
+                           "--compile --warmup-steps 1: at least 2"),
+                          (["--steps", "0"], "--steps 0: at least 1"),
+                          (["--gen-batches", "-1"], "--gen-batches -1: at least 0")):
+        monkeypatch.setattr("sys.argv", ["bench_train.py", *argv])
+        with pytest.raises(SystemExit):
+            bench.parse_args()
+        assert message in capsys.readouterr().err, argv

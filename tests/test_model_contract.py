@@ -397,3 +397,66 @@ def test_activation_checkpointing_gives_the_gradients_without_it(cell, topic_mod
             if g is not None:
                 torch.testing.assert_close(checkpointed[name], g, rtol=1e-5, atol=1e-7, msg=name)
 
+
+# --- the contract compiled (--compile, modules/compiled.py) ------------------------------------
+# A representative subset: the T5 cell, TPR bindings, the pruning gate, ETADS's focus and saliency.
+# Compiled and eager layers differ only by the backend's reassociation of fp32 sums: COMPILED_TOL.
+COMPILED = [
+    Cell("t5_small", dict(compile=True), nonzero=ALL),
+    Cell("tp_transformer_small", dict(compile=True), nonzero=ROLES),
+    Cell("transformer_gated_small", dict(compile=True), nonzero=GATE, prune=True),
+    Cell("etads_base", dict(compile=True), nonzero=ETADS),
+]
+COMPILED_IDS = [c.id for c in COMPILED]
+COMPILED_TOL = 1e-4
+
+
+@pytest.mark.slow  # compiles every layer: minutes on a small CPU
+@pytest.mark.parametrize("cell", COMPILED, ids=COMPILED_IDS)
+def test_compiled_cell_keeps_the_contract_and_matches_eager(cell, topic_model):
+    """With ``--compile``: incremental == full forward, beam reordering, finite gradients on every
+    parameter (the eager contract's own checks), and the compiled full forward and gradients equal
+    the eager model's of the same weights within ``COMPILED_TOL``."""
+    test_incremental_decoding_equals_full_forward(cell, True, topic_model)
+    test_beam_reordering_of_incremental_state(cell, [1, 0, 3, 3, 5, 4], topic_model)
+    test_beam_reordering_of_incremental_state(cell, [5, 4, 1], topic_model)
+    test_every_parameter_gets_a_gradient(cell, topic_model)
+    import dataclasses
+
+    eager_features = {k: v for k, v in cell.features.items() if k != "compile"}
+    eager_cell = dataclasses.replace(cell, features=eager_features)
+    results = []
+    for c in (cell, eager_cell):
+        model, d = build(c, topic_model)
+        src, lengths, prev, side = batch(c, d)
+        if c.prune:
+            model.encoder.info_gate.threshold = 0.5
+        model.train()
+        torch.manual_seed(0)
+        loss, out = training_loss(model, src, lengths, prev, side)
+        loss.backward()
+        results.append((out.detach(), {n: p.grad for n, p in model.named_parameters()}))
+    (out_c, grads_c), (out_e, grads_e) = results
+    assert (out_c - out_e).abs().max() < COMPILED_TOL
+    assert max((grads_c[n] - grads_e[n]).abs().max() for n in grads_e) < COMPILED_TOL
+
+
+def test_compile_flag_compiles_layers_and_names_eager_features(caplog):
+    """``--compile``: every layer compiled in place (parameter names unchanged); a layer carrying an
+    :data:`EAGER_FEATURES` entry (activation checkpointing) stays eager, a logged line naming it."""
+    import logging
+
+    dims = DIMS["transformer"]
+    model, _ = build_model("t5_transformer_small", make_dictionary(), **dims, compile=True)
+    layers = [*model.encoder.layers, *model.decoder.layers]
+    assert all(layer._compiled_call_impl is not None for layer in layers)
+    eager, _ = build_model("t5_transformer_small", make_dictionary(), **dims)
+    assert list(model.state_dict()) == list(eager.state_dict())
+    from fairseq_sum_plugins.modules.compiled import compile_layers
+
+    layer = eager.decoder.layers[1]
+    layer.precheckpoint_forward = layer.forward  # as checkpointing.checkpoint_layer marks it
+    with caplog.at_level(logging.INFO, logger="fairseq_sum_plugins.modules.compiled"):
+        assert compile_layers(eager.decoder.layers, "decoder") == [0]
+    assert eager.decoder.layers[1]._compiled_call_impl is None
+    assert "decoder layer 1 runs eagerly: checkpoint_activations" in caplog.text

@@ -74,6 +74,7 @@ from ..flags import bool_flag, parse_bool_options
 from ..data_folder import hub_text_kwargs
 from ..modules.attention import MultiheadAttention
 from ..modules.checkpointing import add_checkpoint_args, checkpoint_layers
+from ..modules.compiled import compile_layers
 from ..modules.encoder_out import EncoderOut
 from ..modules.pointer_generator import TransformerCopy
 from ..modules.gates import restore_attention
@@ -541,6 +542,8 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         parser.add_argument("--pointer-generator", type=bool_flag, metavar="BOOL",
                             help="copy source tokens through the last layer's cross-attention "
                                  "(See et al., 2017; fairseq's examples/pointer_generator); needs a joined dictionary")
+        parser.add_argument("--compile", type=bool_flag, metavar="BOOL",
+                            help="torch.compile each layer, dynamic lengths (modules/compiled.py)")
         # fmt: on
 
     @classmethod
@@ -565,6 +568,9 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         decoder = SumTransformerDecoder(args, tgt_dict, dec_emb)
         set_model_features(encoder, model_features)
         set_model_features(decoder, model_features)
+        if getattr(args, "compile", False):  # --compile (modules/compiled.py)
+            compile_layers(encoder.layers, "encoder")
+            compile_layers(decoder.layers, "decoder")
         return cls(encoder, decoder)
 
     @classmethod

@@ -53,6 +53,8 @@ class InputBuffer:
 class MultiheadAttention(InputBuffer, nn.Module):
     """Self-attention (fused QKV projection) or encoder-decoder attention (fused KV projection)."""
 
+    one_query_path = True  # one-query steps skip SDPA (_one_query_attention); False: SDPA always
+
     def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True, scaling=None, inner_dim=None):
         """``inner_dim``: ``H * d_k``, the width of the projected queries/keys/values (``embed_dim`` by
         default; T5's ``num_heads * d_kv`` may differ from ``d_model``, e.g. t5-3b)."""
@@ -133,7 +135,10 @@ class MultiheadAttention(InputBuffer, nn.Module):
         mask, causal = self._mask(attn_bias, key_padding_mask, causal, q.size(2), k.size(2), q.device)
 
         dropout_p = self.dropout if self.training else 0.0
-        if not need_weights and gate is None:
+        one_query = q.size(2) == 1 and dropout_p == 0.0 and self.one_query_path and not need_weights
+        if one_query and gate is None and q.device.type == "cpu" and q.dtype == torch.float32:
+            out, weights = self._one_query_attention(q, k, v, mask), None  # CUDA: SDPA's kernels
+        elif not need_weights and gate is None:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal,
                                                  scale=self.scaling)
             weights = None
@@ -145,6 +150,18 @@ class MultiheadAttention(InputBuffer, nn.Module):
             weights = weights if need_weights else None
         out = out.transpose(1, 2).flatten(2)  # concat heads (TPT eq. 3)
         return self.out_proj(out), weights
+
+    def _one_query_attention(self, q, k, v, mask):
+        """``softmax(q k^T * scaling + mask) v`` for one query per head (an incremental decoding
+        step on CPU, fp32): two batched matrix-vector products and a softmax over ``S`` keys, where
+        SDPA's CPU kernel tiles for many queries. Same function as SDPA (TPT eq. 2, tested); a row
+        with every key masked gives 0, as SDPA does."""
+        logits = torch.matmul(q, k.transpose(-1, -2)).mul_(self.scaling)
+        if mask is not None:
+            bool_mask = mask.dtype == torch.bool
+            logits = torch.where(mask, logits, float("-inf")) if bool_mask else logits + mask
+            return torch.matmul(logits.softmax(-1).nan_to_num_(0.0), v)
+        return torch.matmul(logits.softmax(-1), v)
 
     def _project(self, query, key_value, incremental_state, kv_scale):
         """Queries, keys and values ``(B, H, *, d_k)`` (TPT eq. 1), with the cached keys/values of
