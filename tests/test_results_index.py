@@ -160,6 +160,8 @@ def test_runs_with_decodings_are_recomputed_and_hashed(recomputable, capsys):
     assert index["records"][0]["models"]["b"]["distinct"][0] == 3
     text = (recomputable / "t" / "results.md").read_text()
     assert "Prose." in text and "<!-- BEGIN results_index table=t " in text and "2 of 2" in text
+    page = (recomputable / "t" / "report.html").read_text()
+    assert "t: every model&#x27;s test outputs (seed1/a, seed1/b)" in page and "document 3" in page
     results_index.main([str(recomputable), "--check"])
     assert "4 runs recomputed from their decodings, 0 not recomputable" in capsys.readouterr().out
 
@@ -199,6 +201,9 @@ def _swap(a, b):
      "index.json is stale"),
     (lambda r: _edit(r / "t/results.md", "<!-- END results_index -->", ""),
      "without its end marker"),
+    (lambda r: _edit(r / "t/report.html", "ROUGE-1/2/L ", "ROUGE-1/2/L 9"),
+     "report.html differs from the page of the committed decodings"),
+    (lambda r: (r / "t/report.html").unlink(), "report.html missing"),
 ])
 def test_a_changed_number_anywhere_fails_the_check(recomputable, tmp_path, tamper, message):
     root = _copy(recomputable, tmp_path)
@@ -236,6 +241,7 @@ def test_runs_without_decodings_pass_only_while_listed(recomputable, tmp_path, c
     assert "t/seed1/a: not recomputable: no decodings (listed in not_recomputable.txt)" in out
     assert "3 runs recomputed from their decodings, 1 not recomputable" in out
     assert "| `a` | ta | 50 | 1, 2 |" in (root / "t/results.md").read_text()
+    assert results_index.table_page(str(root), "t") is None  # seed 1 of a has no decodings now
     (root / "not_recomputable.txt").write_text("t/seed1/a\nt/seed2/a\n")  # seed 2 has its decodings
     with pytest.raises(SystemExit, match="lists t/seed2/a, which has decodings now: remove it"):
         results_index.main([str(root), "--check"])

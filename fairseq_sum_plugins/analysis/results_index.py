@@ -50,6 +50,9 @@ What ``--check`` does, every failure printed (exit 1 if any):
       ...
       <!-- END results_index -->
 
+* regenerates ``results/TABLE/report.html`` (:func:`table_page`: fairseq-sum-compare's page of
+  the first seed of every model, from the committed decodings) of each table whose runs have
+  decodings, and compares it with the committed one (``--write`` writes it);
 * a run without committed decodings is "not recomputable: no decodings"; it is printed on every
   check and passes only while listed in ``results/not_recomputable.txt`` (one run folder relative
   to ``results/`` a line, ``#`` comments; the runs committed before decodings were, whose
@@ -457,6 +460,92 @@ def check_blocks(root, index):
     return fails
 
 
+# ------------------------------------------------------------------------------------ HTML pages
+REPORT = "report.html"
+
+
+def table_runs(root, table):
+    """[(label, run folder)] of the first seed of ``table``'s models (each label once, in the order
+    of tables.json), or None when one of them has no committed decodings."""
+    from .decodings import DECODINGS
+
+    tables = _load(os.path.join(root, "tables.json"))
+    runs = {}
+    for record in tables["records"]:
+        if record.get("table") != table or record.get("paper") == "parity":
+            continue
+        for label, seeds in record["models"].items():
+            first = min(seeds, key=int)
+            runs.setdefault(label, os.path.join(root, table, str(seeds[first])))
+    if not runs or not all(os.path.isfile(os.path.join(f, DECODINGS)) for f in runs.values()):
+        return None
+    return list(runs.items())
+
+
+def table_page(root, table):
+    """The HTML page of ``table`` (:func:`.compare_report.html_report`) from the committed decodings
+    of its models' first seed, scored as the index scores them; with
+    ``results/TABLE/baselines.json`` (fairseq-sum-baselines) its baselines and verdicts. None when
+    a run has no decodings."""
+    from .compare import compare_systems
+    from .compare_report import html_report, system_summary
+    from .decodings import REFERENCES, SOURCES, read_decodings, scorer
+
+    runs = table_runs(root, table)
+    if runs is None:
+        return None
+    table_dir = os.path.join(root, table)
+    refs_dir = references_of(runs[0][1], table_dir)
+    if refs_dir is None:
+        raise ResultsError(f"{runs[0][1]}: no references.txt in its parent folders up to "
+                           f"{table_dir}")
+    refs = read_decodings(os.path.join(refs_dir, REFERENCES), "references")
+    sources = read_decodings(os.path.join(refs_dir, SOURCES), "sources")
+    base_path = os.path.join(table_dir, "baselines.json")
+    baselines = _load(base_path) if os.path.exists(base_path) else None
+    s = scorer()
+    systems, hyps = [], []
+    for label, folder in runs:
+        hyps.append(read_decodings(os.path.join(folder, "decodings.txt")))
+        use_path = os.path.join(folder, "source_use.json")
+        use = _load(use_path) if os.path.exists(use_path) else None
+        systems.append(system_summary(label, hyps[-1], refs, s, use, baselines))
+    pairs = {sm["name"]: compare_systems(h, hyps[0], refs, ("rouge2",), scorer=s)
+             for sm, h in zip(systems[1:], hyps[1:])}
+    seeds = ", ".join(os.path.relpath(f, table_dir) for _, f in runs)
+    return html_report(systems, refs, sources, baselines, pairs,
+                       f"{table}: every model's test outputs ({seeds})", max_docs=500)
+
+
+def write_pages(root, index):
+    """Writes ``results/TABLE/report.html`` of every table whose first-seed runs have decodings."""
+    written = []
+    for table in dict.fromkeys(r["table"] for r in index["records"]):
+        page = table_page(root, table)
+        if page is not None:
+            with open(os.path.join(root, table, REPORT), "w", encoding="utf-8") as f:
+                f.write(page)
+            written.append(table)
+    return written
+
+
+def check_pages(root, index):
+    """Failures: a table with decodings whose report.html is missing or differs from the page of
+    its decodings."""
+    fails = []
+    for table in dict.fromkeys(r["table"] for r in index["records"]):
+        page = table_page(root, table)
+        if page is None:
+            continue
+        path = os.path.join(root, table, REPORT)
+        if not os.path.exists(path):
+            fails.append(f"{path} missing: the table has decodings (rerun with --write)")
+        elif open(path, encoding="utf-8").read() != page:
+            fails.append(f"{path} differs from the page of the committed decodings (edited? rerun "
+                         "with --write)")
+    return fails
+
+
 # ------------------------------------------------------------------------------------------- CLI
 def _stale(committed, index, path):
     if committed == index:
@@ -495,15 +584,17 @@ def main(argv=None):
             f.write("\n")
         try:
             changed = write_blocks(args.results, index)
-        except ResultsError as e:
+            pages = write_pages(args.results, index)
+        except (ValueError, OSError) as e:
             sys.exit(f"results_index: {e}")
         print(f"results_index: wrote {len(index['records'])} records to {path}; generated "
-              f"tables in {len(changed)} file(s) updated")
+              f"tables in {len(changed)} file(s) updated; {REPORT} of {len(pages)} table(s)")
         return 0
     committed = _load(path) if os.path.exists(path) else None
     try:
         fails += _stale(committed, index, path) + check_blocks(args.results, index)
-    except ResultsError as e:
+        fails += check_pages(args.results, index)
+    except (ValueError, OSError) as e:
         fails.append(str(e))
     for run in legacy:
         nospec = os.path.normpath(os.path.join(args.results, run)) in notes["nospec"]
