@@ -278,3 +278,20 @@ def test_swapped_seed_folders_of_the_committed_runs_fail_the_check(tmp_path):
     _swap(root / "xsum-papers/seed1/tpt", root / "xsum-papers/seed3/tpt")
     with pytest.raises(SystemExit, match="seed1/tpt: run_spec.txt says train.SEED=3, tables.json 1"):
         results_index.main([str(root), "--check"])
+
+
+def test_a_tables_baselines_are_copied_into_the_index_and_its_table(recomputable, tmp_path):
+    root = _copy(recomputable, tmp_path)
+    lead3 = {"rouge1": 0.31234, "rouge2": 0.1, "rougeL": 0.25, "verdict": {"label": "summarizes"},
+             "specificity": {"own": 10.0, "other": 2.0, "delta": 8.004, "p": 0.001}}
+    json.dump({"systems": {"lead3": lead3, "leadk": None}}, open(root / "t/baselines.json", "w"))
+    with pytest.raises(SystemExit, match="index.json is stale"):
+        results_index.main([str(root), "--check"])
+    assert results_index.main([str(root), "--write"]) == 0
+    record = json.load(open(root / "index.json"))["records"][0]
+    assert record["baselines"] == {"lead3": {"rouge1": 31.234, "rouge2": 10.0, "rougeL": 25.0,
+                                             "specificity": {"delta": 8.0, "p": 0.001},
+                                             "verdict": "summarizes"}}
+    assert ("| baseline: lead3 | - | - | - | 31.23 | 10.00 | 25.00 | - | - | +8.00 (p 0.0010) | "
+            "copied (summarizes) |") in (root / "t/results.md").read_text()
+    assert results_index.main([str(root), "--check"]) == 0

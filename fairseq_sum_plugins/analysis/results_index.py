@@ -19,6 +19,9 @@ The index copies the figures per model and seed::
                         "distinct": [..], "specificity": [..], "sha256": [..]}}}   (summary tables)
      "models": {label: {"valid_nll": [[[updates, bits], ...] per seed]}}      (parity)
 
+A table folder with ``baselines.json`` (fairseq-sum-baselines) adds ``"baselines": {name: {rouge1,
+rouge2, rougeL, specificity, verdict}}`` to its records and baseline rows to its generated table,
+copied from that file (its extracts come from the untruncated documents: not recomputed here).
 ROUGE is F1 x 100 and ``source_gain`` in bits per summary token (4 decimals; the tables show 2
 and 3); ``source_gain`` and ``distinct`` (distinct decodings) are null for runs made before the
 project measured them; ``specificity`` is ROUGE-2 reference specificity ``{own, other, delta, p}``
@@ -224,6 +227,28 @@ def _read_run(folder, table_dir, seed, updates, notes):
     return figures
 
 
+def baseline_figures(table_dir):
+    """{name: {rouge1, rouge2, rougeL (F1 x 100), specificity, verdict}} of the table's
+    ``baselines.json`` (fairseq-sum-baselines; copied, not recomputed: its extracts come from the
+    untruncated documents), or None when the table has none."""
+    path = os.path.join(table_dir, "baselines.json")
+    if not os.path.exists(path):
+        return None
+    data = _load(path)
+    if not isinstance(data, dict) or not isinstance(data.get("systems"), dict):
+        raise ResultsError(f"{path}: not a JSON of fairseq-sum-baselines (no 'systems')")
+    out = {}
+    for name, b in data["systems"].items():
+        if not b:
+            continue
+        spec = b.get("specificity") or None
+        if spec:
+            spec = {"delta": round(spec["delta"], 2), "p": round(spec["p"], 4)}
+        out[name] = {**{k: round(100 * b[k], 4) for k in ROUGE_KEYS}, "specificity": spec,
+                     "verdict": (b.get("verdict") or {}).get("label")}
+    return out
+
+
 def _parity_figures(record, root):
     data = _load(os.path.join(root, record["table"], record["parity"]))
     models = {}
@@ -287,6 +312,9 @@ def build(root, notes=None):
                 notes["fail"].append(f"{where} ({record['paper']}): its runs decoded different "
                                      "data: " + which)
             entry["seeds"], entry["models"] = seeds, models
+            base = baseline_figures(table_dir)
+            if base is not None:
+                entry["baselines"] = base
         out.append(entry)
     return {"records": out}
 
@@ -371,6 +399,16 @@ def table_block(index, table):
                  _cell(f["distinct"], 0), _spec_cell(f["specificity"]),
                  f"{done} of {len(seeds)}" + ("" if done else " (no decodings)")]
         lines.append("| " + " | ".join(cells) + " |")
+    shown = set()
+    for r in records:
+        for name, f in (r.get("baselines") or {}).items():
+            if name in shown:
+                continue
+            shown.add(name)
+            cells = [f"baseline: {name}", "-", "-", "-"]
+            cells += [_cell([f[k]], 2) for k in ROUGE_KEYS]
+            cells += ["-", "-", _spec_cell([f["specificity"]]), f"copied ({f['verdict'] or '-'})"]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
