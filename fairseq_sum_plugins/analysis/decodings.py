@@ -17,7 +17,8 @@ writes
   is an error naming the first line that differs (a run of another data set or split);
 * ``RUN/decodings.json``: ``{"split", "examples", "decodings", "references", "sources",
   "checkpoint", "data", "scorer"}``, the sha256 of each file (``checkpoint``: of the checkpoint
-  file; ``data``: of the prepared split, :func:`data_sha256`) and the cleanup options.
+  file; ``data``: of the prepared split, :func:`data_sha256`), the cleanup options and which
+  references (``untruncated``, or ``--refs t-lines``: the cut ``T-`` lines).
 
 Each line is the scorer's own cleanup of the text
 (:func:`fairseq_sum_plugins.rouge_text.clean_summary`: sentencepiece / BPE undone, special tokens
@@ -150,7 +151,8 @@ def write(gen_path, out, args, table_dir=None, checkpoint=None):
                 "data": data_sha256(data, split) if data else None,
                 "scorer": {"detok": not args.no_detok,
                            "sentence_sep": list(args.sentence_sep or ()),
-                           "split_sentences": splitter}}
+                           "split_sentences": splitter,
+                           "references": "t-lines (cut)" if args.refs else "untruncated"}}
     _write(os.path.join(out, MANIFEST), [json.dumps(manifest, indent=1)])
     return manifest
 
