@@ -233,8 +233,8 @@ def check_cpu_precision(cfg):
             with open_dict(common) if OmegaConf.is_config(common) else _nothing():
                 common.tpu = False
                 common.bf16 = True
-        logger.info("--bf16 on CPU: no torch_xla here, so the --tpu it implies is dropped; training in bfloat16 "
-                    "on the CPU")
+            logger.info("--bf16 on CPU: no torch_xla here, so the --tpu it implies is dropped; training in "
+                        "bfloat16 on the CPU")
 
 
 class _nothing:
@@ -246,6 +246,33 @@ class _nothing:
 
 
 TORCHRUN_VARS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
+
+
+def refuse_fully_sharded(cfg):
+    """``--ddp-backend fully_sharded`` on CPU (``cfg``: fairseq's whole config, on CPU)."""
+    if cfg.distributed_training.ddp_backend == "fully_sharded":
+        raise ValueError("--ddp-backend fully_sharded (fairscale's FullyShardedDataParallel) needs CUDA GPUs: "
+                         "on CPU use --ddp-backend pytorch_ddp or legacy_ddp")
+
+
+def torchrun_world_size():
+    """WORLD_SIZE of a torchrun launch of more than one process (else 0)."""
+    import os
+
+    launched = all(k in os.environ for k in TORCHRUN_VARS)
+    return int(os.environ["WORLD_SIZE"]) if launched and int(os.environ["WORLD_SIZE"]) > 1 else 0
+
+
+def refuse_training_alone(cfg):
+    """A process of a torchrun launch that reaches the trainer without a process group would train alone
+    on the whole data. fairseq-hydra-train loads the plugin only after fairseq has read (or not) the
+    launch, so on CPU its torchrun processes end here."""
+    world = torchrun_world_size()
+    if world and not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        raise ValueError(f"torchrun started WORLD_SIZE={world} processes, but this one would train alone on the "
+                         "whole data (no process group: --distributed-world-size is "
+                         f"{cfg.distributed_training.distributed_world_size}); on CPU launch fairseq-train (the "
+                         "command line, which reads torchrun's variables) under torchrun")
 
 
 def check_cpu_distributed(cfg):
@@ -269,12 +296,9 @@ def check_cpu_distributed(cfg):
     import socket
 
     dt = cfg.distributed_training
-    if dt.ddp_backend == "fully_sharded":
-        raise ValueError("--ddp-backend fully_sharded (fairscale's FullyShardedDataParallel) needs CUDA GPUs: "
-                         "on CPU use --ddp-backend pytorch_ddp or legacy_ddp")
-    launched = all(k in os.environ for k in TORCHRUN_VARS) and int(os.environ["WORLD_SIZE"]) > 1
-    if dt.distributed_init_method is None and launched and not getattr(dt, "tpu", False):
-        world = int(os.environ["WORLD_SIZE"])
+    refuse_fully_sharded(cfg)
+    world = torchrun_world_size()
+    if dt.distributed_init_method is None and world and not getattr(dt, "tpu", False):
         if dt.distributed_world_size not in (1, world):
             raise ValueError(f"--distributed-world-size {dt.distributed_world_size}, but torchrun started "
                              f"WORLD_SIZE={world} processes: drop the flag or make them agree")
@@ -339,6 +363,43 @@ def cpu_training_options():
 
 
 cpu_training_options()
+
+
+def checked_trainer():
+    """The same checks where every training passes, ``fairseq.trainer.Trainer``: fairseq-hydra-train
+    imports the plugin (``common.user_dir``) only after ``call_main``, so its config is checked here
+    (on CPU: ``common.fp16`` / ``memory_efficient_fp16`` / ``amp`` refused, ``fully_sharded`` refused;
+    anywhere: a torchrun process without a process group, which would train alone, refused)."""
+    from fairseq.trainer import Trainer
+
+    original = Trainer.__init__
+    if getattr(original, "_checks_cpu", False):
+        return
+
+    def __init__(self, cfg, *args, **kwargs):
+        refuse_training_alone(cfg)
+        if training_on_cpu(cfg):
+            check_cpu_precision(cfg)
+            refuse_fully_sharded(cfg)
+        original(self, cfg, *args, **kwargs)
+
+    __init__._checks_cpu = True
+    Trainer.__init__ = __init__
+
+
+checked_trainer()
+
+
+def refuse_fully_sharded_in_task_setup(cfg):
+    """``fairseq_cli.train`` enters fairscale's wrapping context for ``fully_sharded`` before building the
+    model, after setting up the task: the task calls this with its config, whose root (a hydra config's
+    or the command line's) holds ``distributed_training``."""
+    from omegaconf import OmegaConf
+
+    root = cfg._get_root() if OmegaConf.is_config(cfg) and hasattr(cfg, "_get_root") else None
+    if root is not None and root is not cfg and "distributed_training" in root and "common" in root:
+        if training_on_cpu(root):
+            refuse_fully_sharded(root)
 
 
 def refuse_ignored_bf16_in_generation():

@@ -154,6 +154,29 @@ def test_a_world_size_below_one_is_refused(monkeypatch):
     assert not ran
 
 
+@pytest.mark.parametrize("flag,message", [
+    ("--fp16", "--fp16 needs a CUDA GPU"), ("--amp", "--amp is CUDA float16 autocast"),
+    ("--ddp-backend=fully_sharded", "--ddp-backend fully_sharded"),
+])
+def test_the_trainer_refuses_what_fairseq_hydra_train_passes_unchecked(flag, message):
+    """fairseq-hydra-train imports the plugin after call_main: the trainer checks its config."""
+    from fairseq.trainer import Trainer
+
+    with pytest.raises(ValueError, match=rf"^{message}"):
+        Trainer(training_cfg(flag), None, None, None)
+
+
+def test_a_torchrun_process_without_a_process_group_is_refused(monkeypatch):
+    """fairseq-hydra-train under torchrun on CPU: each process reached the trainer alone."""
+    from fairseq.trainer import Trainer
+
+    for k, v in TORCHRUN.items():
+        monkeypatch.setenv(k, v)
+    assert not torch.distributed.is_initialized()
+    with pytest.raises(ValueError, match=r"^torchrun started WORLD_SIZE=2 processes, but this one would train alone"):
+        Trainer(training_cfg(), None, None, None)
+
+
 # --- item 11: every example longer than the limits -----------------------------------------------
 
 
@@ -354,3 +377,16 @@ def test_fairseq_hydra_train_refuses_a_misspelt_model_key_and_trains_without_it(
     assert good.returncode == 0, (good.stderr + good.stdout)[-3000:]
     state = torch.load(tmp_path / "good" / "checkpoint_last.pt", map_location="cpu")
     assert state["cfg"]["model"]["encoder_layers"] == 1 and state["optimizer_history"][-1]["num_updates"] == 1
+
+
+@pytest.mark.slow
+def test_fairseq_hydra_train_on_cpu_refuses_amp_and_a_torchrun_launch_it_cannot_read(toy_data, tmp_path):
+    """fairseq-hydra-train trained in float32 with common.amp=true, and under torchrun each process alone."""
+    (tmp_path / "run.yaml").write_text(HYDRA.format(user_dir=USER_DIR, data=toy_data, save=tmp_path / "save", extra=""))
+    hydra = ["-m", "fairseq_cli.hydra_train", "--config-dir", str(tmp_path), "--config-name", "run"]
+    amp = run(sys.executable, *hydra, "common.amp=true")
+    assert amp.returncode != 0 and "ValueError: --amp is CUDA float16 autocast" in amp.stderr, amp.stderr[-3000:]
+    launch = run(sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", *hydra)
+    assert launch.returncode != 0
+    assert launch.stderr.count("ValueError: torchrun started WORLD_SIZE=2 processes, but this one would train alone") == 2
+    assert not (tmp_path / "save" / "checkpoint_last.pt").exists()

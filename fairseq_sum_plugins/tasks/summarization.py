@@ -176,6 +176,13 @@ class SummarizationTask(TranslationTask):
         self._model_max_source_positions = []  # of every model built on the task
         self.rouge_decoder = self.sequence_generator = None  # --eval-rouge
 
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        from ..compat import refuse_fully_sharded_in_task_setup
+
+        refuse_fully_sharded_in_task_setup(cfg)  # fairseq-hydra-train: before fairscale's wrapping context
+        return super().setup_task(cfg, **kwargs)
+
     @property
     def side_data_names(self):
         return [n.strip() for n in self.cfg.side_data.split(",") if n.strip()]
