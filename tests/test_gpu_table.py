@@ -55,7 +55,9 @@ def test_summary_of_an_empty_folder_fails(tmp_path):
 
 def test_table_script_refuses_bad_settings_by_name(tmp_path):
     for env, word in (({"BUDGET": "ten"}, "BUDGET"), ({"BUDGET": "-5"}, "BUDGET"),
-                      ({"BUDGET": "30"}, "too short"), ({"SMOKE": "yes"}, "SMOKE")):
+                      ({"BUDGET": "30"}, "too short"), ({"SMOKE": "yes"}, "SMOKE"),
+                      ({"SECTIONS": "fp16_eager fp8"}, "unknown section 'fp8'"),
+                      ({"SECTIONS": "  "}, "SECTIONS is empty")):
         out = subprocess.run(["bash", SCRIPT, str(tmp_path / "o")], capture_output=True, text=True,
                              env={**os.environ, **env})
         assert out.returncode == 2 and word in out.stderr, (env, out.stderr)
