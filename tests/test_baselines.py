@@ -1,5 +1,7 @@
-"""fairseq-sum-baselines (analysis/baselines.py): Lead-k, random, the greedy oracle, the generic summary and
+"""fairseq-sum-baselines (analysis/baselines.py): Lead-k, random, the greedy oracle, the generic
+summary and
 the bag of pieces, each checked against a hand computation."""
+
 import contextlib
 import io
 import json
@@ -20,9 +22,10 @@ ORACLE_REF = "the cat sat on the mat"
 
 def test_the_greedy_oracle_of_a_hand_made_document():
     """Reference: unigrams the x2, cat, sat, on, mat (6); bigrams the-cat, cat-sat, sat-on, on-the,
-    the-mat (5). Step 1, R-1 F1 + R-2 F1 of each sentence alone: 'the cat sat' 2/3 + 4/7, 'on the mat'
-    the same, 'the cat sat on' 0.8 + 0.75 = 1.55: picked. Step 2: + 'on the mat' gives unigrams 6 of 7
-    (F1 12/13) and bigrams 5 of 5 (F1 1): 1.923; + 'the cat sat' 50/65 + 0.6 = 1.369; + 'a dog ran' less.
+    the-mat (5). Step 1, R-1 F1 + R-2 F1 of each sentence alone: 'the cat sat' 2/3 + 4/7, 'on the
+    mat' the same, 'the cat sat on' 0.8 + 0.75 = 1.55: picked. Step 2: + 'on the mat' gives unigrams
+    6 of 7 (F1 12/13) and bigrams 5 of 5 (F1 1): 1.923; + 'the cat sat' 50/65 + 0.6 = 1.369; + 'a
+    dog ran' less.
     Step 3: every addition lowers the score: stop. Output in document order."""
     assert bl.oracle_indices(ORACLE_DOC, ORACLE_REF) == [2, 3]
     assert bl.oracle_indices(ORACLE_DOC, ORACLE_REF, max_sentences=1) == [3]
@@ -30,10 +33,17 @@ def test_the_greedy_oracle_of_a_hand_made_document():
     assert bl.oracle_indices(["x y z"], ORACLE_REF) == []  # nothing improves on the empty selection
 
 
-ABBREVIATED = ("Dr. Smith met Mr. Jones at 5 p.m. Then they left for the U.S. Embassy. It rained, e.g. The rain was "
-               "heavy. Fig. 3 shows it.")
-ABBREVIATED_SENTS = ["Dr. Smith met Mr. Jones at 5 p.m.", "Then they left for the U.S. Embassy.",
-                     "It rained, e.g. The rain was heavy.", "Fig. 3 shows it."]
+ABBREVIATED = (
+    "Dr. Smith met Mr. Jones at 5 p.m. Then they left for the U.S. Embassy. It rained, e.g. The "
+    "rain was "
+    "heavy. Fig. 3 shows it."
+)
+ABBREVIATED_SENTS = [
+    "Dr. Smith met Mr. Jones at 5 p.m.",
+    "Then they left for the U.S. Embassy.",
+    "It rained, e.g. The rain was heavy.",
+    "Fig. 3 shows it.",
+]
 
 
 def write_jsonl(path, records):
@@ -67,7 +77,8 @@ def test_random_extract_is_seeded_in_document_order_and_keeps_short_documents():
 
 
 def test_the_generic_summary_has_the_highest_mean_rouge_against_the_others():
-    """Mean of (R-1 F1 + R-2 F1) / 2 against the other three: 'a b c' (0.583 vs 'a b d', 0 vs 'x y z', 0.829
+    """Mean of (R-1 F1 + R-2 F1) / 2 against the other three: 'a b c' (0.583 vs 'a b d', 0 vs 'x y
+    z', 0.829
     vs 'a b c e') beats 'a b c e' (0.829, 0, 0.486) and 'a b d' (0.583, 0, 0.486)."""
     train = ["a b c", "a b d", "x y z", "a b c e"]
     assert bl.generic_summary(train) == (0, 4)
@@ -92,9 +103,10 @@ def write_bin(folder, split, pairs):
 
 
 def test_bag_of_pieces_nll_of_a_tiny_hand_example(tmp_path):
-    """Train targets 'a b </s>', 'a </s>': add-one unigram over the 6 symbols (bos, pad, eos, unk, a, b)
-    u = [1, 1, 3, 1, 3, 2] / 11. Valid: source 'a a </s>', target 'a </s>': the document gives a 2/3 and
-    </s> 1/3, both above u's 3/11, so the largest weight of the grid wins: 0.95. Test: source 'b b a </s>'
+    """Train targets 'a b </s>', 'a </s>': add-one unigram over the 6 symbols (bos, pad, eos, unk,
+    a, b) u = [1, 1, 3, 1, 3, 2] / 11. Valid: source 'a a </s>', target 'a </s>': the document gives
+    a 2/3 and </s> 1/3, both above u's 3/11, so the largest weight of the grid wins: 0.95. Test:
+    source 'b b a </s>'
     with target 'b </s>', source 'a </s>' with target 'a a </s>'."""
     for side in ("src", "tgt"):
         (tmp_path / f"dict.{side}.txt").write_text("a 1\nb 1\n")
@@ -108,13 +120,23 @@ def test_bag_of_pieces_nll_of_a_tiny_hand_example(tmp_path):
         return lam * doc_share + (1 - lam) * u[token]
 
     own = [p(2 / 4, 5), p(1 / 4, 2), p(1 / 2, 4), p(1 / 2, 4), p(1 / 2, 2)]
-    other = [p(0, 5), p(1 / 2, 2), p(1 / 4, 4), p(1 / 4, 4), p(1 / 4, 2)]  # target i with source i + 1
+    other = [
+        p(0, 5),
+        p(1 / 2, 2),
+        p(1 / 4, 4),
+        p(1 / 4, 4),
+        p(1 / 4, 2),
+    ]  # target i with source i + 1
     nll = -sum(math.log2(x) for x in own) / 5
     nll_other = -sum(math.log2(x) for x in other) / 5
     assert res["lambda"] == lam and res["tokens"] == 5 and res["examples"] == 2
-    assert res["nll"] == pytest.approx(nll, abs=1e-12) and res["nll_other"] == pytest.approx(nll_other, abs=1e-12)
+    assert res["nll"] == pytest.approx(nll, abs=1e-12) and res["nll_other"] == pytest.approx(
+        nll_other, abs=1e-12
+    )
     assert res["gain"] == pytest.approx(nll_other - nll, abs=1e-12)
-    valid = -(math.log2(lam * 2 / 3 + (1 - lam) * 3 / 11) + math.log2(lam / 3 + (1 - lam) * 3 / 11)) / 2
+    valid = (
+        -(math.log2(lam * 2 / 3 + (1 - lam) * 3 / 11) + math.log2(lam / 3 + (1 - lam) * 3 / 11)) / 2
+    )
     assert res["valid_nll"] == pytest.approx(valid, abs=1e-12)
 
 
@@ -145,8 +167,11 @@ def cli(*argv):
 
 
 def jsonl_splits(folder):
-    docs = [ABBREVIATED, "One day came. Two men went. Three hours passed. Four dogs barked.",
-            "The sun rose early. Birds sang loudly. The town woke up. Shops opened at nine."]
+    docs = [
+        ABBREVIATED,
+        "One day came. Two men went. Three hours passed. Four dogs barked.",
+        "The sun rose early. Birds sang loudly. The town woke up. Shops opened at nine.",
+    ]
     records = [{"document": d, "summary": " ".join(split_sentences(d)[:2])} for d in docs]
     for split in ("train", "valid", "test"):
         write_jsonl(folder / f"{split}.jsonl", records)
@@ -158,10 +183,20 @@ def test_cli_on_jsonl_writes_every_system_with_specificity_and_verdicts(tmp_path
     proc = cli("--jsonl", test, "--json", tmp_path / "b.json", "--bootstrap-samples", "10")
     assert proc.returncode == 0, proc.stderr
     res = json.loads((tmp_path / "b.json").read_text())
-    assert list(res["systems"]) == list(bl.SYSTEMS) and res["bag_of_pieces"] is None and res["documents"] == 3
-    assert res["systems"]["leadk"]["k"] == 2 and res["systems"]["leadk"]["rouge2"] == pytest.approx(1.0)
+    assert (
+        list(res["systems"]) == list(bl.SYSTEMS)
+        and res["bag_of_pieces"] is None
+        and res["documents"] == 3
+    )
+    assert res["systems"]["leadk"]["k"] == 2 and res["systems"]["leadk"]["rouge2"] == pytest.approx(
+        1.0
+    )
     for s in res["systems"].values():
-        assert set(s["specificity"]) >= {"own", "other", "delta", "p"} and {"rouge1", "rouge2", "rougeL"} <= set(s)
+        assert set(s["specificity"]) >= {"own", "other", "delta", "p"} and {
+            "rouge1",
+            "rouge2",
+            "rougeL",
+        } <= set(s)
     generic = res["systems"]["generic"]
     assert generic["distinct"] == 1 and generic["verdict"]["summarizes"] is False
     assert res["bar"] == max(0.5, res["systems"]["random3"]["specificity"]["delta"] / 2)
@@ -169,23 +204,54 @@ def test_cli_on_jsonl_writes_every_system_with_specificity_and_verdicts(tmp_path
 
 
 def test_cli_without_sibling_splits_notes_what_it_left_out(tmp_path):
-    write_jsonl(tmp_path / "only.jsonl", [{"document": ABBREVIATED, "summary": "Dr. Smith met Mr. Jones."},
-                                          {"document": "A b c. D e f.", "summary": "D e f."}])
-    proc = cli("--jsonl", tmp_path / "only.jsonl", "--json", tmp_path / "b.json", "--bootstrap-samples", "0")
+    write_jsonl(
+        tmp_path / "only.jsonl",
+        [
+            {"document": ABBREVIATED, "summary": "Dr. Smith met Mr. Jones."},
+            {"document": "A b c. D e f.", "summary": "D e f."},
+        ],
+    )
+    proc = cli(
+        "--jsonl",
+        tmp_path / "only.jsonl",
+        "--json",
+        tmp_path / "b.json",
+        "--bootstrap-samples",
+        "0",
+    )
     assert proc.returncode == 0, proc.stderr
     res = json.loads((tmp_path / "b.json").read_text())
     assert res["systems"]["leadk"] is None and res["systems"]["generic"] is None
     assert res["notes"] == ["leadk: no validation split", "generic: no training split"]
 
 
-@pytest.mark.parametrize("records,argv,message", [
-    ([{"document": "A b.", "summary": "A b."}], [], "needs at least 2"),
-    ([{"text": "A b.", "summary": "c"}], [], "only.jsonl:1: no text field 'document' (--src-field)"),
-    ([{"document": "A b.", "summary": "c"}, {"document": "", "summary": "c"}], [], "only.jsonl:2: empty document"),
-    ([{"document": "A b.", "summary": "c"}] * 2, ["--permutations", "10"], "must be >= 1000, got 10"),
-    ([{"document": "A b.", "summary": "c"}] * 2, ["--max-lead", "0"], "must be >= 1, got 0"),
-    ([{"document": "A b.", "summary": "c"}] * 2, ["--train-jsonl", "nowhere.jsonl"], "nowhere.jsonl"),
-])
+@pytest.mark.parametrize(
+    "records,argv,message",
+    [
+        ([{"document": "A b.", "summary": "A b."}], [], "needs at least 2"),
+        (
+            [{"text": "A b.", "summary": "c"}],
+            [],
+            "only.jsonl:1: no text field 'document' (--src-field)",
+        ),
+        (
+            [{"document": "A b.", "summary": "c"}, {"document": "", "summary": "c"}],
+            [],
+            "only.jsonl:2: empty document",
+        ),
+        (
+            [{"document": "A b.", "summary": "c"}] * 2,
+            ["--permutations", "10"],
+            "must be >= 1000, got 10",
+        ),
+        ([{"document": "A b.", "summary": "c"}] * 2, ["--max-lead", "0"], "must be >= 1, got 0"),
+        (
+            [{"document": "A b.", "summary": "c"}] * 2,
+            ["--train-jsonl", "nowhere.jsonl"],
+            "nowhere.jsonl",
+        ),
+    ],
+)
 def test_cli_refuses_bad_input_by_name(tmp_path, records, argv, message):
     write_jsonl(tmp_path / "only.jsonl", records)
     proc = cli("--jsonl", tmp_path / "only.jsonl", *argv)
@@ -217,9 +283,12 @@ def test_cli_on_a_prepared_folder_adds_the_bag_of_pieces(tmp_path_factory):
 
 # ------------------------------------------------------------------------- compare.sh's table
 @pytest.mark.slow
-def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_against_lead3(tmp_path_factory):
-    """A 'model' that writes Lead-3 and one that writes the generic summary, through the files compare.sh
-    leaves: the first is 0 from Lead-3 with p 1; the second does not summarize (one text: specificity 0,
+def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_against_lead3(
+    tmp_path_factory,
+):
+    """A 'model' that writes Lead-3 and one that writes the generic summary, through the files
+    compare.sh leaves: the first is 0 from Lead-3 with p 1; the second does not summarize (one text:
+    specificity 0,
     1 distinct), and the table says why."""
     import corpora
     from fairseq_sum_plugins import score
@@ -228,33 +297,77 @@ def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_agai
     work = corpora.prepared_jsonl_work(tmp_path_factory.mktemp("tbl"))
     out = work.parent / "out"
     out.mkdir()
-    assert cli("--data", work, "--json", out / "baselines.json", "--bootstrap-samples", "0").returncode == 0
+    assert (
+        cli("--data", work, "--json", out / "baselines.json", "--bootstrap-samples", "0").returncode
+        == 0
+    )
     base = json.loads((out / "baselines.json").read_text())
     docs, refs = bl.read_prepared(work, "test")
     generic = bl.read_prepared(work, "train")[1][base["systems"]["generic"]["train_index"]]
-    for label, hyps in (("lead", [" <sep> ".join(d[:3]) for d in docs]),
-                        ("same", [generic.replace("\n", " <sep> ")] * len(docs))):
+    for label, hyps in (
+        ("lead", [" <sep> ".join(d[:3]) for d in docs]),
+        ("same", [generic.replace("\n", " <sep> ")] * len(docs)),
+    ):
         (out / label).mkdir()
         with open(out / label / "test.out", "w") as f:
             for i, h in enumerate(hyps):
-                f.write(f"S-{i}\tsource\nT-{i}\t{refs[i].splitlines()[0]}\nH-{i}\t-0.5\t{h}\nD-{i}\t-0.5\t{h}\n")
-        score.main(["--generate-output", str(out / label / "test.out"), "--data", str(work / "bin"), "--specificity",
-                    "--bootstrap-samples", "0", "--json", str(out / label / "test.out.rouge.json")])
+                f.write(
+                    f"S-{i}\tsource\nT-{i}\t{refs[i].splitlines()[0]}\n"
+                    f"H-{i}\t-0.5\t{h}\nD-{i}\t-0.5\t{h}\n"
+                )
+        score.main(
+            [
+                "--generate-output",
+                str(out / label / "test.out"),
+                "--data",
+                str(work / "bin"),
+                "--specificity",
+                "--bootstrap-samples",
+                "0",
+                "--json",
+                str(out / label / "test.out.rouge.json"),
+            ]
+        )
         distinct = len(set(hyps))
-        (out / label / "source_use.json").write_text(json.dumps(
-            {"nll_own": 5.0, "gain": 0.5 if distinct > 1 else 0.0, "distinct": distinct, "hypotheses": len(hyps)}))
+        (out / label / "source_use.json").write_text(
+            json.dumps(
+                {
+                    "nll_own": 5.0,
+                    "gain": 0.5 if distinct > 1 else 0.0,
+                    "distinct": distinct,
+                    "hypotheses": len(hyps),
+                }
+            )
+        )
     (out / "results.md").write_text("# Comparison\n\n| table |\n\n## Settings and hardware\n\nx\n")
     table = baseline_table.write(str(out), str(work), ["lead", "same"])
     verdicts = json.loads((out / "verdicts.json").read_text())["labels"]
-    assert verdicts["lead"]["vs_lead3"]["rouge2"]["diff"] == 0 and verdicts["lead"]["vs_lead3"]["rouge2"]["p"] == 1
-    assert verdicts["lead"]["vs_first"] is None and verdicts["same"]["vs_first"]["rouge2"]["diff"] < 0
+    assert (
+        verdicts["lead"]["vs_lead3"]["rouge2"]["diff"] == 0
+        and verdicts["lead"]["vs_lead3"]["rouge2"]["p"] == 1
+    )
+    assert (
+        verdicts["lead"]["vs_first"] is None and verdicts["same"]["vs_first"]["rouge2"]["diff"] < 0
+    )
     same = verdicts["same"]["verdict"]
-    assert same["summarizes"] is False and same["checks"]["specific"] is False and same["checks"]["reads"] is False
-    assert "| *Lead-3* |" in table and "| *bag of pieces (no training" in table and "| `same` |" in table
+    assert (
+        same["summarizes"] is False
+        and same["checks"]["specific"] is False
+        and same["checks"]["reads"] is False
+    )
+    assert (
+        "| *Lead-3* |" in table
+        and "| *bag of pieces (no training" in table
+        and "| `same` |" in table
+    )
     assert "- `same`: ROUGE-2 specificity delta" in table
     results = (out / "results.md").read_text()
-    assert results.count(baseline_table.SECTION) == 1 and results.index("## Settings") < results.index("## Baselines")
-    baseline_table.write(str(out), str(work), ["lead", "same"])  # again: the section replaced, not repeated
+    assert results.count(baseline_table.SECTION) == 1 and results.index(
+        "## Settings"
+    ) < results.index("## Baselines")
+    baseline_table.write(
+        str(out), str(work), ["lead", "same"]
+    )  # again: the section replaced, not repeated
     assert (out / "results.md").read_text() == results
     # over seeds (paper_evidence.sh): a second seed's folder, one section for both
     import shutil
@@ -265,6 +378,9 @@ def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_agai
         shutil.copytree(out, top / seed)
     (top / "results.md").write_text("# Evidence\n")
     across = baseline_table.write_across(str(top), [str(top / "seed1"), str(top / "seed2")])
-    assert "| `lead` | 47.19 +- 0.00 | 44.56 +- 0.00 | 47.19 +- 0.00 | 43.81 +- 0.00 (p <= 0.039)" in across
+    assert (
+        "| `lead` | 47.19 +- 0.00 | 44.56 +- 0.00 | 47.19 +- 0.00 | 43.81 +- 0.00 (p <= 0.039)"
+        in across
+    )
     assert "does not summarize / does not summarize | +0.00 (1.000) / +0.00 (1.000) |" in across
     assert (top / "results.md").read_text().count(baseline_table.SECTION) == 1

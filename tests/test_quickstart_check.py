@@ -1,4 +1,5 @@
 """recipes/aclsum/quickstart_check.py: the quickstart's last lines."""
+
 import importlib.util
 import json
 import os
@@ -26,10 +27,17 @@ def use(gain, distinct, n=100, nll=8.11):
 
 
 def baselines(random_delta=4.6, bag_nll=8.74):
-    """Lead-3 and the generic summary as measured on the quickstart's test papers (issue figures)."""
-    return {"documents": 100, "random_delta": random_delta, "bag_of_pieces": {"nll": bag_nll},
-            "systems": {"lead3": {**rouge(29.72, 7.41, 26.37), "specificity": {"delta": 6.26}},
-                        "generic": {**rouge(30.92, 3.82, 27.77), "specificity": {"delta": 0.0}}}}
+    """Lead-3 and the generic summary as measured on the quickstart's test papers (issue
+    figures)."""
+    return {
+        "documents": 100,
+        "random_delta": random_delta,
+        "bag_of_pieces": {"nll": bag_nll},
+        "systems": {
+            "lead3": {**rouge(29.72, 7.41, 26.37), "specificity": {"delta": 6.26}},
+            "generic": {**rouge(30.92, 3.82, 27.77), "specificity": {"delta": 0.0}},
+        },
+    }
 
 
 def test_pinned_run_must_equal_the_expected_figures_to_the_last_digit():
@@ -41,8 +49,14 @@ def test_pinned_run_must_equal_the_expected_figures_to_the_last_digit():
 
 
 def test_unpinned_run_is_judged_by_the_measured_rouge1_tolerance():
-    assert "inside the expected 25.00 +- 2.1" in qc.lines(rouge(27.03, 5.0, 24.1), use(0.64, 100), False, True)[0]
-    assert "OUTSIDE the expected 25.00 +- 2.1" in qc.lines(rouge(22.80, 4.0, 21.0), use(0.64, 100), False, True)[0]
+    assert (
+        "inside the expected 25.00 +- 2.1"
+        in qc.lines(rouge(27.03, 5.0, 24.1), use(0.64, 100), False, True)[0]
+    )
+    assert (
+        "OUTSIDE the expected 25.00 +- 2.1"
+        in qc.lines(rouge(22.80, 4.0, 21.0), use(0.64, 100), False, True)[0]
+    )
 
 
 def test_other_settings_have_no_expected_figures():
@@ -52,27 +66,48 @@ def test_other_settings_have_no_expected_figures():
 
 def test_the_last_lines_give_rouge_beside_lead3_and_the_generic_summary_and_the_verdict():
     out = qc.lines(rouge(26.69, 5.10, 23.72, delta=3.0), use(0.636, 100), True, True, baselines())
-    assert out[1] == ("[quickstart] ROUGE-1/2/L 26.69/5.10/23.72 beside Lead-3 29.72/7.41/26.37 and the generic "
-                      "summary 30.92/3.82/27.77 (one training abstract for every paper), on the same 100 test papers")
-    assert out[2].startswith("[quickstart] summarizes: yes (ROUGE-2 specificity +3.00 (p 0.0010) above the bar 2.30")
-    assert "test NLL 8.110 bits below the bag of pieces' 8.740" in out[2] and "reads its papers: yes" in out[2]
+    assert out[1] == (
+        "[quickstart] ROUGE-1/2/L 26.69/5.10/23.72 beside Lead-3 29.72/7.41/26.37 and the generic "
+        "summary 30.92/3.82/27.77 (one training abstract for every paper), on the same 100 test "
+        "papers"
+    )
+    assert out[2].startswith(
+        "[quickstart] summarizes: yes (ROUGE-2 specificity +3.00 (p 0.0010) above the bar 2.30"
+    )
+    assert (
+        "test NLL 8.110 bits below the bag of pieces' 8.740" in out[2]
+        and "reads its papers: yes" in out[2]
+    )
 
 
 def test_a_model_below_the_bar_says_no_and_where_it_stands_between_generic_and_lead3():
-    """The trained quickstart model's delta 1.37 under a bar of 2.3: ROUGE-2 (5.10 - 3.82) / (7.41 - 3.82),
+    """The trained quickstart model's delta 1.37 under a bar of 2.3: ROUGE-2 (5.10 - 3.82) / (7.41 -
+    3.82),
     specificity 1.37 / 6.26 of the way from the generic summary to Lead-3."""
-    out = qc.lines(rouge(26.69, 5.10, 23.72, delta=1.37, p=0.0005), use(0.636, 100), True, True, baselines())
-    assert out[2].startswith("[quickstart] summarizes: NO (ROUGE-2 specificity +1.37 (p 0.0005) NOT above the bar 2.30")
+    out = qc.lines(
+        rouge(26.69, 5.10, 23.72, delta=1.37, p=0.0005), use(0.636, 100), True, True, baselines()
+    )
+    assert out[2].startswith(
+        "[quickstart] summarizes: NO (ROUGE-2 specificity +1.37 (p 0.0005) NOT above the bar 2.30"
+    )
     r2, spec_at = (5.10 - 3.82) / (7.41 - 3.82), 1.37 / 6.26
-    assert out[2].endswith(f"between the generic summary (0) and Lead-3 (1): ROUGE-2 at {r2:.2f}, "
-                           f"specificity at {spec_at:.2f}")
+    assert out[2].endswith(
+        f"between the generic summary (0) and Lead-3 (1): ROUGE-2 at {r2:.2f}, "
+        f"specificity at {spec_at:.2f}"
+    )
 
 
-@pytest.mark.parametrize("model_use,failed", [
-    (use(1.434, 100, nll=9.92), "test NLL 9.920 bits NOT below the bag of pieces' 8.740"),  # the 2-update copy model
-    (use(0.0, 1), "reads its papers: NO (source gain 0.000 bits >= 0.3, 1 distinct of 100"),
-    (use(0.5, 89), "reads its papers: NO"),  # 89 of 100 distinct
-])
+@pytest.mark.parametrize(
+    "model_use,failed",
+    [
+        (
+            use(1.434, 100, nll=9.92),
+            "test NLL 9.920 bits NOT below the bag of pieces' 8.740",
+        ),  # the 2-update copy model
+        (use(0.0, 1), "reads its papers: NO (source gain 0.000 bits >= 0.3, 1 distinct of 100"),
+        (use(0.5, 89), "reads its papers: NO"),  # 89 of 100 distinct
+    ],
+)
 def test_a_model_that_fails_the_nll_or_the_reading_check_does_not_summarize(model_use, failed):
     out = qc.lines(rouge(26.69, 5.10, 23.72, delta=3.0), model_use, True, True, baselines())
     assert out[2].startswith("[quickstart] summarizes: NO") and failed in out[2]
@@ -80,14 +115,31 @@ def test_a_model_that_fails_the_nll_or_the_reading_check_does_not_summarize(mode
 
 def test_without_baselines_the_verdict_is_not_measured():
     out = qc.lines(rouge(26.69, 5.10, 23.72, delta=3.0), use(0.636, 100), True, True)
-    assert "no baselines to compare with" in out[1] and out[2].startswith("[quickstart] summarizes: not measured")
+    assert "no baselines to compare with" in out[1] and out[2].startswith(
+        "[quickstart] summarizes: not measured"
+    )
 
 
 def test_the_script_prints_the_lines_from_the_json_files(tmp_path):
     (tmp_path / "r.json").write_text(json.dumps(rouge(26.69, 5.10, 23.72, delta=1.37)))
     (tmp_path / "u.json").write_text(json.dumps(use(0.636, 100)))
     (tmp_path / "b.json").write_text(json.dumps(baselines()))
-    proc = subprocess.run([sys.executable, PATH, *(str(tmp_path / f) for f in ("r.json", "u.json")), "1", "1",
-                           str(tmp_path / "b.json")], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and proc.stdout.count("[quickstart]") == 3 and "the same as" in proc.stdout
+    proc = subprocess.run(
+        [
+            sys.executable,
+            PATH,
+            *(str(tmp_path / f) for f in ("r.json", "u.json")),
+            "1",
+            "1",
+            str(tmp_path / "b.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        proc.returncode == 0
+        and proc.stdout.count("[quickstart]") == 3
+        and "the same as" in proc.stdout
+    )
     assert proc.stdout.splitlines()[-1].startswith("[quickstart] summarizes: NO")

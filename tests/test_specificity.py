@@ -1,4 +1,6 @@
-"""ROUGE-2 reference specificity and the verdict "summarizes" (analysis/specificity.py), checked by hand."""
+"""ROUGE-2 reference specificity and the verdict "summarizes" (analysis/specificity.py), checked by
+hand."""
+
 import json
 
 import numpy as np
@@ -11,8 +13,8 @@ from fairseq_sum_plugins.analysis import specificity as sp
 REFS = [["a b c"], ["b c d"], ["x y z"]]
 HYPS = [["a b c"], ["b c d e"], ["x y"]]
 # by hand: row = output, column = reference, ROUGE-2 F1 x 100
-#   out 0 {ab, bc}      vs ref 0 {ab, bc}: P 2/2 R 2/2 -> 100;  ref 1 {bc, cd}: P 1/2 R 1/2 -> 50;  ref 2: 0
-#   out 1 {bc, cd, de}  vs ref 0: P 1/3 R 1/2 -> 40;  ref 1: P 2/3 R 2/2 -> 80;  ref 2: 0
+#   out 0 {ab, bc}      vs ref 0 {ab, bc}: P 2/2 R 2/2 -> 100;  ref 1 {bc, cd}: P 1/2 R 1/2 -> 50;
+# ref 2: 0 out 1 {bc, cd, de}  vs ref 0: P 1/3 R 1/2 -> 40;  ref 1: P 2/3 R 2/2 -> 80;  ref 2: 0
 #   out 2 {xy}          vs ref 2 {xy, yz}: P 1/1 R 1/2 -> 200/3
 HAND = np.array([[100, 50, 0], [40, 80, 0], [0, 0, 200 / 3]])
 
@@ -27,12 +29,15 @@ def test_the_matrix_of_three_documents_equals_the_hand_computation():
 
 
 def test_own_other_delta_and_the_permutation_p_of_three_documents_by_hand():
-    """own = (100 + 80 + 66.67) / 3, other = (50 + 40) / 6 = 15; of the 6 assignments only the identity
-    reaches the observed delta (the others' own: 100, 156.67, 50, 40, 80 summed), so p counts the
+    """own = (100 + 80 + 66.67) / 3, other = (50 + 40) / 6 = 15; of the 6 assignments only the
+    identity reaches the observed delta (the others' own: 100, 156.67, 50, 40, 80 summed), so p
+    counts the
     identity permutations the seeded generator draws."""
     res = sp.specificity_from_counts(counts(HYPS), counts(REFS), permutations=1000, seed=3)
     own = (100 + 80 + 200 / 3) / 3
-    assert res["own"] == pytest.approx(own, abs=1e-12) and res["other"] == pytest.approx(15, abs=1e-12)
+    assert res["own"] == pytest.approx(own, abs=1e-12) and res["other"] == pytest.approx(
+        15, abs=1e-12
+    )
     assert res["delta"] == pytest.approx(own - 15, abs=1e-12)
     rng = np.random.default_rng(3)
     identity = sum(list(rng.permutation(3)) == [0, 1, 2] for _ in range(1000))
@@ -49,20 +54,30 @@ def test_repeated_bigrams_count_as_rouge_score_counts_them():
 
 
 def test_the_diagonal_equals_the_scorers_rouge2_and_the_sparse_path_the_dense_one():
-    """Stemmed words, sentences, an empty output: M[i, i] is the scorer's ROUGE-2 F1 of document i, and the
+    """Stemmed words, sentences, an empty output: M[i, i] is the scorer's ROUGE-2 F1 of document i,
+    and the
     path for large test sets (pairs computed from sparse rows) gives the dense path's numbers."""
-    refs = ["The councils were closing three parks. <sep> Residents said they protested.",
-            "A new station opened in the city.", "Officers warned drivers about the roads.",
-            "The team won the match after a late goal."]
-    hyps = ["Three parks were closed by the council. <sep> Residents protested.",
-            "The city opened a new station.", "", "A late goal won the match for the team."]
+    refs = [
+        "The councils were closing three parks. <sep> Residents said they protested.",
+        "A new station opened in the city.",
+        "Officers warned drivers about the roads.",
+        "The team won the match after a late goal.",
+    ]
+    hyps = [
+        "Three parks were closed by the council. <sep> Residents protested.",
+        "The city opened a new station.",
+        "",
+        "A late goal won the match for the team.",
+    ]
     scorer = rouge.Scorer()
     hyp_sents, ref_sents = scorer.pairs(hyps, refs)
     want = scorer.documents(hyp_sents, ref_sents)["rouge2"][:, 2] * 100
     m = sp.BigramMatrix(counts(hyp_sents), counts(ref_sents)).matrix()
     np.testing.assert_allclose(np.diag(m), want, rtol=0, atol=1e-12)
     dense = sp.specificity_from_counts(counts(hyp_sents), counts(ref_sents), 1000, seed=5)
-    sparse = sp.specificity_from_counts(counts(hyp_sents), counts(ref_sents), 1000, seed=5, dense_limit=0)
+    sparse = sp.specificity_from_counts(
+        counts(hyp_sents), counts(ref_sents), 1000, seed=5, dense_limit=0
+    )
     assert sparse == pytest.approx(dense, abs=1e-9)
 
 
@@ -89,27 +104,62 @@ def test_the_bar_is_half_the_random_extracts_delta_with_a_floor_of_half_a_point(
     assert sp.specificity_bar(None) is None
 
 
-@pytest.mark.parametrize("kwargs,summarizes,failed", [
-    (dict(spec=spec(3.0), nll=8.0, bag_nll=9.0, gain=0.6, distinct=100, outputs=100), True, []),
-    # the trained quickstart model's delta 1.37 under a bar of 2.3 (ACLSum's random extract: 4.6)
-    (dict(spec=spec(1.37), nll=8.0, bag_nll=9.0, gain=0.6, distinct=100, outputs=100), False, ["specific"]),
-    (dict(spec=spec(3.0, p=0.02), nll=8.0, bag_nll=9.0, gain=0.6, distinct=100, outputs=100), False, ["specific"]),
-    # a 2-update copy model: reads (gain 1.43, 100 distinct), NLL above the bag of pieces
-    (dict(spec=spec(0.27), nll=9.92, bag_nll=9.0, gain=1.43, distinct=100, outputs=100), False,
-     ["specific", "beats_bag"]),
-    # a generic summary: one text
-    (dict(spec=spec(0.0, p=1.0), nll=8.0, bag_nll=9.0, gain=0.0, distinct=1, outputs=100), False,
-     ["specific", "reads"]),
-    (dict(spec=spec(3.0), nll=None, bag_nll=9.0, gain=0.6, distinct=100, outputs=100), None, []),
-    (dict(spec=spec(3.0), nll=9.5, bag_nll=None, gain=None, distinct=None, outputs=None), None, []),
-    (dict(spec=spec(0.1), nll=None, bag_nll=None, gain=None, distinct=None, outputs=None), False, ["specific"]),
-])
+@pytest.mark.parametrize(
+    "kwargs,summarizes,failed",
+    [
+        (dict(spec=spec(3.0), nll=8.0, bag_nll=9.0, gain=0.6, distinct=100, outputs=100), True, []),
+        # the trained quickstart model's delta 1.37 under a bar of 2.3 (ACLSum's random extract:
+        # 4.6)
+        (
+            dict(spec=spec(1.37), nll=8.0, bag_nll=9.0, gain=0.6, distinct=100, outputs=100),
+            False,
+            ["specific"],
+        ),
+        (
+            dict(spec=spec(3.0, p=0.02), nll=8.0, bag_nll=9.0, gain=0.6, distinct=100, outputs=100),
+            False,
+            ["specific"],
+        ),
+        # a 2-update copy model: reads (gain 1.43, 100 distinct), NLL above the bag of pieces
+        (
+            dict(spec=spec(0.27), nll=9.92, bag_nll=9.0, gain=1.43, distinct=100, outputs=100),
+            False,
+            ["specific", "beats_bag"],
+        ),
+        # a generic summary: one text
+        (
+            dict(spec=spec(0.0, p=1.0), nll=8.0, bag_nll=9.0, gain=0.0, distinct=1, outputs=100),
+            False,
+            ["specific", "reads"],
+        ),
+        (
+            dict(spec=spec(3.0), nll=None, bag_nll=9.0, gain=0.6, distinct=100, outputs=100),
+            None,
+            [],
+        ),
+        (
+            dict(spec=spec(3.0), nll=9.5, bag_nll=None, gain=None, distinct=None, outputs=None),
+            None,
+            [],
+        ),
+        (
+            dict(spec=spec(0.1), nll=None, bag_nll=None, gain=None, distinct=None, outputs=None),
+            False,
+            ["specific"],
+        ),
+    ],
+)
 def test_the_verdict_needs_specificity_nll_below_the_bag_and_reading(kwargs, summarizes, failed):
     v = sp.verdict(random_delta=4.6, **kwargs)
     assert v["summarizes"] is summarizes
     assert sorted(k for k, c in v["checks"].items() if c is False) == sorted(failed)
-    assert v["label"] == {True: "summarizes", False: "does not summarize", None: "not measured"}[summarizes]
-    assert v["bar"] == pytest.approx(2.3) and len(v["reasons"]) == sum(c is not True for c in v["checks"].values())
+    assert (
+        v["label"]
+        == {True: "summarizes", False: "does not summarize", None: "not measured"}[summarizes]
+    )
+    assert v["bar"] == pytest.approx(2.3) and len(v["reasons"]) == sum(
+        c is not True for c in v["checks"].values()
+    )
     json.dumps(v)
 
 
@@ -130,8 +180,21 @@ def test_fairseq_sum_score_specificity_prints_and_writes_json(tmp_path, capsys):
     hyp, ref, out = tmp_path / "hyp.txt", tmp_path / "ref.txt", tmp_path / "s.json"
     hyp.write_text("".join(" ".join(h) + "\n" for h in HYPS))
     ref.write_text("".join(" ".join(r) + "\n" for r in REFS))
-    score.main(["--hyp", str(hyp), "--ref", str(ref), "--specificity", "--bootstrap-samples", "0",
-                "--json", str(out), "--seed", "3"])
+    score.main(
+        [
+            "--hyp",
+            str(hyp),
+            "--ref",
+            str(ref),
+            "--specificity",
+            "--bootstrap-samples",
+            "0",
+            "--json",
+            str(out),
+            "--seed",
+            "3",
+        ]
+    )
     printed = capsys.readouterr().out
     assert "ROUGE-2 specificity: own 82.22, other 15.00, delta +67.22" in printed
     got = json.loads(out.read_text())["specificity"]
@@ -139,11 +202,16 @@ def test_fairseq_sum_score_specificity_prints_and_writes_json(tmp_path, capsys):
     assert set(got) >= {"own", "other", "delta", "p"}
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--permutations", "999", "--specificity"], "--permutations: must be >= 1000, got 999"),
-    (["--permutations", "2000"], "--permutations goes with --specificity"),
-])
-def test_fairseq_sum_score_refuses_few_permutations_or_permutations_alone(tmp_path, capsys, argv, message):
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--permutations", "999", "--specificity"], "--permutations: must be >= 1000, got 999"),
+        (["--permutations", "2000"], "--permutations goes with --specificity"),
+    ],
+)
+def test_fairseq_sum_score_refuses_few_permutations_or_permutations_alone(
+    tmp_path, capsys, argv, message
+):
     from fairseq_sum_plugins import score
 
     hyp = tmp_path / "hyp.txt"

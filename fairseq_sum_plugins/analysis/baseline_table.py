@@ -2,21 +2,22 @@
 
 ::
 
-    python -m fairseq_sum_plugins.analysis.baseline_table OUT WORK LABEL... [--baselines OUT/baselines.json]
+    python -m fairseq_sum_plugins.analysis.baseline_table OUT WORK LABEL... \\
+        [--baselines OUT/baselines.json]
 
 reads ``fairseq-sum-baselines --data WORK``'s JSON (default ``OUT/baselines.json``) and, per label,
 ``OUT/LABEL/test.out`` (the decoding), ``test.out.rouge.json`` (``fairseq-sum-score --specificity``)
 and ``source_use.json`` (source gain, the model's own test NLL, distinct outputs), and writes
 
-* ``OUT/baselines.md``: one table, the baseline rows (Lead-1, Lead-3, Lead-k, random3, the oracle, the
-  generic summary, the bag of pieces) then the models, each with ROUGE-1/2/L F1, ROUGE-2 specificity
-  delta (p), test NLL, source gain, distinct outputs and the verdict
-  (:func:`fairseq_sum_plugins.analysis.specificity.verdict`), and for each model its paired bootstrap
-  against Lead-3 (:func:`fairseq_sum_plugins.analysis.compare.compare_systems`, 1,000 resamples, seed 1:
-  A - B in ROUGE points with p) beside its paired difference from the first label (compare.sh's
-  baseline);
-* ``OUT/verdicts.json``: ``{label: {"verdict", "vs_lead3", "vs_first"}}`` (``vs_*``: compare_systems'
-  ``metrics``) and ``baselines`` (the JSON read);
+* ``OUT/baselines.md``: one table, the baseline rows (Lead-1, Lead-3, Lead-k, random3, the oracle,
+  the generic summary, the bag of pieces) then the models, each with ROUGE-1/2/L F1, ROUGE-2
+  specificity delta (p), test NLL, source gain, distinct outputs and the verdict
+  (:func:`fairseq_sum_plugins.analysis.specificity.verdict`), and for each model its paired
+  bootstrap against Lead-3 (:func:`fairseq_sum_plugins.analysis.compare.compare_systems`, 1,000
+  resamples, seed 1: A - B in ROUGE points with p) beside its paired difference from the first label
+  (compare.sh's baseline);
+* ``OUT/verdicts.json``: ``{label: {"verdict", "vs_lead3", "vs_first"}}`` (``vs_*``:
+  compare_systems' ``metrics``) and ``baselines`` (the JSON read);
 * the same table appended to ``OUT/results.md`` under "## Baselines and the verdict" (replacing an
   earlier such section).
 
@@ -24,15 +25,17 @@ Over seeds (``recipes/xsum/paper_evidence.sh``: one compare.sh OUT per seed, the
 
     python -m fairseq_sum_plugins.analysis.baseline_table OUT --across OUT/seed1 OUT/seed2 ...
 
-writes the section once for all seeds into ``OUT/results.md`` and ``OUT/baselines.md``: the baseline rows
-of the first seed's folder (the baselines do not train: the same in every folder), then per model the
-mean +- sd over seeds of ROUGE-1/2/L and of the specificity delta, the verdict of each seed, and the
-ROUGE-2 difference from Lead-3 of each seed with its paired-bootstrap p (:func:`across_seeds`).
+writes the section once for all seeds into ``OUT/results.md`` and ``OUT/baselines.md``: the baseline
+rows of the first seed's folder (the baselines do not train: the same in every folder), then per
+model the mean +- sd over seeds of ROUGE-1/2/L and of the specificity delta, the verdict of each
+seed, and the ROUGE-2 difference from Lead-3 of each seed with its paired-bootstrap p
+(:func:`across_seeds`).
 
-Lead-3 is recomputed from ``WORK`` (:func:`.baselines.read_prepared`, :func:`.baselines.lead`), the text
-fairseq-sum-baselines scored. A label whose decoding does not cover every test document, or whose
-references differ from WORK's, is an error naming it.
+Lead-3 is recomputed from ``WORK`` (:func:`.baselines.read_prepared`, :func:`.baselines.lead`), the
+text fairseq-sum-baselines scored. A label whose decoding does not cover every test document, or
+whose references differ from WORK's, is an error naming it.
 """
+
 import argparse
 import json
 import os
@@ -43,8 +46,14 @@ from . import baselines as bl
 from . import specificity as sp
 
 SECTION = "## Baselines and the verdict"
-NAMES = {"lead1": "Lead-1", "lead3": "Lead-3", "leadk": "Lead-k", "random3": "random 3 sentences",
-         "oracle": "oracle (greedy)", "generic": "generic summary"}
+NAMES = {
+    "lead1": "Lead-1",
+    "lead3": "Lead-3",
+    "leadk": "Lead-k",
+    "random3": "random 3 sentences",
+    "oracle": "oracle (greedy)",
+    "generic": "generic summary",
+}
 
 
 def _read_json(path, what):
@@ -55,19 +64,25 @@ def _read_json(path, what):
 
 
 def model_outputs(gen_output, data_bin, n):
-    """Hypotheses and references of a generate output, by sample id 0..n-1 (fairseq-sum-score's reading)."""
+    """Hypotheses and references of a generate output, by sample id 0..n-1 (fairseq-sum-score's
+    reading)."""
     from .compare import get_parser, load_system
 
     args = get_parser().parse_args([gen_output, gen_output, "--data", data_bin])
     system = load_system(gen_output, args)
     if sorted(system) != list(range(n)):
-        raise ValueError(f"{gen_output} covers {len(system)} sample ids, not the {n} test documents of the baselines")
+        raise ValueError(
+            f"{gen_output} covers {len(system)} sample ids, not the {n} test documents of the "
+            "baselines"
+        )
     return [system[i][0] for i in range(n)], [system[i][1] for i in range(n)]
 
 
 def _points(metrics):
     """'+1.23 (p 0.004)' per ROUGE-1/2/L of compare_systems' metrics, joined by ' / '."""
-    return " / ".join(f"{100 * metrics[m]['diff']:+.2f} (p {metrics[m]['p']:.3f})" for m in rouge.MAIN_METRICS)
+    return " / ".join(
+        f"{100 * metrics[m]['diff']:+.2f} (p {metrics[m]['p']:.3f})" for m in rouge.MAIN_METRICS
+    )
 
 
 def _spec_cell(spec):
@@ -82,26 +97,65 @@ def build(out_dir, work, labels, baselines_path=None, samples=1000, seed=1):
     """(markdown table, verdicts dict) of the run (module docstring)."""
     from .compare import compare_systems
 
-    base = _read_json(baselines_path or os.path.join(out_dir, "baselines.json"), "fairseq-sum-baselines --json")
+    base = _read_json(
+        baselines_path or os.path.join(out_dir, "baselines.json"), "fairseq-sum-baselines --json"
+    )
     docs, refs = bl.read_prepared(work, base.get("split", "test"))
     if len(docs) != base.get("documents"):
-        raise ValueError(f"the baselines are of {base.get('documents')} documents, {work} has {len(docs)}")
+        raise ValueError(
+            f"the baselines are of {base.get('documents')} documents, {work} has {len(docs)}"
+        )
     lead3 = bl.lead(docs, 3)
     _, bin_dir = bl.prepared_folders(work)
     scorer = rouge.Scorer()
     bag = base.get("bag_of_pieces") or {}
-    head = ["system", "ROUGE-1", "ROUGE-2", "ROUGE-L", "specificity delta (p)", "test NLL (bits)", "source gain",
-            "distinct", "verdict", "vs Lead-3: A - B, ROUGE-1 / 2 / L (p)", f"vs `{labels[0]}`: A - B (p)"]
+    head = [
+        "system",
+        "ROUGE-1",
+        "ROUGE-2",
+        "ROUGE-L",
+        "specificity delta (p)",
+        "test NLL (bits)",
+        "source gain",
+        "distinct",
+        "verdict",
+        "vs Lead-3: A - B, ROUGE-1 / 2 / L (p)",
+        f"vs `{labels[0]}`: A - B (p)",
+    ]
     rows = []
     for name, s in base["systems"].items():
         if s is None:
             continue
         label = f"Lead-{s['k']} (k on valid)" if name == "leadk" else NAMES.get(name, name)
-        rows.append([f"*{label}*", *(f"{100 * s[m]:.2f}" for m in rouge.MAIN_METRICS), _spec_cell(s["specificity"]),
-                     "-", "-", f"{s['distinct']}/{base['documents']}", s["verdict"]["label"], "", ""])
+        rows.append(
+            [
+                f"*{label}*",
+                *(f"{100 * s[m]:.2f}" for m in rouge.MAIN_METRICS),
+                _spec_cell(s["specificity"]),
+                "-",
+                "-",
+                f"{s['distinct']}/{base['documents']}",
+                s["verdict"]["label"],
+                "",
+                "",
+            ]
+        )
     if bag:
-        rows.append([f"*bag of pieces (no training, lambda {bag['lambda']:.2f})*", "-", "-", "-", "-",
-                     f"{bag['nll']:.3f}", f"{bag['gain']:.3f}", "-", bag["verdict"]["label"], "", ""])
+        rows.append(
+            [
+                f"*bag of pieces (no training, lambda {bag['lambda']:.2f})*",
+                "-",
+                "-",
+                "-",
+                "-",
+                f"{bag['nll']:.3f}",
+                f"{bag['gain']:.3f}",
+                "-",
+                bag["verdict"]["label"],
+                "",
+                "",
+            ]
+        )
     verdicts, first = {}, None
     for label in labels:
         run = os.path.join(out_dir, label)
@@ -111,34 +165,74 @@ def build(out_dir, work, labels, baselines_path=None, samples=1000, seed=1):
         hyps, model_refs = model_outputs(os.path.join(run, "test.out"), bin_dir, len(docs))
         if model_refs != refs:
             raise ValueError(f"{run}/test.out: its references differ from {work}'s test references")
-        v = sp.verdict(scores.get("specificity"), base.get("random_delta"), nll=use.get("nll_own"),
-                       bag_nll=bag.get("nll"), gain=use.get("gain"), distinct=use.get("distinct"),
-                       outputs=use.get("hypotheses"))
-        vs_lead3 = compare_systems(hyps, lead3, refs, samples=samples, seed=seed, scorer=scorer)["metrics"]
-        vs_first = None if first is None else compare_systems(hyps, first, refs, samples=samples, seed=seed,
-                                                              scorer=scorer)["metrics"]
+        v = sp.verdict(
+            scores.get("specificity"),
+            base.get("random_delta"),
+            nll=use.get("nll_own"),
+            bag_nll=bag.get("nll"),
+            gain=use.get("gain"),
+            distinct=use.get("distinct"),
+            outputs=use.get("hypotheses"),
+        )
+        vs_lead3 = compare_systems(hyps, lead3, refs, samples=samples, seed=seed, scorer=scorer)[
+            "metrics"
+        ]
+        vs_first = (
+            None
+            if first is None
+            else compare_systems(hyps, first, refs, samples=samples, seed=seed, scorer=scorer)[
+                "metrics"
+            ]
+        )
         first = hyps if first is None else first
         verdicts[label] = {"verdict": v, "vs_lead3": vs_lead3, "vs_first": vs_first}
-        rows.append([f"`{label}`", *(f"{100 * scores[m]:.2f}" for m in rouge.MAIN_METRICS),
-                     _spec_cell(scores.get("specificity")), _f(use.get("nll_own"), ".3f"), _f(use.get("gain"), ".3f"),
-                     f"{use['distinct']}/{use['hypotheses']}" if "distinct" in use else "-",
-                     f"**{v['label']}**" if v["summarizes"] else v["label"], _points(vs_lead3),
-                     _points(vs_first) if vs_first else "(itself)"])
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+        rows.append(
+            [
+                f"`{label}`",
+                *(f"{100 * scores[m]:.2f}" for m in rouge.MAIN_METRICS),
+                _spec_cell(scores.get("specificity")),
+                _f(use.get("nll_own"), ".3f"),
+                _f(use.get("gain"), ".3f"),
+                f"{use['distinct']}/{use['hypotheses']}" if "distinct" in use else "-",
+                f"**{v['label']}**" if v["summarizes"] else v["label"],
+                _points(vs_lead3),
+                _points(vs_first) if vs_first else "(itself)",
+            ]
+        )
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + [
+        "| " + " | ".join(r) + " |" for r in rows
+    ]
     bar = base.get("bar")
-    notes = [f"{base['documents']} test documents. Baselines: fairseq-sum-baselines (analysis/baselines.py); "
-             "ROUGE F1 x 100; specificity: ROUGE-2 F1 against the own reference minus against the other "
-             "documents' (points), permutation p. Verdict \"summarizes\" (analysis/specificity.py): specificity "
-             + (f"delta above {bar:.2f} (max(0.5, half the random extract's {base['random_delta']:+.2f})) "
-                if bar is not None else "delta above max(0.5, half the random extract's) ")
-             + f"with p <= {sp.MAX_P}, test NLL below the bag of pieces'"
-             + (f" {bag['nll']:.3f} bits" if bag else "")
-             + f", and reading (source gain >= {sp.READ_GAIN} bits, >= {sp.READ_DISTINCT:.0%} distinct). "
-             "Paired bootstrap (fairseq-sum-compare's, 1,000 resamples): the model minus Lead-3, and the model "
-             f"minus `{labels[0]}`."]
-    failed = {label: v["verdict"]["reasons"] for label, v in verdicts.items() if v["verdict"]["summarizes"] is not True}
+    notes = [
+        f"{base['documents']} test documents. Baselines: fairseq-sum-baselines "
+        "(analysis/baselines.py); "
+        "ROUGE F1 x 100; specificity: ROUGE-2 F1 against the own reference minus against the other "
+        'documents\' (points), permutation p. Verdict "summarizes" (analysis/specificity.py): '
+        "specificity "
+        + (
+            f"delta above {bar:.2f} (max(0.5, half the random extract's "
+            f"{base['random_delta']:+.2f})) "
+            if bar is not None
+            else "delta above max(0.5, half the random extract's) "
+        )
+        + f"with p <= {sp.MAX_P}, test NLL below the bag of pieces'"
+        + (f" {bag['nll']:.3f} bits" if bag else "")
+        + f", and reading (source gain >= {sp.READ_GAIN} bits, >= {sp.READ_DISTINCT:.0%} "
+        "distinct). "
+        "Paired bootstrap (fairseq-sum-compare's, 1,000 resamples): the model minus Lead-3, and "
+        "the model "
+        f"minus `{labels[0]}`."
+    ]
+    failed = {
+        label: v["verdict"]["reasons"]
+        for label, v in verdicts.items()
+        if v["verdict"]["summarizes"] is not True
+    }
     notes += [f"- `{label}`: " + "; ".join(reasons) for label, reasons in failed.items()]
-    return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n", {"labels": verdicts, "baselines": base}
+    return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n", {
+        "labels": verdicts,
+        "baselines": base,
+    }
 
 
 def _baseline_rows(base):
@@ -146,12 +240,32 @@ def _baseline_rows(base):
     for name, s in base["systems"].items():
         if s is not None:
             label = f"Lead-{s['k']} (k on valid)" if name == "leadk" else NAMES.get(name, name)
-            rows.append([f"*{label}*", *(f"{100 * s[m]:.2f}" for m in rouge.MAIN_METRICS), _spec_cell(s["specificity"]),
-                         f"{s['distinct']}/{base['documents']}", s["verdict"]["label"], ""])
+            rows.append(
+                [
+                    f"*{label}*",
+                    *(f"{100 * s[m]:.2f}" for m in rouge.MAIN_METRICS),
+                    _spec_cell(s["specificity"]),
+                    f"{s['distinct']}/{base['documents']}",
+                    s["verdict"]["label"],
+                    "",
+                ]
+            )
     bag = base.get("bag_of_pieces")
     if bag:
-        rows.append([f"*bag of pieces (no training, lambda {bag['lambda']:.2f}): test NLL {bag['nll']:.3f} bits, "
-                     f"source gain {bag['gain']:.3f}*", "-", "-", "-", "-", "-", bag["verdict"]["label"], ""])
+        rows.append(
+            [
+                f"*bag of pieces (no training, lambda {bag['lambda']:.2f}): test NLL "
+                f"{bag['nll']:.3f} bits, "
+                f"source gain {bag['gain']:.3f}*",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                bag["verdict"]["label"],
+                "",
+            ]
+        )
     return rows
 
 
@@ -161,43 +275,82 @@ def _mean_sd(values):
     values = [v for v in values if v is not None]
     if not values:
         return "-"
-    return f"{np.mean(values):.2f} +- {np.std(values, ddof=1):.2f}" if len(values) > 1 else f"{values[0]:.2f}"
+    return (
+        f"{np.mean(values):.2f} +- {np.std(values, ddof=1):.2f}"
+        if len(values) > 1
+        else f"{values[0]:.2f}"
+    )
 
 
 def across_seeds(seed_dirs):
     """Markdown section of compare.sh folders of several seeds (module docstring)."""
     base = _read_json(os.path.join(seed_dirs[0], "baselines.json"), "fairseq-sum-baselines --json")
-    runs = [_read_json(os.path.join(d, "verdicts.json"), "baseline_table of the seed's compare.sh")["labels"]
-            for d in seed_dirs]
+    runs = [
+        _read_json(os.path.join(d, "verdicts.json"), "baseline_table of the seed's compare.sh")[
+            "labels"
+        ]
+        for d in seed_dirs
+    ]
     labels = list(runs[0])
-    head = ["system", "ROUGE-1", "ROUGE-2", "ROUGE-L", "specificity delta (p)", "distinct", "verdict",
-            "vs Lead-3: ROUGE-2 A - B (p), each seed"]
+    head = [
+        "system",
+        "ROUGE-1",
+        "ROUGE-2",
+        "ROUGE-L",
+        "specificity delta (p)",
+        "distinct",
+        "verdict",
+        "vs Lead-3: ROUGE-2 A - B (p), each seed",
+    ]
     rows = _baseline_rows(base)
     for label in labels:
         scores = []
         for d, run in zip(seed_dirs, runs):
             if label not in run:
                 raise ValueError(f"{d}/verdicts.json has no label {label!r} (of {seed_dirs[0]})")
-            scores.append(_read_json(os.path.join(d, label, "test.out.rouge.json"), "fairseq-sum-score --json"))
+            scores.append(
+                _read_json(
+                    os.path.join(d, label, "test.out.rouge.json"), "fairseq-sum-score --json"
+                )
+            )
         specs = [s.get("specificity") for s in scores]
-        rows.append([f"`{label}`", *(_mean_sd([100 * s[m] for s in scores]) for m in rouge.MAIN_METRICS),
-                     _mean_sd([sp_["delta"] if sp_ else None for sp_ in specs])
-                     + (f" (p <= {max(sp_['p'] for sp_ in specs):.3f})" if all(specs) else ""), "-",
-                     " / ".join(run[label]["verdict"]["label"] for run in runs),
-                     " / ".join(f"{100 * run[label]['vs_lead3']['rouge2']['diff']:+.2f} "
-                                f"({run[label]['vs_lead3']['rouge2']['p']:.3f})" for run in runs)])
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
-    note = (f"{base['documents']} test documents, {len(seed_dirs)} seeds ({', '.join(os.path.basename(d) for d in seed_dirs)}): "
-            "models as mean +- sd over seeds, the verdict and the paired bootstrap against Lead-3 of each seed; "
-            "baselines (fairseq-sum-baselines, no training) once. Verdict \"summarizes\" (analysis/specificity.py): "
-            f"ROUGE-2 specificity delta above {base['bar']:.2f} (max(0.5, half the random extract's "
-            f"{base['random_delta']:+.2f})) with p <= {sp.MAX_P}, test NLL below the bag of pieces', source gain "
-            f">= {sp.READ_GAIN} bits and >= {sp.READ_DISTINCT:.0%} distinct; each seed's table: SEED/baselines.md.")
+        rows.append(
+            [
+                f"`{label}`",
+                *(_mean_sd([100 * s[m] for s in scores]) for m in rouge.MAIN_METRICS),
+                _mean_sd([sp_["delta"] if sp_ else None for sp_ in specs])
+                + (f" (p <= {max(sp_['p'] for sp_ in specs):.3f})" if all(specs) else ""),
+                "-",
+                " / ".join(run[label]["verdict"]["label"] for run in runs),
+                " / ".join(
+                    f"{100 * run[label]['vs_lead3']['rouge2']['diff']:+.2f} "
+                    f"({run[label]['vs_lead3']['rouge2']['p']:.3f})"
+                    for run in runs
+                ),
+            ]
+        )
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + [
+        "| " + " | ".join(r) + " |" for r in rows
+    ]
+    note = (
+        f"{base['documents']} test documents, {len(seed_dirs)} seeds "
+        f"({', '.join(os.path.basename(d) for d in seed_dirs)}): "
+        "models as mean +- sd over seeds, the verdict and the paired bootstrap against Lead-3 of "
+        "each seed; "
+        'baselines (fairseq-sum-baselines, no training) once. Verdict "summarizes" '
+        "(analysis/specificity.py): "
+        f"ROUGE-2 specificity delta above {base['bar']:.2f} (max(0.5, half the random extract's "
+        f"{base['random_delta']:+.2f})) with p <= {sp.MAX_P}, test NLL below the bag of pieces', "
+        "source gain "
+        f">= {sp.READ_GAIN} bits and >= {sp.READ_DISTINCT:.0%} distinct; each seed's table: "
+        "SEED/baselines.md."
+    )
     return "\n".join(lines) + "\n\n" + note + "\n"
 
 
 def _replace_section(results, table):
-    """Puts ``table`` under :data:`SECTION` at the end of the markdown file ``results`` (replacing it)."""
+    """Puts ``table`` under :data:`SECTION` at the end of the markdown file ``results`` (replacing
+    it)."""
     if not os.path.isfile(results):
         return
     with open(results, encoding="utf-8") as f:
@@ -205,7 +358,7 @@ def _replace_section(results, table):
     if SECTION in text:  # an earlier section: up to the next "## " heading
         start = text.index(SECTION)
         end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + (text[end + 1:] if end >= 0 else "")
+        text = text[:start] + (text[end + 1 :] if end >= 0 else "")
     with open(results, "w", encoding="utf-8") as f:
         f.write(text.rstrip("\n") + f"\n\n{SECTION}\n\n{table}")
 
@@ -232,20 +385,35 @@ def write(out_dir, work, labels, baselines_path=None):
 
 def cli_main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("out", help="the OUT folder of recipes/compare.sh (with --across: where to write)")
+    p.add_argument(
+        "out", help="the OUT folder of recipes/compare.sh (with --across: where to write)"
+    )
     p.add_argument("work", nargs="?", help="the prepared folder WORK of the run")
-    p.add_argument("labels", nargs="*", help="labels in table order (the first is compare.sh's baseline)")
+    p.add_argument(
+        "labels", nargs="*", help="labels in table order (the first is compare.sh's baseline)"
+    )
     p.add_argument("--baselines", help="fairseq-sum-baselines' JSON (default OUT/baselines.json)")
-    p.add_argument("--across", nargs="+", metavar="SEED_OUT",
-                   help="compare.sh folders of several seeds, each with its verdicts.json: one section for all")
+    p.add_argument(
+        "--across",
+        nargs="+",
+        metavar="SEED_OUT",
+        help="compare.sh folders of several seeds, each with its verdicts.json: "
+        "one section for all",
+    )
     args = p.parse_args(argv)
     if bool(args.across) == bool(args.work):
-        p.error("give WORK LABEL... (one compare.sh run) or --across SEED_OUT... (several seeds), not both")
+        p.error(
+            "give WORK LABEL... (one compare.sh run) or --across SEED_OUT... (several seeds), not "
+            "both"
+        )
     if args.work and not args.labels:
         p.error("WORK needs the labels of the run")
     try:
-        print(write_across(args.out, args.across) if args.across else
-              write(args.out, args.work, args.labels, args.baselines))
+        print(
+            write_across(args.out, args.across)
+            if args.across
+            else write(args.out, args.work, args.labels, args.baselines)
+        )
     except (OSError, ValueError, KeyError) as e:
         sys.exit(f"baseline_table: error: {e}")
 

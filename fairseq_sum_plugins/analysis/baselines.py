@@ -2,8 +2,8 @@
 
 ::
 
-    fairseq-sum-baselines --jsonl TEST.jsonl --json OUT.json      # [--valid-jsonl V] [--train-jsonl T]
-    fairseq-sum-baselines --data WORK --json OUT.json             # a folder of fairseq-sum-prepare
+    fairseq-sum-baselines --jsonl TEST.jsonl --json OUT.json  # [--valid-jsonl V] [--train-jsonl T]
+    fairseq-sum-baselines --data WORK --json OUT.json         # a folder of fairseq-sum-prepare
 
 Systems, each scored like ``fairseq-sum-score`` scores a model (ROUGE-1/2/L F1 with 95% bootstrap
 intervals, :class:`fairseq_sum_plugins.rouge.Scorer` and its options) and with ROUGE-2 reference
@@ -15,44 +15,49 @@ specificity (:mod:`.specificity`, own / other / delta / permutation p):
   smallest k on a tie);
 * ``random3``: 3 sentences drawn without replacement from each document (``numpy.random.default_rng(
   --seed)``, one generator over the documents in order), kept in document order; all of a shorter
-  document. Its specificity delta sets the bar of the verdict "summarizes" (:func:`.specificity.verdict`);
+  document. Its specificity delta sets the bar of the verdict "summarizes"
+  (:func:`.specificity.verdict`);
 * ``oracle``: the greedy extractive oracle (Nallapati et al., 2017, SummaRuNNer §4; Kedzie et al.,
   2018): starting from no sentence, add the sentence whose addition gives the largest ROUGE-1 F1 +
   ROUGE-2 F1 of the selection against the reference, stop when no sentence improves it (or at
   ``--oracle-max-sentences``); the selection's n-gram counts are the sums of its sentences' (no
   n-gram across two sentences, as the usual implementations); output in document order;
 * ``generic``: one training summary given as the summary of every document: the one with the highest
-  mean, over the other training summaries, of (ROUGE-1 F1 + ROUGE-2 F1) / 2 against them (from cached
-  n-gram counts, :class:`.specificity.BigramMatrix`); from at most ``--max-generic`` (1,000) training
-  summaries, a seeded sample (``default_rng(--seed).choice``, sorted) when the split has more.
+  mean, over the other training summaries, of (ROUGE-1 F1 + ROUGE-2 F1) / 2 against them (from
+  cached n-gram counts, :class:`.specificity.BigramMatrix`); from at most ``--max-generic`` (1,000)
+  training summaries, a seeded sample (``default_rng(--seed).choice``, sorted) when the split has
+  more.
 
 Sentences: ``--jsonl`` documents are split by the project's splitter
-(:func:`fairseq_sum_plugins.text.split_sentences`, ``--sentence-splitter`` as in fairseq-sum-prepare and
-the scorer: abbreviations such as
-"Dr.", "U.S.", "e.g." do not end a sentence; a list field is taken as the sentences); ``--data`` reads
-``WORK/raw/{split}.src``, split at prepare time by the splitter recorded in ``prepare_args.json``, and
-the untruncated references of ``WORK/bin/{split}.ref.jsonl`` (what ``fairseq-sum-score --data`` scores
-against). With ``--jsonl`` the validation and training files default to ``valid.jsonl`` (or
-``val.jsonl``, ``validation.jsonl``) and ``train.jsonl`` beside the test file; without them ``leadk`` /
-``generic`` are null, with a note.
+(:func:`fairseq_sum_plugins.text.split_sentences`, ``--sentence-splitter`` as in fairseq-sum-prepare
+and the scorer: abbreviations such as "Dr.", "U.S.", "e.g." do not end a sentence; a list field is
+taken as the sentences); ``--data``
+reads ``WORK/raw/{split}.src``, split at prepare time by the splitter recorded in
+``prepare_args.json``, and the untruncated references of ``WORK/bin/{split}.ref.jsonl`` (what
+``fairseq-sum-score --data`` scores against). With ``--jsonl`` the validation and training files
+default to ``valid.jsonl`` (or ``val.jsonl``, ``validation.jsonl``) and ``train.jsonl`` beside the
+test file; without them ``leadk`` / ``generic`` are null, with a note.
 
 **Bag of pieces** (``--data`` only; :func:`bag_of_pieces`): a model without training that predicts
-every target piece ``y`` of document ``x`` as ``p(y) = lam * c_x(y) / |x| + (1 - lam) * u(y)``, ``c_x``
-the counts of the pieces of the document's binarized source (its ``</s>`` included), ``u`` the unigram
-distribution of the training targets with add-one smoothing over the dictionary. ``lam`` in
-0, 0.05, ..., 0.95 minimizes the validation NLL. Its test NLL (bits per target token, every target
-token and ``</s>`` of the same binaries as :func:`.source_use.source_gain`, over its first
-``--max-examples`` (1,000) examples, as source_use's default) and its source gain (NLL given document
-``i + 1`` minus given its own, source_use's pairing) are the floor a trained model's NLL must pass.
+every target piece ``y`` of document ``x`` as ``p(y) = lam * c_x(y) / |x| + (1 - lam) * u(y)``,
+``c_x`` the counts of the pieces of the document's binarized source (its ``</s>`` included), ``u``
+the unigram distribution of the training targets with add-one smoothing over the dictionary. ``lam``
+in 0, 0.05, ..., 0.95 minimizes the validation NLL. Its test NLL (bits per target token, every
+target token and ``</s>`` of the same binaries as :func:`.source_use.source_gain`, over its first
+``--max-examples`` (1,000) examples, as source_use's default) and its source gain (NLL given
+document ``i + 1`` minus given its own, source_use's pairing) are the floor a trained model's NLL
+must pass.
 
 JSON (``--json``; the keys are stable): ``systems`` {``lead1``, ``lead3``, ``leadk``, ``random3``,
-``oracle``, ``generic``: each ``rouge1`` / ``rouge2`` / ``rougeL`` (F1 in [0, 1]) with ``_ci``, ``specificity``
-{``own``, ``other``, ``delta``, ``p``, ...} (points), ``sentences`` (mean extracted), ``distinct``
-(different outputs), ``verdict``
+``oracle``, ``generic``: each ``rouge1`` / ``rouge2`` / ``rougeL`` (F1 in [0, 1]) with ``_ci``,
+``specificity`` {``own``, ``other``, ``delta``, ``p``, ...} (points), ``sentences`` (mean
+extracted), ``distinct`` (different outputs), ``verdict``
 (:func:`.specificity.verdict`), and ``k`` / ``seed`` / ``train_index`` where they apply; or null},
-``bag_of_pieces`` {``nll``, ``nll_other``, ``gain``, ``lambda``, ``valid_nll``, ``examples``, ``tokens``,
-``verdict``} or null, ``random_delta``, ``bar``, ``documents``, ``split``, ``source``, ``notes``.
+``bag_of_pieces`` {``nll``, ``nll_other``, ``gain``, ``lambda``, ``valid_nll``, ``examples``,
+``tokens``, ``verdict``} or null, ``random_delta``, ``bar``, ``documents``, ``split``, ``source``,
+``notes``.
 """
+
 import argparse
 import json
 import os
@@ -63,12 +68,14 @@ import numpy as np
 
 from .. import rouge
 from ..rouge_text import rouge_tokens
-from ..score_inputs import ScoreInputError, int_at_least
+from ..score_inputs import int_at_least
 from ..text import DEFAULT_SENTENCE_SPLITTER, SENT_SEP, split_sentences
 from . import specificity as sp
 
 SYSTEMS = ("lead1", "lead3", "leadk", "random3", "oracle", "generic")
-LAMBDAS = tuple(round(0.05 * i, 2) for i in range(20))  # 0 .. 0.95 (1 would give unseen pieces p = 0)
+LAMBDAS = tuple(
+    round(0.05 * i, 2) for i in range(20)
+)  # 0 .. 0.95 (1 would give unseen pieces p = 0)
 VALID_NAMES = ("valid", "val", "validation")
 
 
@@ -78,7 +85,8 @@ class BaselineError(ValueError):
 
 # ------------------------------------------------------------------------------------ reading
 def read_jsonl(path, src_field="document", tgt_field="summary", splitter=DEFAULT_SENTENCE_SPLITTER):
-    """(documents as sentence lists, reference texts) of a JSONL file; bad JSON, a missing or empty field
+    """(documents as sentence lists, reference texts) of a JSONL file; bad JSON, a missing or empty
+    field
     names the line."""
     docs, refs = [], []
     with open(path, "rb") as f:
@@ -124,28 +132,41 @@ def prepared_folders(folder):
         return folder, os.path.join(folder, "bin")
     if os.path.isfile(os.path.join(folder, "prepare_args.json")):
         return os.path.dirname(os.path.abspath(folder)), folder
-    raise BaselineError(f"--data {folder}: no prepare_args.json in it or in its bin/ (a folder of fairseq-sum-prepare)")
+    raise BaselineError(
+        f"--data {folder}: no prepare_args.json in it or in its bin/ (a folder of "
+        "fairseq-sum-prepare)"
+    )
 
 
 def read_prepared(folder, split):
     """(documents as sentence lists, reference texts) of ``split`` of a prepared folder."""
     work, bin_dir = prepared_folders(folder)
-    src, ref = os.path.join(work, "raw", f"{split}.src"), os.path.join(bin_dir, f"{split}.ref.jsonl")
+    src, ref = os.path.join(work, "raw", f"{split}.src"), os.path.join(
+        bin_dir, f"{split}.ref.jsonl"
+    )
     for path in (src, ref):
         if not os.path.isfile(path):
-            raise BaselineError(f"--data {folder}: {path} missing (run fairseq-sum-prepare on the split {split!r})")
+            raise BaselineError(
+                f"--data {folder}: {path} missing (run fairseq-sum-prepare on the split {split!r})"
+            )
     with open(src, encoding="utf-8") as f:
-        docs = [[s.strip() for s in line.rstrip("\n").split(f" {SENT_SEP} ") if s.strip()] for line in f]
+        docs = [
+            [s.strip() for s in line.rstrip("\n").split(f" {SENT_SEP} ") if s.strip()] for line in f
+        ]
     refs = []
     with open(ref, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
             try:
                 refs.append("\n".join(json.loads(line)["summary"]))
             except (ValueError, KeyError, TypeError):
-                raise BaselineError(f"{ref}:{lineno}: not a reference record of fairseq-sum-prepare") from None
+                raise BaselineError(
+                    f"{ref}:{lineno}: not a reference record of fairseq-sum-prepare"
+                ) from None
     if len(docs) != len(refs):
-        raise BaselineError(f"{src} has {len(docs)} documents but {ref} {len(refs)} references (prepared again "
-                            "since?)")
+        raise BaselineError(
+            f"{src} has {len(docs)} documents but {ref} {len(refs)} references (prepared again "
+            "since?)"
+        )
     return docs, refs
 
 
@@ -192,8 +213,11 @@ def oracle_indices(doc_sents, ref_text, max_sentences=None):
                 continue
             score, new = 0.0, []
             for n in range(2):
-                ov = overlap[n] + sum(min(sel[n][g] + k, ref[n][g]) - min(sel[n][g], ref[n][g])
-                                      for g, k in counts[n].items() if g in ref[n])
+                ov = overlap[n] + sum(
+                    min(sel[n][g] + k, ref[n][g]) - min(sel[n][g], ref[n][g])
+                    for g, k in counts[n].items()
+                    if g in ref[n]
+                )
                 tot = total[n] + sum(counts[n].values())
                 new.append((ov, tot))
                 score += _f1(ov, tot, ref_total[n])
@@ -217,13 +241,18 @@ def _r12_matrix(hyp_tokens, ref_tokens):
     """Dense (ROUGE-1 F1 + ROUGE-2 F1) / 2 x 100 of every hypothesis against every reference."""
     out = 0
     for n in (1, 2):
-        out = out + sp.BigramMatrix([ngram_counts(t, n) for t in hyp_tokens],
-                                    [ngram_counts(t, n) for t in ref_tokens]).matrix()
+        out = (
+            out
+            + sp.BigramMatrix(
+                [ngram_counts(t, n) for t in hyp_tokens], [ngram_counts(t, n) for t in ref_tokens]
+            ).matrix()
+        )
     return out / 2
 
 
 def choose_lead_k(docs, refs, max_k=10, max_docs=2000):
-    """(k, {k: mean (ROUGE-1 F1 + ROUGE-2 F1) / 2 x 100}) of Lead-k on the first ``max_docs`` documents."""
+    """(k, {k: mean (ROUGE-1 F1 + ROUGE-2 F1) / 2 x 100}) of Lead-k on the first ``max_docs``
+    documents."""
     docs, refs = docs[:max_docs], refs[:max_docs]
     ref_tokens = [ngram_counts(rouge_tokens(r), n) for r in refs for n in (1, 2)]
     scores = {}
@@ -233,7 +262,9 @@ def choose_lead_k(docs, refs, max_k=10, max_docs=2000):
             tokens = rouge_tokens("\n".join(d[:k]))
             for n in (1, 2):
                 c, ref = ngram_counts(tokens, n), ref_tokens[2 * j + n - 1]
-                total += _f1(sum(min(v, ref[g]) for g, v in c.items()), sum(c.values()), sum(ref.values()))
+                total += _f1(
+                    sum(min(v, ref[g]) for g, v in c.items()), sum(c.values()), sum(ref.values())
+                )
         scores[k] = 100 * total / (2 * len(docs))
     best = max(scores, key=lambda k: (scores[k], -k))
     return best, scores
@@ -245,8 +276,11 @@ def generic_summary(train_refs, max_summaries=1000, seed=1):
     n = len(train_refs)
     if n < 2:
         raise BaselineError(f"the generic summary needs at least 2 training summaries, got {n}")
-    idx = np.arange(n) if n <= max_summaries else np.sort(np.random.default_rng(seed).choice(n, max_summaries,
-                                                                                               replace=False))
+    idx = (
+        np.arange(n)
+        if n <= max_summaries
+        else np.sort(np.random.default_rng(seed).choice(n, max_summaries, replace=False))
+    )
     tokens = [rouge_tokens(train_refs[i]) for i in idx]
     m = _r12_matrix(tokens, tokens)
     mean_other = (m.sum(1) - np.diag(m)) / (len(idx) - 1)
@@ -255,10 +289,18 @@ def generic_summary(train_refs, max_summaries=1000, seed=1):
 
 # ------------------------------------------------------------------------------------ scoring
 def score_system(hyps, refs, scorer, permutations=sp.DEFAULT_PERMUTATIONS, seed=1):
-    """ROUGE-1/2/L (``Scorer.corpus``) and ``specificity`` of one system's outputs (sentence lists)."""
+    """ROUGE-1/2/L (``Scorer.corpus``) and ``specificity`` of one system's outputs (sentence
+    lists)."""
     hyp_sents, ref_sents = scorer.pairs(hyps, refs)
-    res = rouge.aggregate({m: rows for m, rows in scorer.documents(hyp_sents, ref_sents).items()
-                           if m in rouge.MAIN_METRICS}, scorer.bootstrap_samples, scorer.seed)
+    res = rouge.aggregate(
+        {
+            m: rows
+            for m, rows in scorer.documents(hyp_sents, ref_sents).items()
+            if m in rouge.MAIN_METRICS
+        },
+        scorer.bootstrap_samples,
+        scorer.seed,
+    )
     res["specificity"] = sp.specificity(hyp_sents, ref_sents, permutations, seed)
     res["sentences"] = float(np.mean([len(h) for h in hyps]))
     res["distinct"] = len({"\n".join(h) for h in hyp_sents})
@@ -275,8 +317,11 @@ def _pair_files(bin_dir, split):
         m = pattern.match(name)
         if m and m.group(3) == m.group(1):
             src, tgt = m.group(1), m.group(2)
-            return (os.path.join(bin_dir, f"{split}.{src}-{tgt}.{src}"), os.path.join(bin_dir, f"{split}.{src}-{tgt}.{tgt}"),
-                    tgt)
+            return (
+                os.path.join(bin_dir, f"{split}.{src}-{tgt}.{src}"),
+                os.path.join(bin_dir, f"{split}.{src}-{tgt}.{tgt}"),
+                tgt,
+            )
     raise BaselineError(f"{bin_dir}: no binarized split {split!r} ({split}.SRC-TGT.SRC.idx)")
 
 
@@ -294,7 +339,9 @@ def load_pairs(bin_dir, split, max_examples=None):
         n = len(ds) if not max_examples else min(max_examples, len(ds))
         out.append([ds[i].numpy().astype(np.int64) for i in range(n)])
     if len(out[0]) != len(out[1]):
-        raise BaselineError(f"{bin_dir}: {split} has {len(out[0])} sources but {len(out[1])} targets")
+        raise BaselineError(
+            f"{bin_dir}: {split} has {len(out[0])} sources but {len(out[1])} targets"
+        )
     return out[0], out[1], len(dictionary)
 
 
@@ -323,8 +370,10 @@ def mixture_nll(doc_p, uni_p, lam):
 
 
 def bag_of_pieces(bin_dir, split="test", max_examples=1000, lambdas=LAMBDAS, train=None):
-    """``{'nll', 'nll_other', 'gain', 'lambda', 'valid_nll', 'examples', 'tokens'}`` of the bag-of-pieces
-    baseline (module docstring) on ``split`` of the binaries in ``bin_dir``; ``lam`` chosen on valid."""
+    """``{'nll', 'nll_other', 'gain', 'lambda', 'valid_nll', 'examples', 'tokens'}`` of the
+    bag-of-pieces baseline (module docstring) on ``split`` of the binaries in ``bin_dir``; ``lam``
+    chosen on valid.
+    """
     _, train_tgt, vocab = load_pairs(bin_dir, "train") if train is None else train
     uni = unigram(train_tgt, vocab)
     valid_src, valid_tgt, _ = load_pairs(bin_dir, "valid", max_examples)
@@ -333,16 +382,37 @@ def bag_of_pieces(bin_dir, split="test", max_examples=1000, lambdas=LAMBDAS, tra
     lam = min(valid, key=lambda x: (valid[x], x))
     src, tgt, _ = load_pairs(bin_dir, split, max_examples)
     if len(tgt) < 2:
-        raise BaselineError(f"the bag of pieces' source gain needs at least 2 examples of {split!r}, got {len(tgt)}")
+        raise BaselineError(
+            f"the bag of pieces' source gain needs at least 2 examples of {split!r}, got {len(tgt)}"
+        )
     own = mixture_nll(*_token_probs(src, tgt, uni), lam)
     other = mixture_nll(*_token_probs(src, tgt, uni, shift=1), lam)
-    return {"nll": own, "nll_other": other, "gain": other - own, "lambda": lam, "valid_nll": valid[lam],
-            "examples": len(tgt), "tokens": int(sum(len(t) for t in tgt))}
+    return {
+        "nll": own,
+        "nll_other": other,
+        "gain": other - own,
+        "lambda": lam,
+        "valid_nll": valid[lam],
+        "examples": len(tgt),
+        "tokens": int(sum(len(t) for t in tgt)),
+    }
 
 
 # ---------------------------------------------------------------------------------------- run
-def run(docs, refs, scorer, valid=None, train_refs=None, seed=1, permutations=sp.DEFAULT_PERMUTATIONS, max_lead=10,
-        max_valid=2000, max_generic=1000, oracle_max_sentences=None, log=None):
+def run(
+    docs,
+    refs,
+    scorer,
+    valid=None,
+    train_refs=None,
+    seed=1,
+    permutations=sp.DEFAULT_PERMUTATIONS,
+    max_lead=10,
+    max_valid=2000,
+    max_generic=1000,
+    oracle_max_sentences=None,
+    log=None,
+):
     """The ``systems`` of the JSON (module docstring) and its notes."""
     log = log or (lambda msg: None)
     systems, notes = {}, []
@@ -354,10 +424,16 @@ def run(docs, refs, scorer, valid=None, train_refs=None, seed=1, permutations=sp
     else:
         notes.append("leadk: no validation split")
     outputs["random3"] = (random_extract(docs, 3, seed), {"seed": seed})
-    outputs["oracle"] = (oracle(docs, refs, oracle_max_sentences), {"max_sentences": oracle_max_sentences})
+    outputs["oracle"] = (
+        oracle(docs, refs, oracle_max_sentences),
+        {"max_sentences": oracle_max_sentences},
+    )
     if train_refs is not None:
         index, compared = generic_summary(train_refs, max_generic, seed)
-        outputs["generic"] = ([train_refs[index]] * len(docs), {"train_index": index, "candidates": compared})
+        outputs["generic"] = (
+            [train_refs[index]] * len(docs),
+            {"train_index": index, "candidates": compared},
+        )
         log(f"generic summary: training summary {index} (of {compared} compared)")
     else:
         notes.append("generic: no training split")
@@ -372,7 +448,8 @@ def run(docs, refs, scorer, valid=None, train_refs=None, seed=1, permutations=sp
 
 
 def add_verdicts(result):
-    """The verdict of every system (and of the bag of pieces) against this test set's random extract."""
+    """The verdict of every system (and of the bag of pieces) against this test set's random
+    extract."""
     random3 = result["systems"].get("random3")
     result["random_delta"] = random3["specificity"]["delta"] if random3 else None
     result["bar"] = sp.specificity_bar(result["random_delta"])
@@ -380,63 +457,126 @@ def add_verdicts(result):
     bag_nll = bag["nll"] if bag else None
     for name, s in result["systems"].items():
         if s is not None:
-            s["verdict"] = sp.verdict(s["specificity"], result["random_delta"], distinct=s["distinct"],
-                                      outputs=result["documents"])
+            s["verdict"] = sp.verdict(
+                s["specificity"],
+                result["random_delta"],
+                distinct=s["distinct"],
+                outputs=result["documents"],
+            )
     if bag:
-        bag["verdict"] = sp.verdict(None, result["random_delta"], nll=bag["nll"], bag_nll=bag_nll, gain=bag["gain"])
+        bag["verdict"] = sp.verdict(
+            None, result["random_delta"], nll=bag["nll"], bag_nll=bag_nll, gain=bag["gain"]
+        )
     return result
 
 
 def format_table(result):
     """Text table: ROUGE-1/2/L F1 x 100 and specificity of every system, and the bag of pieces."""
-    lines = [f"{result['documents']} documents of {result['split']} ({result['source']}); scores x 100",
-             f"{'system':12s} {'R-1':>6s} {'R-2':>6s} {'R-L':>6s} {'own':>6s} {'other':>6s} {'delta':>7s} {'p':>7s}"]
+    lines = [
+        f"{result['documents']} documents of {result['split']} ({result['source']}); scores x 100",
+        f"{'system':12s} {'R-1':>6s} {'R-2':>6s} {'R-L':>6s} {'own':>6s} {'other':>6s} "
+        f"{'delta':>7s} {'p':>7s}",
+    ]
     for name, s in result["systems"].items():
         if s is None:
             lines.append(f"{name:12s} (not computed)")
             continue
         spec = s["specificity"]
         label = f"leadk(k={s['k']})" if name == "leadk" else name
-        lines.append(f"{label:12s} {100 * s['rouge1']:6.2f} {100 * s['rouge2']:6.2f} {100 * s['rougeL']:6.2f} "
-                     f"{spec['own']:6.2f} {spec['other']:6.2f} {round(spec['delta'], 9) + 0.0:+7.2f} {spec['p']:7.4f}")
+        lines.append(
+            f"{label:12s} {100 * s['rouge1']:6.2f} {100 * s['rouge2']:6.2f} "
+            f"{100 * s['rougeL']:6.2f} "
+            f"{spec['own']:6.2f} {spec['other']:6.2f} {round(spec['delta'], 9) + 0.0:+7.2f} "
+            f"{spec['p']:7.4f}"
+        )
     if result.get("bar") is not None:
-        lines.append(f"bar of the verdict 'summarizes': specificity delta > {result['bar']:.2f} "
-                     f"(max(0.5, random3's {result['random_delta']:+.2f} / 2)) with p <= {sp.MAX_P}")
+        lines.append(
+            f"bar of the verdict 'summarizes': specificity delta > {result['bar']:.2f} "
+            f"(max(0.5, random3's {result['random_delta']:+.2f} / 2)) with p <= {sp.MAX_P}"
+        )
     bag = result.get("bag_of_pieces")
     if bag:
-        lines.append(f"bag of pieces (no training, lambda {bag['lambda']:.2f} on valid): test NLL {bag['nll']:.3f} "
-                     f"bits/token, {bag['nll_other']:.3f} with another document: source gain {bag['gain']:.3f} over "
-                     f"{bag['examples']} examples ({bag['tokens']} target tokens)")
+        lines.append(
+            f"bag of pieces (no training, lambda {bag['lambda']:.2f} on valid): test NLL "
+            f"{bag['nll']:.3f} "
+            f"bits/token, {bag['nll_other']:.3f} with another document: source gain "
+            f"{bag['gain']:.3f} over "
+            f"{bag['examples']} examples ({bag['tokens']} target tokens)"
+        )
     lines += [f"note: {n}" for n in result.get("notes", [])]
     return "\n".join(lines)
 
 
 def get_parser():
-    p = argparse.ArgumentParser(prog="fairseq-sum-baselines", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="fairseq-sum-baselines",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--jsonl", metavar="TEST.jsonl", help="test documents and summaries, one JSON object a line")
-    src.add_argument("--data", metavar="WORK", help="a folder of fairseq-sum-prepare (WORK or WORK/bin)")
-    p.add_argument("--valid-jsonl", metavar="FILE", help="validation split of --jsonl (Lead-k's k; default: "
-                   "valid.jsonl / val.jsonl / validation.jsonl beside it)")
-    p.add_argument("--train-jsonl", metavar="FILE", help="training split of --jsonl (the generic summary; "
-                   "default: train.jsonl beside it)")
+    src.add_argument(
+        "--jsonl", metavar="TEST.jsonl", help="test documents and summaries, one JSON object a line"
+    )
+    src.add_argument(
+        "--data", metavar="WORK", help="a folder of fairseq-sum-prepare (WORK or WORK/bin)"
+    )
+    p.add_argument(
+        "--valid-jsonl",
+        metavar="FILE",
+        help="validation split of --jsonl (Lead-k's k; default: "
+        "valid.jsonl / val.jsonl / validation.jsonl beside it)",
+    )
+    p.add_argument(
+        "--train-jsonl",
+        metavar="FILE",
+        help="training split of --jsonl (the generic summary; " "default: train.jsonl beside it)",
+    )
     p.add_argument("--src-field", default="document", help="document field of --jsonl")
     p.add_argument("--tgt-field", default="summary", help="summary field of --jsonl")
     p.add_argument("--split", default="test", help="split of --data to score (default test)")
-    p.add_argument("--seed", type=int, default=1, help="seed of random3, the generic sample, the bootstrap and "
-                   "the permutations")
-    p.add_argument("--permutations", type=int_at_least(sp.MIN_PERMUTATIONS), default=sp.DEFAULT_PERMUTATIONS,
-                   help="permutations of the specificity p-value (>= 1000)")
-    p.add_argument("--bootstrap-samples", type=int_at_least(0), default=1000, help="bootstrap resamples (0: no CIs)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=1,
+        help="seed of random3, the generic sample, the bootstrap and " "the permutations",
+    )
+    p.add_argument(
+        "--permutations",
+        type=int_at_least(sp.MIN_PERMUTATIONS),
+        default=sp.DEFAULT_PERMUTATIONS,
+        help="permutations of the specificity p-value (>= 1000)",
+    )
+    p.add_argument(
+        "--bootstrap-samples",
+        type=int_at_least(0),
+        default=1000,
+        help="bootstrap resamples (0: no CIs)",
+    )
     p.add_argument("--max-lead", type=int_at_least(1), default=10, help="largest k of Lead-k")
-    p.add_argument("--max-valid", type=int_at_least(1), default=2000, help="validation documents for Lead-k's k")
-    p.add_argument("--max-generic", type=int_at_least(2), default=1000,
-                   help="training summaries compared for the generic summary (a seeded sample above it)")
-    p.add_argument("--oracle-max-sentences", type=int_at_least(1), default=None,
-                   help="cap of the greedy oracle (default: until no sentence improves ROUGE-1 + ROUGE-2)")
-    p.add_argument("--max-examples", type=int_at_least(2), default=1000,
-                   help="examples of the bag-of-pieces NLL (source_use.py's default)")
+    p.add_argument(
+        "--max-valid",
+        type=int_at_least(1),
+        default=2000,
+        help="validation documents for Lead-k's k",
+    )
+    p.add_argument(
+        "--max-generic",
+        type=int_at_least(2),
+        default=1000,
+        help="training summaries compared for the generic summary (a seeded sample above it)",
+    )
+    p.add_argument(
+        "--oracle-max-sentences",
+        type=int_at_least(1),
+        default=None,
+        help="cap of the greedy oracle (default: until no sentence improves ROUGE-1 + ROUGE-2)",
+    )
+    p.add_argument(
+        "--max-examples",
+        type=int_at_least(2),
+        default=1000,
+        help="examples of the bag-of-pieces NLL (source_use.py's default)",
+    )
     p.add_argument("--json", metavar="FILE", help="write the numbers here")
     scorer_group = p.add_argument_group("scorer (as fairseq-sum-score)")
     rouge.add_scorer_options(scorer_group, rouge.DOCUMENT_BACKENDS)
@@ -448,19 +588,30 @@ def main(argv=None):
     parser = get_parser()
     args = parser.parse_args(argv)
     if args.data and (args.valid_jsonl or args.train_jsonl):
-        parser.error("--valid-jsonl / --train-jsonl go with --jsonl (--data reads the folder's splits)")
+        parser.error(
+            "--valid-jsonl / --train-jsonl go with --jsonl (--data reads the folder's splits)"
+        )
 
     def log(msg):
         print(f"[baselines] {msg}", file=sys.stderr)
 
     try:
         if args.jsonl:
-            docs, refs = read_jsonl(args.jsonl, args.src_field, args.tgt_field, args.sentence_splitter)
+            docs, refs = read_jsonl(
+                args.jsonl, args.src_field, args.tgt_field, args.sentence_splitter
+            )
             valid_path = args.valid_jsonl or sibling(args.jsonl, VALID_NAMES)
             train_path = args.train_jsonl or sibling(args.jsonl, ("train",))
-            valid = read_jsonl(valid_path, args.src_field, args.tgt_field, args.sentence_splitter) if valid_path else None
-            train_refs = read_jsonl(train_path, args.src_field, args.tgt_field, args.sentence_splitter)[1] \
-                if train_path else None
+            valid = (
+                read_jsonl(valid_path, args.src_field, args.tgt_field, args.sentence_splitter)
+                if valid_path
+                else None
+            )
+            train_refs = (
+                read_jsonl(train_path, args.src_field, args.tgt_field, args.sentence_splitter)[1]
+                if train_path
+                else None
+            )
             source, split = os.path.abspath(args.jsonl), "test"
         else:
             docs, refs = read_prepared(args.data, args.split)
@@ -468,15 +619,41 @@ def main(argv=None):
             train_refs = read_prepared(args.data, "train")[1]
             source, split = os.path.abspath(args.data), args.split
         if len(docs) < 2:
-            raise BaselineError(f"{source}: {len(docs)} document; the baselines' specificity needs at least 2")
-        scorer = rouge.scorer_from_args(args, refs, bootstrap_samples=args.bootstrap_samples, seed=args.seed).check()
-        systems, notes = run(docs, refs, scorer, valid, train_refs, args.seed, args.permutations, args.max_lead,
-                             args.max_valid, args.max_generic, args.oracle_max_sentences, log)
-        result = {"source": source, "split": split, "documents": len(docs), "scorer": args.scorer, "seed": args.seed,
-                  "systems": systems, "notes": notes, "bag_of_pieces": None}
+            raise BaselineError(
+                f"{source}: {len(docs)} document; the baselines' specificity needs at least 2"
+            )
+        scorer = rouge.scorer_from_args(
+            args, refs, bootstrap_samples=args.bootstrap_samples, seed=args.seed
+        ).check()
+        systems, notes = run(
+            docs,
+            refs,
+            scorer,
+            valid,
+            train_refs,
+            args.seed,
+            args.permutations,
+            args.max_lead,
+            args.max_valid,
+            args.max_generic,
+            args.oracle_max_sentences,
+            log,
+        )
+        result = {
+            "source": source,
+            "split": split,
+            "documents": len(docs),
+            "scorer": args.scorer,
+            "seed": args.seed,
+            "systems": systems,
+            "notes": notes,
+            "bag_of_pieces": None,
+        }
         if args.data:
             log("bag of pieces")
-            result["bag_of_pieces"] = bag_of_pieces(prepared_folders(args.data)[1], args.split, args.max_examples)
+            result["bag_of_pieces"] = bag_of_pieces(
+                prepared_folders(args.data)[1], args.split, args.max_examples
+            )
         add_verdicts(result)
     except (ValueError, RuntimeError, OSError) as e:
         sys.exit(f"fairseq-sum-baselines: error: {e}")

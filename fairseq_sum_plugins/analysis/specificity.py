@@ -22,36 +22,39 @@ permutations)``: 1,000 permutations (the default, at least 1,000 on the command 
 
 **Counting.** ``M`` is the project's ROUGE-2 (:mod:`fairseq_sum_plugins.rouge`'s default scorer,
 whose per-document scores equal ROUGE-1.5.5's): bigrams of
-:func:`~fairseq_sum_plugins.rouge_text.rouge_tokens` (stemmed, ROUGE-1.5.5's WordNet exceptions) of the
-cleaned sentences joined by newlines, ``P = overlap / max(bigrams of the output, 1)``, ``R = overlap /
-max(bigrams of the reference, 1)``, ``F1 = 2PR / (P + R)`` (0 when both are 0), the same float
-operations as ``rouge_score``, so ``M[i, i]`` equals the scorer's ROUGE-2 F1 of document ``i``. The
-bigram counts are computed once per text; the overlaps ``sum_g min(a_g, b_g)`` of all n x n pairs come
-from sparse products, ``min(a, b) = sum_{t >= 1} [a >= t][b >= t]``. Up to :data:`DENSE_LIMIT`
-documents the matrix is built once (n = 1,000: well under a second); above it the permuted pairs are
-computed from the sparse rows, so memory stays linear in n.
+:func:`~fairseq_sum_plugins.rouge_text.rouge_tokens` (stemmed, ROUGE-1.5.5's WordNet exceptions) of
+the cleaned sentences joined by newlines, ``P = overlap / max(bigrams of the output, 1)``, ``R =
+overlap / max(bigrams of the reference, 1)``, ``F1 = 2PR / (P + R)`` (0 when both are 0), the same
+float operations as ``rouge_score``, so ``M[i, i]`` equals the scorer's ROUGE-2 F1 of document
+``i``. The bigram counts are computed once per text; the overlaps ``sum_g min(a_g, b_g)`` of all n x
+n pairs come from sparse products, ``min(a, b) = sum_{t >= 1} [a >= t][b >= t]``. Up to
+:data:`DENSE_LIMIT` documents the matrix is built once (n = 1,000: well under a second); above it
+the permuted pairs are computed from the sparse rows, so memory stays linear in n.
 
 **The verdict "summarizes"** (:func:`verdict`, printed by the quickstart, ``recipes/compare.sh`` and
 ``fairseq-sum-baselines``). A model summarizes its test set when all three hold:
 
 1. *specific*: ``delta > bar`` with ``p <= 0.01``, where ``bar = max(0.5, random_delta / 2)`` and
    ``random_delta`` is the specificity delta of the random extract (``random3``: three random
-   sentences of each document, :mod:`.baselines`) on the same test set. Half of what sentences picked
-   blindly from the document achieve is the least a model of that document should reach; the floor of
-   0.5 ROUGE-2 points keeps a test set where extracts are barely specific from passing noise.
+   sentences of each document, :mod:`.baselines`) on the same test set. Half of what sentences
+   picked blindly from the document achieve is the least a model of that document should reach; the
+   floor of 0.5 ROUGE-2 points keeps a test set where extracts are barely specific from passing
+   noise.
 2. *better than the bag of pieces*: its own test NLL (bits per target token,
    :func:`fairseq_sum_plugins.analysis.source_use.source_gain`'s ``nll_own``) is below that of the
-   no-training bag-of-pieces baseline on the same target binaries (:func:`.baselines.bag_of_pieces`):
-   a model that does not predict its summaries better than the document's own pieces mixed with the
-   training abstracts' unigram frequencies has learnt nothing about summarizing.
-3. *reads* (necessary, not sufficient): source gain ``>= 0.3`` bits per target token and at least 90%
-   distinct outputs (:mod:`.source_use`). A copy model after 2 updates passes this check and fails
-   the first two.
+   no-training bag-of-pieces baseline on the same target binaries
+   (:func:`.baselines.bag_of_pieces`): a model that does not predict its summaries better than the
+   document's own pieces mixed with the training abstracts' unigram frequencies has learnt nothing
+   about summarizing.
+3. *reads* (necessary, not sufficient): source gain ``>= 0.3`` bits per target token and at least
+   90% distinct outputs (:mod:`.source_use`). A copy model after 2 updates passes this check and
+   fails the first two.
 
-An unmeasured input (no random extract, no NLL, no source gain) makes its check ``None`` (the reading
-check fails on either of its two figures alone); the verdict is then False when another check fails,
-else None ("not measured"), never a guess.
+An unmeasured input (no random extract, no NLL, no source gain) makes its check ``None`` (the
+reading check fails on either of its two figures alone); the verdict is then False when another
+check fails, else None ("not measured"), never a guess.
 """
+
 import numpy as np
 
 DENSE_LIMIT = 3000  # documents up to which the n x n matrix is built at once
@@ -79,7 +82,8 @@ def bigram_counts(sentences):
 
 
 def _levels(counts, vocab):
-    """Sparse 0/1 matrices ``[a >= t]`` for t = 1..max count over texts (rows) x bigram ids (cols)."""
+    """Sparse 0/1 matrices ``[a >= t]`` for t = 1..max count over texts (rows) x bigram ids
+    (cols)."""
     from scipy import sparse
 
     top = max((max(c.values()) for c in counts if c), default=0)
@@ -91,7 +95,9 @@ def _levels(counts, vocab):
                 if k >= t:
                     rows.append(i)
                     cols.append(vocab[g])
-        levels.append(sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(counts), len(vocab))))
+        levels.append(
+            sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(counts), len(vocab)))
+        )
     return levels
 
 
@@ -134,7 +140,9 @@ class BigramMatrix:
     def matrix(self):
         """Dense ``(n_hyp, n_ref)`` matrix of ROUGE-2 F1 x 100."""
         rows = np.arange(self.n_hyp)
-        return 100 * _f1(self._overlap_block(rows), self.hyp_total[:, None], self.ref_total[None, :])
+        return 100 * _f1(
+            self._overlap_block(rows), self.hyp_total[:, None], self.ref_total[None, :]
+        )
 
     def pairs(self, i, j):
         """``M[i[k], j[k]]`` for index arrays ``i``, ``j`` (ROUGE-2 F1 x 100)."""
@@ -149,8 +157,16 @@ class BigramMatrix:
         s = 0.0
         for start in range(0, self.n_hyp, block):
             rows = np.arange(start, min(start + block, self.n_hyp))
-            s += float((100 * _f1(self._overlap_block(rows), self.hyp_total[rows, None],
-                                  self.ref_total[None, :])).sum())
+            s += float(
+                (
+                    100
+                    * _f1(
+                        self._overlap_block(rows),
+                        self.hyp_total[rows, None],
+                        self.ref_total[None, :],
+                    )
+                ).sum()
+            )
         return s
 
 
@@ -160,16 +176,20 @@ def _delta(own_mean, total, n):
     return own_mean - other, other
 
 
-def specificity_from_counts(hyp_counts, ref_counts, permutations=DEFAULT_PERMUTATIONS, seed=1,
-                            dense_limit=DENSE_LIMIT):
-    """``{'own', 'other', 'delta', 'p', 'permutations', 'seed', 'documents'}`` (own / other / delta in
+def specificity_from_counts(
+    hyp_counts, ref_counts, permutations=DEFAULT_PERMUTATIONS, seed=1, dense_limit=DENSE_LIMIT
+):
+    """``{'own', 'other', 'delta', 'p', 'permutations', 'seed', 'documents'}`` (own / other / delta
+    in
     ROUGE-2 points) of parallel bigram counts (the module docstring)."""
     n = len(hyp_counts)
     if n != len(ref_counts):
         raise ValueError(f"{n} outputs but {len(ref_counts)} references")
     if n < 2:
-        raise ValueError(f"specificity needs at least 2 documents (it compares each output with the other "
-                         f"documents' references), got {n}")
+        raise ValueError(
+            f"specificity needs at least 2 documents (it compares each output with the other "
+            f"documents' references), got {n}"
+        )
     if permutations < 1:
         raise ValueError(f"permutations must be >= 1, got {permutations}")
     bm = BigramMatrix(hyp_counts, ref_counts)
@@ -185,21 +205,35 @@ def specificity_from_counts(hyp_counts, ref_counts, permutations=DEFAULT_PERMUTA
     delta, other = _delta(own, total, n)
     deltas = _delta(permuted, total, n)[0]
     hits = int((deltas >= delta - _TOL).sum())
-    return {"own": own, "other": float(other), "delta": float(delta), "p": (1 + hits) / (1 + permutations),
-            "permutations": int(permutations), "seed": int(seed), "documents": n}
+    return {
+        "own": own,
+        "other": float(other),
+        "delta": float(delta),
+        "p": (1 + hits) / (1 + permutations),
+        "permutations": int(permutations),
+        "seed": int(seed),
+        "documents": n,
+    }
 
 
 def specificity(hyp_sents, ref_sents, permutations=DEFAULT_PERMUTATIONS, seed=1):
     """Specificity of cleaned sentence lists (:meth:`fairseq_sum_plugins.rouge.Scorer.pairs`)."""
-    return specificity_from_counts([bigram_counts(h) for h in hyp_sents], [bigram_counts(r) for r in ref_sents],
-                                   permutations, seed)
+    return specificity_from_counts(
+        [bigram_counts(h) for h in hyp_sents],
+        [bigram_counts(r) for r in ref_sents],
+        permutations,
+        seed,
+    )
 
 
 def format_specificity(spec):
     """One line: own, other, delta (ROUGE-2 points) and the permutation p-value."""
-    return (f"ROUGE-2 specificity: own {spec['own']:.2f}, other {spec['other']:.2f}, delta {round(spec['delta'], 9) + 0.0:+.2f} "
-            f"(p {spec['p']:.4f}, {spec['permutations']} permutations, seed {spec['seed']}, "
-            f"{spec['documents']} documents)")
+    return (
+        f"ROUGE-2 specificity: own {spec['own']:.2f}, other {spec['other']:.2f}, delta "
+        f"{round(spec['delta'], 9) + 0.0:+.2f} "
+        f"(p {spec['p']:.4f}, {spec['permutations']} permutations, seed {spec['seed']}, "
+        f"{spec['documents']} documents)"
+    )
 
 
 # ---------------------------------------------------------------------------------- verdict
@@ -213,25 +247,30 @@ def specificity_bar(random_delta):
 def verdict(spec, random_delta, nll=None, bag_nll=None, gain=None, distinct=None, outputs=None):
     """Whether a model summarizes its test set (module docstring), as a dict:
 
-    ``summarizes`` (True / False / None: not measured), ``label`` ("summarizes", "does not summarize",
-    "not measured"), ``bar`` (points), ``checks`` {``specific``, ``beats_bag``, ``reads``} (each True
-    / False / None) and ``reasons`` (one line per failed or unmeasured check).
+    ``summarizes`` (True / False / None: not measured), ``label`` ("summarizes", "does not
+    summarize", "not measured"), ``bar`` (points), ``checks`` {``specific``, ``beats_bag``,
+    ``reads``} (each True / False / None) and ``reasons`` (one line per failed or unmeasured check).
 
-    ``spec``: :func:`specificity`'s dict (or None); ``random_delta``: the random extract's delta on the
-    same test set; ``nll`` / ``bag_nll``: the model's and the bag-of-pieces baseline's test NLL (bits
-    per target token); ``gain``: source gain (bits); ``distinct`` / ``outputs``: distinct outputs of
+    ``spec``: :func:`specificity`'s dict (or None); ``random_delta``: the random extract's delta on
+    the same test set; ``nll`` / ``bag_nll``: the model's and the bag-of-pieces baseline's test NLL
+    (bits per target token); ``gain``: source gain (bits); ``distinct`` / ``outputs``: distinct
+    outputs of
     how many."""
     bar = specificity_bar(random_delta)
     checks, reasons = {}, []
     if spec is None or bar is None:
         checks["specific"] = None
-        reasons.append("specificity not measured" if spec is None else "no random extract to set the bar")
+        reasons.append(
+            "specificity not measured" if spec is None else "no random extract to set the bar"
+        )
     else:
         checks["specific"] = bool(spec["delta"] > bar and spec["p"] <= MAX_P)
         if not checks["specific"]:
             delta = round(spec["delta"], 9) + 0.0  # a float-noise zero prints as +0.00
-            reasons.append(f"ROUGE-2 specificity delta {delta:+.2f} (p {spec['p']:.4f}) is not above the bar "
-                           f"{bar:.2f} with p <= {MAX_P}")
+            reasons.append(
+                f"ROUGE-2 specificity delta {delta:+.2f} (p {spec['p']:.4f}) is not above the bar "
+                f"{bar:.2f} with p <= {MAX_P}"
+            )
     if nll is None or bag_nll is None:
         checks["beats_bag"] = None
         reasons.append("test NLL not measured" if nll is None else "no bag-of-pieces NLL")
@@ -243,9 +282,17 @@ def verdict(spec, random_delta, nll=None, bag_nll=None, gain=None, distinct=None
     few = distinct is not None and bool(outputs) and distinct < READ_DISTINCT * outputs
     if low_gain or few:
         checks["reads"] = False
-        reasons.append("does not read: " + ", ".join(
-            ([f"source gain {gain:.3f} bits < {READ_GAIN}"] if low_gain else [])
-            + ([f"{distinct} distinct outputs of {outputs} < {READ_DISTINCT:.0%}"] if few else [])))
+        reasons.append(
+            "does not read: "
+            + ", ".join(
+                ([f"source gain {gain:.3f} bits < {READ_GAIN}"] if low_gain else [])
+                + (
+                    [f"{distinct} distinct outputs of {outputs} < {READ_DISTINCT:.0%}"]
+                    if few
+                    else []
+                )
+            )
+        )
     elif gain is None or distinct is None or not outputs:
         checks["reads"] = None
         reasons.append("source gain / distinct outputs not measured")
@@ -254,11 +301,18 @@ def verdict(spec, random_delta, nll=None, bag_nll=None, gain=None, distinct=None
     values = list(checks.values())
     summarizes = False if False in values else (None if None in values else True)
     label = {True: "summarizes", False: "does not summarize", None: "not measured"}[summarizes]
-    return {"summarizes": summarizes, "label": label, "bar": bar, "checks": checks, "reasons": reasons}
+    return {
+        "summarizes": summarizes,
+        "label": label,
+        "bar": bar,
+        "checks": checks,
+        "reasons": reasons,
+    }
 
 
 def position_between(value, low, high):
-    """Where ``value`` lies from ``low`` (0) to ``high`` (1), e.g. a model's ROUGE-2 between the generic
+    """Where ``value`` lies from ``low`` (0) to ``high`` (1), e.g. a model's ROUGE-2 between the
+    generic
     summary's and Lead-3's; None when they coincide or one is unknown."""
     if value is None or low is None or high is None or high == low:
         return None

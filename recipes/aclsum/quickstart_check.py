@@ -1,27 +1,33 @@
-"""The quickstart's last lines: are the figures the expected ones, how does ROUGE compare with Lead-3 and
-the generic summary on the same test papers, and does the model summarize?
+"""The quickstart's last lines: are the figures the expected ones, how does ROUGE compare with
+Lead-3 and the generic summary on the same test papers, and does the model summarize?
 
-    python recipes/aclsum/quickstart_check.py ROUGE_JSON SOURCE_USE_JSON PINNED DEFAULTS [BASELINES_JSON]
+    python recipes/aclsum/quickstart_check.py ROUGE_JSON SOURCE_USE_JSON PINNED DEFAULTS \\
+        [BASELINES_JSON]
 
-ROUGE_JSON: ``fairseq-sum-score --specificity --json``; SOURCE_USE_JSON: analysis/source_use.py's (source
-gain, the model's own test NLL ``nll_own``, distinct summaries); BASELINES_JSON: ``fairseq-sum-baselines
---data WORK --json`` of the same prepared data (Lead-3, the generic summary, the random extract, the bag of
-pieces). PINNED (1/0): recipes/common.sh pin_arithmetic was in force; DEFAULTS (1/0): the quickstart ran
-at its default settings (the only ones with expected figures). With PINNED=1 the figures are the same bits
-on any x86-64 CPU (results/quickstart-cpus/), so they must equal the expected ones to the last digit; with
-PINNED=0 the rounding follows the CPU's code
-paths, and ROUGE-1 must lie within TOLERANCE, the largest deviation measured across six code paths on one
-machine (2.03) rounded up. The verdict is :func:`fairseq_sum_plugins.analysis.specificity.verdict`; when
-the model does not summarize, the last line says where its ROUGE-2 and its specificity delta lie between
-the generic summary's (0) and Lead-3's (1). Exit status 0 either way.
+ROUGE_JSON: ``fairseq-sum-score --specificity --json``; SOURCE_USE_JSON: analysis/source_use.py's
+(source gain, the model's own test NLL ``nll_own``, distinct summaries); BASELINES_JSON:
+``fairseq-sum-baselines --data WORK --json`` of the same prepared data (Lead-3, the generic summary,
+the random extract, the bag of pieces). PINNED (1/0): recipes/common.sh pin_arithmetic was in force;
+DEFAULTS (1/0): the quickstart ran at its default settings (the only ones with expected figures).
+With PINNED=1 the figures are the same bits on any x86-64 CPU (results/quickstart-cpus/), so they
+must equal the expected ones to the last digit; with PINNED=0 the rounding follows the CPU's code
+paths, and ROUGE-1 must lie within TOLERANCE, the largest deviation measured across six code paths
+on one machine (2.03) rounded up. The verdict is
+:func:`fairseq_sum_plugins.analysis.specificity.verdict`; when the model does not summarize, the
+last line says where its ROUGE-2 and its specificity delta lie between the generic summary's (0) and
+Lead-3's (1). Exit status 0 either way.
 """
+
 import json
 import sys
 
 from fairseq_sum_plugins.analysis.specificity import position_between, verdict
 
 # README: ROUGE-1/2/L F1, source gain (bits), distinct summaries of the default run in each mode
-EXPECTED = {True: ("26.69", "5.10", "23.72", "0.636", 100), False: ("25.00", "4.63", "22.34", "0.644", 100)}
+EXPECTED = {
+    True: ("26.69", "5.10", "23.72", "0.636", 100),
+    False: ("25.00", "4.63", "22.34", "0.644", 100),
+}
 TOLERANCE = 2.1
 
 
@@ -31,65 +37,107 @@ def _rouge(scores):
 
 def figures_line(rouge, use, pinned, defaults):
     """Are the figures the expected ones (module docstring)?"""
-    got = (f"{100 * rouge['rouge1']:.2f}", f"{100 * rouge['rouge2']:.2f}", f"{100 * rouge['rougeL']:.2f}",
-           f"{use['gain']:.3f}", use["distinct"])
+    got = (
+        f"{100 * rouge['rouge1']:.2f}",
+        f"{100 * rouge['rouge2']:.2f}",
+        f"{100 * rouge['rougeL']:.2f}",
+        f"{use['gain']:.3f}",
+        use["distinct"],
+    )
     want = EXPECTED[pinned]
     figures = f"ROUGE-1/2/L {'/'.join(got[:3])}, source gain {got[3]}, {got[4]} distinct"
     if not defaults:
         return f"[quickstart] {figures}: not the default settings, no expected figures"
     if pinned:
         same = got == want
-        return (f"[quickstart] {figures}: {'the same as' if same else 'DIFFERENT from'} the expected "
-                f"{'/'.join(want[:3])}, {want[3]}, {want[4]} (PINNED=1: the same bits on any x86-64 CPU"
-                + ("" if same else "; they need torch 2.13.0 and the embedded data") + ")")
+        return (
+            f"[quickstart] {figures}: {'the same as' if same else 'DIFFERENT from'} the expected "
+            f"{'/'.join(want[:3])}, {want[3]}, {want[4]} (PINNED=1: the same bits on any x86-64 CPU"
+            + ("" if same else "; they need torch 2.13.0 and the embedded data")
+            + ")"
+        )
     inside = abs(float(got[0]) - float(want[0])) <= TOLERANCE
-    return (f"[quickstart] {figures}: ROUGE-1 {'inside' if inside else 'OUTSIDE'} the expected {want[0]} +- "
-            f"{TOLERANCE} (PINNED=0: rounded as this CPU's code paths round)")
+    return (
+        f"[quickstart] {figures}: ROUGE-1 {'inside' if inside else 'OUTSIDE'} the expected "
+        f"{want[0]} +- "
+        f"{TOLERANCE} (PINNED=0: rounded as this CPU's code paths round)"
+    )
 
 
 def model_verdict(rouge, use, baselines):
     """:func:`verdict` of the model from its three JSON files (``baselines`` may be None)."""
     bag = (baselines or {}).get("bag_of_pieces") or {}
-    return verdict(rouge.get("specificity"), (baselines or {}).get("random_delta"), nll=use.get("nll_own"),
-                   bag_nll=bag.get("nll"), gain=use.get("gain"), distinct=use.get("distinct"),
-                   outputs=use.get("hypotheses"))
+    return verdict(
+        rouge.get("specificity"),
+        (baselines or {}).get("random_delta"),
+        nll=use.get("nll_own"),
+        bag_nll=bag.get("nll"),
+        gain=use.get("gain"),
+        distinct=use.get("distinct"),
+        outputs=use.get("hypotheses"),
+    )
 
 
 def verdict_lines(rouge, use, baselines):
-    """ROUGE beside Lead-3 and the generic summary, then the verdict (and the model's standing if it fails)."""
+    """ROUGE beside Lead-3 and the generic summary, then the verdict (and the model's standing if
+    it fails)."""
     systems = (baselines or {}).get("systems") or {}
     lead3, generic = systems.get("lead3"), systems.get("generic")
     out = []
     if lead3 and generic:
-        out.append(f"[quickstart] ROUGE-1/2/L {_rouge(rouge)} beside Lead-3 {_rouge(lead3)} and the generic summary "
-                   f"{_rouge(generic)} (one training abstract for every paper), on the same "
-                   f"{baselines.get('documents')} test papers")
+        out.append(
+            f"[quickstart] ROUGE-1/2/L {_rouge(rouge)} beside Lead-3 {_rouge(lead3)} and the "
+            "generic summary "
+            f"{_rouge(generic)} (one training abstract for every paper), on the same "
+            f"{baselines.get('documents')} test papers"
+        )
     else:
-        out.append(f"[quickstart] ROUGE-1/2/L {_rouge(rouge)}; no baselines to compare with (fairseq-sum-baselines)")
+        out.append(
+            f"[quickstart] ROUGE-1/2/L {_rouge(rouge)}; no baselines to compare with "
+            "(fairseq-sum-baselines)"
+        )
     v = model_verdict(rouge, use, baselines)
     spec = rouge.get("specificity")
     parts = []
     if spec is not None and v["bar"] is not None:
-        parts.append(f"ROUGE-2 specificity {spec['delta']:+.2f} (p {spec['p']:.4f}) "
-                     f"{'above' if v['checks']['specific'] else 'NOT above'} the bar {v['bar']:.2f} = max(0.5, "
-                     f"random extract's {baselines['random_delta']:+.2f} / 2)")
+        parts.append(
+            f"ROUGE-2 specificity {spec['delta']:+.2f} (p {spec['p']:.4f}) "
+            f"{'above' if v['checks']['specific'] else 'NOT above'} the bar {v['bar']:.2f} = "
+            "max(0.5, "
+            f"random extract's {baselines['random_delta']:+.2f} / 2)"
+        )
     bag = (baselines or {}).get("bag_of_pieces") or {}
     if v["checks"]["beats_bag"] is not None:
-        parts.append(f"test NLL {use['nll_own']:.3f} bits {'below' if v['checks']['beats_bag'] else 'NOT below'} the "
-                     f"bag of pieces' {bag['nll']:.3f}")
+        parts.append(
+            f"test NLL {use['nll_own']:.3f} bits "
+            f"{'below' if v['checks']['beats_bag'] else 'NOT below'} the "
+            f"bag of pieces' {bag['nll']:.3f}"
+        )
     if v["checks"]["reads"] is not None:
-        parts.append(f"reads its papers: {'yes' if v['checks']['reads'] else 'NO'} (source gain {use['gain']:.3f} "
-                     f"bits >= 0.3, {use['distinct']} distinct of {use['hypotheses']} >= 90%)")
+        parts.append(
+            f"reads its papers: {'yes' if v['checks']['reads'] else 'NO'} (source gain "
+            f"{use['gain']:.3f} "
+            f"bits >= 0.3, {use['distinct']} distinct of {use['hypotheses']} >= 90%)"
+        )
     parts += [r for r in v["reasons"] if "not measured" in r or r.startswith("no ")]
     word = {True: "yes", False: "NO", None: "not measured"}[v["summarizes"]]
     line = f"[quickstart] summarizes: {word} ({'; '.join(parts)})"
     if v["summarizes"] is False and lead3 and generic:
         r2 = position_between(rouge["rouge2"], generic["rouge2"], lead3["rouge2"])
-        delta = position_between(spec["delta"], generic["specificity"]["delta"],
-                                 lead3["specificity"]["delta"]) if spec else None
-        where = [f"ROUGE-2 at {r2:.2f}" if r2 is not None else None,
-                 f"specificity at {delta:.2f}" if delta is not None else None]
-        line += ("; between the generic summary (0) and Lead-3 (1): " + ", ".join(w for w in where if w))
+        delta = (
+            position_between(
+                spec["delta"], generic["specificity"]["delta"], lead3["specificity"]["delta"]
+            )
+            if spec
+            else None
+        )
+        where = [
+            f"ROUGE-2 at {r2:.2f}" if r2 is not None else None,
+            f"specificity at {delta:.2f}" if delta is not None else None,
+        ]
+        line += "; between the generic summary (0) and Lead-3 (1): " + ", ".join(
+            w for w in where if w
+        )
     out.append(line)
     return out
 
@@ -101,7 +149,9 @@ def lines(rouge, use, pinned, defaults, baselines=None):
 
 def main(argv):
     if len(argv) not in (4, 5):
-        sys.exit("usage: quickstart_check.py ROUGE_JSON SOURCE_USE_JSON PINNED DEFAULTS [BASELINES_JSON]")
+        sys.exit(
+            "usage: quickstart_check.py ROUGE_JSON SOURCE_USE_JSON PINNED DEFAULTS [BASELINES_JSON]"
+        )
     rouge, use = (json.load(open(p, encoding="utf-8")) for p in argv[:2])
     baselines = json.load(open(argv[4], encoding="utf-8")) if len(argv) == 5 else None
     print("\n".join(lines(rouge, use, argv[2] == "1", argv[3] == "1", baselines)))
