@@ -186,7 +186,7 @@ def ddp_on_cpu():
 ddp_on_cpu()
 
 
-# --- fairseq's own options on CPU (fairseq-train, fairseq-hydra-train, fairseq-generate) --------
+# --- fairseq's own options on CPU (fairseq-train, fairseq-hydra-train, fairseq-generate) ------
 
 
 def _xla_available():
@@ -196,7 +196,7 @@ def _xla_available():
 
 
 def training_on_cpu(cfg):
-    """Whether fairseq-train will run on the CPU: ``--cpu``, or no CUDA GPU (and no TPU to use)."""
+    """Whether fairseq-train runs on the CPU: ``--cpu``, or no CUDA GPU (and no TPU to use)."""
     common = cfg.common
     if getattr(common, "tpu", False) and _xla_available():
         return False
@@ -223,18 +223,20 @@ def check_cpu_precision(cfg):
     common = cfg.common
     for flag in ("memory_efficient_fp16", "fp16"):
         if getattr(common, flag, False):
-            raise ValueError(f"--{flag.replace('_', '-')} needs a CUDA GPU and none is in use: drop it to train "
-                             "in float32 on CPU, or use --bf16 for bfloat16 on CPU")
+            raise ValueError(f"--{flag.replace('_', '-')} needs a CUDA GPU and none is in use: "
+                             "drop it to train in float32 on CPU, or use --bf16 for bfloat16 "
+                             "on CPU")
     if getattr(common, "amp", False):
-        raise ValueError("--amp is CUDA float16 autocast: on CPU the model would train in float32 while the log "
-                         "says AMP; drop --amp, or use --bf16 for bfloat16 training on CPU")
-    if (getattr(common, "bf16", False) or getattr(common, "memory_efficient_bf16", False)) and not _xla_available():
-        if getattr(common, "tpu", False):
-            with open_dict(common) if OmegaConf.is_config(common) else _nothing():
-                common.tpu = False
-                common.bf16 = True
-            logger.info("--bf16 on CPU: no torch_xla here, so the --tpu it implies is dropped; training in "
-                        "bfloat16 on the CPU")
+        raise ValueError("--amp is CUDA float16 autocast: on CPU the model would train in float32 "
+                         "while the log says AMP; drop --amp, or use --bf16 for bfloat16 training "
+                         "on CPU")
+    bf16 = getattr(common, "bf16", False) or getattr(common, "memory_efficient_bf16", False)
+    if bf16 and getattr(common, "tpu", False) and not _xla_available():
+        with open_dict(common) if OmegaConf.is_config(common) else _nothing():
+            common.tpu = False
+            common.bf16 = True
+        logger.info("--bf16 on CPU: no torch_xla here, so the --tpu it implies is dropped; "
+                    "training in bfloat16 on the CPU")
 
 
 class _nothing:
@@ -251,8 +253,8 @@ TORCHRUN_VARS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
 def refuse_fully_sharded(cfg):
     """``--ddp-backend fully_sharded`` on CPU (``cfg``: fairseq's whole config, on CPU)."""
     if cfg.distributed_training.ddp_backend == "fully_sharded":
-        raise ValueError("--ddp-backend fully_sharded (fairscale's FullyShardedDataParallel) needs CUDA GPUs: "
-                         "on CPU use --ddp-backend pytorch_ddp or legacy_ddp")
+        raise ValueError("--ddp-backend fully_sharded (fairscale's FullyShardedDataParallel) needs "
+                         "CUDA GPUs: on CPU use --ddp-backend pytorch_ddp or legacy_ddp")
 
 
 def torchrun_world_size():
@@ -264,26 +266,28 @@ def torchrun_world_size():
 
 
 def refuse_training_alone(cfg):
-    """A process of a torchrun launch that reaches the trainer without a process group would train alone
-    on the whole data. fairseq-hydra-train loads the plugin only after fairseq has read (or not) the
-    launch, so on CPU its torchrun processes end here."""
+    """A process of a torchrun launch that reaches the trainer without a process group would train
+    alone on the whole data. fairseq-hydra-train loads the plugin only after fairseq has read (or
+    not) the launch, so on CPU its torchrun processes end here."""
     world = torchrun_world_size()
     if world and not (torch.distributed.is_available() and torch.distributed.is_initialized()):
-        raise ValueError(f"torchrun started WORLD_SIZE={world} processes, but this one would train alone on the "
-                         "whole data (no process group: --distributed-world-size is "
-                         f"{cfg.distributed_training.distributed_world_size}); on CPU launch fairseq-train (the "
-                         "command line, which reads torchrun's variables) under torchrun")
+        raise ValueError(
+            f"torchrun started WORLD_SIZE={world} processes, but this one would train alone on the "
+            "whole data (no process group: --distributed-world-size is "
+            f"{cfg.distributed_training.distributed_world_size}); on CPU launch fairseq-train (the "
+            "command line, which reads torchrun's variables) under torchrun")
 
 
 def check_cpu_distributed(cfg):
-    """Several CPU processes (gloo): torchrun works, ``--distributed-world-size N`` spawns N workers,
-    ``--ddp-backend fully_sharded`` is refused; no process ever trains alone on the whole data.
+    """Several CPU processes (gloo): torchrun works, ``--distributed-world-size N`` spawns N
+    workers, ``--ddp-backend fully_sharded`` is refused; no process trains alone on the whole data.
 
-    - torchrun (``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``, ``RANK`` set, ``WORLD_SIZE > 1``): fairseq
-      reads the launch only when ``--distributed-world-size`` is given (default 1 on CPU: each process
-      then trained alone), and then divides by ``torch.cuda.device_count()``. Here the world size,
-      rank and ``env://`` rendezvous come from torchrun's variables, the backend is gloo (nccl
-      needs GPUs); a ``--distributed-world-size`` other than 1 or ``WORLD_SIZE`` is refused.
+    - torchrun (``MASTER_ADDR``, ``MASTER_PORT``, ``WORLD_SIZE``, ``RANK`` set, ``WORLD_SIZE > 1``):
+      fairseq reads the launch only when ``--distributed-world-size`` is given (default 1 on CPU:
+      each process then trained alone), and then divides by ``torch.cuda.device_count()``. Here
+      the world size, rank and ``env://`` rendezvous come from torchrun's variables, the backend
+      is gloo (nccl needs GPUs); a ``--distributed-world-size`` other than 1 or ``WORLD_SIZE`` is
+      refused.
     - ``--distributed-world-size N`` (N > 1) without a launcher or ``--distributed-init-method``:
       fairseq asserts N <= the number of GPUs (0). Here N processes are spawned on a free local
       port, as fairseq spawns one per GPU.
@@ -298,21 +302,24 @@ def check_cpu_distributed(cfg):
     dt = cfg.distributed_training
     refuse_fully_sharded(cfg)
     world = torchrun_world_size()
+    slurm = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_STEP_NODELIST")
     if dt.distributed_init_method is None and world and not getattr(dt, "tpu", False):
         if dt.distributed_world_size not in (1, world):
-            raise ValueError(f"--distributed-world-size {dt.distributed_world_size}, but torchrun started "
-                             f"WORLD_SIZE={world} processes: drop the flag or make them agree")
+            raise ValueError(f"--distributed-world-size {dt.distributed_world_size}, but torchrun "
+                             f"started WORLD_SIZE={world} processes: drop the flag or make them "
+                             "agree")
         dt.distributed_world_size = world
         dt.distributed_rank = int(os.environ["RANK"])
         dt.device_id = int(os.environ.get("LOCAL_RANK", 0))
         dt.distributed_init_method = "env://"
         dt.distributed_no_spawn = True
-    elif (dt.distributed_init_method is None and dt.distributed_world_size > 1
-          and not os.environ.get("SLURM_JOB_NODELIST") and not os.environ.get("SLURM_STEP_NODELIST")):
+    elif dt.distributed_init_method is None and dt.distributed_world_size > 1 and not slurm:
+        n = dt.distributed_world_size
         if dt.distributed_no_spawn:
-            raise ValueError(f"--distributed-world-size {dt.distributed_world_size} --distributed-no-spawn on CPU: "
-                             "nothing starts the other processes; launch them with torchrun --nproc_per_node "
-                             f"{dt.distributed_world_size}, or give --distributed-init-method and --distributed-rank")
+            raise ValueError(f"--distributed-world-size {n} --distributed-no-spawn on CPU: nothing "
+                             "starts the other processes; launch them with torchrun "
+                             f"--nproc_per_node {n}, or give --distributed-init-method and "
+                             "--distributed-rank")
         if dt.distributed_port > 0:
             port = dt.distributed_port
         else:
@@ -331,10 +338,12 @@ def check_cpu_distributed(cfg):
 def cpu_training_options():
     """Check fairseq's precision and distributed options of a CPU training before it starts.
 
-    ``fairseq-train`` and ``fairseq-hydra-train`` both hand their whole config to
-    ``fairseq.distributed.utils.call_main``: it is wrapped so that, on CPU, :func:`check_cpu_precision`
-    and :func:`check_cpu_distributed` see it first, and N CPU workers are spawned where fairseq would
-    spawn one process per GPU (``min(torch.cuda.device_count(), N)``: none on CPU).
+    ``fairseq-train`` hands its whole config to ``fairseq.distributed.utils.call_main``: it is
+    wrapped so that, on CPU, :func:`check_cpu_precision` and :func:`check_cpu_distributed` see it
+    first, and N CPU workers are spawned where fairseq would spawn one process per GPU
+    (``min(torch.cuda.device_count(), N)``: none on CPU). A world size below 1 is refused anywhere
+    (fairseq spawned no process and exited 0). (``fairseq-hydra-train`` imports the plugin after
+    ``call_main``: see :func:`checked_trainer`.)
     """
     from fairseq.distributed import utils as distributed_utils
 
@@ -344,8 +353,9 @@ def cpu_training_options():
 
     def call_main(cfg, main, **kwargs):
         world = cfg.distributed_training.distributed_world_size
-        if world is not None and world < 1:  # fairseq spawned min(GPUs, N) = 0 processes and exited 0
-            raise ValueError(f"--distributed-world-size {world}: the number of training processes, at least 1")
+        if world is not None and world < 1:
+            raise ValueError(f"--distributed-world-size {world}: the number of training "
+                             "processes, at least 1")
         if training_on_cpu(cfg):
             check_cpu_precision(cfg)
             nprocs = check_cpu_distributed(cfg)
@@ -353,8 +363,8 @@ def cpu_training_options():
                 dt = cfg.distributed_training
                 kwargs["start_rank"] = dt.distributed_rank
                 dt.distributed_rank = None  # distributed_main assigns start_rank + i
-                torch.multiprocessing.spawn(fn=distributed_utils.distributed_main, args=(main, cfg, kwargs),
-                                            nprocs=nprocs, join=True)
+                torch.multiprocessing.spawn(fn=distributed_utils.distributed_main,
+                                            args=(main, cfg, kwargs), nprocs=nprocs, join=True)
                 return None
         return original(cfg, main, **kwargs)
 
@@ -366,10 +376,11 @@ cpu_training_options()
 
 
 def checked_trainer():
-    """The same checks where every training passes, ``fairseq.trainer.Trainer``: fairseq-hydra-train
-    imports the plugin (``common.user_dir``) only after ``call_main``, so its config is checked here
-    (on CPU: ``common.fp16`` / ``memory_efficient_fp16`` / ``amp`` refused, ``fully_sharded`` refused;
-    anywhere: a torchrun process without a process group, which would train alone, refused)."""
+    """The same checks where every training passes, ``fairseq.trainer.Trainer``:
+    fairseq-hydra-train imports the plugin (``common.user_dir``) only after ``call_main``, so its
+    config is checked here (on CPU: ``common.fp16`` / ``memory_efficient_fp16`` / ``amp`` and
+    ``fully_sharded`` refused; anywhere: a torchrun process without a process group, which would
+    train alone, refused)."""
     from fairseq.trainer import Trainer
 
     original = Trainer.__init__
@@ -391,9 +402,9 @@ checked_trainer()
 
 
 def refuse_fully_sharded_in_task_setup(cfg):
-    """``fairseq_cli.train`` enters fairscale's wrapping context for ``fully_sharded`` before building the
-    model, after setting up the task: the task calls this with its config, whose root (a hydra config's
-    or the command line's) holds ``distributed_training``."""
+    """``fairseq_cli.train`` enters fairscale's wrapping context for ``fully_sharded`` before
+    building the model, after setting up the task: the task calls this with its config, whose
+    root (a hydra config's or the command line's) holds ``distributed_training``."""
     from omegaconf import OmegaConf
 
     root = cfg._get_root() if OmegaConf.is_config(cfg) and hasattr(cfg, "_get_root") else None
@@ -405,10 +416,11 @@ def refuse_fully_sharded_in_task_setup(cfg):
 def refuse_ignored_bf16_in_generation():
     """``fairseq-generate`` / ``-interactive --bf16`` on CPU: refused by name.
 
-    This fairseq converts models for ``--fp16`` only, so ``--bf16`` (and ``--memory-efficient-bf16``)
-    would be accepted and decoding would run in float32. Both commands hand their whole config to
-    ``model.prepare_for_inference_``; the command line (not a checkpoint's saved training config,
-    which the hub interface passes: it has no ``common_eval.path``) is refused there.
+    This fairseq converts models for ``--fp16`` only, so ``--bf16`` (and
+    ``--memory-efficient-bf16``) would be accepted and decoding would run in float32. Both commands
+    hand their whole config to ``model.prepare_for_inference_``; the command line (not a
+    checkpoint's saved training config, which the hub interface passes: it has no
+    ``common_eval.path``) is refused there.
     """
     from fairseq.models import BaseFairseqModel
 
@@ -418,13 +430,14 @@ def refuse_ignored_bf16_in_generation():
 
     def prepare_for_inference_(self, cfg):
         common, common_eval = getattr(cfg, "common", None), getattr(cfg, "common_eval", None)
-        if (common is not None and getattr(common, "bf16", False) and getattr(common_eval, "path", None)
-                and not _xla_available()):
+        command_line = getattr(common_eval, "path", None) is not None
+        if command_line and getattr(common, "bf16", False) and not _xla_available():
             param = next(self.parameters(), None)
             if param is None or param.device.type == "cpu":
-                flag = "--memory-efficient-bf16" if getattr(common, "memory_efficient_bf16", False) else "--bf16"
-                raise ValueError(f"{flag}: this fairseq decodes in bfloat16 only on TPUs; on CPU generation would "
-                                 f"run in float32 all the same: drop {flag}")
+                efficient = getattr(common, "memory_efficient_bf16", False)
+                flag = "--memory-efficient-bf16" if efficient else "--bf16"
+                raise ValueError(f"{flag}: this fairseq decodes in bfloat16 only on TPUs; on CPU "
+                                 f"generation would run in float32 all the same: drop {flag}")
         return original(self, cfg)
 
     prepare_for_inference_._refuses_bf16 = True
@@ -434,11 +447,11 @@ def refuse_ignored_bf16_in_generation():
 refuse_ignored_bf16_in_generation()
 
 
-# --- fairseq-hydra-train: a model config's keys --------------------------------------------------
+# --- fairseq-hydra-train: a model config's keys -----------------------------------------------
 
 
 class _RecordedReads(argparse.Namespace):
-    """A Namespace that records the name of every attribute read from it (``getattr``, ``hasattr``)."""
+    """A Namespace that records the name of every attribute read from it (getattr, hasattr)."""
 
     def __getattribute__(self, name):
         if not name.startswith("_"):
@@ -447,10 +460,10 @@ class _RecordedReads(argparse.Namespace):
 
 
 def model_config_keys(arch):
-    """The keys a model config of ``arch`` may hold: the dests of its model's ``add_args`` (the flags
-    of ``fairseq-train --arch ARCH``, ``-`` written ``_``), every attribute its architecture function
-    reads (fairseq's transformer defaults read with ``getattr``, the earlier names of renamed flags
-    that it still reads), and ``_name`` / ``arch``."""
+    """The keys a model config of ``arch`` may hold: the dests of its model's ``add_args`` (the
+    flags of ``fairseq-train --arch ARCH``, ``-`` written ``_``), every attribute its architecture
+    function reads (fairseq's transformer defaults read with ``getattr``, the earlier names of
+    renamed flags that it still reads), and ``_name`` / ``arch``."""
     from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
 
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
@@ -468,19 +481,21 @@ def model_config_keys(arch):
 
 
 def check_model_config_keys(cfg):
-    """A hydra model config (``model: {_name: ARCH, ...}``) of one of the plugin's architectures holds
-    only keys that architecture reads: a misspelt key is an error naming it (and the nearest known
-    keys), instead of a model trained with the key ignored. The plugin's models have no dataclass
-    (their presets are ``--arch`` functions): their config is a plain DictConfig that fairseq hands
-    to the architecture function unchecked. The command line (a Namespace) is checked by argparse;
-    checkpoints are not checked (their saved args may hold keys of older versions)."""
+    """A hydra model config (``model: {_name: ARCH, ...}``) of one of the plugin's architectures
+    holds only keys that architecture reads: a misspelt key is an error naming it (and the nearest
+    known keys), instead of a model trained with the key ignored. The plugin's models have no
+    dataclass (their presets are ``--arch`` functions): their config is a plain DictConfig that
+    fairseq hands to the architecture function unchecked. The command line (a Namespace) is checked
+    by argparse; checkpoints are not checked (their saved args may hold keys of older versions)."""
     import difflib
 
     from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_DATACLASS_REGISTRY
 
     arch = getattr(cfg, "_name", None) or getattr(cfg, "arch", None)
     model_cls = ARCH_MODEL_REGISTRY.get(arch)
-    if model_cls is None or arch in MODEL_DATACLASS_REGISTRY or not model_cls.__module__.startswith(__package__):
+    if model_cls is None or arch in MODEL_DATACLASS_REGISTRY:
+        return
+    if not model_cls.__module__.startswith(__package__):
         return
     known = model_config_keys(arch)
     unknown = [k for k in cfg.keys() if k not in known]
@@ -488,10 +503,12 @@ def check_model_config_keys(cfg):
         hints = []
         for k in unknown:
             near = difflib.get_close_matches(k, sorted(known), n=2)
-            hints.append(f"{k!r}" + (f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""))
-        raise ValueError(f"model {arch}: unknown key{'s' if len(unknown) > 1 else ''} in the model config: "
-                         f"{', '.join(hints)}; the keys are the flags of fairseq-train --arch {arch} with '_' for "
-                         "'-' (fairseq-train --arch ... --help lists them)")
+            hint = f" (did you mean {' or '.join(map(repr, near))}?)" if near else ""
+            hints.append(f"{k!r}{hint}")
+        raise ValueError(f"model {arch}: unknown key{'s' if len(unknown) > 1 else ''} in the model "
+                         f"config: {', '.join(hints)}; the keys are the flags of fairseq-train "
+                         f"--arch {arch} with '_' for '-' (fairseq-train --arch ... --help lists "
+                         "them)")
 
 
 def refuse_unknown_model_keys():

@@ -143,37 +143,41 @@ def test_two_workers_equal_one_worker_with_update_freq_2(dist_data, tmp_path, fa
     assert "rouge_l" in logged(double, "valid")[0]
 
 
-# --- how users launch on CPU: torchrun, and --distributed-world-size N alone (issue 31, item 10) ------
+# --- how users launch on CPU: torchrun, --distributed-world-size N alone (issue 31, item 10) ---
 
 SMALL = ["--arch", "tp_transformer_small", *TINY, "--tpr-roles", "4"]
 
 
 def launch_as(data, save, how):
-    """``how``: "one" (1 worker, --update-freq 2), "torchrun" (torchrun --nproc_per_node 2, no fairseq
-    distributed flag) or "spawn" (--distributed-world-size 2 alone)."""
+    """``how``: "one" (1 worker, --update-freq 2), "torchrun" (torchrun --nproc_per_node 2, no
+    fairseq distributed flag) or "spawn" (--distributed-world-size 2 alone)."""
     import sys
 
     args = [data, "--user-dir", USER_DIR, *COMMON, *SMALL, "--save-dir", save]
     if how == "one":
         cmd = [cli("fairseq-train"), *args, "--update-freq", "2"]
     elif how == "torchrun":
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-               "--master_port", str(free_port()), "-m", "fairseq_cli.train", *args]
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+               "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
+               "-m", "fairseq_cli.train", *args]
     else:
         cmd = [cli("fairseq-train"), *args, "--distributed-world-size", "2"]
     os.makedirs(save, exist_ok=True)
     log = open(os.path.join(save, "train.log"), "w+")
-    return [(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, env=_env()), log)]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, env=_env())
+    return [(proc, log)]
 
 
 @pytest.mark.parametrize("how", ["torchrun", "spawn"])
-def test_two_cpu_workers_started_as_users_do_equal_one_worker_with_update_freq_2(dist_data, tmp_path, how):
-    """torchrun without --distributed-world-size let each process train alone on the whole data (fairseq's
-    world size is 1 on CPU); with it fairseq divided by torch.cuda.device_count(); --distributed-world-size 2
-    alone failed with "0 available devices". Equal parameters and logged batch sizes to one worker with
-    --update-freq 2 mean that the two workers read different halves of each update's batches (each
-    training alone on the whole data, the first update would count the batch of one worker only), and
-    fairseq's per-update check that the workers' gradient norms agree held on every update."""
+def test_two_cpu_workers_started_as_users_do_equal_one_worker_with_update_freq_2(dist_data,
+                                                                                 tmp_path, how):
+    """torchrun without --distributed-world-size let each process train alone on the whole data
+    (fairseq's world size is 1 on CPU); with it fairseq divided by torch.cuda.device_count();
+    --distributed-world-size 2 alone failed with "0 available devices". Equal parameters and
+    logged batch sizes to one worker with --update-freq 2 mean that the two workers read
+    different halves of each update's batches (each training alone on the whole data, the first
+    update would count the batch of one worker only), and fairseq's per-update check that the
+    workers' gradient norms agree held on every update."""
     one = launch_as(dist_data, str(tmp_path / "one"), "one")
     single = finish(one, "1 worker")
     two = launch_as(dist_data, str(tmp_path / how), how)

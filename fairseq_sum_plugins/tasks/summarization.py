@@ -158,7 +158,8 @@ def parse_dict_flag(flag, text):
 
 def refuse_cpu_half_precision(cfg):
     """``--fp16`` / ``--memory-efficient-fp16`` need a CUDA GPU: refused up front on CPU."""
-    for flag in ("memory_efficient_fp16", "fp16"):  # fairseq sets fp16 for --memory-efficient-fp16 too
+    # memory-efficient first: fairseq sets fp16 for --memory-efficient-fp16 too
+    for flag in ("memory_efficient_fp16", "fp16"):
         if getattr(cfg, flag, False) and (getattr(cfg, "cpu", False) or not torch.cuda.is_available()):
             raise ValueError(f"--{flag.replace('_', '-')} needs a CUDA GPU and none is in use: drop it to train "
                              "in float32 on CPU")
@@ -180,7 +181,8 @@ class SummarizationTask(TranslationTask):
     def setup_task(cls, cfg, **kwargs):
         from ..compat import refuse_fully_sharded_in_task_setup
 
-        refuse_fully_sharded_in_task_setup(cfg)  # fairseq-hydra-train: before fairscale's wrapping context
+        # fairseq-hydra-train: before fairscale's wrapping context of fully_sharded
+        refuse_fully_sharded_in_task_setup(cfg)
         return super().setup_task(cfg, **kwargs)
 
     @property
@@ -206,37 +208,41 @@ class SummarizationTask(TranslationTask):
             if self._model_max_source_positions:  # models built: check the files now
                 self.check_side_data(split)
 
-    def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
+    def filter_indices_by_size(self, indices, dataset, max_positions=None,
+                               ignore_invalid_inputs=False):
         """fairseq's filter (examples longer than ``max_positions`` are skipped with a warning in
         training, an error elsewhere); when it skips every example of a split, an error naming the
         flags and the count, instead of fairseq's ``IndexError`` in ``batch_by_size``."""
         n = len(indices)
-        kept = super().filter_indices_by_size(indices, dataset, max_positions, ignore_invalid_inputs)
+        kept = super().filter_indices_by_size(indices, dataset, max_positions,
+                                              ignore_invalid_inputs)
         if n > 0 and len(kept) == 0:
             raise ValueError(self._nothing_fits(indices, dataset, max_positions))
         return kept
 
     def _nothing_fits(self, indices, dataset, max_positions):
         split = next((name for name, d in self.datasets.items() if d is dataset), "the")
-        limits = tuple(max_positions) if isinstance(max_positions, (tuple, list)) else (max_positions, max_positions)
+        pair = isinstance(max_positions, (tuple, list))
+        limits = tuple(max_positions) if pair else (max_positions, max_positions)
         limits = tuple(np.inf if lim is None else lim for lim in limits)
         sizes = np.array([np.broadcast_to(np.asarray(dataset.size(i)), (2,)) for i in indices])
         flags = (self.cfg.max_source_positions, self.cfg.max_target_positions)
         over_flag = sizes > np.array(flags)
         over_limit = sizes > np.array(limits)
-        parts = [f"all {len(indices)} examples of the {split} split are skipped as longer than the model accepts "
-                 f"(source, target limit {limits[0]}, {limits[1]} tokens)"]
+        parts = [f"all {len(indices)} examples of the {split} split are skipped as longer than the "
+                 f"model accepts (source, target limit {limits[0]}, {limits[1]} tokens)"]
         if over_flag[:, 0].any():
-            parts.append(f"{int(over_flag[:, 0].sum())} sources are longer than --max-source-positions {flags[0]}: "
-                         "raise it or add --truncate-source (cuts each source to its first max-source-positions - 1 "
-                         "tokens and EOS)")
+            parts.append(f"{int(over_flag[:, 0].sum())} sources are longer than "
+                         f"--max-source-positions {flags[0]}: raise it or add --truncate-source "
+                         "(cuts each source to its first max-source-positions - 1 tokens and EOS)")
         if over_flag[:, 1].any():
-            parts.append(f"{int(over_flag[:, 1].sum())} targets are longer than --max-target-positions {flags[1]}: "
-                         "raise it")
+            parts.append(f"{int(over_flag[:, 1].sum())} targets are longer than "
+                         f"--max-target-positions {flags[1]}: raise it")
         other = int((over_limit & ~over_flag).any(axis=1).sum())
         if other:
-            parts.append(f"{other} examples are within those flags but over the limit, which comes from --max-tokens "
-                         "(a batch holds at least one whole example) or the model's own positions: raise --max-tokens")
+            parts.append(f"{other} examples are within those flags but over the limit, which comes "
+                         "from --max-tokens (a batch holds at least one whole example) or the "
+                         "model's own positions: raise --max-tokens")
         return "; ".join(parts)
 
     def check_side_data(self, split):
@@ -429,7 +435,8 @@ class SummarizationTask(TranslationTask):
             for flag in ("max_source_positions", "max_target_positions"):
                 value = getattr(self.cfg, flag)
                 if value is not None and value < 1:
-                    raise ValueError(f"--{flag.replace('_', '-')} {value}: a number of tokens, at least 1")
+                    raise ValueError(f"--{flag.replace('_', '-')} {value}: a number of tokens, "
+                                     "at least 1")
         model = super().build_model(cfg, from_checkpoint)
         max_positions = model.max_positions()
         source_limit = max_positions[0] if isinstance(max_positions, (tuple, list)) else max_positions
