@@ -13,12 +13,14 @@
 # last decoder layer's cross-attention): without it, a transformer trained this briefly on 100 papers
 # learns the abstracts' language but not to read its paper, and writes one abstract for every test
 # paper (source gain 0.000, 1 distinct summary of 100); with it, it copies from its own paper (source
-# gain 0.64 bits per abstract token, 100 distinct summaries). The last lines (quickstart_check.py) say
-# whether its figures are the expected ones, give its ROUGE beside Lead-3 and the generic summary on the
-# same 100 test papers (fairseq-sum-baselines, analysis/baselines.py), and the verdict "summarizes"
-# (analysis/specificity.py: ROUGE-2 reference specificity above max(0.5, half the random extract's) with
-# p <= 0.01, test NLL below the no-training bag of pieces', and it reads its papers: source gain >= 0.3
-# bits, >= 90 distinct summaries), with where it stands between the generic summary and Lead-3 if not. PINNED (1) pins the arithmetic (recipes/common.sh pin_arithmetic: MKL's
+# gain 0.64 bits per abstract token, 100 distinct summaries). The last lines (quickstart_check.py)
+# say whether its figures are the expected ones, give its ROUGE beside Lead-3 and the generic
+# summary on the same 100 test papers (fairseq-sum-baselines, analysis/baselines.py), and the verdict
+# "summarizes" (analysis/specificity.py: ROUGE-2 reference specificity above max(0.5, half the
+# random extract's) with p <= 0.01, test NLL below the no-training bag of pieces', and it reads its papers:
+# source gain >= 0.3 bits, >= 90 distinct summaries), with where it stands between the generic
+# summary and Lead-3 if not.
+# PINNED (1) pins the arithmetic (recipes/common.sh pin_arithmetic: MKL's
 # reproducible branch, ATen's baseline kernels), so that the figures are the same bits on any x86-64 CPU
 # (checked under QEMU's emulation of other CPU models: cross_cpu.sh, results/quickstart-cpus/), at about
 # twice the CPU time per update; PINNED=0 lets torch pick its fastest code paths for the CPU, and
@@ -42,26 +44,28 @@ DEFAULTS=0
 export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS
 if [ "$PINNED" = 1 ]; then pin_arithmetic; else unset MKL_CBWR ATEN_CPU_CAPABILITY; fi
 source "$(dirname "$0")/quickstart_flags.sh"
-TRAIN_RUN=("${QUICKSTART_TRAIN[@]}" --max-update "$MAX_UPDATE" --validate-interval 4 --save-interval 4
-  --no-epoch-checkpoints --log-interval 10)
-GENERATE_RUN=("${QUICKSTART_GENERATE[@]}" --batch-size "$BATCH" --log-format simple --log-interval 1)
+TRAIN_RUN=("${QUICKSTART_TRAIN[@]}" --max-update "$MAX_UPDATE" --validate-interval 4
+  --save-interval 4 --no-epoch-checkpoints --log-interval 10)
+GENERATE_RUN=("${QUICKSTART_GENERATE[@]}" --batch-size "$BATCH" --log-format simple
+  --log-interval 1)
 
 converted "$WORK/jsonl" ACLSum || python -m preprocess.aclsum_to_jsonl --out "$WORK/jsonl"
 prepare "$WORK/jsonl" "$WORK" --vocab-size 8000 --max-src-tokens 512 --max-tgt-tokens 256 --workers 2 --seed 1 --num-threads 1
 
-# The run's identity: every setting that changes the bits of the checkpoint (train.*) or of the decoding
-# (decode.*), as compare.sh's run_spec: ARCH, MAX_UPDATE, THREADS, PINNED and the arithmetic variables it
-# sets, torch's version, the data (a hash of WORK/bin's dictionaries, indices and prepare options) and
-# every flag; BEAM, BATCH and the decoding flags. The checkpoint's name carries a hash of the train.*
-# lines, the decoding's of all of them, and each records them (CKPT/run_spec.txt, OUT.spec.txt): a
-# re-run with another THREADS, BATCH or flag trains or decodes anew, never reusing a finished run.
+# The run's identity: every setting that changes the bits of the checkpoint (train.*) or of the
+# decoding (decode.*), as compare.sh's run_spec: ARCH, MAX_UPDATE, THREADS, PINNED and the
+# arithmetic variables it sets, torch's version, the data (a hash of WORK/bin's dictionaries, indices and
+# prepare options) and every flag; BEAM, BATCH and the decoding flags. The checkpoint's name carries
+# a hash of the train.* lines, the decoding's of all of them, and each records them
+# (CKPT/run_spec.txt, OUT.spec.txt): a re-run with another THREADS, BATCH or flag trains or decodes
+# anew, never reusing a finished run.
 DATA_ID=$(python - "$WORK/bin" <<'EOF'
 import hashlib, json, os, sys
 folder = sys.argv[1]
 with open(os.path.join(folder, "prepare_args.json"), encoding="utf-8") as f:
     options = json.load(f).get("options", {})
-ident = hashlib.sha256(json.dumps({k: v for k, v in options.items() if k not in ("out", "jsonl_dir", "workers")},
-                                  sort_keys=True, default=str).encode())
+kept = {k: v for k, v in options.items() if k not in ("out", "jsonl_dir", "workers")}
+ident = hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode())
 for name in sorted(os.listdir(folder)):
     if name.endswith(".idx") or (name.startswith("dict.") and name.endswith(".txt")):
         with open(os.path.join(folder, name), "rb") as f:
@@ -70,10 +74,12 @@ print(ident.hexdigest()[:16])
 EOF
 )
 TORCH_VERSION=$(python -c 'import torch; print(torch.__version__)')
-TRAIN_SPEC=$(printf '%s\n' "train.ARCH=$ARCH" "train.MAX_UPDATE=$MAX_UPDATE" "train.THREADS=$THREADS" \
-  "train.PINNED=$PINNED" "train.MKL_CBWR=${MKL_CBWR:-}" "train.ATEN_CPU_CAPABILITY=${ATEN_CPU_CAPABILITY:-}" \
-  "train.torch=$TORCH_VERSION" "train.data=$DATA_ID" "train.flags=${TRAIN_RUN[*]}")
-DECODE_SPEC=$(printf '%s\n' "$TRAIN_SPEC" "decode.BEAM=$BEAM" "decode.BATCH=$BATCH" "decode.flags=${GENERATE_RUN[*]}")
+TRAIN_SPEC=$(printf '%s\n' "train.ARCH=$ARCH" "train.MAX_UPDATE=$MAX_UPDATE" \
+  "train.THREADS=$THREADS" "train.PINNED=$PINNED" "train.MKL_CBWR=${MKL_CBWR:-}" \
+  "train.ATEN_CPU_CAPABILITY=${ATEN_CPU_CAPABILITY:-}" "train.torch=$TORCH_VERSION" \
+  "train.data=$DATA_ID" "train.flags=${TRAIN_RUN[*]}")
+DECODE_SPEC=$(printf '%s\n' "$TRAIN_SPEC" "decode.BEAM=$BEAM" "decode.BATCH=$BATCH" \
+  "decode.flags=${GENERATE_RUN[*]}")
 spec_id() { sha256sum | cut -c1-10; }
 RUN="$ARCH.u$MAX_UPDATE.t$THREADS.pinned$PINNED"
 CKPT="$WORK/checkpoints/$RUN.$(spec_id <<< "$TRAIN_SPEC")"
@@ -87,15 +93,17 @@ generate "$WORK/bin" "$CKPT/checkpoint_last.pt" "$OUT" spm "${GENERATE_RUN[@]}"
 score "$OUT" --specificity
 python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$CKPT/checkpoint_last.pt" --cpu \
   --generate-output "$OUT" --json "$OUT.source_use.json"
-# the baselines of the same test papers (Lead-3, the generic summary, the random extract that sets the
-# specificity bar, the bag of pieces), once per prepared data
+# the baselines of the same test papers (Lead-3, the generic summary, the random extract that sets
+# the specificity bar, the bag of pieces), once per prepared data
 BASELINES="$WORK/baselines.test.json"
 if [ ! "$BASELINES" -nt "$WORK/bin/prepare_args.json" ]; then
   log "baselines: $WORK -> $BASELINES"
-  python -m fairseq_sum_plugins.analysis.baselines --data "$WORK" --json "$BASELINES.tmp" > "$BASELINES.txt"
+  python -m fairseq_sum_plugins.analysis.baselines --data "$WORK" --json "$BASELINES.tmp" \
+    > "$BASELINES.txt"
   mv "$BASELINES.tmp" "$BASELINES"
 else
   log "baselines: $BASELINES exists, skipped"
 fi
 # the last lines: are the figures the expected ones, ROUGE beside the baselines, the verdict
-python "$(dirname "$0")/quickstart_check.py" "$OUT.rouge.json" "$OUT.source_use.json" "$PINNED" "$DEFAULTS" "$BASELINES"
+python "$(dirname "$0")/quickstart_check.py" "$OUT.rouge.json" "$OUT.source_use.json" "$PINNED" \
+  "$DEFAULTS" "$BASELINES"
