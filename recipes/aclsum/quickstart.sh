@@ -15,11 +15,11 @@
 # paper (source gain 0.000, 1 distinct summary of 100); with it, it copies from its own paper (source
 # gain 0.64 bits per abstract token, 100 distinct summaries). The last lines (quickstart_check.py)
 # say whether its figures are the expected ones, give its ROUGE beside Lead-3 and the generic
-# summary on the same 100 test papers (fairseq-sum-baselines, analysis/baselines.py), and the verdict
-# "summarizes" (analysis/specificity.py: ROUGE-2 reference specificity above max(0.5, half the
-# random extract's) with p <= 0.01, test NLL below the no-training bag of pieces', and it reads its papers:
-# source gain >= 0.3 bits, >= 90 distinct summaries), with where it stands between the generic
-# summary and Lead-3 if not.
+# summary on the same 100 test papers (fairseq-sum-baselines, analysis/baselines.py), and the
+# verdict "summarizes" (analysis/specificity.py: ROUGE-2 reference specificity above max(0.5, half
+# the random extract's) with p <= 0.01, test NLL below the no-training bag of pieces', and it reads
+# its papers: source gain >= 0.3 bits, >= 90 distinct summaries), with where it stands between the
+# generic summary and Lead-3 if not.
 # PINNED (1) pins the arithmetic (recipes/common.sh pin_arithmetic: MKL's
 # reproducible branch, ATen's baseline kernels), so that the figures are the same bits on any x86-64 CPU
 # (checked under QEMU's emulation of other CPU models: cross_cpu.sh, results/quickstart-cpus/), at about
