@@ -224,8 +224,8 @@ def check_cpu_precision(cfg):
     for flag in ("memory_efficient_fp16", "fp16"):
         if getattr(common, flag, False):
             raise ValueError(f"--{flag.replace('_', '-')} needs a CUDA GPU and none is in use: "
-                             "drop it to train in float32 on CPU, or use --bf16 for bfloat16 "
-                             "on CPU")
+                             "drop it to run in float32 on CPU, or train with --bf16 for "
+                             "bfloat16 on CPU")
     if getattr(common, "amp", False):
         raise ValueError("--amp is CUDA float16 autocast: on CPU the model would train in float32 "
                          "while the log says AMP; drop --amp, or use --bf16 for bfloat16 training "
@@ -335,6 +335,16 @@ def check_cpu_distributed(cfg):
     return 0
 
 
+def refuse_ignored_bf16_in_validation(common):
+    """``fairseq-validate --bf16`` on CPU: this fairseq converts the models for ``--fp16`` only, so
+    the loss was computed in float32 without a word (``--fp16`` is refused as in training)."""
+    if getattr(common, "bf16", False) or getattr(common, "memory_efficient_bf16", False):
+        efficient = getattr(common, "memory_efficient_bf16", False)
+        flag = "--memory-efficient-bf16" if efficient else "--bf16"
+        raise ValueError(f"{flag}: fairseq-validate evaluates in bfloat16 only on TPUs; on CPU it "
+                         f"would run in float32 all the same: drop {flag}")
+
+
 def cpu_training_options():
     """Check fairseq's precision and distributed options of a CPU training before it starts.
 
@@ -357,6 +367,8 @@ def cpu_training_options():
             raise ValueError(f"--distributed-world-size {world}: the number of training "
                              "processes, at least 1")
         if training_on_cpu(cfg):
+            if getattr(main, "__module__", None) == "fairseq_cli.validate":
+                refuse_ignored_bf16_in_validation(cfg.common)
             check_cpu_precision(cfg)
             nprocs = check_cpu_distributed(cfg)
             if nprocs:

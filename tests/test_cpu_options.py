@@ -432,3 +432,18 @@ def test_fairseq_hydra_train_on_cpu_refuses_amp_and_a_torchrun_launch(toy_data, 
     alone = "ValueError: torchrun started WORLD_SIZE=2 processes, but this one would train alone"
     assert launch.stderr.count(alone) == 2, launch.stderr[-3000:]
     assert not (tmp_path / "run" / "checkpoint_last.pt").exists()
+
+
+def test_validate_bf16_on_cpu_is_refused_by_name():
+    """fairseq-validate converts models for --fp16 only: --bf16 computed the loss in float32."""
+    from fairseq import options
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from fairseq.distributed import utils as distributed_utils
+    from fairseq_cli import validate
+
+    for flag in ("--bf16", "--memory-efficient-bf16"):
+        parser = options.get_validation_parser()
+        args = options.parse_args_and_arch(parser, ["DATA", "--task", "summarization", "--path",
+                                                    "ckpt.pt", "--cpu", flag])
+        with pytest.raises(ValueError, match=rf"^{flag}: fairseq-validate evaluates in bfloat16"):
+            distributed_utils.call_main(convert_namespace_to_omegaconf(args), validate.main)
