@@ -27,11 +27,12 @@ Measurements (all also in ``--json``):
   with ``--meteor-impl 1.5`` Meteor Universal 1.5's jar (the paper's); labelled ``meteor_impl``.
 * ``--novel-ngrams [1,2,3,4]``: share of summary n-grams not in the source, for hypotheses and
   references (:mod:`fairseq_sum_plugins.novelty`, Mem2Mem Table 4).
-* ``--specificity``: ROUGE-2 reference specificity (:mod:`fairseq_sum_plugins.analysis.specificity`):
-  ROUGE-2 F1 of each output against its own reference (``own``) and against the other documents'
-  references (``other``), their difference ``delta`` in ROUGE points and its permutation p-value
-  (``--permutations``, at least 1,000, seeded by ``--seed``); needs an output and a reference for every
-  document of the split; ``--json`` key ``specificity`` {``own``, ``other``, ``delta``, ``p``, ...}.
+* ``--specificity``: ROUGE-2 reference specificity
+  (:mod:`fairseq_sum_plugins.analysis.specificity`): ROUGE-2 F1 of each output against its own
+  reference (``own``) and against the other documents' references (``other``), their difference
+  ``delta`` in ROUGE points and its permutation p-value (``--permutations``, at least 1,000, seeded
+  by ``--seed``); needs an output and a reference for every document of the split; ``--json`` key
+  ``specificity`` {``own``, ``other``, ``delta``, ``p``, ...}.
 * ``--topic-model NPZ``: semantic similarity (TA eq. 10) of each summary to its document and to its
   gold summary (:func:`fairseq_sum_plugins.analysis.topics.semantic_similarity_scores`; imports
   fairseq).
@@ -72,13 +73,15 @@ def get_parser():
     p.add_argument("--novel-ngrams", nargs="?", const=[1, 2, 3, 4], type=ngram_orders, metavar="ORDERS",
                    help="also the novel n-gram ratios of hypotheses and references (default 1,2,3,4)")
     p.add_argument("--specificity", action="store_true",
-                   help="also ROUGE-2 reference specificity: own vs other documents' references, with a "
-                        "permutation p-value (needs every document of the split)")
+                   help="also ROUGE-2 reference specificity: own vs other documents' "
+                        "references, with a permutation p-value (needs every document of the split)")
     p.add_argument("--permutations", type=int_at_least(1000), default=None,
-                   help="permutations of the --specificity p-value (default and minimum 1000; seeded by --seed)")
+                   help="permutations of the --specificity p-value (default and minimum 1000; "
+                        "seeded by --seed)")
     p.add_argument("--bootstrap-samples", type=int_at_least(0), default=1000,
                    help="bootstrap resamples for the CIs (0: no CIs)")
-    p.add_argument("--seed", type=int, default=1, help="bootstrap (and --specificity permutation) seed")
+    p.add_argument("--seed", type=int, default=1,
+                   help="bootstrap (and --specificity permutation) seed")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     p.add_argument("--topic-model", metavar="NPZ",
                    help="also report semantic similarity (TA eq. 10) with this PFA topic model")

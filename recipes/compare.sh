@@ -5,13 +5,14 @@
 # (same budget for all: no checkpoint selection), and is scored with fairseq-sum-score (ROUGE F1 with
 # 95% bootstrap CIs; METEOR when fairseq-sum-score offers --meteor; a paired significance test of each
 # model against the first when the console script fairseq-sum-compare is installed), and measured
-# for whether it reads its source at all (analysis/source_use.py: source gain, distinct summaries). Writes
-# OUT/results.md (table, commands, hardware, wall times) and OUT/learning_curve.png. The baselines of the
-# same test set (fairseq-sum-baselines: Lead-1/3/k, random3, the oracle, the generic summary, the bag of
-# pieces; OUT/baselines.json) and each model's verdict "summarizes" (ROUGE-2 specificity of
-# fairseq-sum-score --specificity, test NLL against the bag of pieces, source gain), with its paired
-# bootstrap against Lead-3 beside its difference from the first model, go to OUT/baselines.md,
-# OUT/verdicts.json and a section of OUT/results.md (analysis/baseline_table.py).
+# for whether it reads its source at all (analysis/source_use.py: source gain, distinct summaries).
+# Writes OUT/results.md (table, commands, hardware, wall times) and OUT/learning_curve.png. The
+# baselines of the same test set (fairseq-sum-baselines: Lead-1/3/k, random3, the oracle, the
+# generic summary, the bag of pieces; OUT/baselines.json) and each model's verdict "summarizes"
+# (ROUGE-2 specificity of fairseq-sum-score --specificity, test NLL against the bag of pieces,
+# source gain), with its paired bootstrap against Lead-3 beside its difference from the first model,
+# go to OUT/baselines.md, OUT/verdicts.json and a section of OUT/results.md
+# (analysis/baseline_table.py).
 #
 #   bash recipes/compare.sh WORK OUT "LABEL=ARCH [fairseq-train flags]" ...
 #     WORK   a folder prepared by fairseq-sum-prepare (WORK/bin/prepare_args.json)
@@ -137,10 +138,11 @@ fit_topics() {
     $([ -d "$WORK/spm_full" ] && echo --full-src "$WORK/spm_full")
 }
 
-# sets_copy FLAG...: true when one of the flags sets the copy mechanism, either way and in any spelling:
-# --pointer-generator VALUE, --pointer-generator=VALUE (False, 0, false, no, ...), the flag quoted
-# ('--pointer-generator=False', "--pointer-generator" 0). COPY=1 leaves such a spec as it is: fairseq reads
-# the last of two --pointer-generator flags, so an appended one would override the spec's.
+# sets_copy FLAG...: true when one of the flags sets the copy mechanism, either way and in any
+# spelling: --pointer-generator VALUE, --pointer-generator=VALUE (False, 0, false, no, ...), the
+# flag quoted ('--pointer-generator=False', "--pointer-generator" 0). COPY=1 leaves such a spec as
+# it is: fairseq reads the last of two --pointer-generator flags, so an appended one would override
+# the spec's.
 sets_copy() {
   local f
   for f in "$@"; do
@@ -217,7 +219,8 @@ references.txt|sources.txt|baselines.json|baselines.md|baselines.txt|verdicts.js
   read -r -a words <<< "$rest"
   [[ ${words[0]:-} =~ ^[A-Za-z0-9_]+$ ]] || refuse "'$spec': no architecture name after '$label=' (LABEL=ARCH [flags])"
   flags=("${words[@]:1}")
-  if [ "$COPY" = 1 ] && ! sets_copy "${flags[@]}" && [ "$(model_of "${words[0]}")" = sum_transformer ]; then
+  if [ "$COPY" = 1 ] && ! sets_copy "${flags[@]}" \
+    && [ "$(model_of "${words[0]}")" = sum_transformer ]; then
     rest="$rest --pointer-generator True"  # COPY=1 (see above): recorded in the run's spec like any flag
     flags+=(--pointer-generator True)
   fi
@@ -284,8 +287,8 @@ for i in "${!LABELS[@]}"; do
   generate "$WORK/bin" "$ckpt/checkpoint_last.pt" "$OUT/$label/test.out" "${GEN_FLAGS[@]}" "${side[@]}" ${GEN_EXTRA:-}
   [ "$decoded_before" = 1 ] || set_wall "$label" "generate_s=$(( $(date +%s) - start ))"
   # a score file of an older compare.sh (without the ROUGE-2 specificity) is made again
-  [ ! -f "$OUT/$label/test.out.rouge.json" ] || grep -q '"specificity"' "$OUT/$label/test.out.rouge.json" \
-    || rm "$OUT/$label/test.out.rouge.json"
+  scores=$OUT/$label/test.out.rouge.json
+  [ ! -f "$scores" ] || grep -q '"specificity"' "$scores" || rm "$scores"
   # shellcheck disable=SC2086
   score "$OUT/$label/test.out" $METEOR_FLAG --specificity
   # does the model read its source? (source gain and distinct summaries: analysis/source_use.py)
@@ -303,7 +306,8 @@ done
 # the baselines of the test set (once per prepared data; seed 1 whatever SEED: they do not train)
 if [ ! "$OUT/baselines.json" -nt "$WORK/bin/prepare_args.json" ]; then
   log "baselines: $WORK -> $OUT/baselines.json"
-  python -m fairseq_sum_plugins.analysis.baselines --data "$WORK" --json "$OUT/baselines.json.tmp" > "$OUT/baselines.txt"
+  python -m fairseq_sum_plugins.analysis.baselines --data "$WORK" --json "$OUT/baselines.json.tmp" \
+    > "$OUT/baselines.txt"
   mv "$OUT/baselines.json.tmp" "$OUT/baselines.json"
 else
   log "baselines: $OUT/baselines.json exists, skipped"
@@ -332,5 +336,6 @@ if [ ${#LABELS[@]} -gt 1 ]; then
     --names "$(IFS=,; echo "${LABELS[*]}")" "${base[@]}" --html "$OUT/report.html" > /dev/null
 fi
 python -m fairseq_sum_plugins.analysis.compare_report "$OUT" "${LABELS[@]}"
-# the baseline rows and the verdicts beside the models (OUT/baselines.md, verdicts.json, results.md's section)
+# the baseline rows and the verdicts beside the models (OUT/baselines.md, verdicts.json, a section
+# of results.md)
 python -m fairseq_sum_plugins.analysis.baseline_table "$OUT" "$WORK" "${LABELS[@]}" > /dev/null

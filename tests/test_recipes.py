@@ -248,11 +248,12 @@ def test_compare_sh_gives_sum_transformers_the_copy_and_plots_source_gain_over_u
     ("--pointer-generator False", "--pointer-generator False"),
     ("--dropout 0.2", "--dropout 0.2 --pointer-generator True"),  # no copy flag: COPY=1 adds it
 ])
-def test_compare_sh_copy_leaves_a_spec_that_sets_the_copy_in_any_spelling(compare_work, tmp_path, flags, recorded):
-    """COPY=1 appends --pointer-generator True only to a spec without the flag: before, it saw only the
-    spelling with a space, appended the flag after --pointer-generator=False, and the later flag won (the
-    'no copy' arm trained with the copy). Read from the spec compare.sh records, shown when it refuses a
-    run recorded under another spec (before any work)."""
+def test_compare_sh_copy_leaves_a_spec_that_sets_the_copy_in_any_spelling(compare_work, tmp_path, flags,
+                                                                            recorded):
+    """COPY=1 appends --pointer-generator True only to a spec without the flag: before, it saw only
+    the spelling with a space, appended the flag after --pointer-generator=False, and the later flag
+    won (the 'no copy' arm trained with the copy). Read from the spec compare.sh records, shown when
+    it refuses a run recorded under another spec (before any work)."""
     out = tmp_path / "out"
     (out / "base").mkdir(parents=True)
     (out / "base" / "run_spec.txt").write_text("train.model=other\n")
