@@ -23,5 +23,8 @@ def _fairseq_available():
 if _fairseq_available():
     from . import quiet  # noqa: F401  (first, before fairseq's import logs: hydra warnings, configuration dumps)
     from . import compat  # noqa: F401  (checkpoint loading under torch >= 2.6, before any model code)
-    from . import criterions, models, tasks, text  # noqa: F401
+    from .modules.registry import load_features
+
+    load_features()  # every paper's feature, in one fixed order, before the models that host them
+    from . import models, criterions, tasks, text  # noqa: F401
     from . import fairseq_scoring  # noqa: F401

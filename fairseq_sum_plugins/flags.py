@@ -7,7 +7,10 @@ reads a value as data only: ``True/False``, ``true/false``, ``1/0``, ``yes/no``;
 argparse error naming the flag and the value.
 """
 import argparse
+import logging
 
+logger = logging.getLogger(__name__)
+_UNSET = object()
 TRUE = ("true", "1", "yes")
 FALSE = ("false", "0", "no")
 
@@ -24,11 +27,26 @@ def bool_flag(text):
     raise argparse.ArgumentTypeError(f"expected True or False, got {text!r}")
 
 
-def renamed_flag(args, name, old, default):
-    """Sets ``args.<name>`` (a flag's attribute, named as the flag) to its value, else to the value that a
-    checkpoint saved before the rename holds under the ``old`` attribute, else to ``default``. The old
-    command-line spelling is an alias of the new one (same ``dest``), so only saved args need this."""
-    setattr(args, name, getattr(args, name, getattr(args, old, default)))
+def renamed_flag(args, name, old, default=_UNSET):
+    """The one reading of a renamed flag's attribute: ``args.<name>`` (named as the flag) keeps its
+    value, else takes the value that args saved before the rename (a checkpoint's, or
+    ``--model-overrides``) hold under the ``old`` attribute, else ``default`` (when given and
+    ``name`` is absent); ``old`` is then dropped, so the args keep one name. Both given and
+    different: the new name wins, with a warning naming both; a new name holding None (argparse's
+    value of a flag not given) is not given. The old command-line spelling is an alias of the new
+    one (same ``dest``), so only saved args and overrides reach ``old``. Call it before any default
+    of ``name`` is set (an arch preset's)."""
+    given = getattr(args, name, None) is not None
+    if hasattr(args, old):
+        value = getattr(args, old)
+        delattr(args, old)
+        if not given:
+            setattr(args, name, value)
+        elif getattr(args, name) != value:
+            logger.warning(f"{name} = {getattr(args, name)!r} and its earlier name {old} = {value!r} "
+                           f"are both given: {name} is taken")
+    if not hasattr(args, name) and default is not _UNSET:
+        setattr(args, name, default)
 
 
 def bool_options(add_args):

@@ -321,11 +321,12 @@ def _edited_checkpoint(ckpt, path, **changes):
 
 
 @pytest.mark.parametrize("changes,message", [
-    (dict(tpr="discrete"), "TPR (role/filler binding) (--tpr discrete)"),
-    (dict(info_gate=True), "the information-selection gate (--gate True)"),
-    (dict(ta_sia=True, ta_drm=True), "the Topic Assistant (--ta-sia True, --ta-drm True)"),
+    (dict(tpr="discrete"), "TP-Transformer role binding (--tpr discrete)"),
+    (dict(gate=True), "information selection (--gate True)"),
+    (dict(info_gate=True, gate=None), "information selection (--gate True)"),  # the earlier name
+    (dict(ta_sia=True, ta_drm=True), "Topic Assistant (--ta-sia True, --ta-drm True)"),
     (dict(focus_layers="1"), "ETADS focus attention (--focus-layers 1)"),
-    (dict(saliency_layers="all"), "ETADS saliency attention (--saliency-layers all)"),
+    (dict(saliency_layers="all"), "ETADS saliency selection (--saliency-layers all)"),
     (dict(t5_cross_position_bias=True), "TPT's cross-attention position table (--t5-cross-position-bias True)"),
     (dict(cell="default"), "--cell default, not the T5 cell"),
     (dict(arch="hred_base"), "--arch hred_base is not a sum_transformer"),
@@ -347,14 +348,15 @@ def test_real_checkpoints_with_features_are_refused(native, tmp_path):
               "--optimizer", "adam", "--lr", "0.001"]
     tpt = save_fresh_checkpoint([*common, "--arch", "tp_transformer_t5_small", "--tpr-roles", "4"],
                                 str(tmp_path / "tpt.pt"), "CrossEntropyCriterion")
-    assert "TPR" in refused(tpt, tmp_path / "out") and "cross-attention position table" in refused(tpt, tmp_path / "o")
+    message = refused(tpt, tmp_path / "out")
+    assert "TP-Transformer role binding (--tpr discrete)" in message and "cross-attention position table" in message
     gated = save_fresh_checkpoint([*common, "--arch", "t5_small_gated"], str(tmp_path / "gated.pt"),
                                   "CrossEntropyCriterion")
-    assert "information-selection gate (--gate True)" in refused(gated, tmp_path / "out")
+    assert "information selection (--gate True)" in refused(gated, tmp_path / "out")
     etads = save_fresh_checkpoint([*common, "--arch", "t5_small", "--focus-layers", "1", "--saliency-layers", "2"],
                                   str(tmp_path / "etads.pt"), "CrossEntropyCriterion")
     message = refused(etads, tmp_path / "out")
-    assert "ETADS focus attention (--focus-layers 1)" in message and "saliency attention (--saliency-layers 2)" in message
+    assert "ETADS focus attention (--focus-layers 1)" in message and "saliency selection (--saliency-layers 2)" in message
     assert not (tmp_path / "out").exists()
 
 

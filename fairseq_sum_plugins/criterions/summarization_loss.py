@@ -35,15 +35,21 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
     LabelSmoothedCrossEntropyCriterionConfig,
 )
 
-from .. import models  # noqa: F401  (the model families and their features register their losses)
+from fairseq.criterions import CRITERION_DATACLASS_REGISTRY
+from fairseq.dataclass.utils import gen_parser_from_dataclass
+from hydra.core.config_store import ConfigStore
+
 from ..aux_losses import AUX_LOSSES, RATIO_METRICS
 
+NAME = "summarization_loss"
+_CONFIG = {}  # the registered losses (a tuple) -> their config dataclass
 
-def _config_fields():
-    """One weight field per registered loss (``{name}_weight``), a ``{name}_norm`` field for those
-    with normalisations, and ``aux_weights``."""
+
+def _config_fields(losses):
+    """One weight field per loss (``{name}_weight``), a ``{name}_norm`` field for those with
+    normalisations, and ``aux_weights``."""
     out = []
-    for loss in AUX_LOSSES.values():
+    for loss in losses:
         out.append((loss.weight_flag, float, field(default=loss.weight, metadata={"help": loss.help})))
         if loss.norms:
             out.append((loss.norm_flag, ChoiceEnum(list(loss.norms)),
@@ -54,8 +60,34 @@ def _config_fields():
     return out
 
 
-SummarizationLossConfig = make_dataclass(
-    "SummarizationLossConfig", _config_fields(), bases=(LabelSmoothedCrossEntropyCriterionConfig,))
+def criterion_config():
+    """The criterion's config dataclass for the losses registered now (``SummarizationLossConfig``):
+    made when first asked for with these losses, so a loss registered after import has its flags."""
+    losses = tuple(AUX_LOSSES.values())
+    if losses not in _CONFIG:
+        _CONFIG[losses] = make_dataclass("SummarizationLossConfig", _config_fields(losses),
+                                         bases=(LabelSmoothedCrossEntropyCriterionConfig,))
+    return _CONFIG[losses]
+
+
+def __getattr__(name):  # SummarizationLossConfig: the config of the losses registered now
+    if name == "SummarizationLossConfig":
+        return criterion_config()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def refresh_registration():
+    """Makes fairseq's registries hold :func:`criterion_config` (as ``register_criterion`` stores a
+    config: the criterion's dataclass registry and hydra's config store); called where the config is
+    used: the command-line parser (:meth:`SummarizationLoss.add_args`) and the criterion's build."""
+    config = criterion_config()
+    if CRITERION_DATACLASS_REGISTRY.get(NAME) is not config:
+        CRITERION_DATACLASS_REGISTRY[NAME] = config
+        setattr(SummarizationLoss, "__dataclass", config)
+        node = config()
+        node._name = NAME
+        ConfigStore.instance().store(name=NAME, group="criterion", node=node, provider="fairseq")
+    return config
 
 
 def parse_aux_weights(weights, aux_weights):
@@ -79,7 +111,7 @@ def feature_flags():
     return [f for loss in AUX_LOSSES.values() for f in (loss.weight_flag, loss.norm_flag) if f]
 
 
-@register_criterion("summarization_loss", dataclass=SummarizationLossConfig)
+@register_criterion(NAME, dataclass=criterion_config())
 class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
     def __init__(self, task, sentence_avg, label_smoothing, ignore_prefix_size=0, report_accuracy=False,
                  aux_weights="", **flags):
@@ -103,6 +135,7 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
 
     @classmethod
     def build_criterion(cls, cfg, task):
+        refresh_registration()
         flags = {f: getattr(cfg, f) for f in feature_flags() if getattr(cfg, f, None) is not None}
         return cls(task, cfg.sentence_avg, cfg.label_smoothing, getattr(cfg, "ignore_prefix_size", 0),
                    getattr(cfg, "report_accuracy", False), getattr(cfg, "aux_weights", ""), **flags)
@@ -152,7 +185,7 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
 
     @classmethod
     def add_args(cls, parser):
-        super().add_args(parser)
+        gen_parser_from_dataclass(parser, refresh_registration()())  # the losses registered now
         for loss in AUX_LOSSES.values():  # other spellings of the weight flags (AuxLoss.aliases)
             for alias in loss.aliases:
                 parser.add_argument(alias, dest=loss.weight_flag, type=float, metavar="W", default=argparse.SUPPRESS,

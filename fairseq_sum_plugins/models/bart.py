@@ -57,7 +57,6 @@ from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, Trans
 
 from fairseq import utils
 
-from ..modules import focus, saliency, tpr  # noqa: F401  (register the layer features)
 from ..flags import parse_bool_options
 from ..modules.attention import FactoredGate
 from ..modules.checkpointing import checkpoint_layer
@@ -75,7 +74,6 @@ from ..modules.features import (
     decoder_call,
     encoder_inputs,
     feature_defaults,
-    fresh_names,
     layer_inputs,
     prob_gate_fn,
     score_bias_fn,
@@ -85,10 +83,8 @@ from ..modules.features import (
 )
 from ..modules.gates import gate_defaults, restore_attention
 from ..modules.topic import topic_defaults
-from .fresh_params import keep_fresh_parameters
+from .fresh_params import fresh_pattern, keep_fresh_parameters
 
-# the parameters a plain BART checkpoint lacks: the features' (modules/features.py)
-FRESH = re.compile("|".join(re.escape(n) for n in fresh_names()))
 # earlier TA parameter names -> their names here: the per-decoder ModuleList layout (encoder.sia.N,
 # decoder.drm.N, ...) and one SIA attribute name for every attention (self_attn.sia, encoder_attn.sia)
 RENAMED = [
@@ -486,7 +482,8 @@ class SumBARTModel(BARTModel):
                 if pattern.match(key):
                     state_dict[pattern.sub(target, key)] = state_dict.pop(key)
                     break
-        fresh = {k: v for k, v in self.state_dict().items() if FRESH.search(k)}
+        fresh = fresh_pattern()  # the features' parameters (modules/features.py), registered now
+        fresh = {k: v for k, v in self.state_dict().items() if fresh.search(k)}
         keep_fresh_parameters(state_dict, fresh, name + "." if name else "")
 
 

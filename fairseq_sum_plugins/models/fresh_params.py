@@ -1,12 +1,23 @@
 """Fine-tuning a fairseq checkpoint that lacks a paper's new parameters (gates, topic heads), and the
 mark of an imported checkpoint that a model reads on loading (a converter writes it; the model defines it)."""
 import logging
+import re
 
 import torch
+
+from ..modules.features import fresh_names
 
 logger = logging.getLogger(__name__)
 
 IMPORT_MARKER = "t5_import_marker"  # state_dict key: missing parameters are initialised fresh
+
+
+def fresh_pattern():
+    """The parameter names a plain (BART) checkpoint lacks: those of every feature registered now
+    (``.attr.`` of :func:`~..modules.features.fresh_names`), computed when a checkpoint is loaded, so
+    a feature registered after import is included; with no feature registered, no name."""
+    names = fresh_names()
+    return re.compile("|".join(re.escape(n) for n in names) if names else r"(?!)")
 
 
 def keep_fresh_parameters(state_dict, fresh, prefix=""):

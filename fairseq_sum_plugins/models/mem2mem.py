@@ -85,7 +85,6 @@ from ..flags import bool_flag, parse_bool_options, renamed_flag
 from ..modules.checkpointing import add_checkpoint_args
 from ..modules.memory import MemoryCompression, MemoryReader, MemoryWriter, compression_loss, masked_softmax, read_loss
 from ..modules.pointer_generator import MarkerEmbedding, count_position_markers, mix_copy_distribution
-from ..modules.features import take_alias
 from ..modules.sentences import sentence_layout
 
 # See et al. (2017): the coverage loss, named apart from the model's coverage attention
@@ -491,7 +490,7 @@ def base_architecture(args):
     args.max_target_positions = getattr(args, "max_target_positions", 1024)
     args.pointer_generator = getattr(args, "pointer_generator", True)
     args.source_position_markers = getattr(args, "source_position_markers", -1)
-    take_alias(args, "coverage_attention", "coverage")  # the earlier attribute name (older checkpoints, overrides)
+    renamed_flag(args, "coverage_attention", "coverage")  # earlier attribute name (old checkpoints)
     args.coverage_attention = getattr(args, "coverage_attention", True)
     args.coverage_loss = getattr(args, "coverage_loss", False)
     renamed_flag(args, "memory_encoder", "encoder_memory", True)

@@ -70,7 +70,7 @@ from fairseq.models import (
 )
 from fairseq.modules import LayerNorm, PositionalEmbedding
 
-from ..flags import bool_flag, parse_bool_options
+from ..flags import bool_flag, parse_bool_options, renamed_flag
 from ..data_folder import hub_text_kwargs
 from ..modules.attention import MultiheadAttention
 from ..modules.checkpointing import add_checkpoint_args, checkpoint_layers
@@ -78,7 +78,6 @@ from ..modules.compiled import compile_layers
 from ..modules.encoder_out import EncoderOut
 from ..modules.pointer_generator import TransformerCopy
 from ..modules.gates import restore_attention
-from ..modules import focus, saliency  # noqa: F401  (register ETADS's features)
 from ..modules.features import (
     ENCODER_OUT,
     NoCall,
@@ -752,14 +751,14 @@ def t5_base(args):
 @register_model_architecture("sum_transformer", "t5_small_gated")
 def t5_small_gated(args):
     """Information selection on T5-small: encoder gate + gated cross-attention."""
-    args.gate = getattr(args, "gate", True)
+    renamed_flag(args, "gate", "info_gate", True)  # an old checkpoint's info_gate first
     t5_small(args)
 
 
 @register_model_architecture("sum_transformer", "t5_base_gated")
 def t5_base_gated(args):
     """Information selection as the paper ran it (§4.2): T5-base + gate (PyTorch's default Linear init)."""
-    args.gate = getattr(args, "gate", True)
+    renamed_flag(args, "gate", "info_gate", True)  # an old checkpoint's info_gate first
     t5_base(args)
 
 
@@ -824,14 +823,14 @@ def etads_baseline(args):
 @register_model_architecture("sum_transformer", "transformer_gated_base")
 def transformer_gated_base(args):
     """Information selection on the T5-style baseline (no role binding)."""
-    args.gate = getattr(args, "gate", True)
+    renamed_flag(args, "gate", "info_gate", True)  # an old checkpoint's info_gate first
     t5_transformer_base(args)
 
 
 @register_model_architecture("sum_transformer", "tp_transformer_gated_base")
 def tp_transformer_gated_base(args):
     """Information selection composed with TPT-d role binding."""
-    args.gate = getattr(args, "gate", True)
+    renamed_flag(args, "gate", "info_gate", True)  # an old checkpoint's info_gate first
     tp_transformer_base(args)
 
 

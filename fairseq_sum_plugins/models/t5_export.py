@@ -47,9 +47,10 @@ with ``<sep>`` between sentences before sentencepiece, and the model card shows 
 ``<s>``, ``</s>``, ``<pad>``, ``<unk>`` (and any symbol sentencepiece never emits) inside the text
 are ordinary pieces, as in fairseq's sentencepiece step (:func:`unmatchable_splits`).
 
-**Refused** with a message naming the feature: another model family or cell, TPR, the information
-gate, the Topic Assistant, focus, saliency, the pointer-generator, TPT's cross-attention position
-table, a tied unscaled or untied scaled output, encoder and decoder of other widths, a sentencepiece model other than
+**Refused** with a message naming the feature: another model family or cell, every feature of the
+registry switched on in the checkpoint's args (:func:`..modules.features.features_on`: TPR, the
+information gate, the Topic Assistant, focus, saliency, and any feature registered later), the
+pointer-generator, TPT's cross-attention position table, a tied unscaled or untied scaled output, encoder and decoder of other widths, a sentencepiece model other than
 unigram or with pieces the dictionary lacks (fairseq reads them as ``<unk>``), data binarized with
 another dictionary than the checkpoint's; an ``OUT_DIR`` that exists and is not empty (unless ``--force``).
 """
@@ -87,26 +88,21 @@ class T5ExportError(Exception):
 # ----------------------------------------------------------------------------- checks
 
 
-def _features(args):
-    """``(feature, flag)`` of every paper feature switched on in the model args."""
-    from ..modules.focus import parse_layers
+# options of the sum_transformer cell (not features of the registry) that HF's T5 has no place for
+CELL_OPTIONS = (("the pointer-generator copy mechanism", "pointer_generator"),
+                ("TPT's cross-attention position table", "t5_cross_position_bias"))
 
-    found = []
-    if getattr(args, "tpr", "none") != "none":
-        found.append(("TPR (role/filler binding)", f"--tpr {args.tpr}"))
-    if getattr(args, "info_gate", getattr(args, "gate", False)):  # info_gate: the earlier name, which wins (take_alias)
-        found.append(("the information-selection gate", "--gate True"))
-    ta = [f"--{n.replace('_', '-')} True" for n in ("ta_sia", "ta_tema", "ta_drm") if getattr(args, n, False)]
-    if ta:
-        found.append(("the Topic Assistant", ", ".join(ta)))
-    for name, layers, n in (("focus", "focus_layers", args.encoder_layers),
-                            ("saliency", "saliency_layers", args.decoder_layers)):
-        if parse_layers(getattr(args, layers, "none"), n, "--" + layers.replace("_", "-")):
-            found.append((f"ETADS {name} attention", f"--{layers.replace('_', '-')} {getattr(args, layers)}"))
-    if getattr(args, "pointer_generator", False):
-        found.append(("the pointer-generator copy mechanism", "--pointer-generator True"))
-    if getattr(args, "t5_cross_position_bias", False):
-        found.append(("TPT's cross-attention position table", "--t5-cross-position-bias True"))
+
+def _features(args):
+    """``(feature, settings)`` of every registered feature switched on in the model args (the
+    registry's :func:`~..modules.features.features_on`; a feature registered later included), then
+    of the cell's own options above."""
+    from ..modules.features import features_on
+
+    found = [(spec.name.split(" (--")[0], ", ".join(on)) for spec, on in features_on(args)]
+    for name, dest in CELL_OPTIONS:
+        if getattr(args, dest, False):
+            found.append((name, f"--{dest.replace('_', '-')} True"))
     return found
 
 
@@ -123,7 +119,10 @@ def check_exportable(args, ckpt):
     if getattr(args, "cell", "default") != "t5":
         raise T5ExportError(f"{ckpt}: --arch {arch} uses --cell {getattr(args, 'cell', 'default')}, not the T5 cell "
                             "(--cell t5), which is the only one HF's T5 computes")
-    found = _features(args)
+    try:
+        found = _features(args)
+    except (ValueError, AttributeError) as e:  # e.g. --focus-layers 9 with 2 layers
+        raise T5ExportError(f"{ckpt}: its feature options cannot be read: {e}") from None
     if found:
         raise T5ExportError(f"{ckpt}: " + "; ".join(f"{name} ({flag})" for name, flag in found)
                             + ": HF's T5ForConditionalGeneration has no place for it; only the plain T5 cell exports")

@@ -49,6 +49,7 @@ A backbone where a switched-on feature means nothing is refused by ``spec.refuse
 with a message naming the feature. Adding a feature is its module with its spec and flags, and a
 row of the contract table (tests/test_model_contract.py); tests/test_features.py adds one that way.
 """
+from argparse import ArgumentParser, Namespace
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional
 
@@ -82,8 +83,10 @@ class FeatureSpec:
     it is off; ``stage``: ``"attention"`` (built before the site's attention), ``"head"`` (after it),
     ``"binding"`` (after its residual) or ``"encoder"`` (on the encoder, after its layers);
     ``inputs``: site -> the per-forward input names its modules read; ``refuse(args, backbone)``: a
-    message when the feature is on and means nothing there, else None; ``cross_inputs`` and
-    ``build_model_feature``: see the module docstring."""
+    message when the feature is on and means nothing there, else None; ``on(args)``: the settings
+    that switch it on in ``args`` (``("--gate True",)``; empty: off; without it, any of its flags
+    set, :func:`features_on`); ``cross_inputs`` and ``build_model_feature``: see the module
+    docstring."""
 
     name: str
     attrs: Dict[str, str]
@@ -95,6 +98,7 @@ class FeatureSpec:
     inputs: Dict[str, tuple] = field(default_factory=dict)
     cross_inputs: Optional[Callable] = None
     build_model_feature: Optional[Callable] = None
+    on: Optional[Callable] = None
 
 
 FEATURES: Dict[str, FeatureSpec] = {}
@@ -151,8 +155,20 @@ def layers_feature(name, flag, site, attr, module, help):
     def defaults(args):
         setattr(args, dest, getattr(args, dest, "none"))
 
+    def on(args):
+        depth = args.encoder_layers if site.startswith("encoder") else args.decoder_layers
+        value = getattr(args, dest)
+        return (f"{flag} {value}",) if parse_layers(value, depth, flag) else ()
+
     return register_feature(FeatureSpec(f"{name} ({flag})", {site: attr}, build, add_args=add_args,
-                                        defaults=defaults))
+                                        defaults=defaults, on=on))
+
+
+def flags_set(args, *dests):
+    """``("--flag value", ...)`` of the ``dests`` that ``args`` sets to something other than off
+    (None, False, 0, ``""``, ``"none"``): a spec's ``on`` (:class:`FeatureSpec`)."""
+    return tuple(f"--{d.replace('_', '-')} {getattr(args, d)}" for d in dests
+                 if getattr(args, d, None) not in (None, False, 0, "", "none"))
 
 
 def add_feature_args(parser):
@@ -161,17 +177,43 @@ def add_feature_args(parser):
             spec.add_args(parser)
 
 
-def feature_defaults(args, backbone):
-    """Every feature's defaults, its boolean options read as booleans (``--model-overrides "{'gate': 'no'}"``
-    is False), then the refusal of a feature that means nothing on ``backbone``."""
+def _defaults(args):
     for spec in FEATURES.values():
         if spec.defaults is not None:
             spec.defaults(args)
     parse_bool_options(args, add_feature_args)  # after the defaults: an earlier name (info_gate) too
+
+
+def feature_defaults(args, backbone):
+    """Every feature's defaults, its boolean options read as booleans
+    (``--model-overrides "{'gate': 'no'}"`` is False), then the refusal of a feature that means nothing on ``backbone``."""
+    _defaults(args)
     for spec in FEATURES.values():
         message = spec.refuse(args, backbone) if spec.refuse is not None else None
         if message:
             raise ValueError(message)
+
+
+def features_on(args):
+    """``[(spec, settings)]`` of the registered features switched on in ``args`` (a model's args,
+    e.g. a checkpoint's; read on a copy with every feature's defaults and earlier flag names
+    applied), in registration order: ``settings`` from ``spec.on``, or for a spec without one the flags its
+    ``add_args`` declares that are set (:func:`flags_set`)."""
+    items = args.items() if hasattr(args, "items") else vars(args).items()  # DictConfig, Namespace
+    args = Namespace(**dict(items))
+    _defaults(args)
+    found = []
+    for spec in FEATURES.values():
+        if spec.on is not None:
+            settings = tuple(spec.on(args))
+        else:
+            parser = ArgumentParser(add_help=False)
+            if spec.add_args is not None:
+                spec.add_args(parser)
+            settings = flags_set(args, *dict.fromkeys(a.dest for a in parser._actions))
+        if settings:
+            found.append((spec, settings))
+    return found
 
 
 def attach(layer, args, site, stage, dims):
@@ -322,14 +364,6 @@ def bind(modules, x):
         if hasattr(m, "bind"):
             x = m.bind(x)
     return x
-
-
-def take_alias(args, name, old):
-    """Flag attributes are named as their flags; ``old`` (an earlier attribute name, in older
-    checkpoints' args or ``--model-overrides``) still sets ``name`` and is then dropped."""
-    if hasattr(args, old):
-        setattr(args, name, getattr(args, old))
-        delattr(args, old)
 
 
 def layer_inputs(site, padding_mask=None, incremental_state=None, **values):

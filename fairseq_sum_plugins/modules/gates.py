@@ -72,9 +72,9 @@ import torch
 import torch.nn as nn
 
 from ..aux_losses import AuxLoss, RatioMetric, register_aux_loss, register_ratio_metric
-from ..flags import bool_flag
+from ..flags import bool_flag, renamed_flag
 from ..side_data import register_generator_hook
-from .features import ENCODER_OUT, FeatureSpec, register_feature, take_alias
+from .features import ENCODER_OUT, FeatureSpec, flags_set, register_feature
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def add_gate_args(parser, switch=True):
 
 def gate_defaults(args, gate=False):
     """The ``--gate-*`` defaults; ``info_gate``, the switch's earlier attribute name, still sets ``gate``."""
-    take_alias(args, "gate", "info_gate")
+    renamed_flag(args, "gate", "info_gate")
     args.gate = getattr(args, "gate", gate)
     args.gate_per_head = getattr(args, "gate_per_head", False)
     args.gate_threshold = getattr(args, "gate_threshold", 0.0)
@@ -293,7 +293,9 @@ def _cross_inputs(view):
 
 
 register_feature(FeatureSpec("information selection (--gate)", {ENCODER_OUT: "info_gate"}, _build_gate,
-                             stage="encoder", add_args=add_gate_args, defaults=gate_defaults, cross_inputs=_cross_inputs))
+                             stage="encoder", add_args=add_gate_args, defaults=gate_defaults,
+                             cross_inputs=_cross_inputs,
+                             on=lambda args: flags_set(args, "gate")))
 register_aux_loss(AuxLoss(
     "gate_l1", 0.1, "weight of the gate L1 loss (IS eq. 9)", norms=("token", "document"), units=_source_tokens,
     norm_help="gate loss reading (modules/gates.py): 'token': CE per target token + lambda x mean gate per "

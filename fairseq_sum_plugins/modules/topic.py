@@ -71,10 +71,10 @@ import torch.nn as nn
 from fairseq import utils
 from fairseq.incremental_decoding_utils import with_incremental_state
 
-from ..flags import bool_flag
+from ..flags import bool_flag, renamed_flag
 from ..side_data import register_side_data
 from ..topic_model import FIT_COMMAND, PoissonFactorAnalysis, check_theta_file
-from .features import MODEL, FeatureSpec, register_feature, take_alias
+from .features import MODEL, FeatureSpec, flags_set, register_feature
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def add_topic_args(parser):
 
 
 def topic_defaults(args, on=False):
-    take_alias(args, "ta_topic_model", "topic_model")  # the earlier attribute name (older checkpoints, overrides)
+    renamed_flag(args, "ta_topic_model", "topic_model")  # earlier attribute name (old checkpoints)
     args.ta_topic_model = getattr(args, "ta_topic_model", "")
     args.ta_sia = getattr(args, "ta_sia", on)
     args.ta_tema = getattr(args, "ta_tema", on)
@@ -364,15 +364,16 @@ def _build_sia(args, site, dims):
 register_feature(FeatureSpec(
     "Topic Assistant (--ta-sia, --ta-tema, --ta-drm)", {MODEL: "topic"}, stage="model",
     add_args=add_topic_args, defaults=topic_defaults,
+    on=lambda args: flags_set(args, "ta_sia", "ta_tema", "ta_drm"),
     build_model_feature=lambda args, task, src_dict, tgt_dict: build_topic_assistant(args, task, src_dict, tgt_dict)))
 register_feature(FeatureSpec(
     "Topic Assistant SIA (--ta-sia)", {"encoder_self": "sia", "decoder_self": "self_sia", "decoder_cross": "cross_sia"},
-    _build_sia, stage="head",
+    _build_sia, stage="head", on=lambda args: flags_set(args, "ta_sia"),
     inputs={"encoder_self": ("sia_probs",), "decoder_self": ("self_probs",), "decoder_cross": ("cross_probs", "sia_v_scale")}))
 register_feature(FeatureSpec(
     "Topic Assistant DRM (--ta-drm)", {"decoder_cross": "drm"},
     lambda args, site, dims: DRM(args.ta_num_topics, dims.embed_dim) if getattr(args, "ta_drm", False) else None,
-    stage="head", inputs={"decoder_cross": ("theta",)}))
+    stage="head", inputs={"decoder_cross": ("theta",)}, on=lambda args: flags_set(args, "ta_drm")))
 
 
 def check_phi(args, model, path):
