@@ -351,6 +351,46 @@ def test_the_table_covers_every_registered_arch_family():
     assert np.all([c.arch in ours for c in CELLS])
 
 
+PRUNED = [c for c in CELLS if c.prune]
+
+
+@pytest.mark.parametrize("cell", PRUNED, ids=[c.id for c in PRUNED])
+@pytest.mark.parametrize("left_pad", [True, False])
+def test_pruned_documents_equal_the_document_alone_on_both_padding_sides(cell, left_pad, topic_model):
+    """Pruning (a gate threshold in eval mode) with left- or right-padded sources: at thresholds that
+    remove 10% to 95% of the batch's positions (each between two gates: no ties), every document's
+    log-probabilities, from the full forward and from incremental decoding (the generator's path),
+    equal those of the document decoded alone. Tolerance: the batch and the single document run the
+    same float32 kernels on other blockings, a few ulps of log-probabilities of size <= ~10 apart
+    (observed <= 2e-6); a position pruned on one side only moves them by 1e-2 or more."""
+    from fairseq_sum_plugins.modules.encoder_out import EncoderOut
+
+    model, d = build(cell, topic_model)
+    src, lengths, prev, side = batch(cell, d, left_pad, bsz=4)
+    model.eval()
+    gate = model.encoder.info_gate
+    gate.threshold = -1.0
+    with torch.no_grad():
+        view = EncoderOut.of(model.encoder(src, lengths, **side))
+    g = view.gates[~view.padding_mask].max(-1).values.sort().values  # a position goes when all heads close
+    for q in (0.1, 0.5, 0.95):
+        i = max(1, int(len(g) * q))
+        gate.threshold = float(g[i - 1 : i + 1].mean())
+
+        def log_probs(s, n, p, side_):  # full forward and incremental decoding
+            full = model.get_normalized_probs(model(s, n, p, **side_), log_probs=True)
+            steps = decode_incrementally(model, model.encoder(s, n, **side_), p, {})
+            return full, model.get_normalized_probs((torch.cat(steps, dim=1), None), log_probs=True)
+
+        with torch.no_grad():
+            batched = log_probs(src, lengths, prev, side)
+            for b in range(src.size(0)):
+                n = int(lengths[b])
+                alone = src[b : b + 1, src.size(1) - n :] if left_pad else src[b : b + 1, :n]
+                single = log_probs(alone, lengths[b : b + 1], prev[b : b + 1], select(side, torch.tensor([b])))
+                for one, many in zip(single, batched):
+                    assert (one - many[b : b + 1]).abs().max() < 1e-5, (q, b)
+
 # --- activation checkpointing (fairseq's --checkpoint-activations; modules/checkpointing.py) ------------
 
 
