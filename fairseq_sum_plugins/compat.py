@@ -523,6 +523,32 @@ def check_model_config_keys(cfg):
                          "them)")
 
 
+def flat_bart_config(cfg):
+    """A hydra model config of the plugin's BART family as the flat Namespace its layers read.
+
+    fairseq's ``TransformerConfig.from_namespace`` keeps, of a DictConfig, only its own fields:
+    the feature flags (``focus_layers``, ``gate``, ...) that the plugin's BART layers read were lost
+    (``AttributeError: invalid argument focus_layers`` in fairseq-hydra-train), and fairseq's BART
+    reads ``args.task``, which a model config lacks (loading the checkpoint failed). The
+    architecture function fills the DictConfig first (so the saved config holds the preset's values,
+    as on the command line), then the model is built from a Namespace copy of it."""
+    from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
+    from fairseq.models.bart import BARTModel
+    from omegaconf import OmegaConf, open_dict
+
+    arch = getattr(cfg, "_name", None) or getattr(cfg, "arch", None)
+    model_cls = ARCH_MODEL_REGISTRY.get(arch)
+    if model_cls is None or not issubclass(model_cls, BARTModel):
+        return cfg
+    if not model_cls.__module__.startswith(__package__):
+        return cfg
+    with open_dict(cfg):
+        ARCH_CONFIG_REGISTRY[arch](cfg)
+    flat = OmegaConf.to_container(cfg, resolve=True)
+    flat.setdefault("task", None)  # BARTModel.upgrade_state_dict_named reads args.task
+    return argparse.Namespace(**flat)
+
+
 def refuse_unknown_model_keys():
     """Wrap ``fairseq.models.build_model`` (what ``FairseqTask.build_model`` calls) with
     :func:`check_model_config_keys` for configs built from scratch (not ``from_checkpoint``)."""
@@ -534,8 +560,10 @@ def refuse_unknown_model_keys():
         return
 
     def build_model(cfg, task, from_checkpoint=False):
-        if not from_checkpoint and OmegaConf.is_config(cfg):
-            check_model_config_keys(cfg)
+        if OmegaConf.is_config(cfg):
+            if not from_checkpoint:
+                check_model_config_keys(cfg)
+            cfg = flat_bart_config(cfg)
         return original(cfg, task, from_checkpoint)
 
     build_model._checks_keys = True

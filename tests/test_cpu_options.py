@@ -268,16 +268,24 @@ def test_a_misspelt_model_key_in_a_hydra_config_is_refused_by_name(arch, dims):
     from omegaconf import OmegaConf
 
     task = FakeTask(make_dictionary())
-    # (BART built from a DictConfig fails in fairseq's TransformerConfig, whatever its keys)
-    builds = not arch.startswith("bart")
-    if builds:
-        build_model(OmegaConf.create({"_name": arch, **dims}), task)  # every key known: builds
+    build_model(OmegaConf.create({"_name": arch, **dims}), task)  # every key known: builds
     bad = OmegaConf.create({"_name": arch, **dims, "encoder_layerz": 7})
     message = rf"model {arch}: unknown key in the model config: 'encoder_layerz'"
     with pytest.raises(ValueError, match=message):
         build_model(bad, task)
-    if builds:  # saved args are not checked (keys of older versions)
-        build_model(bad, task, from_checkpoint=True)
+    build_model(bad, task, from_checkpoint=True)  # saved args are not checked (older keys)
+
+
+def test_a_bart_model_builds_from_a_hydra_config_with_its_feature_flags():
+    """fairseq's TransformerConfig kept only its own fields of a DictConfig: the BART family's
+    layers failed on focus_layers (AttributeError: invalid argument focus_layers)."""
+    from fairseq.models import build_model
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create({"_name": "bart_base_gated", **BART, "gate_threshold": 0.3})
+    model = build_model(cfg, FakeTask(make_dictionary()))
+    assert model.args.gate and model.args.gate_threshold == 0.3 and model.args.task is None
+    assert cfg.gate is True and cfg.dropout == 0.1  # the preset's values, saved in the checkpoint
 
 
 def test_earlier_attribute_names_that_an_architecture_still_reads_are_known():
@@ -416,6 +424,21 @@ def test_fairseq_hydra_train_refuses_a_misspelt_model_key_and_trains_without_it(
     state = torch.load(tmp_path / "good" / "checkpoint_last.pt", map_location="cpu")
     assert state["cfg"]["model"]["encoder_layers"] == 1
     assert state["optimizer_history"][-1]["num_updates"] == 1
+
+
+@pytest.mark.slow
+def test_fairseq_hydra_train_trains_a_bart_model_and_generate_reads_it(toy_data, tmp_path):
+    bart = ("\n  decoder_attention_heads: 2\n  decoder_embed_dim: 32\n  decoder_ffn_embed_dim: 64"
+            "\n  max_source_positions: 64\n  max_target_positions: 64\n  gate_threshold: 0.3")
+    argv = hydra_config(tmp_path, "bart", toy_data, bart)
+    (tmp_path / "bart.yaml").write_text((tmp_path / "bart.yaml").read_text().replace(
+        "_name: tp_transformer_small", "_name: bart_base_gated").replace("  tpr_roles: 4\n", ""))
+    trained = run(cli("fairseq-hydra-train"), *argv)  # was AttributeError: invalid argument ...
+    assert trained.returncode == 0, (trained.stderr + trained.stdout)[-3000:]
+    gen = run(cli("fairseq-generate"), toy_data, "--user-dir", USER_DIR, "--task", "summarization",
+              "--path", str(tmp_path / "bart" / "checkpoint_last.pt"), "--gen-subset", "test",
+              "--beam", "1", "--max-len-b", "4", "--batch-size", "4", "--cpu")
+    assert gen.returncode == 0 and "H-0\t" in gen.stdout, gen.stderr[-3000:]
 
 
 @pytest.mark.slow
