@@ -43,8 +43,8 @@ def renamed_flag(args, name, old, default=_UNSET):
         if not given:
             setattr(args, name, value)
         elif getattr(args, name) != value:
-            logger.warning(f"{name} = {getattr(args, name)!r} and its earlier name {old} = {value!r} "
-                           f"are both given: {name} is taken")
+            logger.warning(f"{name} = {getattr(args, name)!r} and its earlier name {old} = "
+                           f"{value!r} are both given: {name} is taken")
     if not hasattr(args, name) and default is not _UNSET:
         setattr(args, name, default)
 

@@ -14,8 +14,8 @@ IMPORT_MARKER = "t5_import_marker"  # state_dict key: missing parameters are ini
 
 def fresh_pattern():
     """The parameter names a plain (BART) checkpoint lacks: those of every feature registered now
-    (``.attr.`` of :func:`~..modules.features.fresh_names`), computed when a checkpoint is loaded, so
-    a feature registered after import is included; with no feature registered, no name."""
+    (``.attr.`` of :func:`~..modules.features.fresh_names`), computed when a checkpoint is loaded,
+    so a feature registered after import is included; with no feature registered, no name."""
     names = fresh_names()
     return re.compile("|".join(re.escape(n) for n in names) if names else r"(?!)")
 

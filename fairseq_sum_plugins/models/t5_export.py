@@ -50,9 +50,10 @@ are ordinary pieces, as in fairseq's sentencepiece step (:func:`unmatchable_spli
 **Refused** with a message naming the feature: another model family or cell, every feature of the
 registry switched on in the checkpoint's args (:func:`..modules.features.features_on`: TPR, the
 information gate, the Topic Assistant, focus, saliency, and any feature registered later), the
-pointer-generator, TPT's cross-attention position table, a tied unscaled or untied scaled output, encoder and decoder of other widths, a sentencepiece model other than
-unigram or with pieces the dictionary lacks (fairseq reads them as ``<unk>``), data binarized with
-another dictionary than the checkpoint's; an ``OUT_DIR`` that exists and is not empty (unless ``--force``).
+pointer-generator, TPT's cross-attention position table, a tied unscaled or untied scaled output,
+encoder and decoder of other widths, a sentencepiece model other than unigram or with pieces the
+dictionary lacks (fairseq reads them as ``<unk>``), data binarized with another dictionary than the
+checkpoint's; an ``OUT_DIR`` that exists and is not empty (unless ``--force``).
 """
 import argparse
 import json

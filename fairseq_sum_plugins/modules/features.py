@@ -186,7 +186,8 @@ def _defaults(args):
 
 def feature_defaults(args, backbone):
     """Every feature's defaults, its boolean options read as booleans
-    (``--model-overrides "{'gate': 'no'}"`` is False), then the refusal of a feature that means nothing on ``backbone``."""
+    (``--model-overrides "{'gate': 'no'}"`` is False), then the refusal of a feature that means
+    nothing on ``backbone``."""
     _defaults(args)
     for spec in FEATURES.values():
         message = spec.refuse(args, backbone) if spec.refuse is not None else None
@@ -197,8 +198,8 @@ def feature_defaults(args, backbone):
 def features_on(args):
     """``[(spec, settings)]`` of the registered features switched on in ``args`` (a model's args,
     e.g. a checkpoint's; read on a copy with every feature's defaults and earlier flag names
-    applied), in registration order: ``settings`` from ``spec.on``, or for a spec without one the flags its
-    ``add_args`` declares that are set (:func:`flags_set`)."""
+    applied), in registration order: ``settings`` from ``spec.on``, or for a spec without one the
+    flags its ``add_args`` declares that are set (:func:`flags_set`)."""
     items = args.items() if hasattr(args, "items") else vars(args).items()  # DictConfig, Namespace
     args = Namespace(**dict(items))
     _defaults(args)
