@@ -248,7 +248,18 @@ def test_cli_without_sibling_splits_notes_what_it_left_out(tmp_path):
         (
             [{"document": "A b.", "summary": "c"}] * 2,
             ["--train-jsonl", "nowhere.jsonl"],
-            "nowhere.jsonl",
+            "--train-jsonl nowhere.jsonl: no such file",
+        ),
+        (
+            [{"document": "A b.", "summary": "c"}, {"document": "A b.", "summary": " "}],
+            [],
+            "only.jsonl:2: empty summary ('summary')",
+        ),
+        ([{"document": "A b.", "summary": "c"}] * 2, ["--seed", "-1"], "must be >= 0, got -1"),
+        (
+            [{"document": "A b.", "summary": "c"}] * 2,
+            ["--json", "/nonexistent-folder/b.json"],
+            "--json /nonexistent-folder/b.json: its folder does not exist",
         ),
     ],
 )

@@ -110,8 +110,11 @@ def read_jsonl(path, src_field="document", tgt_field="summary", splitter=DEFAULT
             sents = split_sentences(values[0], splitter)
             if not sents:
                 raise BaselineError(f"{path}:{lineno}: empty document ({src_field!r})")
+            ref = "\n".join(values[1]) if isinstance(values[1], list) else values[1]
+            if not ref.strip():
+                raise BaselineError(f"{path}:{lineno}: empty summary ({tgt_field!r})")
             docs.append(sents)
-            refs.append("\n".join(values[1]) if isinstance(values[1], list) else values[1])
+            refs.append(ref)
     if not docs:
         raise BaselineError(f"{path}: no JSON records")
     return docs, refs
@@ -536,7 +539,7 @@ def get_parser():
     p.add_argument("--split", default="test", help="split of --data to score (default test)")
     p.add_argument(
         "--seed",
-        type=int,
+        type=int_at_least(0),
         default=1,
         help="seed of random3, the generic sample, the bootstrap and " "the permutations",
     )
@@ -591,6 +594,12 @@ def main(argv=None):
         parser.error(
             "--valid-jsonl / --train-jsonl go with --jsonl (--data reads the folder's splits)"
         )
+    for flag in ("jsonl", "valid_jsonl", "train_jsonl"):
+        path = getattr(args, flag)
+        if path is not None and not os.path.isfile(path):
+            parser.error(f"--{flag.replace('_', '-')} {path}: no such file")
+    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
+        parser.error(f"--json {args.json}: its folder does not exist")
 
     def log(msg):
         print(f"[baselines] {msg}", file=sys.stderr)
