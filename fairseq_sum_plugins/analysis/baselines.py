@@ -84,7 +84,13 @@ class BaselineError(ValueError):
 
 
 # ------------------------------------------------------------------------------------ reading
-def read_jsonl(path, src_field="document", tgt_field="summary", splitter=DEFAULT_SENTENCE_SPLITTER):
+def read_jsonl(
+    path,
+    src_field="document",
+    tgt_field="summary",
+    splitter=DEFAULT_SENTENCE_SPLITTER,
+    documents=True,
+):
     """(documents as sentence lists, reference texts) of a JSONL file; bad JSON, a missing or empty
     field
     names the line."""
@@ -107,8 +113,9 @@ def read_jsonl(path, src_field="document", tgt_field="summary", splitter=DEFAULT
                 if not isinstance(value, (str, list)):
                     raise BaselineError(f"{path}:{lineno}: no text field {field!r} ({flag})")
                 values.append(value)
-            sents = split_sentences(values[0], splitter)
-            if not sents:
+            # documents=False (the training split: only its summaries are used): not split
+            sents = split_sentences(values[0], splitter) if documents else [str(values[0])]
+            if not sents or not sents[0].strip():
                 raise BaselineError(f"{path}:{lineno}: empty document ({src_field!r})")
             ref = "\n".join(values[1]) if isinstance(values[1], list) else values[1]
             if not ref.strip():
@@ -141,21 +148,25 @@ def prepared_folders(folder):
     )
 
 
-def read_prepared(folder, split):
-    """(documents as sentence lists, reference texts) of ``split`` of a prepared folder."""
+def read_prepared(folder, split, documents=True):
+    """(documents as sentence lists, reference texts) of ``split`` of a prepared folder; with
+    ``documents=False`` (the training split: only its summaries are used) the documents are None."""
     work, bin_dir = prepared_folders(folder)
     src, ref = os.path.join(work, "raw", f"{split}.src"), os.path.join(
         bin_dir, f"{split}.ref.jsonl"
     )
-    for path in (src, ref):
+    for path in (src, ref) if documents else (ref,):
         if not os.path.isfile(path):
             raise BaselineError(
                 f"--data {folder}: {path} missing (run fairseq-sum-prepare on the split {split!r})"
             )
-    with open(src, encoding="utf-8") as f:
-        docs = [
-            [s.strip() for s in line.rstrip("\n").split(f" {SENT_SEP} ") if s.strip()] for line in f
-        ]
+    docs = None
+    if documents:
+        with open(src, encoding="utf-8") as f:
+            docs = [
+                [s.strip() for s in line.rstrip("\n").split(f" {SENT_SEP} ") if s.strip()]
+                for line in f
+            ]
     refs = []
     with open(ref, encoding="utf-8") as f:
         for lineno, line in enumerate(f, 1):
@@ -165,7 +176,7 @@ def read_prepared(folder, split):
                 raise BaselineError(
                     f"{ref}:{lineno}: not a reference record of fairseq-sum-prepare"
                 ) from None
-    if len(docs) != len(refs):
+    if docs is not None and len(docs) != len(refs):
         raise BaselineError(
             f"{src} has {len(docs)} documents but {ref} {len(refs)} references (prepared again "
             "since?)"
@@ -617,7 +628,9 @@ def main(argv=None):
                 else None
             )
             train_refs = (
-                read_jsonl(train_path, args.src_field, args.tgt_field, args.sentence_splitter)[1]
+                read_jsonl(
+                    train_path, args.src_field, args.tgt_field, args.sentence_splitter, False
+                )[1]
                 if train_path
                 else None
             )
@@ -625,7 +638,7 @@ def main(argv=None):
         else:
             docs, refs = read_prepared(args.data, args.split)
             valid = read_prepared(args.data, "valid")
-            train_refs = read_prepared(args.data, "train")[1]
+            train_refs = read_prepared(args.data, "train", documents=False)[1]
             source, split = os.path.abspath(args.data), args.split
         if len(docs) < 2:
             raise BaselineError(
