@@ -2,7 +2,9 @@
 
 The first test adds a new feature the way a paper's feature is added: its module, its spec with
 its flags, and one contract row, all written here (nothing shipped), and runs it on the default
-cell, the T5 cell and BART against a hand computation and the contract.
+cell, the T5 cell and BART against a hand computation and the contract. It registers inside a
+fixture; tests/test_registration.py registers after import and checks what is derived from the
+registry when used (BART's fresh parameters, the criterion's config, the HF export's refusals).
 """
 import inspect
 import math
