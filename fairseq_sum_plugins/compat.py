@@ -501,13 +501,8 @@ def check_model_config_keys(cfg):
     by argparse; checkpoints are not checked (their saved args may hold keys of older versions)."""
     import difflib
 
-    from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_DATACLASS_REGISTRY
-
-    arch = getattr(cfg, "_name", None) or getattr(cfg, "arch", None)
-    model_cls = ARCH_MODEL_REGISTRY.get(arch)
-    if model_cls is None or arch in MODEL_DATACLASS_REGISTRY:
-        return
-    if not model_cls.__module__.startswith(__package__):
+    arch = plugin_arch(cfg)
+    if arch is None:
         return
     known = model_config_keys(arch)
     unknown = [k for k in cfg.keys() if k not in known]
@@ -523,6 +518,20 @@ def check_model_config_keys(cfg):
                          "them)")
 
 
+RECORDABLE = (str, int, float, bool, type(None))
+
+
+def plugin_arch(cfg):
+    """The plugin's architecture a model config names (without a dataclass), else None."""
+    from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_DATACLASS_REGISTRY
+
+    arch = getattr(cfg, "_name", None) or getattr(cfg, "arch", None)
+    model_cls = ARCH_MODEL_REGISTRY.get(arch)
+    if model_cls is None or arch in MODEL_DATACLASS_REGISTRY:
+        return None
+    return arch if model_cls.__module__.startswith(__package__) else None
+
+
 def flat_bart_config(cfg):
     """A hydra model config of the plugin's BART family as the flat Namespace its layers read.
 
@@ -536,11 +545,8 @@ def flat_bart_config(cfg):
     from fairseq.models.bart import BARTModel
     from omegaconf import OmegaConf, open_dict
 
-    arch = getattr(cfg, "_name", None) or getattr(cfg, "arch", None)
-    model_cls = ARCH_MODEL_REGISTRY.get(arch)
-    if model_cls is None or not issubclass(model_cls, BARTModel):
-        return cfg
-    if not model_cls.__module__.startswith(__package__):
+    arch = plugin_arch(cfg)
+    if arch is None or not issubclass(ARCH_MODEL_REGISTRY[arch], BARTModel):
         return cfg
     with open_dict(cfg):
         ARCH_CONFIG_REGISTRY[arch](cfg)
@@ -552,7 +558,7 @@ def flat_bart_config(cfg):
 def refuse_unknown_model_keys():
     """Wrap ``fairseq.models.build_model`` (what ``FairseqTask.build_model`` calls) with
     :func:`check_model_config_keys` for configs built from scratch (not ``from_checkpoint``)."""
-    from omegaconf import OmegaConf
+    from omegaconf import OmegaConf, open_dict
     from fairseq import models
 
     original = models.build_model
@@ -560,11 +566,20 @@ def refuse_unknown_model_keys():
         return
 
     def build_model(cfg, task, from_checkpoint=False):
-        if OmegaConf.is_config(cfg):
-            if not from_checkpoint:
-                check_model_config_keys(cfg)
-            cfg = flat_bart_config(cfg)
-        return original(cfg, task, from_checkpoint)
+        if not (OmegaConf.is_config(cfg) and plugin_arch(cfg)):
+            return original(cfg, task, from_checkpoint)
+        if not from_checkpoint:
+            check_model_config_keys(cfg)
+        # open: what the build records in the config (the Topic Assistant's Phi checksum, ...) is
+        # saved with the checkpoint, as on the command line (a struct config refused the keys)
+        with open_dict(cfg):
+            flat = flat_bart_config(cfg)
+            model = original(flat, task, from_checkpoint)
+            if flat is not cfg:
+                for key, value in vars(flat).items():
+                    if key not in cfg and key != "task" and isinstance(value, RECORDABLE):
+                        cfg[key] = value
+        return model
 
     build_model._checks_keys = True
     models.build_model = build_model

@@ -470,3 +470,23 @@ def test_validate_bf16_on_cpu_is_refused_by_name():
                                                     "ckpt.pt", "--cpu", flag])
         with pytest.raises(ValueError, match=rf"^{flag}: fairseq-validate evaluates in bfloat16"):
             distributed_utils.call_main(convert_namespace_to_omegaconf(args), validate.main)
+
+
+@pytest.mark.parametrize("arch,dims", [("transformer_ta_small", TRANSFORMER),
+                                       ("bart_base_ta", BART)])
+def test_a_topic_assistant_builds_from_a_struct_hydra_config_and_records_its_phi(arch, dims,
+                                                                                 tmp_path):
+    """fairseq-hydra-train's config is a struct: the Topic Assistant's build-time record of its
+    topic model (ta_phi_sha256, ta_num_topics, saved for checkpoint checks) was refused with
+    ConfigAttributeError."""
+    from fairseq.models import build_model
+    from omegaconf import OmegaConf
+    from test_topic_assistant import write_topic_model
+
+    d = make_dictionary()
+    path = write_topic_model(d, str(tmp_path / "tm.npz"), k=3)
+    dims = {k: v for k, v in dims.items() if k != "tpr_roles"}
+    cfg = OmegaConf.create({"_name": arch, **dims, "ta_topic_model": path})
+    OmegaConf.set_struct(cfg, True)
+    build_model(cfg, FakeTask(d))
+    assert len(cfg.ta_phi_sha256) == 64 and cfg.ta_num_topics == 3

@@ -271,7 +271,13 @@ class SummarizationTask(TranslationTask):
                     logger.warning("the checkpoint records no dictionary checksum: cannot check that the data "
                                    "was binarized with the training dictionary")
                 try:
-                    setattr(cfg, key, got)
+                    from omegaconf import OmegaConf, open_dict
+
+                    if OmegaConf.is_config(cfg):  # a hydra model config: record it there too
+                        with open_dict(cfg):
+                            setattr(cfg, key, got)
+                    else:
+                        setattr(cfg, key, got)
                 except Exception:  # a structured config without the key: nothing to record in
                     pass
         for name in self.side_data_names:
