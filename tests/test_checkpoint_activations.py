@@ -8,7 +8,7 @@ import pytest
 import torch
 from fairseq import options, tasks
 
-from conftest import REPO, build_model, random_batch
+from conftest import REPO, build_model, make_dictionary, random_batch
 from test_model_contract import DIMS
 
 
@@ -112,3 +112,30 @@ def test_fairseq_train_with_checkpoint_activations(toy_data, tmp_path, arch, ext
         assert "num_updates 2" in proc.stderr + proc.stdout
     else:
         assert proc.returncode != 0 and "--checkpoint-activations: Mem2Mem has no transformer layers" in proc.stderr
+
+
+@pytest.mark.parametrize("arch,family", [("tp_transformer_small", "transformer"), ("bart_base_ta", "bart")])
+def test_incremental_decoding_with_gradients_on_runs_the_layers_once(arch, family, tmp_path):
+    """In eval mode the layers run as they are, gradients on or off: a recomputation would update the
+    incremental state (cached keys and values) a second time."""
+    from test_model_contract import K, theta_for
+    from test_topic_assistant import write_topic_model
+
+    extra = {}
+    if family == "bart":
+        extra = {"ta_topic_model": write_topic_model(make_dictionary(), str(tmp_path / "tm.npz"), k=K)}
+    outs = []
+    for on in (False, True):
+        torch.manual_seed(0)
+        model, d = build_model(arch, **DIMS[family], **extra, checkpoint_activations=on)
+        src, lengths, prev = random_batch(d)
+        side = {"theta": theta_for(src.size(0))} if family == "bart" else {}
+        model.eval()
+        with torch.enable_grad():  # e.g. a gradient analysis of the decoder, step by step
+            enc, state, steps = model.encoder(src, lengths, **side), {}, []
+            for t in range(prev.size(1)):
+                step = model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0]
+                step.sum().backward(retain_graph=True)  # a recomputation would run here
+                steps.append(step.detach())
+        outs.append(torch.cat(steps, dim=1))
+    assert torch.equal(outs[0], outs[1])

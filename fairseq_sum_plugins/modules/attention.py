@@ -160,7 +160,7 @@ class MultiheadAttention(InputBuffer, nn.Module):
         if mask is not None:
             bool_mask = mask.dtype == torch.bool
             logits = torch.where(mask, logits, float("-inf")) if bool_mask else logits + mask
-            return torch.matmul(logits.softmax(-1).nan_to_num_(0.0), v)
+            return torch.matmul(logits.softmax(-1).nan_to_num(0.0), v)
         return torch.matmul(logits.softmax(-1), v)
 
     def _project(self, query, key_value, incremental_state, kv_scale):

@@ -20,7 +20,8 @@ Like fairseq's wrapper, the layer's ``forward`` is replaced in place (parameter 
 so checkpoints load with or without the option) and the original is kept as
 ``precheckpoint_forward`` (fairseq's ``unwrap_checkpoint`` undoes it); the wrapper is a
 ``functools.partial`` of bound methods, so ``copy.deepcopy`` of a model (fairseq's ``--ema``) binds
-the copy to the copied layer. Without gradients (validation, generation) the layer runs as it is.
+the copy to the copied layer. In eval mode or without gradients (validation, generation, where
+incremental states are updated in place) the layer runs as it is.
 """
 import contextlib
 import functools
@@ -49,8 +50,8 @@ def _run(forward, restore, device, *args, **kwargs):
 
 
 def _checkpointed_forward(forward, offload_to_cpu, context, *args, **kwargs):
-    if not torch.is_grad_enabled():
-        return forward(*args, **kwargs)
+    if not (torch.is_grad_enabled() and forward.__self__.training):  # eval: incremental states are
+        return forward(*args, **kwargs)  # updated in place, a recomputation would update them twice
     restore = context() if context is not None else contextlib.nullcontext
     device = None
     if offload_to_cpu:
