@@ -14,7 +14,8 @@ from test_model_contract import DIMS
 
 def parse(data, *argv):
     parser = options.get_training_parser()
-    return options.parse_args_and_arch(parser, [data, "--task", "summarization", "--optimizer", "adam", *argv])
+    argv = [data, "--task", "summarization", "--optimizer", "adam", *argv]
+    return options.parse_args_and_arch(parser, argv)
 
 
 def layers(model):
@@ -36,7 +37,8 @@ def test_the_flag_is_accepted_and_checkpoints_every_layer(toy_data, arch, flag):
         pytest.importorskip("numpy")
         from test_topic_assistant import write_topic_model
 
-        args.ta_topic_model = write_topic_model(task.source_dictionary, os.path.join(toy_data, "tm_ckpt.npz"), k=3)
+        path = os.path.join(toy_data, "tm_ckpt.npz")
+        args.ta_topic_model = write_topic_model(task.source_dictionary, path, k=3)
     model = task.build_model(args)
     assert layers(model) and all(hasattr(layer, "precheckpoint_forward") for layer in layers(model))
     plain = parse(toy_data, "--arch", arch, "--encoder-layers", "1", "--decoder-layers", "1")
@@ -46,7 +48,8 @@ def test_the_flag_is_accepted_and_checkpoints_every_layer(toy_data, arch, flag):
 @pytest.mark.parametrize("flag", ["--checkpoint-activations", "--offload-activations"])
 @pytest.mark.parametrize("arch", ["hred_base", "mem2mem_base"])
 def test_mem2mem_refuses_the_flag_by_name_before_building(toy_data, arch, flag):
-    with pytest.raises(ValueError, match=rf"^{flag}: Mem2Mem has no transformer layers to checkpoint"):
+    message = rf"^{flag}: Mem2Mem has no transformer layers to checkpoint"
+    with pytest.raises(ValueError, match=message):
         parse(toy_data, "--arch", arch, flag)
 
 
@@ -57,9 +60,10 @@ def test_mem2mem_refuses_it_from_overrides_too():
 
 
 def test_a_deep_copy_of_a_checkpointed_model_runs_its_own_layers():
-    """fairseq's ``--ema`` deep-copies the model: the copy's checkpointed layers must compute with the
-    copy's parameters (a closure would keep calling the original's)."""
-    model, d = build_model("tp_transformer_small", **DIMS["transformer"], checkpoint_activations=True)
+    """fairseq's ``--ema`` deep-copies the model: the copy's checkpointed layers must compute with
+    the copy's parameters (a closure would keep calling the original's)."""
+    model, d = build_model("tp_transformer_small", **DIMS["transformer"],
+                           checkpoint_activations=True)
     twin = copy.deepcopy(model)
     with torch.no_grad():
         for p in twin.parameters():
@@ -77,7 +81,8 @@ def test_a_deep_copy_of_a_checkpointed_model_runs_its_own_layers():
 def test_fairseq_unwrap_checkpoint_restores_the_plain_layers():
     from fairseq.modules.checkpoint_activations import unwrap_checkpoint
 
-    model, d = build_model("tp_transformer_small", **DIMS["transformer"], checkpoint_activations=True)
+    model, d = build_model("tp_transformer_small", **DIMS["transformer"],
+                           checkpoint_activations=True)
     unwrap_checkpoint(model)
     assert not any(hasattr(layer, "precheckpoint_forward") for layer in layers(model))
     src, lengths, prev = random_batch(d)
@@ -95,15 +100,17 @@ def test_fairseq_train_with_checkpoint_activations(toy_data, tmp_path, arch, ext
 
     from test_cli_roundtrip import cli
 
-    tiny = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16", "--encoder-ffn-embed-dim",
-            "32", "--encoder-attention-heads", "2", "--decoder-embed-dim", "16", "--decoder-ffn-embed-dim", "32",
+    tiny = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16",
+            "--encoder-ffn-embed-dim", "32", "--encoder-attention-heads", "2",
+            "--decoder-embed-dim", "16", "--decoder-ffn-embed-dim", "32",
             "--decoder-attention-heads", "2"]
     if arch.startswith("mem2mem"):
         tiny = ["--embed-dim", "8", "--encoder-hidden-size", "4", "--decoder-hidden-size", "8"]
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run(
-        [cli("fairseq-train"), toy_data, "--user-dir", os.path.join(REPO, "fairseq_sum_plugins"), "--task",
-         "summarization", "--arch", arch, *tiny, *extra, "--criterion", "summarization_loss", "--optimizer", "adam",
+        [cli("fairseq-train"), toy_data, "--user-dir", os.path.join(REPO, "fairseq_sum_plugins"),
+         "--task", "summarization", "--arch", arch, *tiny, *extra, "--criterion",
+         "summarization_loss", "--optimizer", "adam",
          "--lr", "0.001", "--max-tokens", "2000", "--max-update", "2", "--save-dir", str(tmp_path),
          "--no-save", "--num-workers", "0", "--disable-validation"],
         capture_output=True, text=True, env=env, cwd=REPO)
@@ -111,19 +118,22 @@ def test_fairseq_train_with_checkpoint_activations(toy_data, tmp_path, arch, ext
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert "num_updates 2" in proc.stderr + proc.stdout
     else:
-        assert proc.returncode != 0 and "--checkpoint-activations: Mem2Mem has no transformer layers" in proc.stderr
+        assert proc.returncode != 0
+        assert "--checkpoint-activations: Mem2Mem has no transformer layers" in proc.stderr
 
 
-@pytest.mark.parametrize("arch,family", [("tp_transformer_small", "transformer"), ("bart_base_ta", "bart")])
+@pytest.mark.parametrize("arch,family", [("tp_transformer_small", "transformer"),
+                                         ("bart_base_ta", "bart")])
 def test_incremental_decoding_with_gradients_on_runs_the_layers_once(arch, family, tmp_path):
-    """In eval mode the layers run as they are, gradients on or off: a recomputation would update the
-    incremental state (cached keys and values) a second time."""
+    """In eval mode the layers run as they are, gradients on or off: a recomputation would update
+    the incremental state (cached keys and values) a second time."""
     from test_model_contract import K, theta_for
     from test_topic_assistant import write_topic_model
 
     extra = {}
     if family == "bart":
-        extra = {"ta_topic_model": write_topic_model(make_dictionary(), str(tmp_path / "tm.npz"), k=K)}
+        tm = write_topic_model(make_dictionary(), str(tmp_path / "tm.npz"), k=K)
+        extra = {"ta_topic_model": tm}
     outs = []
     for on in (False, True):
         torch.manual_seed(0)
