@@ -24,7 +24,9 @@ import ctypes
 import gc
 import json
 import logging
+import os
 import platform
+import sys
 import tempfile
 import time
 
@@ -57,7 +59,13 @@ def parse_args():
     p.add_argument("--warmup-steps", type=int, default=None, help="untimed steps per model (CPU 1, CUDA 5)")
     p.add_argument("--threads", type=int)
     p.add_argument("--json", metavar="FILE")
+    p.add_argument("--profile", metavar="FILE",
+                   help="write, per model, torch.profiler op tables and each module class's "
+                        "forward time of --profile-steps training steps here")
+    p.add_argument("--profile-steps", type=int, default=2, help="training steps per profiled pass")
     a = p.parse_args()
+    if a.profile_steps < 1:
+        p.error(f"--profile-steps {a.profile_steps}: at least 1")
     cpu = a.device == "cpu"
     if a.fp16 and cpu:
         p.error("--fp16 needs --device cuda")
@@ -138,6 +146,31 @@ def run_steps(m, batches, steps, cuda):
     return time.perf_counter() - start, words
 
 
+def profile(m, batches, out, steps, cuda):
+    """Op tables (by device time on CUDA, by self CPU time) of ``steps`` training steps, then the
+    forward time of each module class (``bench_train.module_ranges``: nested classes overlap)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_train's hooks
+    from bench_train import module_ranges
+
+    activity = torch.profiler.ProfilerActivity
+    acts = [activity.CPU] + ([activity.CUDA] if cuda else [])
+    with torch.profiler.profile(activities=acts) as prof:
+        run_steps(m, batches, steps, cuda)
+    wall = 1e3 * m["time"] / m["words"] * batches[0]["ntokens"]
+    out.write(f"\n===== {m['name']}: wall {wall:.1f} ms/step unprofiled =====\n")
+    for key in (["self_device_time_total"] if cuda else []) + ["self_cpu_time_total"]:
+        out.write(f"\n----- {m['name']}: top ops by {key} over {steps} steps -----\n")
+        out.write(prof.key_averages().table(sort_by=key, row_limit=25, max_name_column_width=70))
+    with module_ranges(m["trainer"].model), torch.profiler.profile(activities=acts) as prof:
+        run_steps(m, batches, steps, cuda)
+    out.write(f"\n----- {m['name']}: forward of each module class, per step "
+              "(nested classes overlap) -----\n")
+    rows = [e for e in prof.key_averages() if e.key.startswith("## ")]
+    for e in sorted(rows, key=lambda e: -e.cpu_time_total):
+        ms = e.cpu_time_total / 1e3 / steps
+        out.write(f"{e.key:34s} calls/step {e.count // steps:4d}   CPU {ms:8.2f} ms\n")
+
+
 def main():
     a = parse_args()
     logging.getLogger("fairseq").setLevel(logging.WARNING)
@@ -188,6 +221,11 @@ def main():
         lines.append(f"| {r['model']} | {r['params_m']:.1f} | {r['train_wps']:,.0f} | {r['train_x']:.2f}x | {mem} | {mem_x} |")
     table = "\n".join(lines)
     print(head + "\n\n" + table)
+    if a.profile:
+        with open(a.profile, "w") as out:
+            out.write(head + "\n")
+            for m in models:
+                profile(m, batches, out, a.profile_steps, cuda)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(env=head, args=vars(a), results=rows, table=table), f, indent=2)

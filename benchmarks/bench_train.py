@@ -201,7 +201,7 @@ def fairseq_cfg(arch, a, extra=()):
             "--save-dir", tempfile.gettempdir(), "--max-source-positions", str(max(1024, a.src_len)),
             "--max-target-positions", str(max(1024, a.tgt_len)), *extra]
     argv += ["--fp16"] if a.fp16 else []
-    argv += ["--bf16"] if a.bf16 else []
+    argv += ["--bf16"] if getattr(a, "bf16", False) else []  # bench_etads/_gate: no such flag
     argv += ["--cpu"] if a.device == "cpu" else []
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
     args.tpu = False  # fairseq 0.12's --bf16 implies --tpu (XLA); here it is a bfloat16 model on CUDA
@@ -255,6 +255,8 @@ def set_attribute(cls_path, name):
 FAST_PATHS = {
     "one_query": set_attribute("fairseq_sum_plugins.modules.attention.MultiheadAttention",
                                "one_query_path"),
+    "beam_keys": set_attribute("fairseq_sum_plugins.modules.attention.MultiheadAttention",
+                               "share_beam_keys"),
 }
 
 
@@ -280,7 +282,7 @@ def build(name, cfg, d, a, arch=None, peer=None):
     model = task.build_model(cfg.model)
     trainer = Trainer(cfg, task, model, task.build_criterion(cfg.criterion))
     trainer.cuda_env = None  # Trainer resets the CUDA peak-memory counter every step when this is set
-    if a.compile:
+    if getattr(a, "compile", False):
         compile_stacks(trainer.model.encoder, trainer.model.decoder)
     beam = Namespace(beam=a.beam, max_len_a=0, max_len_b=a.tgt_len, min_len=a.tgt_len)
 
@@ -407,7 +409,7 @@ def train(m, batches, steps):
 def warm_up(m, batches, a):
     if m["cuda"]:
         torch.cuda.reset_peak_memory_stats()
-    if a.compile:  # the first step compiles; the rest of the warm-up gives the step time to subtract
+    if getattr(a, "compile", False):  # the first step compiles; the others: the step time
         first, _ = train(m, batches, 1)
         rest, _ = train(m, batches, a.warmup_steps - 1)
         m["compile_s"] = max(0.0, first - rest / (a.warmup_steps - 1))
@@ -562,7 +564,8 @@ def report(models, a, env):
     cols = ["model", "params (M)", "train tgt words/s", "vs transformer", "peak mem (GiB)", "vs transformer",
             "ops/step", "vs transformer"]
     cols += [f"gen words/s (beam {a.beam})", "vs transformer"] if a.generate else []
-    cols += ["compile s (train" + (" / gen)" if a.generate else ")")] if a.compile else []
+    compiled = getattr(a, "compile", False)  # bench_etads's namespace has no --compile
+    cols += ["compile s (train" + (" / gen)" if a.generate else ")")] if compiled else []
     cols += ["notes"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
@@ -570,7 +573,7 @@ def report(models, a, env):
                  fmt(r["peak_gib"], ".3f"), fmt(r["mem_x"], ".2f", "x"), fmt(r["ops"], "d"), fmt(r["ops_x"], ".2f", "x")]
         cells += [fmt(r["gen_wps"], ",.0f"), fmt(r["gen_x"], ".2f", "x")] if a.generate else []
         cells += [fmt(r["compile_s"], ".1f") + (" / " + fmt(r["gen_compile_s"], ".1f") if a.generate else "")
-                  ] if a.compile else []
+                  ] if compiled else []
         skipped = [f"{r['skipped_updates']}/{r['steps']} updates skipped (fp16 overflow)"] if r["skipped_updates"] else []
         cells += ["; ".join([r["error"]] if r["error"] else skipped + r["notes"])]
         lines.append("| " + " | ".join(cells) + " |")
@@ -636,10 +639,11 @@ def main():
         logging.getLogger(name).setLevel(logging.WARNING)
     if a.threads:
         torch.set_num_threads(a.threads)
-    if a.compile:  # every model's stacks share their classes' code objects: one cache entry per model and mode
-        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 512)
+    if a.compile:  # models of one class share its code objects: cache entries per model and mode;
+        # a function that still recompiles past the limit runs eagerly (so it cannot stall a run)
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
         torch._dynamo.config.accumulated_recompile_limit = max(
-            torch._dynamo.config.accumulated_recompile_limit, 4096)
+            torch._dynamo.config.accumulated_recompile_limit, 1024)
     cuda = a.device == "cuda"
     d = make_dictionary(a.dict_size)
     tmp = tempfile.TemporaryDirectory(prefix="bench-topic-model-")

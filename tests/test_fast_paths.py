@@ -225,3 +225,53 @@ def test_bench_refuses_half_precision_on_cpu_and_compile_without_warmup(monkeypa
         with pytest.raises(SystemExit):
             bench.parse_args()
         assert message in capsys.readouterr().err, argv
+
+
+def _beam_search(model, d, src, lengths, beam=3):
+    from fairseq.sequence_generator import SequenceGenerator
+
+    gen = SequenceGenerator([model], d, beam_size=beam, max_len_b=7, min_len=2)
+    sample = {"net_input": {"src_tokens": src, "src_lengths": lengths},
+              "id": torch.arange(src.size(0))}
+    with torch.no_grad():
+        return gen.generate([model], sample)
+
+
+@pytest.mark.parametrize("arch,extra", [("t5_small", {}), ("transformer_gated_small", {}),
+                                        ("t5_transformer_small", {"pointer_generator": True})])
+def test_beam_shared_cross_attention_keys_give_the_same_search(arch, extra):
+    """Beam search with cross-attention keys/values computed once per source (shared by its beams)
+    finds the hypotheses, scores and attention of the per-row cache; the cache holds one row per
+    source (not with the pointer-generator, whose attention weights need the per-row path)."""
+    from conftest import random_batch
+    from fairseq_sum_plugins.modules.attention import MultiheadAttention
+
+    torch.manual_seed(0)
+    d = make_dictionary()
+    model, _ = build_model(arch, d, encoder_embed_dim=32, encoder_ffn_embed_dim=64,
+                           encoder_layers=2, encoder_attention_heads=4, decoder_layers=2,
+                           dropout=0.0, **extra)
+    model.eval()
+    src, lengths, _ = random_batch(d, bsz=3, src_len=10)
+    results = []
+    for share in (True, False):
+        for m in model.modules():
+            if isinstance(m, MultiheadAttention):
+                m.share_beam_keys = share
+        results.append(_beam_search(model, d, src, lengths))
+    for shared, per_row in zip(*results):
+        for a, b in zip(shared, per_row):
+            assert torch.equal(a["tokens"], b["tokens"])
+            torch.testing.assert_close(a["positional_scores"], b["positional_scores"], **TOL)
+    # the cache itself: one key row per source after the first step (the copy mechanism reads the
+    # last layer's attention weights: that layer keeps a row per hypothesis)
+    for m in model.modules():
+        if isinstance(m, MultiheadAttention):
+            m.share_beam_keys = True
+    state = {}
+    with torch.no_grad():
+        enc = model.encoder(src.repeat_interleave(3, 0), lengths.repeat_interleave(3, 0))
+        model.decoder(torch.full((9, 1), d.eos()), enc, incremental_state=state)
+    rows = [layer.cross_attn._get_input_buffer(state)["prev_key"].size(0)
+            for layer in model.decoder.layers]
+    assert rows == ([3, 9] if extra else [3, 3])

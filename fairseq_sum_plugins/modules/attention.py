@@ -54,6 +54,7 @@ class MultiheadAttention(InputBuffer, nn.Module):
     """Self-attention (fused QKV projection) or encoder-decoder attention (fused KV projection)."""
 
     one_query_path = True  # one-query steps skip SDPA (_one_query_attention); False: SDPA always
+    share_beam_keys = True  # cross-attention keys/values once per source in a beam search
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True, scaling=None, inner_dim=None):
         """``inner_dim``: ``H * d_k``, the width of the projected queries/keys/values (``embed_dim`` by
@@ -125,9 +126,16 @@ class MultiheadAttention(InputBuffer, nn.Module):
         Returns:
             ``(output (B, T, C), attention (B, T, S) averaged over heads or None)``.
         """
-        q, k, v = self._project(query, key_value, incremental_state, kv_scale)
+        share = not (attn_bias_fn or prob_gate_fn or need_weights or self.training)
+        q, k, v = self._project(query, key_value, incremental_state, kv_scale, key_padding_mask,
+                                share)
         if incremental_state is not None and self.self_attention:
             causal = False  # the new step may attend to everything cached so far
+        if k.size(0) != q.size(0):  # cross-attention keys/values shared by each source's beams
+            if share:
+                return self._beam_shared_attention(q, k, v, attn_bias, key_padding_mask), None
+            g = q.size(0) // k.size(0)
+            k, v = (t.repeat_interleave(g, dim=0) for t in (k, v))  # one key/value row per row
         if attn_bias_fn is not None:
             extra_bias = attn_bias_fn(q, k)
             attn_bias = extra_bias if attn_bias is None else attn_bias + extra_bias
@@ -163,9 +171,54 @@ class MultiheadAttention(InputBuffer, nn.Module):
             return torch.matmul(logits.softmax(-1).nan_to_num(0.0), v)
         return torch.matmul(logits.softmax(-1), v)
 
-    def _project(self, query, key_value, incremental_state, kv_scale):
+    def _beam_shared_attention(self, q, k, v, attn_bias, key_padding_mask):
+        """Cross-attention of ``N = G * g`` hypotheses whose keys/values ``(G, H, S, d_k)`` are
+        shared by blocks of ``g`` consecutive rows (a source's beams): the ``g * T`` queries of a
+        block attend as one sequence of queries to their source's keys (same function, 1/g of the key and
+        value reads, and a matrix product where a per-row step had a matrix-vector one)."""
+        n, heads, t, dk = q.shape
+        groups = k.size(0)
+        g = n // groups
+
+        def blocks(x):  # (N|1, h, T|1, S) -> (G|1, h, g*T, S), each row's entries at its queries
+            x = x.expand(x.size(0), x.size(1), t, x.size(3))
+            if x.size(0) == 1:
+                return x.repeat(1, 1, g, 1)
+            return x.unflatten(0, (groups, g)).transpose(1, 2).flatten(2, 3)
+
+        mask, _ = self._mask(attn_bias, key_padding_mask, False, t, k.size(2), q.device)
+        mask = None if mask is None else blocks(mask)
+        qb = q.unflatten(0, (groups, g)).transpose(1, 2).flatten(2, 3)  # (G, H, g*T, d_k)
+        if q.device.type == "cpu" and q.dtype == torch.float32 and self.one_query_path:
+            out = self._one_query_attention(qb, k, v, mask)  # a source of padding only gives 0 rows
+        else:
+            out = F.scaled_dot_product_attention(qb, k, v, attn_mask=mask, scale=self.scaling)
+        out = out.unflatten(2, (g, t)).transpose(1, 2).flatten(0, 1)  # (N, H, T, d_k)
+        return self.out_proj(out.transpose(1, 2).flatten(2))
+
+    @staticmethod
+    def _beam_group_size(key_value, *per_row):
+        """The number ``g`` of consecutive rows that carry the same source in ``key_value`` (and in
+        every tensor of ``per_row`` with ``N`` rows): fairseq's beam search repeats each source
+        ``beam`` times. Checked exactly (equal rows), so ``g = 1`` where rows differ."""
+        n = key_value.size(0)
+        same = (key_value == key_value[:1]).flatten(1).all(1)
+        g = int(same.long().cumprod(0).sum())
+        if g < 2 or n % g:
+            return 1
+        for x in (key_value, *(t for t in per_row if t is not None and t.size(0) == n)):
+            blocks = x.unflatten(0, (n // g, g))
+            if not bool((blocks == blocks[:, :1]).all()):
+                return 1
+        return g
+
+    def _project(self, query, key_value, incremental_state, kv_scale, key_padding_mask=None,
+                 share=False):
         """Queries, keys and values ``(B, H, *, d_k)`` (TPT eq. 1), with the cached keys/values of
-        earlier steps (self-attention) or of the source (cross-attention, ``kv_scale`` applied)."""
+        earlier steps (self-attention) or of the source (cross-attention, ``kv_scale`` applied).
+
+        Incremental cross-attention with ``share``: keys/values are computed once per source, for
+        the first of each block of rows that repeat it (a source's beams), ``(G, H, S, d_k)``."""
         saved = self._get_input_buffer(incremental_state) if incremental_state is not None else None
         if self.self_attention:
             q, k, v = (self._heads(t) for t in self.in_proj(query).chunk(3, dim=-1))
@@ -179,11 +232,19 @@ class MultiheadAttention(InputBuffer, nn.Module):
         q = self._heads(self.q_proj(query))
         if saved is not None and "prev_key" in saved:
             return q, saved["prev_key"], saved["prev_value"]  # static: computed once per source
+        g = 1
+        if saved is not None and share and self.share_beam_keys and key_value.size(0) > 1:
+            g = self._beam_group_size(key_value, key_padding_mask, kv_scale)
+            if g > 1:
+                key_value = key_value[::g]
+                kv_scale = kv_scale if kv_scale is None or kv_scale.size(0) == 1 else kv_scale[::g]
         k, v = (self._heads(t) for t in self.kv_proj(key_value).chunk(2, dim=-1))
         if kv_scale is not None:  # g_j K_j, g_j V_j
             k, v = k * kv_scale, v * kv_scale
         if saved is not None:
             saved["prev_key"], saved["prev_value"] = k, v
+            if g > 1:  # the source (block) of each row; reordered with the rows
+                saved["beam_source"] = torch.arange(k.size(0), device=k.device).repeat_interleave(g)
             self._set_input_buffer(incremental_state, saved)
         return q, k, v
 
@@ -227,6 +288,10 @@ class MultiheadAttention(InputBuffer, nn.Module):
         ``B x S x C`` per layer at every decoding step.
         """
         saved = self._get_input_buffer(incremental_state)
+        if saved and "beam_source" in saved:  # keys/values shared by blocks of rows
+            self._reorder_shared(saved, new_order)
+            self._set_input_buffer(incremental_state, saved)
+            return incremental_state
         if saved and not self.self_attention and saved["prev_key"].size(0) == new_order.size(0):
             return incremental_state
         if saved:
@@ -235,3 +300,23 @@ class MultiheadAttention(InputBuffer, nn.Module):
                     saved[key] = value.index_select(0, new_order)
             self._set_input_buffer(incremental_state, saved)
         return incremental_state
+
+    @staticmethod
+    def _reorder_shared(saved, new_order):
+        """Shared keys/values after beam search picks rows ``new_order``: the rows' sources, kept
+        shared where the new rows still come in blocks of one source each (within-beam reordering,
+        finished sentences removed), else one key/value row per hypothesis."""
+        source = saved["beam_source"].index_select(0, new_order)
+        g = int((saved["beam_source"] == 0).sum())
+        n = source.size(0)
+        blocks = source.view(-1, g) if n % g == 0 else None
+        if blocks is not None and bool((blocks == blocks[:, :1]).all()):
+            kept = blocks[:, 0]
+            if not torch.equal(kept, torch.arange(saved["prev_key"].size(0), device=kept.device)):
+                saved["prev_key"] = saved["prev_key"].index_select(0, kept)
+                saved["prev_value"] = saved["prev_value"].index_select(0, kept)
+            saved["beam_source"] = torch.arange(len(kept), device=kept.device).repeat_interleave(g)
+        else:
+            saved["prev_key"] = saved["prev_key"].index_select(0, source)
+            saved["prev_value"] = saved["prev_value"].index_select(0, source)
+            del saved["beam_source"]
