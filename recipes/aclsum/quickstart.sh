@@ -21,8 +21,9 @@
 # its papers: source gain >= 0.3 bits, >= 90 distinct summaries), with where it stands between the
 # generic summary and Lead-3 if not.
 # PINNED (1) pins the arithmetic (recipes/common.sh pin_arithmetic: MKL's
-# reproducible branch, ATen's baseline kernels), so that the figures are the same bits on any x86-64 CPU
-# (checked under QEMU's emulation of other CPU models: cross_cpu.sh, results/quickstart-cpus/), at about
+# reproducible branch, ATen's baseline kernels), meant to give the same bits on every x86-64 CPU
+# (measured: 150 updates on one physical CPU model; 1 update and 2 decodings under QEMU's emulation of
+# three others: cross_cpu.sh, results/quickstart-cpus/; no second physical CPU model), at about
 # twice the CPU time per update; PINNED=0 lets torch pick its fastest code paths for the CPU, and
 # rounding then moves ROUGE-1 by up to 2 points (the tolerance printed is the spread measured there).
 # 150 updates on 100 papers: expect ROUGE far below the papers'.

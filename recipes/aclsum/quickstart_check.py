@@ -9,8 +9,9 @@ ROUGE_JSON: ``fairseq-sum-score --specificity --json``; SOURCE_USE_JSON: analysi
 ``fairseq-sum-baselines --data WORK --json`` of the same prepared data (Lead-3, the generic summary,
 the random extract, the bag of pieces). PINNED (1/0): recipes/common.sh pin_arithmetic was in force;
 DEFAULTS (1/0): the quickstart ran at its default settings (the only ones with expected figures).
-With PINNED=1 the figures are the same bits on any x86-64 CPU (results/quickstart-cpus/), so they
-must equal the expected ones to the last digit; with PINNED=0 the rounding follows the CPU's code
+With PINNED=1 the figures were the same bits on every CPU model checked (150 updates on one physical
+model, 1 update and 2 decodings on three emulated ones: results/quickstart-cpus/), so they must
+equal the expected ones to the last digit; with PINNED=0 the rounding follows the CPU's code
 paths, and ROUGE-1 must lie within TOLERANCE, the largest deviation measured across six code paths
 on one machine (2.03) rounded up. The verdict is
 :func:`fairseq_sum_plugins.analysis.specificity.verdict`; when the model does not summarize, the
@@ -52,7 +53,7 @@ def figures_line(rouge, use, pinned, defaults):
         same = got == want
         return (
             f"[quickstart] {figures}: {'the same as' if same else 'DIFFERENT from'} the expected "
-            f"{'/'.join(want[:3])}, {want[3]}, {want[4]} (PINNED=1: the same bits on any x86-64 CPU"
+            f"{'/'.join(want[:3])}, {want[3]}, {want[4]} (PINNED=1: the same bits on the CPU models checked, results/quickstart-cpus/"
             + ("" if same else "; they need torch 2.13.0 and the embedded data")
             + ")"
         )
