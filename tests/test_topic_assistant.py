@@ -531,14 +531,14 @@ def test_phi_checksum_recorded_in_args_and_checked_on_rebuild(ta_setup, tmp_path
     # rebuilt from the checkpoint's args: the same Phi loads, a refit one is an error naming both
     _build_with_args("transformer_ta_small", copy.deepcopy(args), FakeTask(d))
     ckpt_args = copy.deepcopy(args)
-    ckpt_args.topic_model = other
+    ckpt_args.ta_topic_model = other
     with pytest.raises(ValueError, match="different Phi") as err:
         _build_with_args("transformer_ta_small", ckpt_args, FakeTask(d))
     assert all(s in str(err.value) for s in (os.path.abspath(path), other, sha[:16], sha_other[:16]))
     # a checkpoint saved before the checksum was recorded: a warning, then it loads
     old_args = copy.deepcopy(args)
-    del old_args.ta_phi_sha256, old_args.ta_phi_file
-    old_args.topic_model = other
+    del old_args.ta_phi_sha256, old_args.ta_phi_file, old_args.ta_topic_model
+    old_args.topic_model = other  # its flag's earlier attribute name
     with caplog.at_level(logging.WARNING, logger="fairseq_sum_plugins.modules.topic"):
         _build_with_args("transformer_ta_small", old_args, FakeTask(d))
     assert "no Phi checksum" in caplog.text and old_args.ta_phi_sha256 == sha_other
