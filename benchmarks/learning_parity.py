@@ -112,7 +112,8 @@ def check_batches(task, a):
                 task.dataset(split), max_tokens=a.max_tokens, num_workers=0, ignore_invalid_inputs=True,
                 max_positions=(a.max_source_positions, a.max_target_positions),
                 disable_iterator_cache=True).next_epoch_itr(shuffle=False))
-        except AssertionError as e:  # fairseq's batch_by_size: an example longer than --max-tokens
+        except (AssertionError, ValueError) as e:  # batch_by_size: an example over --max-tokens;
+            # the task: every example of the split over the position limits
             sys.exit(f"learning_parity.py: error: {split}: {e} ({limits})")
         if not found:
             sys.exit(f"learning_parity.py: error: {split}: no example fits {limits}")

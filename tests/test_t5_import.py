@@ -157,7 +157,7 @@ def test_missing_paper_parameters_start_fresh_and_are_logged(imported, caplog):
     model, task = load_imported(out)
     state = torch.load(os.path.join(out, "model.pt"), weights_only=True)
     args = state["args"]
-    args.info_gate, args.tpr = True, "discrete"
+    args.gate, args.tpr = True, "discrete"
     ARCH_CONFIG_REGISTRY["t5_small_gated"](args)
     gated = ARCH_MODEL_REGISTRY["t5_small_gated"].build_model(args, FakeTask(task.source_dictionary))
     fresh_gate = gated.encoder.info_gate.proj.weight.clone()

@@ -260,7 +260,7 @@ def test_learning_parity_refuses_a_folder_without_a_joined_dictionary(toy_data, 
     assert "dict.src.txt and dict.tgt.txt differ" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("extra, message", [(["--max-source-positions", "3"], "train: no example fits"),
+@pytest.mark.parametrize("extra, message", [(["--max-source-positions", "3"], "train: all 64 examples"),
                                             (["--max-tokens", "5"], "should not exceed max_tokens=5")])
 def test_learning_parity_stops_when_no_batch_fits_the_limits(toy_data, monkeypatch, extra, message):
     lp = load_learning_parity()
