@@ -206,7 +206,8 @@ def fairseq_cfg(arch, a, extra=()):
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
     args.tpu = False  # fairseq 0.12's --bf16 implies --tpu (XLA); here it is a bfloat16 model on CUDA
     if ta_enabled(args):
-        args.topic_model, args.side_data = a.topic_model, "theta"
+        args.ta_topic_model = args.topic_model = a.topic_model  # the option's name, and its old one
+        args.side_data = "theta"
     return args, convert_namespace_to_omegaconf(args)
 
 
