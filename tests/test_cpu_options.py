@@ -406,7 +406,8 @@ checkpoint: {{save_dir: {save}, no_epoch_checkpoints: true}}
 def hydra_config(folder, name, data, extra=""):
     text = HYDRA.format(user_dir=USER_DIR, data=data, save=folder / name, extra=extra)
     (folder / f"{name}.yaml").write_text(text)
-    return ["--config-dir", str(folder), "--config-name", name]
+    # hydra's own run folder (default ./outputs/DATE/TIME under the repository) goes to tmp too
+    return ["--config-dir", str(folder), "--config-name", name, f"hydra.run.dir={folder / name}-hydra"]
 
 
 @pytest.mark.slow
