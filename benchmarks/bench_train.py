@@ -242,17 +242,21 @@ def new_model(name, model, params_of, arch, peer, cuda, before, **calls):
 
 
 def set_attribute(cls_path, name):
-    """A fast-path switch: ``switch(model, on)`` sets ``name`` on every ``cls_path`` module."""
-    def switch(model, on):
+    """A fast-path switch: ``switch(model)`` flips ``name`` (a class default) on every ``cls_path``
+    module; ``switch()`` gives the default."""
+    def switch(model=None):
         module, cls = cls_path.rsplit(".", 1)
         kind = getattr(__import__(module, fromlist=[cls]), cls)
+        if model is None:
+            return getattr(kind, name)
         for mod in model.modules():
             if isinstance(mod, kind):
-                setattr(mod, name, on)
+                setattr(mod, name, not getattr(kind, name))
     return switch
 
 
-# --ablate NAME: each arch also runs with that path off, a peer named "no NAME" (ratio > 1: helps)
+# --ablate NAME: each arch also runs with that path flipped from its default, a peer named
+# "no NAME" (on by default; ratio > 1: it helps) or "with NAME" (off by default; > 1: it hurts)
 FAST_PATHS = {
     "one_query": set_attribute("fairseq_sum_plugins.modules.attention.MultiheadAttention",
                                "one_query_path"),
@@ -598,7 +602,7 @@ def report(models, a, env):
 
 
 def ablated(m, path):
-    FAST_PATHS[path](m["model"], False)
+    FAST_PATHS[path](m["model"])
     return m
 
 
@@ -615,8 +619,9 @@ def build_models(a, d, theta_batches, plain_batches):
         args, cfg = fairseq_cfg(arch, a)
         specs.append((dims_of(args), lambda cfg=cfg, arch=arch: build(arch, cfg, d, a)))
         for path in a.ablate:
-            specs.append((dims_of(args), lambda cfg=cfg, arch=arch, path=path: ablated(
-                build(f"{arch} (no {path})", cfg, d, a, arch=arch, peer=f"no {path}"), path)))
+            peer = f"{'no' if FAST_PATHS[path]() else 'with'} {path}"
+            specs.append((dims_of(args), lambda cfg=cfg, arch=arch, path=path, peer=peer: ablated(
+                build(f"{arch} ({peer})", cfg, d, a, arch=arch, peer=peer), path)))
         if HF_T5 in a.peers:
             if is_t5_cell(args):
                 specs.append((dims_of(args), lambda cfg=cfg, arch=arch: build_hf_t5(arch, cfg, d, a)))
