@@ -11,6 +11,7 @@
 Each paper's own test file keeps its equation tests. To add a model or a feature combination, add
 one :class:`Cell` line to ``CELLS``.
 """
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -459,7 +460,11 @@ COMPILED_IDS = [c.id for c in COMPILED]
 COMPILED_TOL = 1e-4
 
 
-@pytest.mark.slow  # compiles every layer: minutes on a small CPU
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("FAIRSEQ_SUM_TEST_COMPILE") != "1",
+    reason="compiles every layer: 15-20 min a cell on a 2-core CPU (the t5_small cell took 17 min), "
+           "past the suite's budget; FAIRSEQ_SUM_TEST_COMPILE=1 runs these cells")
 @pytest.mark.parametrize("cell", COMPILED, ids=COMPILED_IDS)
 def test_compiled_cell_keeps_the_contract_and_matches_eager(cell, topic_model):
     """With ``--compile``: incremental == full forward, beam reordering, finite gradients on every
