@@ -313,7 +313,8 @@ def test_compare_sh_resumes_under_the_same_spec(compared, compare_work, tmp_path
     shutil.copytree(compare_work, moved)
     proc = compare_sh(moved, out, f"base={COMPARE_MODEL}")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert steps(proc.stdout) == [("train", True), ("generate", True), ("score", True)]
+    assert steps(proc.stdout) == [("train", True), ("generate", True), ("score", True),
+                                  ("baselines", True)]
     assert ckpt.stat().st_mtime_ns == before
 
 

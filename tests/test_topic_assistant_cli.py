@@ -294,7 +294,7 @@ def test_checkpoint_records_phi_and_rejects_a_refit_topic_model(ta_trained, tmp_
     PoissonFactorAnalysis(phi / phi.sum(0), tm.keep, tm.checksum).save(other)
     refit = PoissonFactorAnalysis.load(other)
     with pytest.raises(ValueError) as err:
-        checkpoint_utils.load_model_ensemble([ckpt], arg_overrides={"data": data, "topic_model": other})
+        checkpoint_utils.load_model_ensemble([ckpt], arg_overrides={"data": data, "ta_topic_model": other})
     msg = str(err.value)
     assert other in msg and os.path.join(data, "topic_model.npz") in msg
     assert tm.phi_sha256[:16] in msg and refit.phi_sha256[:16] in msg
@@ -445,7 +445,7 @@ def test_train_refuses_theta_of_another_topic_model(ta_trained, tmp_path):
 @pytest.mark.slow
 def test_generate_with_the_training_topic_model_refuses_theta_of_a_refit(ta_trained, tmp_path):
     """Issue 12.5: after a refit of DATA, following the checkpoint error's advice
-    (--model-overrides "{'topic_model': PATH}") decodes with theta of the other fit: refused; theta
+    (--model-overrides "{'ta_topic_model': PATH}") decodes with theta of the other fit: refused; theta
     rewritten with that topic model (the command the error names) is accepted."""
     from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, check_theta_file
     from preprocess.topic_model import main as topic_model_main
@@ -456,7 +456,7 @@ def test_generate_with_the_training_topic_model_refuses_theta_of_a_refit(ta_trai
     topic_model_main(["fit", data, "--topics", str(K), "--iters", "3", "--seed", "7"])  # a refit in DATA
     err = _fails(cli("fairseq-generate"), data, "--user-dir", USER_DIR, "--task", "summarization",
                  "--path", ta_trained["ckpt"], "--side-data", "theta", "--gen-subset", "test", "--beam", "1",
-                 "--max-len-b", "3", "--model-overrides", f"{{'topic_model': '{trained_with}'}}")
+                 "--max-len-b", "3", "--model-overrides", f"{{'ta_topic_model': '{trained_with}'}}")
     assert "test.theta.npy was inferred with the topic model" in err and trained_with in err
     topic_model_main(["infer", data, "--splits", "test", "--topic-model", trained_with])
     check_theta_file(os.path.join(data, "test.theta.npy"), PoissonFactorAnalysis.load(trained_with).phi_sha256,
