@@ -48,7 +48,7 @@ def warn(msg):
     print(f"warning: {msg}", file=sys.stderr)
 
 
-def _decoded_lines(path):
+def decoded_lines(path):
     """Yield ``(line_number, text)`` of a UTF-8 file; invalid UTF-8 is an error naming the line."""
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
@@ -61,7 +61,7 @@ def _decoded_lines(path):
 
 def read_lines(path, what="summaries"):
     """The lines of a one-item-per-line file; an empty file is an error naming it."""
-    lines = [text for _, text in _decoded_lines(path)]
+    lines = [text for _, text in decoded_lines(path)]
     if not lines:
         raise ScoreInputError(f"{path}: empty file (no {what})")
     return lines
@@ -71,7 +71,7 @@ def read_jsonl_records(path, field):
     """``{physical line number: field value}`` of a JSONL file (blank lines skipped); a list value
     (sentences) is joined with newlines. Bad JSON or a missing field names the line."""
     out = {}
-    for lineno, line in _decoded_lines(path):
+    for lineno, line in decoded_lines(path):
         if not line.strip():
             continue
         try:
@@ -103,7 +103,7 @@ class GenerateOutput:
         self.path = str(path)
         hyp, det, self.refs, self.sources = {}, {}, {}, {}
         self.subset, self.loaded, self.size = None, None, None
-        for _, line in _decoded_lines(path):
+        for _, line in decoded_lines(path):
             m = _LINE_RE.match(line)
             if m:
                 kind, idx, rest = m.group(1), int(m.group(2)), m.group(3)
@@ -119,7 +119,7 @@ class GenerateOutput:
         self.hyps = hyp
         log = self.path + ".log"
         if self.loaded is None and os.path.isfile(log):
-            for _, line in _decoded_lines(log):
+            for _, line in decoded_lines(log):
                 self._log_line(line)
 
     def _log_line(self, line):
@@ -196,7 +196,7 @@ def read_prepared_references(data, split, size=None):
     if not os.path.isfile(path):
         return None
     records = []
-    for lineno, line in _decoded_lines(path):
+    for lineno, line in decoded_lines(path):
         try:
             rec = json.loads(line)
         except json.JSONDecodeError:

@@ -9,6 +9,21 @@ export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 
 log() { echo "[$(date +%H:%M:%S)] $*"; }
 
+# baselines_once WORK JSON: fairseq-sum-baselines of WORK's prepared test set into JSON (its printed
+# table in JSON's name with .txt for .json), once per prepared data: skipped while JSON is newer than
+# WORK/bin/prepare_args.json; written through a temporary file, so a killed run leaves no JSON
+baselines_once() {
+  local work=$1 json=$2
+  if [ ! "$json" -nt "$work/bin/prepare_args.json" ]; then
+    log "baselines: $work -> $json"
+    python -m fairseq_sum_plugins.analysis.baselines --data "$work" --json "$json.tmp" \
+      > "${json%.json}.txt"
+    mv "$json.tmp" "$json"
+  else
+    log "baselines: $json exists, skipped"
+  fi
+}
+
 # require_int NAME MIN [MAX]: stops (exit 2) with a message naming NAME unless $NAME is a decimal
 # integer in MIN..MAX; rewrites it without sign or leading zeros (bash arithmetic would read "010" as
 # octal, and evaluates any other text as an expression: a name, or a command in an array index)

@@ -304,14 +304,7 @@ for i in "${!LABELS[@]}"; do
   fi
 done
 # the baselines of the test set (once per prepared data; seed 1 whatever SEED: they do not train)
-if [ ! "$OUT/baselines.json" -nt "$WORK/bin/prepare_args.json" ]; then
-  log "baselines: $WORK -> $OUT/baselines.json"
-  python -m fairseq_sum_plugins.analysis.baselines --data "$WORK" --json "$OUT/baselines.json.tmp" \
-    > "$OUT/baselines.txt"
-  mv "$OUT/baselines.json.tmp" "$OUT/baselines.json"
-else
-  log "baselines: $OUT/baselines.json exists, skipped"
-fi
+baselines_once "$WORK" "$OUT/baselines.json"
 if command -v fairseq-sum-compare > /dev/null && [ ${#LABELS[@]} -gt 1 ]; then
   for label in "${LABELS[@]:1}"; do
     log "significance: ${LABELS[0]} vs $label"

@@ -395,3 +395,12 @@ def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_agai
     )
     assert "does not summarize / does not summarize | +0.00 (1.000) / +0.00 (1.000) |" in across
     assert (top / "results.md").read_text().count(baseline_table.SECTION) == 1
+
+
+def test_invalid_utf8_in_the_jsonl_names_its_line(tmp_path):
+    """The JSONL is read by the scorer's UTF-8 line reader: a bad byte is an error naming the line."""
+    path = tmp_path / "test.jsonl"
+    good = json.dumps({"document": "One. Two.", "summary": "One."}).encode()
+    path.write_bytes(good + b"\n" + b'{"document": "caf\xe9", "summary": "x"}\n')
+    with pytest.raises(bl.BaselineError, match=r"test\.jsonl:2: not valid UTF-8"):
+        bl.read_jsonl(str(path))

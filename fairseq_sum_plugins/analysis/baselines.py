@@ -68,7 +68,7 @@ import numpy as np
 
 from .. import rouge
 from ..rouge_text import rouge_tokens
-from ..score_inputs import int_at_least
+from ..score_inputs import ScoreInputError, decoded_lines, int_at_least
 from ..text import DEFAULT_SENTENCE_SPLITTER, SENT_SEP, split_sentences
 from . import specificity as sp
 
@@ -95,33 +95,32 @@ def read_jsonl(
     field
     names the line."""
     docs, refs = [], []
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise BaselineError(f"{path}:{lineno}: not valid UTF-8 ({e.reason})") from None
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise BaselineError(f"{path}:{lineno}: invalid JSON ({e.msg})") from None
-            values = []
-            for field, flag in ((src_field, "--src-field"), (tgt_field, "--tgt-field")):
-                value = obj.get(field) if isinstance(obj, dict) else None
-                if not isinstance(value, (str, list)):
-                    raise BaselineError(f"{path}:{lineno}: no text field {field!r} ({flag})")
-                values.append(value)
-            # documents=False (the training split: only its summaries are used): not split
-            sents = split_sentences(values[0], splitter) if documents else [str(values[0])]
-            if not sents or not sents[0].strip():
-                raise BaselineError(f"{path}:{lineno}: empty document ({src_field!r})")
-            ref = "\n".join(values[1]) if isinstance(values[1], list) else values[1]
-            if not ref.strip():
-                raise BaselineError(f"{path}:{lineno}: empty summary ({tgt_field!r})")
-            docs.append(sents)
-            refs.append(ref)
+    try:  # the scorer's reader of UTF-8 lines (invalid bytes name the line)
+        lines = list(decoded_lines(path))
+    except ScoreInputError as e:
+        raise BaselineError(str(e)) from None
+    for lineno, line in lines:
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise BaselineError(f"{path}:{lineno}: invalid JSON ({e.msg})") from None
+        values = []
+        for field, flag in ((src_field, "--src-field"), (tgt_field, "--tgt-field")):
+            value = obj.get(field) if isinstance(obj, dict) else None
+            if not isinstance(value, (str, list)):
+                raise BaselineError(f"{path}:{lineno}: no text field {field!r} ({flag})")
+            values.append(value)
+        # documents=False (the training split: only its summaries are used): not split
+        sents = split_sentences(values[0], splitter) if documents else [str(values[0])]
+        if not sents or not sents[0].strip():
+            raise BaselineError(f"{path}:{lineno}: empty document ({src_field!r})")
+        ref = "\n".join(values[1]) if isinstance(values[1], list) else values[1]
+        if not ref.strip():
+            raise BaselineError(f"{path}:{lineno}: empty summary ({tgt_field!r})")
+        docs.append(sents)
+        refs.append(ref)
     if not docs:
         raise BaselineError(f"{path}: no JSON records")
     return docs, refs

@@ -97,14 +97,7 @@ python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$CKPT/chec
 # the baselines of the same test papers (Lead-3, the generic summary, the random extract that sets
 # the specificity bar, the bag of pieces), once per prepared data
 BASELINES="$WORK/baselines.test.json"
-if [ ! "$BASELINES" -nt "$WORK/bin/prepare_args.json" ]; then
-  log "baselines: $WORK -> $BASELINES"
-  python -m fairseq_sum_plugins.analysis.baselines --data "$WORK" --json "$BASELINES.tmp" \
-    > "$BASELINES.txt"
-  mv "$BASELINES.tmp" "$BASELINES"
-else
-  log "baselines: $BASELINES exists, skipped"
-fi
+baselines_once "$WORK" "$BASELINES"
 # the last lines: are the figures the expected ones, ROUGE beside the baselines, the verdict
 python "$(dirname "$0")/quickstart_check.py" "$OUT.rouge.json" "$OUT.source_use.json" "$PINNED" \
   "$DEFAULTS" "$BASELINES"
