@@ -17,6 +17,9 @@ returns. So a tolerance between two float32 computations is relative:
 over what was measured on the three kernel paths of an AVX-512 CPU; a real error (a wrong scale, a
 missing bias, a dropped position) moves the results by 1e-3 or more, far above it.
 """
+import inspect
+import os
+
 import torch
 
 EPS32 = torch.finfo(torch.float32).eps  # 2**-23 = 1.19e-7
@@ -35,3 +38,72 @@ def fp32_tol(magnitude, ulps=MODEL_ULPS):
     if torch.is_tensor(magnitude):
         magnitude = float(magnitude.detach().abs().max()) if magnitude.numel() else 0.0
     return ulps * EPS32 * max(1.0, float(magnitude))
+
+
+# One layer or operation computed two ways (a fused kernel against its explicit formula, one
+# decoding step against the whole sequence, a left- against a right-padded copy, float32 against a
+# float64 hand computation): a dot product of <= 64 terms summed in another order and a softmax,
+# a few ulps of the largest value passed through; 8 ulps (9.5e-7 at magnitude 1, the bare 1e-6
+# these tests had) hold on the default, AVX2 and AVX-512 kernel paths.
+OP_ULPS = 8
+
+EPS64 = torch.finfo(torch.float64).eps  # 2**-52 = 2.2e-16
+# float64 sums of the suite (<= a few hundred terms: ROUGE/METEOR means, count matrices) in another
+# order than the reference: each addition rounds by <= EPS64 / 2 of the running sum; 64 ulps of
+# the largest term (1.4e-14 at magnitude 1) cover a few hundred reassociated additions with headroom.
+# Exact-by-construction float64 values (ratios of the same integers, in the same order) use ``==``.
+F64_ULPS = 64
+
+# bfloat16 keeps 8 significant bits (eps 2**-7 = 7.8e-3). A bfloat16 computation of a layer
+# against another order of the same bfloat16 ops rounds every intermediate: a few eps of the
+# largest value passed through (tests/test_tp_transformer.py: fused against plain TPR in bf16).
+EPS_BF16 = torch.finfo(torch.bfloat16).eps
+BF16_ULPS = 4
+
+
+def fp64_tol(magnitude, ulps=F64_ULPS):
+    """Absolute tolerance between two float64 computations (reordered sums) whose largest
+    intermediate value is about ``magnitude``: ``ulps`` units of the last place of it."""
+    if torch.is_tensor(magnitude):
+        magnitude = float(magnitude.detach().abs().max()) if magnitude.numel() else 0.0
+    return ulps * EPS64 * max(1.0, abs(float(magnitude)))
+
+
+def bf16_tol(magnitude, ulps=BF16_ULPS):
+    """Absolute tolerance between two bfloat16 computations whose largest intermediate value is
+    about ``magnitude``: ``ulps`` bfloat16 units of the last place of it (at least of 1.0)."""
+    if torch.is_tensor(magnitude):
+        magnitude = float(magnitude.detach().float().abs().max()) if magnitude.numel() else 0.0
+    return ulps * EPS_BF16 * max(1.0, abs(float(magnitude)))
+
+
+def printed_tol(decimals):
+    """A figure printed or stored with ``decimals`` digits after the point (ROUGE-1.5.5's 5
+    decimals, a JSON field rounded to 2) is within half its last digit of the exact value; twice
+    the rounding of both sides (the reference is printed too) plus float64 noise."""
+    return 10.0 ** -decimals + F64_ULPS * EPS64
+
+
+def _log_deviation(deviation, tol):
+    """With FAIRSEQ_SUM_TOL_LOG=path, appends ``file:line deviation tol`` of the calling test,
+    so that the largest measured deviation per kernel path can be reported."""
+    path = os.environ.get("FAIRSEQ_SUM_TOL_LOG")
+    if not path:
+        return
+    frame = inspect.currentframe().f_back.f_back
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} "
+                f"{deviation:.3e} {tol:.3e}\n")
+
+
+def fp32_close(actual, expected, magnitude=None, ulps=MODEL_ULPS):
+    """``|actual - expected| <= fp32_tol(magnitude, ulps)`` everywhere (no relative term:
+    ``magnitude`` is the largest value the computation passes through, ``expected`` itself when
+    not given). Same shapes are required, as torch.allclose does by broadcasting."""
+    actual, expected = torch.as_tensor(actual), torch.as_tensor(expected)
+    tol = fp32_tol(expected if magnitude is None else magnitude, ulps)
+    if actual.numel() == 0 and expected.numel() == 0:
+        return True
+    deviation = float((actual.double() - expected.double()).abs().max())
+    _log_deviation(deviation, tol)
+    return deviation <= tol
