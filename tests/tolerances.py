@@ -77,11 +77,11 @@ def bf16_tol(magnitude, ulps=BF16_ULPS):
     return ulps * EPS_BF16 * max(1.0, abs(float(magnitude)))
 
 
-def printed_tol(decimals):
+def printed_tol(decimals, sides=1):
     """A figure printed or stored with ``decimals`` digits after the point (ROUGE-1.5.5's 5
-    decimals, a JSON field rounded to 2) is within half its last digit of the exact value; twice
-    the rounding of both sides (the reference is printed too) plus float64 noise."""
-    return 10.0 ** -decimals + F64_ULPS * EPS64
+    decimals, a logged percentage rounded to 2) is within half its last digit of the exact value:
+    ``sides`` such roundings (2 where both compared figures are printed) plus float64 noise."""
+    return sides * 0.5 * 10.0 ** -decimals + F64_ULPS * EPS64
 
 
 def _log_deviation(deviation, tol):
