@@ -40,8 +40,8 @@ from that arch's config (random init, HF's one dropout rate, eager attention, pa
 token, the same vocabulary), trained on the same batches with its own loss (token-mean cross-entropy)
 and fairseq's optimizer from the same flags, and decoded by ``generate`` (beam 4, ``min_new_tokens =
 max_new_tokens = tgt_len + 1``: fairseq's forced length, EOS included). ``--json`` then holds, per arch,
-``train_wps``, ``gen_tps``, ``peak_mem`` and ``ops_per_step`` of the arch and of each peer, and
-``ratios[arch][peer]`` (``train_ratio``, ``gen_ratio``, ``mem_ratio``, ``ops_ratio``: arch over peer).
+``train_wps``, ``gen_tps``, ``peak_mem`` and ``ops_per_step``, ``gflops_per_step`` of the arch and of each peer, and
+``ratios[arch][peer]`` (``train_ratio``, ``gen_ratio``, ``mem_ratio``, ``ops_ratio``, ``flops_ratio``: arch over peer).
 
 Topic Assistant archs (``transformer_ta_small``/``_base``, any arch with ``--ta-*`` on) get a random
 topic model over the in-memory dictionary (every topic a Dirichlet draw over the kept symbols, saved
@@ -184,7 +184,11 @@ def without_theta(batches):
 
 def write_topic_model(d, k, folder, seed=0):
     """A random PFA topic model over ``d`` (each topic ~ Dirichlet(0.05) over the kept symbols)."""
-    from preprocess.topic_model import PoissonFactorAnalysis, dictionary_checksum, excluded_symbols
+    try:  # the installed name of the checkout's preprocess/ (setup.py)
+        from fairseq_sum_plugins_preprocess.topic_model import (PoissonFactorAnalysis, dictionary_checksum,
+                                                                excluded_symbols)
+    except ImportError:  # the checkout on PYTHONPATH without the package installed
+        from preprocess.topic_model import PoissonFactorAnalysis, dictionary_checksum, excluded_symbols
 
     keep = ~excluded_symbols(d)
     phi = np.zeros((len(d), k), np.float32)
@@ -262,6 +266,7 @@ FAST_PATHS = {
                                "one_query_path"),
     "beam_keys": set_attribute("fairseq_sum_plugins.modules.attention.MultiheadAttention",
                                "share_beam_keys"),
+    "packed_mask": set_attribute("fairseq_sum_plugins.modules.dropout.Drops", "packed_mask"),
 }
 
 
@@ -422,6 +427,20 @@ def warm_up(m, batches, a):
         train(m, batches, a.warmup_steps)
     m["peak_gib"] = (torch.cuda.max_memory_allocated() - m["mem_before"]) / 2**30 if m["cuda"] else cpu_peak(m, batches)
     m["ops"] = count_ops(m, batches[0])
+    m["gflops"] = count_flops(m, batches[0])
+
+
+def count_flops(m, batch):
+    """GFLOP of one forward + backward (torch's FlopCounterMode: matmuls, convolutions and attention
+    kernels; elementwise ops count 0), so a preset's work is compared with its peer's independently of
+    the machine's load: when its speed ratio is about 1 / its FLOP ratio, the gap is its arithmetic."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    batch = on_device(batch, m["cuda"])
+    with FlopCounterMode(display=False) as counter:
+        m["forward_backward"](batch)
+    m["zero_grad"]()
+    return counter.get_total_flops() / 1e9
 
 
 # ops that only make a view, allocate, or read metadata: no kernel of their own
@@ -546,7 +565,8 @@ def peer_ratios(rows):
     return {r["arch"]: {p["peer"]: dict(train_ratio=ratio(r["train_wps"], p["train_wps"]),
                                         gen_ratio=ratio(r["gen_wps"], p["gen_wps"]),
                                         mem_ratio=ratio(r["peak_gib"], p["peak_gib"]),
-                                        ops_ratio=ratio(r["ops"], p["ops"]))
+                                        ops_ratio=ratio(r["ops"], p["ops"]),
+                                        flops_ratio=ratio(r.get("gflops"), p.get("gflops")))
                         for p in rows if is_peer_of(p, r)}
             for r in rows if r["peer"] is None}
 
@@ -557,17 +577,20 @@ def report(models, a, env):
         return words / seconds if seconds else None
 
     rows = [dict(model=m["name"], arch=m["arch"], peer=m["peer"], params_m=m["params"] / 1e6,
-                 train_wps=per_s(m["words"], m["time"]), peak_gib=m["peak_gib"], ops=m.get("ops"),
+                 train_wps=per_s(m["words"], m["time"]), peak_gib=m["peak_gib"], ops=m.get("ops"), gflops=m.get("gflops"),
                  gen_wps=per_s(m["gen_words"], m["gen_time"]), gen_tokens=m["gen_words"], skipped_updates=m["steps"] - m["updates"](),
                  steps=m["steps"], error=m.get("error"), notes=m["notes"], dims=m["dims"],
                  compile_s=m.get("compile_s"), gen_compile_s=m.get("gen_compile_s"))
             for m in models]
     for r in rows:  # "vs transformer": over the transformer of the row's dims
         base = next((p for p in rows if p["peer"] == BASELINE and p["dims"] == r["dims"]), {})
-        for key, x in (("train_wps", "train_x"), ("peak_gib", "mem_x"), ("ops", "ops_x"), ("gen_wps", "gen_x")):
+        for key, x in (("train_wps", "train_x"), ("peak_gib", "mem_x"), ("ops", "ops_x"), ("gen_wps", "gen_x"),
+                       ("gflops", "flops_x")):
             r[x] = ratio(r[key], base.get(key))
+        # speed x work: 1.00x when the row does its FLOPs at the baseline's rate (the gap is its arithmetic)
+        r["per_flop_x"] = r["train_x"] * r["flops_x"] if r["train_x"] and r["flops_x"] else None
     cols = ["model", "params (M)", "train tgt words/s", "vs transformer", "peak mem (GiB)", "vs transformer",
-            "ops/step", "vs transformer"]
+            "ops/step", "vs transformer", "GFLOP/step", "vs transformer", "speed x FLOPs"]
     cols += [f"gen words/s (beam {a.beam})", "vs transformer"] if a.generate else []
     compiled = getattr(a, "compile", False)  # bench_etads's namespace has no --compile
     cols += ["compile s (train" + (" / gen)" if a.generate else ")")] if compiled else []
@@ -575,7 +598,8 @@ def report(models, a, env):
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         cells = [r["model"], fmt(r["params_m"], ".1f"), fmt(r["train_wps"], ",.0f"), fmt(r["train_x"], ".2f", "x"),
-                 fmt(r["peak_gib"], ".3f"), fmt(r["mem_x"], ".2f", "x"), fmt(r["ops"], "d"), fmt(r["ops_x"], ".2f", "x")]
+                 fmt(r["peak_gib"], ".3f"), fmt(r["mem_x"], ".2f", "x"), fmt(r["ops"], "d"), fmt(r["ops_x"], ".2f", "x"),
+                 fmt(r["gflops"], ".1f"), fmt(r["flops_x"], ".3f", "x"), fmt(r["per_flop_x"], ".2f", "x")]
         cells += [fmt(r["gen_wps"], ",.0f"), fmt(r["gen_x"], ".2f", "x")] if a.generate else []
         cells += [fmt(r["compile_s"], ".1f") + (" / " + fmt(r["gen_compile_s"], ".1f") if a.generate else "")
                   ] if compiled else []
@@ -583,16 +607,18 @@ def report(models, a, env):
         cells += ["; ".join([r["error"]] if r["error"] else skipped + r["notes"])]
         lines.append("| " + " | ".join(cells) + " |")
     ratios = peer_ratios(rows)
-    lines += ["", "| arch | peer | train | gen | peak mem | ops/step |", "|---|---|---|---|---|---|"]
+    lines += ["", "| arch | peer | train | gen | peak mem | ops/step | FLOPs/step |", "|---|---|---|---|---|---|---|"]
     for arch, peers in ratios.items():
         for peer, x in peers.items():
             lines.append(f"| {arch} | {peer} | " + " | ".join(
-                fmt(x[k], ".2f", "x") for k in ("train_ratio", "gen_ratio", "mem_ratio", "ops_ratio")) + " |")
+                fmt(x[k], ".2f", "x") for k in ("train_ratio", "gen_ratio", "mem_ratio", "ops_ratio")) + " | "
+                + fmt(x["flops_ratio"], ".3f", "x") + " |")
     table = "\n".join(lines)
     print(env["summary"] + "\n\n" + table)
     if a.json:
         def figures(r):
             return dict(train_wps=r["train_wps"], gen_tps=r["gen_wps"], peak_mem=r["peak_gib"], ops_per_step=r["ops"],
+                        gflops_per_step=r["gflops"],
                         compile_s=r["compile_s"], gen_compile_s=r["gen_compile_s"])
 
         archs = {r["arch"]: dict(figures(r), peers={p["peer"]: figures(p) for p in rows if is_peer_of(p, r)})

@@ -275,3 +275,26 @@ def test_beam_shared_cross_attention_keys_give_the_same_search(arch, extra):
     rows = [layer.cross_attn._get_input_buffer(state)["prev_key"].size(0)
             for layer in model.decoder.layers]
     assert rows == ([3, 9] if extra else [3, 3])
+
+
+def test_bench_flop_count_of_a_matmul_step_by_hand():
+    """One forward + backward of ``x @ W`` (M x K times K x N) is 2MKN FLOPs forward and 4MKN backward
+    (the gradients of ``x`` and ``W``): count_flops reports 6MKN / 1e9."""
+    bench = load_bench()
+    x, w = torch.randn(8, 16, requires_grad=True), torch.randn(16, 32, requires_grad=True)
+    m = dict(cuda=False, forward_backward=lambda batch: (x @ w).sum().backward(), zero_grad=lambda: None)
+    assert bench.count_flops(m, {}) == pytest.approx(6 * 8 * 16 * 32 / 1e9)
+
+
+def test_bench_packed_mask_ablation_switches_every_dropping_module():
+    """--ablate packed_mask: the peer's every Drops module draws the packed mask (modules/dropout.py)."""
+    from conftest import build_model
+    from fairseq_sum_plugins.modules.dropout import Drops
+
+    bench = load_bench()
+    model, _ = build_model("t5_small", encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=1,
+                           encoder_attention_heads=4, decoder_layers=1)
+    drops = [m for m in model.modules() if isinstance(m, Drops)]
+    assert drops and not any(m.packed_mask for m in drops) and bench.FAST_PATHS["packed_mask"]() is False
+    bench.FAST_PATHS["packed_mask"](model)
+    assert all(m.packed_mask for m in drops)

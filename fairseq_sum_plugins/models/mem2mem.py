@@ -83,6 +83,7 @@ from torch.utils.checkpoint import checkpoint
 from ..aux_losses import AuxLoss, register_aux_loss
 from ..flags import bool_flag, parse_bool_options, renamed_flag
 from ..modules.checkpointing import add_checkpoint_args
+from ..modules.dropout import Drops, add_dropout_mask_arg, check_dropout_mask, set_dropout_mask
 from ..modules.memory import MemoryCompression, MemoryReader, MemoryWriter, compression_loss, masked_softmax, read_loss
 from ..modules.pointer_generator import MarkerEmbedding, count_position_markers, mix_copy_distribution
 from ..modules.sentences import sentence_layout
@@ -113,7 +114,7 @@ def _bigru_final(h_n):
     return torch.cat([h_n[0], h_n[1]], dim=-1)
 
 
-class HierarchicalEncoder(FairseqEncoder):
+class HierarchicalEncoder(Drops, FairseqEncoder):
     """Sentence bi-GRU + document bi-GRU (M2M eq. 1-2) and, optionally, memory compression (M2M eq. 4-6)."""
 
     def __init__(self, args, dictionary, embed_tokens):
@@ -140,7 +141,7 @@ class HierarchicalEncoder(FairseqEncoder):
         width = int(lay.sent_lengths.max().clamp(min=1))
         mask = lay.token_mask
 
-        x = F.dropout(self.embed_tokens(lay.tokens), self.dropout, self.training)
+        x = self.drop(self.embed_tokens(lay.tokens), self.dropout)
         # M2M eq. 1: one packed bi-GRU pass over every non-empty sentence of the batch
         row = torch.arange(bsz, device=x.device).unsqueeze(1) * n_slots + lay.sent_id  # B x S
         grid = x.new_zeros(bsz * n_slots, width, x.size(-1))
@@ -195,7 +196,7 @@ class HierarchicalEncoder(FairseqEncoder):
         return self.max_source_positions
 
 
-class Mem2MemDecoder(FairseqIncrementalDecoder):
+class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
     """GRU decoder with token/sentence attention, pointer-generator, coverage and memory read/write."""
 
     def __init__(self, args, dictionary, embed_tokens, num_markers=0):
@@ -274,7 +275,7 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
         if state is None:
             state = self._initial_state(encoder_out)
 
-        x = F.dropout(self.embed_tokens(prev_output_tokens), self.dropout, self.training)
+        x = self.drop(self.embed_tokens(prev_output_tokens), self.dropout)
         hs, h_last = self.rnn(x, state["hidden"].unsqueeze(0).contiguous())  # h^(d), B x T x H
         steps = self._recurrent_steps(hs, state, encoder_out["token_mask"])
         hm, alpha = steps["hm"], steps["alpha"]
@@ -350,7 +351,7 @@ class Mem2MemDecoder(FairseqIncrementalDecoder):
     def _output_distribution(self, hm, ctx, gamma, x, encoder_out):
         """``P_g`` and, with the pointer-generator, ``z_t P_g + (1 - z_t) P_c`` (M2M eq. 13-15)."""
         out = torch.tanh(self.readout(torch.cat([hm, ctx], dim=-1)))
-        out = F.dropout(out, self.dropout, self.training)
+        out = self.drop(out, self.dropout)
         if self.output_projection is None:
             logits = F.linear(out, self.embed_tokens.weight, self.output_bias)
         else:
@@ -428,6 +429,7 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
         parser.add_argument("--memory-slots", type=int, metavar="R", help="r, memory heads/slots (10)")
         parser.add_argument("--memory-attn-dim", type=int, metavar="N", help="d_a of M2M eq. 5 (128)")
         add_checkpoint_args(parser)  # fairseq's transformer options: refused here by name (base_architecture)
+        add_dropout_mask_arg(parser)
         # fmt: on
 
     @classmethod
@@ -453,7 +455,9 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
             dec_emb = MarkerEmbedding(len(tgt_dict) - markers, args.embed_dim, tgt_dict.pad(), tgt_dict.unk())
         encoder = HierarchicalEncoder(args, src_dict, enc_emb)
         decoder = Mem2MemDecoder(args, tgt_dict, dec_emb, num_markers=markers)
-        return cls(encoder, decoder)
+        model = cls(encoder, decoder)
+        set_dropout_mask(model, check_dropout_mask(args))  # --dropout-mask (modules/dropout.py)
+        return model
 
     @classmethod
     def from_pretrained(cls, model_name_or_path, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs):

@@ -75,6 +75,7 @@ from ..data_folder import hub_text_kwargs
 from ..modules.attention import MultiheadAttention
 from ..modules.checkpointing import add_checkpoint_args, checkpoint_layers
 from ..modules.compiled import compile_layers
+from ..modules.dropout import Drops, add_dropout_mask_arg, check_dropout_mask, set_dropout_mask
 from ..modules.encoder_out import EncoderOut
 from ..modules.pointer_generator import TransformerCopy
 from ..modules.gates import restore_attention
@@ -172,7 +173,7 @@ def site_dims(args, side, layer_idx):
     return SiteDims(layer_idx, getattr(args, f"{side}_layers"), d, attention_dim(args, d, heads), heads)
 
 
-class FeedForward(nn.Module):
+class FeedForward(Drops, nn.Module):
     """``W_f ReLU(W_g x + b_g) + b_f`` (TPT eq. 7, without the residual)."""
 
     def __init__(self, embed_dim, ffn_dim, activation_fn="relu", activation_dropout=0.0, bias=True):
@@ -187,11 +188,11 @@ class FeedForward(nn.Module):
                 nn.init.zeros_(fc.bias)
 
     def forward(self, x):
-        x = F.dropout(self.activation_fn(self.fc1(x)), self.activation_dropout, self.training)
+        x = self.drop(self.activation_fn(self.fc1(x)), self.activation_dropout)
         return self.fc2(x)
 
 
-class Sublayer(nn.Module):
+class Sublayer(Drops, nn.Module):
     """Residual wrapper: ``x + dropout(f(LN(x)))`` (pre-LN) or ``LN(x + dropout(f(x)))`` (post-LN)."""
 
     def __init__(self, embed_dim, dropout, normalize_before, norm=None):
@@ -206,7 +207,7 @@ class Sublayer(nn.Module):
             y, extra = y
         else:
             extra = None
-        x = x + F.dropout(y, self.dropout, self.training)
+        x = x + self.drop(y, self.dropout)
         return (x if self.normalize_before else self.layer_norm(x)), extra
 
 
@@ -313,7 +314,7 @@ def _add_bias(a, b):
     return b if a is None else a + b
 
 
-class SumTransformerEncoder(FairseqEncoder):
+class SumTransformerEncoder(Drops, FairseqEncoder):
     """Token + sinusoidal position embeddings, ``L`` encoder cells, final LayerNorm (pre-LN).
 
     The output is the batch-first dict of :mod:`..modules.encoder_out` (``enc`` is ``(B, S, C)``).
@@ -355,7 +356,7 @@ class SumTransformerEncoder(FairseqEncoder):
             position_bias = self.relative_position(pos, pos)
         else:
             x = x + self.embed_positions(src_tokens)
-        x = F.dropout(x, self.dropout, self.training)
+        x = self.drop(x, self.dropout)
         attn_mask = padding_mask if padding_mask.any() else None
         values = encoder_inputs(self.model_features, src_tokens, padding_mask, self.sia_head_dim)  # e.g. TA eq. 6
         with shared_role_normalization(self.layers):  # TPT eq. 4 for every sublayer at once
@@ -364,7 +365,7 @@ class SumTransformerEncoder(FairseqEncoder):
         if self.layer_norm is not None:
             x = self.layer_norm(x)
         if self.t5:  # T5 drops out the final normalized states too
-            x = F.dropout(x, self.dropout, self.training)
+            x = self.drop(x, self.dropout)
         out = EncoderOut(enc=x, padding_mask=padding_mask, src_tokens=src_tokens, side=side)
         transform_encoder_output(self.output_features, out)  # e.g. gates, gate_l1, (eval) pruning
         return out.to_dict()
@@ -377,7 +378,7 @@ class SumTransformerEncoder(FairseqEncoder):
         return self.max_source_positions
 
 
-class SumTransformerDecoder(FairseqIncrementalDecoder):
+class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
     """Decoder cells with causal self-attention and cross-attention, tied output projection (TPT eq. 10)."""
 
     def __init__(self, args, dictionary, embed_tokens):
@@ -437,7 +438,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         else:
             positions = self.embed_positions(all_prev_tokens, incremental_state=incremental_state)
             x = self.embed_scale * self.embed_tokens(prev_output_tokens) + positions[:, -prev_output_tokens.size(1):]
-        x = F.dropout(x, self.dropout, self.training)
+        x = self.drop(x, self.dropout)
         view = EncoderOut.of(encoder_out)
         enc, enc_mask = view.enc, view.padding_mask
         if not enc_mask.any():
@@ -450,7 +451,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         n_prefix = call.n_prefix
         if n_prefix:  # the prefix before the new positions (TEMA: the topic embeddings, TA eq. 8)
             prefix = self.embed_scale * call.prefix(self.embed_tokens.weight)
-            x = torch.cat([F.dropout(prefix.type_as(x), self.dropout, self.training), x], dim=1)
+            x = torch.cat([self.drop(prefix.type_as(x), self.dropout), x], dim=1)
         position_bias = self.t5_position_bias(x, all_prev_tokens, view) if self.t5 else None
         with shared_role_normalization(self.layers):  # TPT eq. 4 for every sublayer at once
             for i, layer in enumerate(self.layers):
@@ -466,7 +467,7 @@ class SumTransformerDecoder(FairseqIncrementalDecoder):
         if self.layer_norm is not None:
             x = self.layer_norm(x)
         if self.t5:
-            x = F.dropout(x, self.dropout, self.training)
+            x = self.drop(x, self.dropout)
         return x, {"attn": [attn], "inner_states": None, "aux_losses": dict(view.aux_losses),
                    "gate_counts": view.gate_counts}
 
@@ -543,6 +544,7 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
                                  "(See et al., 2017; fairseq's examples/pointer_generator); needs a joined dictionary")
         parser.add_argument("--compile", type=bool_flag, metavar="BOOL",
                             help="torch.compile each layer, dynamic lengths (modules/compiled.py)")
+        add_dropout_mask_arg(parser)
         # fmt: on
 
     @classmethod
@@ -567,10 +569,12 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         decoder = SumTransformerDecoder(args, tgt_dict, dec_emb)
         set_model_features(encoder, model_features)
         set_model_features(decoder, model_features)
+        model = cls(encoder, decoder)
+        set_dropout_mask(model, check_dropout_mask(args))  # --dropout-mask (modules/dropout.py)
         if getattr(args, "compile", False):  # --compile (modules/compiled.py)
             compile_layers(encoder.layers, "encoder")
             compile_layers(decoder.layers, "decoder")
-        return cls(encoder, decoder)
+        return model
 
     @classmethod
     def from_pretrained(cls, model_name_or_path, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs):
@@ -637,6 +641,7 @@ def base_architecture(args):
     args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_POSITIONS)
     args.offload_activations = getattr(args, "offload_activations", False)
     args.checkpoint_activations = getattr(args, "checkpoint_activations", False) or args.offload_activations
+    args.dropout_mask = getattr(args, "dropout_mask", None) or "bernoulli"
     args.cell = getattr(args, "cell", "default")
     args.t5_relative_buckets = getattr(args, "t5_relative_buckets", 32)
     args.t5_relative_max_distance = getattr(args, "t5_relative_max_distance", 128)

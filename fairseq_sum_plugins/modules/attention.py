@@ -20,6 +20,8 @@ import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 
+from .dropout import Drops, dropout
+
 
 
 @runtime_checkable
@@ -50,7 +52,7 @@ class InputBuffer:
 
 
 @with_incremental_state
-class MultiheadAttention(InputBuffer, nn.Module):
+class MultiheadAttention(Drops, InputBuffer, nn.Module):
     """Self-attention (fused QKV projection) or encoder-decoder attention (fused KV projection)."""
 
     # one-query steps through _one_query_attention instead of SDPA: off, measured slower (beam 4,
@@ -146,13 +148,15 @@ class MultiheadAttention(InputBuffer, nn.Module):
 
         dropout_p = self.dropout if self.training else 0.0
         one_query = q.size(2) == 1 and dropout_p == 0.0 and self.one_query_path and not need_weights
+        # --dropout-mask packed: SDPA draws its own mask, so dropped attention takes the explicit path
+        own_mask = self.packed_mask and dropout_p > 0.0 and q.device.type == "cpu"
         if one_query and gate is None and q.device.type == "cpu" and q.dtype == torch.float32:
             out, weights = self._one_query_attention(q, k, v, mask), None  # CUDA: SDPA's kernels
-        elif not need_weights and gate is None:
+        elif not need_weights and gate is None and not own_mask:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal,
                                                  scale=self.scaling)
             weights = None
-        elif not need_weights and not causal and isinstance(gate, FactoredGate):
+        elif not need_weights and not causal and isinstance(gate, FactoredGate) and not own_mask:
             out, weights = gate.attend(q, k, v, mask, dropout_p, self.training, self.scaling), None
         else:
             gate = gate.gate() if isinstance(gate, FactoredGate) else gate
@@ -277,7 +281,7 @@ class MultiheadAttention(InputBuffer, nn.Module):
         if mask is not None:
             logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
         probs = logits.softmax(-1).nan_to_num(0.0).type_as(q)  # fully masked rows -> 0, as in SDPA
-        dropped = F.dropout(probs, p=dropout_p, training=dropout_p > 0)
+        dropped = dropout(probs, dropout_p, dropout_p > 0, self.packed_mask)  # modules/dropout.py
         out = (dropped if gate is None else dropped * gate.type_as(dropped)) @ v
         return out, probs.mean(dim=1)
 

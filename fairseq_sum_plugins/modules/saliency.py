@@ -28,6 +28,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 
 from .attention import InputBuffer
+from .dropout import dropout
 from .features import layers_feature
 
 
@@ -140,7 +141,7 @@ def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, tra
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     if (dropout_p > 0 and training) or (mask is not None and mask.requires_grad):
         probs, gate = _probs_and_gate(q, k, factors.hq, factors.sk, mask, scale)
-        probs = torch.nn.functional.dropout(probs, p=dropout_p, training=training)
+        probs = dropout(probs, dropout_p, training)  # modules/dropout.py
         return (probs * gate) @ v
     return GatedAttention.apply(q, k, v, factors.hq, factors.sk, mask, scale)
 
