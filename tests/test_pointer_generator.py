@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from conftest import FakeTask, build_model, make_dictionary, random_batch
+from tolerances import OP_ULPS, fp32_close
 from fairseq_sum_plugins.modules.pointer_generator import TransformerCopy
 
 torch.set_num_threads(1)
@@ -26,7 +27,7 @@ def test_copy_mixture_is_see_et_al_eq_9_by_hand():
     out = copy(logits, torch.randn(1, 1, 2), torch.randn(1, 1, 2), gamma, src)
     p_vocab = torch.softmax(logits, -1)[0, 0]
     expected = 0.25 * p_vocab + 0.75 * torch.tensor([0.0, 0.0, 0.7, 0.3, 0.0])
-    assert torch.allclose(out.exp()[0, 0], expected, atol=1e-6)
+    assert fp32_close(out.exp()[0, 0], expected, logits, OP_ULPS)  # softmax of logits: their ulps
 
 
 def test_decoder_returns_log_probabilities_that_sum_to_one_and_stay_after_log_softmax():
@@ -34,9 +35,12 @@ def test_decoder_returns_log_probabilities_that_sum_to_one_and_stay_after_log_so
     model.eval()
     src, lengths, prev = random_batch(d)
     out, _ = model(src, lengths, prev)
-    assert torch.allclose(out.exp().sum(-1), torch.ones(out.shape[:2]), atol=1e-5)
+    # exp of log-probs rounded to ulps of their own size (the log-sum-exp), then summed
+    assert fp32_close(out.exp().sum(-1), torch.ones(out.shape[:2]), out, OP_ULPS)
     lprobs = model.get_normalized_probs((out, {}), log_probs=True)
-    assert torch.allclose(lprobs, out, atol=1e-5)  # the criterion and beam search see log P itself
+    # the criterion and beam search see log P itself (a log_softmax of it: the log-sum-exp is 0
+    # up to rounding of the log-probs' size)
+    assert fp32_close(lprobs, out, out, OP_ULPS)
 
 
 def test_a_closed_switch_puts_all_mass_on_the_source_tokens():
@@ -46,11 +50,12 @@ def test_a_closed_switch_puts_all_mass_on_the_source_tokens():
         model.decoder.copy.p_gen.weight.zero_()
         model.decoder.copy.p_gen.bias.fill_(-50.0)
     src, lengths, prev = random_batch(d)
-    probs = model(src, lengths, prev)[0].exp()
+    lprobs = model(src, lengths, prev)[0]
+    probs = lprobs.exp()
     for b in range(src.size(0)):
         own = torch.zeros(len(d), dtype=torch.bool)
         own[src[b][src[b].ne(d.pad())]] = True
-        assert torch.allclose(probs[b][:, own].sum(-1), torch.ones(prev.size(1)), atol=1e-5)
+        assert fp32_close(probs[b][:, own].sum(-1), torch.ones(prev.size(1)), lprobs[b][:, own], OP_ULPS)
 
 
 def test_without_a_joined_dictionary_the_copy_is_refused():
