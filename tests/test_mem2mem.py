@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from conftest import REPO, build_model, make_dictionary
+from tolerances import MODEL_ULPS, OP_ULPS, fp32_close, fp32_tol
 from fairseq.data import Dictionary
 
 from fairseq_sum_plugins.modules.memory import compression_loss, read_loss
@@ -137,9 +138,10 @@ def test_model_aux_losses_match_the_equations():
                 dot = float((A[b, k] * A[b, l]).sum().detach())
                 s += (dot - (1.0 if k == l else 0.0)) ** 2
         expected.append(s)
-    assert extra["aux_losses"]["mem_comp"].item() == pytest.approx(sum(expected) / len(expected), rel=1e-5)
+    comp = sum(expected) / len(expected)  # float64 sums of float32 dot products (terms <= 1)
+    assert extra["aux_losses"]["mem_comp"].item() == pytest.approx(comp, abs=fp32_tol(comp, OP_ULPS))
     # pad sentence slots get no write attention, rows of A sum to one
-    assert torch.allclose(A.sum(-1), torch.ones_like(A.sum(-1)), atol=1e-6)
+    assert fp32_close(A.sum(-1), torch.ones_like(A.sum(-1)), 1.0, OP_ULPS)
     assert (A[~enc["sent_mask"].unsqueeze(1).expand_as(A)] == 0).all()
     # M2M eq. 11 against M_E, T_b = real target steps of document b
     psi, beta, H, M_E = extra["read_attn"], extra["beta"], enc["sent_states"], enc["memory"]
@@ -147,7 +149,8 @@ def test_model_aux_losses_match_the_equations():
     for b in range(src.size(0)):
         steps = [t for t in range(prev.size(1)) if prev[b, t] != d.pad()]
         per_doc.append(sum(float((psi[b, t] @ M_E[b] - beta[b, t] @ H[b]).norm()) for t in steps) / len(steps))
-    assert extra["aux_losses"]["mem_read"].item() == pytest.approx(sum(per_doc) / len(per_doc), rel=1e-5)
+    read = sum(per_doc) / len(per_doc)  # norms of float32 differences, summed in float64
+    assert extra["aux_losses"]["mem_read"].item() == pytest.approx(read, abs=fp32_tol(read, MODEL_ULPS))
 
 
 def test_gamma_renormalisation():
@@ -158,20 +161,20 @@ def test_gamma_renormalisation():
     _, extra = model.decoder(prev, enc)
     alpha, beta, gamma = extra["alpha"], extra["beta"], extra["gamma"]
     mask = enc["token_mask"]
-    assert torch.allclose(gamma.sum(-1), torch.ones_like(gamma.sum(-1)), atol=1e-6)
-    assert torch.allclose(beta.sum(-1), torch.ones_like(beta.sum(-1)), atol=1e-6)
+    assert fp32_close(gamma.sum(-1), torch.ones_like(gamma.sum(-1)), 1.0, OP_ULPS)  # softmax rows
+    assert fp32_close(beta.sum(-1), torch.ones_like(beta.sum(-1)), 1.0, OP_ULPS)
     assert (gamma[~mask.unsqueeze(1).expand_as(gamma)] == 0).all()
     for b in range(src.size(0)):
         for t in range(prev.size(1)):
             num = [float(beta[b, t, enc["token_sent"][b, i]] * alpha[b, t, i]) if mask[b, i] else 0.0 for i in range(mask.size(1))]
             expected = torch.tensor(num) / sum(num)
-            assert torch.allclose(gamma[b, t], expected, atol=1e-6)
+            assert fp32_close(gamma[b, t], expected, 1.0, OP_ULPS)  # products of probabilities
     # --print-alignment: gamma in the layout of the (left-padded) src_tokens
     model.decoder.need_attn = True
     attn = model.decoder(prev, enc)[1]["attn"][0]
     assert attn.shape == (src.size(0), prev.size(1), src.size(1))
     assert (attn[src.eq(d.pad()).unsqueeze(1).expand_as(attn)] == 0).all()
-    assert torch.allclose(attn.sum(-1), torch.ones_like(attn.sum(-1)), atol=1e-6)
+    assert fp32_close(attn.sum(-1), torch.ones_like(attn.sum(-1)), 1.0, OP_ULPS)
 
 
 def test_copy_distribution_sums_to_one_over_extended_vocabulary():
@@ -188,8 +191,11 @@ def test_copy_distribution_sums_to_one_over_extended_vocabulary():
     out, extra = model(src, lens, prev)
     assert out.shape[-1] == len(d)  # the extended vocabulary is the dictionary with its markers
     out = out.exp()  # the decoder's scores are log P
-    assert torch.allclose(out.sum(-1), torch.ones(out.shape[:2]), atol=1e-5)
+    # exp(log P) errs by ulps of |log P| times P: summed, the entropy (<= log V)
+    assert fp32_close(out.sum(-1), torch.ones(out.shape[:2]), math.log(len(d)), OP_ULPS)
+    # tol: a source marker gets copy mass (1 - z) * gamma, >> float32 rounding; 1e-6 means "not 0"
     assert (out[0, :, markers[0]] > 1e-6).all() and (out[1, :, markers[2]] > 1e-6).all()
+    # tol: the log P floor is log 1e-10 (pointer_generator.py); exp(log(1e-10)) rounds within 1%
     assert (out[:, :, markers[1]] < 1.01e-10).all() and (out[:, :, markers[3]] < 1.01e-10).all()  # not in any source
     assert model.encoder.embed_tokens.num_embeddings == len(d) - 4
     # M2M eq. 15 by hand: V = 4 entries (the last a marker), z = 0.25, gamma over ids [1, 3, 1]
@@ -214,11 +220,14 @@ def test_temperature_tempers_the_pointer_generator_mixture(temperature):
         ens = EnsembleModel([model])
         enc = ens.forward_encoder({"src_tokens": src, "src_lengths": lens})
         lprobs, _ = ens.forward_decoder(prev, enc, [{}], temperature=temperature)
-    assert torch.allclose(p.sum(-1), torch.ones(2, dtype=torch.double), atol=1e-5)
+    # float32 probabilities summed: their exp(log P) err by ulps of |log P| times P, the entropy
+    assert fp32_close(p.sum(-1), torch.ones(2, dtype=torch.double), math.log(len(d)), OP_ULPS)
     tempered = p ** (1 / temperature)
     tempered = tempered / tempered.sum(-1, keepdim=True)
-    assert torch.allclose(lprobs.double().exp(), tempered, atol=1e-5)
-    assert (lprobs.double().exp() - p).abs().max() > 1e-3  # the option does something
+    # float32 log-probs divided by T and renormalized: ulps of |log P| / T
+    assert fp32_close(lprobs.double().exp(), tempered, math.log(len(d)) / temperature, OP_ULPS)
+    # tol: the option does something: a change >> the rounding above
+    assert (lprobs.double().exp() - p).abs().max() > 1e-3
 
 
 # --- gradients / robustness ----------------------------------------------------------------------
@@ -252,7 +261,8 @@ def test_recomputed_attention_gives_the_same_gradients(monkeypatch):
         model.zero_grad()
         total_loss(model, src, lens, prev)[0].backward()
         grads.append([p.grad.clone() for p in model.parameters()])
-    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(*grads))
+    # the same ops on the same inputs, run again in backward: bit for bit
+    assert all(torch.equal(a, b) for a, b in zip(*grads))
 
 
 @pytest.mark.parametrize("arch", ["hred_base", "mem2mem_base"])
@@ -305,7 +315,7 @@ def test_memory_write_timing(setting):
     assert torch.equal(read_mems[0], initial)
     for t in range(1, steps):
         h, m, before, after = writes[t - 1]
-        assert torch.allclose(h, hs[:, t], atol=1e-6)  # h^(d)_t (M2M eq. 8-9's h^(d)_{t+1})
+        assert fp32_close(h, hs[:, t], 1.0, OP_ULPS)  # h^(d)_t (M2M eq. 8-9's h^(d)_{t+1}); tanh <= 1
         assert torch.equal(m, reads[t - 1][2])  # the previous read m_{t-1}
         assert torch.equal(before, read_mems[t - 1]) and torch.equal(after, read_mems[t])  # write, then read
     # changing x'_2 (the token produced at step 1) changes the memory read at step 2, not before
@@ -313,6 +323,7 @@ def test_memory_write_timing(setting):
     other[:, 2] = torch.where(prev[:, 2] == d.index("w5"), d.index("w6"), d.index("w5"))
     _, _, other_mems = decode(other)
     assert torch.equal(other_mems[0], read_mems[0]) and torch.equal(other_mems[1], read_mems[1])
+    # tol: another token moves the memory by far more than rounding; 1e-6 means "changed"
     assert (other_mems[2] - read_mems[2]).abs().amax(dim=(1, 2)).min() > 1e-6
 
 
