@@ -90,7 +90,7 @@ def _log_deviation(deviation, tol):
     path = os.environ.get("FAIRSEQ_SUM_TOL_LOG")
     if not path:
         return
-    frame = inspect.currentframe().f_back.f_back
+    frame = inspect.currentframe().f_back.f_back.f_back
     with open(path, "a", encoding="utf-8") as f:
         f.write(f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} "
                 f"{deviation:.3e} {tol:.3e}\n")
@@ -101,7 +101,22 @@ def fp32_close(actual, expected, magnitude=None, ulps=MODEL_ULPS):
     ``magnitude`` is the largest value the computation passes through, ``expected`` itself when
     not given). Same shapes are required, as torch.allclose does by broadcasting."""
     actual, expected = torch.as_tensor(actual), torch.as_tensor(expected)
-    tol = fp32_tol(expected if magnitude is None else magnitude, ulps)
+    return _within(actual, expected, fp32_tol(expected if magnitude is None else magnitude, ulps))
+
+
+def fp64_close(actual, expected, magnitude=None, ulps=F64_ULPS):
+    """``fp32_close`` for two float64 computations (fp64_tol)."""
+    actual, expected = torch.as_tensor(actual), torch.as_tensor(expected)
+    return _within(actual, expected, fp64_tol(expected if magnitude is None else magnitude, ulps))
+
+
+def bf16_close(actual, expected, magnitude=None, ulps=BF16_ULPS):
+    """``fp32_close`` for two bfloat16 computations (bf16_tol)."""
+    actual, expected = torch.as_tensor(actual), torch.as_tensor(expected)
+    return _within(actual, expected, bf16_tol(expected if magnitude is None else magnitude, ulps))
+
+
+def _within(actual, expected, tol):
     if actual.numel() == 0 and expected.numel() == 0:
         return True
     deviation = float((actual.double() - expected.double()).abs().max())
