@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from conftest import build_model, load_task, make_dictionary, random_batch
+from tolerances import MODEL_ULPS, OP_ULPS, fp32_close
 from fairseq_sum_plugins.topic_model import bag_of_words, dictionary_checksum
 from preprocess.topic_model import PoissonFactorAnalysis, excluded_symbols  # with the fit
 
@@ -80,10 +81,10 @@ def test_pfa_recovers_planted_topics_and_posterior_never_decreases():
     b = true / np.linalg.norm(true, axis=0)
     assert (a.T @ b).max(0).min() > 0.9
     assert np.all(model.phi[~keep] == 0), "excluded symbols' rows of Phi must be zero"
-    np.testing.assert_allclose(model.phi.sum(0), 1, rtol=1e-4)
+    assert fp32_close(model.phi.sum(0), 1.0, 1.0, OP_ULPS)  # float32 distribution: rounded terms, summed
     theta = model.infer_tokens(docs[:20])
     assert theta.dtype == np.float32 and theta.shape == (20, 4)
-    np.testing.assert_allclose(theta.sum(1), 1, rtol=1e-4)
+    assert fp32_close(theta.sum(1), 1.0, 1.0, OP_ULPS)  # float32 distribution: rounded terms, summed
 
 
 def test_excluded_symbols_sentencepiece():
@@ -104,7 +105,7 @@ def test_infer_degenerate_documents(tmp_path):
     theta = model.infer_tokens([np.arange(16), np.array([40]), np.array([], dtype=np.int64)])
     assert np.isfinite(theta).all()
     assert np.all(theta[0] == 0) and np.all(theta[2] == 0)  # only excluded symbols / empty: zero vector
-    np.testing.assert_allclose(theta[1].sum(), 1, rtol=1e-4)
+    assert fp32_close(theta[1].sum(), 1.0, 1.0, OP_ULPS)  # float32 distribution: rounded terms, summed
 
 
 def test_topic_model_dictionary_mismatch(tmp_path, tiny_overrides):
@@ -146,7 +147,7 @@ def test_sia_attention_equals_hand_computation(ta_setup):
                 cos = 0.0 if n1 == 0 or n2 == 0 else float(r1 @ r2 / (n1 * n2))
                 logits.append(-math.inf if vj == d.pad() else cos / math.sqrt(d_k))
             expected = torch.tensor(logits).softmax(-1)
-            torch.testing.assert_close(captured["probs"][b, i], expected, atol=1e-5, rtol=1e-5)
+            assert fp32_close(captured["probs"][b, i], expected, 1.0, OP_ULPS)  # |logits| <= 1
     # TA eq. 7: head_{h+1} W_add with head_{h+1} = A V_add
     v = layer.sia.v_add(captured["kv"])
     torch.testing.assert_close(captured["out"], layer.sia.w_add(captured["probs"] @ v))
@@ -216,7 +217,8 @@ def test_drm_adds_theta_wb_to_cross_attention_output(ta_setup):
     model(src, lengths, prev, theta=theta)
     hook.remove()
     z = theta @ w_b.t()  # z = theta^T W_b, the same for every position
-    torch.testing.assert_close(outs[0] - outs[1], z[:, None, :].expand_as(outs[0]), atol=1e-5, rtol=1e-4)
+    # two float32 sublayer outputs subtracted: ulps of their size
+    assert fp32_close(outs[0] - outs[1], z[:, None, :].expand_as(outs[0]), torch.stack(outs), OP_ULPS)
 
 
 # --- decoding, gradients, degenerate inputs, errors ----------------------------------------------------
@@ -274,7 +276,7 @@ def test_side_data_misaligned_and_provider(toy_data, tmp_path):
         toks = [task.source_dictionary.encode_line("the cat sat on mat", add_if_not_exist=False), torch.tensor([2])]
         theta = SIDE_DATA_PROVIDERS["theta"](task, toks)
         assert theta.shape == (2, K) and np.isfinite(theta).all()
-        np.testing.assert_allclose(theta[0].sum(), 1, rtol=1e-4)
+        assert fp32_close(theta[0].sum(), 1.0, 1.0, OP_ULPS)  # float32 distribution: rounded terms, summed
         ds = task.build_dataset_for_inference(toks, [len(t) for t in toks])
         batch = ds.collater([ds[0], ds[1]])
         assert batch["net_input"]["theta"].shape == (2, K)
@@ -404,7 +406,7 @@ def test_bench_train_topic_model_and_theta_batches(tmp_path):
     d = bench.make_dictionary(200)
     path = bench.write_topic_model(d, 7, str(tmp_path))
     model = PoissonFactorAnalysis.load(path, d)  # the format (and dictionary checksum) of topic_model fit
-    np.testing.assert_allclose(model.phi.sum(0), 1, rtol=1e-4)
+    assert fp32_close(model.phi.sum(0), 1.0, 1.0, OP_ULPS)  # float32 distribution: rounded terms, summed
     assert not model.phi[~model.keep].any()
     from types import SimpleNamespace
 
@@ -439,8 +441,8 @@ def test_sia_composes_with_information_selection_pruning(ta_setup, per_head):
         state, steps = {}, []
         for t in range(prev.size(1)):
             steps.append(model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0])
-    assert (pruned - masked).abs().max() < 1e-5
-    assert (torch.cat(steps, 1) - pruned).abs().max() < 1e-5
+    assert fp32_close(pruned, masked, ulps=MODEL_ULPS)  # shorter keys: other blockings only
+    assert fp32_close(torch.cat(steps, 1), pruned, ulps=MODEL_ULPS)
 
     # the cross SIA head reads the gated rows: its values are W^v_add rows times the gates
     seen = {}
@@ -464,16 +466,16 @@ def test_documents_without_topic_evidence_get_the_corpus_mean_prior(tmp_path):
     model = PoissonFactorAnalysis.fit(bow, keep, 4, 10, progress=False)
     counted = np.asarray(bow.sum(1)).ravel() > 0
     props = model.train_theta[counted] / model.train_theta[counted].sum(1, keepdims=True)
-    np.testing.assert_allclose(model.theta_mean, props.mean(0), rtol=1e-4)  # stored at fit time
+    assert fp32_close(model.theta_mean, props.mean(0), 1.0, OP_ULPS)  # stored at fit time (float32)
     path = str(tmp_path / "tm.npz")
     model.save(path)
     loaded = PoissonFactorAnalysis.load(path)
     prior = loaded.theta_prior()
-    np.testing.assert_allclose(prior, model.theta_mean / model.theta_mean.sum(), rtol=1e-5)
+    assert fp32_close(prior, model.theta_mean / model.theta_mean.sum(), 1.0, OP_ULPS)
     empty_docs = [np.arange(16), np.array([40]), np.array([], dtype=np.int64)]  # stop words / one token / empty
     theta = loaded.infer_tokens(empty_docs, empty="prior")
     assert np.isfinite(theta).all()
-    np.testing.assert_allclose(theta[[0, 2]], np.stack([prior, prior]), rtol=1e-6)
+    assert np.array_equal(theta[[0, 2]], np.stack([prior, prior]))  # the prior itself, copied
     np.testing.assert_allclose(theta[1], loaded.infer_tokens(empty_docs)[1])  # evidence: unchanged
     # a topic model file without the corpus mean (fitted before it was stored): uniform 1/K
     old = PoissonFactorAnalysis(model.phi, keep)
@@ -556,8 +558,8 @@ def test_raw_text_provider_uses_the_models_topic_model(toy_data, tmp_path, tiny_
     toks = [task.source_dictionary.encode_line(line, add_if_not_exist=False) for line in ("the cat sat", "the on a")]
     theta = task.provide_side_data("theta", toks)
     tm = PoissonFactorAnalysis.load(path)
-    np.testing.assert_allclose(theta[0], tm.infer_tokens([toks[0].numpy()])[0], atol=1e-6)
-    np.testing.assert_allclose(theta[1], np.full(K, 1.0 / K), atol=1e-6)  # stop words only: the prior
+    assert np.array_equal(theta[0], tm.infer_tokens([toks[0].numpy()])[0])  # the same inference
+    assert fp32_close(theta[1], np.full(K, 1.0 / K), 1.0, OP_ULPS)  # stop words only: the prior (float32)
 
 
 def test_side_data_theta_messages_name_the_feature_and_the_command(toy_data):
