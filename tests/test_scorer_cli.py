@@ -16,6 +16,7 @@ from conftest import REPO
 from test_cli_roundtrip import USER_DIR, WORDS, cli, run
 from test_compare import write_prepared
 from test_rouge import _perl_ready
+from tolerances import printed_tol
 
 from fairseq_sum_plugins import rouge as R
 from fairseq_sum_plugins import score as S
@@ -325,7 +326,7 @@ def test_official_scores_non_latin_text_and_names_a_failing_example(monkeypatch)
     refs = ["今天北京天气很好。", "Москва город", "the cat sat down"]
     ours, perl = R.score_summaries(hyps, refs), R.score_summaries(hyps, refs, scorer="official")
     for k in ("rouge1", "rouge2", "rougeL"):
-        assert perl[k] == pytest.approx(ours[k], abs=1e-4), k
+        assert perl[k] == pytest.approx(ours[k], abs=printed_tol(5)), k  # ROUGE-1.5.5 prints 5 decimals
     with pytest.raises(ValueError, match=r"reference at line 1 \(0-based\) has no word"):
         R.score_summaries(["a", "b"], ["a", "!!! ..."], scorer="official")
     from fairseq_sum_plugins import rouge155
@@ -422,7 +423,8 @@ XSUM = "/work/shared/data/xsum-sample/test.jsonl"
 @pytest.mark.skipif(not os.path.isfile(XSUM), reason="XSum sample not present")
 def test_default_equals_official_on_real_pairs():
     """Lead sentences of 200 real XSum documents against their summaries: the default scorer (WordNet
-    exceptions before Porter) equals ROUGE-1.5.5 -m to 0.01 (points); official split over 2 workers
+    exceptions before Porter) equals ROUGE-1.5.5 -m to its 5 printed decimals (was 0.01 points);
+    official split over 2 workers
     gives the same per-document scores as in one process, and CIs around the mean."""
     from fairseq_sum_plugins.text import split_sentences
 
@@ -432,7 +434,7 @@ def test_default_equals_official_on_real_pairs():
     ours = R.score_summaries(hyps, refs)
     perl = R.score_summaries(hyps, refs, scorer="official", workers=2)
     for k in ("rouge1", "rouge2", "rougeL", "rouge1_precision", "rouge1_recall"):
-        assert 100 * abs(ours[k] - perl[k]) <= 0.01, (k, ours[k], perl[k])
+        assert abs(ours[k] - perl[k]) <= printed_tol(5), (k, ours[k], perl[k])  # perl prints 5 decimals
         assert perl[k + "_ci"][0] <= perl[k] <= perl[k + "_ci"][1]
     one = R.document_scores(hyps[:20], refs[:20], scorer="official", workers=1)["rouge2"]
     two = R.document_scores(hyps[:20], refs[:20], scorer="official", workers=2)["rouge2"]
