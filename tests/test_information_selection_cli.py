@@ -9,6 +9,7 @@ import torch
 
 from conftest import REPO, save_bart_checkpoint
 from test_cli_roundtrip import cli, run
+from tolerances import printed_tol
 
 pytestmark = pytest.mark.slow  # trains and decodes through the console scripts
 
@@ -53,7 +54,8 @@ def test_generate_with_threshold_override_reports_sparsity(toy_data, gated_run):
     m = SPARSITY.search(gen.stderr)
     assert m, gen.stderr[-2000:]
     threshold, rate, dropped, total = float(m[1]), float(m[2]), int(m[3].replace(",", "")), int(m[4].replace(",", ""))
-    assert threshold == 0.5 and 0 <= dropped < total and rate == pytest.approx(100 * dropped / total, abs=0.01)
+    assert threshold == 0.5 and 0 <= dropped < total
+    assert rate == pytest.approx(100 * dropped / total, abs=printed_tol(2))  # logged with 2 decimals
 
 
 # --- BART ---------------------------------------------------------------------------------------
@@ -82,7 +84,9 @@ def test_gated_bart_loads_a_bart_checkpoint_with_a_fresh_gate(toy_data, bart_che
     d = fresh.shape[1]
     bias = model.encoder.info_gate.proj.bias.detach()
     assert fresh.abs().max() <= d ** -0.5 and bias.abs().max() <= d ** -0.5 and bias.abs().min() > 0
-    assert fresh.std().item() == pytest.approx((3 * d) ** -0.5, rel=0.35)
+    # tol: the std of n uniform draws has a relative standard error sqrt((kurtosis - 1) / 4n), with
+    # kurtosis 1.8: sqrt(0.2 / n); 4 of them (0.35 before, whatever n)
+    assert fresh.std().item() == pytest.approx((3 * d) ** -0.5, rel=4 * (0.2 / fresh.numel()) ** 0.5)
     model.load_state_dict(state["model"], strict=True)  # the gate is missing from the checkpoint
     own = model.state_dict()
     assert all(torch.equal(own[k], v) for k, v in state["model"].items())
@@ -136,7 +140,8 @@ def test_gate_sweep_table_and_pngs(toy_data, gated_run, tmp_path):
     from fairseq_sum_plugins.analysis.source_use import source_gain
 
     model.encoder.info_gate.threshold = 0.5
-    assert rows[1]["source_gain"] == pytest.approx(source_gain(model, task, "test", 6)["gain"], abs=1e-6)
+    # the same function on the same weights and batches (16 examples a batch): bit for bit
+    assert rows[1]["source_gain"] == source_gain(model, task, "test", 6)["gain"]
     assert (out / "sparsity_rouge.png").stat().st_size > 1000 and (out / "gate_scores.png").stat().st_size > 1000
 
 
