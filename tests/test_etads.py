@@ -346,12 +346,29 @@ def test_cli_train_and_generate_with_gnmt_penalties(toy_data, tmp_path):
     png, js = tmp_path / "focus.png", tmp_path / "focus.json"
     from fairseq_sum_plugins.analysis import focus_plot  # in-process: what `python -m ...focus_plot` runs
 
-    focus_plot.main([toy_data, "--path", ckpt, "--split", "test", "--index", "0", "--png", str(png), "--json", str(js)])
+    every = tmp_path / "focus_all.json"
+    focus_plot.main([toy_data, "--path", ckpt, "--split", "test", "--index", "0", "--png", str(png), "--json", str(js),
+                     "--all-json", str(every)])
     import json
 
     focus = json.loads(js.read_text())
+    stats = json.loads(every.read_text())  # every test document; document 0 as the plotted one
+    assert stats["documents"] == 12 and [d["index"] for d in stats["per_document"]] == list(range(12))
+    assert (stats["per_document"][0]["distance"], stats["per_document"][0]["scope"]) == focus_plot.focus_stats(focus)
+    assert stats["distance_mean"] == pytest.approx(sum(d["distance"] for d in stats["per_document"]) / 12)
     assert list(focus) == ["layers.0.focus"] and png.stat().st_size > 5000  # --focus-layers 1
     layer = focus["layers.0.focus"]
     assert len(layer["mu"]) == 4 and all(len(row) == layer["m"] for row in layer["mu"])
     assert all(0 <= v <= layer["m"] for row in layer["mu"] for v in row)
     assert all(SIGMA_MIN <= v <= layer["m"] for row in layer["sigma"] for v in row)
+
+
+def test_focus_stats_and_their_spread_by_hand():
+    """One layer, one head, m = 2: centres (1, 3) against positions (1, 2) are 0 and 1 away, mean 0.5,
+    a quarter of m; scopes (1, 1) are half of m. Mean and sample s.d. of (0.2, 0.4): 0.3, 0.1414."""
+    from fairseq_sum_plugins.analysis.focus_plot import focus_stats, mean_sd
+
+    assert focus_stats({"layers.0.focus": {"mu": [[1.0, 3.0]], "sigma": [[1.0, 1.0]], "m": 2}}) == (0.25, 0.5)
+    mean, sd = mean_sd([0.2, 0.4])
+    assert mean == pytest.approx(0.3) and sd == pytest.approx(0.02 ** 0.5)
+    assert mean_sd([0.7]) == (0.7, 0.0)

@@ -97,3 +97,21 @@ def test_an_unscored_run_is_an_error_naming_it(grid, capsys):
     with pytest.raises(SystemExit):
         E.main([grid])
     assert "seed4/base: no test.out.rouge.json" in capsys.readouterr().err
+
+
+def test_focus_section_uses_every_document_when_measured(grid):
+    """ETADS focus: with focus_all.json for every seed the report gives the per-seed means over all
+    documents (and their spread across documents); with focus.json only, it says it is one document."""
+    one = {"layers.0.focus": {"mu": [[1.0, 3.0]], "sigma": [[1.0, 1.0]], "m": 2}}  # 25 % and 50 % by hand
+    for seed in (1, 2, 3):
+        _run(grid, seed, "etads", 20.0, 1.0, 100)
+        _write(os.path.join(grid, f"seed{seed}", "etads", "focus.json"), one)
+    text = E.write_report(grid)
+    assert "25.0 +- 0.0 (25.0, 25.0, 25.0) %" in text and "(validation document 0 of each seed only)" in text
+    for seed in (1, 2, 3):
+        _write(os.path.join(grid, f"seed{seed}", "etads", "focus_all.json"),
+               {"documents": 100, "distance_mean": 0.30 + seed / 100, "distance_sd": 0.01,
+                "scope_mean": 0.5, "scope_sd": 0.02})
+    text = E.write_report(grid)
+    assert "32.0 +- 1.0 (31.0, 32.0, 33.0) %" in text and "mean over all 100 validation documents" in text
+    assert "document 0" not in text.split("## ETADS")[1].split("##")[0]

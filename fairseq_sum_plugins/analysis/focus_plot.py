@@ -5,11 +5,17 @@ query position ``i`` with its scope ``mu~_i +- sigma~_i`` (the band where the fo
 is above ``-2``), over the document's positions ``1..m``; the diagonal marks ``mu~_i = i``::
 
     python -m fairseq_sum_plugins.analysis.focus_plot DATA/bin --path checkpoints/checkpoint_best.pt \\
-        --split valid --index 0 --png focus.png [--json focus.json]
+        --split valid --index 0 --png focus.png [--json focus.json] [--all-json focus_all.json]
+
+``--all-json`` also measures every document of the split (:func:`focus_stats` per document: the mean
+distance of the centre from its query position and the mean scope, each as a share of the document
+length ``m``) and writes their mean and standard deviation over the documents with the per-document
+figures.
 """
 import argparse
 import json
 import logging
+import math
 
 import torch
 
@@ -41,6 +47,49 @@ def collect_focus(model, src_tokens):
     finally:
         for _, m in mods:
             m.keep_focus, m.last_focus = False, None
+
+
+def focus_stats(focus):
+    """``(distance, scope)`` of one document: the mean ``|mu~_i - i| / m`` and ``sigma~_i / m`` over the
+    layers, heads and positions of :func:`collect_focus`'s output (positions 1-based)."""
+    dist, scope = [], []
+    for layer in focus.values():
+        mu, sigma = torch.tensor(layer["mu"], dtype=torch.float64), torch.tensor(layer["sigma"], dtype=torch.float64)
+        pos = torch.arange(1, mu.shape[-1] + 1, dtype=torch.float64)
+        dist.append(float((mu - pos).abs().mean()) / layer["m"])
+        scope.append(float(sigma.mean()) / layer["m"])
+    return sum(dist) / len(dist), sum(scope) / len(scope)
+
+
+def file_sha256(path):
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def mean_sd(values):
+    """Mean and sample standard deviation (0.0 for one value)."""
+    mean = sum(values) / len(values)
+    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1) if len(values) > 1 else 0.0
+    return mean, math.sqrt(var)
+
+
+def all_documents(model, dataset, split):
+    """:func:`focus_stats` of every document of ``dataset``, with their mean and standard deviation."""
+    docs = []
+    for i in range(len(dataset)):
+        src = dataset[i]["source"]
+        distance, scope = focus_stats(collect_focus(model, src))
+        docs.append({"index": i, "m": int(src.numel()), "distance": distance, "scope": scope})
+    if not docs:
+        raise ValueError(f"split {split!r} has no documents")
+    (d_mean, d_sd), (s_mean, s_sd) = (mean_sd([d[k] for d in docs]) for k in ("distance", "scope"))
+    return {"split": split, "documents": len(docs), "distance_mean": d_mean, "distance_sd": d_sd,
+            "scope_mean": s_mean, "scope_sd": s_sd, "per_document": docs}
 
 
 def plot_focus(focus, path, title=""):
@@ -101,6 +150,8 @@ def get_parser():
     p.add_argument("--index", type=int, default=0, help="example of the split to plot")
     p.add_argument("--png", required=True)
     p.add_argument("--json", help="also write the centres and scopes here")
+    p.add_argument("--all-json", metavar="FILE",
+                   help="also write the focus statistics of every document of the split here")
     p.add_argument("--user-dir", default=None, help="ignored (the plugin is imported directly)")
     return p
 
@@ -120,6 +171,14 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump(focus, f)
     print(f"wrote {args.png} ({len(focus)} focus layers)")
+    if args.all_json:
+        stats = all_documents(model, task.dataset(args.split), args.split)
+        stats["checkpoint_sha256"] = file_sha256(args.path)
+        with open(args.all_json, "w") as f:
+            json.dump(stats, f, indent=1)
+        print(f"wrote {args.all_json}: {stats['documents']} documents, distance "
+              f"{100 * stats['distance_mean']:.1f} +- {100 * stats['distance_sd']:.1f} %, scope "
+              f"{100 * stats['scope_mean']:.1f} +- {100 * stats['scope_sd']:.1f} % of the document length")
 
 
 if __name__ == "__main__":

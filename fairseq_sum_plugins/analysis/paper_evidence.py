@@ -278,15 +278,10 @@ def plot_sweeps(sweeps, png):
 
 # ---------------------------------------------------------------------------------------- ETADS
 def focus_stats(focus):
-    """Mean ``|mu~_i - i| / m`` and ``sigma~_i / m`` over the layers, heads and positions of one
-    ``focus.json`` (analysis/focus_plot.py: per layer ``mu``, ``sigma`` H x m, positions 1-based)."""
-    dist, scope = [], []
-    for layer in focus.values():
-        mu, sigma, m = np.asarray(layer["mu"], dtype=float), np.asarray(layer["sigma"], dtype=float), layer["m"]
-        pos = np.arange(1, mu.shape[-1] + 1)
-        dist.append(np.abs(mu - pos).mean() / m)
-        scope.append(sigma.mean() / m)
-    return float(np.mean(dist)), float(np.mean(scope))
+    """Mean ``|mu~_i - i| / m`` and ``sigma~_i / m`` of one ``focus.json`` (analysis/focus_plot.py)."""
+    from .focus_plot import focus_stats as stats
+
+    return stats(focus)
 
 
 # ------------------------------------------------------------------------------------------- TA
@@ -367,13 +362,25 @@ def write_report(root):
                 timing = timing_table(root, runs, label)
                 if timing:
                     parts += [timing, ""]
-    focus = [f for f in _per_seed(root, "etads", runs["etads"]["seeds"], "focus.json") if f] if "etads" in runs else []
-    if focus:
+    seeds = runs["etads"]["seeds"] if "etads" in runs else []
+    every = _per_seed(root, "etads", seeds, "focus_all.json")
+    focus = [f for f in _per_seed(root, "etads", seeds, "focus.json") if f]
+    if seeds and all(every):  # every validation document of each seed (focus_plot.py --all-json)
+        n = sorted({e["documents"] for e in every})
+        d_sd = ", ".join(f"{100 * e['distance_sd']:.1f}" for e in every)
+        s_sd = ", ".join(f"{100 * e['scope_sd']:.1f}" for e in every)
+        parts += ["## ETADS: the learned focus", "",
+                  f"Mean distance of the focal centre from the query position, as a share of the document "
+                  f"length: {fmt([100 * e['distance_mean'] for e in every], 1)} %; mean scope sigma~ / m: "
+                  f"{fmt([100 * e['scope_mean'] for e in every], 1)} % (per seed: the mean over all "
+                  f"{'/'.join(map(str, n))} validation documents; across documents the standard deviation is "
+                  f"{d_sd} points (distance) and {s_sd} (scope)).", ""]
+    elif focus:
         stats = [focus_stats(f) for f in focus]
         parts += ["## ETADS: the learned focus", "",
                   f"Mean distance of the focal centre from the query position, as a share of the document "
                   f"length: {fmt([100 * d for d, _ in stats], 1)} %; mean scope sigma~ / m: "
-                  f"{fmt([100 * s for _, s in stats], 1)} % (validation document 0 of each seed).", ""]
+                  f"{fmt([100 * s for _, s in stats], 1)} % (validation document 0 of each seed only).", ""]
     ta = ta_table(root, runs)
     if ta:
         parts += ["## Topic Assistant: semantic similarity and topic attention", "", ta]

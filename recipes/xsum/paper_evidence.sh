@@ -87,10 +87,10 @@ for S in $SEEDS; do
       --max-examples 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 --thresholds $ts --timing-rounds 5 \
       --out-dir "$o" > "$o.txt"
   done
-  # ETADS: the learned focus
+  # ETADS: the learned focus (plotted for validation document 0, measured over every validation document)
   o=$(run etads)/focus.png
-  [ -s "$o" ] || python -m fairseq_sum_plugins.analysis.focus_plot "$D" --path "$(ck etads)" --split valid --index 0 \
-    --png "$o" --json "${o%.png}.json" > "${o%.png}.txt"
+  [ -s "${o%.png}_all.json" ] || python -m fairseq_sum_plugins.analysis.focus_plot "$D" --path "$(ck etads)" \
+    --split valid --index 0 --png "$o" --json "${o%.png}.json" --all-json "${o%.png}_all.json" > "${o%.png}.txt"
   # Topic Assistant: semantic similarity (TA eq. 10) of both models' summaries; attention on the topic prefix
   for m in base ta; do
     o=$(run $m)/semsim.json
