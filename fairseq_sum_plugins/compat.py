@@ -516,6 +516,30 @@ def check_model_config_keys(cfg):
                          f"config: {', '.join(hints)}; the keys are the flags of fairseq-train "
                          f"--arch {arch} with '_' for '-' (fairseq-train --arch ... --help lists "
                          "them)")
+    check_model_config_types(cfg, arch)
+
+
+def check_model_config_types(cfg, arch):
+    """Each value of a hydra model config that its flag types (``int``, ``float``, a ``choices``
+    list) as the command line would: ``encoder_layers: two`` is an error naming the key and its flag,
+    where it was a TypeError deep in the model's constructor. Boolean flags go through their own
+    parser (:func:`.flags.parse_bool_options`, at build time)."""
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    ARCH_MODEL_REGISTRY[arch].add_args(parser)
+    for action in parser._actions:
+        if action.dest not in cfg or cfg[action.dest] is None or not action.option_strings:
+            continue
+        value, flag = cfg[action.dest], action.option_strings[0]
+        if action.type in (int, float):
+            numeric = isinstance(value, int) if action.type is int else isinstance(value, (int, float))
+            if isinstance(value, bool) or not numeric:
+                kind = "a whole number" if action.type is int else "a number"
+                raise ValueError(f"model {arch}: {action.dest}={value!r} is not {kind} ({flag})")
+        if action.choices is not None and value not in action.choices:
+            raise ValueError(f"model {arch}: {action.dest}={value!r}: choose one of "
+                             f"{', '.join(map(str, action.choices))} ({flag})")
 
 
 RECORDABLE = (str, int, float, bool, type(None))

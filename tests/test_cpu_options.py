@@ -491,3 +491,22 @@ def test_a_topic_assistant_builds_from_a_struct_hydra_config_and_records_its_phi
     OmegaConf.set_struct(cfg, True)
     build_model(cfg, FakeTask(d))
     assert len(cfg.ta_phi_sha256) == 64 and cfg.ta_num_topics == 3
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("encoder_layers", "two", r"encoder_layers='two' is not a whole number \(--encoder-layers\)"),
+    ("encoder_layers", 1.5, r"encoder_layers=1.5 is not a whole number"),
+    ("encoder_layers", True, r"encoder_layers=True is not a whole number"),
+    ("dropout", "lots", r"dropout='lots' is not a number \(--dropout\)"),
+    ("dropout_mask", "fast", r"dropout_mask='fast': choose one of bernoulli, packed \(--dropout-mask\)"),
+])
+def test_a_wrongly_typed_model_value_in_a_hydra_config_is_refused_by_name(key, value, message):
+    """Was a TypeError traceback from the model's constructor (encoder_layers=two)."""
+    from fairseq.models import build_model
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create({"_name": "tp_transformer_small", **TRANSFORMER, key: value})
+    with pytest.raises(ValueError, match=rf"model tp_transformer_small: {message}"):
+        build_model(cfg, FakeTask(make_dictionary()))
+    ok = OmegaConf.create({"_name": "tp_transformer_small", **TRANSFORMER, "dropout": 0})  # an int is a number
+    build_model(ok, FakeTask(make_dictionary()))
