@@ -34,7 +34,9 @@ def bench_rows(data, precision, mode):
         hf_train = peer_ratio(data, r["arch"], "hf_t5", "train_ratio") if own else None
         hf_gen = peer_ratio(data, r["arch"], "hf_t5", "gen_ratio") if own else None
         compile_s = r.get("compile_s")
-        notes = [r["error"]] if r.get("error") else list(r.get("notes") or [])
+        skipped = r.get("skipped_updates") or 0  # fp16 overflow: the step ran, the update was dropped
+        notes = [r["error"]] if r.get("error") else (
+            [f"{skipped}/{r.get('steps')} updates skipped (fp16 overflow)"] if skipped else []) + list(r.get("notes") or [])
         rows.append([precision, mode, r["model"], fmt(r["params_m"], ".1f"), fmt(r["train_wps"], ",.0f"),
                      fmt(r.get("train_x"), ".2f", "x"), fmt(hf_train, ".2f", "x"),
                      fmt(r.get("gen_wps"), ",.0f"), fmt(r.get("gen_x"), ".2f", "x"), fmt(hf_gen, ".2f", "x"),

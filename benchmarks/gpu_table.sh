@@ -63,7 +63,7 @@ COMPILED_PEERS=${PEERS#transformer,}
 start=$(date +%s)
 # section NAME COMMAND...: runs COMMAND (if NAME is in SECTIONS) under its SHARE of the budget (and never past
 # the budget's end), its output in OUT/NAME.log, its result line in OUT/status.txt
-declare -A SHARE=([fp16_eager]=40 [bf16_eager]=20 [fp16_compiled]=32 [mem2mem_fp16]=8)
+declare -A SHARE=([fp16_eager]=36 [bf16_eager]=18 [fp16_compiled]=40 [mem2mem_fp16]=6)
 TOTAL_SHARE=0
 for s in $SECTIONS; do TOTAL_SHARE=$(( TOTAL_SHARE + ${SHARE[$s]} )); done
 section() {

@@ -61,3 +61,14 @@ def test_table_script_refuses_bad_settings_by_name(tmp_path):
         out = subprocess.run(["bash", SCRIPT, str(tmp_path / "o")], capture_output=True, text=True,
                              env={**os.environ, **env})
         assert out.returncode == 2 and word in out.stderr, (env, out.stderr)
+
+
+def test_summary_says_when_fp16_dropped_updates_and_decoding_failed(tmp_path):
+    """A model whose every fp16 update overflowed trained nothing: its row says so beside its speed."""
+    rows = [row("transformer", "x", "transformer", 1000.0, 1.0),
+            row("transformer_ta_base", "transformer_ta_base", None, 960.0, 0.96, skipped_updates=15, steps=15,
+                notes=["beam search failed: AssertionError: 64 < 64"])]
+    bench_json(tmp_path / "fp16_eager.json", "fp16 (fairseq --fp16)", rows, {})
+    out = summary(tmp_path)
+    line = next(x for x in out.stdout.splitlines() if "| transformer_ta_base |" in x)
+    assert line.rstrip(" |").endswith("15/15 updates skipped (fp16 overflow); beam search failed: AssertionError: 64 < 64")
