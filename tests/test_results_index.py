@@ -51,7 +51,8 @@ def test_figures_are_copied_as_measured_by_hand(tmp_path):
                             "models": {"a": {"1": "a"}, "b": {"1": "b"}}}]}, open(root / "tables.json", "w"))
     record = results_index.build(str(root))["records"][0]
     assert record["seeds"] == [1]
-    nothing = {"rouge2": [None], "rougeL": [None], "specificity": [None], "sha256": [None]}
+    nothing = {"rouge2": [None], "rougeL": [None], "specificity": [None], "sha256": [None], "nll": [None],
+               "verdict": [None]}
     assert record["models"] == {
         "a": {"rouge1": [12.3456], "source_gain": [0.6789], "distinct": [97], **nothing},
         "b": {"rouge1": [20.0], "source_gain": [None], "distinct": [None], **nothing}}
@@ -292,6 +293,30 @@ def test_a_tables_baselines_are_copied_into_the_index_and_its_table(recomputable
     assert record["baselines"] == {"lead3": {"rouge1": 31.234, "rouge2": 10.0, "rougeL": 25.0,
                                              "specificity": {"delta": 8.0, "p": 0.001},
                                              "verdict": "summarizes"}}
-    assert ("| baseline: lead3 | - | - | - | 31.23 | 10.00 | 25.00 | - | - | +8.00 (p 0.0010) | "
-            "copied (summarizes) |") in (root / "t/results.md").read_text()
+    assert ("| baseline: lead3 | - | - | - | 31.23 | 10.00 | 25.00 | - | - | +8.00 (p 0.0010) | yes | "
+            "copied |") in (root / "t/results.md").read_text()
     assert results_index.main([str(root), "--check"]) == 0
+
+
+def test_each_run_with_decodings_gets_its_verdict_against_the_tables_baselines(recomputable, tmp_path):
+    """The verdict of a recomputed run: its specificity against the bar the table's random extract
+    sets (max(0.5, delta / 2)), its test NLL against the bag of pieces', its reading. A bar below
+    the run's delta and a bag NLL above its NLL: "summarizes"; a bar above its delta: not."""
+    from fairseq_sum_plugins.analysis.specificity import verdict
+
+    root = _copy(recomputable, tmp_path)
+    record = results_index.build(str(root))["records"][0]
+    label, f = next((k, v) for k, v in record["models"].items() if v["specificity"][0])
+    delta = f["specificity"][0]["delta"]
+    for random_delta, want in ((0.0, delta > 0.5), (2 * delta + 1.0, False)):
+        json.dump({"systems": {}, "random_delta": random_delta, "documents": 100,
+                   "bag_of_pieces": {"nll": 99.0}}, open(root / "t/baselines.json", "w"))
+        got = results_index.build(str(root))["records"][0]["models"][label]
+        by_hand = verdict(f["specificity"][0], random_delta, f["nll"][0], 99.0, f["source_gain"][0],
+                          f["distinct"][0], 100)
+        assert got["verdict"][0] == by_hand["label"]
+        assert (got["verdict"][0] == "summarizes") == (want and by_hand["summarizes"] is True)
+        assert results_index.main([str(root), "--write"]) == 0
+        cell = "yes" if got["verdict"][0] == "summarizes" else "no"
+        row = next(x for x in (root / "t/results.md").read_text().splitlines() if x.startswith(f"| `{label}` |"))
+        assert row.split(" | ")[-2].split(", ")[0] == cell  # seed 1

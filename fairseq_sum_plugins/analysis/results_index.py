@@ -73,7 +73,7 @@ import sys
 PAPERS = ("tpt", "gate", "etads", "ta", "mem2mem", "parity", "recipe")
 ALLOWANCE = "not_recomputable.txt"
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
-FIGURES = ("rouge1", "rouge2", "rougeL", "source_gain", "distinct", "specificity", "sha256")
+FIGURES = ("rouge1", "rouge2", "rougeL", "source_gain", "distinct", "specificity", "sha256", "nll", "verdict")
 TOLERANCE = 1e-6  # recomputed ROUGE F1 (in [0, 1]) vs the committed JSON
 BEGIN = re.compile(r"<!-- BEGIN results_index table=(\S+) [^>]*-->\n")
 END = "<!-- END results_index -->"
@@ -188,7 +188,8 @@ def _read_run(folder, table_dir, seed, updates, notes):
     use = _load(use_path) if os.path.exists(use_path) else {}
     figures = {k: round(100 * rouge[k], 4) if k in rouge else None for k in ROUGE_KEYS}
     figures.update(source_gain=round(use["gain"], 4) if "gain" in use else None,
-                   distinct=use.get("distinct"), specificity=None, sha256=None)
+                   distinct=use.get("distinct"), specificity=None, sha256=None,
+                   nll=round(use["nll_own"], 4) if "nll_own" in use else None, verdict=None)
     spec = read_run_spec(folder)
     if spec is not None:
         for key, want in (("train.SEED", seed), ("train.MAX_UPDATE", updates)):
@@ -247,6 +248,21 @@ def baseline_figures(table_dir):
         out[name] = {**{k: round(100 * b[k], 4) for k in ROUGE_KEYS}, "specificity": spec,
                      "verdict": (b.get("verdict") or {}).get("label")}
     return out
+
+
+def add_verdicts(models, table_dir):
+    """Each run with decodings gets its verdict (:func:`.specificity.verdict`: "summarizes" or "does
+    not summarize") from its specificity, test NLL, source gain and distinct outputs against the
+    table's ``baselines.json`` (the random extract's delta sets the bar; the bag of pieces' NLL)."""
+    from .specificity import verdict
+
+    data = _load(os.path.join(table_dir, "baselines.json"))
+    bag = (data.get("bag_of_pieces") or {}).get("nll")
+    random_delta, documents = data.get("random_delta"), data.get("documents")
+    for f in models.values():
+        f["verdict"] = [
+            verdict(spec, random_delta, nll, bag, gain, distinct, documents)["label"] if spec else None
+            for spec, nll, gain, distinct in zip(f["specificity"], f["nll"], f["source_gain"], f["distinct"])]
 
 
 def _parity_figures(record, root):
@@ -315,6 +331,7 @@ def build(root, notes=None):
             base = baseline_figures(table_dir)
             if base is not None:
                 entry["baselines"] = base
+                add_verdicts(models, table_dir)
         out.append(entry)
     return {"records": out}
 
@@ -365,6 +382,15 @@ def _spec_cell(specs):
     return ", ".join("-" if s is None else f"{s['delta']:+.2f} (p {s['p']:.4f})" for s in specs)
 
 
+def _verdict_cell(labels):
+    """Per seed: "yes" (summarizes), "no" (does not), "not measured" (a check without its figure,
+    e.g. an extract, which has no NLL), "-" (no decodings)."""
+    if not labels or all(v is None for v in labels):
+        return "-"
+    word = {"summarizes": "yes", "does not summarize": "no", "not measured": "not measured"}
+    return ", ".join(word.get(v, "-") for v in labels)
+
+
 def table_block(index, table):
     """The generated Markdown of ``table``'s records: one row per model (once, where records share
     it)."""
@@ -381,8 +407,8 @@ def table_block(index, table):
         return "\n".join(lines)
     lines = ["| model | papers | updates | seeds | ROUGE-1 | ROUGE-2 | ROUGE-L | "
              "source gain (bits) | distinct | ROUGE-2 specificity delta (p), per seed | "
-             "recomputed from decodings |",
-             "|" + "---|" * 11]
+             "summarizes? per seed | recomputed from decodings |",
+             "|" + "---|" * 12]
     rows = {}
     for r in records:
         for label, f in r["models"].items():
@@ -396,7 +422,7 @@ def table_block(index, table):
         cells = [f"`{label}`", ", ".join(papers), str(updates), ", ".join(map(str, seeds)),
                  _cell(f["rouge1"], 2), _cell(f["rouge2"], 2), _cell(f["rougeL"], 2),
                  _cell(f["source_gain"], 3),
-                 _cell(f["distinct"], 0), _spec_cell(f["specificity"]),
+                 _cell(f["distinct"], 0), _spec_cell(f["specificity"]), _verdict_cell(f.get("verdict")),
                  f"{done} of {len(seeds)}" + ("" if done else " (no decodings)")]
         lines.append("| " + " | ".join(cells) + " |")
     shown = set()
@@ -407,7 +433,7 @@ def table_block(index, table):
             shown.add(name)
             cells = [f"baseline: {name}", "-", "-", "-"]
             cells += [_cell([f[k]], 2) for k in ROUGE_KEYS]
-            cells += ["-", "-", _spec_cell([f["specificity"]]), f"copied ({f['verdict'] or '-'})"]
+            cells += ["-", "-", _spec_cell([f["specificity"]]), _verdict_cell([f["verdict"]]), "copied"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
