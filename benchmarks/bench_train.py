@@ -130,6 +130,9 @@ def parse_args():
     if sorted(set(a.ablate) - set(FAST_PATHS)):
         p.error(f"--ablate: unknown fast path(s) {sorted(set(a.ablate) - set(FAST_PATHS))}; known: "
                 f"{', '.join(FAST_PATHS)}")
+    if "compile" in a.ablate and a.warmup_steps is not None and a.warmup_steps < 1:
+        p.error(f"--ablate compile --warmup-steps {a.warmup_steps}: at least 1 (the compiled peer compiles in "
+                "its untimed warm-up)")
     a.peers = [name for name in a.peers.split(",") if name]
     unknown = sorted(set(a.peers) - set(PEERS))
     if unknown or not a.peers:
@@ -267,6 +270,7 @@ FAST_PATHS = {
     "beam_keys": set_attribute("fairseq_sum_plugins.modules.attention.MultiheadAttention",
                                "share_beam_keys"),
     "packed_mask": set_attribute("fairseq_sum_plugins.modules.dropout.Drops", "packed_mask"),
+    "compile": lambda model=None: False if model is None else compile_stacks(model.encoder, model.decoder),
 }
 
 
@@ -638,6 +642,15 @@ def report(models, a, env):
             json.dump(dict(env=env, args=vars(a), results=rows, archs=archs, ratios=ratios, table=table), f, indent=2)
 
 
+def compiled_hf_t5(arch, cfg, d, a):
+    """``--ablate compile`` with ``--peers hf_t5``: HF's T5 with every block compiled (a peer named
+    "hf_t5 with compile" of ``arch``)."""
+    m = build_hf_t5(arch, cfg, d, a)
+    compile_stacks(m["model"].encoder, m["model"].decoder)
+    m.update(name=f"{HF_T5} ({arch}) (with compile)", peer=f"{HF_T5} with compile")
+    return m
+
+
 def ablated(m, path):
     FAST_PATHS[path](m["model"])
     return m
@@ -662,6 +675,8 @@ def build_models(a, d, theta_batches, plain_batches):
         if HF_T5 in a.peers:
             if is_t5_cell(args):
                 specs.append((dims_of(args), lambda cfg=cfg, arch=arch: build_hf_t5(arch, cfg, d, a)))
+                if "compile" in a.ablate:  # HF's T5 compiled the same way, in the same run
+                    specs.append((dims_of(args), lambda cfg=cfg, arch=arch: compiled_hf_t5(arch, cfg, d, a)))
             else:
                 print(f"--peers {HF_T5}: {arch} is not a T5-cell arch (--cell t5), so it has no HF T5 peer")
     models = []
