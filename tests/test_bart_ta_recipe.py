@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from conftest import REPO, save_bart_checkpoint
+from tolerances import MODEL_ULPS, OP_ULPS, fp32_close
 
 STOP = "the a of on in and was is to it".split()
 ANIMALS = "cat dog horse bird mouse fish farm pet tail fur barn".split()
@@ -246,7 +247,7 @@ def test_recipe_generates_every_test_summary_and_scores(recipe_run):
     # side data: theta for every example of every split, K = TOPICS
     for split, n in (("train", 24), ("valid", 4), ("test", N_TEST)):
         theta = np.load(os.path.join(work, "bin", f"{split}.theta.npy"))
-        assert theta.shape == (n, 4) and np.allclose(theta.sum(1), 1, atol=1e-4)
+        assert theta.shape == (n, 4) and fp32_close(theta.sum(1), 1.0, 1.0, OP_ULPS)  # float32 distributions
 
 
 @pytest.mark.slow
@@ -281,7 +282,8 @@ def test_raw_text_through_the_hub_gets_the_same_theta(recipe_run, gpt2_files):
     tokens = [hub.encode(" ".join(doc.split())) for doc in docs]
     assert tokens[0][0] == hub.task.source_dictionary.bos()  # <s> ... </s>: specials, never counted
     theta = hub.task.provide_side_data("theta", tokens)
-    np.testing.assert_allclose(theta, np.load(os.path.join(work, "bin", "test.theta.npy")), atol=1e-5)
+    # the hub's inference against the recipe's, other batches: float32 rounding of values <= 1
+    assert fp32_close(theta, np.load(os.path.join(work, "bin", "test.theta.npy")), 1.0, MODEL_ULPS)
     summaries = hub.sample([" ".join(docs[0].split()), " ".join(docs[1].split())], beam=2, max_len_b=8)
     assert len(summaries) == 2 and all(isinstance(s, str) for s in summaries)
 

@@ -20,6 +20,7 @@ import torch
 
 from conftest import binarize, write_toy_parallel
 from test_cli_roundtrip import USER_DIR, cli
+from tolerances import MODEL_ULPS, fp32_tol, printed_tol
 
 pytestmark = pytest.mark.slow  # trains and decodes through the console scripts
 
@@ -94,6 +95,13 @@ def logged(log, kind):
     return rows
 
 
+def _params_tol(state):
+    """Parameters after 3 Adam updates, gradients summed in another order: the updates are
+    lr * m / sqrt(v) (relative rounding of a ratio near 1 each) and the parameters keep their own
+    float32 rounding, so ulps of the largest parameter (at least of 1)."""
+    return fp32_tol(max(v.float().abs().max().item() for v in state.values() if v.is_floating_point()), MODEL_ULPS)
+
+
 def params(save):
     state = torch.load(os.path.join(save, "checkpoint_last.pt"), map_location="cpu")
     return state["model"]
@@ -120,7 +128,11 @@ def _compare_stats(one, two, what):
         keys = _compared(a)
         assert "loss" in keys and keys == _compared(b), what
         for k in keys:
-            assert float(a[k]) == pytest.approx(float(b[k]), abs=2e-3, rel=1e-3), f"{what}: {k} {a[k]} != {b[k]}"
+            # fairseq logs each figure rounded (loss to 3 decimals, ...): two roundings of values
+            # that differ by float32 reassociation (other gradient sums) are a last digit apart
+            decimals = max(len(str(v).partition(".")[2]) for v in (a[k], b[k]))
+            tol = printed_tol(decimals, sides=2) + fp32_tol(float(b[k]), MODEL_ULPS)
+            assert float(a[k]) == pytest.approx(float(b[k]), abs=tol), f"{what}: {k} {a[k]} != {b[k]}"
 
 
 @pytest.mark.parametrize("family,backend", [
@@ -132,7 +144,7 @@ def test_two_workers_equal_one_worker_with_update_freq_2(dist_data, tmp_path, fa
     p1, p2 = params(str(tmp_path / "one")), params(str(tmp_path / "two"))
     assert p1.keys() == p2.keys()
     worst = max((p1[k].float() - p2[k].float()).abs().max().item() for k in p1)
-    assert worst < 1e-5, f"{family}/{backend}: parameters differ by {worst}"
+    assert worst <= _params_tol(p1), f"{family}/{backend}: parameters differ by {worst}"
     train_one, train_two = logged(single, "train_inner"), logged(double, "train_inner")
     assert [r["num_updates"] for r in train_two] == ["1", "2", "3"]
     _compare_stats(train_one, train_two, f"{family} train")
@@ -185,7 +197,7 @@ def test_two_cpu_workers_started_as_users_do_equal_one_worker_with_update_freq_2
     assert "distributed init (rank 1)" in double and "gloo" in double
     p1, p2 = params(str(tmp_path / "one")), params(str(tmp_path / how))
     worst = max((p1[k].float() - p2[k].float()).abs().max().item() for k in p1)
-    assert worst < 1e-5, f"{how}: parameters differ by {worst}"
+    assert worst <= _params_tol(p1), f"{how}: parameters differ by {worst}"
     train_one, train_two = logged(single, "train_inner"), logged(double, "train_inner")
     assert [r["num_updates"] for r in train_two] == ["1", "2", "3"]
     _compare_stats(train_one, train_two, f"{how} train")

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from conftest import REPO, build_model, make_dictionary, random_batch
-from tolerances import MODEL_ULPS, OP_ULPS, fp32_close, fp32_tol
+from tolerances import MODEL_ULPS, OP_ULPS, approx64, fp32_close, fp32_tol
 from fairseq_sum_plugins.modules.attention import MultiheadAttention
 from fairseq_sum_plugins.modules.focus import F_MAX, SIGMA_MIN, FocusBias, parse_layers
 from fairseq_sum_plugins.modules.saliency import SaliencyGate
@@ -235,7 +235,7 @@ def test_presets_and_placement():
 def test_penalty_functions_match_hand_computation():
     from fairseq_sum_plugins.sequence_generator import coverage_penalty, gnmt_length_penalty
 
-    assert gnmt_length_penalty(3, 0.9) == pytest.approx((8 / 6) ** 0.9)
+    assert gnmt_length_penalty(3, 0.9) == approx64((8 / 6) ** 0.9)
     attn = torch.tensor([[[0.5, 0.7], [0.2, 0.1], [0.3, 0.2], [0.0, 0.0]]])  # (N, S, T); last source slot is pad
     real = torch.tensor([[True, True, True, False]])
     wu = coverage_penalty(attn, real, 5.0)  # 5 * (log min(1.2, 1) + log 0.3 + log 0.5)
@@ -355,7 +355,7 @@ def test_cli_train_and_generate_with_gnmt_penalties(toy_data, tmp_path):
     stats = json.loads(every.read_text())  # every test document; document 0 as the plotted one
     assert stats["documents"] == 12 and [d["index"] for d in stats["per_document"]] == list(range(12))
     assert (stats["per_document"][0]["distance"], stats["per_document"][0]["scope"]) == focus_plot.focus_stats(focus)
-    assert stats["distance_mean"] == pytest.approx(sum(d["distance"] for d in stats["per_document"]) / 12)
+    assert stats["distance_mean"] == approx64(sum(d["distance"] for d in stats["per_document"]) / 12)
     assert list(focus) == ["layers.0.focus"] and png.stat().st_size > 5000  # --focus-layers 1
     layer = focus["layers.0.focus"]
     assert len(layer["mu"]) == 4 and all(len(row) == layer["m"] for row in layer["mu"])
@@ -370,5 +370,5 @@ def test_focus_stats_and_their_spread_by_hand():
 
     assert focus_stats({"layers.0.focus": {"mu": [[1.0, 3.0]], "sigma": [[1.0, 1.0]], "m": 2}}) == (0.25, 0.5)
     mean, sd = mean_sd([0.2, 0.4])
-    assert mean == pytest.approx(0.3) and sd == pytest.approx(0.02 ** 0.5)
+    assert mean == approx64(0.3) and sd == approx64(0.02 ** 0.5)
     assert mean_sd([0.7]) == (0.7, 0.0)

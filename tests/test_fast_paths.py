@@ -8,7 +8,7 @@ from argparse import Namespace
 import pytest
 import torch
 from conftest import build_model, make_dictionary
-from tolerances import MODEL_ULPS, OP_ULPS, fp32_close, fp64_close
+from tolerances import MODEL_ULPS, OP_ULPS, approx64, fp32_close, fp64_close
 
 from fairseq.models import ARCH_CONFIG_REGISTRY
 from fairseq_sum_plugins.modules.t5 import (
@@ -149,9 +149,9 @@ def test_bench_one_transformer_baseline_per_dims(monkeypatch):
             row("t5_small", "hf_t5", t5, 8.0), row("t5_small_gated", None, t5, 9.0)]
     ratios = {arch: {peer: x["train_ratio"] for peer, x in peers.items()}
               for arch, peers in bench.peer_ratios(rows).items()}
-    assert ratios == {"t5_transformer_small": {"transformer": pytest.approx(0.95)},
-                      "t5_small": {"transformer": pytest.approx(1.2), "hf_t5": pytest.approx(1.5)},
-                      "t5_small_gated": {"transformer": pytest.approx(0.9)}}
+    assert ratios == {"t5_transformer_small": {"transformer": approx64(0.95)},
+                      "t5_small": {"transformer": approx64(1.2), "hf_t5": approx64(1.5)},
+                      "t5_small_gated": {"transformer": approx64(0.9)}}
 
 
 def test_bench_gate_ratios_and_sparsity_range(monkeypatch, capsys):
@@ -286,7 +286,7 @@ def test_bench_flop_count_of_a_matmul_step_by_hand():
     bench = load_bench()
     x, w = torch.randn(8, 16, requires_grad=True), torch.randn(16, 32, requires_grad=True)
     m = dict(cuda=False, forward_backward=lambda batch: (x @ w).sum().backward(), zero_grad=lambda: None)
-    assert bench.count_flops(m, {}) == pytest.approx(6 * 8 * 16 * 32 / 1e9)
+    assert bench.count_flops(m, {}) == approx64(6 * 8 * 16 * 32 / 1e9)
 
 
 def test_bench_packed_mask_ablation_switches_every_dropping_module():

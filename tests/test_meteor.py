@@ -12,7 +12,7 @@ import pytest
 
 from fairseq_sum_plugins import meteor as M
 from fairseq_sum_plugins import score as S
-from tolerances import fp64_tol
+from tolerances import approx64, fp64_tol
 
 ALPHA, BETA, GAMMA, DELTA = 0.85, 0.2, 0.6, 0.75  # Meteor 1.5, -l en (task rank)
 # stats rows: |hyp| |ref| fw_hyp fw_ref, (hyp content, ref content, hyp function, ref function) matches
@@ -30,11 +30,11 @@ def _by_hand(p, r, frag):
 def test_meteor15_formula_on_hand_counted_stats():
     # cat: weighted length 0.75*3 + 0.25*3 = 3, matches 0.75*3 + 0.25*2 = 2.75; frag 2 chunks / 5 matches
     cat = _by_hand(2.75 / 3, 2.75 / 3, 2 / 5)
-    assert M.meteor15_from_stats(CAT) == pytest.approx(cat)
+    assert M.meteor15_from_stats(CAT) == approx64(cat)
     # walk: exact "home" + function "he", stem walks/walked (0.6), paraphrase quickly/fast (0.6); all words
     # matched in one chunk: no fragmentation penalty
     walk = (0.75 * (1 + 0.6 + 0.6) + 0.25 * 1) / (0.75 * 3 + 0.25 * 1)
-    assert M.meteor15_from_stats(WALK) == pytest.approx(walk) == pytest.approx(0.76)
+    assert M.meteor15_from_stats(WALK) == approx64(walk) == approx64(0.76)
     assert M.meteor15_from_stats(SAME) == 1.0
     assert M.meteor15_from_stats(EMPTY) == 0.0  # 0 / 0 is 0, never NaN
     # the final score sums the statistics, except the chunk of a pair matched whole in one chunk
@@ -43,7 +43,7 @@ def test_meteor15_formula_on_hand_counted_stats():
     assert list(total[:4]) == [11, 12, 5, 5] and list(total[-3:]) == [2, 10, 10]
     p = (0.75 * (3 + 1 + 0.6 + 0.6) + 0.25 * (2 + 1 + 1)) / (0.75 * 6 + 0.25 * 5)
     r = (0.75 * (3 + 1 + 0.6 + 0.6) + 0.25 * (2 + 1 + 1)) / (0.75 * 7 + 0.25 * 5)
-    assert M.meteor15_from_stats(total) == pytest.approx(_by_hand(p, r, 2 / 10))
+    assert M.meteor15_from_stats(total) == approx64(_by_hand(p, r, 2 / 10))
     with pytest.raises(ValueError, match="23"):
         M.meteor15_from_stats(CAT[:-1])
 
@@ -89,7 +89,7 @@ def test_cli_meteor_impl_15_equals_the_jar_run_directly(tmp_path, capsys, monkey
     same segment and final scores, hand-checked pairs, labelled in the text and the JSON."""
     # Meteor's field separator ||| is not text: it is dropped (else "barked" would be a second reference)
     seg, final = _jar_directly(tmp_path, [h.replace("|||", "") for h in HYPS], REFS)
-    assert seg[:4] == pytest.approx([M.meteor15_from_stats(CAT), 0.76, 0.0, 1.0]) and seg[5] == 1.0
+    assert seg[:4] == approx64([M.meteor15_from_stats(CAT), 0.76, 0.0, 1.0]) and seg[5] == 1.0
     runs = []
     run = M.run_meteor15
     monkeypatch.setattr(M, "run_meteor15", lambda h, r: runs.append(run(h, r)) or runs[-1])
@@ -110,7 +110,7 @@ def test_cli_meteor_impl_15_equals_the_jar_run_directly(tmp_path, capsys, monkey
     lo, hi = res["meteor_ci"]
     assert 0 <= lo < hi <= 1
     saved = json.loads((tmp_path / "s.json").read_text())
-    assert saved["meteor_impl"] == "meteor-1.5" and saved["meteor"] == pytest.approx(final)
+    assert saved["meteor_impl"] == "meteor-1.5" and saved["meteor"] == approx64(final)
     assert f"METEOR (meteor-1.5): {100 * final:.2f} (95%-conf.int." in capsys.readouterr().out
 
 
@@ -152,7 +152,7 @@ def test_default_nltk_meteor_is_labelled(tmp_path, capsys):
     res = S.main(["--hyp", str(tmp_path / "h"), "--ref", str(tmp_path / "r"), "--meteor",
                   "--bootstrap-samples", "0", "--json", str(tmp_path / "s.json")])
     label = M.impl_label("nltk")
-    assert res["meteor"] == pytest.approx(0.5 * (1 - 0.5 / 8)) and res["meteor_impl"] == label
+    assert res["meteor"] == approx64(0.5 * (1 - 0.5 / 8)) and res["meteor_impl"] == label
     assert json.loads((tmp_path / "s.json").read_text())["meteor_impl"] == label
     assert f"METEOR ({label}): 46.88" in capsys.readouterr().out
 

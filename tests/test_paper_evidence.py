@@ -6,6 +6,7 @@ import os
 import pytest
 
 from fairseq_sum_plugins.analysis import paper_evidence as E
+from tolerances import approx64
 
 
 def _write(path, obj):
@@ -63,9 +64,9 @@ def test_mean_and_sample_sd_by_hand():
 
 def test_summary_table_pairs_each_method_with_its_baseline_per_seed(grid):
     runs = E.collect(grid)
-    assert runs["base"]["seeds"] == [1, 2, 3] and runs["tpt"]["rouge1"] == pytest.approx([21.0, 21.0, 22.0])
+    assert runs["base"]["seeds"] == [1, 2, 3] and runs["tpt"]["rouge1"] == approx64([21.0, 21.0, 22.0])
     seeds, diffs = E.paired_differences(runs, "tpt", "base")
-    assert seeds == [1, 2, 3] and diffs == pytest.approx([1.0, 3.0, 3.0])
+    assert seeds == [1, 2, 3] and diffs == approx64([1.0, 3.0, 3.0])
     table = E.summary_table(runs)
     mean, sd = 7 / 3, math.sqrt(((1 - 7 / 3) ** 2 + 2 * (3 - 7 / 3) ** 2) / 2)
     assert f"{mean:.2f} +- {sd:.2f} (1.00, 3.00, 3.00) vs `base`" in table

@@ -12,7 +12,7 @@ from test_rouge import _perl_ready
 from fairseq_sum_plugins import rouge as R
 from fairseq_sum_plugins import score as S
 from fairseq_sum_plugins.analysis import compare as C
-from tolerances import fp64_tol
+from tolerances import approx64, fp64_tol
 
 # " <q> " ends sentences only with --sentence-sep '<q>': summary-level ROUGE-L differs without it
 HYPS = ["e f a b x <q> g h c d", "the cat sat on the mat <q> it was happy",
@@ -148,7 +148,7 @@ def test_bootstrap_is_one_resampler():
     a, b = torch.rand(30, generator=torch.Generator().manual_seed(0)).numpy(), torch.rand(30).numpy()
     delta, ci, _ = C.paired_bootstrap(a, b, 200, seed=4)
     lo, hi = bootstrap_ci(a - b, 200, seed=4)
-    assert ci == (pytest.approx(float(lo)), pytest.approx(float(hi)))
+    assert ci == (approx64(float(lo)), approx64(float(hi)))
     # tol: the mean of 200 resample means of 30 differences is delta within 4 standard errors
     # (sd(a - b) / sqrt(30 * 200) = 0.005 here); 0.05 before, 9 of them
     se = float((a - b).std()) / (len(a) * 200) ** 0.5

@@ -8,7 +8,7 @@ import pytest
 
 from fairseq_sum_plugins import rouge
 from fairseq_sum_plugins.analysis import specificity as sp
-from tolerances import fp64_tol
+from tolerances import approx64, fp64_tol
 
 # words of at most 3 letters: no stemming, so every bigram below is what it reads
 REFS = [["a b c"], ["b c d"], ["x y z"]]
@@ -101,7 +101,7 @@ def spec(delta, p=0.001):
 
 
 def test_the_bar_is_half_the_random_extracts_delta_with_a_floor_of_half_a_point():
-    assert sp.specificity_bar(4.6) == pytest.approx(2.3) and sp.specificity_bar(0.6) == 0.5
+    assert sp.specificity_bar(4.6) == approx64(2.3) and sp.specificity_bar(0.6) == 0.5
     assert sp.specificity_bar(None) is None
 
 
@@ -158,7 +158,7 @@ def test_the_verdict_needs_specificity_nll_below_the_bag_and_reading(kwargs, sum
         v["label"]
         == {True: "summarizes", False: "does not summarize", None: "not measured"}[summarizes]
     )
-    assert v["bar"] == pytest.approx(2.3) and len(v["reasons"]) == sum(
+    assert v["bar"] == approx64(2.3) and len(v["reasons"]) == sum(
         c is not True for c in v["checks"].values()
     )
     json.dumps(v)
@@ -170,7 +170,7 @@ def test_without_a_random_extract_the_specificity_check_is_not_measured():
 
 
 def test_position_between_the_generic_summary_and_lead3():
-    assert sp.position_between(5.10, 3.01, 7.41) == pytest.approx((5.10 - 3.01) / (7.41 - 3.01))
+    assert sp.position_between(5.10, 3.01, 7.41) == approx64((5.10 - 3.01) / (7.41 - 3.01))
     assert sp.position_between(1.0, 2.0, 2.0) is None and sp.position_between(None, 1, 2) is None
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from conftest import build_model, load_task, make_dictionary, random_batch
-from tolerances import MODEL_ULPS, OP_ULPS, fp32_close, fp64_tol
+from tolerances import EPS32, MODEL_ULPS, OP_ULPS, approx32, approx64, fp32_close, fp64_tol
 from fairseq_sum_plugins.topic_model import bag_of_words, dictionary_checksum
 from preprocess.topic_model import PoissonFactorAnalysis, excluded_symbols  # with the fit
 
@@ -74,7 +74,8 @@ def test_pfa_recovers_planted_topics_and_posterior_never_decreases():
     model = PoissonFactorAnalysis.fit(bag_of_words(docs, len(keep), keep), keep, num_topics=4, iters=60,
                                       history=history, progress=False, seed=0)
     diffs = np.diff(history)
-    assert (diffs >= -1e-5 * np.abs(history[1:])).all(), "MAP-EM must not decrease the log posterior"
+    # the log posterior is a float32 sum over the corpus: rounding of its own size
+    assert (diffs >= -MODEL_ULPS * EPS32 * np.abs(history[1:])).all(), "MAP-EM must not decrease the log posterior"
     assert history[-1] > history[0]
     # each planted topic is matched by a fitted topic (cosine of the columns)
     a = model.phi / np.linalg.norm(model.phi, axis=0)
@@ -640,15 +641,16 @@ def test_topic_attention_share_is_n_over_n_plus_t_under_uniform_attention(ta_set
     n = model.decoder.topic.n
     random_weights = topic_attention(model, [sample], pad=d.pad())
     hand = (sum(n / (n + t) for t in range(1, 6)) + sum(n / (n + t) for t in range(1, 4))) / 8
-    assert random_weights["tokens"] == 8 and random_weights["uniform"] == pytest.approx(hand)
+    assert random_weights["tokens"] == 8 and random_weights["uniform"] == approx32(hand, 1.0)  # float32 mean
     with torch.no_grad():
         for layer in model.decoder.layers:
             inner = layer.self_attn.in_proj.out_features // 3
             layer.self_attn.in_proj.weight[:inner] = 0
             layer.self_attn.in_proj.bias[:inner] = 0
     uniform = topic_attention(model, [sample], pad=d.pad())
-    assert uniform["share"] == pytest.approx([hand] * len(model.decoder.layers))
-    assert random_weights["share"] != pytest.approx(uniform["share"])
+    # float32 softmax shares (<= 1) averaged: ulps of 1; random weights differ by more than that
+    assert uniform["share"] == approx32([hand] * len(model.decoder.layers), 1.0)
+    assert random_weights["share"] != approx32(uniform["share"], 1.0, MODEL_ULPS)
     assert "forward" not in vars(model.decoder.layers[0].self_attn)  # the wrapper is removed
 
 

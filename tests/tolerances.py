@@ -122,3 +122,24 @@ def _within(actual, expected, tol):
     deviation = float((actual.double() - expected.double()).abs().max())
     _log_deviation(deviation, tol)
     return deviation <= tol
+
+
+def approx64(expected, ulps=F64_ULPS):
+    """``pytest.approx`` for float64 figures (a ROUGE/METEOR score, a mean, a ratio) against a hand
+    computation of the same value in another order (5 / 6 against 2PR / (P + R)): ``ulps`` units
+    of the last place, relative, and absolute near 0 (of 1). pytest's default (rel 1e-6) would let
+    through an error 10^9 times larger than float64's rounding."""
+    import pytest
+
+    return pytest.approx(expected, rel=ulps * EPS64, abs=ulps * EPS64)
+
+
+def approx32(expected, magnitude=None, ulps=OP_ULPS):
+    """``pytest.approx`` for a float32 result (``.item()``, ``.tolist()``) against a float64 hand
+    computation: absolute ``fp32_tol`` of ``magnitude`` (the largest expected value if not given)."""
+    import pytest
+
+    if magnitude is None:
+        values = expected if isinstance(expected, (list, tuple)) else [expected]
+        magnitude = max((abs(v) for v in values), default=0.0)
+    return pytest.approx(expected, rel=0, abs=fp32_tol(magnitude, ulps))
