@@ -81,7 +81,9 @@ class FeatureSpec:
     ``attrs``: site (a layer site, ``encoder_out`` or ``model``) -> attribute name of its module on
     the layer, encoder or decoder; ``build(args, site, dims)``: the module of a site, or None where
     it is off; ``stage``: ``"attention"`` (built before the site's attention), ``"head"`` (after it),
-    ``"binding"`` (after its residual) or ``"encoder"`` (on the encoder, after its layers);
+    ``"binding"`` (after its residual), ``"encoder"`` (on the encoder, after its layers) or
+    ``"model"`` (one module per model, built by ``build_model_feature``, e.g. the Topic Assistant's
+    topic model);
     ``inputs``: site -> the per-forward input names its modules read; ``refuse(args, backbone)``: a
     message when the feature is on and means nothing there, else None; ``on(args)``: the settings
     that switch it on in ``args`` (``("--gate True",)``; empty: off; without it, any of its flags
