@@ -272,3 +272,12 @@ def test_learning_parity_stops_when_no_batch_fits_the_limits(toy_data, monkeypat
     with pytest.raises(SystemExit) as e:
         lp.main([toy_data, "--updates", "3", "--seeds", "1", "--pairs", "t5", *extra])
     assert message in str(e.value) and "--max-source-positions" in str(e.value)
+
+
+def test_focus_plot_refuses_an_output_in_a_missing_folder_before_loading(capsys):
+    from fairseq_sum_plugins.analysis import focus_plot
+
+    with pytest.raises(SystemExit):
+        focus_plot.main(["data/bin", "--path", "no-such-checkpoint.pt", "--png", "f.png",
+                         "--all-json", "/no/such/folder/focus_all.json"])
+    assert "--all-json /no/such/folder/focus_all.json: its folder does not exist" in capsys.readouterr().err

@@ -157,7 +157,14 @@ def get_parser():
 
 
 def main(argv=None):
-    args = get_parser().parse_args(argv)
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    import os
+
+    for flag in ("png", "json", "all_json"):  # before the model is loaded and run: a bad path stops early
+        path = getattr(args, flag)
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            parser.error(f"--{flag.replace('_', '-')} {path}: its folder does not exist")
     import fairseq_sum_plugins  # noqa: F401  (registers the task and models)
     from fairseq import checkpoint_utils
 
