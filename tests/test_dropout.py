@@ -1,4 +1,4 @@
-"""One dropout function for every dropout site (modules/dropout.py): the default is torch's
+"""One dropout function for every dropout (modules/dropout.py): the default is torch's
 F.dropout bit for bit; ``--dropout-mask packed`` draws two 16-bit integers per 32-bit random number."""
 import argparse
 
@@ -97,7 +97,7 @@ def count_draws(monkeypatch):
 
 
 @pytest.mark.parametrize("arch,features", ARCHS, ids=[a for a, _ in ARCHS])
-def test_every_dropout_site_draws_the_packed_mask(arch, features, monkeypatch):
+def test_every_dropout_draws_the_packed_mask(arch, features, monkeypatch):
     """With ``--dropout-mask packed`` a training step draws no mask anywhere else (F.dropout and
     SDPA's internal dropout would fail), and gives finite gradients."""
     torch.manual_seed(0)

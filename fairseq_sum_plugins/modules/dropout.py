@@ -1,4 +1,4 @@
-"""One dropout for every dropout site of the plugin's own cells (default cell, T5 cell, Mem2Mem).
+"""One dropout function for every dropout of the plugin's own cells (default cell, T5 cell, Mem2Mem).
 
 Every embedding, sublayer, feed-forward hidden and attention-probability dropout of
 ``models/sum_transformer.py``, ``modules/attention.py`` and ``models/mem2mem.py`` calls
