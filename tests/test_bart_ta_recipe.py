@@ -247,7 +247,8 @@ def test_recipe_generates_every_test_summary_and_scores(recipe_run):
     # side data: theta for every example of every split, K = TOPICS
     for split, n in (("train", 24), ("valid", 4), ("test", N_TEST)):
         theta = np.load(os.path.join(work, "bin", f"{split}.theta.npy"))
-        assert theta.shape == (n, 4) and fp32_close(theta.sum(1), 1.0, 1.0, OP_ULPS)  # float32 distributions
+        # float32 distributions
+        assert theta.shape == (n, 4) and fp32_close(theta.sum(1), 1.0, 1.0, OP_ULPS)
 
 
 @pytest.mark.slow

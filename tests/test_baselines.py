@@ -132,7 +132,8 @@ def test_bag_of_pieces_nll_of_a_tiny_hand_example(tmp_path):
     nll_other = -sum(math.log2(x) for x in other) / 5
     assert res["lambda"] == lam and res["tokens"] == 5 and res["examples"] == 2
     # float64 sums of the same log2 terms in another order (tests/tolerances.py)
-    assert res["nll"] == pytest.approx(nll, abs=fp64_tol(nll)) and res["nll_other"] == pytest.approx(
+    assert res["nll"] == pytest.approx(nll,
+                                       abs=fp64_tol(nll)) and res["nll_other"] == pytest.approx(
         nll_other, abs=fp64_tol(nll_other)
     )
     assert res["gain"] == pytest.approx(nll_other - nll, abs=fp64_tol(nll_other))

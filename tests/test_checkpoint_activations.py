@@ -76,7 +76,8 @@ def test_a_deep_copy_of_a_checkpointed_model_runs_its_own_layers():
     assert any(p.grad is not None for p in twin.parameters())
     with torch.no_grad():
         model.eval(), twin.eval()
-        assert not fp32_close(model(src, lengths, prev)[0], twin(src, lengths, prev)[0], ulps=MODEL_ULPS)
+        assert not fp32_close(model(src, lengths, prev)[0], twin(src, lengths, prev)[0],
+                              ulps=MODEL_ULPS)
 
 
 def test_fairseq_unwrap_checkpoint_restores_the_plain_layers():

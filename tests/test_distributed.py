@@ -99,7 +99,8 @@ def _params_tol(state):
     """Parameters after 3 Adam updates, gradients summed in another order: the updates are
     lr * m / sqrt(v) (relative rounding of a ratio near 1 each) and the parameters keep their own
     float32 rounding, so ulps of the largest parameter (at least of 1)."""
-    return fp32_tol(max(v.float().abs().max().item() for v in state.values() if v.is_floating_point()), MODEL_ULPS)
+    largest = max(v.float().abs().max().item() for v in state.values() if v.is_floating_point())
+    return fp32_tol(largest, MODEL_ULPS)
 
 
 def params(save):
@@ -132,7 +133,8 @@ def _compare_stats(one, two, what):
             # that differ by float32 reassociation (other gradient sums) are a last digit apart
             decimals = max(len(str(v).partition(".")[2]) for v in (a[k], b[k]))
             tol = printed_tol(decimals, sides=2) + fp32_tol(float(b[k]), MODEL_ULPS)
-            assert float(a[k]) == pytest.approx(float(b[k]), abs=tol), f"{what}: {k} {a[k]} != {b[k]}"
+            assert float(a[k]) == pytest.approx(float(b[k]),
+                                                abs=tol), f"{what}: {k} {a[k]} != {b[k]}"
 
 
 @pytest.mark.parametrize("family,backend", [

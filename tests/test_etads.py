@@ -242,7 +242,8 @@ def test_penalty_functions_match_hand_computation():
     expected = 5 * (math.log(0.3) + math.log(0.5))  # float64 by hand against float32
     assert wu.item() == pytest.approx(expected, abs=fp32_tol(expected, OP_ULPS))
     summary = coverage_penalty(attn, real, 5.0, "summary")  # -5 * (0.2 + 0 + 0)
-    assert summary.item() == pytest.approx(-1.0, abs=fp32_tol(5 * 1.2, OP_ULPS))  # 1.2 - 1 in float32
+    # 1.2 - 1 in float32
+    assert summary.item() == pytest.approx(-1.0, abs=fp32_tol(5 * 1.2, OP_ULPS))
 
 
 def _hand_score(model, src, hyp, alpha, beta, kind="wu", lenpen=None):
@@ -355,7 +356,8 @@ def test_cli_train_and_generate_with_gnmt_penalties(toy_data, tmp_path):
     stats = json.loads(every.read_text())  # every test document; document 0 as the plotted one
     assert stats["documents"] == 12 and [d["index"] for d in stats["per_document"]] == list(range(12))
     assert (stats["per_document"][0]["distance"], stats["per_document"][0]["scope"]) == focus_plot.focus_stats(focus)
-    assert stats["distance_mean"] == approx64(sum(d["distance"] for d in stats["per_document"]) / 12)
+    distances = [d["distance"] for d in stats["per_document"]]
+    assert stats["distance_mean"] == approx64(sum(distances) / 12)
     assert list(focus) == ["layers.0.focus"] and png.stat().st_size > 5000  # --focus-layers 1
     layer = focus["layers.0.focus"]
     assert len(layer["mu"]) == 4 and all(len(row) == layer["m"] for row in layer["mu"])

@@ -47,7 +47,8 @@ def test_t5_layer_norm_takes_the_fast_path_on_cpu_fp32_only():
     norm.weight.requires_grad_(False)  # frozen weight: no weight gradient asked for, x's still right
     y = norm(x)
     assert fp32_close(torch.autograd.grad(y.sum(), x)[0],
-                      torch.autograd.grad(rms_norm_reference(x, norm.weight, 1e-6).sum(), x)[0], ulps=OP_ULPS)
+                      torch.autograd.grad(rms_norm_reference(x, norm.weight, 1e-6).sum(),
+                                          x)[0], ulps=OP_ULPS)
 
 
 @pytest.mark.parametrize("bidirectional", [True, False])
@@ -65,7 +66,8 @@ def test_relative_bias_lookup_matches_bucket_function(bidirectional, buckets, ma
     grad = torch.randn_like(got)
     # a bucket's gradient sums the grad entries of every pair in it, in another order
     assert fp32_close(torch.autograd.grad(got, table.weight, grad)[0],
-                      torch.autograd.grad(expected, table.weight, grad)[0], grad.abs().sum(), OP_ULPS)
+                      torch.autograd.grad(expected, table.weight,
+                                          grad)[0], grad.abs().sum(), OP_ULPS)
     one_step = bias(torch.tensor([9]), torch.arange(10))  # an incremental decoding step: the last row
     assert torch.equal(one_step, bias(torch.arange(10), torch.arange(10))[:, :, -1:])  # a lookup
     assert "bucket_of_distance" not in bias.state_dict()  # derived, not a checkpoint entry
@@ -211,7 +213,8 @@ def test_one_query_attention_equals_sdpa(mask_kind, self_attention):
         st = {k: dict(v) for k, v in cache.items()} if self_attention else None
         outs.append(attn(x, mem, key_padding_mask=kpm, attn_bias=bias, incremental_state=st)[0])
     assert torch.isfinite(outs[0]).all()
-    assert fp32_close(outs[0], outs[1], (bias.abs().max() + 1) if bias is not None else 1.0, OP_ULPS)
+    assert fp32_close(outs[0], outs[1], (bias.abs().max() + 1) if bias is not None else 1.0,
+                      OP_ULPS)
 
 
 def test_bench_refuses_half_precision_on_cpu_and_compile_without_warmup(monkeypatch, capsys):

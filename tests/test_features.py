@@ -214,7 +214,8 @@ def test_a_registered_aux_loss_is_weighted_without_touching_the_criterion(toy_da
         aux = AuxModel(model, {"toy_aux": torch.tensor(3.0)})
         loss, n, log = SummarizationLoss(task, False, 0.1)(aux, sample)
         # one float32 addition to the loss; 3.0 * n is exact in float32
-        assert fp32_close(loss, base + n * 0.5 * 3.0, ulps=OP_ULPS) and float(log["aux_toy_aux"]) == 3.0 * n
+        assert fp32_close(loss, base + n * 0.5 * 3.0,
+                          ulps=OP_ULPS) and float(log["aux_toy_aux"]) == 3.0 * n
         loss, n, _ = SummarizationLoss(task, False, 0.1, toy_aux_weight=2.0)(aux, sample)
         assert fp32_close(loss, base + n * 2.0 * 3.0, ulps=OP_ULPS)
         with pytest.raises(TypeError, match="toy_aux_wieght"):

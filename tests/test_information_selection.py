@@ -92,7 +92,8 @@ def test_gate_scores_are_equation_3_and_zero_at_padding(tiny_overrides):
         expected = torch.sigmoid(out["enc"] @ gate.proj.weight.T + gate.proj.bias)
     pad = src.eq(d.pad())
     assert out["enc_gates"].shape == (3, src.size(1), 1)
-    assert fp32_close(out["enc_gates"][~pad], expected[~pad], out["enc"], OP_ULPS)  # logits of enc's size
+    # logits of enc's size
+    assert fp32_close(out["enc_gates"][~pad], expected[~pad], out["enc"], OP_ULPS)
     assert (out["enc_gates"][pad] == 0).all()
 
 
@@ -112,7 +113,8 @@ def test_gate_l1_is_mean_gate_per_source_token(per_head, tiny_overrides):
     pad = src.eq(d.pad())
     g = out["enc_gates"][~pad]  # (N_src, G)
     assert g.size(-1) == (4 if per_head else 1)
-    assert extra["aux_losses"]["gate_l1"].item() == pytest.approx(g.mean().item(), abs=fp32_tol(1.0, OP_ULPS))
+    assert extra["aux_losses"]["gate_l1"].item() == pytest.approx(g.mean().item(),
+                                                                  abs=fp32_tol(1.0, OP_ULPS))
     assert extra["aux_losses"]["gate_l1"].requires_grad
 
 
@@ -131,15 +133,17 @@ def test_criterion_adds_lambda_times_gate_l1(toy_data, tiny_overrides):
     l1 = float(log["aux_gate_l1"]) / sample_size
     assert 0 < l1 < 1
     # float32 sums over the batch's tokens, in another order: ulps of the total
-    assert loss.item() == pytest.approx(base.item() + 0.1 * l1 * sample_size, abs=fp32_tol(loss, MODEL_ULPS))
+    assert loss.item() == pytest.approx(base.item() + 0.1 * l1 * sample_size,
+                                        abs=fp32_tol(loss, MODEL_ULPS))
     assert 0 < log["gate_dropped"] < log["gate_tokens"] == int(sample["net_input"]["src_lengths"].sum())
 
     from fairseq import metrics
 
     with metrics.aggregate() as agg:
         SummarizationLoss.reduce_metrics([log, log])
+    # logged rounded to 2 decimals
     assert agg.get_smoothed_values()["gate_sparsity"] == pytest.approx(
-        100 * log["gate_dropped"] / log["gate_tokens"], abs=printed_tol(2))  # logged rounded to 2 decimals
+        100 * log["gate_dropped"] / log["gate_tokens"], abs=printed_tol(2))
 
 
 # --- Algorithm 1: thresholding and pruning ----------------------------------------------------
@@ -393,15 +397,19 @@ def test_document_gate_loss_is_equations_7_to_9_by_hand(per_head, toy_data, tiny
     expected = (nll.sum(1) + lam * gsum).mean()
     assert sample_size == target.size(0) == 8
     # float32 sums over the batch against float64 ones: ulps of the totals
-    assert loss.item() / sample_size == pytest.approx(expected.item(), abs=fp32_tol(expected, MODEL_ULPS))
-    assert float(log["nll_loss"]) == pytest.approx(nll.sum().item(), abs=fp32_tol(nll.sum(), MODEL_ULPS))
-    assert float(log["aux_gate_l1"]) == pytest.approx(gsum.sum().item(), abs=fp32_tol(gsum.sum(), MODEL_ULPS))
+    assert loss.item() / sample_size == pytest.approx(expected.item(),
+                                                      abs=fp32_tol(expected, MODEL_ULPS))
+    assert float(log["nll_loss"]) == pytest.approx(nll.sum().item(),
+                                                   abs=fp32_tol(nll.sum(), MODEL_ULPS))
+    assert float(log["aux_gate_l1"]) == pytest.approx(gsum.sum().item(),
+                                                      abs=fp32_tol(gsum.sum(), MODEL_ULPS))
     # the default reading: CE per target token + lambda x mean gate per source token
     tok_loss, tok_size, _ = SummarizationLoss(task, False, 0.0, gate_l1_weight=lam)(model, sample)
     n_src = (~enc["enc_padding_mask"]).sum()
     assert tok_size == sample["ntokens"]
     per_token = (nll.sum() / tok_size + lam * gsum.sum() / n_src).item()
-    assert tok_loss.item() / tok_size == pytest.approx(per_token, abs=fp32_tol(per_token, MODEL_ULPS))
+    assert tok_loss.item() / tok_size == pytest.approx(per_token,
+                                                       abs=fp32_tol(per_token, MODEL_ULPS))
     with pytest.raises(ValueError, match="--gate-l1-norm"):
         SummarizationLoss(task, False, 0.0, gate_l1_norm="sentence")
 
@@ -426,7 +434,8 @@ def test_gate_warmup_holds_the_gates_open_then_hands_over(tiny_overrides):
         assert fp32_close(out["enc_gates"][~pad], expected[~pad], 1.0, OP_ULPS)  # sigmoid, <= 1
         assert (out["enc_gates"][pad] == 0).all()
         l1 = out["aux_losses"]["gate_l1"]
-        assert l1.item() == pytest.approx(0.0 if warm else g[~pad].mean().item(), abs=fp32_tol(1.0, OP_ULPS))
+        assert l1.item() == pytest.approx(0.0 if warm else g[~pad].mean().item(),
+                                          abs=fp32_tol(1.0, OP_ULPS))
         (model(src, lengths, prev)[0].sum() + l1).backward()
         grad = gate.proj.weight.grad
         assert grad is not None and (grad.abs().sum() == 0) == warm  # zero (not None: DDP) while held open

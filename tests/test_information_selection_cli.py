@@ -55,7 +55,8 @@ def test_generate_with_threshold_override_reports_sparsity(toy_data, gated_run):
     assert m, gen.stderr[-2000:]
     threshold, rate, dropped, total = float(m[1]), float(m[2]), int(m[3].replace(",", "")), int(m[4].replace(",", ""))
     assert threshold == 0.5 and 0 <= dropped < total
-    assert rate == pytest.approx(100 * dropped / total, abs=printed_tol(2))  # logged with 2 decimals
+    # logged with 2 decimals
+    assert rate == pytest.approx(100 * dropped / total, abs=printed_tol(2))
 
 
 # --- BART ---------------------------------------------------------------------------------------
@@ -87,7 +88,8 @@ def test_gated_bart_loads_a_bart_checkpoint_with_a_fresh_gate(toy_data, bart_che
     # the std of n uniform draws has a relative standard error sqrt((kurtosis - 1) / 4n), with
     # kurtosis 1.8: sqrt(0.2 / n); 4 of them (0.35 before, whatever n)
     se = (0.2 / fresh.numel()) ** 0.5  # tol: uniform kurtosis 1.8, derived above
-    assert fresh.std().item() == pytest.approx((3 * d) ** -0.5, rel=4 * se)  # tol: 4 standard errors
+    assert fresh.std().item() == pytest.approx((3 * d) ** -0.5,
+                                               rel=4 * se)  # tol: 4 standard errors
     model.load_state_dict(state["model"], strict=True)  # the gate is missing from the checkpoint
     own = model.state_dict()
     assert all(torch.equal(own[k], v) for k, v in state["model"].items())

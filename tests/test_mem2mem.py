@@ -139,7 +139,8 @@ def test_model_aux_losses_match_the_equations():
                 s += (dot - (1.0 if k == l else 0.0)) ** 2
         expected.append(s)
     comp = sum(expected) / len(expected)  # float64 sums of float32 dot products (terms <= 1)
-    assert extra["aux_losses"]["mem_comp"].item() == pytest.approx(comp, abs=fp32_tol(comp, OP_ULPS))
+    assert extra["aux_losses"]["mem_comp"].item() == pytest.approx(comp,
+                                                                   abs=fp32_tol(comp, OP_ULPS))
     # pad sentence slots get no write attention, rows of A sum to one
     assert fp32_close(A.sum(-1), torch.ones_like(A.sum(-1)), 1.0, OP_ULPS)
     assert (A[~enc["sent_mask"].unsqueeze(1).expand_as(A)] == 0).all()
@@ -150,7 +151,8 @@ def test_model_aux_losses_match_the_equations():
         steps = [t for t in range(prev.size(1)) if prev[b, t] != d.pad()]
         per_doc.append(sum(float((psi[b, t] @ M_E[b] - beta[b, t] @ H[b]).norm()) for t in steps) / len(steps))
     read = sum(per_doc) / len(per_doc)  # norms of float32 differences, summed in float64
-    assert extra["aux_losses"]["mem_read"].item() == pytest.approx(read, abs=fp32_tol(read, MODEL_ULPS))
+    assert extra["aux_losses"]["mem_read"].item() == pytest.approx(read,
+                                                                   abs=fp32_tol(read, MODEL_ULPS))
 
 
 def test_gamma_renormalisation():
@@ -193,8 +195,8 @@ def test_copy_distribution_sums_to_one_over_extended_vocabulary():
     out = out.exp()  # the decoder's scores are log P
     # exp(log P) errs by ulps of |log P| times P: summed, the entropy (<= log V)
     assert fp32_close(out.sum(-1), torch.ones(out.shape[:2]), math.log(len(d)), OP_ULPS)
-    # a source marker gets copy mass (1 - z) * gamma, far above float32 rounding: 1e-6 means "not 0"
-    assert (out[0, :, markers[0]] > 1e-6).all() and (out[1, :, markers[2]] > 1e-6).all()  # tol: above
+    present = 1e-6  # tol: a source marker's copy mass (1 - z) * gamma is far above rounding
+    assert (out[0, :, markers[0]] > present).all() and (out[1, :, markers[2]] > present).all()
     # not in any source: the log P floor is log 1e-10 (pointer_generator.py), 1% for exp(log(.))
     floor = 1.01e-10  # tol: exp(log 1e-10) in float32, within 1%
     assert (out[:, :, markers[1]] < floor).all() and (out[:, :, markers[3]] < floor).all()
@@ -315,7 +317,8 @@ def test_memory_write_timing(setting):
     assert torch.equal(read_mems[0], initial)
     for t in range(1, steps):
         h, m, before, after = writes[t - 1]
-        assert fp32_close(h, hs[:, t], 1.0, OP_ULPS)  # h^(d)_t (M2M eq. 8-9's h^(d)_{t+1}); tanh <= 1
+        # h^(d)_t (M2M eq. 8-9's h^(d)_{t+1}); tanh <= 1
+        assert fp32_close(h, hs[:, t], 1.0, OP_ULPS)
         assert torch.equal(m, reads[t - 1][2])  # the previous read m_{t-1}
         assert torch.equal(before, read_mems[t - 1]) and torch.equal(after, read_mems[t])  # write, then read
     # changing x'_2 (the token produced at step 1) changes the memory read at step 2, not before
@@ -324,7 +327,8 @@ def test_memory_write_timing(setting):
     _, _, other_mems = decode(other)
     assert torch.equal(other_mems[0], read_mems[0]) and torch.equal(other_mems[1], read_mems[1])
     # another token moves the memory by far more than rounding
-    assert (other_mems[2] - read_mems[2]).abs().amax(dim=(1, 2)).min() > 1e-6  # tol: 1e-6: "changed"
+    moved = (other_mems[2] - read_mems[2]).abs().amax(dim=(1, 2))
+    assert moved.min() > 1e-6  # tol: 1e-6: "changed", far above rounding
 
 
 # --- size -----------------------------------------------------------------------------------------

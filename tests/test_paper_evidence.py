@@ -64,7 +64,8 @@ def test_mean_and_sample_sd_by_hand():
 
 def test_summary_table_pairs_each_method_with_its_baseline_per_seed(grid):
     runs = E.collect(grid)
-    assert runs["base"]["seeds"] == [1, 2, 3] and runs["tpt"]["rouge1"] == approx64([21.0, 21.0, 22.0])
+    assert runs["base"]["seeds"] == [1, 2,
+                                     3] and runs["tpt"]["rouge1"] == approx64([21.0, 21.0, 22.0])
     seeds, diffs = E.paired_differences(runs, "tpt", "base")
     assert seeds == [1, 2, 3] and diffs == approx64([1.0, 3.0, 3.0])
     table = E.summary_table(runs)

@@ -55,7 +55,8 @@ def test_a_closed_switch_puts_all_mass_on_the_source_tokens():
     for b in range(src.size(0)):
         own = torch.zeros(len(d), dtype=torch.bool)
         own[src[b][src[b].ne(d.pad())]] = True
-        assert fp32_close(probs[b][:, own].sum(-1), torch.ones(prev.size(1)), lprobs[b][:, own], OP_ULPS)
+        assert fp32_close(probs[b][:, own].sum(-1), torch.ones(prev.size(1)), lprobs[b][:, own],
+                          OP_ULPS)
 
 
 def test_without_a_joined_dictionary_the_copy_is_refused():

@@ -307,7 +307,8 @@ def test_validate_perplexity_equals_exp_of_the_mean_token_nll(chain):
     # give float32 log-probs rounded to ulps of the logits (d exp(x) = exp(x) dx for the ppl)
     rounding = fp32_tol(largest, MODEL_ULPS)
     assert nll_bits == pytest.approx(total / count / math.log(2), abs=printed_tol(3) + rounding)
-    assert ppl == pytest.approx(math.exp(total / count), abs=printed_tol(2) + math.exp(total / count) * rounding)
+    assert ppl == pytest.approx(math.exp(total / count),
+                                abs=printed_tol(2) + math.exp(total / count) * rounding)
 
 
 def test_spacy_conllu_writes_what_the_probe_reads(tmp_path):

@@ -259,7 +259,8 @@ def test_official_matches_rouge_score(hyp, ref):
     ours = R.score_summaries([hyp], [ref])
     perl = R.score_summaries([hyp], [ref], scorer="official")
     for k in ("rouge1", "rouge2", "rougeL", "rouge1_recall", "rougeL_precision"):
-        assert perl[k] == pytest.approx(ours[k], abs=printed_tol(5)), k  # ROUGE-1.5.5 prints 5 decimals
+        # ROUGE-1.5.5 prints 5 decimals
+        assert perl[k] == pytest.approx(ours[k], abs=printed_tol(5)), k
     assert "rougeSU" in perl and "rougeW" in perl
 
 

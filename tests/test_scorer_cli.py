@@ -326,7 +326,8 @@ def test_official_scores_non_latin_text_and_names_a_failing_example(monkeypatch)
     refs = ["今天北京天气很好。", "Москва город", "the cat sat down"]
     ours, perl = R.score_summaries(hyps, refs), R.score_summaries(hyps, refs, scorer="official")
     for k in ("rouge1", "rouge2", "rougeL"):
-        assert perl[k] == pytest.approx(ours[k], abs=printed_tol(5)), k  # ROUGE-1.5.5 prints 5 decimals
+        # ROUGE-1.5.5 prints 5 decimals
+        assert perl[k] == pytest.approx(ours[k], abs=printed_tol(5)), k
     with pytest.raises(ValueError, match=r"reference at line 1 \(0-based\) has no word"):
         R.score_summaries(["a", "b"], ["a", "!!! ..."], scorer="official")
     from fairseq_sum_plugins import rouge155
@@ -360,10 +361,13 @@ def test_meteor_hand_checked_pairs_and_cli(tmp_path, monkeypatch):
     if meteor.os.environ.get("WORDNET_DIR") is None and not os.path.isfile("/usr/share/wordnet/data.noun"):
         pytest.skip("Debian's wordnet-base is not installed")
     # Fmean = PR / (0.9 P + 0.1 R), penalty = 0.5 (chunks / matches)^3
-    assert meteor.meteor_pair("the cat sat on the mat", "the cat sat on the mat") == approx64(1 - 0.5 / 6 ** 3)
+    assert meteor.meteor_pair("the cat sat on the mat",
+                              "the cat sat on the mat") == approx64(1 - 0.5 / 6 ** 3)
     assert meteor.meteor_pair("a b c d", "a b x y") == approx64(0.5 * (1 - 0.5 / 8))
-    assert meteor.meteor_pair("he walks home", "he walked home") == approx64(1 - 0.5 / 27)  # stem match
-    assert meteor.meteor_pair("he is quick", "he is fast") == approx64(1 - 0.5 / 27)  # WordNet synonym
+    # stem match
+    assert meteor.meteor_pair("he walks home", "he walked home") == approx64(1 - 0.5 / 27)
+    # WordNet synonym
+    assert meteor.meteor_pair("he is quick", "he is fast") == approx64(1 - 0.5 / 27)
     assert meteor.meteor_pair("he is quick", "he is slow") == approx64(2 / 3 * (1 - 0.5 / 8))
     (tmp_path / "h").write_text("a b c d\nhe is quick\n")
     (tmp_path / "r").write_text("a b x y\nhe is fast\n")
@@ -434,7 +438,8 @@ def test_default_equals_official_on_real_pairs():
     ours = R.score_summaries(hyps, refs)
     perl = R.score_summaries(hyps, refs, scorer="official", workers=2)
     for k in ("rouge1", "rouge2", "rougeL", "rouge1_precision", "rouge1_recall"):
-        assert abs(ours[k] - perl[k]) <= printed_tol(5), (k, ours[k], perl[k])  # perl prints 5 decimals
+        # perl prints 5 decimals
+        assert abs(ours[k] - perl[k]) <= printed_tol(5), (k, ours[k], perl[k])
         assert perl[k + "_ci"][0] <= perl[k] <= perl[k + "_ci"][1]
     one = R.document_scores(hyps[:20], refs[:20], scorer="official", workers=1)["rouge2"]
     two = R.document_scores(hyps[:20], refs[:20], scorer="official", workers=2)["rouge2"]

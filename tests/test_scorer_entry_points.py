@@ -66,19 +66,20 @@ def test_the_five_entry_points_give_the_same_numbers(backend, tmp_path, toy_data
 
     cmp = C.main([hyp, other, "--ref", ref, "--bootstrap-samples", "10", "--ar-trials", "10", *options])
     # F1s <= 1 (x 100 for fairseq's scorers) averaged in float64 in another order
-    assert [cmp["metrics"][m]["a"] for m in R.MAIN_METRICS] == pytest.approx(expect, abs=fp64_tol(1))
+    assert [cmp["metrics"][m]["a"] for m in R.MAIN_METRICS] == pytest.approx(expect,
+                                                                             abs=fp64_tol(1))
 
     val = task_rouge(toy_data, monkeypatch, HYPS, REFS, eval_rouge_scorer=backend, eval_rouge_sentence_sep="<q>")
     assert val == pytest.approx(expect, abs=fp64_tol(1))
 
     args = gate_sweep.get_parser().parse_args(["DATA", "--path", "ckpt.pt", "--out-dir", "out", *options])
-    assert gate_sweep.rouge_f1(R.scorer_from_args(args), HYPS, REFS) == pytest.approx([100 * x for x in expect],
-                                                                                    abs=fp64_tol(100))
+    percent = pytest.approx([100 * x for x in expect], abs=fp64_tol(100))
+    assert gate_sweep.rouge_f1(R.scorer_from_args(args), HYPS, REFS) == percent
 
     generate = RougeScorer(Namespace(scorer=backend, sentence_sep="<q>"))
     for h, r in zip(HYPS, REFS):
         generate.add_string(r, h)
-    assert [generate.score()[m] for m in R.MAIN_METRICS] == pytest.approx([100 * x for x in expect], abs=fp64_tol(100))
+    assert [generate.score()[m] for m in R.MAIN_METRICS] == percent
 
 
 def test_fairseq_flags_reach_the_scorer(toy_data):
@@ -110,7 +111,8 @@ def test_validation_scores_a_reference_without_a_word_zero_as_before(toy_data, m
     hyps, refs = ["the cat sat", "a b", "x y"], ["the cat sat down", "...", "x y z"]
     both = R.document_scores([hyps[0], hyps[2]], [refs[0], refs[2]])
     val = task_rouge(toy_data, monkeypatch, hyps, refs)
-    assert val == pytest.approx([sum(d["fmeasure"] for d in both[m]) / 3 for m in R.MAIN_METRICS], abs=fp64_tol(1))
+    assert val == pytest.approx([sum(d["fmeasure"] for d in both[m]) / 3 for m in R.MAIN_METRICS],
+                                abs=fp64_tol(1))
     assert R.rouge_pair(["a b"], []) == (0.0, 0.0, 0.0)  # what rouge-score gives such a pair
 
 
@@ -152,7 +154,8 @@ def test_bootstrap_is_one_resampler():
     # tol: the mean of 200 resample means of 30 differences is delta within 4 standard errors
     # (sd(a - b) / sqrt(30 * 200) = 0.005 here); 0.05 before, 9 of them
     se = float((a - b).std()) / (len(a) * 200) ** 0.5
-    assert bootstrap_statistics(a - b, 200, seed=4).mean() == pytest.approx(delta, abs=4 * se)  # tol: above
+    resampled = bootstrap_statistics(a - b, 200, seed=4).mean()
+    assert resampled == pytest.approx(delta, abs=4 * se)  # tol: 4 standard errors, above
 
 
 @pytest.mark.parametrize("sep", ["", " ", "a b"])

@@ -66,7 +66,8 @@ def test_source_gain_is_zero_for_a_model_whose_gates_are_closed(toy_data, tmp_pa
     with torch.no_grad():  # gates ~0 everywhere: keys and values scaled to ~0, so no document is read
         model.encoder.info_gate.proj.bias.fill_(-30.0)
     out = source_gain(model, task, "test", batch_size=5)
-    assert abs(out["gain"]) < 2 * fp32_tol(out["nll_own"], MODEL_ULPS)  # two float32 means, equal values
+    # two float32 means, equal values
+    assert abs(out["gain"]) < 2 * fp32_tol(out["nll_own"], MODEL_ULPS)
 
 
 def test_cli_writes_json_with_distinct_outputs(toy_data, tmp_path, capsys):

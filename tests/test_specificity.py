@@ -79,7 +79,8 @@ def test_the_diagonal_equals_the_scorers_rouge2_and_the_sparse_path_the_dense_on
     sparse = sp.specificity_from_counts(
         counts(hyp_sents), counts(ref_sents), 1000, seed=5, dense_limit=0
     )
-    assert sparse == pytest.approx(dense, abs=fp64_tol(100))  # the same F1s, summed in another order
+    # the same F1s, summed in another order
+    assert sparse == pytest.approx(dense, abs=fp64_tol(100))
 
 
 def test_a_fixed_text_has_delta_zero_and_p_one():

@@ -133,4 +133,5 @@ def test_default_scorer_equals_official_per_document():
     assert ours["rouge2"][0]["precision"] == approx64(6 / 9)
     for m in ("rouge1", "rouge2", "rougeL"):
         for k in ("precision", "recall", "fmeasure"):
-            assert ours[m][0][k] == pytest.approx(official[m][0][k], abs=printed_tol(5)), (m, k)  # 5 decimals
+            # 5 decimals
+            assert ours[m][0][k] == pytest.approx(official[m][0][k], abs=printed_tol(5)), (m, k)

@@ -90,7 +90,8 @@ def test_t5_cell_has_no_biases_no_positions_and_scaled_output(tiny_overrides):
     assert model.decoder.layers[0].self_attn.scaling == 1.0
     x = torch.randn(1, 2, 32)
     expected = x @ model.decoder.embed_tokens.weight.t() / math.sqrt(32)
-    assert fp32_close(model.decoder.output_layer(x), expected, expected * math.sqrt(32), OP_ULPS)  # one matmul
+    # one matmul
+    assert fp32_close(model.decoder.output_layer(x), expected, expected * math.sqrt(32), OP_ULPS)
 
 
 def test_output_scale_and_untied_projection(tiny_overrides):
@@ -105,7 +106,8 @@ def test_output_scale_and_untied_projection(tiny_overrides):
         assert (dec.output_projection is None) is share
         logits = x @ weight.t()
         expected = logits / (math.sqrt(32) if scaled else 1.0)
-        assert fp32_close(dec.output_layer(x), expected, logits, OP_ULPS)  # one matmul, scaled or not
+        # one matmul, scaled or not
+        assert fp32_close(dec.output_layer(x), expected, logits, OP_ULPS)
 
 
 def test_attention_inner_dim_other_than_d_model_is_hand_computation():

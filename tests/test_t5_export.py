@@ -160,7 +160,8 @@ def compare_with_hugging_face(run, sources=None, targets=None):
 
 def test_trained_t5_cell_equals_hugging_face(native):
     worst, largest = compare_with_hugging_face(native)
-    print(f"max |log-prob difference| (fairseq vs HF, trained here): {worst:.2e}, logits <= {largest:.1f}")
+    print(f"max |log-prob difference| (fairseq vs HF, trained here): {worst:.2e}, "
+          f"logits <= {largest:.1f}")
     assert worst <= fp32_tol(largest, MODEL_ULPS)
     cfg = native["cfg"]
     assert (cfg["pad_token_id"], cfg["eos_token_id"], cfg["decoder_start_token_id"]) == (1, 2, 1)  # fairseq's ids
@@ -684,7 +685,8 @@ def test_export_loads_and_agrees_in_transformers_4_and_5(native, imported):
     for result in results:
         for run, (ids, logp, largest) in zip(result["runs"], expected):
             assert run["ids"] == ids, result["version"]
-            assert fp32_close(torch.tensor(run["logp"]), logp, largest, MODEL_ULPS), result["version"]
+            assert fp32_close(torch.tensor(run["logp"]), logp, largest,
+                              MODEL_ULPS), result["version"]
     assert [r["greedy"] for r in results[0]["runs"]] == [r["greedy"] for r in results[1]["runs"]]
     assert [r["decoded"] for r in results[0]["runs"]] == [r["decoded"] for r in results[1]["runs"]]
     print("transformers versions checked:", [r["version"] for r in results])

@@ -165,7 +165,8 @@ def test_missing_paper_parameters_start_fresh_and_are_logged(imported, caplog):
         gated.load_state_dict(dict(state["model"]), strict=True)
     logged = " ".join(r.getMessage() for r in caplog.records)
     assert "encoder.info_gate" in logged and "self_attn_binding" in logged
-    assert torch.equal(gated.encoder.embed_tokens.weight, model.encoder.embed_tokens.weight)  # copied
+    # copied
+    assert torch.equal(gated.encoder.embed_tokens.weight, model.encoder.embed_tokens.weight)
     assert torch.equal(gated.encoder.info_gate.proj.weight, fresh_gate)  # left as initialised
     # a checkpoint without the import mark still loads strictly: a missing parameter is an error
     plain = {k: v for k, v in state["model"].items() if k != "t5_import_marker"}

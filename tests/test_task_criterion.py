@@ -163,7 +163,8 @@ def test_reduce_metrics_takes_logging_outputs_summed_over_workers(toy_data):
         values.append({k: v for k, v in agg.get_smoothed_values().items() if "rouge" in k or "gate" in k})
     assert values[0] == values[1]
     # ROUGE-L 1/3 logged rounded to 2 decimals
-    assert values[1]["rouge_1"] == 50.0 and values[1]["rouge_l"] == pytest.approx(100 / 3, abs=printed_tol(2))
+    assert values[1]["rouge_1"] == 50.0
+    assert values[1]["rouge_l"] == pytest.approx(100 / 3, abs=printed_tol(2))
     assert values[1]["gate_sparsity"] == 7.5 and values[1]["aux_gate_l1"] == 0.5
 
 

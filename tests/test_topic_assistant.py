@@ -75,17 +75,20 @@ def test_pfa_recovers_planted_topics_and_posterior_never_decreases():
                                       history=history, progress=False, seed=0)
     diffs = np.diff(history)
     # the log posterior is a float32 sum over the corpus: rounding of its own size
-    assert (diffs >= -MODEL_ULPS * EPS32 * np.abs(history[1:])).all(), "MAP-EM must not decrease the log posterior"
+    rounding = MODEL_ULPS * EPS32 * np.abs(history[1:])
+    assert (diffs >= -rounding).all(), "MAP-EM must not decrease the log posterior"
     assert history[-1] > history[0]
     # each planted topic is matched by a fitted topic (cosine of the columns)
     a = model.phi / np.linalg.norm(model.phi, axis=0)
     b = true / np.linalg.norm(true, axis=0)
     assert (a.T @ b).max(0).min() > 0.9
     assert np.all(model.phi[~keep] == 0), "excluded symbols' rows of Phi must be zero"
-    assert fp32_close(model.phi.sum(0), 1.0, 1.0, OP_ULPS)  # float32 distribution: rounded terms, summed
+    # float32 distribution: rounded terms, summed
+    assert fp32_close(model.phi.sum(0), 1.0, 1.0, OP_ULPS)
     theta = model.infer_tokens(docs[:20])
     assert theta.dtype == np.float32 and theta.shape == (20, 4)
-    assert fp32_close(theta.sum(1), 1.0, 1.0, OP_ULPS)  # float32 distribution: rounded terms, summed
+    # float32 distribution: rounded terms, summed
+    assert fp32_close(theta.sum(1), 1.0, 1.0, OP_ULPS)
 
 
 def test_excluded_symbols_sentencepiece():
@@ -106,7 +109,8 @@ def test_infer_degenerate_documents(tmp_path):
     theta = model.infer_tokens([np.arange(16), np.array([40]), np.array([], dtype=np.int64)])
     assert np.isfinite(theta).all()
     assert np.all(theta[0] == 0) and np.all(theta[2] == 0)  # only excluded symbols / empty: zero vector
-    assert fp32_close(theta[1].sum(), 1.0, 1.0, OP_ULPS)  # float32 distribution: rounded terms, summed
+    # float32 distribution: rounded terms, summed
+    assert fp32_close(theta[1].sum(), 1.0, 1.0, OP_ULPS)
 
 
 def test_topic_model_dictionary_mismatch(tmp_path, tiny_overrides):
@@ -220,7 +224,8 @@ def test_drm_adds_theta_wb_to_cross_attention_output(ta_setup):
     hook.remove()
     z = theta @ w_b.t()  # z = theta^T W_b, the same for every position
     # two float32 sublayer outputs subtracted: ulps of their size
-    assert fp32_close(outs[0] - outs[1], z[:, None, :].expand_as(outs[0]), torch.stack(outs), OP_ULPS)
+    assert fp32_close(outs[0] - outs[1], z[:, None, :].expand_as(outs[0]), torch.stack(outs),
+                      OP_ULPS)
 
 
 # --- decoding, gradients, degenerate inputs, errors ----------------------------------------------------
@@ -278,7 +283,8 @@ def test_side_data_misaligned_and_provider(toy_data, tmp_path):
         toks = [task.source_dictionary.encode_line("the cat sat on mat", add_if_not_exist=False), torch.tensor([2])]
         theta = SIDE_DATA_PROVIDERS["theta"](task, toks)
         assert theta.shape == (2, K) and np.isfinite(theta).all()
-        assert fp32_close(theta[0].sum(), 1.0, 1.0, OP_ULPS)  # float32 distribution: rounded terms, summed
+        # float32 distribution: rounded terms, summed
+        assert fp32_close(theta[0].sum(), 1.0, 1.0, OP_ULPS)
         ds = task.build_dataset_for_inference(toks, [len(t) for t in toks])
         batch = ds.collater([ds[0], ds[1]])
         assert batch["net_input"]["theta"].shape == (2, K)
@@ -324,7 +330,8 @@ def test_semantic_similarity_eq10():
 
     a = np.array([[1.0, 0.0, 1.0], [0.2, 0.3, 0.5], [0.0, 0.0, 0.0]])
     b = np.array([[1.0, 1.0, 0.0], [0.4, 0.6, 1.0], [0.1, 0.2, 0.7]])
-    np.testing.assert_allclose(semantic_similarity(a, b), [0.5, 1.0, 0.0], rtol=0, atol=fp64_tol(1.0))
+    np.testing.assert_allclose(semantic_similarity(a, b), [0.5, 1.0, 0.0], rtol=0,
+                               atol=fp64_tol(1.0))
 
 
 def test_topic_map_png(tmp_path):
@@ -408,7 +415,8 @@ def test_bench_train_topic_model_and_theta_batches(tmp_path):
     d = bench.make_dictionary(200)
     path = bench.write_topic_model(d, 7, str(tmp_path))
     model = PoissonFactorAnalysis.load(path, d)  # the format (and dictionary checksum) of topic_model fit
-    assert fp32_close(model.phi.sum(0), 1.0, 1.0, OP_ULPS)  # float32 distribution: rounded terms, summed
+    # float32 distribution: rounded terms, summed
+    assert fp32_close(model.phi.sum(0), 1.0, 1.0, OP_ULPS)
     assert not model.phi[~model.keep].any()
     from types import SimpleNamespace
 
@@ -496,7 +504,8 @@ def test_zero_theta_uses_the_prior_deterministically(ta_setup, tmp_path):
     assert topic.top_topics(topic.theta(zeros)).tolist() == [[0, 1, 2, 3, 4]] * 2
     out, _ = model(src, lengths, prev, theta=zeros)
     assert torch.isfinite(out).all()
-    assert torch.equal(out, model(src, lengths, prev, theta=torch.full((2, K), 1.0 / K))[0])  # the same theta
+    # the same theta
+    assert torch.equal(out, model(src, lengths, prev, theta=torch.full((2, K), 1.0 / K))[0])
     # with the corpus mean of the fit
     tm = PoissonFactorAnalysis.load(path)
     tm.theta_mean = np.array([0.05, 0.3, 0.1, 0.25, 0.2, 0.1], np.float32)
@@ -507,7 +516,8 @@ def test_zero_theta_uses_the_prior_deterministically(ta_setup, tmp_path):
     assert topic.top_topics(topic.theta(zeros)).tolist() == [[1, 3, 4, 2, 5]] * 2
     mixed = torch.stack([torch.zeros(K), theta_for(1)[0]])
     expected = torch.stack([torch.from_numpy(tm.theta_mean), theta_for(1)[0]])
-    assert torch.equal(model(src, lengths, prev, theta=mixed)[0], model(src, lengths, prev, theta=expected)[0])
+    assert torch.equal(model(src, lengths, prev, theta=mixed)[0],
+                       model(src, lengths, prev, theta=expected)[0])
 
 
 def _build_with_args(arch, args, task):
@@ -561,7 +571,8 @@ def test_raw_text_provider_uses_the_models_topic_model(toy_data, tmp_path, tiny_
     theta = task.provide_side_data("theta", toks)
     tm = PoissonFactorAnalysis.load(path)
     assert np.array_equal(theta[0], tm.infer_tokens([toks[0].numpy()])[0])  # the same inference
-    assert fp32_close(theta[1], np.full(K, 1.0 / K), 1.0, OP_ULPS)  # stop words only: the prior (float32)
+    # stop words only: the prior (float32)
+    assert fp32_close(theta[1], np.full(K, 1.0 / K), 1.0, OP_ULPS)
 
 
 def test_side_data_theta_messages_name_the_feature_and_the_command(toy_data):
@@ -641,7 +652,8 @@ def test_topic_attention_share_is_n_over_n_plus_t_under_uniform_attention(ta_set
     n = model.decoder.topic.n
     random_weights = topic_attention(model, [sample], pad=d.pad())
     hand = (sum(n / (n + t) for t in range(1, 6)) + sum(n / (n + t) for t in range(1, 4))) / 8
-    assert random_weights["tokens"] == 8 and random_weights["uniform"] == approx32(hand, 1.0)  # float32 mean
+    # float32 mean
+    assert random_weights["tokens"] == 8 and random_weights["uniform"] == approx32(hand, 1.0)
     with torch.no_grad():
         for layer in model.decoder.layers:
             inner = layer.self_attn.in_proj.out_features // 3

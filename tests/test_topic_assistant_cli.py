@@ -42,7 +42,8 @@ def test_fit_writes_topic_model_and_aligned_theta(ta_trained):
     for split, n in (("train", 40), ("valid", 6), ("test", 9)):
         theta = np.load(os.path.join(data, f"{split}.theta.npy"))
         assert theta.shape == (n, K) and theta.dtype == np.float32
-        sums = theta.sum(1)  # a float32 distribution (rounded terms, summed) or an empty document's 0
+        # a float32 distribution (rounded terms, summed) or an empty document's 0
+        sums = theta.sum(1)
         assert all(fp32_close(s, 1.0, 1.0, OP_ULPS) or s == 0 for s in sums)
 
 
@@ -110,7 +111,8 @@ def test_fit_and_theta_count_the_untruncated_documents(truncated_data, tmp_path)
         theta = np.load(os.path.join(data, f"{split}.theta.npy"))
         assert theta.shape == (n, 2)
         # the CLI infers in its own batches: float32 rounding of values <= 1, through the iterations
-        assert fp32_close(theta, model.infer(bag_of_words(whole, len(d), model.keep), empty="prior"), 1.0,
+        assert fp32_close(theta,
+                          model.infer(bag_of_words(whole, len(d), model.keep), empty="prior"), 1.0,
                           MODEL_ULPS)
         truncated = model.infer(bag_of_words(binarized, len(d), model.keep))
         # the tail (the other topic, most of the document) decides the top topic, not the first words
@@ -118,7 +120,8 @@ def test_fit_and_theta_count_the_untruncated_documents(truncated_data, tmp_path)
     # the old behaviour without --full-src: the binarized source
     topic_model_main(["infer", data, "--splits", "test"])
     assert fp32_close(np.load(os.path.join(data, "test.theta.npy")),
-                      model.infer(bag_of_words(load_split_tokens(data, "test", d), len(d), model.keep),
+                      model.infer(bag_of_words(load_split_tokens(data, "test", d), len(d),
+                                               model.keep),
                                   empty="prior"), 1.0, MODEL_ULPS)
     # misaligned untruncated files are an error naming the file
     bad = str(tmp_path / "bad")

@@ -210,7 +210,8 @@ def test_fused_and_explicit_attention_agree(causal):
         # the softmax rounds logits of the bias's size (tests/tolerances.py)
         assert fp32_close(fused, explicit, bias.abs().max() + 1, OP_ULPS), mask_kwargs
         live = weights.sum(-1) > 0  # a causal row whose only key is padding attends to nothing
-        assert fp32_close(weights.sum(-1)[live], torch.ones_like(weights.sum(-1)[live]), 1.0, OP_ULPS)
+        assert fp32_close(weights.sum(-1)[live], torch.ones_like(weights.sum(-1)[live]), 1.0,
+                          OP_ULPS)
 
 
 def test_attention_matches_equation_2():

@@ -50,7 +50,8 @@ OP_ULPS = 8
 EPS64 = torch.finfo(torch.float64).eps  # 2**-52 = 2.2e-16
 # float64 sums of the suite (<= a few hundred terms: ROUGE/METEOR means, count matrices) in another
 # order than the reference: each addition rounds by <= EPS64 / 2 of the running sum; 64 ulps of
-# the largest term (1.4e-14 at magnitude 1) cover a few hundred reassociated additions with headroom.
+# the largest term (1.4e-14 at magnitude 1) cover a few hundred reassociated additions, with
+# headroom.
 # Exact-by-construction float64 values (ratios of the same integers, in the same order) use ``==``.
 F64_ULPS = 64
 
@@ -136,7 +137,8 @@ def approx64(expected, ulps=F64_ULPS):
 
 def approx32(expected, magnitude=None, ulps=OP_ULPS):
     """``pytest.approx`` for a float32 result (``.item()``, ``.tolist()``) against a float64 hand
-    computation: absolute ``fp32_tol`` of ``magnitude`` (the largest expected value if not given)."""
+    computation: absolute ``fp32_tol`` of ``magnitude`` (the largest expected value if not
+    given)."""
     import pytest
 
     if magnitude is None:
