@@ -16,6 +16,22 @@ returns. So a tolerance between two float32 computations is relative:
 ``ulps`` covers the depth of the computation (rounding errors add up through layers) with headroom
 over what was measured on the three kernel paths of an AVX-512 CPU; a real error (a wrong scale, a
 missing bias, a dropped position) moves the results by 1e-3 or more, far above it.
+
+The other comparisons of the suite, and the rule for each (tests/test_tolerances.py fails on a
+numeric tolerance literal with neither a name from here nor an inline ``# tol: why``):
+
+* bit-equal by construction (the same kernels on the same inputs: a lookup, a copy, a
+  recomputation, a causal prefix): ``==`` / ``torch.equal``, no tolerance;
+* float64 against a hand computation in another order: ``fp64_tol`` / ``approx64`` (F64_ULPS);
+* a float32 result against float64 by hand: ``fp32_tol`` / ``approx32`` / ``fp32_close``;
+* bfloat16 autocast: ``bf16_tol`` / ``bf16_close``;
+* a printed or logged figure (ROUGE-1.5.5's 5 decimals, fairseq's rounded stats): ``printed_tol``;
+* statistical checks (bootstrap, randomization, an initialisation's std): a number of standard
+  errors, derived where it is used, with ``# tol:``.
+
+``FAIRSEQ_SUM_TOL_LOG=path`` makes ``fp32_close`` and its kind append each measured deviation and
+its tolerance to ``path``: run a file under ``ATEN_CPU_CAPABILITY=default``, ``avx2`` and ``avx512``
+to see how close each path comes.
 """
 import inspect
 import os
