@@ -82,6 +82,14 @@ def test_the_data_hash_covers_the_split_and_the_dictionaries(tmp_path):
     before = D.data_sha256(str(data))
     (data / "valid.src-tgt.src.bin").write_bytes(b"other split")
     assert D.data_sha256(str(data)) == before
+    # the Topic Assistant's side data, written into the folder by a later run: not the examples
+    (data / "test.theta.npy").write_bytes(b"theta")
+    (data / "test.theta.json").write_text("{}")
+    assert D.data_sha256(str(data)) == before
+    (data / "test.ref.jsonl").write_text((data / "test.ref.jsonl").read_text() + "\n")
+    assert D.data_sha256(str(data)) != before
+    (data / "test.ref.jsonl").write_text((data / "test.ref.jsonl").read_text()[:-1])
+    assert D.data_sha256(str(data)) == before
     (data / "dict.src.txt").write_text("the 4\n")
     assert D.data_sha256(str(data)) != before
     with pytest.raises(ValueError, match="no files of the train split"):

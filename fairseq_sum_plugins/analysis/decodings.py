@@ -58,10 +58,17 @@ def sha256_file(path, chunk=1 << 20):
 
 
 def data_sha256(data, split="test"):
-    """Hex sha256 of a prepared split: over the sorted names and sha256s of ``{split}.*`` (the
-    binaries, their indices, ``{split}.ref.jsonl``) and of the dictionaries ``dict.*.txt``."""
-    names = sorted(n for n in os.listdir(data) if os.path.isfile(os.path.join(data, n)) and
-                   (n.startswith(split + ".") or (n.startswith("dict.") and n.endswith(".txt"))))
+    """Hex sha256 of a prepared split's examples: over the sorted names and sha256s of its
+    binaries and indices (``{split}.*.bin`` / ``.idx``), its references ``{split}.ref.jsonl`` and
+    the dictionaries ``dict.*.txt``. Side data written into the folder later (the Topic
+    Assistant's ``{split}.theta.*``) is not the split's examples: a run that adds it does not
+    change the hash that every run of a table must share."""
+    def example_file(n):
+        if n.startswith("dict.") and n.endswith(".txt"):
+            return True
+        return n.startswith(split + ".") and (n.endswith((".bin", ".idx")) or n == f"{split}.ref.jsonl")
+
+    names = sorted(n for n in os.listdir(data) if os.path.isfile(os.path.join(data, n)) and example_file(n))
     if not any(n.startswith(split + ".") for n in names):
         raise ScoreInputError(f"{data}: no files of the {split} split")
     h = hashlib.sha256()
