@@ -230,7 +230,8 @@ if __name__ == "__main__":
 
 # --------------------------------------------------------------------------------- HTML report
 COPY_N = 3  # a run of COPY_N words shared by the source and an output counts as copied
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+          "#7f7f7f")  # tab10: ten systems before a colour repeats
 _WORD_KEY = re.compile(r"[^\w]+")
 SORT_KEYS = (("id", "document order"), ("r2", "largest ROUGE-2 spread between systems"),
              ("r1", "largest ROUGE-1 spread between systems"),
