@@ -134,3 +134,47 @@ def save_bart_checkpoint(data, path, arch_args, *extra):
         [data, "--task", "summarization", *extra, "--arch", "bart_base", *arch_args,
          "--criterion", "label_smoothed_cross_entropy", "--optimizer", "adam", "--lr", "0.001"],
         path, "LabelSmoothedCrossEntropyCriterion")
+
+
+# --- helpers shared by several test files ------------------------------------------------------
+
+
+def write_topic_model(dictionary, path, k=6, seed=0, zero_rows=(5, 6)):
+    """A topic model over ``dictionary`` with random topics; specials and ``zero_rows`` excluded."""
+    import numpy as np
+    from fairseq_sum_plugins.topic_model import dictionary_checksum
+    from preprocess.topic_model import PoissonFactorAnalysis, excluded_symbols
+
+    rng = np.random.default_rng(seed)
+    keep = ~excluded_symbols(dictionary)
+    keep[list(zero_rows)] = False
+    phi = rng.gamma(0.3, 1.0, (len(dictionary), k)).astype(np.float32) + 1e-4
+    phi[~keep] = 0
+    phi /= phi.sum(0, keepdims=True)
+    PoissonFactorAnalysis(phi, keep, dictionary_checksum(dictionary)).save(path)
+    return path
+
+
+def doc_batch(d, docs, tgt_len=5, left_pad=True, seed=0):
+    """Sources from ``docs`` (one list of sentence lengths per document), joined by <sep>, + </s>."""
+    g = torch.Generator().manual_seed(seed)
+    sep, n = d.index("<sep>"), len(d)
+    seqs = []
+    for lens in docs:
+        toks = []
+        for j, length in enumerate(lens):
+            toks += torch.randint(d.nspecial, n - 1, (length,), generator=g).tolist()
+            if j < len(lens) - 1:
+                toks.append(sep)
+        seqs.append(toks + [d.eos()])
+    width = max(map(len, seqs))
+    src = torch.full((len(seqs), width), d.pad())
+    for b, s in enumerate(seqs):
+        if left_pad:
+            src[b, width - len(s):] = torch.tensor(s)
+        else:
+            src[b, : len(s)] = torch.tensor(s)
+    prev = torch.randint(d.nspecial, n - 1, (len(seqs), tgt_len), generator=g)
+    prev[:, 0] = d.eos()
+    prev[-1, tgt_len - 1] = d.pad()  # a padded target step
+    return src, torch.tensor([len(s) for s in seqs]), prev

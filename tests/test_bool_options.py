@@ -48,7 +48,7 @@ def test_a_string_false_switches_the_option_off_and_a_string_true_on(arch, famil
     extra = {}
     if option.startswith("ta_"):
         from test_model_contract import K
-        from test_topic_assistant import write_topic_model
+        from conftest import write_topic_model
 
         tm = write_topic_model(make_dictionary(), str(tmp_path / "tm.npz"), k=K)
         extra = {"ta_topic_model": tm}

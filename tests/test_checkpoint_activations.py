@@ -36,7 +36,7 @@ def test_the_flag_is_accepted_and_checkpoints_every_layer(toy_data, arch, flag):
     task = tasks.setup_task(args)
     if arch.endswith("_ta"):
         pytest.importorskip("numpy")
-        from test_topic_assistant import write_topic_model
+        from conftest import write_topic_model
 
         path = os.path.join(toy_data, "tm_ckpt.npz")
         args.ta_topic_model = write_topic_model(task.source_dictionary, path, k=3)
@@ -130,7 +130,7 @@ def test_incremental_decoding_with_gradients_on_runs_the_layers_once(arch, famil
     """In eval mode the layers run as they are, gradients on or off: a recomputation would update
     the incremental state (cached keys and values) a second time."""
     from test_model_contract import K, theta_for
-    from test_topic_assistant import write_topic_model
+    from conftest import write_topic_model
 
     extra = {}
     if family == "bart":

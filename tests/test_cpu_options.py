@@ -482,7 +482,7 @@ def test_a_topic_assistant_builds_from_a_struct_hydra_config_and_records_its_phi
     ConfigAttributeError."""
     from fairseq.models import build_model
     from omegaconf import OmegaConf
-    from test_topic_assistant import write_topic_model
+    from conftest import write_topic_model
 
     d = make_dictionary()
     path = write_topic_model(d, str(tmp_path / "tm.npz"), k=3)

@@ -112,7 +112,7 @@ def test_every_dropout_draws_the_packed_mask(arch, features, monkeypatch):
 
 
 def test_mem2mem_dropouts_draw_the_packed_mask(monkeypatch):
-    from test_mem2mem import doc_batch
+    from conftest import doc_batch
 
     torch.manual_seed(0)
     model, d = build_model("mem2mem_base", make_dictionary(), dropout_mask="packed", dropout=0.3, embed_dim=16,

@@ -229,7 +229,7 @@ def test_building_a_topic_assistant_model_writes_nothing_onto_the_task(toy_data,
 
     from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
     from test_task_criterion import load_task
-    from test_topic_assistant import write_topic_model
+    from conftest import write_topic_model
 
     from fairseq_sum_plugins.modules.topic import theta_provider
 

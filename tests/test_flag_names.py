@@ -70,7 +70,7 @@ def test_earlier_attribute_names_still_set_the_feature(arch, family, old, new, v
 
     from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
     from test_model_contract import DIMS, K
-    from test_topic_assistant import write_topic_model
+    from conftest import write_topic_model
 
     from conftest import FakeTask, make_dictionary
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from conftest import REPO, build_model, make_dictionary
+from conftest import REPO, build_model, doc_batch, make_dictionary
 from tolerances import MODEL_ULPS, OP_ULPS, approx32, approx64, fp32_close, fp32_tol
 from fairseq.data import Dictionary
 
@@ -28,31 +28,6 @@ SETTINGS = {
     "no_transfer": dict(memory_transfer=False),
     "full": dict(),
 }
-
-
-def doc_batch(d, docs, tgt_len=5, left_pad=True, seed=0):
-    """Sources from ``docs`` (one list of sentence lengths per document), joined by <sep>, + </s>."""
-    g = torch.Generator().manual_seed(seed)
-    sep, n = d.index("<sep>"), len(d)
-    seqs = []
-    for lens in docs:
-        toks = []
-        for j, length in enumerate(lens):
-            toks += torch.randint(d.nspecial, n - 1, (length,), generator=g).tolist()
-            if j < len(lens) - 1:
-                toks.append(sep)
-        seqs.append(toks + [d.eos()])
-    width = max(map(len, seqs))
-    src = torch.full((len(seqs), width), d.pad())
-    for b, s in enumerate(seqs):
-        if left_pad:
-            src[b, width - len(s):] = torch.tensor(s)
-        else:
-            src[b, : len(s)] = torch.tensor(s)
-    prev = torch.randint(d.nspecial, n - 1, (len(seqs), tgt_len), generator=g)
-    prev[:, 0] = d.eos()
-    prev[-1, tgt_len - 1] = d.pad()  # a padded target step
-    return src, torch.tensor([len(s) for s in seqs]), prev
 
 
 def total_loss(model, src, lens, prev, weights=None):

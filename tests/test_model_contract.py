@@ -147,7 +147,7 @@ assert len(set(IDS)) == len(IDS), "two cells with the same arch and features"
 
 @pytest.fixture(scope="module")
 def topic_model(tmp_path_factory):
-    from test_topic_assistant import write_topic_model
+    from conftest import write_topic_model
 
     return write_topic_model(make_dictionary(), str(tmp_path_factory.mktemp("contract") / "topic_model.npz"), k=K)
 
@@ -170,7 +170,7 @@ def theta_for(bsz, seed=1):
 def batch(cell, d, left_pad=True, bsz=3):
     """``(src, lengths, prev, side)`` with ragged sources padded on ``left_pad``'s side."""
     if cell.family == "mem2mem":
-        from test_mem2mem import doc_batch
+        from conftest import doc_batch
 
         docs = [[3, 4, 2], [5], [2, 2, 2], [2, 3]][:bsz]
         src, lengths, prev = doc_batch(d, docs, tgt_len=6, left_pad=left_pad)

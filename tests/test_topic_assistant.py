@@ -7,25 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import build_model, load_task, make_dictionary, random_batch
+from conftest import build_model, load_task, make_dictionary, random_batch, write_topic_model
 from tolerances import EPS32, MODEL_ULPS, OP_ULPS, approx32, approx64, fp32_close, fp64_tol
 from fairseq_sum_plugins.topic_model import bag_of_words, dictionary_checksum
 from preprocess.topic_model import PoissonFactorAnalysis, excluded_symbols  # with the fit
 
 torch.set_num_threads(1)
 K = 6
-
-
-def write_topic_model(dictionary, path, k=K, seed=0, zero_rows=(5, 6)):
-    """A topic model over ``dictionary`` with random topics; specials and ``zero_rows`` excluded."""
-    rng = np.random.default_rng(seed)
-    keep = ~excluded_symbols(dictionary)
-    keep[list(zero_rows)] = False
-    phi = rng.gamma(0.3, 1.0, (len(dictionary), k)).astype(np.float32) + 1e-4
-    phi[~keep] = 0
-    phi /= phi.sum(0, keepdims=True)
-    PoissonFactorAnalysis(phi, keep, dictionary_checksum(dictionary)).save(path)
-    return path
 
 
 @pytest.fixture
