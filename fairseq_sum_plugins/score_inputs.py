@@ -67,17 +67,23 @@ def read_lines(path, what="summaries"):
     return lines
 
 
-def read_jsonl_records(path, field):
-    """``{physical line number: field value}`` of a JSONL file (blank lines skipped); a list value
-    (sentences) is joined with newlines. Bad JSON or a missing field names the line."""
-    out = {}
+def jsonl_objects(path):
+    """``(physical line number, parsed value)`` of each non-blank line of a UTF-8 JSONL file; bad
+    bytes or bad JSON are a :class:`ScoreInputError` naming the line."""
     for lineno, line in decoded_lines(path):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            yield lineno, json.loads(line)
         except json.JSONDecodeError as e:
             raise ScoreInputError(f"{path}:{lineno}: invalid JSON ({e.msg}, column {e.colno})") from None
+
+
+def read_jsonl_records(path, field):
+    """``{physical line number: field value}`` of a JSONL file (blank lines skipped); a list value
+    (sentences) is joined with newlines. Bad JSON or a missing field names the line."""
+    out = {}
+    for lineno, obj in jsonl_objects(path):
         value = obj.get(field) if isinstance(obj, dict) else None
         if value is None:
             raise ScoreInputError(f"{path}:{lineno}: no field {field!r}")

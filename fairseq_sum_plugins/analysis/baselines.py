@@ -68,7 +68,7 @@ import numpy as np
 
 from .. import rouge
 from ..rouge_text import rouge_tokens
-from ..score_inputs import ScoreInputError, decoded_lines, int_at_least
+from ..score_inputs import ScoreInputError, int_at_least, jsonl_objects
 from ..text import DEFAULT_SENTENCE_SPLITTER, SENT_SEP, split_sentences
 from . import specificity as sp
 
@@ -95,17 +95,11 @@ def read_jsonl(
     field
     names the line."""
     docs, refs = [], []
-    try:  # the scorer's reader of UTF-8 lines (invalid bytes name the line)
-        lines = list(decoded_lines(path))
+    try:  # the scorer's JSONL reader (invalid bytes or JSON name the line)
+        objects = list(jsonl_objects(path))
     except ScoreInputError as e:
         raise BaselineError(str(e)) from None
-    for lineno, line in lines:
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise BaselineError(f"{path}:{lineno}: invalid JSON ({e.msg})") from None
+    for lineno, obj in objects:
         values = []
         for field, flag in ((src_field, "--src-field"), (tgt_field, "--tgt-field")):
             value = obj.get(field) if isinstance(obj, dict) else None

@@ -15,9 +15,11 @@ figures.
 import argparse
 import json
 import logging
-import math
+import statistics
 
 import torch
+
+from .decodings import sha256_file
 
 logger = logging.getLogger("fairseq_sum_plugins.focus_plot")
 
@@ -61,21 +63,9 @@ def focus_stats(focus):
     return sum(dist) / len(dist), sum(scope) / len(scope)
 
 
-def file_sha256(path):
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def mean_sd(values):
     """Mean and sample standard deviation (0.0 for one value)."""
-    mean = sum(values) / len(values)
-    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1) if len(values) > 1 else 0.0
-    return mean, math.sqrt(var)
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
 def all_documents(model, dataset, split):
@@ -180,7 +170,7 @@ def main(argv=None):
     print(f"wrote {args.png} ({len(focus)} focus layers)")
     if args.all_json:
         stats = all_documents(model, task.dataset(args.split), args.split)
-        stats["checkpoint_sha256"] = file_sha256(args.path)
+        stats["checkpoint_sha256"] = sha256_file(args.path)
         with open(args.all_json, "w") as f:
             json.dump(stats, f, indent=1)
         print(f"wrote {args.all_json}: {stats['documents']} documents, distance "

@@ -23,6 +23,8 @@ Attention dropout: ``F.scaled_dot_product_attention`` draws its own mask inside 
 The packed draw consumes the generator differently from ``bernoulli_``: a run with ``packed`` is a
 different (equally valid) random stream, not the same bits faster.
 """
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -33,9 +35,7 @@ _INT16 = 1 << 16
 
 def packed_keep_mask(shape, p: float, device, dtype) -> Tensor:
     """The ``packed`` mask: ``0`` or ``1 / (1 - p')`` in ``dtype``, ``p' = round(p * 2**16) / 2**16``."""
-    n = 1
-    for size in shape:
-        n *= size
+    n = math.prod(shape)
     draws = torch.empty((n + 1) // 2, dtype=torch.int32, device=device).random_(-(1 << 31), 1 << 31)
     r = draws.view(torch.int16)[:n].view(shape)
     dropped = round(p * _INT16)
