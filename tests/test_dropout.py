@@ -158,3 +158,15 @@ def test_packed_mask_with_checkpointing_gives_the_gradients_without_it():
         assert (a is None) == (b is None)
         if a is not None:
             assert torch.equal(a, b)
+
+
+def test_packed_mask_off_cpu_says_it_falls_back_to_torchs_mask(monkeypatch, caplog):
+    """Not on a CPU (a meta tensor here, CUDA in use) the flag cannot take effect: one warning says
+    so, and the output is F.dropout's."""
+    monkeypatch.setattr(dropout_module, "_FELL_BACK", [])
+    x = torch.empty(4, 4, device="meta")
+    with caplog.at_level("WARNING", logger="fairseq_sum_plugins.modules.dropout"):
+        y = dropout(x, 0.1, True, packed=True)
+        dropout(x, 0.1, True, packed=True)
+    assert y.shape == x.shape and y.device.type == "meta"
+    assert caplog.text.count("--dropout-mask packed: on meta dropout draws torch's fused mask") == 1

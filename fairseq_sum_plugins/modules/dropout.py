@@ -14,7 +14,8 @@ is the model's ``--dropout-mask``:
   ``1 / (1 - that p)``: the expectation is exact. On the CPU profiles of benchmarks/README.md,
   ``bernoulli_`` took ~7% of a training step; the packed draw costs about half as much per element
   (bench_train.py ``--ablate packed_mask`` measures it in the training step). On CUDA, where
-  ``F.dropout`` is one fused kernel that draws and applies its mask, ``packed`` falls back to it.
+  ``F.dropout`` is one fused kernel that draws and applies its mask, ``packed`` falls back to it (one
+  warning per process says so).
 
 Attention dropout: ``F.scaled_dot_product_attention`` draws its own mask inside the kernel, so with
 ``packed`` and attention dropout on, the attention runs its explicit path
@@ -23,13 +24,16 @@ Attention dropout: ``F.scaled_dot_product_attention`` draws its own mask inside 
 The packed draw consumes the generator differently from ``bernoulli_``: a run with ``packed`` is a
 different (equally valid) random stream, not the same bits faster.
 """
+import logging
 import math
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+logger = logging.getLogger(__name__)
 MASKS = ("bernoulli", "packed")
+_FELL_BACK = []  # the device types on which the packed mask fell back (logged once per process)
 _INT16 = 1 << 16
 
 
@@ -48,6 +52,10 @@ def dropout(x: Tensor, p: float, training: bool, packed: bool = False) -> Tensor
     when ``training`` (else ``x``); ``packed``: the mask described in the module docstring."""
     if not training or p == 0.0:
         return x
+    if packed and x.device.type != "cpu" and not _FELL_BACK:
+        _FELL_BACK.append(x.device.type)
+        logger.warning("--dropout-mask packed: on %s dropout draws torch's fused mask (the packed mask "
+                       "is for CPU; modules/dropout.py)", x.device.type)
     if not packed or x.device.type != "cpu" or p >= 1.0:
         return F.dropout(x, p, True)
     return x * packed_keep_mask(x.shape, p, x.device, x.dtype)
