@@ -95,7 +95,7 @@ def threshold_for(model, batch, target):
     from fairseq_sum_plugins.modules.encoder_out import EncoderOut
 
     view = EncoderOut.of(enc)
-    g = view.gates[~view.padding_mask].float().max(-1).values  # removed iff closed in all heads
+    g = view.state["gates"][~view.padding_mask].float().max(-1).values  # removed iff closed in all heads
     return float(torch.quantile(g, target))
 
 

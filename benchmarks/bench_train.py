@@ -69,7 +69,7 @@ from fairseq.trainer import Trainer
 from torch.autograd import DeviceType
 
 from fairseq_sum_plugins.models.sum_transformer import is_t5_cell
-from fairseq_sum_plugins.modules.topic import ta_enabled
+from fairseq_sum_plugins.features.topic_assistant.layers import ta_enabled
 from fairseq_sum_plugins.tasks.summarization import SummarizationTask  # also registers the presets
 
 BASELINE = "transformer"

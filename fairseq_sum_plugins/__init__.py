@@ -6,7 +6,7 @@ the transformer family (``tp_transformer_base`` & co.), the ``sum_moses`` tokeni
 torch >= 2.6 (see :mod:`fairseq_sum_plugins.compat`) and quietens fairseq's start-up banner
 (:mod:`fairseq_sum_plugins.quiet`). Without fairseq (not installed, or blocked with
 ``sys.modules["fairseq"] = None``) nothing is registered and the fairseq-free modules (the scorer
-:mod:`~fairseq_sum_plugins.rouge`, :mod:`~fairseq_sum_plugins.text`, ...) import alone.
+:mod:`~fairseq_sum_plugins.scoring.rouge`, :mod:`~fairseq_sum_plugins.text`, ...) import alone.
 """
 import importlib.util
 import sys
@@ -27,4 +27,4 @@ if _fairseq_available():
 
     load_features()  # every paper's feature, in one fixed order, before the models that host them
     from . import models, criterions, tasks, text  # noqa: F401
-    from . import fairseq_scoring  # noqa: F401
+    from .scoring import fairseq_scoring  # noqa: F401

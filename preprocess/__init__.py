@@ -11,5 +11,5 @@
 * :mod:`preprocess.stats` -- corpus statistics beside the papers' figures, the papers' truncations
 * :mod:`preprocess.gpt2_bpe` -- GPT-2 BPE encoding of the JSONL for fine-tuning fairseq's BART
 * :mod:`preprocess.topic_model` -- fits the Topic Assistant's PFA topic model and writes theta side data
-  (its runtime part is :mod:`fairseq_sum_plugins.topic_model`)
+  (its runtime part is :mod:`fairseq_sum_plugins.features.topic_assistant.topic_model`)
 """

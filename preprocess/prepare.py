@@ -78,7 +78,7 @@ from multiprocessing import Pool
 
 from tqdm import tqdm
 
-from fairseq_sum_plugins.rouge import clean_summary, rouge_words
+from fairseq_sum_plugins.scoring.rouge import clean_summary, rouge_words
 from fairseq_sum_plugins.text import (DEFAULT_SENTENCE_SPLITTER, SENT_SEP, SENTENCE_SPLITTERS, segment_document,
                                       tokenize_sentence)
 

@@ -38,20 +38,20 @@ et al. (2018); any PFA posterior estimate serves SIA/TEMA/DRM, and this one need
 
 This module fits. Inference with ``Phi`` fixed (the same theta updates, batched over documents),
 the prior of a document without countable tokens, the bags of words and the data readers are the
-runtime part, :mod:`fairseq_sum_plugins.topic_model`, which the summarizer uses.
+runtime part, :mod:`fairseq_sum_plugins.features.topic_assistant.topic_model`, which the summarizer uses.
 
 **Writing a fit** (``fit``): Phi and every split's theta are computed first; then the old
 ``{split}.theta.npy`` files and their records are removed, ``topic_model.npz`` is replaced
 atomically, and each theta file is written with its record (the sha256 of Phi and of the file, the
 split and the sha256 of its binarized source,
-:func:`fairseq_sum_plugins.topic_model.write_theta_file`). A fit killed at any point leaves the old
+:func:`fairseq_sum_plugins.features.topic_assistant.topic_model.write_theta_file`). A fit killed at any point leaves the old
 topic model with its theta, or no theta at all, or the new topic model with (some of) its own theta:
 never a new Phi with old topic proportions, and the task refuses any theta file whose record names
 another Phi or another file. ``infer`` rewrites theta files (with records) for a fixed Phi.
 
 Whole documents: ``--full-src DIR`` counts the untruncated ``DIR/{split}.src`` (``fairseq-sum-prepare
 --write-full-src`` -> ``OUT/spm_full``, ``preprocess.gpt2_bpe --full-src-out DIR``) instead of the
-binarized, truncated source (see :func:`fairseq_sum_plugins.topic_model.split_documents`).
+binarized, truncated source (see :func:`fairseq_sum_plugins.features.topic_assistant.topic_model.split_documents`).
 
 CLI::
 
@@ -78,8 +78,8 @@ import numpy as np
 import torch
 
 from fairseq_sum_plugins.data_folder import looks_like_gpt2_ids
-from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis as _RuntimePFA
-from fairseq_sum_plugins.topic_model import (  # the runtime part this module fits for
+from fairseq_sum_plugins.features.topic_assistant.topic_model import PoissonFactorAnalysis as _RuntimePFA
+from fairseq_sum_plugins.features.topic_assistant.topic_model import (  # the runtime part this module fits for
     bag_of_words,
     binarized_splits,
     dictionary_checksum,
@@ -207,7 +207,7 @@ def _theta_step(sparse, theta, phi, r, rate):
 
 
 class PoissonFactorAnalysis(_RuntimePFA):
-    """The runtime PFA (:class:`fairseq_sum_plugins.topic_model.PoissonFactorAnalysis`) plus its fit."""
+    """The runtime PFA (:class:`fairseq_sum_plugins.features.topic_assistant.topic_model.PoissonFactorAnalysis`) plus its fit."""
 
     @classmethod
     def fit(cls, bow, keep, num_topics=256, iters=100, r=1.05, rate=1.0, eta=1.01, seed=0, checksum="",

@@ -2,18 +2,35 @@
 
     python scripts/check_layering.py            # every import, also those inside functions
     python scripts/check_layering.py --top-level-only
+    python scripts/check_layering.py --rooms    # the rooms (folders), their floors and the arrows between them
+
+The house has floors; a module may import its own floor and those below, never one above:
+
+    0 base        the package root: flags, text, data_folder, compat, quiet and the two neutral
+                  registries (side_data, aux_losses) between the task/criterion and the features
+    1 interface   modules/: the feature interface (FeatureSpec), attention, the encoder output, the T5
+                  cell's parts, dropout, checkpointing, compilation
+    2 features    features/: the papers' mechanisms, each behind the interface
+    3 scoring     scoring/: ROUGE, METEOR, specificity, bootstrap, fairseq-sum-score (its
+                  ``--topic-model`` reads the Topic Assistant's semantic similarity, features/)
+    4 task        tasks/, criterions/: the registries and the scorer, never the interface, a
+                  feature or a model (:data:`TASK_MAY_NOT_IMPORT`)
+    5 models      models/: the backbones, the presets that switch features on, the Mem2Mem family
+    6 convert     convert/: the Hugging Face converters (read and write models; no model imports them)
+    7 analysis    analysis/: the tools that read trained models and their outputs
+    8 preprocess  preprocess/ (outside the package): data preparation, may import the plugin
 
 Reports, and exits 1 on:
 
+* an import that runs upward (a floor importing a higher one), e.g. a model importing a converter;
+* the task or the criterion importing ``modules/`` or ``features/``;
+* a backbone (:data:`BACKBONES`) importing anything of ``features/``: the backbones know only the
+  interface (``modules/``) and the registries;
 * an import cycle among the modules of ``fairseq_sum_plugins`` and ``preprocess`` (strongly
-  connected components of the import graph);
-* a plugin module importing ``preprocess`` (``preprocess`` may import the plugin, not the reverse);
-* the task (``fairseq_sum_plugins/tasks/``) importing a feature (``modules``, ``models``,
-  ``analysis``, ``topic_model``), or a feature module (``modules``) importing the task: features
-  register what they need in ``fairseq_sum_plugins/side_data.py``;
-* a model or feature module (``models``, ``modules``) importing a checkpoint converter
-  (``CONVERTERS``): a converter reads and writes models, a model never knows its converters (the mark
-  that an imported checkpoint carries is the model's, ``models/fresh_params.py``).
+  connected components of the import graph).
+
+The package's own ``__init__`` (which loads every floor) and ``modules/registry.py``'s loading of the
+features by name are not imports between floors.
 """
 import argparse
 import ast
@@ -22,9 +39,31 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("fairseq_sum_plugins", "preprocess")
-TASK_MAY_NOT_IMPORT = ("fairseq_sum_plugins.modules", "fairseq_sum_plugins.models", "fairseq_sum_plugins.analysis",
-                       "fairseq_sum_plugins.topic_model")
-CONVERTERS = ("fairseq_sum_plugins.models.t5_import", "fairseq_sum_plugins.models.t5_export")
+P = "fairseq_sum_plugins"
+FLOORS = (("base", ()), ("interface", (f"{P}.modules",)), ("features", (f"{P}.features",)),
+          ("scoring", (f"{P}.scoring",)), ("task", (f"{P}.tasks", f"{P}.criterions")), ("models", (f"{P}.models",)),
+          ("convert", (f"{P}.convert",)), ("analysis", (f"{P}.analysis",)), ("preprocess", ("preprocess",)))
+BACKBONES = (f"{P}.models.sum_transformer", f"{P}.models.bart")  # the default and T5 cells, BART
+TASK_MAY_NOT_IMPORT = ("interface", "features")  # below the task, but the task knows only the registries
+
+
+def floor(mod):
+    """``(index, name)`` of the floor of module ``mod`` (None for the package's ``__init__``)."""
+    if mod == P:
+        return None
+    for i, (name, prefixes) in enumerate(FLOORS):
+        if any(mod == q or mod.startswith(q + ".") for q in prefixes):
+            return i, name
+    return (0, "base") if mod.startswith(P + ".") else None
+
+
+def room(mod, files=None):
+    """The folder of ``mod``: ``fairseq_sum_plugins.models.mem2mem.model`` -> ``models/mem2mem``
+    (a package's ``__init__`` is in its own folder)."""
+    parts = mod.split(".") + (["__init__"] if files and files[mod].endswith("__init__.py") else [])
+    if parts[0] == P:
+        return "/".join(parts[1:-1]) or "(root)"
+    return "/".join(parts[:-1]) or parts[0]
 
 
 def module_files(root=None):
@@ -123,20 +162,35 @@ def violations(top_level_only=False):
                  for a in comp for b in edges[a] if b in comp]
         problems.append("import cycle: " + "; ".join(links))
     for mod, targets in sorted(edges.items()):
-        if not mod.startswith("fairseq_sum_plugins"):
-            continue
+        here = floor(mod)
         for target, line in sorted(targets.items()):
+            there = floor(target)
+            if here is None or there is None:
+                continue
             where = f"{os.path.relpath(files[mod], REPO)}:{line}"
-            if target.split(".")[0] == "preprocess":
-                problems.append(f"plugin -> preprocess: {mod} imports {target} ({where})")
-            if mod.startswith("fairseq_sum_plugins.tasks") and target.startswith(TASK_MAY_NOT_IMPORT):
-                problems.append(f"the task imports a feature: {mod} imports {target} ({where})")
-            if mod.startswith("fairseq_sum_plugins.modules") and target.startswith("fairseq_sum_plugins.tasks"):
-                problems.append(f"a feature imports the task: {mod} imports {target} ({where})")
-            if (mod.startswith(("fairseq_sum_plugins.models", "fairseq_sum_plugins.modules")) and mod not in CONVERTERS
-                    and target in CONVERTERS):
-                problems.append(f"a model imports a converter: {mod} imports {target} ({where})")
+            if there[0] > here[0]:
+                problems.append(f"upward import ({here[1]} -> {there[1]}): {mod} imports {target} ({where})")
+            if here[1] == "task" and there[1] in TASK_MAY_NOT_IMPORT:
+                problems.append(f"the task imports a feature or the interface: {mod} imports {target} ({where})")
+            if mod in BACKBONES and there[1] == "features":
+                problems.append(f"a backbone imports a feature: {mod} imports {target} ({where})")
     return problems
+
+
+def rooms(top_level_only=False):
+    """``({room: floor name}, {(room, room): imports})`` of the package and preprocess."""
+    files, edges = graph(top_level_only)
+    names, arrows = {}, {}
+    for mod in files:
+        if floor(mod) is not None:
+            names[room(mod, files)] = floor(mod)[1]
+    for mod, targets in edges.items():
+        for target in targets:
+            a, b = room(mod, files), room(target, files)
+            if floor(mod) is None or floor(target) is None or a == b:
+                continue
+            arrows[a, b] = arrows.get((a, b), 0) + 1
+    return names, arrows
 
 
 def set_root(root):
@@ -148,9 +202,18 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--top-level-only", action="store_true", help="ignore imports inside functions")
     p.add_argument("--root", default=None, help="repository to check (default: this one)")
+    p.add_argument("--rooms", action="store_true", help="print the rooms, their floors and the arrows between them")
     args = p.parse_args(argv)
     if args.root:
         set_root(args.root)
+    if args.rooms:
+        names, arrows = rooms(args.top_level_only)
+        for name in sorted(names, key=lambda r: ([f for f, _ in FLOORS].index(names[r]), r)):
+            out = sorted(b for a, b in arrows if a == name)
+            print(f"{names[name]:<10} {name:<28} -> {', '.join(out) or '-'}")
+        floors = len({names[r] for r in names})
+        print(f"{len(names)} rooms on {floors} floors, {len(arrows)} arrows between rooms")
+        return 0
     problems = violations(args.top_level_only)
     for line in problems:
         print(line)

@@ -142,7 +142,7 @@ def save_bart_checkpoint(data, path, arch_args, *extra):
 def write_topic_model(dictionary, path, k=6, seed=0, zero_rows=(5, 6)):
     """A topic model over ``dictionary`` with random topics; specials and ``zero_rows`` excluded."""
     import numpy as np
-    from fairseq_sum_plugins.topic_model import dictionary_checksum
+    from fairseq_sum_plugins.features.topic_assistant.topic_model import dictionary_checksum
     from preprocess.topic_model import PoissonFactorAnalysis, excluded_symbols
 
     rng = np.random.default_rng(seed)

@@ -305,7 +305,7 @@ def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_agai
     specificity 0,
     1 distinct), and the table says why."""
     import corpora
-    from fairseq_sum_plugins import score
+    from fairseq_sum_plugins.scoring import score
     from fairseq_sum_plugins.analysis import baseline_table
 
     work = corpora.prepared_jsonl_work(tmp_path_factory.mktemp("tbl"))

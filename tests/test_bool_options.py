@@ -89,7 +89,7 @@ def test_every_boolean_option_of_each_family_is_found():
     """The parser's list: type=bool_flag and fairseq's store_true/store_false switches."""
     from fairseq_sum_plugins.flags import bool_options
     from fairseq_sum_plugins.models.bart import SumBARTModel
-    from fairseq_sum_plugins.models.mem2mem import Mem2MemModel
+    from fairseq_sum_plugins.models.mem2mem.model import Mem2MemModel
     from fairseq_sum_plugins.models.sum_transformer import SumTransformerModel
 
     ours = bool_options(SumTransformerModel.add_args)

@@ -282,7 +282,7 @@ def test_mem2mem_hub_encodes_raw_text_as_prepare_args_records(trained, tmp_path)
     import torch
     from fairseq import options, tasks
 
-    from fairseq_sum_plugins.models.mem2mem import Mem2MemModel
+    from fairseq_sum_plugins.models.mem2mem.model import Mem2MemModel
     from fairseq_sum_plugins.models.sum_transformer import SumTransformerModel
 
     args = options.parse_args_and_arch(options.get_training_parser(), [

@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from fairseq_sum_plugins import rouge
+from fairseq_sum_plugins.scoring import rouge
 from fairseq_sum_plugins.analysis import compare as C
 from tolerances import approx64
 
@@ -86,13 +86,13 @@ def test_strictly_better_system_is_significant_with_both_tests():
 
 
 def test_meteor_is_compared_with_the_scorers_per_document_meteor():
-    """METEOR per document equals fairseq_sum_plugins.meteor on the same cleaned pairs; the better
+    """METEOR per document equals fairseq_sum_plugins.scoring.meteor on the same cleaned pairs; the better
     system is significantly better in METEOR too."""
     import os
 
     if not os.path.exists("/usr/share/wordnet/data.noun") and not os.environ.get("WORDNET_DIR"):
         pytest.skip("WordNet (Debian wordnet-base) is not installed")
-    from fairseq_sum_plugins import meteor
+    from fairseq_sum_plugins.scoring import meteor
 
     hyp_a, hyp_b, refs = _corpus()
     per = C.document_scores(hyp_a, refs, metrics=("meteor",))["meteor"]
@@ -136,9 +136,9 @@ def test_cli_reads_generate_outputs_and_writes_json_and_png(tmp_path):
 
 def test_the_table_shows_each_systems_specificity(tmp_path, capsys):
     """fairseq-sum-compare prints and writes the ROUGE-2 specificity of both systems, the same numbers as
-    analysis/specificity.py gives each alone (the 3x3 example of tests/test_specificity.py for A; a fixed
+    scoring/specificity.py gives each alone (the 3x3 example of tests/test_specificity.py for A; a fixed
     text for B: 50, 100 and 0 against the three references, delta 0, p 1)."""
-    from fairseq_sum_plugins.analysis.specificity import specificity
+    from fairseq_sum_plugins.scoring.specificity import specificity
 
     refs = ["a b c", "b c d", "x y z"]
     (tmp_path / "a.txt").write_text("a b c\nb c d e\nx y\n")
@@ -269,7 +269,7 @@ def test_sentence_sep_as_the_scorer(tmp_path, capsys):
     assert "scored as words" not in capsys.readouterr().err
     assert split["metrics"]["rougeL"]["a"] == approx64(1.0)
     assert plain["metrics"]["rougeL"]["a"] < 0.9
-    from fairseq_sum_plugins import score as S
+    from fairseq_sum_plugins.scoring import score as S
 
     scored = S.main(["--hyp", str(tmp_path / "b.txt"), "--ref", str(tmp_path / "r.txt"), "--sentence-sep", "<q>",
                      "--bootstrap-samples", "0"])

@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from fairseq_sum_plugins import rouge
+from fairseq_sum_plugins.scoring import rouge
 from fairseq_sum_plugins.analysis import decodings as D
 
 REFS = ["The cat sat on the mat .\nIt purred .", "Stocks fell 5 % on Monday &amp; recovered ."]
@@ -63,7 +63,7 @@ def test_the_committed_lines_score_as_the_scorer_scored_the_output(tmp_path):
     manifest = json.load(open(run / "decodings.json"))
     assert manifest["decodings"] == D.sha256_file(run / "decodings.txt")
     # scoring the lines again (no second detokenization) gives the scorer's figures on the output
-    from fairseq_sum_plugins.score_inputs import generate_inputs
+    from fairseq_sum_plugins.scoring.score_inputs import generate_inputs
 
     _, raw_hyps, raw_refs, _ = generate_inputs(gen, _args(gen, "--out", "x", "--data", str(data)))
     for m_ in ("rouge1", "rouge2", "rougeL"):

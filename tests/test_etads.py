@@ -11,8 +11,8 @@ import torch
 from conftest import REPO, build_model, make_dictionary, random_batch
 from tolerances import MODEL_ULPS, OP_ULPS, approx64, fp32_close, fp32_tol
 from fairseq_sum_plugins.modules.attention import MultiheadAttention
-from fairseq_sum_plugins.modules.focus import F_MAX, SIGMA_MIN, FocusBias, parse_layers
-from fairseq_sum_plugins.modules.saliency import SaliencyGate
+from fairseq_sum_plugins.features.etads_focus import F_MAX, SIGMA_MIN, FocusBias, parse_layers
+from fairseq_sum_plugins.features.etads_saliency import SaliencyGate
 
 ETADS = dict(encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=4,
              decoder_layers=2, dropout=0.0)
@@ -163,8 +163,8 @@ def test_saliency_matches_hand_computation():
 def test_memory_saving_autograd_functions_match_autograd():
     """The focal bias and the gated attention recompute their (B, H, T, S) tensors in backward;
     their gradients equal finite differences (float64)."""
-    from fairseq_sum_plugins.modules.focus import FocalBias
-    from fairseq_sum_plugins.modules.saliency import GatedAttention
+    from fairseq_sum_plugins.features.etads_focus import FocalBias
+    from fairseq_sum_plugins.features.etads_saliency import GatedAttention
 
     torch.manual_seed(0)
     dbl = dict(dtype=torch.double, requires_grad=True)
@@ -233,7 +233,7 @@ def test_presets_and_placement():
 
 
 def test_penalty_functions_match_hand_computation():
-    from fairseq_sum_plugins.sequence_generator import coverage_penalty, gnmt_length_penalty
+    from fairseq_sum_plugins.tasks.sequence_generator import coverage_penalty, gnmt_length_penalty
 
     assert gnmt_length_penalty(3, 0.9) == approx64((8 / 6) ** 0.9)
     attn = torch.tensor([[[0.5, 0.7], [0.2, 0.1], [0.3, 0.2], [0.0, 0.0]]])  # (N, S, T); last source slot is pad
@@ -271,7 +271,7 @@ def test_beam_scores_equal_hand_computed_gnmt_scores(left_pad_source, kind, alph
     log P / lp + cp, recomputed by hand on the unpadded source; hypotheses come best first, and the
     positional scores stay the per-token log-probabilities (they sum to log P, EOS included).
     Without --lenpen-gnmt, lp is fairseq's |Y| ** lenpen and cp is added after the division."""
-    from fairseq_sum_plugins.sequence_generator import GNMTSequenceGenerator
+    from fairseq_sum_plugins.tasks.sequence_generator import GNMTSequenceGenerator
 
     torch.manual_seed(0)
     model, d = build_model("etads_base", **ETADS)
@@ -301,7 +301,7 @@ def test_beam_scores_equal_hand_computed_gnmt_scores(left_pad_source, kind, alph
 def test_task_builds_the_gnmt_generator_from_its_flags():
     from argparse import Namespace
 
-    from fairseq_sum_plugins.sequence_generator import GNMTSequenceGenerator
+    from fairseq_sum_plugins.tasks.sequence_generator import GNMTSequenceGenerator
     from fairseq_sum_plugins.tasks.summarization import SummarizationConfig, SummarizationTask
 
     d = make_dictionary()

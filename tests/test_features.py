@@ -6,6 +6,7 @@ cell, the T5 cell and BART against a hand computation and the contract. It regis
 fixture; tests/test_registration.py registers after import and checks what is derived from the
 registry when used (BART's fresh parameters, the criterion's config, the HF export's refusals).
 """
+import contextlib
 import inspect
 import math
 
@@ -18,7 +19,7 @@ import test_model_contract as contract
 from conftest import build_model, make_dictionary, random_batch
 from tolerances import MODEL_ULPS, OP_ULPS, fp32_close
 from fairseq_sum_plugins.modules.encoder_out import EncoderOut
-from fairseq_sum_plugins.modules.features import FEATURES, FeatureSpec, register_feature
+from fairseq_sum_plugins.modules.features import ENCODER_OUT, FEATURES, FeatureSpec, register_feature
 
 torch.set_num_threads(1)
 
@@ -96,6 +97,96 @@ def test_a_new_feature_runs_on_every_backbone(cell, toy_feature):
     for left_pad in (True, False):
         contract.test_incremental_decoding_equals_full_forward(cell, left_pad, None)
     contract.test_beam_reordering_of_incremental_state(cell, [1, 0, 3, 3, 5, 4], None)
+
+
+# --- a toy encoder-output feature: removes positions, keeps state, adds a decoder output ---------
+
+
+class DropLast(nn.Module):
+    """Removes each document's last real source position from the encoder output (a ``kept_index``),
+    keeps the number of rows it kept in ``state`` (reordered with the batch)."""
+
+    def encoder_output(self, view):
+        real = ~view.padding_mask
+        bsz = real.size(0)
+        last = torch.arange(real.size(1)).expand_as(real).masked_fill(~real, -1).max(1).values
+        keep = real.clone()
+        keep[torch.arange(bsz), last] = False
+        n = keep.sum(1)
+        order = torch.argsort((~keep).to(torch.uint8), dim=1, stable=True)[:, : int(n.max())]
+        pad = torch.arange(order.size(1))[None, :] >= n[:, None]
+        view.enc = view.enc.gather(1, order[..., None].expand(-1, -1, view.enc.size(-1)))
+        view.padding_mask, view.kept_index = pad, order.masked_fill(pad, 0)
+        view.state["toy_kept"] = n
+        return view
+
+
+ENTERED = []
+
+
+@contextlib.contextmanager
+def _count_stack(stack):
+    ENTERED.append(len(stack))
+    yield
+
+
+def _drop_args(parser):
+    parser.add_argument("--toy-drop-last", type=bool, metavar="BOOL")
+
+
+def _drop_defaults(args, on=False):
+    args.toy_drop_last = getattr(args, "toy_drop_last", on)
+
+
+DROP = FeatureSpec("toy drop-last (--toy-drop-last)", {ENCODER_OUT: "toy_drop"},
+                   lambda args, site, dims: DropLast() if args.toy_drop_last else None, stage="encoder",
+                   add_args=_drop_args, defaults=_drop_defaults, stack_context=_count_stack,
+                   decoder_outputs=lambda view: {"toy_kept": view.state.get("toy_kept")})
+DROP_CELLS = [contract.Cell("t5_transformer_small", dict(toy_drop_last=True)),
+              contract.Cell("t5_small", dict(toy_drop_last=True)),
+              contract.Cell("bart_base_gated", dict(gate=False, toy_drop_last=True), family="bart")]
+
+
+def mask_last_real(enc):
+    """The encoder output with each document's last real position masked as padding (by hand)."""
+    view = EncoderOut.of(enc)
+    real = ~view.padding_mask
+    last = torch.arange(real.size(1)).expand_as(real).masked_fill(~real, -1).max(1).values
+    view.padding_mask = view.padding_mask.scatter(1, last[:, None], True)
+    return view.into_fairseq(dict(enc)) if "encoder_out" in enc else view.to_dict()
+
+
+@pytest.mark.parametrize("cell", DROP_CELLS, ids=[c.id for c in DROP_CELLS])
+def test_a_feature_that_removes_positions_needs_nothing_of_the_backbones(cell):
+    """Removed positions (``kept_index``), the feature's own state reordered by beam search, a decoder
+    output and a stack context, on the default cell, the T5 cell and BART, none of which names it."""
+    register_feature(DROP)
+    try:
+        torch.manual_seed(0)
+        dims = dict(contract.DIMS[cell.family], **cell.features)
+        model, d = build_model(cell.arch, make_dictionary(), **dims)
+        plain, _ = build_model(cell.arch, d, **dict(dims, toy_drop_last=False))
+        nn.Module.load_state_dict(plain, model.state_dict())  # no parameters of its own
+        src, lengths, prev = random_batch(d, bsz=3, src_len=9, left_pad_source=False)
+        model.eval(), plain.eval()
+        model.decoder.need_attn = True
+        ENTERED.clear()
+        with torch.no_grad():
+            enc = model.encoder(src, lengths)
+            out, extra = model.decoder(prev, enc)
+            assert ENTERED == [len(model.encoder.layers), len(model.decoder.layers)]  # once per stack
+            ref, _ = plain.decoder(prev, mask_last_real(plain.encoder(src, lengths)))
+        assert extra["toy_kept"].tolist() == (lengths - 1).tolist()
+        assert fp32_close(out, ref, ulps=MODEL_ULPS)  # removing a position = masking it: rounding only
+        attn = extra["attn"][0]  # back on source positions: nothing on the removed last real token
+        assert attn.size(-1) == src.size(1)
+        assert (attn.gather(2, (lengths - 1).view(-1, 1, 1).expand(-1, attn.size(1), 1)) == 0).all()
+        order = torch.tensor([2, 0, 2])
+        view = EncoderOut.of(model.encoder.reorder_encoder_out(enc, order))
+        assert view.state["toy_kept"].tolist() == (lengths - 1)[order].tolist()
+        assert torch.equal(view.kept_index, EncoderOut.of(enc).kept_index[order])
+    finally:
+        FEATURES.pop(DROP.name)
 
 
 def test_a_feature_reading_an_unknown_input_fails(toy_feature):
@@ -183,6 +274,8 @@ def test_tpr_on_bart_binds_after_each_post_ln_attention_sublayer(tpr):
 def test_a_feature_is_refused_by_name_where_it_means_nothing():
     with pytest.raises(ValueError, match=r"--tpr \(TP-Transformer role binding\) on bart_sum"):
         build_model("bart_base_gated", make_dictionary(), **BART, tpr="discrete", encoder_normalize_before=True)
+    with pytest.raises(ValueError, match=r"--pointer-generator: the copy mechanism is a feature of sum_transformer"):
+        build_model("bart_base_gated", make_dictionary(), **BART, pointer_generator=True)
 
 
 # --- the generic loss ----------------------------------------------------------------------------
@@ -231,7 +324,7 @@ def test_building_a_topic_assistant_model_writes_nothing_onto_the_task(toy_data,
     from test_task_criterion import load_task
     from conftest import write_topic_model
 
-    from fairseq_sum_plugins.modules.topic import theta_provider
+    from fairseq_sum_plugins.features.topic_assistant.layers import theta_provider
 
     task = load_task(toy_data)
     path = write_topic_model(task.source_dictionary, str(tmp_path / "topic_model.npz"), k=contract.K)

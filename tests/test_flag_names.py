@@ -42,7 +42,7 @@ def test_feature_flags_follow_their_family_prefix():
     from fairseq_sum_plugins.models.bart import SumBARTModel
     from fairseq_sum_plugins.models.sum_transformer import SumTransformerModel
 
-    from fairseq_sum_plugins.models.mem2mem import Mem2MemModel
+    from fairseq_sum_plugins.models.mem2mem.model import Mem2MemModel
 
     families = {"tpr": "--tpr", "gate": "--gate", "ta_": "--ta-", "focus_": "--focus-", "saliency_": "--saliency-"}
     for model in (SumTransformerModel, SumBARTModel, Mem2MemModel):
@@ -93,7 +93,7 @@ def test_mem2mem_memory_flags_share_one_prefix_and_their_attribute_names():
     """Every Mem2Mem memory flag is ``--memory-*`` and its attribute is the flag's name."""
     import argparse
 
-    from fairseq_sum_plugins.models.mem2mem import Mem2MemModel
+    from fairseq_sum_plugins.models.mem2mem.model import Mem2MemModel
 
     parser = argparse.ArgumentParser()
     Mem2MemModel.add_args(parser)

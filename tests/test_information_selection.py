@@ -9,9 +9,9 @@ import torch.nn.functional as F
 
 from conftest import build_model, random_batch
 from tolerances import MODEL_ULPS, OP_ULPS, fp32_close, fp32_tol, printed_tol
-from fairseq_sum_plugins.modules import gates as gates_mod
+from fairseq_sum_plugins.features import information_selection as gates_mod
 from fairseq_sum_plugins.modules.attention import MultiheadAttention
-from fairseq_sum_plugins.modules.gates import InformationGate
+from fairseq_sum_plugins.features.information_selection import InformationGate
 
 GATED = ["transformer_gated_small", "tp_transformer_gated_small"]
 
@@ -35,7 +35,7 @@ def median_threshold(model, src, lengths):
     with torch.no_grad():
         out = model.encoder(src, lengths)
     gate.threshold = t0
-    g = out["enc_gates"][~out["enc_padding_mask"]].max(-1).values  # a position goes when all heads close
+    g = out["feature_state"]["gates"][~out["enc_padding_mask"]].max(-1).values  # a position goes when all heads close
     return float(g.median())
 
 
@@ -91,10 +91,10 @@ def test_gate_scores_are_equation_3_and_zero_at_padding(tiny_overrides):
         # recompute H: the encoder output before selection is unchanged when nothing is removed
         expected = torch.sigmoid(out["enc"] @ gate.proj.weight.T + gate.proj.bias)
     pad = src.eq(d.pad())
-    assert out["enc_gates"].shape == (3, src.size(1), 1)
+    assert out["feature_state"]["gates"].shape == (3, src.size(1), 1)
     # logits of enc's size
-    assert fp32_close(out["enc_gates"][~pad], expected[~pad], out["enc"], OP_ULPS)
-    assert (out["enc_gates"][pad] == 0).all()
+    assert fp32_close(out["feature_state"]["gates"][~pad], expected[~pad], out["enc"], OP_ULPS)
+    assert (out["feature_state"]["gates"][pad] == 0).all()
 
 
 # --- IS eq. 8-9: the L1 gate loss ----------------------------------------------------------------
@@ -111,7 +111,7 @@ def test_gate_l1_is_mean_gate_per_source_token(per_head, tiny_overrides):
     with torch.no_grad():
         out = model.encoder(src, lengths)
     pad = src.eq(d.pad())
-    g = out["enc_gates"][~pad]  # (N_src, G)
+    g = out["feature_state"]["gates"][~pad]  # (N_src, G)
     assert g.size(-1) == (4 if per_head else 1)
     assert extra["aux_losses"]["gate_l1"].item() == pytest.approx(g.mean().item(),
                                                                   abs=fp32_tol(1.0, OP_ULPS))
@@ -173,7 +173,7 @@ def test_pruning_equals_masking_closed_gates(arch, per_head, tiny_overrides):
     assert fp32_close(pruned_out, kept_out, ulps=MODEL_ULPS)  # shorter keys: other blockings only
     if not per_head:  # shared gates: every kept position has g > t, every removed one g <= t
         live = ~enc_p["enc_padding_mask"]
-        assert (enc_p["enc_gates"][live] > gate.threshold).all() or (enc_p["enc_gates"][live] > 0).all()
+        assert (enc_p["feature_state"]["gates"][live] > gate.threshold).all() or (enc_p["feature_state"]["gates"][live] > 0).all()
 
 
 def test_masking_equals_zero_gates_by_hand(tiny_overrides):
@@ -186,11 +186,11 @@ def test_masking_equals_zero_gates_by_hand(tiny_overrides):
     with torch.no_grad():
         gate.threshold = -1.0
         raw = model.encoder(src, lengths)
-        g = raw["enc_gates"]
+        g = raw["feature_state"]["gates"]
         closed = (g[..., 0] <= t) & ~raw["enc_padding_mask"]
         best = g[..., 0].masked_fill(raw["enc_padding_mask"], -1).argmax(1)
         closed[torch.arange(len(best)), best] = False
-        raw["enc_gates"] = g.masked_fill(closed[..., None], 0.0)
+        raw["feature_state"]["gates"] = g.masked_fill(closed[..., None], 0.0)
         raw["enc_padding_mask"] = raw["enc_padding_mask"] | closed
         by_hand, _ = model.decoder(prev, raw)
         gate.threshold = t
@@ -212,7 +212,7 @@ def test_attention_is_returned_over_source_positions_after_pruning(tiny_override
     # softmax rows (averaged over heads) sum to 1 up to the rounding of <= S terms of size <= 1
     assert fp32_close(attn.sum(-1), torch.ones(3, prev.size(1)), src.size(1), OP_ULPS)
     live = (~enc["enc_padding_mask"]).long()
-    kept = torch.zeros(src.shape, dtype=torch.long).scatter_add_(1, enc["gate_index"], live) > 0
+    kept = torch.zeros(src.shape, dtype=torch.long).scatter_add_(1, enc["kept_index"], live) > 0
     removed = ~kept & ~src.eq(d.pad())
     assert removed.any()
     assert (attn.masked_select(removed[:, None, :].expand_as(attn)) == 0).all()
@@ -243,7 +243,7 @@ def test_all_gates_under_threshold_keep_one_token_per_document(per_head, tiny_ov
         enc = model.encoder(src, lengths)
         out, extra = model.decoder(prev, enc)
     assert enc["enc"].size(1) == 1 and not enc["enc_padding_mask"].any()
-    assert (enc["enc_gates"] > 0).all()
+    assert (enc["feature_state"]["gates"] > 0).all()
     assert torch.isfinite(out).all()
     assert extra["gate_counts"][:, 0].tolist() == (lengths - 1).tolist()
 
@@ -272,8 +272,8 @@ def test_threshold_is_not_applied_in_training(tiny_overrides):
     model.train()
     src, lengths, prev = random_batch(d)
     enc = model.encoder(src, lengths)
-    assert enc["enc"].size(1) == src.size(1) and enc["gate_index"] is None
-    assert (enc["gate_counts"][:, 0] == enc["gate_counts"][:, 1] - 1).all()  # reported as would-be removed
+    assert enc["enc"].size(1) == src.size(1) and enc["kept_index"] is None
+    assert (enc["feature_state"]["gate_counts"][:, 0] == enc["feature_state"]["gate_counts"][:, 1] - 1).all()  # reported as would-be removed
 
 
 # --- sparsity reporting -----------------------------------------------------------------------
@@ -290,7 +290,7 @@ def test_sparsity_counters_and_exit_log(tiny_overrides, caplog):
         enc = model.encoder(src, lengths)
         model.encoder(src, lengths)
     dropped, total = gate.sparsity()
-    assert total == 2 * int(lengths.sum()) and dropped == 2 * int(enc["gate_counts"][:, 0].sum()) > 0
+    assert total == 2 * int(lengths.sum()) and dropped == 2 * int(enc["feature_state"]["gate_counts"][:, 0].sum()) > 0
     with caplog.at_level(logging.INFO, logger=gates_mod.__name__):
         gates_mod._log_sparsity(gate)
     assert f"sparsity rate {100 * dropped / total:.2f}%" in caplog.text
@@ -393,7 +393,7 @@ def test_document_gate_loss_is_equations_7_to_9_by_hand(per_head, toy_data, tiny
         enc = model.encoder(net["src_tokens"], net["src_lengths"])
     target = sample["target"]
     nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1).masked_fill(target.eq(task.target_dictionary.pad()), 0)
-    gsum = enc["enc_gates"].double().mean(-1).masked_fill(enc["enc_padding_mask"], 0).sum(1)  # per document
+    gsum = enc["feature_state"]["gates"].double().mean(-1).masked_fill(enc["enc_padding_mask"], 0).sum(1)  # per document
     expected = (nll.sum(1) + lam * gsum).mean()
     assert sample_size == target.size(0) == 8
     # float32 sums over the batch against float64 ones: ulps of the totals
@@ -423,7 +423,7 @@ def test_gate_warmup_holds_the_gates_open_then_hands_over(tiny_overrides):
     model.eval()
     with torch.no_grad():
         raw = model.encoder(src, lengths)
-    pad, g = raw["enc_padding_mask"], raw["enc_gates"]
+    pad, g = raw["enc_padding_mask"], raw["feature_state"]["gates"]
     model.train()
     for updates, warm in ((0, True), (9, True), (10, False), (25, False)):
         model.set_num_updates(updates)
@@ -431,8 +431,8 @@ def test_gate_warmup_holds_the_gates_open_then_hands_over(tiny_overrides):
         model.zero_grad()
         out = model.encoder(src, lengths)
         expected = torch.ones_like(g) if warm else g
-        assert fp32_close(out["enc_gates"][~pad], expected[~pad], 1.0, OP_ULPS)  # sigmoid, <= 1
-        assert (out["enc_gates"][pad] == 0).all()
+        assert fp32_close(out["feature_state"]["gates"][~pad], expected[~pad], 1.0, OP_ULPS)  # sigmoid, <= 1
+        assert (out["feature_state"]["gates"][pad] == 0).all()
         l1 = out["aux_losses"]["gate_l1"]
         assert l1.item() == pytest.approx(0.0 if warm else g[~pad].mean().item(),
                                           abs=fp32_tol(1.0, OP_ULPS))

@@ -14,7 +14,7 @@ def test_layering_holds_counting_imports_inside_functions():
     assert check_layering.violations() == []
 
 
-def test_the_checker_sees_a_cycle_and_a_plugin_to_preprocess_import(tmp_path):
+def test_the_checker_sees_a_cycle_and_every_import_that_runs_up_a_floor(tmp_path):
     for rel, text in {"fairseq_sum_plugins/__init__.py": "", "fairseq_sum_plugins/a.py": "from . import b\n",
                       "fairseq_sum_plugins/b.py": "def f():\n    from .a import x\n",
                       "fairseq_sum_plugins/tasks/__init__.py": "",
@@ -23,9 +23,16 @@ def test_the_checker_sees_a_cycle_and_a_plugin_to_preprocess_import(tmp_path):
                       "preprocess/__init__.py": "", "preprocess/p.py": "",
                       "fairseq_sum_plugins/c.py": "import preprocess.p\n",
                       "fairseq_sum_plugins/models/__init__.py": "",
-                      "fairseq_sum_plugins/models/t5_import.py": "from .fresh_params import MARK\n",
+                      "fairseq_sum_plugins/convert/__init__.py": "",
+                      "fairseq_sum_plugins/convert/t5_import.py": "from ..models.fresh_params import MARK\n",
                       "fairseq_sum_plugins/models/fresh_params.py": "MARK = 1\n",
-                      "fairseq_sum_plugins/models/net.py": "def load():\n    from .t5_import import x\n"}.items():
+                      "fairseq_sum_plugins/models/net.py": "def load():\n    from ..convert.t5_import import x\n",
+                      "fairseq_sum_plugins/features/__init__.py": "",
+                      "fairseq_sum_plugins/features/paper.py": "from ..modules import m\n",
+                      "fairseq_sum_plugins/models/bart.py": "from ..features.paper import X\n",
+                      "fairseq_sum_plugins/models/presets.py": "from ..features.paper import X\n",
+                      "fairseq_sum_plugins/modules/attention.py": "from ..scoring import rouge\n",
+                      "fairseq_sum_plugins/scoring/__init__.py": "", "fairseq_sum_plugins/scoring/rouge.py": ""}.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     old = check_layering.REPO
@@ -35,13 +42,33 @@ def test_the_checker_sees_a_cycle_and_a_plugin_to_preprocess_import(tmp_path):
         top = check_layering.violations(top_level_only=True)
     finally:
         check_layering.set_root(old)
+    where = lambda *p: os.path.join("fairseq_sum_plugins", *p)  # noqa: E731
     assert any(p.startswith("import cycle") and "fairseq_sum_plugins.a" in p for p in problems)
     assert not any(p.startswith("import cycle") for p in top)  # b imports a inside a function
-    assert any("plugin -> preprocess: fairseq_sum_plugins.c imports preprocess.p" in p for p in problems)
-    assert any("the task imports a feature" in p for p in problems)
-    assert [p for p in problems if "converter" in p] == [
-        "a model imports a converter: fairseq_sum_plugins.models.net imports fairseq_sum_plugins.models.t5_import "
-        f"({os.path.join('fairseq_sum_plugins', 'models', 'net.py')}:2)"]
+    assert sorted(p for p in problems if not p.startswith("import cycle")) == sorted([
+        f"upward import (base -> preprocess): fairseq_sum_plugins.c imports preprocess.p ({where('c.py')}:1)",
+        "the task imports a feature or the interface: fairseq_sum_plugins.tasks.t imports "
+        f"fairseq_sum_plugins.modules.m ({where('tasks', 't.py')}:1)",
+        "upward import (models -> convert): fairseq_sum_plugins.models.net imports fairseq_sum_plugins.convert.t5_import "
+        f"({where('models', 'net.py')}:2)",
+        "a backbone imports a feature: fairseq_sum_plugins.models.bart imports fairseq_sum_plugins.features.paper "
+        f"({where('models', 'bart.py')}:1)",
+        "upward import (interface -> scoring): fairseq_sum_plugins.modules.attention imports "
+        f"fairseq_sum_plugins.scoring.rouge ({where('modules', 'attention.py')}:1)"])  # presets may import features
+
+
+def test_the_rooms_are_the_folders_on_their_floors():
+    names, arrows = check_layering.rooms()
+    assert names["features/topic_assistant"] == "features" and names["scoring"] == "scoring"
+    assert names["models/mem2mem"] == "models" and names["(root)"] == "base"
+    floors = [f for f, _ in check_layering.FLOORS]
+    assert all(floors.index(names[a]) >= floors.index(names[b]) for a, b in arrows)  # no arrow runs up
+
+
+def test_the_package_root_holds_at_most_eight_modules():
+    root = os.path.join(REPO, "fairseq_sum_plugins")
+    modules = sorted(n for n in os.listdir(root) if n.endswith(".py"))
+    assert len(modules) <= 8, modules
 
 
 def private_names_used_across_modules(root=None):

@@ -12,9 +12,9 @@ from conftest import REPO, build_model, doc_batch, make_dictionary
 from tolerances import MODEL_ULPS, OP_ULPS, approx32, approx64, fp32_close, fp32_tol
 from fairseq.data import Dictionary
 
-from fairseq_sum_plugins.modules.memory import compression_loss, read_loss
-from fairseq_sum_plugins.modules.pointer_generator import count_position_markers, mix_copy_distribution
-from fairseq_sum_plugins.modules.sentences import sentence_layout
+from fairseq_sum_plugins.models.mem2mem.memory import compression_loss, read_loss
+from fairseq_sum_plugins.features.copy_mechanism import count_position_markers, mix_copy_distribution
+from fairseq_sum_plugins.models.mem2mem.sentences import sentence_layout
 
 TINY = dict(embed_dim=16, encoder_hidden_size=8, decoder_hidden_size=12, attention_dim=10, memory_attn_dim=6, memory_slots=4)
 
@@ -227,7 +227,7 @@ def test_aux_losses_per_setting(setting):
 
 
 def test_recomputed_attention_gives_the_same_gradients(monkeypatch):
-    from fairseq_sum_plugins.models import mem2mem
+    from fairseq_sum_plugins.models.mem2mem import model as mem2mem
 
     model, d = build_model("mem2mem_base", **TINY, coverage_loss=True)
     model.train()
@@ -404,7 +404,7 @@ def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_pat
     or with --skip-without-memory (what the recipes pass) one line and exit 0, nothing written."""
     from conftest import FakeTask
     from fairseq_sum_plugins.analysis.implicit_extraction import cli_main
-    from fairseq_sum_plugins.models.mem2mem import Mem2MemModel
+    from fairseq_sum_plugins.models.mem2mem.model import Mem2MemModel
 
     state = torch.load(trained_mem2mem["ckpt"], weights_only=False)
     args = state["cfg"]["model"]

@@ -1,4 +1,4 @@
-"""METEOR implementations (fairseq_sum_plugins/meteor.py): Meteor 1.5's score formula on hand-counted
+"""METEOR implementations (fairseq_sum_plugins/scoring/meteor.py): Meteor 1.5's score formula on hand-counted
 statistics (no Java), the jar through ``fairseq-sum-score --meteor --meteor-impl 1.5`` against the
 jar run directly (skipped without java / pycocoevalcap), clear errors naming the install option, and
 the implementation label on every METEOR figure (text, JSON, fairseq-sum-compare, compare report)."""
@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from fairseq_sum_plugins import meteor as M
-from fairseq_sum_plugins import score as S
+from fairseq_sum_plugins.scoring import meteor as M
+from fairseq_sum_plugins.scoring import score as S
 from tolerances import approx64, fp64_tol
 
 ALPHA, BETA, GAMMA, DELTA = 0.85, 0.2, 0.6, 0.75  # Meteor 1.5, -l en (task rank)

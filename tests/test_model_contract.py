@@ -92,7 +92,7 @@ CELLS = [
     Cell("transformer_ta_small", dict(ta_tema=False), nonzero=ALL, theta=True),
     Cell("transformer_ta_small", dict(ta_sia=False), nonzero=ALL, theta=True),
     Cell("transformer_ta_small", dict(ta_sia=False, ta_drm=False), nonzero=ALL, theta=True),
-    # pointer-generator (modules/pointer_generator.py), alone and with pruning, topics and the T5 cell
+    # pointer-generator (features/copy_mechanism.py), alone and with pruning, topics and the T5 cell
     Cell("t5_transformer_small", dict(pointer_generator=True), nonzero=COPY),
     Cell("transformer_gated_small", dict(pointer_generator=True), nonzero=COPY + "|" + GATE, prune=True),
     Cell("transformer_ta_small", dict(pointer_generator=True), nonzero=ALL, theta=True),
@@ -196,7 +196,7 @@ def prepare(cell, model, src, lengths, side):
         from fairseq_sum_plugins.modules.encoder_out import EncoderOut
 
         view = EncoderOut.of(out)
-        g = view.gates[~view.padding_mask].max(-1).values.sort().values  # a position goes when all heads close
+        g = view.state["gates"][~view.padding_mask].max(-1).values.sort().values  # a position goes when all heads close
         gate.threshold = float(g[len(g) // 2 - 1 : len(g) // 2 + 1].mean())  # between two gates: no ties
     return model
 
@@ -380,7 +380,7 @@ def test_pruned_documents_equal_the_document_alone_on_both_padding_sides(cell, l
     gate.threshold = -1.0
     with torch.no_grad():
         view = EncoderOut.of(model.encoder(src, lengths, **side))
-    g = view.gates[~view.padding_mask].max(-1).values.sort().values  # a position goes when all heads close
+    g = view.state["gates"][~view.padding_mask].max(-1).values.sort().values  # a position goes when all heads close
     for q in (0.1, 0.5, 0.95):
         i = max(1, int(len(g) * q))
         gate.threshold = float(g[i - 1 : i + 1].mean())

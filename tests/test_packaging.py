@@ -80,7 +80,7 @@ def test_wheel_installs_namespaced_names_that_import_outside_the_checkout(tmp_pa
         metadata = z.read(f"{dist_info}/METADATA").decode()
         entry_points = z.read(f"{dist_info}/entry_points.txt").decode()
     assert f"{dist_info}/licenses/LICENSE" in names
-    assert "fairseq_sum_plugins/data/wordnet-2.0-exceptions.txt" in names
+    assert "fairseq_sum_plugins/scoring/data/wordnet-2.0-exceptions.txt" in names
     assert f"\nVersion: {fairseq_sum_plugins.__version__}\n" in metadata
     assert "\nLicense-Expression: MIT\n" in metadata
     requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]

@@ -1,4 +1,4 @@
-"""The transformer's pointer-generator (``--pointer-generator``, modules/pointer_generator.py):
+"""The transformer's pointer-generator (``--pointer-generator``, features/copy_mechanism.py):
 See et al.'s mixture by hand, a distribution that sums to one, copying that reaches the source's own
 tokens, and a clear error without a joined dictionary. Incremental == full forward, beam reordering,
 padding invariance and gradients are rows of tests/test_model_contract.py."""
@@ -9,7 +9,7 @@ import torch
 
 from conftest import FakeTask, build_model, make_dictionary, random_batch
 from tolerances import OP_ULPS, fp32_close
-from fairseq_sum_plugins.modules.pointer_generator import TransformerCopy
+from fairseq_sum_plugins.features.copy_mechanism import TransformerCopy
 
 torch.set_num_threads(1)
 DIMS = dict(encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=4,

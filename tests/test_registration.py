@@ -133,7 +133,7 @@ def t5_small_args(**changes):
     ("late_bias", r"late head bias \(--late-bias True\)"),
 ])
 def test_the_export_refuses_a_late_feature_by_name(late_features, flag, message):
-    from fairseq_sum_plugins.models.t5_export import T5ExportError, check_exportable
+    from fairseq_sum_plugins.convert.t5_export import T5ExportError, check_exportable
 
     check_exportable(t5_small_args(), "plain.pt")  # the plain T5 cell exports
     with pytest.raises(T5ExportError, match=r"ckpt.pt: " + message):
@@ -142,7 +142,7 @@ def test_the_export_refuses_a_late_feature_by_name(late_features, flag, message)
 
 def test_a_real_checkpoint_with_a_late_parameter_free_feature_is_refused(late_features, toy_data,
                                                                          tmp_path):
-    from fairseq_sum_plugins.models.t5_export import main
+    from fairseq_sum_plugins.convert.t5_export import main
 
     argv = [toy_data, "--task", "summarization", "--arch", "t5_small", *T5, "--late-free", "True",
             "--criterion", "cross_entropy", "--optimizer", "adam", "--lr", "0.001"]
@@ -169,7 +169,7 @@ def test_the_export_reads_feature_options_as_the_model_does(changes, message):
     the new one is absent, the new one when both are there, bad values named."""
     from omegaconf import OmegaConf
 
-    from fairseq_sum_plugins.models.t5_export import T5ExportError, check_exportable
+    from fairseq_sum_plugins.convert.t5_export import T5ExportError, check_exportable
 
     args = t5_small_args(**changes)
     if "info_gate" in changes and "gate" not in changes:
@@ -198,10 +198,10 @@ def test_with_no_feature_registered_no_parameter_is_fresh():
 ORDER = ["TP-Transformer role binding (--tpr)", "information selection (--gate)",
          "ETADS focus attention (--focus-layers)", "ETADS saliency selection (--saliency-layers)",
          "Topic Assistant (--ta-sia, --ta-tema, --ta-drm)", "Topic Assistant SIA (--ta-sia)",
-         "Topic Assistant DRM (--ta-drm)"]  # registry.FEATURE_MODULES: tpr, gates, focus, ...
+         "Topic Assistant DRM (--ta-drm)", "copy mechanism (--pointer-generator)"]  # registry.FEATURE_MODULES
 
 
-@pytest.mark.parametrize("first", ["fairseq_sum_plugins.modules.topic",
+@pytest.mark.parametrize("first", ["fairseq_sum_plugins.features.topic_assistant.layers",
                                    "fairseq_sum_plugins.models.bart"])
 def test_the_features_register_in_the_registry_order_whichever_module_is_imported_first(first):
     code = (f"import {first}; from fairseq_sum_plugins.modules.features import FEATURES; "

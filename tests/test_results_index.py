@@ -103,7 +103,7 @@ def _prepared(folder, refs):
 
 
 def _run(root, table, folder, label, seed, updates, data, hyps):
-    from fairseq_sum_plugins import score
+    from fairseq_sum_plugins.scoring import score
     from fairseq_sum_plugins.analysis import decodings
 
     run = root / table / folder
@@ -302,7 +302,7 @@ def test_each_run_with_decodings_gets_its_verdict_against_the_tables_baselines(r
     """The verdict of a recomputed run: its specificity against the bar the table's random extract
     sets (max(0.5, delta / 2)), its test NLL against the bag of pieces', its reading. A bar below
     the run's delta and a bag NLL above its NLL: "summarizes"; a bar above its delta: not."""
-    from fairseq_sum_plugins.analysis.specificity import verdict
+    from fairseq_sum_plugins.scoring.specificity import verdict
 
     root = _copy(recomputable, tmp_path)
     record = results_index.build(str(root))["records"][0]

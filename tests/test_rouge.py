@@ -1,4 +1,4 @@
-"""Tests for fairseq_sum_plugins/rouge.py and the fairseq-sum-score CLI (fast; the ROUGE-1.5.5 tests
+"""Tests for fairseq_sum_plugins/scoring/rouge.py and the fairseq-sum-score CLI (fast; the ROUGE-1.5.5 tests
 skip without perl)."""
 import importlib.util
 import json
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairseq_sum_plugins import rouge as R
-from fairseq_sum_plugins import score as S
+from fairseq_sum_plugins.scoring import rouge as R
+from fairseq_sum_plugins.scoring import score as S
 from tolerances import approx64, printed_tol
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,8 +35,8 @@ needs_perl = pytest.mark.skipif(_perl_ready() is not None, reason=str(_perl_read
 
 
 def test_module_imports_without_fairseq():
-    code = NO_FAIRSEQ + ("import fairseq_sum_plugins.rouge, fairseq_sum_plugins.score, fairseq_sum_plugins.text; "
-                         "print(fairseq_sum_plugins.rouge.rouge_pair('a b', 'a b')[0])")
+    code = NO_FAIRSEQ + ("import fairseq_sum_plugins.scoring.rouge, fairseq_sum_plugins.scoring.score, fairseq_sum_plugins.text; "
+                         "print(fairseq_sum_plugins.scoring.rouge.rouge_pair('a b', 'a b')[0])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1.0"
@@ -214,7 +214,7 @@ def test_cli_split_sentences(tmp_path, capsys):
     assert split["rouge1"] == approx64(plain["rouge1"]) == approx64(1.0)
     assert split["rougeL"] == approx64(1.0) and plain["rougeL"] == approx64(0.6)
     # the splitter works without fairseq, as the rest of the scorer
-    code = NO_FAIRSEQ + (f"from fairseq_sum_plugins import score; "
+    code = NO_FAIRSEQ + (f"from fairseq_sum_plugins.scoring import score; "
                          f"print(score.main({common + ['--split-sentences']!r})['rougeL'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr
@@ -297,7 +297,7 @@ def test_official_uses_wordnet_exceptions():
 
 
 def test_files2rouge_missing_is_clear(monkeypatch):
-    from fairseq_sum_plugins import rouge155
+    from fairseq_sum_plugins.scoring import rouge155
 
     monkeypatch.setattr(rouge155.shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="files2rouge is not on PATH"):

@@ -18,8 +18,8 @@ from test_compare import write_prepared
 from test_rouge import _perl_ready
 from tolerances import approx64, printed_tol
 
-from fairseq_sum_plugins import rouge as R
-from fairseq_sum_plugins import score as S
+from fairseq_sum_plugins.scoring import rouge as R
+from fairseq_sum_plugins.scoring import score as S
 
 needs_perl = pytest.mark.skipif(_perl_ready() is not None, reason=str(_perl_ready()))
 N_TEST = 9  # binarized test examples (10 records, one with an empty summary dropped by --skip-empty)
@@ -153,7 +153,7 @@ def test_references_never_come_from_the_working_directory(generated, tmp_path, s
     ("a b c", "<<unk>> d", False),
 ])
 def test_t_line_check_by_hand(reference, t_line, starts):
-    from fairseq_sum_plugins.score_inputs import starts_like
+    from fairseq_sum_plugins.scoring.score_inputs import starts_like
 
     assert starts_like(reference, t_line) is starts
 
@@ -295,7 +295,7 @@ def test_generate_prints_rouge_with_scoring_rouge(generated):
 def test_generate_scorer_leaves_out_references_without_a_word():
     """fairseq-generate --scoring rouge gets no sample ids: a wordless reference is left out, and
     its closing line says so, instead of a traceback after the whole decoding."""
-    from fairseq_sum_plugins.fairseq_scoring import RougeScorer
+    from fairseq_sum_plugins.scoring.fairseq_scoring import RougeScorer
 
     pairs = [("the cat sat on the mat", "the cat sat"), ("...", "a summary"), ("birds fly south", "birds fly")]
     scorer = RougeScorer(None)
@@ -330,7 +330,7 @@ def test_official_scores_non_latin_text_and_names_a_failing_example(monkeypatch)
         assert perl[k] == pytest.approx(ours[k], abs=printed_tol(5)), k
     with pytest.raises(ValueError, match=r"reference at line 1 \(0-based\) has no word"):
         R.score_summaries(["a", "b"], ["a", "!!! ..."], scorer="official")
-    from fairseq_sum_plugins import rouge155
+    from fairseq_sum_plugins.scoring import rouge155
 
     real = rouge155._run_perl
     monkeypatch.setattr(rouge155, "_run_perl", lambda h, r, a: (2, "", "Illegal division by zero")
@@ -356,7 +356,7 @@ def test_input_errors_name_file_and_line(tmp_path):
 
 # ------------------------------------------------------------------------------------- measures
 def test_meteor_hand_checked_pairs_and_cli(tmp_path, monkeypatch):
-    from fairseq_sum_plugins import meteor
+    from fairseq_sum_plugins.scoring import meteor
 
     if meteor.os.environ.get("WORDNET_DIR") is None and not os.path.isfile("/usr/share/wordnet/data.noun"):
         pytest.skip("Debian's wordnet-base is not installed")
@@ -447,10 +447,10 @@ def test_default_equals_official_on_real_pairs():
 
 
 def test_scorer_and_topic_analysis_do_not_import_each_other():
-    code = ("import sys; sys.modules['fairseq'] = None; import fairseq_sum_plugins.score; "
+    code = ("import sys; sys.modules['fairseq'] = None; import fairseq_sum_plugins.scoring.score; "
             "print('fairseq_sum_plugins.analysis.topics' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
-    for path, other in (("fairseq_sum_plugins/rouge.py", "topics"), ("fairseq_sum_plugins/analysis/topics.py", "rouge")):
+    for path, other in (("fairseq_sum_plugins/scoring/rouge.py", "topics"), ("fairseq_sum_plugins/analysis/topics.py", "rouge")):
         with open(os.path.join(REPO, path), encoding="utf-8") as f:
             assert not re.search(rf"^\s*from \S*\b{other}\b import|^\s*import \S*\b{other}\b", f.read(), re.M), path

@@ -9,8 +9,8 @@ import torch
 from conftest import load_task
 from test_rouge import _perl_ready
 
-from fairseq_sum_plugins import rouge as R
-from fairseq_sum_plugins import score as S
+from fairseq_sum_plugins.scoring import rouge as R
+from fairseq_sum_plugins.scoring import score as S
 from fairseq_sum_plugins.analysis import compare as C
 from tolerances import approx64, fp64_tol
 
@@ -55,7 +55,7 @@ def task_rouge(data, monkeypatch, hyps, refs, **cfg):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_five_entry_points_give_the_same_numbers(backend, tmp_path, toy_data, monkeypatch):
     from fairseq_sum_plugins.analysis import gate_sweep
-    from fairseq_sum_plugins.fairseq_scoring import RougeScorer
+    from fairseq_sum_plugins.scoring.fairseq_scoring import RougeScorer
 
     hyp, other, ref = _files(tmp_path)
     options = ["--scorer", backend, "--sentence-sep", "<q>"]
@@ -131,7 +131,7 @@ def test_compare_with_official_scorer_and_meteor_impl(tmp_path, capsys):
 
 def test_meteor_of_compare_is_the_scorers(tmp_path, monkeypatch):
     """--metrics meteor with --meteor-impl: the per-document METEOR of the implementation named, labelled."""
-    from fairseq_sum_plugins import meteor
+    from fairseq_sum_plugins.scoring import meteor
 
     calls = []
     monkeypatch.setattr(meteor, "meteor_scores", lambda h, r, impl="nltk": calls.append(impl) or [0.5] * len(h))
@@ -145,7 +145,7 @@ def test_meteor_of_compare_is_the_scorers(tmp_path, monkeypatch):
 
 def test_bootstrap_is_one_resampler():
     """The paired test's differences and the scorer's CIs are the same resamples of one seed."""
-    from fairseq_sum_plugins.bootstrap import bootstrap_ci, bootstrap_statistics
+    from fairseq_sum_plugins.scoring.bootstrap import bootstrap_ci, bootstrap_statistics
 
     a, b = torch.rand(30, generator=torch.Generator().manual_seed(0)).numpy(), torch.rand(30).numpy()
     delta, ci, _ = C.paired_bootstrap(a, b, 200, seed=4)

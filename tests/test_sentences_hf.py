@@ -56,7 +56,7 @@ def test_sum_moses_and_scorer_use_the_splitter(tmp_path):
     """The fairseq tokenizer and ``fairseq-sum-score --split-sentences`` honour --sentence-splitter."""
     pytest.importorskip("pysbd")
     from fairseq.data import encoders
-    from fairseq_sum_plugins import score
+    from fairseq_sum_plugins.scoring import score
 
     from fairseq import options
 

@@ -1,4 +1,4 @@
-"""ROUGE-2 reference specificity and the verdict "summarizes" (analysis/specificity.py), checked by
+"""ROUGE-2 reference specificity and the verdict "summarizes" (scoring/specificity.py), checked by
 hand."""
 
 import json
@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from fairseq_sum_plugins import rouge
-from fairseq_sum_plugins.analysis import specificity as sp
+from fairseq_sum_plugins.scoring import rouge
+from fairseq_sum_plugins.scoring import specificity as sp
 from tolerances import approx64, fp64_tol
 
 # words of at most 3 letters: no stemming, so every bigram below is what it reads
@@ -177,7 +177,7 @@ def test_position_between_the_generic_summary_and_lead3():
 
 # ---------------------------------------------------------------------------- fairseq-sum-score
 def test_fairseq_sum_score_specificity_prints_and_writes_json(tmp_path, capsys):
-    from fairseq_sum_plugins import score
+    from fairseq_sum_plugins.scoring import score
 
     hyp, ref, out = tmp_path / "hyp.txt", tmp_path / "ref.txt", tmp_path / "s.json"
     hyp.write_text("".join(" ".join(h) + "\n" for h in HYPS))
@@ -214,7 +214,7 @@ def test_fairseq_sum_score_specificity_prints_and_writes_json(tmp_path, capsys):
 def test_fairseq_sum_score_refuses_few_permutations_or_permutations_alone(
     tmp_path, capsys, argv, message
 ):
-    from fairseq_sum_plugins import score
+    from fairseq_sum_plugins.scoring import score
 
     hyp = tmp_path / "hyp.txt"
     hyp.write_text("a b\nc d\n")
@@ -224,7 +224,7 @@ def test_fairseq_sum_score_refuses_few_permutations_or_permutations_alone(
 
 
 def test_fairseq_sum_score_specificity_of_one_document_is_an_error(tmp_path):
-    from fairseq_sum_plugins import score
+    from fairseq_sum_plugins.scoring import score
 
     hyp = tmp_path / "hyp.txt"
     hyp.write_text("a b c\n")

@@ -1,4 +1,4 @@
-"""ROUGE-1.5.5's Porter stemmer (fairseq_sum_plugins/stemmer.py): hand-checked stems, word by word
+"""ROUGE-1.5.5's Porter stemmer (fairseq_sum_plugins/scoring/stemmer.py): hand-checked stems, word by word
 against the Perl stemmer inside the installed ROUGE-1.5.5.pl, and the default scorer equal to
 ``--scorer official`` per document where the two stemmers differ (the Perl tests skip without
 perl / ROUGE-1.5.5)."""
@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from fairseq_sum_plugins import rouge as R
-from fairseq_sum_plugins.stemmer import stem
+from fairseq_sum_plugins.scoring import rouge as R
+from fairseq_sum_plugins.scoring.stemmer import stem
 from tolerances import approx64, printed_tol
 
 # real words for every rule of stemmer.py (each step-2/3/4 suffix, 1a/1b/1c, 5, a leading y), the

@@ -57,7 +57,7 @@ def train(data, save, *extra):
 
 
 def export(*argv):
-    from fairseq_sum_plugins.models.t5_export import main
+    from fairseq_sum_plugins.convert.t5_export import main
 
     return main(list(map(str, argv)))
 
@@ -83,7 +83,7 @@ def native(tmp_path_factory):
 def imported(tmp_path_factory):
     """A tiny random HF T5 -> fairseq-sum-import-t5 -> 3 updates of fine-tuning on T5's vocabulary."""
     pytest.importorskip("transformers")
-    from fairseq_sum_plugins.models.t5_import import import_t5
+    from fairseq_sum_plugins.convert.t5_import import import_t5
 
     root = tmp_path_factory.mktemp("imported")
     hf_model = write_tiny_t5(str(root / "t5"))
@@ -232,7 +232,7 @@ def test_untied_unscaled_head_round_trip(tmp_path):
     tensor, lm_head included, and the same log-probabilities."""
     from safetensors.torch import load_file
 
-    from fairseq_sum_plugins.models.t5_import import import_t5
+    from fairseq_sum_plugins.convert.t5_import import import_t5
 
     write_tiny_t5(str(tmp_path / "t5"), untied_head=True, tie_word_embeddings=False)
     import_t5(str(tmp_path / "t5"), str(tmp_path / "import"))
@@ -301,7 +301,7 @@ def test_tokenizers_load_offline_and_give_the_pipelines_ids(native, imported):
 
 
 def test_model_card_reports_data_updates_and_scores(native, tmp_path):
-    from fairseq_sum_plugins.score import main as score
+    from fairseq_sum_plugins.scoring.score import main as score
 
     hyp, ref = tmp_path / "hyp.txt", tmp_path / "ref.txt"
     hyp.write_text("the cat sat on the mat\na dog ran\n")
@@ -337,7 +337,7 @@ def _edited_checkpoint(ckpt, path, **changes):
     (dict(t5_cross_position_bias=True), "TPT's cross-attention position table (--t5-cross-position-bias True)"),
     (dict(cell="default"), "--cell default, not the T5 cell"),
     (dict(arch="hred_base"), "--arch hred_base is not a sum_transformer"),
-    (dict(pointer_generator=True), "the pointer-generator copy mechanism (--pointer-generator True)"),
+    (dict(pointer_generator=True), "copy mechanism (--pointer-generator True)"),
     (dict(t5_scale_decoder_output=False), "a tied output projection without the d_model^-1/2 scale"),
     (dict(share_all_embeddings=False), "--share-all-embeddings False"),
     (dict(decoder_ffn_embed_dim=128), "--encoder-ffn-embed-dim 64 != --decoder-ffn-embed-dim 128"),
@@ -537,7 +537,7 @@ def test_tokenizer_reads_special_symbols_in_text_as_fairseqs_sentencepiece(nativ
 
 
 def test_symbols_the_tokenizer_cannot_keep_unmatched_are_refused():
-    from fairseq_sum_plugins.models.t5_export import NORMAL, T5ExportError, unmatchable_splits
+    from fairseq_sum_plugins.convert.t5_export import NORMAL, T5ExportError, unmatchable_splits
 
     kept = {p: (-1.0, NORMAL) for p in ("<", "/", "s", ">", "a")}
     assert unmatchable_splits(["<s>", "a", "</s>"], kept, "spm.model") == [("<", "s"), ("<", "/")]

@@ -22,7 +22,7 @@ SUMMARIES = ["a dog ran", "blue sky over the small river"]
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory):
     pytest.importorskip("transformers")
-    from fairseq_sum_plugins.models.t5_import import import_t5
+    from fairseq_sum_plugins.convert.t5_import import import_t5
 
     root = tmp_path_factory.mktemp("t5")
     hf = write_tiny_t5(str(root / "hf"))
@@ -88,9 +88,9 @@ def test_output_head_as_the_saved_config_says(tmp_path, variant):
     """The installed transformers writes ``tie_word_embeddings`` (always true from v5 on) and
     ``scale_decoder_outputs``; the import honours both and an ``lm_head.weight`` of its own."""
     pytest.importorskip("transformers")
-    from fairseq_sum_plugins.models.t5_import import import_t5
+    from fairseq_sum_plugins.convert.t5_import import import_t5
 
-    from fairseq_sum_plugins.models.t5_import import hf_to_fairseq_names
+    from fairseq_sum_plugins.convert.t5_import import hf_to_fairseq_names
 
     given, (tie, scale), has_head = HEADS[variant]
     write_tiny_t5(str(tmp_path / "hf"), seed=3, **given)
@@ -111,7 +111,7 @@ def test_output_head_as_the_saved_config_says(tmp_path, variant):
 def test_attention_dim_other_than_d_model(tmp_path, shape):
     """``num_heads * d_kv != d_model`` (t5-3b, t5-11b): 48 and 16 wide attention at d_model 32."""
     pytest.importorskip("transformers")
-    from fairseq_sum_plugins.models.t5_import import import_t5
+    from fairseq_sum_plugins.convert.t5_import import import_t5
 
     write_tiny_t5(str(tmp_path / "hf"), seed=4, **shape)
     args, flags = import_t5(str(tmp_path / "hf"), str(tmp_path / "out"))
@@ -194,7 +194,7 @@ def copy_hf(hf_dir, dest, config=None, weights=None):
 
 def run_import(hf_dir, out):
     """``fairseq-sum-import-t5 HF_DIR OUT``: its error message (SystemExit), None when it succeeded."""
-    from fairseq_sum_plugins.models.t5_import import main
+    from fairseq_sum_plugins.convert.t5_import import main
 
     try:
         main([str(hf_dir), str(out)])
@@ -325,7 +325,7 @@ def test_restoring_with_another_output_scale_is_refused(tmp_path):
     an error naming the flag instead of a silently different model."""
     from fairseq.models import ARCH_MODEL_REGISTRY
 
-    from fairseq_sum_plugins.models.t5_import import import_t5
+    from fairseq_sum_plugins.convert.t5_import import import_t5
 
     write_tiny_t5(str(tmp_path / "hf"), seed=5, tie_word_embeddings=False)
     args, _ = import_t5(str(tmp_path / "hf"), str(tmp_path / "out"))
@@ -341,7 +341,7 @@ def test_restoring_with_another_output_scale_is_refused(tmp_path):
 
 
 def test_an_output_folder_with_files_of_the_same_names_needs_force(imported, tmp_path):
-    from fairseq_sum_plugins.models.t5_import import main
+    from fairseq_sum_plugins.convert.t5_import import main
 
     _, hf_dir, first = imported
     out = tmp_path / "out"
@@ -369,7 +369,7 @@ def test_pytorch_model_bin_with_an_old_cross_attention_table(imported, tmp_path,
 
     from safetensors.torch import load_file
 
-    from fairseq_sum_plugins.models.t5_import import import_t5
+    from fairseq_sum_plugins.convert.t5_import import import_t5
 
     _, hf_dir, out = imported
     old = tmp_path / "old"

@@ -274,7 +274,7 @@ def test_eval_rouge_on_sentencepiece_data_as_recorded_by_prepare(toy_data, tmp_p
     """fairseq-sum-prepare data: decoded exactly as before (``Dictionary.string(.., "sentencepiece")``)."""
     import json
 
-    from fairseq_sum_plugins.rouge import clean_summary
+    from fairseq_sum_plugins.scoring.rouge import clean_summary
 
     (tmp_path / "prepare_args.json").write_text(json.dumps({"bpe": {"bpe": "sentencepiece", "sentencepiece_model": "spm.model"}}))
     task = load_task(toy_data, eval_rouge=True)

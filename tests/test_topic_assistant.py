@@ -9,7 +9,7 @@ import torch
 
 from conftest import build_model, load_task, make_dictionary, random_batch, write_topic_model
 from tolerances import EPS32, MODEL_ULPS, OP_ULPS, approx32, approx64, fp32_close, fp64_tol
-from fairseq_sum_plugins.topic_model import bag_of_words, dictionary_checksum
+from fairseq_sum_plugins.features.topic_assistant.topic_model import bag_of_words, dictionary_checksum
 from preprocess.topic_model import PoissonFactorAnalysis, excluded_symbols  # with the fit
 
 torch.set_num_threads(1)
@@ -428,7 +428,7 @@ def test_sia_composes_with_information_selection_pruning(ta_setup, per_head):
     gate.threshold = -1.0
     with torch.no_grad():
         raw = model.encoder(src, lengths, theta=theta)
-        g = raw["enc_gates"][~raw["enc_padding_mask"]].max(-1).values
+        g = raw["feature_state"]["gates"][~raw["enc_padding_mask"]].max(-1).values
         gate.threshold = float(g.median())
         gate.prune = False
         masked, _ = model(src, lengths, prev, theta=theta)
@@ -451,7 +451,7 @@ def test_sia_composes_with_information_selection_pruning(ta_setup, per_head):
     model.decoder.layers[0].cross_sia.register_forward_hook(keep, with_kwargs=True)
     with torch.no_grad():
         model(src, lengths, prev, theta=theta)
-        expected = enc["enc_gates"].mean(-1, keepdim=True)  # one gate, or the mean of the head gates
+        expected = enc["feature_state"]["gates"].mean(-1, keepdim=True)  # one gate, or the mean of the head gates
     assert torch.equal(seen["v_scale"], expected)  # the same mean of the same gates
 
 
@@ -541,7 +541,7 @@ def test_phi_checksum_recorded_in_args_and_checked_on_rebuild(ta_setup, tmp_path
     old_args = copy.deepcopy(args)
     del old_args.ta_phi_sha256, old_args.ta_phi_file, old_args.ta_topic_model
     old_args.topic_model = other  # its flag's earlier attribute name
-    with caplog.at_level(logging.WARNING, logger="fairseq_sum_plugins.modules.topic"):
+    with caplog.at_level(logging.WARNING, logger="fairseq_sum_plugins.features.topic_assistant.layers"):
         _build_with_args("transformer_ta_small", old_args, FakeTask(d))
     assert "no Phi checksum" in caplog.text and old_args.ta_phi_sha256 == sha_other
 

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import binarize, write_toy_parallel
 from tolerances import MODEL_ULPS, OP_ULPS, fp32_close
-from fairseq_sum_plugins.topic_model import load_split_tokens
+from fairseq_sum_plugins.features.topic_assistant.topic_model import load_split_tokens
 from test_cli_roundtrip import USER_DIR, cli, run
 
 K = 8
@@ -96,7 +96,7 @@ def test_fit_and_theta_count_the_untruncated_documents(truncated_data, tmp_path)
     without --full-src the binarized (truncated) source is counted, as before."""
     import shutil
 
-    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, bag_of_words, load_dictionary, load_split_tokens
+    from fairseq_sum_plugins.features.topic_assistant.topic_model import PoissonFactorAnalysis, bag_of_words, load_dictionary, load_split_tokens
     from preprocess.topic_model import main as topic_model_main
 
     data, full = truncated_data
@@ -196,7 +196,7 @@ def test_prepare_again_keeps_valid_topic_files_and_refuses_to_drop_stale_ones(tm
     --max-src-tokens changes the documents: refused, naming the files and --overwrite, which deletes them."""
     import hashlib
 
-    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, check_theta_file, load_dictionary
+    from fairseq_sum_plugins.features.topic_assistant.topic_model import PoissonFactorAnalysis, check_theta_file, load_dictionary
     from preprocess.prepare import PrepareError
     from preprocess.topic_model import main as topic_model_main
     from test_preprocess import make_corpus, run_prepare
@@ -257,7 +257,7 @@ def test_semantic_similarity_reads_d_lines(ta_trained, tmp_path):
              "H-1\t-0.5\tred red red", "D-1\t-0.5\tdog ran fast in park"]
     gen = tmp_path / "gen.out"
     gen.write_text("\n".join(lines) + "\n")
-    from fairseq_sum_plugins import score
+    from fairseq_sum_plugins.scoring import score
 
     common = ["--refs", "t-lines", "--topic-model", os.path.join(data, "topic_model.npz"), "--bootstrap-samples", "0"]
     got = score.main(["--generate-output", str(gen)] + common)
@@ -283,7 +283,7 @@ def test_checkpoint_records_phi_and_rejects_a_refit_topic_model(ta_trained, tmp_
     import torch
     from fairseq import checkpoint_utils
 
-    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, load_dictionary
+    from fairseq_sum_plugins.features.topic_assistant.topic_model import PoissonFactorAnalysis, load_dictionary
 
     data, ckpt = ta_trained["data"], ta_trained["ckpt"]
     d = load_dictionary(data)
@@ -390,7 +390,7 @@ def test_bart_with_gate_and_topic_assistant_restores_fine_tunes_generates(tmp_pa
         gate = model.encoder.info_gate
         gate.threshold = -1.0
         view_enc = model.encoder(**net_input)
-        g = view_enc["enc_gates"][0][~view_enc["encoder_padding_mask"][0]].max(-1).values.sort().values
+        g = view_enc["feature_state"]["gates"][~view_enc["encoder_padding_mask"][0]].max(-1).values.sort().values
         gate.threshold = float(g[len(g) // 2 - 1 : len(g) // 2 + 1].mean())
         gate.prune = False
         masked, _ = model(**net_input)
@@ -411,7 +411,7 @@ def _copy_data(src, dst):
 
 def _refit_phi(data, path, seed=5):
     """A topic model over the same dictionary and K with another Phi (a refit)."""
-    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, load_dictionary
+    from fairseq_sum_plugins.features.topic_assistant.topic_model import PoissonFactorAnalysis, load_dictionary
 
     tm = PoissonFactorAnalysis.load(os.path.join(data, "topic_model.npz"), load_dictionary(data))
     phi = np.random.default_rng(seed).gamma(0.3, 1.0, tm.phi.shape).astype(np.float32)
@@ -453,7 +453,7 @@ def test_generate_with_the_training_topic_model_refuses_theta_of_a_refit(ta_trai
     """Issue 12.5: after a refit of DATA, following the checkpoint error's advice
     (--model-overrides "{'ta_topic_model': PATH}") decodes with theta of the other fit: refused; theta
     rewritten with that topic model (the command the error names) is accepted."""
-    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, check_theta_file
+    from fairseq_sum_plugins.features.topic_assistant.topic_model import PoissonFactorAnalysis, check_theta_file
     from preprocess.topic_model import main as topic_model_main
 
     data = _copy_data(ta_trained["data"], tmp_path / "bin")
@@ -476,7 +476,7 @@ def test_a_killed_fit_never_leaves_new_phi_beside_old_theta(ta_trained, tmp_path
     import hashlib
     import shutil
 
-    from fairseq_sum_plugins.topic_model import PoissonFactorAnalysis, check_theta_file
+    from fairseq_sum_plugins.features.topic_assistant.topic_model import PoissonFactorAnalysis, check_theta_file
     from preprocess.topic_model import main as topic_model_main
 
     def sha(path):

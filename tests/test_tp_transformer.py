@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from conftest import build_model, random_batch
 from tolerances import OP_ULPS, bf16_close, fp32_close, fp64_close
 from fairseq_sum_plugins.modules.attention import MultiheadAttention
-from fairseq_sum_plugins.modules.tpr import DiscreteBinding, TPRBinding, shared_role_normalization
+from fairseq_sum_plugins.features.tp_transformer import DiscreteBinding, TPRBinding, shared_role_normalization
 
 # --- TPT eq. 4-6 against a hand computation ------------------------------------------------------
 
@@ -138,12 +138,17 @@ def test_shared_role_normalisation_changes_nothing_but_the_op_count(tiny_overrid
         return out.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
 
     shared = run()
-    import fairseq_sum_plugins.models.sum_transformer as st
-    original, st.shared_role_normalization = st.shared_role_normalization, lambda _m: contextlib.nullcontext()
+    from dataclasses import replace
+
+    from fairseq_sum_plugins.modules.features import FEATURES
+
+    name = "TP-Transformer role binding (--tpr)"
+    original = FEATURES[name]
+    FEATURES[name] = replace(original, stack_context=None)  # the backbones enter no shared normalisation
     try:
         own = run()  # every binding normalises its own dictionary
     finally:
-        st.shared_role_normalization = original
+        FEATURES[name] = original
     # the same normalisation of the same roles, computed once or per binding: bit for bit
     assert torch.equal(shared[0], own[0])
     assert all(torch.equal(shared[1][n], own[1][n]) for n in own[1])

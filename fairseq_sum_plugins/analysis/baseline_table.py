@@ -12,7 +12,7 @@ and ``source_use.json`` (source gain, the model's own test NLL, distinct outputs
 * ``OUT/baselines.md``: one table, the baseline rows (Lead-1, Lead-3, Lead-k, random3, the oracle,
   the generic summary, the bag of pieces) then the models, each with ROUGE-1/2/L F1, ROUGE-2
   specificity delta (p), test NLL, source gain, distinct outputs and the verdict
-  (:func:`fairseq_sum_plugins.analysis.specificity.verdict`), and for each model its paired
+  (:func:`fairseq_sum_plugins.scoring.specificity.verdict`), and for each model its paired
   bootstrap against Lead-3 (:func:`fairseq_sum_plugins.analysis.compare.compare_systems`, 1,000
   resamples, seed 1: A - B in ROUGE points with p) beside its paired difference from the first label
   (compare.sh's baseline);
@@ -41,9 +41,9 @@ import json
 import os
 import sys
 
-from .. import rouge
+from ..scoring import rouge
 from . import baselines as bl
-from . import specificity as sp
+from ..scoring import specificity as sp
 
 SECTION = "## Baselines and the verdict"
 NAMES = {
@@ -207,7 +207,7 @@ def build(out_dir, work, labels, baselines_path=None, samples=1000, seed=1):
         f"{base['documents']} test documents. Baselines: fairseq-sum-baselines "
         "(analysis/baselines.py); "
         "ROUGE F1 x 100; specificity: ROUGE-2 F1 against the own reference minus against the other "
-        'documents\' (points), permutation p. Verdict "summarizes" (analysis/specificity.py): '
+        'documents\' (points), permutation p. Verdict "summarizes" (scoring/specificity.py): '
         "specificity "
         + (
             f"delta above {bar:.2f} (max(0.5, half the random extract's "
@@ -338,7 +338,7 @@ def across_seeds(seed_dirs):
         "models as mean +- sd over seeds, the verdict and the paired bootstrap against Lead-3 of "
         "each seed; "
         'baselines (fairseq-sum-baselines, no training) once. Verdict "summarizes" '
-        "(analysis/specificity.py): "
+        "(scoring/specificity.py): "
         f"ROUGE-2 specificity delta above {base['bar']:.2f} (max(0.5, half the random extract's "
         f"{base['random_delta']:+.2f})) with p <= {sp.MAX_P}, test NLL below the bag of pieces', "
         "source gain "

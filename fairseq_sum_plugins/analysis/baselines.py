@@ -6,7 +6,7 @@
     fairseq-sum-baselines --data WORK --json OUT.json         # a folder of fairseq-sum-prepare
 
 Systems, each scored like ``fairseq-sum-score`` scores a model (ROUGE-1/2/L F1 with 95% bootstrap
-intervals, :class:`fairseq_sum_plugins.rouge.Scorer` and its options) and with ROUGE-2 reference
+intervals, :class:`fairseq_sum_plugins.scoring.rouge.Scorer` and its options) and with ROUGE-2 reference
 specificity (:mod:`.specificity`, own / other / delta / permutation p):
 
 * ``lead1``, ``lead3``: the first 1 / 3 sentences of the document;
@@ -66,11 +66,11 @@ from collections import Counter
 
 import numpy as np
 
-from .. import rouge
-from ..rouge_text import rouge_tokens
-from ..score_inputs import ScoreInputError, int_at_least, jsonl_objects
+from ..scoring import rouge
+from ..scoring.rouge_text import rouge_tokens
+from ..scoring.score_inputs import ScoreInputError, int_at_least, jsonl_objects
 from ..text import DEFAULT_SENTENCE_SPLITTER, SENT_SEP, split_sentences
-from . import specificity as sp
+from ..scoring import specificity as sp
 
 SYSTEMS = ("lead1", "lead3", "leadk", "random3", "oracle", "generic")
 LAMBDAS = tuple(

@@ -8,11 +8,11 @@ advantage". Given two systems' outputs on the same documents with the same refer
     fairseq-sum-compare gen_a.out gen_b.out --data DATA/bin --method ar --json cmp.json --png cmp.png
 
 per metric ``m`` (ROUGE-1/2/L F1 by default; the scorer's per-document numbers,
-:meth:`fairseq_sum_plugins.rouge.Scorer.document_f1`) with per-document scores ``a_i``, ``b_i`` (i = 1..n)::
+:meth:`fairseq_sum_plugins.scoring.rouge.Scorer.document_f1`) with per-document scores ``a_i``, ``b_i`` (i = 1..n)::
 
     d_i   = a_i - b_i,         delta = mean_i d_i                            (difference, A - B)
     paired bootstrap (Koehn, 2004): B resamples I_b of n documents drawn with replacement
-          (:mod:`fairseq_sum_plugins.bootstrap`, the resamples of the scorer's CIs),
+          (:mod:`fairseq_sum_plugins.scoring.bootstrap`, the resamples of the scorer's CIs),
           delta_b = mean_{i in I_b} d_i;   95% CI = [2.5th, 97.5th] percentile of delta_b
           p = (1 + #{b : |delta_b - delta| >= |delta|}) / (1 + B)
               (two-sided; the bootstrap distribution shifted to the null, Berg-Kirkpatrick et al., 2012)
@@ -27,7 +27,7 @@ The CI is the bootstrap one with either method. Identical systems give delta = 0
 p = 1 under both tests; the smallest p reachable is 1 / (1 + B) (or 1 / (1 + R)).
 
 Inputs are read by ``fairseq-sum-score``'s loaders with its reference options
-(:func:`fairseq_sum_plugins.score_inputs.add_reference_options`): a file holding ``H-``/``D-``
+(:func:`fairseq_sum_plugins.scoring.score_inputs.add_reference_options`): a file holding ``H-``/``D-``
 lines is a ``fairseq-generate`` output, any other file holds one hypothesis per line. References
 are the untruncated summaries of ``--data`` (or of the absolute data path in each output's log),
 ``--ref FILE`` or ``--ref-jsonl FILE`` (through ``--data``'s reference index: records dropped by
@@ -35,7 +35,7 @@ are the untruncated summaries of ``--data`` (or of the absolute data path in eac
 against the cut ``T-`` lines by name. Both systems must cover the same sample ids with identical
 references, else it is an error naming the first difference; sample ids missing from an output are
 reported against the split's size. The scoring options are ``fairseq-sum-score``'s
-(:func:`fairseq_sum_plugins.rouge.add_scorer_options`: ``--scorer rouge-score|official``,
+(:func:`fairseq_sum_plugins.scoring.rouge.add_scorer_options`: ``--scorer rouge-score|official``,
 ``--workers``, ``--sentence-sep`` and its warning, ``--no-detok``, ``--split-sentences``), and
 ``--meteor-impl`` picks the METEOR of ``--metrics meteor`` (nltk's, or Meteor 1.5's segment scores).
 """
@@ -46,9 +46,9 @@ import sys
 
 import numpy as np
 
-from fairseq_sum_plugins import rouge
-from fairseq_sum_plugins.bootstrap import bootstrap_statistics, percentile_interval
-from fairseq_sum_plugins.score_inputs import (add_reference_options, generate_inputs, hypothesis_inputs,
+from fairseq_sum_plugins.scoring import rouge
+from fairseq_sum_plugins.scoring.bootstrap import bootstrap_statistics, percentile_interval
+from fairseq_sum_plugins.scoring.score_inputs import (add_reference_options, generate_inputs, hypothesis_inputs,
                                               int_at_least)
 
 DEFAULT_METRICS = ("rouge1", "rouge2", "rougeL")
@@ -59,7 +59,7 @@ _GENERATE_LINE = re.compile(r"^[HD]-\d+\t")
 # ------------------------------------------------------------------------------ per-document scores
 def document_scores(hyps, refs, metrics=DEFAULT_METRICS, detok=True, seps=(), scorer=None):
     """{metric: array (n,)} of per-document F1s (METEOR: its score), cleaned and scored exactly as
-    ``fairseq-sum-score`` (:meth:`fairseq_sum_plugins.rouge.Scorer.document_f1` of ``scorer``,
+    ``fairseq-sum-score`` (:meth:`fairseq_sum_plugins.scoring.rouge.Scorer.document_f1` of ``scorer``,
     default ``Scorer(detok=detok, seps=seps)``)."""
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
@@ -96,7 +96,7 @@ def approximate_randomization(a, b, trials=10000, seed=1, chunk=256):
 def compare_systems(hyps_a, hyps_b, refs, metrics=DEFAULT_METRICS, method="bootstrap", samples=1000,
                     trials=10000, seed=1, detok=True, seps=(), scorer=None, specificity=False):
     """Per metric: means of A and B, their difference, its 95% bootstrap CI and the p-value
-    (scores of ``scorer``, a :class:`~fairseq_sum_plugins.rouge.Scorer`; default: the default one with
+    (scores of ``scorer``, a :class:`~fairseq_sum_plugins.scoring.rouge.Scorer`; default: the default one with
     ``detok`` and ``seps``). ``specificity``: also each system's ROUGE-2 reference specificity
     (:mod:`.specificity`, 1,000 permutations seeded by ``seed``) under ``specificity``
     {``a``, ``b``}."""
@@ -116,12 +116,12 @@ def compare_systems(hyps_a, hyps_b, refs, metrics=DEFAULT_METRICS, method="boots
         out[m] = {"a": float(sa[m].mean()), "b": float(sb[m].mean()), "diff": delta, "ci": list(ci), "p": p}
     res = {"method": method, "num_summaries": len(refs), "metrics": out}
     if specificity and len(refs) > 1:
-        from .specificity import specificity as reference_specificity
+        from ..scoring.specificity import specificity as reference_specificity
 
         res["specificity"] = {side: reference_specificity(*scorer.pairs(hyps, refs), seed=seed)
                               for side, hyps in (("a", hyps_a), ("b", hyps_b))}
     if "meteor" in metrics:
-        from ..meteor import impl_label
+        from ..scoring.meteor import impl_label
 
         res["meteor_impl"] = impl_label(scorer.meteor or "nltk")
     return res
@@ -316,7 +316,7 @@ def html_sources(args, paths, n):
     """The documents of --html as ``<sep>``-joined lines (analysis/decodings.py's format)."""
     import os
 
-    from ..score_inputs import GenerateOutput, read_jsonl_field, read_lines
+    from ..scoring.score_inputs import GenerateOutput, read_jsonl_field, read_lines
     from .decodings import clean_line
 
     if args.src is None:
@@ -338,7 +338,7 @@ def html_sources(args, paths, n):
         raise ValueError(f"--src {args.src} has {len(docs)} documents for {n} summaries "
                          "(line i = document i)")
     if is_generate_output(paths[0]):  # the S- lines (cut sources) must start their documents
-        from ..score_inputs import starts_like
+        from ..scoring.score_inputs import starts_like
 
         shown = GenerateOutput(paths[0]).sources
         for i in range(n):

@@ -80,8 +80,8 @@ def parse_train_log(path):
 
 
 def _mean_words(gen_output):
-    from fairseq_sum_plugins.rouge_text import clean_summary
-    from fairseq_sum_plugins.score_inputs import read_generate_output
+    from fairseq_sum_plugins.scoring.rouge_text import clean_summary
+    from fairseq_sum_plugins.scoring.score_inputs import read_generate_output
 
     _, hyps, _ = read_generate_output(gen_output)
     return sum(len(" ".join(clean_summary(h)).split()) for h in hyps) / max(len(hyps), 1)
@@ -287,7 +287,7 @@ def specificity_rows(hyp_sents, ref_sents):
     specificity delta, :mod:`.specificity`)."""
     import numpy as np
 
-    from .specificity import BigramMatrix, bigram_counts
+    from ..scoring.specificity import BigramMatrix, bigram_counts
 
     counts = ([bigram_counts(h) for h in hyp_sents], [bigram_counts(r) for r in ref_sents])
     m = BigramMatrix(*counts).matrix()
@@ -307,7 +307,7 @@ def system_summary(name, hyps, refs, scorer, source_use=None, baselines=None):
     """What the HTML report shows of one system: corpus and per-document ROUGE-1/2/L F1 x 100,
     specificity and its per-document contributions, distinct outputs and, with ``baselines``
     (fairseq-sum-baselines' JSON), the verdict (:func:`.specificity.verdict`)."""
-    from . import specificity as sp
+    from ..scoring import specificity as sp
 
     hyp_sents, ref_sents = scorer.pairs(hyps, refs)
     per = scorer.document_f1(hyps, refs, ("rouge1", "rouge2", "rougeL"))

@@ -2,7 +2,7 @@
 
 From a ``fairseq-generate`` output (``H-``/``D-``/``T-``/``S-`` lines) and the references the
 scorer reads (``fairseq-sum-score``'s reference options,
-:func:`~fairseq_sum_plugins.score_inputs.generate_inputs`)::
+:func:`~fairseq_sum_plugins.scoring.score_inputs.generate_inputs`)::
 
     python -m fairseq_sum_plugins.analysis.decodings RUN/test.out --out RUN --table-dir TABLE \\
         --checkpoint RUN/checkpoints/checkpoint_last.pt --data DATA/bin
@@ -21,7 +21,7 @@ writes
   references (``untruncated``, or ``--refs t-lines``: the cut ``T-`` lines).
 
 Each line is the scorer's own cleanup of the text
-(:func:`fairseq_sum_plugins.rouge_text.clean_summary`: sentencepiece / BPE undone, special tokens
+(:func:`fairseq_sum_plugins.scoring.rouge_text.clean_summary`: sentencepiece / BPE undone, special tokens
 dropped, Moses-detokenized, with ``--sentence-sep``, ``--split-sentences`` and ``--no-detok`` as in
 ``fairseq-sum-score``), its sentences joined by `` <sep> ``
 (:data:`fairseq_sum_plugins.text.SENT_SEP`, the boundary summary-level ROUGE-L needs). So scoring
@@ -37,9 +37,9 @@ import json
 import os
 import sys
 
-from ..rouge import Scorer, add_scorer_options
-from ..rouge_text import clean_summary, sentence_separators, split_summary
-from ..score_inputs import (ScoreInputError, add_reference_options, find_data_dir, generate_inputs,
+from ..scoring.rouge import Scorer, add_scorer_options
+from ..scoring.rouge_text import clean_summary, sentence_separators, split_summary
+from ..scoring.score_inputs import (ScoreInputError, add_reference_options, find_data_dir, generate_inputs,
                             read_lines)
 from ..text import SENT_SEP
 
@@ -84,7 +84,7 @@ def clean_line(text, detok=True, seps=(), splitter=None):
 
 
 def scorer(**fields):
-    """The :class:`~fairseq_sum_plugins.rouge.Scorer` that scores committed lines as
+    """The :class:`~fairseq_sum_plugins.scoring.rouge.Scorer` that scores committed lines as
     ``fairseq-sum-score`` scored the output they came from (no second detokenization)."""
     return Scorer(detok=False, **fields)
 

@@ -5,7 +5,7 @@ For each threshold ``t`` the same checkpoint generates summaries of ``--gen-subs
 ``<= t`` closed and their positions removed (Algorithm 1); the table gives the sparsity rate
 (removed / total source tokens), ROUGE-1/2/L F1 (x 100, summary-level ROUGE-L) of the summaries
 against the binarized targets, scored by ``fairseq-sum-score``'s
-:class:`~fairseq_sum_plugins.rouge.Scorer` with its options (``--scorer rouge-score|official``,
+:class:`~fairseq_sum_plugins.scoring.rouge.Scorer` with its options (``--scorer rouge-score|official``,
 ``--sentence-sep``, ``--no-detok``, ``--split-sentences``; a target without a word scores 0), and whether the model still reads its
 source at that threshold: the source gain (bits per summary token gained from its own document over
 another, :mod:`.source_use`) and the number of distinct summaries::
@@ -31,7 +31,7 @@ from argparse import Namespace
 import numpy as np
 import torch
 
-from .. import rouge
+from ..scoring import rouge
 from ..modules.encoder_out import EncoderOut
 from .source_use import source_gain
 
@@ -79,7 +79,7 @@ def load(data, path, cuda, reference=False):
     model = models[0].eval()
     if cuda:
         model.cuda()
-    from ..modules.gates import information_gates
+    from ..features.information_selection import information_gates
 
     gates = information_gates([model])
     if not gates and not reference:
@@ -164,7 +164,7 @@ def interleaved_timing(model, task, gates, args, cuda, rounds):
 
 def rouge_f1(scorer, hyps, refs):
     """[ROUGE-1, ROUGE-2, ROUGE-L] F1 x 100 of decoded summaries against their targets, means over
-    the documents (:meth:`~fairseq_sum_plugins.rouge.Scorer.documents`, a target without a word scoring 0)."""
+    the documents (:meth:`~fairseq_sum_plugins.scoring.rouge.Scorer.documents`, a target without a word scoring 0)."""
     if not hyps:
         return [0.0, 0.0, 0.0]
     per = scorer.documents([scorer.sentences(h) for h in hyps], [scorer.sentences(r) for r in refs],
@@ -226,7 +226,7 @@ def document_gates(model, task, gates, subset, index, cuda):
     finally:
         for g, t in zip(gates, saved):
             g.threshold = t
-    scores = EncoderOut.of(enc).gates[0].float().max(-1).values.cpu()  # either model's layout
+    scores = EncoderOut.of(enc).state["gates"][0].float().max(-1).values.cpu()  # either model's layout
     keep = src[0].ne(task.source_dictionary.pad())
     tokens = [task.source_dictionary[int(t)] for t in src[0][keep]]
     return tokens, scores[keep.to(scores.device)].tolist()

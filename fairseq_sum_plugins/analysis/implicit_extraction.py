@@ -26,7 +26,7 @@ from argparse import Namespace
 import numpy as np
 import torch
 
-from ..rouge import add_scorer_options, clean_summary, rouge_tokens, scorer_from_args
+from ..scoring.rouge import add_scorer_options, clean_summary, rouge_tokens, scorer_from_args
 
 logger = logging.getLogger("fairseq_sum_plugins.implicit_extraction")
 

@@ -46,7 +46,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..modules.tpr import TPRBinding
+from ..features.tp_transformer import TPRBinding
 
 REPRESENTATIONS = ("role", "filler", "final")
 SEP = "<sep>"

@@ -95,7 +95,7 @@ def _load(path):
 def specificity_of(hyps, refs):
     """{own, other, delta, p} of ROUGE-2 reference specificity (:mod:`.specificity`), rounded."""
     from .decodings import scorer
-    from .specificity import specificity
+    from ..scoring.specificity import specificity
 
     s = specificity(*scorer().pairs(hyps, refs))
     return {"own": round(s["own"], 2), "other": round(s["other"], 2), "delta": round(s["delta"], 2),
@@ -254,7 +254,7 @@ def add_verdicts(models, table_dir):
     """Each run with decodings gets its verdict (:func:`.specificity.verdict`: "summarizes" or "does
     not summarize") from its specificity, test NLL, source gain and distinct outputs against the
     table's ``baselines.json`` (the random extract's delta sets the bar; the bag of pieces' NLL)."""
-    from .specificity import verdict
+    from ..scoring.specificity import verdict
 
     data = _load(os.path.join(table_dir, "baselines.json"))
     bag = (data.get("bag_of_pieces") or {}).get("nll")

@@ -15,7 +15,7 @@ generic text for every document. ROUGE alone does not show this. Two measurement
   an information selection model at its ``--gate-threshold``).
 * **distinct outputs**: the number of different summary texts among the N test documents'
   generated summaries (``fairseq-generate`` output, each text after
-  :func:`~fairseq_sum_plugins.rouge_text.clean_summary`), reported as ``distinct`` of ``hypotheses``:
+  :func:`~fairseq_sum_plugins.scoring.rouge_text.clean_summary`), reported as ``distinct`` of ``hypotheses``:
   1 of N when one text is written for every document, N of N when no two documents share a summary.
   Texts are counted, not documents: summaries "a", "a", "b" are 2 distinct of 3 (the number of
   documents whose summary differs from every other's would be 1).
@@ -91,9 +91,9 @@ def source_gain(model, task, subset="test", max_examples=None, batch_size=16, cu
 
 def distinct_outputs(gen_output):
     """``(distinct, total)``: the number of different hypothesis texts of a ``fairseq-generate`` output
-    (after :func:`~fairseq_sum_plugins.rouge_text.clean_summary`) and the number of hypotheses."""
-    from ..rouge_text import clean_summary
-    from ..score_inputs import read_generate_output
+    (after :func:`~fairseq_sum_plugins.scoring.rouge_text.clean_summary`) and the number of hypotheses."""
+    from ..scoring.rouge_text import clean_summary
+    from ..scoring.score_inputs import read_generate_output
 
     _, hyps, _ = read_generate_output(gen_output)
     texts = [" ".join(clean_summary(h)) for h in hyps]

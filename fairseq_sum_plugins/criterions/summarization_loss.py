@@ -15,8 +15,8 @@ its own name (``aux_<name>``, unweighted). With no auxiliary losses this is exac
 The criterion names no feature: the losses, their weight flags (``--{name}-weight``, defaults
 from the papers), their normalisations (``--{name}-norm``) and the ratios to log are what the
 features registered in :mod:`fairseq_sum_plugins.aux_losses` (e.g. ``gate_l1`` and
-``gate_sparsity`` in :mod:`fairseq_sum_plugins.modules.gates`, ``mem_comp`` / ``mem_read`` in
-:mod:`fairseq_sum_plugins.modules.memory`, ``coverage`` in :mod:`fairseq_sum_plugins.models.mem2mem`).
+``gate_sparsity`` in :mod:`fairseq_sum_plugins.features.information_selection`, ``mem_comp`` / ``mem_read`` in
+:mod:`fairseq_sum_plugins.models.mem2mem.memory`, ``coverage`` in :mod:`fairseq_sum_plugins.models.mem2mem.model`).
 A ``document`` normalisation makes the sample size the number of documents: the cross-entropy is
 then summed over each summary (label-smoothed like the token reading) and that loss over the
 units its value is a mean of, averaged over the documents of the batch; other auxiliary losses then

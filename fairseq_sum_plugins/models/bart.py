@@ -1,10 +1,10 @@
 """fairseq's BART with this plugin's features, for fine-tuning a pre-trained fairseq BART checkpoint.
 
 One model (``bart_sum``) whose features are the flags of ``sum_transformer``: ``--gate``
-(``--gate-per-head``, ``--gate-threshold``; information selection, :mod:`..modules.gates`),
-``--ta-sia`` / ``--ta-tema`` / ``--ta-drm`` (Topic Assistant, :mod:`..modules.topic`), ``--tpr``
-(TP-Transformer role binding, :mod:`..modules.tpr`; BART's post-LN layers only) and
-``--focus-layers`` / ``--saliency-layers`` (ETADS, :mod:`..modules.focus`, :mod:`..modules.saliency`),
+(``--gate-per-head``, ``--gate-threshold``; information selection, :mod:`..features.information_selection`),
+``--ta-sia`` / ``--ta-tema`` / ``--ta-drm`` (Topic Assistant, :mod:`..features.topic_assistant.layers`), ``--tpr``
+(TP-Transformer role binding, :mod:`..features.tp_transformer`; BART's post-LN layers only) and
+``--focus-layers`` / ``--saliency-layers`` (ETADS, :mod:`..features.etads_focus`, :mod:`..features.etads_saliency`),
 in any combination. Presets::
 
     bart_base_gated, bart_large_gated   information selection (Ishimwe & Grave)
@@ -44,6 +44,7 @@ No BART parameter is renamed, so BART checkpoints load as they are; the features
 initialised fresh (:meth:`SumBARTModel.upgrade_state_dict_named`); earlier names of the Topic
 Assistant's parameters are renamed on load (:data:`RENAMED`).
 """
+import functools
 import re
 from contextlib import contextmanager
 
@@ -72,17 +73,19 @@ from ..modules.features import (
     build_model_features,
     cross_attention_values,
     decoder_call,
+    decoder_outputs,
     encoder_inputs,
     feature_defaults,
     layer_inputs,
     prob_gate_fn,
+    recompute_context,
     score_bias_fn,
     set_model_features,
     site_input_names,
+    stack_context,
+    switch_on,
     transform_encoder_output,
 )
-from ..modules.gates import gate_defaults, restore_attention
-from ..modules.topic import topic_defaults
 from .fresh_params import fresh_pattern, keep_fresh_parameters
 
 # earlier TA parameter names -> their names here: the per-decoder ModuleList layout (encoder.sia.N,
@@ -164,8 +167,21 @@ def wrap_layer(layer, cfg, inputs):
     layer outside the span that provides them)."""
     checkpointed = cfg.checkpoint_activations or cfg.offload_activations
     if checkpointed:
-        checkpoint_layer(layer, cfg.offload_activations, inputs.captured)
+        checkpoint_layer(layer, cfg.offload_activations, functools.partial(_captured, layer, inputs))
     return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not checkpointed else 0)
+
+
+def _captured(layer, inputs):
+    """What a recomputed layer needs again: the batch inputs and the features' stack context
+    (:func:`~fairseq_sum_plugins.modules.features.recompute_context`)."""
+    batch, features = inputs.captured(), recompute_context(layer)
+
+    @contextmanager
+    def again():
+        with batch(), features():
+            yield
+
+    return again
 
 
 class FeatureAttention(MultiheadAttention):
@@ -355,7 +371,6 @@ class SumBARTEncoder(TransformerEncoder):
         d = args.encoder_embed_dim  # e.g. information selection (IS eq. 3, Algorithm 1) on the final states
         self.output_features = attach(self, args, ENCODER_OUT, "encoder", SiteDims(0, 1, d, d, args.decoder_attention_heads))
         self.model_features = []  # e.g. the Topic Assistant's topic model, set by SumBARTModel.build_model
-        self.sia_head_dim = args.encoder_embed_dim // args.encoder_attention_heads
 
     def build_encoder_layer(self, cfg):
         cfg = as_config(cfg)
@@ -366,8 +381,8 @@ class SumBARTEncoder(TransformerEncoder):
     def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False, token_embeddings=None, **side):
         side = {**self.inputs.get("side", {}), **side}  # side data: net_input fields, or from the model's forward
         # e.g. TA eq. 6's probabilities, shared by the layers
-        values = encoder_inputs(self.model_features, src_tokens, src_tokens.eq(self.padding_idx), self.sia_head_dim)
-        with self.inputs.given(**values):
+        values = encoder_inputs(self.model_features, src_tokens, src_tokens.eq(self.padding_idx))
+        with self.inputs.given(**values), stack_context(self.layers):  # e.g. TPT eq. 4 once per stack
             out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
         view = EncoderOut.of(out)
         view.src_tokens, view.side, view.aux_losses = src_tokens, side, {}
@@ -386,7 +401,6 @@ class SumBARTDecoder(TransformerDecoder):
         self.inputs, self.n_built = BatchInputs(), 0
         super().__init__(args, dictionary, embed_tokens, no_encoder_attn)
         self.model_features = []  # e.g. the Topic Assistant's topic model, set by SumBARTModel.build_model
-        self.sia_head_dim = args.decoder_embed_dim // args.decoder_attention_heads
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
         cfg = as_config(cfg)
@@ -400,7 +414,7 @@ class SumBARTDecoder(TransformerDecoder):
         inputs.update(cross_attention_values(view))  # e.g. IS eq. 6, as sum_transformer's: {} without --gate
         incremental = incremental_state is not None  # e.g. TEMA's prefix and mask, SIA's probabilities, DRM's theta
         call = decoder_call(self.model_features, prev_output_tokens, 1 if incremental else prev_output_tokens.size(1),
-                            view, self.sia_head_dim, incremental)
+                            view, incremental)
         inputs.update(**call.site_inputs("decoder_self"), **call.site_inputs("decoder_cross"), self_mask=call.self_mask)
         if call.n_prefix:  # e.g. TEMA (TA eq. 8), embedded like the tokens (without a position)
             x = self.embed_scale * call.prefix(self.embed_tokens.weight)
@@ -415,14 +429,15 @@ class SumBARTDecoder(TransformerDecoder):
                          full_context_alignment: bool = False, alignment_layer=None, alignment_heads=None):
         view = EncoderOut.of(encoder_out)
         inputs, n_prefix = self.batch_inputs(prev_output_tokens, view, incremental_state)
-        with self.inputs.given(**inputs):
+        with self.inputs.given(**inputs), stack_context(self.layers):  # e.g. TPT eq. 4 once per stack
             x, extra = super().extract_features(prev_output_tokens, encoder_out, incremental_state,
                                                 full_context_alignment, alignment_layer, alignment_heads)
         attn = extra["attn"][0] if extra.get("attn") else None
         if n_prefix:  # TEMA's topic positions are never emitted
             x, attn = x[:, n_prefix:], (attn[:, n_prefix:] if attn is not None else None)
-        extra["attn"] = [restore_attention(attn, view)]  # pruned positions -> source positions
-        extra["aux_losses"], extra["gate_counts"] = dict(view.aux_losses), view.gate_counts
+        extra["attn"] = [view.restore_attention(attn)]  # kept rows -> source positions
+        extra["aux_losses"] = dict(view.aux_losses)
+        extra.update(decoder_outputs(view))  # e.g. IS: gate_counts
         return x, extra
 
 
@@ -492,8 +507,9 @@ def register_preset(name, size_architecture, gate=False, topic_assistant=False):
 
     def preset(args):
         parse_bool_options(args, SumBARTModel.add_args)
-        gate_defaults(args, gate=gate)
-        topic_defaults(args, on=topic_assistant)
+        for name, on in (("information selection", gate), ("Topic Assistant", topic_assistant)):
+            if on:
+                switch_on(args, name)
         size_architecture(args)
 
     preset.__name__ = name

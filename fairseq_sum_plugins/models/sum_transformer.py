@@ -9,7 +9,7 @@ Each paper is a named preset (``--arch``) over the same code path, so features a
     tp_transformer_gated_base       information selection composed with TPT-d
     etads_base                      ETADS: focus attention (encoder), saliency selection (cross-attn), post-LN
     etads_baseline                  ETADS paper's "Basic model": the same 4+4 post-LN cell without them
-    transformer_ta_base             Topic Assistant: SIA + TEMA + DRM (modules/topic.py) on the T5-style cell
+    transformer_ta_base             Topic Assistant: SIA + TEMA + DRM (features/topic_assistant/layers.py) on the T5-style cell
 
 The cell (TP-Transformer §2.2-2.3, TPT eq. 3 and 6-9), pre-LN by default::
 
@@ -25,7 +25,7 @@ whose residual carries the un-normalized stream ``X`` and whose sublayers (feed-
 read ``LN(X)``.
 With ``--pointer-generator True`` (any preset, either cell) the output is See et al.'s copy mixture
 ``z_t softmax(E^T h_t) + (1 - z_t) P_copy`` over the last layer's head-averaged cross-attention
-(modules/pointer_generator.py, as fairseq's examples/pointer_generator); small models trained
+(features/copy_mechanism.py, as fairseq's examples/pointer_generator); small models trained
 briefly from scratch read their documents with it and not without (results/xsum-read/).
 ``TPR`` is the identity when ``--tpr none``. With the default cell, positions are fairseq's sinusoidal
 embeddings and the norms are LayerNorm with bias. Every parameter takes part in every forward pass.
@@ -70,16 +70,15 @@ from fairseq.models import (
 )
 from fairseq.modules import LayerNorm, PositionalEmbedding
 
-from ..flags import bool_flag, parse_bool_options, renamed_flag
+from ..flags import bool_flag, parse_bool_options
 from ..data_folder import hub_text_kwargs
 from ..modules.attention import MultiheadAttention
 from ..modules.checkpointing import add_checkpoint_args, checkpoint_layers
 from ..modules.compiled import compile_layers
 from ..modules.dropout import Drops, add_dropout_mask_arg, check_dropout_mask, set_dropout_mask
 from ..modules.encoder_out import EncoderOut
-from ..modules.pointer_generator import TransformerCopy
-from ..modules.gates import restore_attention
 from ..modules.features import (
+    DECODER_OUT,
     ENCODER_OUT,
     NoCall,
     SiteDims,
@@ -90,18 +89,22 @@ from ..modules.features import (
     build_model_features,
     cross_attention_values,
     decoder_call,
+    decoder_outputs,
     encoder_inputs,
     feature_defaults,
     layer_inputs,
+    needs_attention,
     prob_gate_fn,
     prefix_length,
+    recompute_context,
     score_bias_fn,
     set_model_features,
+    stack_context,
+    switch_on,
     transform_encoder_output,
+    transform_output,
 )
 from ..modules.t5 import RelativePositionBias, T5LayerNorm, t5_init_attention, t5_init_feed_forward
-from ..modules.topic import topic_defaults
-from ..modules.tpr import TPRBinding, role_units_context, shared_role_normalization
 from .fresh_params import IMPORT_MARKER, check_import_mark, keep_fresh_parameters
 
 DEFAULT_MAX_POSITIONS = 1024
@@ -339,13 +342,12 @@ class SumTransformerEncoder(Drops, FairseqEncoder):
         ) if self.t5 else None
         self.dropout = args.dropout
         self.layers = nn.ModuleList([EncoderLayer(args, i) for i in range(args.encoder_layers)])
-        checkpoint_layers(self.layers, args, role_units_context)  # --checkpoint-activations
+        checkpoint_layers(self.layers, args, recompute_context)  # --checkpoint-activations
         self.layer_norm = build_norm(args, d) if args.encoder_normalize_before else None
         # e.g. information selection (IS eq. 3, Algorithm 1): a gate per source token on the final states
         dims = SiteDims(0, 1, d, d, args.decoder_attention_heads)
         self.output_features = attach(self, args, ENCODER_OUT, "encoder", dims)
-        self.model_features = []  # e.g. the Topic Assistant's topic model (modules/topic.py), set by build_model
-        self.sia_head_dim = d // args.encoder_attention_heads
+        self.model_features = []  # e.g. the Topic Assistant's topic model, set by build_model
 
     def forward(self, src_tokens, src_lengths=None, **side):
         padding_mask = src_tokens.eq(self.padding_idx)
@@ -358,8 +360,8 @@ class SumTransformerEncoder(Drops, FairseqEncoder):
             x = x + self.embed_positions(src_tokens)
         x = self.drop(x, self.dropout)
         attn_mask = padding_mask if padding_mask.any() else None
-        values = encoder_inputs(self.model_features, src_tokens, padding_mask, self.sia_head_dim)  # e.g. TA eq. 6
-        with shared_role_normalization(self.layers):  # TPT eq. 4 for every sublayer at once
+        values = encoder_inputs(self.model_features, src_tokens, padding_mask)  # e.g. TA eq. 6
+        with stack_context(self.layers):  # e.g. TPT eq. 4 for every sublayer at once
             for layer in self.layers:
                 x = layer(x, attn_mask, values, position_bias)
         if self.layer_norm is not None:
@@ -401,7 +403,7 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         self.output_scale = d**-0.5 if self.t5 and t5_scale_decoder_output(args) else 1.0
         self.dropout = args.dropout
         self.layers = nn.ModuleList([DecoderLayer(args, i) for i in range(args.decoder_layers)])
-        checkpoint_layers(self.layers, args, role_units_context)  # --checkpoint-activations
+        checkpoint_layers(self.layers, args, recompute_context)  # --checkpoint-activations
         self.layer_norm = build_norm(args, d) if args.decoder_normalize_before else None
         if args.share_decoder_input_output_embed:
             self.output_projection = None
@@ -411,22 +413,23 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         # When True (and not training), the last layer's head-averaged cross-attention is returned
         # in ``extra["attn"]`` (for alignment printing / coverage); it disables the fused kernel there.
         self.need_attn = False
-        self.model_features = []  # e.g. the Topic Assistant's topic model (modules/topic.py), set by build_model
-        self.sia_head_dim = d // args.decoder_attention_heads
-        # copy mechanism over the last layer's cross-attention (modules/pointer_generator.py)
-        self.copy = TransformerCopy(d) if getattr(args, "pointer_generator", False) else None
+        self.model_features = []  # e.g. the Topic Assistant's topic model, set by build_model
+        # e.g. the copy mechanism over the last layer's cross-attention (features/copy_mechanism.py)
+        dims = SiteDims(0, 1, d, d, args.decoder_attention_heads)
+        self.output_features = attach(self, args, DECODER_OUT, "output", dims)
 
     def forward(self, prev_output_tokens, encoder_out, incremental_state=None, features_only=False, **kwargs):
         x, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
         if features_only:
             return x, extra
         logits = self.output_layer(x)
-        if self.copy is None:
+        if not self.output_features:
             return logits, extra
-        # pointer-generator: log P of the copy mixture (get_normalized_probs gives it back)
+        # e.g. the copy mixture's log P (get_normalized_probs gives it back)
         tokens = prev_output_tokens[:, -1:] if incremental_state is not None else prev_output_tokens
         src_tokens = EncoderOut.of(encoder_out).src_tokens
-        return self.copy(logits, x, self.embed_tokens(tokens), extra["attn"][0], src_tokens), extra
+        return transform_output(self.output_features, logits, x, self.embed_tokens(tokens), extra["attn"][0],
+                                src_tokens), extra
 
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **kwargs):
         all_prev_tokens = prev_output_tokens
@@ -446,21 +449,20 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         attn = None
         cross_values = cross_attention_values(view)  # e.g. IS eq. 6: {} without --gate
         # e.g. the Topic Assistant: TEMA's prefix and mask, SIA's probabilities, DRM's theta
-        call = decoder_call(self.model_features, all_prev_tokens, x.size(1), view, self.sia_head_dim,
-                            incremental_state is not None)
+        call = decoder_call(self.model_features, all_prev_tokens, x.size(1), view, incremental_state is not None)
         n_prefix = call.n_prefix
         if n_prefix:  # the prefix before the new positions (TEMA: the topic embeddings, TA eq. 8)
             prefix = self.embed_scale * call.prefix(self.embed_tokens.weight)
             x = torch.cat([self.drop(prefix.type_as(x), self.dropout), x], dim=1)
         position_bias = self.t5_position_bias(x, all_prev_tokens, view) if self.t5 else None
-        with shared_role_normalization(self.layers):  # TPT eq. 4 for every sublayer at once
+        need_attn = needs_attention(self.output_features) or self.need_attn and not self.training
+        with stack_context(self.layers):  # e.g. TPT eq. 4 for every sublayer at once
             for i, layer in enumerate(self.layers):
                 last = i == len(self.layers) - 1
                 x, layer_attn = layer(x, enc, enc_mask, incremental_state, cross_values=cross_values, call=call,
-                                      need_attn=last and (self.copy is not None or self.need_attn and not self.training),
-                                      position_bias=position_bias)
+                                      need_attn=last and need_attn, position_bias=position_bias)
                 if last:
-                    attn = restore_attention(layer_attn, view)  # pruned positions -> source positions
+                    attn = view.restore_attention(layer_attn)  # kept rows -> source positions
         if n_prefix:  # the prefix positions are never emitted
             x = x[:, n_prefix:]
             attn = attn[:, n_prefix:] if attn is not None else None
@@ -469,7 +471,7 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         if self.t5:
             x = self.drop(x, self.dropout)
         return x, {"attn": [attn], "inner_states": None, "aux_losses": dict(view.aux_losses),
-                   "gate_counts": view.gate_counts}
+                   **decoder_outputs(view)}  # e.g. IS: gate_counts
 
     def t5_position_bias(self, x, all_prev_tokens, view):
         """The T5 cell's biases for the new rows ``x``: causal self-attention over every position so far
@@ -481,8 +483,8 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         bias = {"self": self.relative_position(q_pos, torch.arange(total, device=x.device)), "cross": None}
         if self.cross_position is not None:
             k_pos = view.src_tokens.ne(self.padding_idx).long().cumsum(1) - 1
-            if view.gate_index is not None:  # information selection removed positions
-                k_pos = k_pos.gather(1, view.gate_index)
+            if view.kept_index is not None:  # a feature removed positions (e.g. IS Algorithm 1)
+                k_pos = k_pos.gather(1, view.kept_index)
             bias["cross"] = self.cross_position(q_pos, k_pos)
         return bias
 
@@ -538,10 +540,6 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         # the features (modules/features.py): information selection --gate*, TP-Transformer --tpr*, ETADS
         # --focus/--saliency-layers
         add_feature_args(parser)
-        # copy mechanism
-        parser.add_argument("--pointer-generator", type=bool_flag, metavar="BOOL",
-                            help="copy source tokens through the last layer's cross-attention "
-                                 "(See et al., 2017; fairseq's examples/pointer_generator); needs a joined dictionary")
         parser.add_argument("--compile", type=bool_flag, metavar="BOOL",
                             help="torch.compile each layer, dynamic lengths (modules/compiled.py)")
         add_dropout_mask_arg(parser)
@@ -560,9 +558,6 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
             dec_emb = enc_emb  # the output projection stays separate with --share-decoder-input-output-embed False
         else:
             dec_emb = build_embedding(args, tgt_dict, args.decoder_embed_dim)
-        if args.pointer_generator and src_dict != tgt_dict:
-            raise ValueError("--pointer-generator copies source ids into the target vocabulary: "
-                             "use a joined dictionary (fairseq-sum-prepare writes one)")
         # e.g. the Topic Assistant's topic model (none without --ta-*; it sets args.ta_num_topics)
         model_features = build_model_features(args, task, src_dict, tgt_dict)
         encoder = SumTransformerEncoder(args, src_dict, enc_emb)
@@ -606,9 +601,6 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, **side)
         return self.decoder(prev_output_tokens, encoder_out=encoder_out)
 
-    def tpr_bindings(self):
-        """``(name, TPRBinding)`` pairs in encoder/decoder order, for role analysis."""
-        return [(n, m) for n, m in self.named_modules() if isinstance(m, TPRBinding)]
 
 
 @register_model_architecture("sum_transformer", "sum_transformer")
@@ -654,8 +646,7 @@ def base_architecture(args):
         raise ValueError("--t5-d-kv and --t5-scale-decoder-output are flags of the T5 cell (--cell t5)")
     if args.t5_d_kv is not None and args.t5_d_kv < 1:
         raise ValueError(f"--t5-d-kv {args.t5_d_kv}: a per-head dim is a positive integer")
-    feature_defaults(args, args.cell)  # the features' flags (--gate*, --tpr*, --focus/--saliency-layers)
-    args.pointer_generator = getattr(args, "pointer_generator", False)
+    feature_defaults(args, args.cell)  # the features' flags (--gate*, --tpr*, --focus/--saliency-layers, ...)
 
 
 # --- TP-Transformer presets (paper §3.2 / App. B: 6 layers, 8 heads, d_k 64, d_m 512, d_f 2048) ---
@@ -756,14 +747,14 @@ def t5_base(args):
 @register_model_architecture("sum_transformer", "t5_small_gated")
 def t5_small_gated(args):
     """Information selection on T5-small: encoder gate + gated cross-attention."""
-    renamed_flag(args, "gate", "info_gate", True)  # an old checkpoint's info_gate first
+    switch_on(args, "information selection")  # unless given (also as an old checkpoint's info_gate)
     t5_small(args)
 
 
 @register_model_architecture("sum_transformer", "t5_base_gated")
 def t5_base_gated(args):
     """Information selection as the paper ran it (§4.2): T5-base + gate (PyTorch's default Linear init)."""
-    renamed_flag(args, "gate", "info_gate", True)  # an old checkpoint's info_gate first
+    switch_on(args, "information selection")  # unless given (also as an old checkpoint's info_gate)
     t5_base(args)
 
 
@@ -828,14 +819,14 @@ def etads_baseline(args):
 @register_model_architecture("sum_transformer", "transformer_gated_base")
 def transformer_gated_base(args):
     """Information selection on the T5-style baseline (no role binding)."""
-    renamed_flag(args, "gate", "info_gate", True)  # an old checkpoint's info_gate first
+    switch_on(args, "information selection")  # unless given (also as an old checkpoint's info_gate)
     t5_transformer_base(args)
 
 
 @register_model_architecture("sum_transformer", "tp_transformer_gated_base")
 def tp_transformer_gated_base(args):
     """Information selection composed with TPT-d role binding."""
-    renamed_flag(args, "gate", "info_gate", True)  # an old checkpoint's info_gate first
+    switch_on(args, "information selection")  # unless given (also as an old checkpoint's info_gate)
     tp_transformer_base(args)
 
 
@@ -858,7 +849,7 @@ def tp_transformer_gated_small(args):
 @register_model_architecture("sum_transformer", "transformer_ta_base")
 def transformer_ta_base(args):
     """Transformer + TA: 6+6 layers, d_m 512, 8 heads, d_f 2048, K from the topic model, top-5 topics."""
-    topic_defaults(args, on=True)
+    switch_on(args, "Topic Assistant")
     t5_transformer_base(args)
 
 

@@ -1,7 +1,7 @@
 """One dropout function for every dropout of the plugin's own cells (default cell, T5 cell, Mem2Mem).
 
 Every embedding, sublayer, feed-forward hidden and attention-probability dropout of
-``models/sum_transformer.py``, ``modules/attention.py`` and ``models/mem2mem.py`` calls
+``models/sum_transformer.py``, ``modules/attention.py`` and ``models/mem2mem/model.py`` calls
 :func:`dropout` (BART runs fairseq's own layers and their ``FairseqDropout``). Which mask it draws
 is the model's ``--dropout-mask``:
 

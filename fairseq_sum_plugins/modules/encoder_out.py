@@ -3,16 +3,22 @@
 An encoder returns a dict (fairseq passes it to the decoder and to ``reorder_encoder_out``); its
 fields are declared here once, with their shapes, and read through :class:`EncoderOut`::
 
-    field          key                  shape          written by
-    enc            "enc"                (B, S', C)     the encoder (batch-first; S' < S after pruning)
-    padding_mask   "enc_padding_mask"   (B, S')        the encoder; True at padding
-    src_tokens     "src_tokens"         (B, S)         the encoder (the source, unpruned)
+    field          key                  shape             written by
+    enc            "enc"                (B, S', C)        the encoder (batch-first; S' <= S)
+    padding_mask   "enc_padding_mask"   (B, S')           the encoder; True at padding
+    src_tokens     "src_tokens"         (B, S)            the encoder (the source, all positions)
     side           "side"               {name: (B, ...)}  the task's side data (``--side-data``)
-    aux_losses     "aux_losses"         {name: scalar}  features (``gate_l1``), never reordered
-    gates          "enc_gates"          (B, S', G)     information selection (IS eq. 3), 0 at padding
-    gate_bias      "enc_gate_bias"      (B, G, 1, S')  per-head -inf bias of closed positions, or None
-    gate_index     "gate_index"         (B, S')        source position of each kept row, or None
-    gate_counts    "gate_counts"        (B, 2)         [removed, total] source tokens per document
+    aux_losses     "aux_losses"         {name: scalar}    features (e.g. ``gate_l1``), never reordered
+    kept_index     "kept_index"         (B, S')           source position of each row of ``enc`` when a
+                                                          feature removed positions (e.g. IS Algorithm 1),
+                                                          else None
+    state          "feature_state"      {name: (B, ...)}  what features keep for the decoder (e.g. the
+                                                          information gates), reordered like ``enc``
+
+The backbones know no feature's fields: a feature writes its per-document tensors into ``state``
+(the information gate's ``gates``, ``gate_bias`` and ``gate_counts``:
+features/information_selection.py), every one of them follows beam search's reordering, and
+:meth:`EncoderOut.restore_attention` maps attention over the kept rows back to source positions.
 
 BART keeps fairseq's time-first layout (``encoder_out["encoder_out"] = [(S', B, C)]``, one-element
 lists): :meth:`EncoderOut.of` reads both layouts and :meth:`EncoderOut.into_fairseq` writes the
@@ -30,13 +36,12 @@ KEYS = {
     "src_tokens": "src_tokens",
     "side": "side",
     "aux_losses": "aux_losses",
-    "gates": "enc_gates",
-    "gate_bias": "enc_gate_bias",
-    "gate_index": "gate_index",
-    "gate_counts": "gate_counts",
+    "kept_index": "kept_index",
+    "state": "feature_state",
 }
 # fields that fairseq's own encoder dict already carries (time-first or as lists)
 FAIRSEQ_KEYS = {"enc": "encoder_out", "padding_mask": "encoder_padding_mask", "src_tokens": "src_tokens"}
+_DICTS = ("side", "aux_losses", "state")
 
 
 @dataclass
@@ -48,10 +53,8 @@ class EncoderOut:
     src_tokens: Tensor
     side: Dict[str, Tensor] = field(default_factory=dict)
     aux_losses: Dict[str, Tensor] = field(default_factory=dict)
-    gates: Optional[Tensor] = None
-    gate_bias: Optional[Tensor] = None
-    gate_index: Optional[Tensor] = None
-    gate_counts: Optional[Tensor] = None
+    kept_index: Optional[Tensor] = None
+    state: Dict[str, Optional[Tensor]] = field(default_factory=dict)
 
     def to_dict(self):
         return {KEYS[f.name]: getattr(self, f.name) for f in fields(self)}
@@ -61,7 +64,8 @@ class EncoderOut:
         """The view of a batch-first dict, or of a fairseq (time-first, list-valued) one."""
         if "encoder_out" in encoder_out:
             return cls._of_fairseq(encoder_out)
-        return cls(**{name: encoder_out.get(key) for name, key in KEYS.items()})
+        view = {name: encoder_out.get(key) for name, key in KEYS.items()}
+        return cls(**{**view, **{name: view[name] or {} for name in _DICTS}})
 
     @classmethod
     def _of_fairseq(cls, encoder_out):
@@ -73,26 +77,34 @@ class EncoderOut:
         padding_mask = first("encoder_padding_mask")
         if padding_mask is None:
             padding_mask = torch.zeros(enc.shape[:2], dtype=torch.bool, device=enc.device)
-        extra = {name: first(KEYS[name]) for name in ("gates", "gate_bias", "gate_index", "gate_counts")}
         return cls(enc=enc, padding_mask=padding_mask, src_tokens=first("src_tokens"),
-                   side=encoder_out.get("side") or {}, aux_losses=encoder_out.get("aux_losses") or {}, **extra)
+                   side=encoder_out.get("side") or {}, aux_losses=encoder_out.get("aux_losses") or {},
+                   kept_index=first(KEYS["kept_index"]), state=encoder_out.get(KEYS["state"]) or {})
 
     def into_fairseq(self, encoder_out):
         """Writes the fields into fairseq's encoder dict ``encoder_out`` (in place, time-first)."""
         encoder_out["encoder_out"] = [self.enc.transpose(0, 1)]
         encoder_out["encoder_padding_mask"] = [self.padding_mask]
         encoder_out["src_tokens"] = [self.src_tokens]
-        if self.gate_index is not None:  # pruned: fairseq's per-position fields do not align with the kept rows
+        if self.kept_index is not None:  # fairseq's per-position fields do not align with the kept rows
             encoder_out["encoder_embedding"] = []
             encoder_out["encoder_states"] = []
         encoder_out["side"], encoder_out["aux_losses"] = self.side, self.aux_losses
-        for name in ("gates", "gate_bias", "gate_index", "gate_counts"):
-            value = getattr(self, name)
-            encoder_out[KEYS[name]] = [] if value is None else [value]
+        encoder_out[KEYS["kept_index"]] = [] if self.kept_index is None else [self.kept_index]
+        encoder_out[KEYS["state"]] = self.state
         return encoder_out
 
     def reorder(self, new_order):
         """Beam search's reordering: every per-document tensor follows ``new_order``; aux losses stay."""
         pick = lambda t: None if t is None else t.index_select(0, new_order)  # noqa: E731
-        changed = {f.name: pick(getattr(self, f.name)) for f in fields(self) if f.name not in ("side", "aux_losses")}
-        return replace(self, side={k: pick(v) for k, v in self.side.items()}, **changed)
+        changed = {f.name: pick(getattr(self, f.name)) for f in fields(self) if f.name not in _DICTS}
+        return replace(self, side={k: pick(v) for k, v in self.side.items()},
+                       state={k: pick(v) for k, v in self.state.items()}, **changed)
+
+    def restore_attention(self, attn):
+        """Attention over the kept rows ``(B, T, S')`` as attention over source positions ``(B, T, S)``
+        (the identity when no position was removed)."""
+        if attn is None or self.kept_index is None:
+            return attn
+        full = attn.new_zeros(attn.size(0), attn.size(1), self.src_tokens.size(1))
+        return full.scatter_add_(2, self.kept_index.unsqueeze(1).expand(-1, attn.size(1), -1), attn)

@@ -18,8 +18,13 @@ any of these methods (duck-typed), with one batch-first layout on every backbone
   (TPT eq. 6: ``TPRBinding``);
 * ``encoder_output(view)``: transforms the encoder output (:class:`.encoder_out.EncoderOut`) in
   place, for a module on the encoder (site ``encoder_out``; IS eq. 3 and Algorithm 1:
-  ``InformationGate``), e.g. adding its aux losses to ``view.aux_losses`` (registered with
-  :mod:`fairseq_sum_plugins.aux_losses`).
+  ``InformationGate``): its rows (``kept_index`` when it removes positions), its per-document
+  ``state`` for the decoder, its aux losses in ``view.aux_losses`` (registered with
+  :mod:`fairseq_sum_plugins.aux_losses`);
+* ``__call__(logits, features, embedded, attn, src_tokens) -> log P``, for a module on the decoder's
+  output (site ``decoder_out``; the copy mechanism): the output distribution from the logits, the
+  last layer's states and cross-attention (over source positions) and the embedded input tokens;
+  ``needs_attention = True`` asks the last layer for its head-averaged cross-attention.
 
 A model-level feature (``build_model_feature(args, task, src_dict, tgt_dict)``, set on the encoder
 and the decoder as ``attrs["model"]`` before their layers are built; the Topic Assistant's topic
@@ -29,10 +34,19 @@ padding_mask, head_dim) -> {name: value}`` for ``encoder_self``, and per decoder
 ``prefix(embed_weight) -> (B, n, C)`` (a decoder prefix, embedded by the backbone like its tokens,
 never emitted: TEMA, TA eq. 8), ``self_mask`` (the decoder self-attention's additive mask
 replacing the causal one, or None) and ``site_inputs(site) -> {name: value}``; and
-``prefix_length()``, the prefix's length.
+``prefix_length()``, the prefix's length. The model-level module knows its own sizes (e.g. SIA's
+``d_k`` from the model args).
 
-A spec may also give ``cross_inputs(view) -> {name: value}``: per-forward values of every decoder
-cross-attention computed from the encoder output: ``kv_scale`` ``(B, G|1, S, 1)`` scales the
+A spec may give what the backbones do around their stacks and outputs: ``stack_context(stack)``, a
+context manager entered around a stack's layers in every forward (TPT eq. 4: the role dictionaries
+normalised once for all sublayers), with ``recompute_context(layer)`` for activation checkpointing
+(a factory of context managers that re-creates it when a layer is recomputed in backward); and
+``decoder_outputs(view) -> {name: value}``, extra outputs of the decoder (``net_output[1]``) read
+from the encoder output (IS: ``gate_counts`` for the criterion's ``gate_sparsity``).
+
+A spec may also give ``cross_inputs(view, values) -> {name: value}``: per-forward values of every
+decoder cross-attention computed from the encoder output and the ``values`` the features registered
+before it gave (computed once per forward, shared by the layers): ``kv_scale`` ``(B, G|1, S, 1)`` scales the
 projected key and value rows (IS eq. 6), ``score_bias`` ``(B, G|1, 1, S)`` is added to the logits,
 other names are inputs that site's modules declare (several features' scales multiply, biases add).
 
@@ -44,7 +58,9 @@ or reading another key is a ``KeyError``. The default transformer cell and the T
 (:mod:`..models.sum_transformer`) and BART's layers (:mod:`..models.bart`) build the modules with
 :func:`attach` and consume them with :func:`score_bias_fn`, :func:`prob_gate_fn`, :func:`add_heads`,
 :func:`bind`, :func:`transform_encoder_output`, :func:`cross_attention_values`,
-:func:`encoder_inputs` and :func:`decoder_call`.
+:func:`encoder_inputs`, :func:`decoder_call`, :func:`stack_context`, :func:`recompute_context`,
+:func:`transform_output` and :func:`decoder_outputs`; a preset switches a feature on with
+:func:`switch_on`.
 A backbone where a switched-on feature means nothing is refused by ``spec.refuse(args, backbone)``
 with a message naming the feature. Adding a feature is its module with its spec and flags, and a
 row of the contract table (tests/test_model_contract.py); tests/test_features.py adds one that way.
@@ -55,8 +71,11 @@ from typing import Callable, Dict, Optional
 
 from ..flags import parse_bool_options
 
+import contextlib
+
 SITES = ("encoder_self", "decoder_self", "decoder_cross")
 ENCODER_OUT = "encoder_out"  # modules on the encoder, transforming its output
+DECODER_OUT = "decoder_out"  # modules on the decoder, transforming its output distribution
 MODEL = "model"  # a model-level module on the encoder and the decoder (per-forward inputs, a decoder prefix)
 SITE_INPUTS = ("padding_mask", "incremental_state", "kv_scale", "score_bias")
 BACKBONES = ("default", "t5", "bart")  # sum_transformer's cells (--cell) and bart_sum
@@ -81,14 +100,15 @@ class FeatureSpec:
     ``attrs``: site (a layer site, ``encoder_out`` or ``model``) -> attribute name of its module on
     the layer, encoder or decoder; ``build(args, site, dims)``: the module of a site, or None where
     it is off; ``stage``: ``"attention"`` (built before the site's attention), ``"head"`` (after it),
-    ``"binding"`` (after its residual), ``"encoder"`` (on the encoder, after its layers) or
-    ``"model"`` (one module per model, built by ``build_model_feature``, e.g. the Topic Assistant's
-    topic model);
+    ``"binding"`` (after its residual), ``"encoder"`` (on the encoder, after its layers),
+    ``"output"`` (on the decoder, after its output projection) or ``"model"`` (one module per model,
+    built by ``build_model_feature``, e.g. the Topic Assistant's topic model);
     ``inputs``: site -> the per-forward input names its modules read; ``refuse(args, backbone)``: a
     message when the feature is on and means nothing there, else None; ``on(args)``: the settings
     that switch it on in ``args`` (``("--gate True",)``; empty: off; without it, any of its flags
-    set, :func:`features_on`); ``cross_inputs`` and ``build_model_feature``: see the module
-    docstring."""
+    set, :func:`features_on`); ``defaults(args, on=False)`` fills its flags (``on``: a preset's
+    switch, :func:`switch_on`); ``cross_inputs``, ``build_model_feature``, ``stack_context``,
+    ``recompute_context`` and ``decoder_outputs``: see the module docstring."""
 
     name: str
     attrs: Dict[str, str]
@@ -101,13 +121,16 @@ class FeatureSpec:
     cross_inputs: Optional[Callable] = None
     build_model_feature: Optional[Callable] = None
     on: Optional[Callable] = None
+    stack_context: Optional[Callable] = None
+    recompute_context: Optional[Callable] = None
+    decoder_outputs: Optional[Callable] = None
 
 
 FEATURES: Dict[str, FeatureSpec] = {}
 
 
 def register_feature(spec: FeatureSpec):
-    bad = set(spec.attrs) - set(SITES) - {ENCODER_OUT, MODEL}
+    bad = set(spec.attrs) - set(SITES) - {ENCODER_OUT, DECODER_OUT, MODEL}
     if bad:
         raise ValueError(f"feature {spec.name!r}: unknown sites {sorted(bad)} (sites: {', '.join(SITES)})")
     FEATURES[spec.name] = spec
@@ -278,10 +301,10 @@ def set_model_features(host, built):
     host.model_features = list(built.values())
 
 
-def encoder_inputs(modules, src_tokens, padding_mask, head_dim):
+def encoder_inputs(modules, src_tokens, padding_mask):
     values = {}
     for m in modules:
-        values.update(m.encoder_inputs(src_tokens, padding_mask, head_dim))
+        values.update(m.encoder_inputs(src_tokens, padding_mask))
     return values
 
 
@@ -295,10 +318,10 @@ class NoCall:
         return {}
 
 
-def decoder_call(modules, prev_tokens, new_len, view, head_dim, incremental):
+def decoder_call(modules, prev_tokens, new_len, view, incremental):
     """The model-level feature's inputs of this decoder call (:class:`NoCall` without one)."""
     for m in modules:
-        return m.decoder_call(prev_tokens, new_len, view, head_dim, incremental)
+        return m.decoder_call(prev_tokens, new_len, view, incremental)
     return NoCall()
 
 
@@ -317,7 +340,7 @@ def cross_attention_values(view):
     """The features' per-forward values of the decoder cross-attention (``FeatureSpec.cross_inputs``)."""
     values = {}
     for spec in FEATURES.values():
-        for name, value in (spec.cross_inputs(view) if spec.cross_inputs is not None else {}).items():
+        for name, value in (spec.cross_inputs(view, dict(values)) if spec.cross_inputs is not None else {}).items():
             if value is None:
                 continue
             if name in values and name not in ("kv_scale", "score_bias"):
@@ -378,3 +401,61 @@ def layer_inputs(site, padding_mask=None, incremental_state=None, **values):
     inputs = dict.fromkeys(names)
     inputs.update(values, padding_mask=padding_mask, incremental_state=incremental_state)
     return inputs
+
+
+@contextlib.contextmanager
+def stack_context(stack):
+    """Every feature's ``stack_context(stack)``, entered in registration order around a stack's layers."""
+    with contextlib.ExitStack() as entered:
+        for spec in FEATURES.values():
+            if spec.stack_context is not None:
+                entered.enter_context(spec.stack_context(stack))
+        yield
+
+
+def recompute_context(layer):
+    """For activation checkpointing (:mod:`.checkpointing`): what :func:`stack_context` has set on
+    ``layer``, captured now, as a factory of context managers that sets it again when the layer is
+    recomputed in backward (after the stack's context has closed)."""
+    factories = [spec.recompute_context(layer) for spec in FEATURES.values() if spec.recompute_context is not None]
+
+    @contextlib.contextmanager
+    def restore():
+        with contextlib.ExitStack() as entered:
+            for factory in factories:
+                entered.enter_context(factory())
+            yield
+
+    return restore
+
+
+def decoder_outputs(view):
+    """``{name: value}`` the features add to the decoder's ``net_output[1]`` (None values left out)."""
+    out = {}
+    for spec in FEATURES.values():
+        if spec.decoder_outputs is not None:
+            out.update((k, v) for k, v in spec.decoder_outputs(view).items() if v is not None)
+    return out
+
+
+def needs_attention(modules):
+    """Whether an output module reads the last layer's cross-attention (``needs_attention``)."""
+    return any(getattr(m, "needs_attention", False) for m in modules)
+
+
+def transform_output(modules, logits, features, embedded, attn, src_tokens):
+    """The decoder's output through every ``decoder_out`` module (the logits when there is none)."""
+    for m in modules:
+        logits = m(logits, features, embedded, attn, src_tokens)
+    return logits
+
+
+def switch_on(args, name):
+    """A preset's switch: the feature called ``name`` (its spec's name before `` (--``) gets its
+    defaults with ``on=True``, so it is on unless ``args`` (a command line, a checkpoint's args,
+    or one under an earlier flag name) say otherwise."""
+    for spec in FEATURES.values():
+        if spec.name.split(" (--")[0] == name:
+            spec.defaults(args, on=True)
+            return args
+    raise KeyError(f"no feature {name!r}: {', '.join(s.name for s in FEATURES.values())}")

@@ -18,14 +18,15 @@ import importlib
 
 from .features import FEATURES
 
-# information selection (IS), ETADS focus / saliency, Topic Assistant (TA); TPR first: the modules
-# package imports it (TPRBinding), and this order is the one the contract cells were recorded with
-FEATURE_MODULES = ("tpr", "gates", "focus", "saliency", "topic")
+# fairseq_sum_plugins/features/: the order in which the contract cells were recorded (parameter
+# names, initialisation, the order features are applied)
+FEATURE_MODULES = ("tp_transformer", "information_selection", "etads_focus", "etads_saliency",
+                   "topic_assistant.layers", "copy_mechanism")
 
 
 def load_features():
     """Imports every feature module of :data:`FEATURE_MODULES`, in that order; returns the registry
     (:data:`~.features.FEATURES`). Loading twice changes nothing."""
     for name in FEATURE_MODULES:
-        importlib.import_module(f"{__package__}.{name}")
+        importlib.import_module(f"fairseq_sum_plugins.features.{name}")
     return FEATURES

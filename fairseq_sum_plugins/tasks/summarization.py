@@ -33,7 +33,7 @@ or refuses a dictionary of sentencepiece pieces or GPT-2 ids that would turn the
 turned back into text as ``--eval-rouge-bpe`` says (by default the BPE recorded in
 ``DATA/prepare_args.json``, i.e. sentencepiece, else GPT-2 BPE for a dictionary of GPT-2 ids such
 as BART's, else none), then cleaned and scored like ``fairseq-sum-score`` does, by the same
-:class:`fairseq_sum_plugins.rouge.Scorer`: ``--eval-rouge-scorer`` is its ``--scorer``
+:class:`fairseq_sum_plugins.scoring.rouge.Scorer`: ``--eval-rouge-scorer`` is its ``--scorer``
 (``rouge-score`` or ``official``), ``--eval-rouge-sentence-sep`` its ``--sentence-sep`` (tokens
 separated by spaces); a reference without a word scores 0.
 """
@@ -54,7 +54,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from ..data_folder import dictionary_checksum, read_prepare_args, text_encoding_for
-from ..rouge import DOCUMENT_BACKENDS, MAIN_METRICS, Scorer, separator_tokens
+from ..scoring.rouge import DOCUMENT_BACKENDS, MAIN_METRICS, Scorer, separator_tokens
 from ..side_data import (  # noqa: F401  (register_side_data_provider: part of the task's interface)
     GENERATOR_HOOKS,
     SIDE_DATA_CHECKS,
@@ -124,7 +124,7 @@ class SummarizationConfig(TranslationConfig):
     eval_rouge_sentence_sep: Optional[str] = field(
         default=None, metadata={"help": "extra sentence separator tokens of --eval-rouge, space-separated (e.g. '<q>'), "
                                         "as fairseq-sum-score --sentence-sep"})
-    # GNMT penalties in beam search (Wu et al., 2016; ETADS §4.1), see fairseq_sum_plugins/sequence_generator.py
+    # GNMT penalties in beam search (Wu et al., 2016; ETADS §4.1), see fairseq_sum_plugins/tasks/sequence_generator.py
     lenpen_gnmt: Optional[float] = field(
         default=None,
         metadata={"help": "rank finished hypotheses by log P / ((5 + |Y|) / 6) ** ALPHA instead of --lenpen"},
@@ -408,7 +408,7 @@ class SummarizationTask(TranslationTask):
     def build_generator(self, models, args, **kwargs):
         """fairseq's generator; asks the decoders for attention only when it will be printed or
         scored. ``--lenpen-gnmt`` / ``--coverage-penalty`` (task flags, or the same names in ``args``,
-        e.g. ``--eval-rouge-args``) select :class:`~fairseq_sum_plugins.sequence_generator.GNMTSequenceGenerator`."""
+        e.g. ``--eval-rouge-args``) select :class:`~fairseq_sum_plugins.tasks.sequence_generator.GNMTSequenceGenerator`."""
         lenpen_gnmt = getattr(args, "lenpen_gnmt", self.cfg.lenpen_gnmt)
         coverage = getattr(args, "coverage_penalty", self.cfg.coverage_penalty)
         if getattr(args, "print_alignment", False) or coverage:
@@ -416,7 +416,7 @@ class SummarizationTask(TranslationTask):
                 if hasattr(model.decoder, "need_attn"):
                     model.decoder.need_attn = True
         if (lenpen_gnmt is not None or coverage) and kwargs.get("seq_gen_cls") is None:
-            from ..sequence_generator import GNMTSequenceGenerator
+            from .sequence_generator import GNMTSequenceGenerator
 
             kwargs["seq_gen_cls"] = GNMTSequenceGenerator
             kwargs["extra_gen_cls_kwargs"] = dict(
@@ -471,14 +471,14 @@ class SummarizationTask(TranslationTask):
         return (None if name in (None, "", "none") else name), args
 
     def rouge_scorer(self):
-        """The :class:`~fairseq_sum_plugins.rouge.Scorer` of ``--eval-rouge-scorer`` / ``--eval-rouge-sentence-sep``."""
+        """The :class:`~fairseq_sum_plugins.scoring.rouge.Scorer` of ``--eval-rouge-scorer`` / ``--eval-rouge-sentence-sep``."""
         return Scorer(str(self.cfg.eval_rouge_scorer or "rouge-score"), separator_tokens(self.cfg.eval_rouge_sentence_sep))
 
     def build_rouge_decoder(self):
         """``tokens -> list of sentences`` for ``--eval-rouge``. sentencepiece / subword-nmt marks are
         undone by ``Dictionary.string`` (as fairseq's ``--eval-bleu-remove-bpe``); any other BPE
         (e.g. GPT-2) by fairseq's BPE decoder, its text then split into sentences like
-        ``fairseq-sum-score --split-sentences``. Then :meth:`~fairseq_sum_plugins.rouge.Scorer.sentences`
+        ``fairseq-sum-score --split-sentences``. Then :meth:`~fairseq_sum_plugins.scoring.rouge.Scorer.sentences`
         (``<sep>`` and ``--eval-rouge-sentence-sep`` boundaries, special tokens, Moses detokenization)."""
         scorer = self.rouge_scorer()
         name, args = self.resolve_rouge_bpe()

@@ -16,7 +16,7 @@
 # gain 0.64 bits per abstract token, 100 distinct summaries). The last lines (quickstart_check.py)
 # say whether its figures are the expected ones, give its ROUGE beside Lead-3 and the generic
 # summary on the same 100 test papers (fairseq-sum-baselines, analysis/baselines.py), and the
-# verdict "summarizes" (analysis/specificity.py: ROUGE-2 reference specificity above max(0.5, half
+# verdict "summarizes" (scoring/specificity.py: ROUGE-2 reference specificity above max(0.5, half
 # the random extract's) with p <= 0.01, test NLL below the no-training bag of pieces', and it reads
 # its papers: source gain >= 0.3 bits, >= 90 distinct summaries), with where it stands between the
 # generic summary and Lead-3 if not.

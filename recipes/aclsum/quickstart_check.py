@@ -14,7 +14,7 @@ model, 1 update and 2 decodings on three emulated ones: results/quickstart-cpus/
 equal the expected ones to the last digit; with PINNED=0 the rounding follows the CPU's code
 paths, and ROUGE-1 must lie within TOLERANCE, the largest deviation measured across six code paths
 on one machine (2.03) rounded up. The verdict is
-:func:`fairseq_sum_plugins.analysis.specificity.verdict`; when the model does not summarize, the
+:func:`fairseq_sum_plugins.scoring.specificity.verdict`; when the model does not summarize, the
 last line says where its ROUGE-2 and its specificity delta lie between the generic summary's (0) and
 Lead-3's (1). Exit status 0 either way.
 """
@@ -22,7 +22,7 @@ Lead-3's (1). Exit status 0 either way.
 import json
 import sys
 
-from fairseq_sum_plugins.analysis.specificity import position_between, verdict
+from fairseq_sum_plugins.scoring.specificity import position_between, verdict
 
 # README: ROUGE-1/2/L F1, source gain (bits), distinct summaries of the default run in each mode
 EXPECTED = {

@@ -38,7 +38,7 @@
 #       -beta * sum_j (max(cov_j, 1) - 1). GNMT's own "wu" penalty beta * sum_j log min(cov_j, 1)
 #       (COVERAGE_TYPE=wu) is ~-10^3 on 400-token sources with beta 5 and would rank hypotheses by
 #       coverage alone. OpenNMT-py applies it at every step (-stepwise_penalty); here it rescores
-#       finished hypotheses (fairseq_sum_plugins/sequence_generator.py).
+#       finished hypotheses (fairseq_sum_plugins/tasks/sequence_generator.py).
 #   "coverage weight 1" (Tu et al. coverage)             OpenNMT-py's weight of the coverage *training*
 #       loss (-lambda_coverage 1, with -coverage_attn; See et al., 2017), defined on its RNN decoders'
 #       coverage attention. Not reproduced: this transformer has no coverage attention; the decoding

@@ -22,7 +22,7 @@
 #   T5's own vocabulary                             fairseq-sum-prepare --spm-model WORK/t5/spm.model --dict WORK/t5/dict.txt
 #   drop documents < 100, summaries < 10 tokens     newsroom_to_jsonl --min-doc-tokens 100 --min-summary-tokens 10
 #   documents truncated to 700 tokens               --max-src-tokens 699: 699 pieces + </s> = 700 T5 tokens
-#   lambda in [0.0, 0.7], step 0.1 (§5)             LAMBDAS loop, --gate-l1-weight (per-token normalisation, modules/gates.py)
+#   lambda in [0.0, 0.7], step 0.1 (§5)             LAMBDAS loop, --gate-l1-weight (per-token normalisation, features/information_selection.py)
 #   dropout 0.1                                     the t5_* presets (T5's placement)
 #   best checkpoint by validation perplexity        --best-checkpoint-metric nll_loss (without the gate loss)
 #   threshold in [0.0, 1.0), step 0.01 (§5)         gate_sweep --thresholds 0.00 .. 0.99 (Algorithm 1 pruning)

@@ -60,7 +60,7 @@
 #   documents truncated to 700 tokens                 fairseq-sum-prepare --max-src-tokens 700 (subword pieces)
 #   gate layer between encoder and decoder (IS eq. 3)    --arch transformer_gated_base (--info-gate True)
 #   L = L_MLE + lambda sum |g_i|, lambda 0.1 (IS eq. 9)  --criterion summarization_loss --gate-l1-weight LAMBDA (0.03 here: above)
-#                                                       (gate_l1 = mean gate per source token, modules/gates.py;
+#                                                       (gate_l1 = mean gate per source token, features/information_selection.py;
 #                                                       --gate-l1-norm document: IS eq. 7-9's sums per document)
 #   threshold 0.1 at test time (Algorithm 1)          --model-overrides "{'gate_threshold': 0.1}"; validation
 #                                                       uses --gate-threshold 0.1 and logs gate_sparsity

@@ -12,21 +12,21 @@ Every entry point scores through a :class:`Scorer`, built from the same options,
   :meth:`Scorer.documents`.
 
 A score is two steps: :meth:`Scorer.sentences` / :meth:`Scorer.pairs` turn summaries into cleaned
-sentence lists (:mod:`fairseq_sum_plugins.rouge_text`: split, clean, check the references), then
+sentence lists (:mod:`fairseq_sum_plugins.scoring.rouge_text`: split, clean, check the references), then
 :meth:`Scorer.documents` gives per-document (recall, precision, F1) rows of one backend;
 :meth:`Scorer.corpus` averages them over documents with the seeded bootstrap CIs of
-:mod:`fairseq_sum_plugins.bootstrap` (and METEOR, :mod:`fairseq_sum_plugins.meteor`). The
+:mod:`fairseq_sum_plugins.scoring.bootstrap` (and METEOR, :mod:`fairseq_sum_plugins.scoring.meteor`). The
 functions :func:`score_summaries`, :func:`document_scores`, :func:`prepare_pairs` and
 :func:`rouge_pair` are the same calls with keyword options.
 
 Backends (``--scorer``):
 
 * ``rouge-score`` (default): Google's ``rouge_score`` package (n-gram and LCS counting) over
-  :func:`~fairseq_sum_plugins.rouge_text.rouge_tokens`. ROUGE-L is the SUMMARY-LEVEL ``rougeLsum``
+  :func:`~fairseq_sum_plugins.scoring.rouge_text.rouge_tokens`. ROUGE-L is the SUMMARY-LEVEL ``rougeLsum``
   (union LCS over sentences), which is what ROUGE-1.5.5 and the papers report; plain ``rougeL`` (one
   LCS over the concatenated text) is reported as ``rougeL_plain`` and is not comparable to papers.
   Its per-document scores equal ROUGE-1.5.5's (checked on XSum documents' lead sentences).
-* ``official``: ROUGE-1.5.5 itself (:mod:`fairseq_sum_plugins.rouge155`), per document, over
+* ``official``: ROUGE-1.5.5 itself (:mod:`fairseq_sum_plugins.scoring.rouge155`), per document, over
   ``workers`` processes; also ROUGE-3/4, -W, -S*, -SU*.
 * ``files2rouge``: the ``files2rouge`` executable; corpus averages only (no per-document scores).
 
@@ -46,7 +46,7 @@ from .rouge155 import (MAIN_METRICS, OFFICIAL_ARGS, build_exception_db, per_docu
                        score_files2rouge)
 from .rouge_text import as_sentences, clean_summary, countable, sentence_separators, split_summary
 from .score_inputs import int_at_least
-from .text import DEFAULT_SENTENCE_SPLITTER, SENTENCE_SPLITTERS
+from ..text import DEFAULT_SENTENCE_SPLITTER, SENTENCE_SPLITTERS
 
 # re-exported: the public names of the scorer's parts (rouge_text, rouge155, score_inputs)
 from .rouge155 import (LABELS, check_perl, exception_db_entries, exception_db_lookup,  # noqa: F401

@@ -9,7 +9,7 @@ Shapes: B batch, S kept source tokens, L sentences, T target steps, r memory slo
 E embedding (128), d = 2 x ``--encoder-hidden-size`` (bi-GRU output), H decoder hidden (256).
 
 Encoder (M2M eq. 1-2, 4-6). Sentences are the ``<sep>``-delimited spans of ``src_tokens``
-(:mod:`..modules.sentences`), optionally capped at ``--max-doc-sentences`` sentences of at most
+(:mod:`..models.mem2mem.sentences`), optionally capped at ``--max-doc-sentences`` sentences of at most
 ``--max-sentence-tokens`` pieces (default 0 / 0: all; App. A.2's 4 sections x 500 tokens is applied
 to the data by the PubMed / arXiv converter, so the model cuts nothing further). A bi-GRU runs over
 every sentence (packed): its outputs are the token states ``h^(w)_i`` and its final states
@@ -39,7 +39,7 @@ the rest runs step by step because memory and coverage are recurrent):
 * ``gamma_ti = beta_{t,m(i)} alpha_ti / sum_l beta_{t,m(l)} alpha_tl`` (M2M eq. 3), ``c_t = sum_i gamma_ti h^(w)_i``;
 * ``P_g = softmax(W_v tanh(W_o [h^(m)_t; c_t]))``, ``z_t = sigma(w_c c_t + w_d h^(m)_t + w_x x'_t)``,
   ``P = z_t P_g + (1 - z_t) P_c`` with ``P_c(w) = sum_{i: x_i = w} gamma_ti`` (M2M eq. 13-15, over the
-  extended vocabulary of :mod:`..modules.pointer_generator`). The decoder returns ``log P`` (floored
+  extended vocabulary of :mod:`..features.copy_mechanism`). The decoder returns ``log P`` (floored
   at ``log 1e-10``) as its scores, so ``get_normalized_probs`` (a log-softmax) gives ``P`` back and
   ``fairseq-generate --temperature T`` samples/searches ``P^(1/T) / sum_w P(w)^(1/T)``.
 
@@ -80,13 +80,13 @@ from fairseq.models import (
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.utils.checkpoint import checkpoint
 
-from ..aux_losses import AuxLoss, register_aux_loss
-from ..flags import bool_flag, parse_bool_options, renamed_flag
-from ..modules.checkpointing import add_checkpoint_args
-from ..modules.dropout import Drops, add_dropout_mask_arg, check_dropout_mask, set_dropout_mask
-from ..modules.memory import MemoryCompression, MemoryReader, MemoryWriter, compression_loss, masked_softmax, read_loss
-from ..modules.pointer_generator import MarkerEmbedding, count_position_markers, mix_copy_distribution
-from ..modules.sentences import sentence_layout
+from ...aux_losses import AuxLoss, register_aux_loss
+from ...flags import bool_flag, parse_bool_options, renamed_flag
+from ...modules.checkpointing import add_checkpoint_args
+from ...modules.dropout import Drops, add_dropout_mask_arg, check_dropout_mask, set_dropout_mask
+from .memory import MemoryCompression, MemoryReader, MemoryWriter, compression_loss, masked_softmax, read_loss
+from ...features.copy_mechanism import MarkerEmbedding, count_position_markers, mix_copy_distribution
+from .sentences import sentence_layout
 
 # See et al. (2017): the coverage loss, named apart from the model's coverage attention
 # (--coverage-attention) and the decoding coverage penalty (--coverage-penalty)
@@ -463,7 +463,7 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
     def from_pretrained(cls, model_name_or_path, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs):
         """Hub interface summarizing raw text, with the tokenizer and BPE recorded in
         ``DATA/prepare_args.json`` (validated keys only, given ones win), as ``SumTransformerModel``'s."""
-        from ..data_folder import hub_text_kwargs
+        from ...data_folder import hub_text_kwargs
 
         kwargs = hub_text_kwargs(model_name_or_path, data_name_or_path, kwargs)
         return super().from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)

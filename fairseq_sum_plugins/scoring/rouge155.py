@@ -6,8 +6,8 @@ papers' options ``-c 95 -2 -1 -U -r 1000 -n 4 -w 1.2 -a -m`` (:data:`OFFICIAL_AR
 exception DB is built once into ``~/.cache/fairseq_sum_plugins/rouge155`` (:func:`build_exception_db`).
 The documents are split into ``workers`` chunks scored in parallel; :func:`per_document_official`
 merges the per-document scores (the corpus numbers and CIs are then computed from them as for the
-default scorer, :func:`fairseq_sum_plugins.rouge.aggregate`). It reads the
-:func:`~fairseq_sum_plugins.rouge_text.rouge_words` words (stems left to it): a word outside ASCII,
+default scorer, :func:`fairseq_sum_plugins.scoring.rouge.aggregate`). It reads the
+:func:`~fairseq_sum_plugins.scoring.rouge_text.rouge_words` words (stems left to it): a word outside ASCII,
 which ROUGE-1.5.5 would drop, is passed as a numeric placeholder (one per distinct word, ``9999`` +
 8 digits), so non-Latin text scores as with the default scorer.
 
@@ -15,7 +15,7 @@ which ROUGE-1.5.5 would drop, is passed as a numeric placeholder (one per distin
 (:func:`score_files2rouge`); averages only (no per-document scores), CIs from ROUGE-1.5.5.
 
 :func:`installed_path` finds an external scorer's files in its PyPI package (ROUGE-1.5.5 here,
-Meteor 1.5's jar in :mod:`fairseq_sum_plugins.meteor`).
+Meteor 1.5's jar in :mod:`fairseq_sum_plugins.scoring.meteor`).
 """
 import os
 import re
@@ -162,7 +162,7 @@ def _see(sents):
 
 
 def parse_perl_output(text):
-    """Parse ROUGE-1.5.5 output lines into the flat result dict (keys like :func:`fairseq_sum_plugins.rouge.score_summaries`)."""
+    """Parse ROUGE-1.5.5 output lines into the flat result dict (keys like :func:`fairseq_sum_plugins.scoring.rouge.score_summaries`)."""
     out = {}
     for line in text.splitlines():
         m = _PERL_LINE_RE.match(line.strip())

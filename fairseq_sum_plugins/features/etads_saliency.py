@@ -27,9 +27,9 @@ import torch.nn as nn
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 
-from .attention import InputBuffer
-from .dropout import dropout
-from .features import layers_feature
+from ..modules.attention import InputBuffer
+from ..modules.dropout import dropout
+from ..modules.features import layers_feature
 
 
 @with_incremental_state

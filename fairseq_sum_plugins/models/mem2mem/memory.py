@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..aux_losses import AuxLoss, register_aux_loss
+from ...aux_losses import AuxLoss, register_aux_loss
 
 # M2M eq. 12: L = L_MLE + lambda_1 L_comp + lambda_2 L_read, with the paper's lambdas
 register_aux_loss(AuxLoss("mem_comp", 1e-4, "lambda_1, memory compression loss (M2M eq. 6, 12)"))

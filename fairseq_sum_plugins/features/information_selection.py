@@ -82,7 +82,7 @@ import torch.nn as nn
 from ..aux_losses import AuxLoss, RatioMetric, register_aux_loss, register_ratio_metric
 from ..flags import bool_flag, renamed_flag
 from ..side_data import register_generator_hook
-from .features import ENCODER_OUT, FeatureSpec, flags_set, register_feature
+from ..modules.features import ENCODER_OUT, FeatureSpec, flags_set, register_feature
 
 logger = logging.getLogger(__name__)
 
@@ -107,10 +107,11 @@ def add_gate_args(parser, switch=True):
     # fmt: on
 
 
-def gate_defaults(args, gate=False):
-    """The ``--gate-*`` defaults; ``info_gate``, the switch's earlier attribute name, still sets ``gate``."""
+def gate_defaults(args, on=False):
+    """The ``--gate-*`` defaults (``--gate`` ``on`` unless given: a preset's); ``info_gate``, the
+    switch's earlier attribute name, still sets ``gate``."""
     renamed_flag(args, "gate", "info_gate")
-    args.gate = getattr(args, "gate", gate)
+    args.gate = getattr(args, "gate", on)
     args.gate_per_head = getattr(args, "gate_per_head", False)
     args.gate_threshold = getattr(args, "gate_threshold", 0.0)
     args.gate_warmup_updates = getattr(args, "gate_warmup_updates", 0)
@@ -237,39 +238,27 @@ def prune(h, g, bias, kept):
 
 
 def apply_information_selection(gate, view):
-    """Applies ``gate`` to an :class:`~.encoder_out.EncoderOut` ``view`` in place: gated, thresholded
-    and (eval mode) pruned states, the gate fields, and the ``gate_l1`` aux loss."""
+    """Applies ``gate`` to an :class:`~fairseq_sum_plugins.modules.encoder_out.EncoderOut` ``view`` in
+    place: gated, thresholded and (eval mode) pruned states with their ``kept_index``, the gate's
+    state (``gates``, ``gate_bias``, ``gate_counts``) and the ``gate_l1`` aux loss."""
     sel = gate.select(view.enc, view.padding_mask)
-    view.enc, view.padding_mask = sel["h"], sel["padding_mask"]
-    view.gates, view.gate_bias, view.gate_index, view.gate_counts = sel["gates"], sel["bias"], sel["index"], sel["counts"]
+    view.enc, view.padding_mask, view.kept_index = sel["h"], sel["padding_mask"], sel["index"]
+    view.state.update(gates=sel["gates"], gate_bias=sel["bias"], gate_counts=sel["counts"])
     view.aux_losses["gate_l1"] = sel["l1"]
     return view
 
 
 def gated_cross_attention_kwargs(view):
     """Extra keyword arguments of every decoder cross-attention (IS eq. 6) for an
-    :class:`~.encoder_out.EncoderOut`: ``kv_scale`` ``(B, G, S, 1)`` scales the projected key/value
-    rows, ``attn_bias`` masks per-head closed positions."""
-    if view.gates is None:
+    :class:`~fairseq_sum_plugins.modules.encoder_out.EncoderOut`: ``kv_scale`` ``(B, G, S, 1)``
+    scales the projected key/value rows, ``attn_bias`` masks per-head closed positions."""
+    gates = view.state.get("gates")
+    if gates is None:
         return {}
-    kwargs = {"kv_scale": view.gates.transpose(1, 2).unsqueeze(-1)}
-    if view.gate_bias is not None:
-        kwargs["attn_bias"] = view.gate_bias
+    kwargs = {"kv_scale": gates.transpose(1, 2).unsqueeze(-1)}
+    if view.state.get("gate_bias") is not None:
+        kwargs["attn_bias"] = view.state["gate_bias"]
     return kwargs
-
-
-def sia_value_scale(kv_scale):
-    """The Topic Assistant's extra cross head has no gate of its own: its value rows are scaled by the
-    mean of the head gates, ``(B, G, S, 1) -> (B, S, 1)`` (modules/topic.py)."""
-    return None if kv_scale is None else kv_scale.mean(1)
-
-
-def restore_attention(attn, view):
-    """Maps attention over pruned positions ``(B, T, S')`` back to source positions ``(B, T, S)``."""
-    if attn is None or view.gate_index is None:
-        return attn
-    full = attn.new_zeros(attn.size(0), attn.size(1), view.src_tokens.size(1))
-    return full.scatter_add_(2, view.gate_index.unsqueeze(1).expand(-1, attn.size(1), -1), attn)
 
 
 def _source_tokens(extra):
@@ -290,23 +279,28 @@ def _build_gate(args, site, dims):
                            getattr(args, "gate_warmup_updates", 0))
 
 
-def _cross_inputs(view):
+def _cross_inputs(view, values):
     """IS eq. 6 in every decoder cross-attention: the gates scale the key and value rows, a per-head
-    bias masks the positions closed in some heads; TA's SIA head reads the mean of the head gates."""
+    bias masks the positions closed in some heads."""
     kwargs = gated_cross_attention_kwargs(view)
     if not kwargs:
         return {}
-    return {"kv_scale": kwargs["kv_scale"], "score_bias": kwargs.get("attn_bias"),
-            "sia_v_scale": sia_value_scale(kwargs["kv_scale"])}
+    return {"kv_scale": kwargs["kv_scale"], "score_bias": kwargs.get("attn_bias")}
+
+
+def _decoder_outputs(view):
+    """The decoder's ``extra["gate_counts"]``: ``[removed, total]`` source tokens per document, for
+    the criterion's ``gate_sparsity`` and the ``document`` reading of the gate loss."""
+    return {"gate_counts": view.state.get("gate_counts")}
 
 
 register_feature(FeatureSpec("information selection (--gate)", {ENCODER_OUT: "info_gate"}, _build_gate,
                              stage="encoder", add_args=add_gate_args, defaults=gate_defaults,
-                             cross_inputs=_cross_inputs,
+                             cross_inputs=_cross_inputs, decoder_outputs=_decoder_outputs,
                              on=lambda args: flags_set(args, "gate")))
 register_aux_loss(AuxLoss(
     "gate_l1", 0.1, "weight of the gate L1 loss (IS eq. 9)", norms=("token", "document"), units=_source_tokens,
-    norm_help="gate loss reading (modules/gates.py): 'token': CE per target token + lambda x mean gate per "
+    norm_help="gate loss reading (features/information_selection.py): 'token': CE per target token + lambda x mean gate per "
               "source token; 'document': IS eq. 7-9 as written, summary NLL summed + lambda x sum of the "
               "document's gates, averaged over documents"))
 # % of source tokens whose gate is <= --gate-threshold (removed from the encoder output in eval mode)

@@ -49,7 +49,7 @@ import time
 import numpy as np
 import torch
 
-from .data_folder import dictionary_checksum  # noqa: F401  (part of this module's interface)
+from ...data_folder import dictionary_checksum  # noqa: F401  (part of this module's interface)
 
 FIT_COMMAND = "python -m preprocess.topic_model fit DATA"
 INFER_COMMAND = "python -m preprocess.topic_model infer DATA --splits SPLIT [--topic-model PATH]"
@@ -57,7 +57,7 @@ INFER_COMMAND = "python -m preprocess.topic_model infer DATA --splits SPLIT [--t
 
 def phi_checksum(phi):
     """sha256 of Phi (float32, C order, with its shape): identifies the topics a summarizer was
-    trained with (stored in the model args, so in checkpoints; see modules/topic.py)."""
+    trained with (stored in the model args, so in checkpoints; see features/topic_assistant/layers.py)."""
     phi = np.ascontiguousarray(np.asarray(phi, dtype=np.float32))
     digest = hashlib.sha256(repr(phi.shape).encode("ascii"))
     digest.update(phi.tobytes())

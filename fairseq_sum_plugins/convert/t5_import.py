@@ -63,7 +63,7 @@ from typing import NamedTuple
 
 import torch
 
-from .fresh_params import IMPORT_MARKER, import_mark
+from ..models.fresh_params import IMPORT_MARKER, import_mark
 
 logger = logging.getLogger(__name__)
 

@@ -90,8 +90,7 @@ class T5ExportError(Exception):
 
 
 # options of the sum_transformer cell (not features of the registry) that HF's T5 has no place for
-CELL_OPTIONS = (("the pointer-generator copy mechanism", "pointer_generator"),
-                ("TPT's cross-attention position table", "t5_cross_position_bias"))
+CELL_OPTIONS = (("TPT's cross-attention position table", "t5_cross_position_bias"),)
 
 
 def _features(args):
@@ -111,7 +110,7 @@ def check_exportable(args, ckpt):
     """Raises :class:`T5ExportError` unless ``args`` (the checkpoint's model args) is the plain T5 cell."""
     from fairseq.models import ARCH_MODEL_REGISTRY
 
-    from .sum_transformer import SumTransformerModel
+    from ..models.sum_transformer import SumTransformerModel
 
     arch = getattr(args, "arch", None) or getattr(args, "_name", None)
     if ARCH_MODEL_REGISTRY.get(arch) is not SumTransformerModel:

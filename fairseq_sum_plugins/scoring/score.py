@@ -14,21 +14,21 @@ sample that differs). Without references the output is refused; ``--refs t-lines
 ``T-`` lines, cut by ``--max-tgt-tokens``, by name. With the split's size known, sample ids missing
 from the output (at its end too) are reported. ``--hyp`` with ``--data`` must cover the split
 (references from ``DATA/bin/{split}.ref.jsonl`` unless given). All of it is
-:mod:`fairseq_sum_plugins.score_inputs`, shared with ``fairseq-sum-compare``.
+:mod:`fairseq_sum_plugins.scoring.score_inputs`, shared with ``fairseq-sum-compare``.
 
 Measurements (all also in ``--json``):
 
-* ROUGE (:class:`fairseq_sum_plugins.rouge.Scorer`, the options of
-  :func:`~fairseq_sum_plugins.rouge.add_scorer_options` shared with ``fairseq-sum-compare`` and the
+* ROUGE (:class:`fairseq_sum_plugins.scoring.rouge.Scorer`, the options of
+  :func:`~fairseq_sum_plugins.scoring.rouge.add_scorer_options` shared with ``fairseq-sum-compare`` and the
   gate sweep): ``--scorer rouge-score`` (default) | ``official`` (ROUGE-1.5.5, ``--workers``
   processes) | ``files2rouge``; ``--report prf`` adds a precision / recall / F1 table of every ROUGE
   variant (ETADS Tables 5-6).
-* ``--meteor``: METEOR (:mod:`fairseq_sum_plugins.meteor`, TP-Transformer Table 2): nltk's, or
+* ``--meteor``: METEOR (:mod:`fairseq_sum_plugins.scoring.meteor`, TP-Transformer Table 2): nltk's, or
   with ``--meteor-impl 1.5`` Meteor Universal 1.5's jar (the paper's); labelled ``meteor_impl``.
 * ``--novel-ngrams [1,2,3,4]``: share of summary n-grams not in the source, for hypotheses and
-  references (:mod:`fairseq_sum_plugins.novelty`, Mem2Mem Table 4).
+  references (:mod:`fairseq_sum_plugins.scoring.novelty`, Mem2Mem Table 4).
 * ``--specificity``: ROUGE-2 reference specificity
-  (:mod:`fairseq_sum_plugins.analysis.specificity`): ROUGE-2 F1 of each output against its own
+  (:mod:`fairseq_sum_plugins.scoring.specificity`): ROUGE-2 F1 of each output against its own
   reference (``own``) and against the other documents' references (``other``), their difference
   ``delta`` in ROUGE points and its permutation p-value (``--permutations``, at least 1,000, seeded
   by ``--seed``); needs an output and a reference for every document of the split; ``--json`` key
@@ -141,7 +141,7 @@ def extra_scores(args, scorer, ids, hyps, refs, sources, size=None):
         return out
     hyp_sents, ref_sents = scorer.pairs(hyps, refs, ids if args.generate_output else None)
     if args.specificity:
-        from .analysis.specificity import specificity
+        from .specificity import specificity
 
         if size is not None and len(ids) != size:
             raise ScoreInputError(f"--specificity needs an output for every document of the split: "
@@ -157,7 +157,7 @@ def extra_scores(args, scorer, ids, hyps, refs, sources, size=None):
             for n, ratio in novel_ngram_ratios(summaries, docs, args.novel_ngrams).items():
                 out[f"novel_{n}gram_{side}"] = ratio
     if args.topic_model:
-        from .analysis.topics import semantic_similarity_scores
+        from ..features.topic_assistant.similarity import semantic_similarity_scores
 
         join = " <sep> ".join
         ss = semantic_similarity_scores([join(h) for h in hyp_sents], [join(d) for d in docs],
@@ -195,7 +195,7 @@ def format_results(res, report="f1"):
             cells = [f"{k.split('_')[1]} " + ("-" if res[k] is None else f"{100 * res[k]:.1f}%") for k in keys]
             lines.append(f"novel n-grams ({name}): " + "  ".join(cells))
     if "specificity" in res:
-        from .analysis.specificity import format_specificity
+        from .specificity import format_specificity
 
         lines.append(format_specificity(res["specificity"]))
     if "ss_sum_doc" in res:

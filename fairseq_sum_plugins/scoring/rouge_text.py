@@ -13,7 +13,7 @@ An ASCII token longer than 3 characters is replaced by its WordNet 2.0 exception
 one (``were -> be``, ``said -> say``, ``children -> child``: ROUGE-1.5.5's ``-m`` lookup, data in
 ``data/wordnet-2.0-exceptions.txt``, the four ``.exc`` files of ROUGE-1.5.5 merged in
 :data:`EXCEPTION_FILE_ORDER`), else stemmed by ROUGE-1.5.5's own Porter stemmer
-(:mod:`fairseq_sum_plugins.stemmer`, ported from its Perl: ``says -> sai``, ``environmental ->
+(:mod:`fairseq_sum_plugins.scoring.stemmer`, ported from its Perl: ``says -> sai``, ``environmental ->
 environ``; rouge-score's default tokenizer uses nltk's extended Porter, ``says -> say``);
 other tokens are kept as they are. :func:`rouge_words` are the same tokens before stemming (METEOR,
 novel n-grams and ROUGE-1.5.5's input read them).
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .score_inputs import warn
 from .stemmer import stem as porter_stem
-from .text import DEFAULT_SENTENCE_SPLITTER, split_sentences
+from ..text import DEFAULT_SENTENCE_SPLITTER, split_sentences
 
 EXCEPTION_FILE_ORDER = ("adv", "noun", "verb", "adj")  # a later file's entry wins
 # sentence separators of other toolkits (See et al.'s pointer-generator and PreSumm write " <q> ")

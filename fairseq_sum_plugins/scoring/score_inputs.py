@@ -349,7 +349,7 @@ def int_at_least(low):
 
 def add_reference_options(p):
     """The reference options of ``fairseq-sum-score`` and ``fairseq-sum-compare`` (the scoring options:
-    :func:`fairseq_sum_plugins.rouge.add_scorer_options`)."""
+    :func:`fairseq_sum_plugins.scoring.rouge.add_scorer_options`)."""
     refs = p.add_mutually_exclusive_group()
     refs.add_argument("--ref", metavar="FILE",
                       help="references, one per line (line i = hypothesis line i / sample id i)")

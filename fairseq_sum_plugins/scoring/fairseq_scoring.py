@@ -2,7 +2,7 @@
 
 fairseq hands every scorer the detokenized target (the ``T-`` line) and hypothesis (``D-``) of
 each test example through ``add_string``; this one cleans and scores them as
-``fairseq-sum-score`` does (:class:`fairseq_sum_plugins.rouge.Scorer`, with the same ``--scorer
+``fairseq-sum-score`` does (:class:`fairseq_sum_plugins.scoring.rouge.Scorer`, with the same ``--scorer
 rouge-score|official`` and ``--sentence-sep TOKEN`` (here one value, tokens separated by spaces:
 ``--sentence-sep '<q> <t>'``), and prints ``ROUGE-1/2/L F1`` in generate's closing ``Generate ...
 with beam=N:`` line. The references are the binarized targets, so they are truncated where
@@ -35,7 +35,7 @@ class RougeScorerConfig(FairseqDataclass):
 
 class RougeScorer(BaseScorer):
     def scorer(self):
-        """The :class:`~fairseq_sum_plugins.rouge.Scorer` of ``--scorer`` / ``--sentence-sep``."""
+        """The :class:`~fairseq_sum_plugins.scoring.rouge.Scorer` of ``--scorer`` / ``--sentence-sep``."""
         return Scorer(str(getattr(self.cfg, "scorer", None) or "rouge-score"),
                       separator_tokens(getattr(self.cfg, "sentence_sep", None)))
 

@@ -9,7 +9,7 @@ synonym (nltk ``meteor_score``, alpha 0.9, beta 3, gamma 0.5)::
     P = m / |hyp|, R = m / |ref|, Fmean = P R / (alpha P + (1 - alpha) R)
     penalty = gamma (chunks / m)^beta,  METEOR = Fmean (1 - penalty)
 
-Words are the lower-cased letters/digits runs of :func:`fairseq_sum_plugins.rouge_text.rouge_words`
+Words are the lower-cased letters/digits runs of :func:`fairseq_sum_plugins.scoring.rouge_text.rouge_words`
 (punctuation is not a word); the sentences of a summary are joined. The corpus score is the mean
 over summaries. WordNet comes from ``$WORDNET_DIR`` or ``/usr/share/wordnet`` (``apt-get install
 wordnet-base``, done by ``scripts/install.sh``): nothing is downloaded. That package ships no
@@ -34,7 +34,7 @@ segment scores; the chunk of an identical pair is not summed)::
 
 :func:`meteor15_from_stats` is that formula and :func:`meteor15_sum` the summing (both tested equal
 to the jar), used for the bootstrap CI of the final score over resampled documents
-(:mod:`fairseq_sum_plugins.bootstrap`, as every CI of the scorer). The text given
+(:mod:`fairseq_sum_plugins.scoring.bootstrap`, as every CI of the scorer). The text given
 to the jar is the cleaned summary (its sentences joined by spaces, ``|||`` dropped); ``-norm``
 lower-cases and tokenizes it.
 """

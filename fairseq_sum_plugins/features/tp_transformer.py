@@ -32,7 +32,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .features import FeatureSpec, flags_set, register_feature
+from ..modules.features import FeatureSpec, flags_set, register_feature
 
 
 class DiscreteBinding(torch.autograd.Function):
@@ -245,4 +245,5 @@ register_feature(FeatureSpec(
     "TP-Transformer role binding (--tpr)",
     {"encoder_self": "self_attn_binding", "decoder_self": "self_attn_binding", "decoder_cross": "cross_attn_binding"},
     _build_binding, stage="binding", add_args=_tpr_args, defaults=_tpr_defaults, refuse=_tpr_refuse,
-    on=lambda args: flags_set(args, "tpr")))
+    on=lambda args: flags_set(args, "tpr"),
+    stack_context=shared_role_normalization, recompute_context=role_units_context))

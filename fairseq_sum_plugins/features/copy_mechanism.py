@@ -1,4 +1,7 @@
-"""Pointer-generator output (See et al., 2017; Mem2Mem App. A.1.1, M2M eq. 13-15).
+"""Pointer-generator output (See et al., 2017; Mem2Mem App. A.1.1, M2M eq. 13-15): the copy mechanism
+of ``sum_transformer`` (``--pointer-generator``, a feature on the decoder's output:
+:class:`TransformerCopy`) and the copy distribution that Mem2Mem's decoder mixes
+(:func:`mix_copy_distribution`).
 
 Extended vocabulary. Like fairseq's ``examples/pointer_generator``, out-of-vocabulary source words
 are copied through *source-position markers*: the dictionary may end with ``<unk-0> ...
@@ -18,6 +21,9 @@ import re
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from ..flags import bool_flag
+from ..modules.features import DECODER_OUT, FeatureSpec, flags_set, register_feature
 
 MARKER_RE = re.compile(r"^<unk-(\d+)>$")
 
@@ -74,6 +80,8 @@ class TransformerCopy(nn.Module):
     decoder does: fairseq's log-softmax in ``get_normalized_probs`` then gives ``log P`` back.
     """
 
+    needs_attention = True  # the last layer's head-averaged cross-attention is gamma
+
     def __init__(self, embed_dim):
         super().__init__()
         self.p_gen = nn.Linear(2 * embed_dim, 1)
@@ -82,3 +90,37 @@ class TransformerCopy(nn.Module):
         z = torch.sigmoid(self.p_gen(torch.cat([features, prev_embed.type_as(features)], dim=-1)))
         probs = mix_copy_distribution(logits, z, gamma, src_tokens, logits.size(-1))
         return probs.clamp(min=1e-10).log()
+
+
+# --- the feature (modules/features.py) ---------------------------------------------------------
+
+
+def _copy_args(parser):
+    parser.add_argument("--pointer-generator", type=bool_flag, metavar="BOOL",
+                        help="copy source tokens through the last layer's cross-attention "
+                             "(See et al., 2017; fairseq's examples/pointer_generator); needs a joined dictionary")
+
+
+def _copy_defaults(args, on=False):
+    args.pointer_generator = getattr(args, "pointer_generator", on)
+
+
+def _copy_refuse(args, backbone):
+    if backbone == "bart" and getattr(args, "pointer_generator", False):
+        return "--pointer-generator: the copy mechanism is a feature of sum_transformer's cells, not of bart_sum"
+    return None
+
+
+def _copy_check(args, task, src_dict, tgt_dict):
+    """The copy adds to the source token's own entry: source and target ids must be one dictionary."""
+    if getattr(args, "pointer_generator", False) and src_dict != tgt_dict:
+        raise ValueError("--pointer-generator copies source ids into the target vocabulary: "
+                         "use a joined dictionary (fairseq-sum-prepare writes one)")
+    return None  # no model-level module: the check only
+
+
+register_feature(FeatureSpec(
+    "copy mechanism (--pointer-generator)", {DECODER_OUT: "copy"},
+    lambda args, site, dims: TransformerCopy(dims.embed_dim) if getattr(args, "pointer_generator", False) else None,
+    stage="output", add_args=_copy_args, defaults=_copy_defaults, refuse=_copy_refuse,
+    build_model_feature=_copy_check, on=lambda args: flags_set(args, "pointer_generator")))

@@ -1,6 +1,6 @@
 """Topic Assistant (Topic Assistant paper §4): SIA, TEMA and DRM as features of ``sum_transformer``.
 
-The topic model is the PFA of :mod:`fairseq_sum_plugins.topic_model` (``DATA/bin/topic_model.npz``,
+The topic model is the PFA of :mod:`fairseq_sum_plugins.features.topic_assistant.topic_model` (``DATA/bin/topic_model.npz``,
 fitted by ``python -m preprocess.topic_model fit``) on the summarizer's own dictionary, so row ``v``
 of ``Phi`` (V x K) is token ``v``; ``theta`` (the document's normalised topic proportions, K) is
 the task side data ``--side-data theta``.
@@ -29,7 +29,7 @@ topic and causally to the summary; in cross-attention every position attends to 
 topic positions never change with the summary tokens, and the prefix is computed once (the first
 incremental step) and never emitted (its outputs are removed before the output projection).
 
-With information selection (``--gate``, modules/gates.py) the cross-attention SIA head reads
+With information selection (``--gate``, features/information_selection.py) the cross-attention SIA head reads
 the decoder's view of the document: its value rows are scaled by the gates as the other heads'
 keys and values are (IS eq. 6; with ``--gate-per-head``, by the mean of the head gates,
 since the extra head has no gate of its own), and positions that Algorithm 1 removed at inference
@@ -37,7 +37,7 @@ are removed from its topic rows too, so pruning and masking give the same output
 
 **A document without topic evidence** (theta all zero, e.g. a ``theta.npy`` row of a document with
 only stop words) takes the topic model's prior
-proportions (:meth:`fairseq_sum_plugins.topic_model.PoissonFactorAnalysis.theta_prior`: the corpus mean of
+proportions (:meth:`fairseq_sum_plugins.features.topic_assistant.topic_model.PoissonFactorAnalysis.theta_prior`: the corpus mean of
 the fit, or uniform), for TEMA and DRM alike, and TEMA breaks ties by the lower topic id, so its
 prefix is deterministic and nothing is NaN.
 
@@ -54,7 +54,7 @@ registry (:mod:`fairseq_sum_plugins.side_data`): the raw-text provider (:func:`t
 the command that writes ``DATA/{split}.theta.npy`` (named when it is missing), that only a model
 with the Topic Assistant reads it (``--side-data theta`` on another model is an error saying so),
 and a check of every loaded theta file against the Phi of the model built on the task: its record
-(``{split}.theta.json``, :func:`fairseq_sum_plugins.topic_model.check_theta_file`) must name this
+(``{split}.theta.json``, :func:`fairseq_sum_plugins.features.topic_assistant.topic_model.check_theta_file`) must name this
 very file and this Phi, at train, generate (also with ``--model-overrides "{'ta_topic_model': PATH}"``)
 and validation alike.
 """
@@ -71,10 +71,10 @@ import torch.nn as nn
 from fairseq import utils
 from fairseq.incremental_decoding_utils import with_incremental_state
 
-from ..flags import bool_flag, renamed_flag
-from ..side_data import register_side_data
-from ..topic_model import FIT_COMMAND, PoissonFactorAnalysis, check_theta_file
-from .features import MODEL, FeatureSpec, flags_set, register_feature
+from ...flags import bool_flag, renamed_flag
+from ...side_data import register_side_data
+from .topic_model import FIT_COMMAND, PoissonFactorAnalysis, check_theta_file
+from ...modules.features import MODEL, FeatureSpec, flags_set, register_feature
 
 logger = logging.getLogger(__name__)
 
@@ -123,9 +123,11 @@ def load_topic_model(path, dictionary):
 class TopicAssistant(nn.Module):
     """Fixed topic buffers (from the PFA, not trained) and what every layer shares per forward."""
 
-    def __init__(self, phi, n_topics=5, path="", prior=None, sia=True, tema=True, drm=True):
+    def __init__(self, phi, n_topics=5, path="", prior=None, sia=True, tema=True, drm=True, head_dims=(64, 64)):
         super().__init__()
         self.sia, self.tema, self.drm = sia, tema, drm  # which of the three modules the model has
+        # SIA's d_k (TA eq. 6) in the encoder and the decoder: d_m / H of each stack
+        self.encoder_head_dim, self.decoder_head_dim = head_dims
         phi = torch.as_tensor(np.asarray(phi, dtype=np.float32))
         self.num_topics = phi.size(1)
         self.n = min(n_topics, self.num_topics)
@@ -144,17 +146,17 @@ class TopicAssistant(nn.Module):
 
     # --- the model-level feature interface (modules/features.py) ---
 
-    def encoder_inputs(self, src_tokens, padding_mask, head_dim):
+    def encoder_inputs(self, src_tokens, padding_mask):
         """SIA's probabilities of the encoder blocks (TA eq. 6), shared by the layers."""
         if not self.sia:
             return {}
         rows = self.rows(src_tokens)
-        return {"sia_probs": self.sia_probs(rows, rows, head_dim, None, padding_mask)}
+        return {"sia_probs": self.sia_probs(rows, rows, self.encoder_head_dim, None, padding_mask)}
 
-    def decoder_call(self, prev_tokens, new_len, view, head_dim, incremental):
-        """:meth:`decoder_inputs` for an :class:`~.encoder_out.EncoderOut` ``view``."""
-        return self.decoder_inputs(prev_tokens, new_len, view.src_tokens, view.padding_mask, head_dim,
-                                   theta=view.side.get("theta"), gate_index=view.gate_index, incremental=incremental)
+    def decoder_call(self, prev_tokens, new_len, view, incremental):
+        """:meth:`decoder_inputs` for an :class:`~fairseq_sum_plugins.modules.encoder_out.EncoderOut` ``view``."""
+        return self.decoder_inputs(prev_tokens, new_len, view.src_tokens, view.padding_mask, self.decoder_head_dim,
+                                   theta=view.side.get("theta"), kept_index=view.kept_index, incremental=incremental)
 
     def prefix_length(self):
         """TEMA's prefix: the top ``n`` topics."""
@@ -215,14 +217,14 @@ class TopicAssistant(nn.Module):
         return theta
 
     def decoder_inputs(self, prev_tokens, new_len, src_tokens, src_padding_mask, head_dim, theta=None,
-                       gate_index=None, incremental=False):
+                       kept_index=None, incremental=False):
         """What the decoder layers share for one decoder call.
 
         Args:
             prev_tokens: every summary token so far ``(B, T)``; new_len: the positions this call
                 embeds (``T``, or 1 in incremental decoding); src_tokens: the source ``(B, S)``;
             src_padding_mask: of the encoder output ``(B, S')``; head_dim: ``d_k`` of SIA (TA eq. 6);
-            theta: side data ``(B, K)`` (TEMA, DRM); gate_index: the source position of each
+            theta: side data ``(B, K)`` (TEMA, DRM); kept_index: the source position of each
                 encoder-output row after information selection removed some (``(B, S')``), or None.
         Returns :class:`TopicInputs`. In incremental decoding the prefix goes in with the first step
         (cached like any position); the top topics come from ``theta``, which beam search reorders.
@@ -246,8 +248,8 @@ class TopicAssistant(nn.Module):
                 bias = torch.zeros(t, t, device=k_rows.device).masked_fill(future, float("-inf"))
             out.self_probs = self.sia_probs(q_rows, k_rows, head_dim, bias)
             src_rows = self.rows(src_tokens)
-            if gate_index is not None:  # information selection removed positions (Algorithm 1)
-                src_rows = src_rows.gather(1, gate_index.unsqueeze(-1).expand(-1, -1, src_rows.size(-1)))
+            if kept_index is not None:  # a feature removed positions (e.g. IS Algorithm 1)
+                src_rows = src_rows.gather(1, kept_index.unsqueeze(-1).expand(-1, -1, src_rows.size(-1)))
             out.cross_probs = self.sia_probs(q_rows, src_rows, head_dim, None, src_padding_mask)
         return out
 
@@ -315,8 +317,8 @@ class SIAHead(nn.Module):
         return self.w_add(probs.type_as(v) @ v)
 
     def head(self, query, kv, inputs):
-        """The feature interface (:mod:`.features`): TA eq. 7's extra head over ``kv``; the cross head's
-        value rows scaled by the information-selection gates (``sia_v_scale``, their head mean)."""
+        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): TA eq. 7's extra head
+        over ``kv``; the cross head's value rows scaled by ``sia_v_scale`` (:func:`_sia_cross_inputs`)."""
         v_scale = inputs["sia_v_scale"] if self.static_kv else None
         return self(kv, inputs[self.probs], inputs["incremental_state"], v_scale=v_scale)
 
@@ -354,6 +356,15 @@ class DRM(nn.Module):
 _SIA_PROBS = {"encoder_self": "sia_probs", "decoder_self": "self_probs", "decoder_cross": "cross_probs"}
 
 
+def _sia_cross_inputs(view, values):
+    """The cross head has no gate of its own: where the features before it scale the cross-attention's
+    key and value rows (``kv_scale`` ``(B, G, S, 1)``, e.g. the information gates, IS eq. 6), its
+    value rows are scaled by their mean over the ``G`` heads, ``sia_v_scale`` ``(B, S, 1)``; computed
+    once per forward from the standard input."""
+    kv_scale = values.get("kv_scale")
+    return {} if kv_scale is None else {"sia_v_scale": kv_scale.mean(1)}
+
+
 def _build_sia(args, site, dims):
     if not getattr(args, "ta_sia", False):
         return None
@@ -368,7 +379,7 @@ register_feature(FeatureSpec(
     build_model_feature=lambda args, task, src_dict, tgt_dict: build_topic_assistant(args, task, src_dict, tgt_dict)))
 register_feature(FeatureSpec(
     "Topic Assistant SIA (--ta-sia)", {"encoder_self": "sia", "decoder_self": "self_sia", "decoder_cross": "cross_sia"},
-    _build_sia, stage="head", on=lambda args: flags_set(args, "ta_sia"),
+    _build_sia, stage="head", on=lambda args: flags_set(args, "ta_sia"), cross_inputs=_sia_cross_inputs,
     inputs={"encoder_self": ("sia_probs",), "decoder_self": ("self_probs",), "decoder_cross": ("cross_probs", "sia_v_scale")}))
 register_feature(FeatureSpec(
     "Topic Assistant DRM (--ta-drm)", {"decoder_cross": "drm"},
@@ -421,8 +432,10 @@ def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
             logger.warning(f"Topic Assistant: models with different topic models ({previous}, {path}); "
                            f"raw-text theta uses {path}")
         _TOPIC_MODEL_OF_TASK[task] = (path, model.phi_sha256)
+    head_dims = (args.encoder_embed_dim // args.encoder_attention_heads,
+                 args.decoder_embed_dim // args.decoder_attention_heads)
     return TopicAssistant(model.phi, args.ta_topics_n, path, prior=model.theta_prior(),
-                          sia=bool(args.ta_sia), tema=bool(args.ta_tema), drm=bool(args.ta_drm))
+                          sia=bool(args.ta_sia), tema=bool(args.ta_tema), drm=bool(args.ta_drm), head_dims=head_dims)
 
 
 # --- side data for raw text (fairseq-interactive, hub) -------------------------------------------
