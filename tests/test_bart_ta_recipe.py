@@ -12,74 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO, save_bart_checkpoint
+from helpers import REPO, save_bart_checkpoint
 from tolerances import MODEL_ULPS, OP_ULPS, fp32_close
+from helpers import ANIMALS, MONEY, BART_N_TEST as N_TEST, STOP, encoder_of, make_example, write_gpt2_files, write_hf_xsum  # noqa: F401
 
-STOP = "the a of on in and was is to it".split()
-ANIMALS = "cat dog horse bird mouse fish farm pet tail fur barn".split()
-MONEY = "bank market rates price shares money trade loan stock fund".split()
 # tiny bart_base: the recipe gets the same dimensions through EXTRA
 BART_TINY = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32", "--decoder-embed-dim", "32",
              "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
              "--decoder-attention-heads", "2", "--max-source-positions", "64", "--max-target-positions", "64"]
-N_TEST = 5  # not a multiple of the generation batch size (BATCH=4)
-
-
-def write_gpt2_files(folder, words=STOP + ANIMALS + MONEY):
-    """A byte-level GPT-2 vocabulary: the 256 byte symbols of fairseq's ``bytes_to_unicode`` plus, for
-    every word, the merges that make ``" word"`` one token. Also BART-style ``dict.txt`` (symbols are
-    the GPT-2 ids, most frequent first, and a ``madeupword`` filler)."""
-    from fairseq.data.encoders.gpt2_bpe_utils import bytes_to_unicode
-
-    space = bytes_to_unicode()[ord(" ")]
-    vocab = list(bytes_to_unicode().values())
-    merges = []
-    for word in words:
-        cur = space
-        for ch in word:
-            if (cur, ch) not in merges:
-                merges.append((cur, ch))
-                vocab.append(cur + ch)
-            cur += ch
-    encoder = {sym: i for i, sym in enumerate(vocab)}
-    os.makedirs(folder, exist_ok=True)
-    paths = {name: os.path.join(folder, name) for name in ("encoder.json", "vocab.bpe", "dict.txt")}
-    with open(paths["encoder.json"], "w", encoding="utf-8") as f:
-        json.dump(encoder, f, ensure_ascii=False)
-    with open(paths["vocab.bpe"], "w", encoding="utf-8") as f:
-        f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
-    order = list(range(256, len(vocab))) + list(range(256))  # merged tokens are the frequent ones
-    with open(paths["dict.txt"], "w", encoding="utf-8") as f:
-        f.write("".join(f"{i} {10000 - k}\n" for k, i in enumerate(order)) + "madeupword0000 0\n")
-    return paths
-
-
-def encoder_of(paths):
-    from fairseq.data.encoders.gpt2_bpe_utils import get_encoder
-
-    return get_encoder(paths["encoder.json"], paths["vocab.bpe"])
-
-
-def make_example(rng, i):
-    topic = ANIMALS if i % 2 == 0 else MONEY
-    sents = []
-    for _ in range(rng.randint(2, 3)):
-        words = [rng.choice(topic if rng.random() < 0.6 else STOP) for _ in range(rng.randint(4, 7))]
-        sents.append("The " + " ".join(words) + ".")
-    return {"id": f"x{i}", "document": "\n".join(sents), "summary": sents[0]}
-
-
-def write_hf_xsum(folder, sizes=(("train", 24), ("validation", 4), ("test", N_TEST)), seed=0):
-    """HF-style XSum JSONL (train / validation / test.jsonl): the xsum converter's input."""
-    rng = random.Random(seed)
-    os.makedirs(folder, exist_ok=True)
-    n = 0
-    for split, size in sizes:
-        with open(os.path.join(folder, f"{split}.jsonl"), "w", encoding="utf-8") as f:
-            for _ in range(size):
-                f.write(json.dumps(make_example(rng, n)) + "\n")
-                n += 1
-    return folder
 
 
 def save_tiny_bart(paths, folder):

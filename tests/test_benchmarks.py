@@ -64,7 +64,7 @@ def test_ablate_compile_needs_a_warm_up_step_to_compile_in(monkeypatch, capsys):
 def test_the_compile_switch_compiles_every_layer_in_place():
     """The switch is off by default and compiles each encoder and decoder layer of the model it is given
     (the model's own --compile path: modules/compiled.py), leaving names and parameters unchanged."""
-    from conftest import build_model
+    from helpers import build_model
 
     bench = load("bench_train")
     model, _ = build_model("t5_small", encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2,

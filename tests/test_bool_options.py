@@ -8,8 +8,8 @@ import os
 import pytest
 import torch
 
-from conftest import REPO, FakeTask, make_dictionary, save_fresh_checkpoint
-from test_model_contract import DIMS
+from helpers import REPO, FakeTask, make_dictionary, save_fresh_checkpoint
+from helpers import DIMS
 
 FALSE = ["False", "false", "0", "no", 0, False]
 TRUE = ["True", "true", "1", "yes", 1, True]
@@ -47,8 +47,8 @@ def test_a_string_false_switches_the_option_off_and_a_string_true_on(arch, famil
                                                                      tmp_path):
     extra = {}
     if option.startswith("ta_"):
-        from test_model_contract import K
-        from conftest import write_topic_model
+        from helpers import K
+        from helpers import write_topic_model
 
         tm = write_topic_model(make_dictionary(), str(tmp_path / "tm.npz"), k=K)
         extra = {"ta_topic_model": tm}
@@ -181,7 +181,7 @@ def test_fairseq_generate_model_overrides_with_a_string_false(toy_data, tmp_path
     """Through the real fairseq-generate: ``--model-overrides "{'pointer_generator': 'False'}"`` on
     a checkpoint without the copy decodes as without the override; on one with the copy it stops,
     naming the copy's parameters (it decoded with the copy, exit status 0)."""
-    from test_cli_roundtrip import cli
+    from helpers import cli
 
     import subprocess
     import sys

@@ -8,8 +8,8 @@ import pytest
 import torch
 from fairseq import options, tasks
 
-from conftest import REPO, build_model, make_dictionary, random_batch
-from test_model_contract import DIMS
+from helpers import REPO, build_model, make_dictionary, random_batch
+from helpers import DIMS
 from tolerances import MODEL_ULPS, fp32_close
 
 
@@ -36,7 +36,7 @@ def test_the_flag_is_accepted_and_checkpoints_every_layer(toy_data, arch, flag):
     task = tasks.setup_task(args)
     if arch.endswith("_ta"):
         pytest.importorskip("numpy")
-        from conftest import write_topic_model
+        from helpers import write_topic_model
 
         path = os.path.join(toy_data, "tm_ckpt.npz")
         args.ta_topic_model = write_topic_model(task.source_dictionary, path, k=3)
@@ -100,7 +100,7 @@ def test_fairseq_unwrap_checkpoint_restores_the_plain_layers():
 def test_fairseq_train_with_checkpoint_activations(toy_data, tmp_path, arch, extra, ok):
     import subprocess
 
-    from test_cli_roundtrip import cli
+    from helpers import cli
 
     tiny = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16",
             "--encoder-ffn-embed-dim", "32", "--encoder-attention-heads", "2",
@@ -129,8 +129,8 @@ def test_fairseq_train_with_checkpoint_activations(toy_data, tmp_path, arch, ext
 def test_incremental_decoding_with_gradients_on_runs_the_layers_once(arch, family, tmp_path):
     """In eval mode the layers run as they are, gradients on or off: a recomputation would update
     the incremental state (cached keys and values) a second time."""
-    from test_model_contract import K, theta_for
-    from conftest import write_topic_model
+    from helpers import K, theta_for
+    from helpers import write_topic_model
 
     extra = {}
     if family == "bart":

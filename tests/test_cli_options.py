@@ -6,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from test_cli_roundtrip import REPO, cli, run
+from helpers import REPO, cli, run
 
 USER_DIR = os.path.join(REPO, "fairseq_sum_plugins")
 TINY = ["--encoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32", "--encoder-layers", "1", "--decoder-layers", "1",

@@ -9,28 +9,13 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 from tolerances import fp64_tol
+from helpers import USER_DIR, WORDS, cli, run  # noqa: F401
 
 pytestmark = pytest.mark.slow  # trains and decodes through the console scripts
 
-USER_DIR = os.path.join(REPO, "fairseq_sum_plugins")
-WORDS = "model data summary paper results method attention role filler network training corpus".split()
 N_TEST = 11  # not a multiple of the batch size: the last partial batch must be generated too
-
-
-def run(*cmd, stdin=None):
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, cwd=REPO)
-    if proc.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd[:2])} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return proc
-
-
-def cli(name):
-    """A console script of the running interpreter's environment."""
-    return os.path.join(os.path.dirname(sys.executable), name)
 
 
 def write_jsonl(path, n, rng):

@@ -12,6 +12,7 @@ import pytest
 from fairseq_sum_plugins.scoring import rouge
 from fairseq_sum_plugins.analysis import compare as C
 from tolerances import approx64
+from helpers import write_prepared  # noqa: F401
 
 WORDS = [f"word{i}" for i in range(60)]
 
@@ -33,18 +34,6 @@ def _corpus(n=60, seed=0):
         hyp_a.append(" ".join(a))
         hyp_b.append(" ".join(b))
     return hyp_a, hyp_b, refs
-
-
-def write_prepared(folder, summaries, split="test", lines=None):
-    """A data folder as fairseq-sum-prepare leaves it for the scorers: ``{split}.ref.jsonl`` (record i
-    from raw line ``lines[i]``) and the header of a binarized ``.idx`` holding ``len(summaries)`` examples."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"{split}.ref.jsonl", "w") as f:
-        for i, s in enumerate(summaries):
-            line = lines[i] if lines else i + 1
-            f.write(json.dumps({"id": str(i), "file": "test.jsonl", "line": line, "summary": [s]}) + "\n")
-    (folder / f"{split}.src-tgt.src.idx").write_bytes(b"MMIDIDX\x00\x00" + struct.pack("<QBQ", 1, 4, len(summaries)))
-    return str(folder)
 
 
 def _write_generate(path, hyps, refs, order=None):
@@ -112,6 +101,7 @@ def test_approximate_randomization_by_hand():
     assert C.approximate_randomization(np.ones(40), np.zeros(40), trials=999)[1] == approx64(1e-3)
 
 
+@pytest.mark.slow  # a few seconds or more: a recipe, a subprocess or the committed results
 def test_cli_reads_generate_outputs_and_writes_json_and_png(tmp_path):
     hyp_a, hyp_b, refs = _corpus(40)
     a = _write_generate(tmp_path / "a.out", hyp_a, refs)

@@ -6,31 +6,7 @@ import os
 import pytest
 
 from fairseq_sum_plugins.analysis.compare_report import parse_train_log, write_report
-
-LOG = """\
-2026-11-23 21:11:15 | INFO | fairseq_cli.train | num. shared model params: 1,234,567 (num. trained: 1,234,567)
-2026-11-23 21:20:50 | INFO | train_inner | epoch 001:      5 / 33 loss=12.5, nll_loss=12.1, aux_gate_l1=0.9, gate_sparsity=0, num_updates=5, wall=50
-2026-11-23 21:20:50 | INFO | train_inner | epoch 001:     10 / 33 loss=11.0, nll_loss=10.7, aux_gate_l1=0.8, gate_sparsity=0, num_updates=10, wall=100
-2026-11-23 21:21:00 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 10.5 | nll_loss 10.1 | aux_gate_l1 0.7 | gate_sparsity 12.5 | num_updates 10
-2026-11-23 21:21:50 | INFO | train_inner | epoch 001:     15 / 33 loss=9.0, nll_loss=8.7, num_updates=15, train_wall=14, wall=150
-2026-11-23 21:22:00 | INFO | train | epoch 001 | loss 10.0 | nll_loss 9.6 | num_updates 33 | train_wall 120 | wall 160
-2026-11-23 21:22:20 | INFO | train_inner | epoch 002:      5 / 33 loss=8.0, nll_loss=7.7, num_updates=38, train_wall=3, wall=170
-2026-11-23 21:22:30 | INFO | train | epoch 002 | loss 8.0 | nll_loss 7.7 | num_updates 40 | train_wall 20 | wall 175
-"""
-
-
-def write_run(out, label, rouge1, log=LOG, words="the cat sat"):
-    run = os.path.join(out, label)
-    os.makedirs(os.path.join(run, "checkpoints"))
-    with open(os.path.join(run, "checkpoints", "train.log"), "w") as f:
-        f.write(log)
-    with open(os.path.join(run, "test.out"), "w") as f:
-        f.write(f"S-0\tdoc\nT-0\tref\nH-0\t-1.0\t{words}\nD-0\t-1.0\t{words}\n")
-    scores = {"rouge1": rouge1, "rouge1_ci": [rouge1 - 0.01, rouge1 + 0.02], "rouge2": 0.05, "rougeL": 0.2}
-    with open(os.path.join(run, "test.out.rouge.json"), "w") as f:
-        json.dump(scores, f)
-    with open(os.path.join(run, "wall.txt"), "w") as f:
-        f.write("train_s=200 generate_s=42\n")
+from helpers import LOG, write_run  # noqa: F401
 
 
 def test_parse_train_log(tmp_path):

@@ -50,7 +50,7 @@ def repeated_ngrams(tokens, n):
 def test_generation_with_no_repeat_ngram_size_has_no_repeated_ngram():
     from argparse import Namespace
 
-    from conftest import build_model, make_dictionary, random_batch
+    from helpers import build_model, make_dictionary, random_batch
     from fairseq_sum_plugins.tasks.summarization import SummarizationConfig, SummarizationTask
 
     torch.manual_seed(0)
@@ -93,6 +93,7 @@ os._exit(0)  # no teardown: freeing a DDP reducer after its gloo group can deadl
 """
 
 
+@pytest.mark.slow  # a few seconds or more: a recipe, a subprocess or the committed results
 def test_pytorch_ddp_wraps_a_cpu_model(tmp_path):
     """fairseq's pytorch_ddp wrapper passes device_ids=[device_id]; on a CPU model compat.ddp_on_cpu drops
     them (torch refuses device_ids for a CPU module), so --ddp-backend pytorch_ddp trains with gloo. In a

@@ -20,7 +20,7 @@ import sys
 import pytest
 import torch
 
-from conftest import REPO, FakeTask, load_task, make_dictionary
+from helpers import REPO, FakeTask, load_task, make_dictionary
 
 USER_DIR = os.path.join(REPO, "fairseq_sum_plugins")
 TINY = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "32",
@@ -482,7 +482,7 @@ def test_a_topic_assistant_builds_from_a_struct_hydra_config_and_records_its_phi
     ConfigAttributeError."""
     from fairseq.models import build_model
     from omegaconf import OmegaConf
-    from conftest import write_topic_model
+    from helpers import write_topic_model
 
     d = make_dictionary()
     path = write_topic_model(d, str(tmp_path / "tm.npz"), k=3)

@@ -18,8 +18,8 @@ import subprocess
 import pytest
 import torch
 
-from conftest import binarize, write_toy_parallel
-from test_cli_roundtrip import USER_DIR, cli
+from helpers import binarize, write_toy_parallel
+from helpers import USER_DIR, cli
 from tolerances import MODEL_ULPS, fp32_tol, printed_tol
 
 pytestmark = pytest.mark.slow  # trains and decodes through the console scripts

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import build_model, make_dictionary, random_batch
+from helpers import build_model, make_dictionary, random_batch
 from fairseq_sum_plugins.modules import dropout as dropout_module
 from fairseq_sum_plugins.modules.dropout import check_dropout_mask, dropout, packed_keep_mask
 
@@ -112,7 +112,7 @@ def test_every_dropout_draws_the_packed_mask(arch, features, monkeypatch):
 
 
 def test_mem2mem_dropouts_draw_the_packed_mask(monkeypatch):
-    from conftest import doc_batch
+    from helpers import doc_batch
 
     torch.manual_seed(0)
     model, d = build_model("mem2mem_base", make_dictionary(), dropout_mask="packed", dropout=0.3, embed_dim=16,

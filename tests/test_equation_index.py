@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 INDEX = os.path.join(REPO, "docs", "equations.md")
 # the numbered equations of each paper (shared/papers/*.txt)

@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from conftest import REPO, build_model, make_dictionary, random_batch
+from helpers import REPO, build_model, make_dictionary, random_batch
 from tolerances import MODEL_ULPS, OP_ULPS, approx64, fp32_close, fp32_tol
 from fairseq_sum_plugins.modules.attention import MultiheadAttention
 from fairseq_sum_plugins.features.etads_focus import F_MAX, SIGMA_MIN, FocusBias, parse_layers

@@ -7,7 +7,7 @@ from argparse import Namespace
 
 import pytest
 import torch
-from conftest import build_model, make_dictionary
+from helpers import build_model, make_dictionary
 from tolerances import MODEL_ULPS, OP_ULPS, approx64, fp32_close, fp64_close
 
 from fairseq.models import ARCH_CONFIG_REGISTRY
@@ -248,7 +248,7 @@ def test_beam_shared_cross_attention_keys_give_the_same_search(arch, extra):
     """Beam search with cross-attention keys/values computed once per source (shared by its beams)
     finds the hypotheses, scores and attention of the per-row cache; the cache holds one row per
     source (not with the pointer-generator, whose attention weights need the per-row path)."""
-    from conftest import random_batch
+    from helpers import random_batch
     from fairseq_sum_plugins.modules.attention import MultiheadAttention
 
     torch.manual_seed(0)
@@ -294,7 +294,7 @@ def test_bench_flop_count_of_a_matmul_step_by_hand():
 
 def test_bench_packed_mask_ablation_switches_every_dropping_module():
     """--ablate packed_mask: the peer's every Drops module draws the packed mask (modules/dropout.py)."""
-    from conftest import build_model
+    from helpers import build_model
     from fairseq_sum_plugins.modules.dropout import Drops
 
     bench = load_bench()

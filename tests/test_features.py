@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import test_model_contract as contract
-from conftest import build_model, make_dictionary, random_batch
+from helpers import build_model, make_dictionary, random_batch
 from tolerances import MODEL_ULPS, OP_ULPS, fp32_close
 from fairseq_sum_plugins.modules.encoder_out import EncoderOut
 from fairseq_sum_plugins.modules.features import ENCODER_OUT, FEATURES, FeatureSpec, register_feature
@@ -292,7 +292,7 @@ def test_the_criterion_names_no_feature():
 
 
 def test_a_registered_aux_loss_is_weighted_without_touching_the_criterion(toy_data, tiny_overrides):
-    from test_task_criterion import AuxModel, first_batch, load_task
+    from helpers import AuxModel, first_batch, load_task
 
     from fairseq_sum_plugins.aux_losses import AUX_LOSSES, AuxLoss, register_aux_loss
     from fairseq_sum_plugins.criterions.summarization_loss import SummarizationLoss
@@ -321,8 +321,8 @@ def test_building_a_topic_assistant_model_writes_nothing_onto_the_task(toy_data,
     import argparse
 
     from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
-    from test_task_criterion import load_task
-    from conftest import write_topic_model
+    from helpers import load_task
+    from helpers import write_topic_model
 
     from fairseq_sum_plugins.features.topic_assistant.layers import theta_provider
 
@@ -339,7 +339,7 @@ def test_building_a_topic_assistant_model_writes_nothing_onto_the_task(toy_data,
 
 def test_the_registered_loss_flags_reach_the_criterion_from_the_command_line(toy_data):
     from fairseq import tasks
-    from test_flag_names import parse
+    from helpers import parse
 
     args = parse(toy_data, "--arch", "transformer_gated_small", "--criterion", "summarization_loss",
                  "--gate-l1-weight", "0.3", "--gate-l1-norm", "document", "--coverage-loss-weight", "0.5")

@@ -5,12 +5,8 @@
 import pytest
 from fairseq import options
 
-from conftest import REPO  # noqa: F401  (puts the plugin on the path)
-
-
-def parse(data, *argv):
-    parser = options.get_training_parser()
-    return options.parse_args_and_arch(parser, [data, "--task", "summarization", "--optimizer", "adam", *argv])
+from helpers import REPO  # noqa: F401  (puts the plugin on the path)
+from helpers import parse  # noqa: F401
 
 
 @pytest.mark.parametrize("arch,new,old,dest,value", [
@@ -69,10 +65,10 @@ def test_earlier_attribute_names_still_set_the_feature(arch, family, old, new, v
     import argparse
 
     from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
-    from test_model_contract import DIMS, K
-    from conftest import write_topic_model
+    from helpers import DIMS, K
+    from helpers import write_topic_model
 
-    from conftest import FakeTask, make_dictionary
+    from helpers import FakeTask, make_dictionary
 
     d = make_dictionary()
     tm = write_topic_model(d, str(tmp_path / "tm.npz"), k=K)
@@ -111,7 +107,7 @@ def test_mem2mem_memory_flags_share_one_prefix_and_their_attribute_names():
 ])
 def test_args_saved_before_the_memory_rename_keep_their_setting(saved, compression, writer):
     """A checkpoint's args from before the rename (``encoder_memory``, ``decoder_memory``) build the same model."""
-    from conftest import build_model
+    from helpers import build_model
 
     model, _ = build_model("mem2mem_base", embed_dim=8, encoder_hidden_size=4, decoder_hidden_size=8,
                            attention_dim=6, memory_attn_dim=4, memory_slots=2, **saved)

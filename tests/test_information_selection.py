@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import build_model, random_batch
+from helpers import build_model, random_batch
 from tolerances import MODEL_ULPS, OP_ULPS, fp32_close, fp32_tol, printed_tol
 from fairseq_sum_plugins.features import information_selection as gates_mod
 from fairseq_sum_plugins.modules.attention import MultiheadAttention
@@ -119,7 +119,7 @@ def test_gate_l1_is_mean_gate_per_source_token(per_head, tiny_overrides):
 
 
 def test_criterion_adds_lambda_times_gate_l1(toy_data, tiny_overrides):
-    from conftest import load_task
+    from helpers import load_task
     from fairseq_sum_plugins.criterions.summarization_loss import SummarizationLoss
 
     task = load_task(toy_data)
@@ -374,7 +374,7 @@ def test_newsroom_converter_paper_filter_and_fields(tmp_path):
 def test_document_gate_loss_is_equations_7_to_9_by_hand(per_head, toy_data, tiny_overrides):
     """--gate-l1-norm document: (1/|D|) sum_docs [ -sum_t log p(y_t) + lambda sum_i g_i ] (IS eq. 7-9),
     computed here from the model's log-probabilities and gates; the logged NLL stays per token."""
-    from conftest import load_task
+    from helpers import load_task
     from fairseq_sum_plugins.criterions.summarization_loss import SummarizationLoss
 
     task = load_task(toy_data)

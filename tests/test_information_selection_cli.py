@@ -7,8 +7,8 @@ import re
 import pytest
 import torch
 
-from conftest import REPO, save_bart_checkpoint
-from test_cli_roundtrip import cli, run
+from helpers import REPO, save_bart_checkpoint
+from helpers import cli, run
 from tolerances import approx64, printed_tol
 
 pytestmark = pytest.mark.slow  # trains and decodes through the console scripts

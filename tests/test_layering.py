@@ -2,7 +2,7 @@
 import os
 import sys
 
-from conftest import REPO
+from helpers import REPO
 
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 import check_layering  # noqa: E402

@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from conftest import REPO, build_model, doc_batch, make_dictionary
+from helpers import REPO, build_model, doc_batch, make_dictionary
 from tolerances import MODEL_ULPS, OP_ULPS, approx32, approx64, fp32_close, fp32_tol
 from fairseq.data import Dictionary
 
@@ -172,7 +172,7 @@ def test_copy_distribution_sums_to_one_over_extended_vocabulary():
     assert fp32_close(out.sum(-1), torch.ones(out.shape[:2]), math.log(len(d)), OP_ULPS)
     present = 1e-6  # tol: a source marker's copy mass (1 - z) * gamma is far above rounding
     assert (out[0, :, markers[0]] > present).all() and (out[1, :, markers[2]] > present).all()
-    # not in any source: the log P floor is log 1e-10 (pointer_generator.py), 1% for exp(log(.))
+    # not in any source: the log P floor is log 1e-10 (features/copy_mechanism.py), 1% for exp(log(.))
     floor = 1.01e-10  # tol: exp(log 1e-10) in float32, within 1%
     assert (out[:, :, markers[1]] < floor).all() and (out[:, :, markers[3]] < floor).all()
     assert model.encoder.embed_tokens.num_embeddings == len(d) - 4
@@ -324,7 +324,7 @@ def test_parameter_count_at_paper_dims():
 
 @pytest.fixture(scope="module")
 def trained_mem2mem(toy_data, tmp_path_factory):
-    from test_cli_roundtrip import cli, run
+    from helpers import cli, run
 
     save = str(tmp_path_factory.mktemp("mem2mem_ckpt"))
     dims = ["--embed-dim", "16", "--encoder-hidden-size", "8", "--decoder-hidden-size", "16", "--attention-dim", "8",
@@ -340,7 +340,7 @@ def trained_mem2mem(toy_data, tmp_path_factory):
 
 @pytest.mark.slow
 def test_train_generate_roundtrip(trained_mem2mem):
-    from test_cli_roundtrip import cli, run
+    from helpers import cli, run
 
     gen = run(
         cli("fairseq-generate"), trained_mem2mem["data"], "--user-dir", os.path.join(REPO, "fairseq_sum_plugins"),
@@ -402,7 +402,7 @@ def test_oracle_agreement_precision_recall_and_chance_by_hand():
 def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_path, capsys):
     """Table 2's "+ Decoder Mem" row (--memory-encoder False) has no memory to extract with: an error,
     or with --skip-without-memory (what the recipes pass) one line and exit 0, nothing written."""
-    from conftest import FakeTask
+    from helpers import FakeTask
     from fairseq_sum_plugins.analysis.implicit_extraction import cli_main
     from fairseq_sum_plugins.models.mem2mem.model import Mem2MemModel
 

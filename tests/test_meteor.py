@@ -84,6 +84,7 @@ def _jar_directly(tmp_path, hyps, refs):
     return seg, float(re.search(r"^Final score:\s+(\S+)$", r.stdout, re.M).group(1))
 
 
+@pytest.mark.slow  # a few seconds or more: a recipe, a subprocess or the committed results
 def test_cli_meteor_impl_15_equals_the_jar_run_directly(tmp_path, capsys, monkeypatch):
     """fairseq-sum-score --meteor --meteor-impl 1.5 (one -stdio process) against the jar on files:
     same segment and final scores, hand-checked pairs, labelled in the text and the JSON."""
@@ -187,7 +188,7 @@ def test_compare_table_and_figure_keep_meteors_label_in_its_column(tmp_path, mon
 
 
 def test_compare_report_heads_meteor_with_its_implementation(tmp_path):
-    from test_compare_report import write_run
+    from helpers import write_run
 
     from fairseq_sum_plugins.analysis.compare_report import write_report
 

@@ -19,20 +19,10 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import build_model, make_dictionary, random_batch
+from helpers import DIMS, K, build_model, make_dictionary, random_batch, theta_for
 
 torch.set_num_threads(1)
 
-# model dims per family: every cell builds and runs in milliseconds
-DIMS = {
-    "transformer": dict(encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=4,
-                        decoder_layers=2, tpr_roles=5, dropout=0.0),
-    "bart": dict(encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=2, encoder_attention_heads=4,
-                 decoder_embed_dim=32, decoder_ffn_embed_dim=64, decoder_layers=2, decoder_attention_heads=4,
-                 dropout=0.0, attention_dropout=0.0, max_source_positions=64, max_target_positions=64),
-    "mem2mem": dict(embed_dim=16, encoder_hidden_size=8, decoder_hidden_size=12, attention_dim=10, memory_attn_dim=6,
-                    memory_slots=4),
-}
 # Incremental == full, reordered == reordered batch, padded == alone: the same float32 model on other
 # blockings (one step against all steps, a batch against one row) differs by rounding only, a few
 # ulps of the largest value it passes through (tests/tolerances.py). The cells' outputs are bounded
@@ -41,7 +31,6 @@ DIMS = {
 # default, AVX2 and AVX-512 kernel paths; a wrong mask or a lost position moves them by 1e-2 or more.
 CONTRACT_TOL = 1e-5
 AUX_WEIGHTS = {"gate_l1": 0.1, "mem_comp": 1e-4, "mem_read": 0.01, "coverage": 1.0}  # summarization_loss defaults
-K = 6  # topics of the test topic model
 
 ALL = "."  # every parameter
 ROLES = r"roles|role_proj"
@@ -147,7 +136,7 @@ assert len(set(IDS)) == len(IDS), "two cells with the same arch and features"
 
 @pytest.fixture(scope="module")
 def topic_model(tmp_path_factory):
-    from conftest import write_topic_model
+    from helpers import write_topic_model
 
     return write_topic_model(make_dictionary(), str(tmp_path_factory.mktemp("contract") / "topic_model.npz"), k=K)
 
@@ -161,16 +150,10 @@ def build(cell, topic_model, seed=0):
     return model, d
 
 
-def theta_for(bsz, seed=1):
-    g = torch.Generator().manual_seed(seed)
-    t = torch.rand(bsz, K, generator=g) ** 3
-    return t / t.sum(1, keepdim=True)
-
-
 def batch(cell, d, left_pad=True, bsz=3):
     """``(src, lengths, prev, side)`` with ragged sources padded on ``left_pad``'s side."""
     if cell.family == "mem2mem":
-        from conftest import doc_batch
+        from helpers import doc_batch
 
         docs = [[3, 4, 2], [5], [2, 2, 2], [2, 3]][:bsz]
         src, lengths, prev = doc_batch(d, docs, tgt_len=6, left_pad=left_pad)

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from conftest import FakeTask, build_model, make_dictionary, random_batch
+from helpers import FakeTask, build_model, make_dictionary, random_batch
 from tolerances import OP_ULPS, fp32_close
 from fairseq_sum_plugins.features.copy_mechanism import TransformerCopy
 

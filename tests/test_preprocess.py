@@ -15,57 +15,9 @@ from fairseq_sum_plugins.text import (
 )
 from preprocess import prepare, xsum_to_jsonl
 from preprocess.prepare import PrepareError
+from helpers import CORPUS_WORDS as WORDS, _sentence, make_corpus, make_examples, read, run_prepare, write_jsonl  # noqa: F401
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORDS = ("the a cat dog bird sat ran flew on under near mat house tree red blue green big small "
-         "old young man woman child city river quickly slowly today").split()
-
-
-def _sentence(rng, n_min=3, n_max=9):
-    words = [rng.choice(WORDS) for _ in range(rng.randint(n_min, n_max))]
-    return " ".join(words).capitalize() + rng.choice([".", ".", "!", "?"])
-
-
-def make_examples(n, seed):
-    import random
-
-    rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        doc = " ".join(_sentence(rng) for _ in range(rng.randint(3, 12)))
-        if i % 3 == 0:  # paragraphs
-            doc = doc.replace("! ", "!\n")
-        summ = [_sentence(rng) for _ in range(rng.randint(1, 3))]
-        out.append({"id": f"ex{seed}-{i}", "document": doc, "summary": summ})
-    return out
-
-
-def write_jsonl(path, examples):
-    with open(path, "w", encoding="utf-8") as f:
-        for ex in examples:
-            f.write((ex if isinstance(ex, str) else json.dumps(ex)) + "\n")
-
-
-def make_corpus(directory, n_train=40, valid_name="valid"):
-    os.makedirs(directory, exist_ok=True)
-    train = make_examples(n_train, 1)
-    if n_train > 5:
-        train[5]["document"] = "Alone"  # a 1-token document is valid
-    write_jsonl(os.path.join(directory, "train.jsonl"), train)
-    write_jsonl(os.path.join(directory, f"{valid_name}.jsonl"), make_examples(6, 2))
-    write_jsonl(os.path.join(directory, "test.jsonl"), make_examples(6, 3))
-    return directory
-
-
-def run_prepare(src, out, *extra, source="--jsonl-dir"):
-    argv = [source, str(src), "--out", str(out), "--vocab-size", "100", "--num-threads", "2",
-            "--max-src-tokens", "40", "--max-tgt-tokens", "12", *extra]
-    return prepare.main(argv)
-
-
-def read(path):
-    with open(path, encoding="utf-8") as f:
-        return f.read().splitlines()
 
 
 # ---------------------------------------------------------------- text

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO, binarize, save_fresh_checkpoint
+from helpers import REPO, binarize, save_fresh_checkpoint
 from tolerances import MODEL_ULPS, OP_ULPS, fp32_close, fp32_tol, printed_tol
 from fairseq_sum_plugins.analysis import probe as P
 

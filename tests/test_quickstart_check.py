@@ -120,6 +120,7 @@ def test_without_baselines_the_verdict_is_not_measured():
     )
 
 
+@pytest.mark.slow  # a few seconds or more: a recipe, a subprocess or the committed results
 def test_the_script_prints_the_lines_from_the_json_files(tmp_path):
     (tmp_path / "r.json").write_text(json.dumps(rouge(26.69, 5.10, 23.72, delta=1.37)))
     (tmp_path / "u.json").write_text(json.dumps(use(0.636, 100)))

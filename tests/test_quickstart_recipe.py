@@ -108,6 +108,7 @@ def quickstart(env, work, **settings):
         (dict(BEAM="4"), dict(BEAM="2"), False),
     ],
 )
+@pytest.mark.slow  # a few seconds or more: a recipe, a subprocess or the committed results
 def test_a_rerun_with_a_changed_setting_does_not_reuse_a_finished_run(
     stubbed, first, second, retrains
 ):
@@ -128,6 +129,7 @@ def test_a_rerun_with_a_changed_setting_does_not_reuse_a_finished_run(
     assert len(list((work / "checkpoints").iterdir())) == (2 if retrains else 1)
 
 
+@pytest.mark.slow  # a few seconds or more: a recipe, a subprocess or the committed results
 def test_the_run_records_its_spec_and_prints_the_verdict_last(stubbed):
     env, work, log = stubbed
     steps, stdout = quickstart(env, work, THREADS="2", BATCH="7")

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 import corpora
-from test_recipes import MEM2MEM_ENV, N_TEST, RECIPE_VARS, TINY_ENV, TINY_TRANSFORMER
+from helpers import MEM2MEM_ENV, N_TEST, RECIPE_VARS, TINY_ENV, TINY_TRANSFORMER
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STAND_INS = ("python", "python3", "fairseq-sum-prepare", "fairseq-train", "fairseq-generate", "fairseq-sum-score",

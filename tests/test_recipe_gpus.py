@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 COMMON = os.path.join(REPO, "recipes", "common.sh")
 

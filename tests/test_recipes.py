@@ -19,39 +19,7 @@ from pathlib import Path
 import pytest
 
 import corpora
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-N_TEST = corpora.SPLIT_SIZES["test"]
-
-# one thread (a tiny model runs faster so on a small CPU), no fp16 probe, no emulation of the papers'
-# 4 GPUs with --update-freq, ~110 sentencepiece pieces, 3 updates
-TINY_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "FP16": "0", "NGPU": "1", "PAPER_GPUS": "1",
-            "VOCAB": "150", "MAX_UPDATE": "3"}
-# fairseq-train flags of a one-layer d=32 transformer (any preset of sum_transformer)
-TINY_TRANSFORMER = ("--encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 32 --encoder-ffn-embed-dim 64 "
-                    "--encoder-attention-heads 2")
-# the recipes' other variables: not inherited from the caller's environment
-RECIPE_VARS = ("WORK ARCH EXTRA BATCH BEAM BEAMS UPDATE_FREQ MAX_SRC MAX_TGT MAX_SENTS SENT_TOKENS EPOCHS "
-               "SAVE_INTERVAL TOPICS TOPICS_N LENPEN LAMBDA THRESHOLD TEST_SUBSET DENSITY_BIN COVERAGE_TYPE "
-               "MAX_SECTIONS SECTION_WORDS MAX_LEN_B").split()
-STEP = re.compile(r"^\[\d\d:\d\d:\d\d\] ([a-z][a-z ]*?): (.*)$", re.M)
-
-
-def run_recipe(script, *args, **env):
-    """Runs ``bash recipes/SCRIPT ARGS`` with TINY_ENV and ``env``; returns its stdout."""
-    full_env = {k: v for k, v in os.environ.items() if k not in RECIPE_VARS}
-    full_env.update(TINY_ENV, **env)
-    # the recipes call `python` and the console scripts: those of this interpreter
-    full_env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full_env.get("PATH", "")
-    proc = subprocess.run(["bash", os.path.join(REPO, "recipes", script), *map(str, args)], cwd=REPO,
-                          env=full_env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"{script} exited with {proc.returncode}:\n{(proc.stdout + proc.stderr)[-5000:]}"
-    return proc.stdout
-
-
-def steps(stdout):
-    """``[(step, skipped)]`` of the recipe's log lines (``[HH:MM:SS] step: message``)."""
-    return [(step, message.endswith("skipped")) for step, message in STEP.findall(stdout)]
+from helpers import MEM2MEM_ENV, N_TEST, RECIPE_VARS, REPO, STEP, TINY_ENV, TINY_TRANSFORMER, run_recipe, steps  # noqa: F401
 
 
 def check_decoding(out):
@@ -91,11 +59,6 @@ def test_xsum_tp_transformer_and_resume(tmp_path):
     second = run_recipe("xsum/tp_transformer.sh", raw, **env)
     assert steps(second) == [(step, True) for step in order]
     assert {p: p.stat().st_mtime_ns for p in before} == before
-
-
-# Mem2Mem recipes: a tiny model, one epoch
-MEM2MEM_ENV = dict(EPOCHS="1", BATCH="8", MAX_SRC="256", EXTRA="--embed-dim 32 --encoder-hidden-size 32 "
-                   "--decoder-hidden-size 64 --memory-attn-dim 32")
 
 
 def rewrite_split_files(folder, edit):
@@ -248,6 +211,7 @@ def test_compare_sh_gives_sum_transformers_the_copy_and_plots_source_gain_over_u
     ("--pointer-generator False", "--pointer-generator False"),
     ("--dropout 0.2", "--dropout 0.2 --pointer-generator True"),  # no copy flag: COPY=1 adds it
 ])
+@pytest.mark.slow  # a few seconds or more: a recipe, a subprocess or the committed results
 def test_compare_sh_copy_leaves_a_spec_that_sets_the_copy_in_any_spelling(compare_work, tmp_path, flags,
                                                                             recorded):
     """COPY=1 appends --pointer-generator True only to a spec without the flag: before, it saw only

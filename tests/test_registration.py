@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from conftest import build_model, make_dictionary, save_fresh_checkpoint
+from helpers import build_model, make_dictionary, save_fresh_checkpoint
 from fairseq_sum_plugins.aux_losses import AUX_LOSSES, AuxLoss, register_aux_loss
 from fairseq_sum_plugins.flags import bool_flag, renamed_flag
 from fairseq_sum_plugins.modules.features import FEATURES, FeatureSpec, flags_set, register_feature
@@ -203,6 +203,7 @@ ORDER = ["TP-Transformer role binding (--tpr)", "information selection (--gate)"
 
 @pytest.mark.parametrize("first", ["fairseq_sum_plugins.features.topic_assistant.layers",
                                    "fairseq_sum_plugins.models.bart"])
+@pytest.mark.slow  # a few seconds or more: a recipe, a subprocess or the committed results
 def test_the_features_register_in_the_registry_order_whichever_module_is_imported_first(first):
     code = (f"import {first}; from fairseq_sum_plugins.modules.features import FEATURES; "
             "print(list(FEATURES))")

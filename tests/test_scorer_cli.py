@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from conftest import REPO
-from test_cli_roundtrip import USER_DIR, WORDS, cli, run
-from test_compare import write_prepared
-from test_rouge import _perl_ready
+from helpers import REPO
+from helpers import USER_DIR, WORDS, cli, run
+from helpers import write_prepared
+from helpers import _perl_ready
 from tolerances import approx64, printed_tol
 
 from fairseq_sum_plugins.scoring import rouge as R
@@ -89,6 +89,7 @@ def _f1(stdout):
     return [float(x) for x in re.search(r"ROUGE-1/2/L F1: ([\d.]+)/([\d.]+)/([\d.]+)", stdout).groups()]
 
 
+@pytest.mark.slow  # a few seconds or more: a recipe, a subprocess or the committed results
 def test_gold_hypotheses_score_100_against_untruncated_references(generated, tmp_path, score):
     """The T- lines are cut at 6 pieces; the scorer reads DATA/bin/test.ref.jsonl through --data or
     the absolute data path of generate's log (GEN.log), and without either refuses, naming --data;

@@ -6,8 +6,8 @@ from argparse import Namespace
 import pytest
 import torch
 
-from conftest import load_task
-from test_rouge import _perl_ready
+from helpers import load_task
+from helpers import _perl_ready
 
 from fairseq_sum_plugins.scoring import rouge as R
 from fairseq_sum_plugins.scoring import score as S

@@ -9,7 +9,7 @@ import pytest
 from fairseq_sum_plugins import text
 from fairseq_sum_plugins.text import split_sentences, tokenize_document
 from preprocess.prepare import PrepareError
-from test_preprocess import make_examples, read, run_prepare
+from helpers import make_examples, read, run_prepare
 from tolerances import approx64
 
 SPLITTERS = ["regex", pytest.param("pysbd", marks=pytest.mark.skipif(

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from conftest import save_fresh_checkpoint
+from helpers import save_fresh_checkpoint
 from tolerances import MODEL_ULPS, fp32_tol
 from fairseq_sum_plugins.analysis.source_use import distinct_outputs, main, source_gain
 

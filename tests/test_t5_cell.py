@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from conftest import build_model, make_dictionary, random_batch
+from helpers import build_model, make_dictionary, random_batch
 from tolerances import OP_ULPS, fp32_close
 
 from fairseq.data import Dictionary

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import torch
-from conftest import save_fresh_checkpoint
+from helpers import save_fresh_checkpoint
 from t5_fixtures import TEXT, write_tiny_t5
 from tolerances import MODEL_ULPS, fp32_close, fp32_tol
 
@@ -113,7 +113,7 @@ def hf_order(run, dictionary):
 
 def split_ids(run_data, split="test"):
     """Binarized sources of ``split`` (fairseq ids, </s> included)."""
-    from conftest import load_task
+    from helpers import load_task
 
     task = load_task(run_data)
     task.load_dataset(split)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 import torch
-from conftest import FakeTask
+from helpers import FakeTask
 from t5_fixtures import write_tiny_t5
 from tolerances import MODEL_ULPS, fp32_tol
 

@@ -9,7 +9,7 @@ import os
 import corpora
 import pytest
 from t5_fixtures import write_tiny_t5
-from test_recipes import N_TEST, REPO, run_recipe, steps
+from helpers import N_TEST, REPO, run_recipe, steps
 
 pytest.importorskip("transformers")
 

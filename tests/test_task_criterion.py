@@ -6,34 +6,10 @@ import pytest
 import torch
 from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
 
-from conftest import build_model, load_task
+from helpers import build_model, load_task
 from tolerances import OP_ULPS, fp32_close, printed_tol
 from fairseq_sum_plugins.criterions.summarization_loss import SummarizationLoss
-
-
-def first_batch(task, split="train", bsz=8):
-    task.load_dataset(split)
-    ds = task.dataset(split)
-    return ds, ds.collater([ds[i] for i in range(bsz)])
-
-
-class AuxModel(torch.nn.Module):
-    """Wraps a model and adds fixed auxiliary losses to its output."""
-
-    def __init__(self, model, aux):
-        super().__init__()
-        self.model, self.aux = model, aux
-
-    def forward(self, **net_input):
-        logits, extra = self.model(**net_input)
-        extra["aux_losses"] = dict(self.aux)
-        return logits, extra
-
-    def __getattr__(self, name):
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            return getattr(self.model, name)
+from helpers import AuxModel, first_batch  # noqa: F401
 
 
 def test_criterion_without_aux_equals_label_smoothed_cross_entropy(toy_data, tiny_overrides):

@@ -180,7 +180,7 @@ def test_focus_plot_names_the_document_in_words():
 
 def test_gate_plot_words_of_gpt2_ids(tmp_path):
     """BART data: the GPT-2 ids of the gate plot become words ("cats" = " cat" + "s")."""
-    from test_bart_ta_recipe import encoder_of, write_gpt2_files
+    from helpers import encoder_of, write_gpt2_files
 
     from fairseq_sum_plugins.analysis.gate_sweep import gpt2_pieces
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import build_model, load_task, make_dictionary, random_batch, write_topic_model
+from helpers import build_model, load_task, make_dictionary, random_batch, write_topic_model
 from tolerances import EPS32, MODEL_ULPS, OP_ULPS, approx32, approx64, fp32_close, fp64_tol
 from fairseq_sum_plugins.features.topic_assistant.topic_model import bag_of_words, dictionary_checksum
 from preprocess.topic_model import PoissonFactorAnalysis, excluded_symbols  # with the fit
@@ -520,7 +520,7 @@ def test_phi_checksum_recorded_in_args_and_checked_on_rebuild(ta_setup, tmp_path
     import copy
     import logging
 
-    from conftest import FakeTask
+    from helpers import FakeTask
 
     d, path, _ = ta_setup
     other = write_topic_model(d, str(tmp_path / "refit.npz"), seed=1)  # same dictionary and K, other Phi
@@ -585,7 +585,7 @@ def test_theta_of_another_split_or_other_documents_is_refused(tmp_path):
     both, naming the infer command; the file that command writes is accepted."""
     import shutil
 
-    from conftest import binarize, write_toy_parallel
+    from helpers import binarize, write_toy_parallel
     from preprocess.topic_model import main as topic_model_main
 
     write_toy_parallel(str(tmp_path / "raw"), n_train=30, n_valid=6, n_test=6, seed=4)

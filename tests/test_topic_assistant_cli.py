@@ -6,10 +6,10 @@ import os
 import numpy as np
 import pytest
 
-from conftest import binarize, write_toy_parallel
+from helpers import binarize, write_toy_parallel
 from tolerances import MODEL_ULPS, OP_ULPS, fp32_close
 from fairseq_sum_plugins.features.topic_assistant.topic_model import load_split_tokens
-from test_cli_roundtrip import USER_DIR, cli, run
+from helpers import USER_DIR, cli, run
 
 K = 8
 
@@ -164,8 +164,8 @@ def test_prepare_and_gpt2_bpe_write_aligned_untruncated_sources(tmp_path):
     preprocess.gpt2_bpe --full-src-out: untruncated lines whose prefix is the truncated one."""
     from preprocess import gpt2_bpe
     from preprocess.topic_model import main as topic_model_main
-    from test_bart_ta_recipe import encoder_of, write_gpt2_files, write_hf_xsum
-    from test_preprocess import make_corpus, read, run_prepare
+    from helpers import encoder_of, write_gpt2_files, write_hf_xsum
+    from helpers import make_corpus, read, run_prepare
 
     out = tmp_path / "prep"
     run_prepare(make_corpus(str(tmp_path / "jsonl")), out, "--write-full-src")
@@ -199,7 +199,7 @@ def test_prepare_again_keeps_valid_topic_files_and_refuses_to_drop_stale_ones(tm
     from fairseq_sum_plugins.features.topic_assistant.topic_model import PoissonFactorAnalysis, check_theta_file, load_dictionary
     from preprocess.prepare import PrepareError
     from preprocess.topic_model import main as topic_model_main
-    from test_preprocess import make_corpus, run_prepare
+    from helpers import make_corpus, run_prepare
 
     corpus, out = make_corpus(str(tmp_path / "jsonl")), tmp_path / "prep"
     data = str(out / "bin")
@@ -315,7 +315,7 @@ def recipe_update_freq(**env):
     import re
     import subprocess
 
-    from conftest import REPO
+    from helpers import REPO
 
     with open(os.path.join(REPO, "recipes", "topic_assistant_run.sh")) as f:
         script = f.read()
@@ -354,7 +354,7 @@ def test_bart_with_gate_and_topic_assistant_restores_fine_tunes_generates(tmp_pa
     import torch
     from fairseq import checkpoint_utils
 
-    from conftest import save_bart_checkpoint
+    from helpers import save_bart_checkpoint
     from preprocess.topic_model import main as topic_model_main
 
     write_toy_parallel(str(tmp_path / "raw"), n_train=24, n_valid=4, n_test=5, seed=5)
@@ -424,7 +424,7 @@ def _fails(*cmd):
     import subprocess
     import sys
 
-    from conftest import REPO
+    from helpers import REPO
 
     env = dict(os.environ, PYTHONPATH=REPO)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import build_model, random_batch
+from helpers import build_model, random_batch
 from tolerances import OP_ULPS, bf16_close, fp32_close, fp64_close
 from fairseq_sum_plugins.modules.attention import MultiheadAttention
 from fairseq_sum_plugins.features.tp_transformer import DiscreteBinding, TPRBinding, shared_role_normalization
@@ -183,7 +183,7 @@ def expected_params(vocab, d, f, layers, heads, tpr, n_roles=50, d_r=64):
     [("t5_transformer_base", "none"), ("tp_transformer_base", "discrete"), ("tp_transformer_continuous_base", "continuous")],
 )
 def test_parameter_count_formula(arch, tpr):
-    from conftest import make_dictionary
+    from helpers import make_dictionary
 
     dictionary = make_dictionary(1000)
     model, _ = build_model(arch, dictionary)

@@ -71,7 +71,7 @@ class FocusBias(nn.Module):
         nn.init.xavier_uniform_(self.u.weight)
 
     def score_bias(self, q, k, inputs):
-        """The feature interface (:mod:`.features`): ETADS eq. 7's bias for the projected queries."""
+        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): ETADS eq. 7's bias for the projected queries."""
         return self(q, inputs["padding_mask"])
 
     def centres_and_scopes(self, q, padding_mask=None):

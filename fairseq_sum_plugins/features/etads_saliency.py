@@ -51,7 +51,7 @@ class SaliencyGate(InputBuffer, nn.Module):
             nn.init.xavier_uniform_(lin.weight, gain=self.head_dim**-0.25)
 
     def prob_gate(self, q, k, inputs):
-        """The feature interface (:mod:`.features`): ETADS eq. 9's gate of this step's queries."""
+        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): ETADS eq. 9's gate of this step's queries."""
         return self(q, k, inputs["incremental_state"])
 
     def _project(self, lin, x):  # (B, H, T, d_k) -> W x, split into heads again

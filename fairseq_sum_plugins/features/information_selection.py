@@ -67,7 +67,7 @@ IS eq. 7-9, ``--gate-l1-norm``::
 gates, ``g_i`` is token ``i``'s gate averaged over the heads.
 
 The sparsity rate (dropped / total non-pad source tokens, EOS included) is returned per document in
-the encoder output's ``gate_counts`` (:mod:`.encoder_out`) (logged by validation as ``gate_sparsity``) and accumulated by the
+the encoder output's ``state["gate_counts"]`` (:mod:`fairseq_sum_plugins.modules.encoder_out`) (logged by validation as ``gate_sparsity``) and accumulated by the
 gate module in eval mode (reported by ``fairseq-generate``; see :func:`report_sparsity_at_exit`).
 """
 import atexit
@@ -150,7 +150,7 @@ class InformationGate(nn.Module):
         self.proj.reset_parameters()
 
     def encoder_output(self, view):
-        """The feature interface (:mod:`.features`): :func:`apply_information_selection`."""
+        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): :func:`apply_information_selection`."""
         return apply_information_selection(self, view)
 
     def set_num_updates(self, num_updates):

@@ -174,7 +174,7 @@ class TPRBinding(nn.Module):
         nn.init.zeros_(self.role_proj.bias)
 
     def bind(self, x):
-        """The feature interface (:mod:`.features`): TPT eq. 6 after the sublayer's residual."""
+        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): TPT eq. 6 after the sublayer's residual."""
         return self(x)
 
     def reference(self, filler):

@@ -189,7 +189,7 @@ class FeatureAttention(MultiheadAttention):
 
     The cross-attention's keys and values are scaled by the batch input ``kv_scale`` ``(B, G, S, 1)``
     and its logits biased by ``score_bias`` ``(B, G, 1, S)`` (the features' ``cross_inputs``, e.g.
-    IS eq. 6 and Algorithm 1's per-head closed positions); ``site``: the feature modules of
+    IS eq. 6 and Algorithm 1's per-head closed positions); ``attention_features``: the feature modules of
     this attention's site ``site_name`` (:mod:`..modules.features`, batch-first as everywhere: score
     biases, probability gates, and heads added to the output, e.g. TA's SIA (TA eq. 7) and DRM (TA eq. 9),
     which this module hosts since fairseq's layers hand their attention no per-batch inputs).
@@ -197,7 +197,7 @@ class FeatureAttention(MultiheadAttention):
 
     def __init__(self, *args, inputs, site_name, **kwargs):
         super().__init__(*args, **kwargs)
-        self.inputs, self.site_name, self.site = inputs, site_name, []
+        self.inputs, self.site_name, self.attention_features = inputs, site_name, []
         if self.encoder_decoder_attention:
             self.k_proj.register_forward_hook(self._scale_rows)
             self.v_proj.register_forward_hook(self._scale_rows)
@@ -219,8 +219,8 @@ class FeatureAttention(MultiheadAttention):
 
     def host(self, modules):
         """The site's feature modules (the layer's, or with heads this module's own children)."""
-        self.site = list(modules)
-        if any(hasattr(m, "score_bias") or hasattr(m, "prob_gate") for m in self.site):
+        self.attention_features = list(modules)
+        if any(hasattr(m, "score_bias") or hasattr(m, "prob_gate") for m in self.attention_features):
             self.skip_embed_dim_check = True  # fairseq's fused path has no place for them: its explicit path
         return self
 
@@ -237,10 +237,10 @@ class FeatureAttention(MultiheadAttention):
         else:
             out, weights = super().forward(query, key, value, key_padding_mask, incremental_state, need_weights,
                                            static_kv, attn_mask, before_softmax, need_head_weights)
-        if not before_softmax and any(hasattr(m, "head") for m in self.site):  # e.g. TA eq. 7, 9
+        if not before_softmax and any(hasattr(m, "head") for m in self.attention_features):  # e.g. TA eq. 7, 9
             kv = (key if self.encoder_decoder_attention else query).transpose(0, 1)
             inputs = self.site_inputs(key_padding_mask, incremental_state)
-            out = add_heads(self.site, out.transpose(0, 1), query.transpose(0, 1), kv, inputs).transpose(0, 1)
+            out = add_heads(self.attention_features, out.transpose(0, 1), query.transpose(0, 1), kv, inputs).transpose(0, 1)
         return out, weights
 
     def _site_forward(self, query, key, value, key_padding_mask, incremental_state, need_weights, static_kv,
@@ -258,7 +258,7 @@ class FeatureAttention(MultiheadAttention):
             k = saved["prev_key"].view(bsz, heads, src_len, self.head_dim)
         else:
             k = self.k_proj(query if key is None else key).view(src_len, bsz, heads, self.head_dim).permute(1, 2, 0, 3)
-        bias_fn, gate_fn = score_bias_fn(self.site, inputs), prob_gate_fn(self.site, inputs)
+        bias_fn, gate_fn = score_bias_fn(self.attention_features, inputs), prob_gate_fn(self.attention_features, inputs)
         if bias_fn is not None:
             logits = (logits.view(bsz, heads, tgt_len, src_len) + bias_fn(q, k).to(logits.dtype)).flatten(0, 1)
         probs_float = utils.softmax(logits, dim=-1)
@@ -286,12 +286,12 @@ class SumBARTEncoderLayer(TransformerEncoderLayerBase):
     def __init__(self, cfg, inputs, features, index=0):
         self.inputs, self.features, self.index = inputs, features, index
         super().__init__(cfg)
-        self.site_binding = attach(self, features, "encoder_self", "binding", bart_site_dims(cfg, "encoder", index))
-        if any(getattr(m, "binds", True) for m in self.site_binding):  # post-LN (else refused): after the norm
+        self.binding_features = attach(self, features, "encoder_self", "binding", bart_site_dims(cfg, "encoder", index))
+        if any(getattr(m, "binds", True) for m in self.binding_features):  # post-LN (else refused): after the norm
             self.self_attn_layer_norm.register_forward_hook(self._bind)
 
     def _bind(self, module, args, out):
-        return bind(self.site_binding, out)
+        return bind(self.binding_features, out)
 
     def build_self_attention(self, embed_dim, cfg):
         dims = bart_site_dims(cfg, "encoder", self.index)
@@ -312,18 +312,18 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
         self.inputs, self.features, self.index, self.first = inputs, features, index, index == 0
         super().__init__(cfg, no_encoder_attn)
         dims = bart_site_dims(cfg, "decoder", index)
-        self.self_site_binding = attach(self, features, "decoder_self", "binding", dims)
-        self.cross_site_binding = attach(self, features, "decoder_cross", "binding", dims)
-        if any(getattr(m, "binds", True) for m in self.self_site_binding):  # post-LN (else refused): after the norm
+        self.self_binding_features = attach(self, features, "decoder_self", "binding", dims)
+        self.cross_binding_features = attach(self, features, "decoder_cross", "binding", dims)
+        if any(getattr(m, "binds", True) for m in self.self_binding_features):  # post-LN (else refused): after the norm
             self.self_attn_layer_norm.register_forward_hook(self._bind_self)
-        if any(getattr(m, "binds", True) for m in self.cross_site_binding) and self.encoder_attn_layer_norm is not None:
+        if any(getattr(m, "binds", True) for m in self.cross_binding_features) and self.encoder_attn_layer_norm is not None:
             self.encoder_attn_layer_norm.register_forward_hook(self._bind_cross)
 
     def _bind_self(self, module, args, out):
-        return bind(self.self_site_binding, out)
+        return bind(self.self_binding_features, out)
 
     def _bind_cross(self, module, args, out):
-        return bind(self.cross_site_binding, out)
+        return bind(self.cross_binding_features, out)
 
     def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
         dims = bart_site_dims(cfg, "decoder", self.index)

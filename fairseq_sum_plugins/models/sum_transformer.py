@@ -221,12 +221,12 @@ class EncoderLayer(nn.Module):
         super().__init__()
         d, heads = args.encoder_embed_dim, args.encoder_attention_heads
         dims = site_dims(args, "encoder", layer_idx)
-        self.site = attach(self, args, "encoder_self", "attention", dims)  # e.g. ETADS focus (ETADS eq. 5-8, on Q)
+        self.attention_features = attach(self, args, "encoder_self", "attention", dims)  # e.g. ETADS focus (ETADS eq. 5-8, on Q)
         pre = args.encoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
-        self.site_heads = attach(self, args, "encoder_self", "head", dims)  # e.g. TA's SIA head (TA eq. 7)
+        self.head_features = attach(self, args, "encoder_self", "head", dims)  # e.g. TA's SIA head (TA eq. 7)
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
-        self.site_binding = attach(self, args, "encoder_self", "binding", dims)  # e.g. TPT eq. 6
+        self.binding_features = attach(self, args, "encoder_self", "binding", dims)  # e.g. TPT eq. 6
         self.ffn = build_feed_forward(args, d, args.encoder_ffn_embed_dim)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
@@ -236,12 +236,12 @@ class EncoderLayer(nn.Module):
 
         def attend(h):  # position_bias: the T5 cell's relative position bias (B|1, H, S, S)
             out, attn = self.self_attn(h, key_padding_mask=padding_mask, attn_bias=position_bias,
-                                       attn_bias_fn=score_bias_fn(self.site, inputs),
-                                       prob_gate_fn=prob_gate_fn(self.site, inputs))
-            return add_heads(self.site_heads, out, h, h, inputs), attn
+                                       attn_bias_fn=score_bias_fn(self.attention_features, inputs),
+                                       prob_gate_fn=prob_gate_fn(self.attention_features, inputs))
+            return add_heads(self.head_features, out, h, h, inputs), attn
 
         x, _ = self.self_attn_sublayer(x, attend)
-        x = bind(self.site_binding, x)
+        x = bind(self.binding_features, x)
         x, _ = self.ffn_sublayer(x, self.ffn)
         return x
 
@@ -253,18 +253,18 @@ class DecoderLayer(nn.Module):
         super().__init__()
         d, heads = args.decoder_embed_dim, args.decoder_attention_heads
         dims = site_dims(args, "decoder", layer_idx)
-        self.self_site = attach(self, args, "decoder_self", "attention", dims)
-        self.cross_site = attach(self, args, "decoder_cross", "attention", dims)  # e.g. ETADS saliency (ETADS eq. 9-10)
+        self.self_attention_features = attach(self, args, "decoder_self", "attention", dims)
+        self.cross_attention_features = attach(self, args, "decoder_cross", "attention", dims)  # e.g. ETADS saliency (ETADS eq. 9-10)
         pre = args.decoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
-        self.self_site_binding = attach(self, args, "decoder_self", "binding", dims)  # e.g. TPT eq. 6
+        self.self_binding_features = attach(self, args, "decoder_self", "binding", dims)  # e.g. TPT eq. 6
         self.cross_attn = build_attention(args, d, heads, self_attention=False)
         # e.g. the Topic Assistant: SIA's extra head in both attention blocks (TA eq. 7), DRM's bias (TA eq. 9)
-        self.self_site_heads = attach(self, args, "decoder_self", "head", dims)
-        self.cross_site_heads = attach(self, args, "decoder_cross", "head", dims)
+        self.self_head_features = attach(self, args, "decoder_self", "head", dims)
+        self.cross_head_features = attach(self, args, "decoder_cross", "head", dims)
         self.cross_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
-        self.cross_site_binding = attach(self, args, "decoder_cross", "binding", dims)
+        self.cross_binding_features = attach(self, args, "decoder_cross", "binding", dims)
         self.ffn = build_feed_forward(args, d, args.decoder_ffn_embed_dim)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
@@ -289,12 +289,12 @@ class DecoderLayer(nn.Module):
 
         def self_attend(h):
             out, attn = self.self_attn(h, causal=causal, attn_bias=self_bias, incremental_state=incremental_state,
-                                       attn_bias_fn=score_bias_fn(self.self_site, self_inputs),
-                                       prob_gate_fn=prob_gate_fn(self.self_site, self_inputs))
-            return add_heads(self.self_site_heads, out, h, h, self_inputs), attn
+                                       attn_bias_fn=score_bias_fn(self.self_attention_features, self_inputs),
+                                       prob_gate_fn=prob_gate_fn(self.self_attention_features, self_inputs))
+            return add_heads(self.self_head_features, out, h, h, self_inputs), attn
 
         x, _ = self.self_attn_sublayer(x, self_attend)
-        x = bind(self.self_site_binding, x)
+        x = bind(self.self_binding_features, x)
         cross_inputs = layer_inputs("decoder_cross", enc_padding_mask, incremental_state,
                                     **call.site_inputs("decoder_cross"), **cross_values)
 
@@ -302,13 +302,13 @@ class DecoderLayer(nn.Module):
             out, attn = self.cross_attn(
                 h, enc, key_padding_mask=enc_padding_mask, incremental_state=incremental_state, need_weights=need_attn,
                 attn_bias=cross_bias, kv_scale=cross_inputs["kv_scale"],  # e.g. IS eq. 6
-                attn_bias_fn=score_bias_fn(self.cross_site, cross_inputs),
-                prob_gate_fn=prob_gate_fn(self.cross_site, cross_inputs),
+                attn_bias_fn=score_bias_fn(self.cross_attention_features, cross_inputs),
+                prob_gate_fn=prob_gate_fn(self.cross_attention_features, cross_inputs),
             )
-            return add_heads(self.cross_site_heads, out, h, enc, cross_inputs), attn  # before add & norm
+            return add_heads(self.cross_head_features, out, h, enc, cross_inputs), attn  # before add & norm
 
         x, attn = self.cross_attn_sublayer(x, cross_attend)
-        x = bind(self.cross_site_binding, x)
+        x = bind(self.cross_binding_features, x)
         x, _ = self.ffn_sublayer(x, self.ffn)
         return x, attn
 

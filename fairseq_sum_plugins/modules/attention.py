@@ -118,14 +118,14 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
             incremental_state: fairseq incremental state; ``query`` then holds the new step(s).
             attn_bias_fn: ``f(q, k) -> bias`` computed from the projected queries ``(B, H, T, d_k)`` and
                 keys ``(B, H, S, d_k)``, added to ``attn_bias`` (the features' score biases,
-                :func:`.features.score_bias_fn`, e.g. ETADS's focal bias, :mod:`.focus`).
+                :func:`.features.score_bias_fn`, e.g. ETADS's focal bias, :mod:`fairseq_sum_plugins.features.etads_focus`).
             prob_gate_fn: ``g(q, k) -> gate (B, H, T, S)`` multiplying the attention probabilities
-                (e.g. ETADS saliency, :mod:`.saliency`); runs the explicit path. It may instead return
+                (e.g. ETADS saliency, :mod:`fairseq_sum_plugins.features.etads_saliency`); runs the explicit path. It may instead return
                 a :class:`FactoredGate`: then, unless weights are requested or the attention is
                 causal, its ``attend`` computes the gated attention (e.g. without keeping
                 ``(B, H, T, S)`` tensors for backward), else its ``gate()`` is materialised.
             kv_scale: encoder-decoder attention only, broadcastable to ``(B, H, S, 1)``: scales the
-                projected key and value rows (IS eq. 6, :mod:`.gates`); cached
+                projected key and value rows (IS eq. 6, :mod:`fairseq_sum_plugins.features.information_selection`); cached
                 scaled, like the keys/values themselves.
         Returns:
             ``(output (B, T, C), attention (B, T, S) averaged over heads or None)``.

@@ -1,9 +1,11 @@
 """One interface between the papers' features and the backbones that host them.
 
 A feature declares, in one :class:`FeatureSpec` registered here, its flags (``add_args``,
-``defaults``), where in a layer it contributes (the sites ``encoder_self``, ``decoder_self``,
-``decoder_cross``, each with the attribute its module takes on the layer, so parameter names are
-the same on every backbone), and how its module is built. The module then contributes through
+``defaults``), its *sites* and how its module is built. A site is the one place a feature's module
+sits, under an attribute name that is the same on every backbone (so are the parameter names): a
+layer's attention block (``encoder_self``, ``decoder_self``, ``decoder_cross``: :data:`SITES`), the
+encoder's output (``encoder_out``), the decoder's output (``decoder_out``) or the model
+(``model``). The module then contributes through
 any of these methods (duck-typed), with one batch-first layout on every backbone:
 
 * ``score_bias(q, k, inputs) -> (B|1, H|1, T, S)``: added to the attention logits after the

@@ -281,7 +281,7 @@ class TopicInputs:
         return self.embed(self.topic_ids, embed_weight)
 
     def site_inputs(self, site):
-        """The per-forward inputs of the decoder's ``site`` (:mod:`.features`): SIA's probabilities, DRM's theta."""
+        """The per-forward inputs of the decoder's ``site`` (:mod:`fairseq_sum_plugins.modules.features`): SIA's probabilities, DRM's theta."""
         if site == "decoder_self":
             return {"self_probs": self.self_probs}
         return {"cross_probs": self.cross_probs, "theta": self.theta}
@@ -347,7 +347,7 @@ class DRM(nn.Module):
         return self.w_b(theta.to(self.w_b.weight.dtype))[:, None, :]
 
     def head(self, query, kv, inputs):
-        """The feature interface (:mod:`.features`): TA eq. 9's bias on the cross-attention output."""
+        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): TA eq. 9's bias on the cross-attention output."""
         return self(inputs["theta"])
 
 
