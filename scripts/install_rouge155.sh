@@ -25,7 +25,7 @@ cd "$ROOT"
 "$PYTHON" - <<'PY'
 import sys
 sys.modules["fairseq"] = None
-from fairseq_sum_plugins import rouge
+from fairseq_sum_plugins.scoring import rouge
 data = rouge.build_exception_db()
 count, went = rouge.exception_db_entries(data / "WordNet-2.0.exc.db")
 print(f"ROUGE-1.5.5 ready: {rouge.rouge155_home()}; WordNet exception DB {data} "
