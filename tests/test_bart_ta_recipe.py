@@ -193,7 +193,7 @@ def test_recipe_generates_every_test_summary_and_scores(recipe_run):
 
 @pytest.mark.slow
 def test_topic_model_of_the_recipe_uses_the_gpt2_mapping(recipe_run, gpt2_files):
-    from fairseq_sum_plugins.analysis.topics import _encoder
+    from fairseq_sum_plugins.features.topic_assistant.similarity import _encoder
     from preprocess.topic_model import PoissonFactorAnalysis, load_dictionary
 
     data = os.path.join(recipe_run["work"], "bin")

@@ -314,7 +314,7 @@ def test_parameter_overhead_per_module(ta_setup):
 
 
 def test_semantic_similarity_eq10():
-    from fairseq_sum_plugins.analysis.topics import semantic_similarity
+    from fairseq_sum_plugins.features.topic_assistant.similarity import semantic_similarity
 
     a = np.array([[1.0, 0.0, 1.0], [0.2, 0.3, 0.5], [0.0, 0.0, 0.0]])
     b = np.array([[1.0, 1.0, 0.0], [0.4, 0.6, 1.0], [0.1, 0.2, 0.7]])

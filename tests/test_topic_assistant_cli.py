@@ -249,7 +249,7 @@ def test_semantic_similarity_reads_d_lines(ta_trained, tmp_path):
     """TA eq. 10 of fairseq-generate output through its one command line, fairseq-sum-score --topic-model:
     hypotheses from the D- lines (detokenized, as the T- references), the H- lines only when there
     is no D- line."""
-    from fairseq_sum_plugins.analysis import topics
+    from fairseq_sum_plugins.features.topic_assistant import similarity as topics
 
     data = ta_trained["data"]
     lines = ["S-0\tthe cat sat on mat", "T-0\tcat sat on mat", "H-0\t-0.5\tblue sky ball park",
