@@ -1,4 +1,5 @@
-"""fairseq-sum-plugins: load with ``--user-dir fairseq_sum_plugins`` (or ``import fairseq_sum_plugins``).
+"""fairseq-sum-plugins: load with ``--user-dir fairseq_sum_plugins`` (or ``import
+fairseq_sum_plugins``).
 
 Importing the package registers the task ``summarization``, the criterion ``summarization_loss``,
 the transformer family (``tp_transformer_base`` & co.), the ``sum_moses`` tokenizer, the

@@ -27,8 +27,8 @@ RATIO_METRICS: Dict[str, "RatioMetric"] = {}
 class AuxLoss:
     """One auxiliary loss: ``name`` (its key in ``aux_losses``), the default ``weight`` of its
     ``--{name}-weight`` flag, that flag's ``help`` and other spellings (``aliases``, e.g.
-    ``"--coverage-loss-weight"``), and optionally its normalisations ``norms`` (first: default)
-    with ``units(extra) -> tensor``, the count the per-unit value is a mean over (for ``document``)."""
+    ``"--coverage-loss-weight"``), and optionally its normalisations ``norms`` (first: default) with
+    ``units(extra) -> tensor``, the count the per-unit value is a mean over (for ``document``)."""
 
     name: str
     weight: float

@@ -8,8 +8,9 @@ know. A fairseq checkpoint holds tensors, plain containers and, for models confi
 exactly those classes to torch's allow-list (``torch.serialization.add_safe_globals``), so fairseq's
 own ``torch.load`` calls (``fairseq-generate``, ``-interactive``, ``--restore-file``, the hub
 interface) work, while every other ``torch.load`` in the process keeps the safe default and still
-rejects arbitrary pickled code. (The alternatives, ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` or patching
-``torch.load`` to pass ``weights_only=False``, would disable that protection for everything.)
+rejects arbitrary pickled code. (The alternatives, ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` or
+patching ``torch.load`` to pass ``weights_only=False``, would disable that protection for
+everything.)
 
 2. Keep the last partial batch that the fork's compiled ``batch_by_size`` drops (see
    :func:`keep_batch_remainder`).
@@ -87,8 +88,8 @@ def fix_no_repeat_ngram():
 
     ``SequenceGenerator`` passes the whole token buffer ``(bsz * beam, max_len + 2)``, padding
     included, to the blocker. The fork's Python fallback (used whenever the CUDA extension is not
-    built, i.e. on CPU and with the CPU-built fork on a GPU) takes the last ``n - 1`` entries of that
-    buffer as the n-gram prefix to look for: padding, which never matches, so nothing is ever
+    built, i.e. on CPU and with the CPU-built fork on a GPU) takes the last ``n - 1`` entries of
+    that buffer as the n-gram prefix to look for: padding, which never matches, so nothing is ever
     blocked and decoding is silently identical to ``--no-repeat-ngram-size 0``. Upstream's fallback
     indexes by ``step`` and is correct. Where a small check shows the bug, the blocker is given the
     tokens generated so far, ``tokens[:, : step + 1]``, which both implementations read correctly.
@@ -155,14 +156,15 @@ name_unreadable_checkpoints()
 
 
 def ddp_on_cpu():
-    """Make fairseq's ``pytorch_ddp`` / ``c10d`` wrapper accept a model on the CPU (``--cpu``, gloo).
+    """Make fairseq's ``pytorch_ddp`` / ``c10d`` wrapper accept a model on the CPU (``--cpu``,
+    gloo).
 
     ``DistributedFairseqModel`` passes ``device_ids=[args.device_id]`` and ``output_device`` to
     ``torch.nn.parallel.DistributedDataParallel`` whatever the device; torch refuses ``device_ids``
     for a CPU module ("DistributedDataParallel device_ids and output_device arguments only work with
-    single-device/multiple-device GPU modules or CPU modules, but got device_ids [0]").
-    The class fairseq's wrapper instantiates is replaced by a subclass that drops both arguments when
-    the module's parameters live on the CPU; GPU modules are wrapped exactly as before.
+    single-device/multiple-device GPU modules or CPU modules, but got device_ids [0]"). The class
+    fairseq's wrapper instantiates is replaced by a subclass that drops both arguments when the
+    module's parameters live on the CPU; GPU modules are wrapped exactly as before.
     """
     from fairseq.models import distributed_fairseq_model as dfm
 
@@ -521,9 +523,9 @@ def check_model_config_keys(cfg):
 
 def check_model_config_types(cfg, arch):
     """Each value of a hydra model config that its flag types (``int``, ``float``, a ``choices``
-    list) as the command line would: ``encoder_layers: two`` is an error naming the key and its flag,
-    where it was a TypeError deep in the model's constructor. Boolean flags go through their own
-    parser (:func:`.flags.parse_bool_options`, at build time)."""
+    list) as the command line would: ``encoder_layers: two`` is an error naming the key and its
+    flag, where it was a TypeError deep in the model's constructor. Boolean flags go through their
+    own parser (:func:`.flags.parse_bool_options`, at build time)."""
     from fairseq.models import ARCH_MODEL_REGISTRY
 
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)

@@ -6,10 +6,10 @@
 * :func:`read_prepare_args`: the tokenizer and BPE that ``fairseq-sum-prepare`` recorded in
   ``DATA/prepare_args.json``. The file is data, never code or configuration: only the keys the
   plugin writes are read (``tokenizer``: ``tokenizer`` = ``sum_moses``, ``moses_lang``,
-  ``sum_lowercase``, ``sum_sentence_split``, ``sentence_splitter`` = ``regex`` | ``pysbd``; ``bpe``: ``bpe`` = ``sentencepiece``,
-  ``sentencepiece_model``, a file name inside DATA, no path), each value is validated (a bad one is a
-  ``ValueError`` naming the file and key), and every other key (e.g. ``user_dir``, which fairseq
-  would import as a module) is ignored with a warning.
+  ``sum_lowercase``, ``sum_sentence_split``, ``sentence_splitter`` = ``regex`` | ``pysbd``; ``bpe``:
+  ``bpe`` = ``sentencepiece``, ``sentencepiece_model``, a file name inside DATA, no path), each
+  value is validated (a bad one is a ``ValueError`` naming the file and key), and every other key
+  (e.g. ``user_dir``, which fairseq would import as a module) is ignored with a warning.
 * :func:`text_encoding_for`: the tokenizer / BPE for raw text when the command line gives none
   (``fairseq-interactive``, the hub): the recorded ones, else none for a word-level dictionary, else
   a clear error (a sentencepiece or GPT-2 dictionary needs its BPE).
@@ -38,7 +38,8 @@ def dictionary_checksum(dictionary):
 
 
 def looks_like_gpt2_ids(dictionary):
-    """True when most non-special symbols are integers: a GPT-2 BPE dictionary (BART's ``dict.txt``)."""
+    """True when most non-special symbols are integers: a GPT-2 BPE dictionary (BART's
+    ``dict.txt``)."""
     syms = dictionary.symbols[dictionary.nspecial:]
     return bool(syms) and sum(s.isdigit() for s in syms) > len(syms) / 2
 
@@ -153,8 +154,8 @@ def text_encoding_for(data_dir, dictionary, tokenizer_given, bpe_given, flag_sty
 
 def hub_text_kwargs(model_name_or_path, data_name_or_path, kwargs):
     """``from_pretrained`` keyword arguments completed with the validated tokenizer / BPE of
-    ``DATA/prepare_args.json`` (given ones win; a relative ``sentencepiece_model`` is a file of DATA);
-    nothing else of that file reaches fairseq's configuration."""
+    ``DATA/prepare_args.json`` (given ones win; a relative ``sentencepiece_model`` is a file of
+    DATA); nothing else of that file reaches fairseq's configuration."""
     data_dir = data_name_or_path
     if data_name_or_path.startswith("."):
         data_dir = os.path.join(model_name_or_path, data_name_or_path)

@@ -1,5 +1,5 @@
-"""Typed values of the plugin's boolean model flags (``--pointer-generator``, ``--gate``, ``--ta-*``,
-Mem2Mem's switches, ...), and the attributes of renamed flags in saved args.
+"""Typed values of the plugin's boolean model flags (``--pointer-generator``, ``--gate``,
+``--ta-*``, Mem2Mem's switches, ...), and the attributes of renamed flags in saved args.
 
 fairseq's ``utils.eval_bool`` runs its argument through ``eval``: ``--pointer-generator maybe`` ends
 in a ``NameError`` traceback and any expression given as the value is executed. :func:`bool_flag`
@@ -67,10 +67,10 @@ def bool_options(add_args):
 
 
 def parse_bool_options(args, add_args):
-    """Reads every boolean option of ``add_args`` present in ``args`` (command line, a checkpoint's args
-    with ``--model-overrides``, a hydra config) through :func:`bool_flag`: the string ``'False'`` is
-    False, not truthy; a value that is not a boolean is an error naming the option. None (not given)
-    is left for the defaults."""
+    """Reads every boolean option of ``add_args`` present in ``args`` (command line, a checkpoint's
+    args with ``--model-overrides``, a hydra config) through :func:`bool_flag`: the string
+    ``'False'`` is False, not truthy; a value that is not a boolean is an error naming the option.
+    None (not given) is left for the defaults."""
     for dest, flag in bool_options(add_args).items():
         value = getattr(args, dest, None)
         if value is None or isinstance(value, bool):

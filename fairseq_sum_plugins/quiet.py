@@ -1,4 +1,5 @@
-"""Less banner noise on fairseq's command lines, applied when the plugin is imported (``--user-dir``).
+"""Less banner noise on fairseq's command lines, applied when the plugin is imported
+(``--user-dir``).
 
 * Hydra's deprecation warnings, which fairseq 0.12 triggers on every start (``hydra.experimental``,
   ``version_base``, ``@package _group_``, schema matching, the ``strict`` flag), are ignored.
@@ -7,12 +8,13 @@
   replaced by one short line; the model's name and parameter counts are still logged by fairseq.
 * Importing fairseq leaves the root logger at DEBUG (``fairseq.tasks.text_to_speech`` calls
   ``logging.basicConfig(level=DEBUG)``), so that matplotlib, used by the plugin's figures, logs
-  every font it considers (~150 lines per figure), and Hugging Face ``datasets`` (``fairseq-sum-prepare
-  --hf-dataset``) with ``fsspec`` and ``filelock`` log every file they open: their loggers are set to WARNING.
-* The same module logs "Please install tensorboardX" at import (INFO), which the plugin's own command
-  lines (``fairseq-sum-compare``, ``fairseq-sum-score``, ...) printed first, into the reports they
-  write: that module's logger is set to WARNING as well, which takes effect when the plugin is imported
-  before fairseq (fairseq's own command lines import fairseq first).
+  every font it considers (~150 lines per figure), and Hugging Face ``datasets``
+  (``fairseq-sum-prepare --hf-dataset``) with ``fsspec`` and ``filelock`` log every file they open:
+  their loggers are set to WARNING.
+* The same module logs "Please install tensorboardX" at import (INFO), which the plugin's own
+  command lines (``fairseq-sum-compare``, ``fairseq-sum-score``, ...) printed first, into the
+  reports they write: that module's logger is set to WARNING as well, which takes effect when the
+  plugin is imported before fairseq (fairseq's own command lines import fairseq first).
 
 ``FAIRSEQ_SUM_VERBOSE=1`` keeps fairseq's output unchanged.
 """
@@ -48,7 +50,8 @@ class BannerFilter(logging.Filter):
 
 
 def install():
-    """Idempotently installs the warning filters and the log filter (nothing with FAIRSEQ_SUM_VERBOSE=1)."""
+    """Idempotently installs the warning filters and the log filter (nothing with
+    FAIRSEQ_SUM_VERBOSE=1)."""
     if verbose():
         return
     for message in HYDRA_WARNINGS:

@@ -1,4 +1,5 @@
-"""A neutral registry between the ``summarization`` task and the features that need something from it.
+"""A neutral registry between the ``summarization`` task and the features that need something from
+it.
 
 The task knows no paper: a feature registers here what it needs, at import time, and the task asks
 the registry (``fairseq_sum_plugins/tasks/summarization.py``); the feature modules import this
@@ -41,7 +42,8 @@ def register_side_data(name, provider=None, hint=None, used_by=None, feature=Non
 
 
 def register_side_data_provider(name):
-    """Decorator registering ``fn(task, src_tokens_list) -> np.ndarray`` computing side data for raw text."""
+    """Decorator registering ``fn(task, src_tokens_list) -> np.ndarray`` computing side data for raw
+    text."""
 
     def wrapper(fn):
         SIDE_DATA_PROVIDERS[name] = fn

@@ -15,8 +15,8 @@ converters (truncation, ``--stats``), the ``sum_moses`` tokenizer and ``fairseq-
 
 * ``regex`` (default): the rule-based splitter of this module, linear in the text, no dependency;
 * ``pysbd``: the pysbd package (pragmatic sentence boundary rules, 0.3.x), more rules for
-  abbreviations, numbers and lists, but orders of magnitude slower than ``regex`` and super-linear in
-  the length of a line: use ``fairseq-sum-prepare --workers``.
+  abbreviations, numbers and lists, but orders of magnitude slower than ``regex`` and super-linear
+  in the length of a line: use ``fairseq-sum-prepare --workers``.
 
 Both keep "p.m. Then", "U.K. The", "$5m. iPhone" as two sentences and "No. 5" as one. The
 default is ``regex`` because it is fast enough to split whole corpora and documents of any length;
@@ -123,15 +123,15 @@ def _line_splitter(splitter, lang):
 def split_sentences(text, splitter=DEFAULT_SENTENCE_SPLITTER, lang="en"):
     """Split a document into sentences.
 
-    A list (or tuple) is taken as the sentences themselves. A string that contains ``<sep>``
-    is taken as already segmented: it is cut at the markers (and newlines) only. Any other
-    string is cut at newlines, then every line by ``splitter`` (``"regex"`` or ``"pysbd"``, see
-    the module docstring). The regex splitter puts a boundary after ``.``/``!``/``?`` (plus
-    closing quotes/brackets) when whitespace and an upper-case letter, digit, camel-cased word
-    ("iPhone") or opening quote/bracket follow, unless the period ends a known abbreviation
-    (``Mr.``, ``Fig.``, ``etc.``), a single-letter initial (``J.``), ``No.``/``Art.`` before a number,
-    or a dotted acronym (``U.S.``, ``e.g.``) that a usual sentence start ("The", "Then", "He", ...)
-    does not follow. Whitespace is collapsed and empty sentences are dropped.
+    A list (or tuple) is taken as the sentences themselves. A string that contains ``<sep>`` is
+    taken as already segmented: it is cut at the markers (and newlines) only. Any other string is
+    cut at newlines, then every line by ``splitter`` (``"regex"`` or ``"pysbd"``, see the module
+    docstring). The regex splitter puts a boundary after ``.``/``!``/``?`` (plus closing
+    quotes/brackets) when whitespace and an upper-case letter, digit, camel-cased word ("iPhone") or
+    opening quote/bracket follow, unless the period ends a known abbreviation (``Mr.``, ``Fig.``,
+    ``etc.``), a single-letter initial (``J.``), ``No.``/``Art.`` before a number, or a dotted
+    acronym (``U.S.``, ``e.g.``) that a usual sentence start ("The", "Then", "He", ...) does not
+    follow. Whitespace is collapsed and empty sentences are dropped.
     """
     if isinstance(text, (list, tuple)):
         pieces = [str(s) for s in text]

@@ -18,11 +18,13 @@ from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
 import numpy as np
 import torch
 
-import fairseq_sum_plugins  # noqa: F401  (registers the archs, the task and the criterion)
-from preprocess import prepare
-import corpora
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO not in sys.path:  # the checkout's package and preprocess/, also when imported outside pytest
+    sys.path.insert(0, REPO)
+
+import fairseq_sum_plugins  # noqa: E402,F401  (registers the archs, the task and the criterion)
+from preprocess import prepare  # noqa: E402
+import corpora  # noqa: E402
 
 
 class FakeTask:

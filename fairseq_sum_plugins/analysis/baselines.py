@@ -6,8 +6,8 @@
     fairseq-sum-baselines --data WORK --json OUT.json         # a folder of fairseq-sum-prepare
 
 Systems, each scored like ``fairseq-sum-score`` scores a model (ROUGE-1/2/L F1 with 95% bootstrap
-intervals, :class:`fairseq_sum_plugins.scoring.rouge.Scorer` and its options) and with ROUGE-2 reference
-specificity (:mod:`.specificity`, own / other / delta / permutation p):
+intervals, :class:`fairseq_sum_plugins.scoring.rouge.Scorer` and its options) and with ROUGE-2
+reference specificity (:mod:`.specificity`, own / other / delta / permutation p):
 
 * ``lead1``, ``lead3``: the first 1 / 3 sentences of the document;
 * ``leadk``: Lead-k with k in 1..``--max-lead`` (10) chosen on the validation split (the k with the

@@ -1,4 +1,5 @@
-"""Paired significance of the difference between two summarizers (console script ``fairseq-sum-compare``).
+"""Paired significance of the difference between two summarizers (console script
+``fairseq-sum-compare``).
 
 The TP-Transformer paper (Table 2) bolds "the best ROUGE scores with a statistically significant
 advantage". Given two systems' outputs on the same documents with the same references::
@@ -8,7 +9,8 @@ advantage". Given two systems' outputs on the same documents with the same refer
     fairseq-sum-compare gen_a.out gen_b.out --data DATA/bin --method ar --json cmp.json --png cmp.png
 
 per metric ``m`` (ROUGE-1/2/L F1 by default; the scorer's per-document numbers,
-:meth:`fairseq_sum_plugins.scoring.rouge.Scorer.document_f1`) with per-document scores ``a_i``, ``b_i`` (i = 1..n)::
+:meth:`fairseq_sum_plugins.scoring.rouge.Scorer.document_f1`) with per-document scores ``a_i``,
+``b_i`` (i = 1..n)::
 
     d_i   = a_i - b_i,         delta = mean_i d_i                            (difference, A - B)
     paired bootstrap (Koehn, 2004): B resamples I_b of n documents drawn with replacement
@@ -27,14 +29,14 @@ The CI is the bootstrap one with either method. Identical systems give delta = 0
 p = 1 under both tests; the smallest p reachable is 1 / (1 + B) (or 1 / (1 + R)).
 
 Inputs are read by ``fairseq-sum-score``'s loaders with its reference options
-(:func:`fairseq_sum_plugins.scoring.score_inputs.add_reference_options`): a file holding ``H-``/``D-``
-lines is a ``fairseq-generate`` output, any other file holds one hypothesis per line. References
-are the untruncated summaries of ``--data`` (or of the absolute data path in each output's log),
-``--ref FILE`` or ``--ref-jsonl FILE`` (through ``--data``'s reference index: records dropped by
-``--skip-empty`` stay aligned), each checked against the ``T-`` lines; ``--refs t-lines`` compares
-against the cut ``T-`` lines by name. Both systems must cover the same sample ids with identical
-references, else it is an error naming the first difference; sample ids missing from an output are
-reported against the split's size. The scoring options are ``fairseq-sum-score``'s
+(:func:`fairseq_sum_plugins.scoring.score_inputs.add_reference_options`): a file holding
+``H-``/``D-`` lines is a ``fairseq-generate`` output, any other file holds one hypothesis per line.
+References are the untruncated summaries of ``--data`` (or of the absolute data path in each
+output's log), ``--ref FILE`` or ``--ref-jsonl FILE`` (through ``--data``'s reference index: records
+dropped by ``--skip-empty`` stay aligned), each checked against the ``T-`` lines; ``--refs t-lines``
+compares against the cut ``T-`` lines by name. Both systems must cover the same sample ids with
+identical references, else it is an error naming the first difference; sample ids missing from an
+output are reported against the split's size. The scoring options are ``fairseq-sum-score``'s
 (:func:`fairseq_sum_plugins.scoring.rouge.add_scorer_options`: ``--scorer rouge-score|official``,
 ``--workers``, ``--sentence-sep`` and its warning, ``--no-detok``, ``--split-sentences``), and
 ``--meteor-impl`` picks the METEOR of ``--metrics meteor`` (nltk's, or Meteor 1.5's segment scores).
@@ -59,8 +61,8 @@ _GENERATE_LINE = re.compile(r"^[HD]-\d+\t")
 # ------------------------------------------------------------------------------ per-document scores
 def document_scores(hyps, refs, metrics=DEFAULT_METRICS, detok=True, seps=(), scorer=None):
     """{metric: array (n,)} of per-document F1s (METEOR: its score), cleaned and scored exactly as
-    ``fairseq-sum-score`` (:meth:`fairseq_sum_plugins.scoring.rouge.Scorer.document_f1` of ``scorer``,
-    default ``Scorer(detok=detok, seps=seps)``)."""
+    ``fairseq-sum-score`` (:meth:`fairseq_sum_plugins.scoring.rouge.Scorer.document_f1` of
+    ``scorer``, default ``Scorer(detok=detok, seps=seps)``)."""
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}: {', '.join(METRICS)}")
@@ -74,7 +76,8 @@ def paired_bootstrap(a, b, n_samples=1000, seed=1, confidence=0.95):
     delta = d.mean()
     deltas = bootstrap_statistics(d, n_samples, seed)
     ci = tuple(float(x) for x in percentile_interval(deltas, confidence))
-    # a tolerance keeps float noise of a zero difference (identical systems) on the "as extreme" side
+    # a tolerance keeps float noise of a zero difference (identical systems) on the "as extreme"
+    # side
     extreme = np.abs(deltas - delta) >= abs(delta) - 1e-12
     return float(delta), ci, float((1 + extreme.sum()) / (1 + n_samples))
 
@@ -95,11 +98,11 @@ def approximate_randomization(a, b, trials=10000, seed=1, chunk=256):
 
 def compare_systems(hyps_a, hyps_b, refs, metrics=DEFAULT_METRICS, method="bootstrap", samples=1000,
                     trials=10000, seed=1, detok=True, seps=(), scorer=None, specificity=False):
-    """Per metric: means of A and B, their difference, its 95% bootstrap CI and the p-value
-    (scores of ``scorer``, a :class:`~fairseq_sum_plugins.scoring.rouge.Scorer`; default: the default one with
-    ``detok`` and ``seps``). ``specificity``: also each system's ROUGE-2 reference specificity
-    (:mod:`.specificity`, 1,000 permutations seeded by ``seed``) under ``specificity``
-    {``a``, ``b``}."""
+    """Per metric: means of A and B, their difference, its 95% bootstrap CI and the p-value (scores
+    of ``scorer``, a :class:`~fairseq_sum_plugins.scoring.rouge.Scorer`; default: the default one
+    with ``detok`` and ``seps``). ``specificity``: also each system's ROUGE-2 reference specificity
+    (:mod:`.specificity`, 1,000 permutations seeded by ``seed``) under ``specificity`` {``a``,
+    ``b``}."""
     if not (len(hyps_a) == len(hyps_b) == len(refs)):
         raise ValueError(f"{len(hyps_a)} and {len(hyps_b)} hypotheses for {len(refs)} references")
     if not refs:
@@ -135,8 +138,8 @@ def is_generate_output(path):
 
 
 def load_system(path, args):
-    """{sample id: (hypothesis, reference)} of one system's output file, read as ``fairseq-sum-score``
-    reads it with the reference options ``args``."""
+    """{sample id: (hypothesis, reference)} of one system's output file, read as
+    ``fairseq-sum-score`` reads it with the reference options ``args``."""
     if is_generate_output(path):
         ids, hyps, refs, _ = generate_inputs(path, args)
     else:

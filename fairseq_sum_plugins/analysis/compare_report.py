@@ -1,15 +1,16 @@
-"""Report of ``recipes/compare.sh``: a Markdown table and a learning-curve PNG from the runs' folders.
+"""Report of ``recipes/compare.sh``: a Markdown table and a learning-curve PNG from the runs'
+folders.
 
 ``python -m fairseq_sum_plugins.analysis.compare_report OUT LABEL...`` reads, for every label,
 
-* ``OUT/LABEL/checkpoints/train.log`` (fairseq's ``--log-format simple``): the validation loss at each
-  ``valid on 'valid' subset`` line, the training loss at each ``train_inner`` line (both against
-  ``num_updates``; training points after the last validation, and the first of two points logged for
-  one update by a resumed run, are dropped), the parameter count and the last validation line's auxiliary terms
-  (``aux_*``, ``gate_sparsity``);
+* ``OUT/LABEL/checkpoints/train.log`` (fairseq's ``--log-format simple``): the validation loss at
+  each ``valid on 'valid' subset`` line, the training loss at each ``train_inner`` line (both
+  against ``num_updates``; training points after the last validation, and the first of two points
+  logged for one update by a resumed run, are dropped), the parameter count and the last validation
+  line's auxiliary terms (``aux_*``, ``gate_sparsity``);
 * ``OUT/LABEL/test.out.rouge.json`` (``fairseq-sum-score --json``): ROUGE-1/2/L F1 with their 95%
-  bootstrap intervals, and ``meteor`` when the scorer wrote it (headed by its ``meteor_impl``; a file
-  without one predates Meteor 1.5 here and holds nltk's);
+  bootstrap intervals, and ``meteor`` when the scorer wrote it (headed by its ``meteor_impl``; a
+  file without one predates Meteor 1.5 here and holds nltk's);
 * ``OUT/LABEL/test.out``: the mean length of the hypotheses in words (after :func:`clean_summary`);
 * ``OUT/LABEL/source_use.json`` (:mod:`.source_use`, when present): the source gain (bits per target
   token a summary gains from its own document over another) and the number of distinct summaries; a
@@ -17,12 +18,13 @@
   not reading its source, so that its ROUGE is not read as summarization;
 * ``OUT/LABEL/wall.txt`` (wall-clock seconds of compare.sh's train step, validation and start-up
   included, and of the decoding, each recorded by the launch that ran the step as soon as it ended;
-  :func:`wall_cell` shows "unknown" for a step without a record, ">= N" for a training resumed after a
-  killed launch), ``spec.txt``, ``vs_<first label>.txt`` (paired test output, when present)
-  and ``OUT/run_info.txt``;
+  :func:`wall_cell` shows "unknown" for a step without a record, ">= N" for a training resumed after
+  a killed launch), ``spec.txt``, ``vs_<first label>.txt`` (paired test output, when present) and
+  ``OUT/run_info.txt``;
 
 and writes ``OUT/results.md`` and ``OUT/learning_curve.png`` (validation NLL solid, training NLL
-faint, one colour per label: the cross-entropy without auxiliary terms, comparable across models). A label without a score file is an error naming the file.
+faint, one colour per label: the cross-entropy without auxiliary terms, comparable across models). A
+label without a score file is an error naming the file.
 """
 import argparse
 import json
@@ -47,12 +49,11 @@ def _field(line, name):
 
 
 def parse_train_log(path):
-    """{'valid' / 'train': [(update, loss)], 'valid_nll' / 'train_nll': [(update, nll_loss)], 'params': int|None,
-    'aux': {name: value},
-    'wall': seconds}; ``wall`` is the sum of fairseq's ``train_wall`` over the end-of-epoch ``| train |``
-    lines (seconds spent in training steps, without validation and start-up, over every launch in the
-    log; fairseq resets that meter at each epoch and at each ``train_inner`` line, so no single line
-    holds the run's total)."""
+    """{'valid' / 'train': [(update, loss)], 'valid_nll' / 'train_nll': [(update, nll_loss)],
+    'params': int|None, 'aux': {name: value}, 'wall': seconds}; ``wall`` is the sum of fairseq's
+    ``train_wall`` over the end-of-epoch ``| train |`` lines (seconds spent in training steps,
+    without validation and start-up, over every launch in the log; fairseq resets that meter at each
+    epoch and at each ``train_inner`` line, so no single line holds the run's total)."""
     out = {"valid": [], "train": [], "valid_nll": [], "train_nll": [], "params": None, "aux": {}, "wall": None}
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -108,9 +109,9 @@ def collect(out_dir, label):
 
 
 def wall_cell(wall, step):
-    """Seconds of ``step`` (train, generate) from wall.txt's ``{key: value}``: "unknown" when no launch
-    recorded them (a step killed, or skipped because an older compare.sh's launch ran it), ">= N" when
-    the recorded launch resumed a killed training (whose seconds are not in N)."""
+    """Seconds of ``step`` (train, generate) from wall.txt's ``{key: value}``: "unknown" when no
+    launch recorded them (a step killed, or skipped because an older compare.sh's launch ran it),
+    ">= N" when the recorded launch resumed a killed training (whose seconds are not in N)."""
     seconds = wall.get(f"{step}_s")
     if seconds is None or not seconds.isdigit():
         return "unknown"
@@ -118,7 +119,8 @@ def wall_cell(wall, step):
 
 
 def reads_source(row):
-    """False when the row's source_use shows a model that ignores its document, None when unmeasured."""
+    """False when the row's source_use shows a model that ignores its document, None when
+    unmeasured."""
     use = row.get("source_use")
     if not use:
         return None

@@ -21,9 +21,9 @@ writes
   references (``untruncated``, or ``--refs t-lines``: the cut ``T-`` lines).
 
 Each line is the scorer's own cleanup of the text
-(:func:`fairseq_sum_plugins.scoring.rouge_text.clean_summary`: sentencepiece / BPE undone, special tokens
-dropped, Moses-detokenized, with ``--sentence-sep``, ``--split-sentences`` and ``--no-detok`` as in
-``fairseq-sum-score``), its sentences joined by `` <sep> ``
+(:func:`fairseq_sum_plugins.scoring.rouge_text.clean_summary`: sentencepiece / BPE undone, special
+tokens dropped, Moses-detokenized, with ``--sentence-sep``, ``--split-sentences`` and ``--no-detok``
+as in ``fairseq-sum-score``), its sentences joined by `` <sep> ``
 (:data:`fairseq_sum_plugins.text.SENT_SEP`, the boundary summary-level ROUGE-L needs). So scoring
 the files again with ``Scorer(detok=False)`` (:func:`read_decodings`, :func:`scorer`) gives
 ``fairseq-sum-score``'s per-document ROUGE exactly: re-cleaning a cleaned line changes nothing.

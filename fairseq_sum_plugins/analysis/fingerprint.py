@@ -1,17 +1,20 @@
 """Fingerprints of a run: did two machines compute the same numbers?
 
 Two runs with the same data, seed and number of updates end with bitwise-equal parameters only when
-every floating-point operation of every step rounded the same way on both. Which way it rounds depends
-on the code path a library picks for the CPU it finds: MKL's GEMM kernels and cache blocking, ATen's
-AVX-512 / AVX2 / scalar kernels. A fingerprint makes the comparison cheap and exact:
+every floating-point operation of every step rounded the same way on both. Which way it rounds
+depends on the code path a library picks for the CPU it finds: MKL's GEMM kernels and cache
+blocking, ATen's AVX-512 / AVX2 / scalar kernels. A fingerprint makes the comparison cheap and
+exact:
 
 * ``params``: sha256 over every tensor of the checkpoint's model state in name order (name, dtype,
   shape and raw bytes): one differing bit in one parameter changes it;
 * ``optimizer``: sha256 over the optimizer state the checkpoint keeps (tensors and values, in key
   order): after Adam's first update its moments hold every bit of the first gradient, while the
-  parameters have moved by ``lr * sign(gradient)`` only and would hide a difference in the backward pass;
-* ``hypotheses``: sha256 over the ``H-`` lines of a ``fairseq-generate`` output (id, score to fairseq's
-  printed precision, tokens) in id order: equal when both decoded the same text with the same scores.
+  parameters have moved by ``lr * sign(gradient)`` only and would hide a difference in the backward
+  pass;
+* ``hypotheses``: sha256 over the ``H-`` lines of a ``fairseq-generate`` output (id, score to
+  fairseq's printed precision, tokens) in id order: equal when both decoded the same text with the
+  same scores.
 
 ``recipes/aclsum/cross_cpu.sh`` compares them across CPU models (this CPU and QEMU's emulation of
 others)::
@@ -20,8 +23,8 @@ others)::
     python -m fairseq_sum_plugins.analysis.fingerprint --compare DIR [--json F]
 
 ``--compare`` reads ``DIR/pinned{0,1}/CPU/fingerprint.json`` (and ``code_paths.txt``, the ATen
-capability and MKL header that CPU got), prints one table row per run and, per mode, whether every CPU
-model computed the same bits as ``host``.
+capability and MKL header that CPU got), prints one table row per run and, per mode, whether every
+CPU model computed the same bits as ``host``.
 """
 import argparse
 import hashlib
@@ -43,7 +46,8 @@ def _raw_bytes(t):
 
 
 def params_fingerprint(state):
-    """sha256 (hex) of a model state dict: name, dtype, shape and bytes of each tensor, in name order."""
+    """sha256 (hex) of a model state dict: name, dtype, shape and bytes of each tensor, in name
+    order."""
     h = hashlib.sha256()
     for name in sorted(state):
         t = state[name]
@@ -53,8 +57,8 @@ def params_fingerprint(state):
 
 
 def state_fingerprint(state):
-    """sha256 (hex) of a nested state (dicts in key order, lists, tensors by dtype, shape and bytes, other
-    values by repr); None for None."""
+    """sha256 (hex) of a nested state (dicts in key order, lists, tensors by dtype, shape and bytes,
+    other values by repr); None for None."""
     if state is None:
         return None
     h = hashlib.sha256()
@@ -101,12 +105,14 @@ def hypotheses_fingerprint(path):
 
 
 def fingerprint(ckpt_path, generate_output=None):
-    """``{'params', 'tensors', 'optimizer', 'hypotheses', 'decoded'}`` of a checkpoint (and a decoding)."""
+    """``{'params', 'tensors', 'optimizer', 'hypotheses', 'decoded'}`` of a checkpoint (and a
+    decoding)."""
     if not os.path.isfile(ckpt_path):
         raise FileNotFoundError(f"{ckpt_path}: no such checkpoint")
     try:
         state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
-    except Exception as e:  # a text file, a cut-short file, a pickle of other classes: torch raises many kinds
+    # a text file, a cut-short file, a pickle of other classes: torch raises many kinds
+    except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise ValueError(f"{ckpt_path}: not a readable torch checkpoint ({type(e).__name__}: {first})") from None
     if not isinstance(state, dict) or "model" not in state:
@@ -121,7 +127,8 @@ def fingerprint(ckpt_path, generate_output=None):
 def head_data(data, out, n, split="test"):
     """A copy of the data folder ``data`` in ``out`` whose ``split`` holds its first ``n`` examples
     (binaries and ``.ref.jsonl``); every other file is a symbolic link to the original. Returns the
-    number of examples kept. (fairseq-generate decodes a whole split: this is how a check decodes a few.)"""
+    number of examples kept. (fairseq-generate decodes a whole split: this is how a check decodes a
+    few.)"""
     from fairseq.data import Dictionary, data_utils, indexed_dataset
 
     if n < 1:
@@ -160,7 +167,8 @@ _MKL_CNR = re.compile(r"CNR:(\S+)")
 
 
 def code_paths(path):
-    """``{'aten', 'mkl', 'cnr'}`` from a ``code_paths.txt`` (``ATen CAPABILITY`` and MKL_VERBOSE lines)."""
+    """``{'aten', 'mkl', 'cnr'}`` from a ``code_paths.txt`` (``ATen CAPABILITY`` and MKL_VERBOSE
+    lines)."""
     out = {"aten": "?", "mkl": "?", "cnr": "?"}
     if not os.path.isfile(path):
         return out
@@ -178,7 +186,8 @@ def code_paths(path):
 
 
 def compare_runs(root):
-    """Rows (one per ``root/pinnedP/CPU/fingerprint.json``) and, per mode, whether all equal host."""
+    """Rows (one per ``root/pinnedP/CPU/fingerprint.json``) and, per mode, whether all equal
+    host."""
     rows = []
     for mode in ("pinned1", "pinned0"):
         mode_dir = os.path.join(root, mode)

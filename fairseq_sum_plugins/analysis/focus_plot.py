@@ -1,8 +1,9 @@
 """Learned focus centres and scopes of an ETADS encoder (You et al., 2019, §3.2, ETADS eq. 5-6).
 
 For one document, plots per focus layer (rows) and head (columns) the centre ``mu~_i`` of every
-query position ``i`` with its scope ``mu~_i +- sigma~_i`` (the band where the focal bias of ETADS eq. 7
-is above ``-2``), over the document's positions ``1..m``; the diagonal marks ``mu~_i = i``::
+query position ``i`` with its scope ``mu~_i +- sigma~_i`` (the band where the focal bias of
+ETADS eq. 7 is above ``-2``), over the document's positions ``1..m``; the diagonal marks ``mu~_i =
+i``::
 
     python -m fairseq_sum_plugins.analysis.focus_plot DATA/bin --path checkpoints/checkpoint_best.pt \\
         --split valid --index 0 --png focus.png [--json focus.json] [--all-json focus_all.json]
@@ -52,8 +53,8 @@ def collect_focus(model, src_tokens):
 
 
 def focus_stats(focus):
-    """``(distance, scope)`` of one document: the mean ``|mu~_i - i| / m`` and ``sigma~_i / m`` over the
-    layers, heads and positions of :func:`collect_focus`'s output (positions 1-based)."""
+    """``(distance, scope)`` of one document: the mean ``|mu~_i - i| / m`` and ``sigma~_i / m`` over
+    the layers, heads and positions of :func:`collect_focus`'s output (positions 1-based)."""
     dist, scope = [], []
     for layer in focus.values():
         mu, sigma = torch.tensor(layer["mu"], dtype=torch.float64), torch.tensor(layer["sigma"], dtype=torch.float64)
@@ -69,7 +70,8 @@ def mean_sd(values):
 
 
 def all_documents(model, dataset, split):
-    """:func:`focus_stats` of every document of ``dataset``, with their mean and standard deviation."""
+    """:func:`focus_stats` of every document of ``dataset``, with their mean and standard
+    deviation."""
     docs = []
     for i in range(len(dataset)):
         src = dataset[i]["source"]
@@ -83,8 +85,8 @@ def all_documents(model, dataset, split):
 
 
 def plot_focus(focus, path, title=""):
-    """One panel per (layer, head): centre (line), scope (band), ``mu~_i = i`` (dotted), with a legend;
-    ``title`` names the document."""
+    """One panel per (layer, head): centre (line), scope (band), ``mu~_i = i`` (dotted), with a
+    legend; ``title`` names the document."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -109,7 +111,8 @@ def plot_focus(focus, path, title=""):
             if r == 0:
                 ax.set_title(f"head {h + 1}", fontsize=8)
             if h == 0:
-                ax.set_ylabel(f"layer {int(name.split('.')[1]) + 1}\ncentre", fontsize=7)  # 1-based, as --focus-layers
+                # 1-based, as --focus-layers
+                ax.set_ylabel(f"layer {int(name.split('.')[1]) + 1}\ncentre", fontsize=7)
             if r == len(layers) - 1:
                 ax.set_xlabel("query position i", fontsize=7)
             ax.tick_params(labelsize=6)
@@ -123,7 +126,8 @@ def plot_focus(focus, path, title=""):
 
 
 def document_name(task, split, index, src, words=10):
-    """``split #index (N tokens): "first words ..."`` of one source document (pieces joined into words)."""
+    """``split #index (N tokens): "first words ..."`` of one source document (pieces joined into
+    words)."""
     text = task.source_dictionary.string(src)
     if "\u2581" in text:  # sentencepiece pieces: joined into words
         text = text.replace(" ", "").replace("\u2581", " ").replace("<sep>", " <sep> ")
@@ -151,7 +155,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     import os
 
-    for flag in ("png", "json", "all_json"):  # before the model is loaded and run: a bad path stops early
+    # before the model is loaded and run: a bad path stops early
+    for flag in ("png", "json", "all_json"):
         path = getattr(args, flag)
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             parser.error(f"--{flag.replace('_', '-')} {path}: its folder does not exist")

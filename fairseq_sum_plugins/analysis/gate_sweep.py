@@ -1,14 +1,15 @@
 """Gate threshold sweep of an information selection model (paper Table 2 / Fig. 4) and the gate
 scores of one document (Fig. 3).
 
-For each threshold ``t`` the same checkpoint generates summaries of ``--gen-subset`` with gates
-``<= t`` closed and their positions removed (Algorithm 1); the table gives the sparsity rate
-(removed / total source tokens), ROUGE-1/2/L F1 (x 100, summary-level ROUGE-L) of the summaries
-against the binarized targets, scored by ``fairseq-sum-score``'s
-:class:`~fairseq_sum_plugins.scoring.rouge.Scorer` with its options (``--scorer rouge-score|official``,
-``--sentence-sep``, ``--no-detok``, ``--split-sentences``; a target without a word scores 0), and whether the model still reads its
-source at that threshold: the source gain (bits per summary token gained from its own document over
-another, :mod:`.source_use`) and the number of distinct summaries::
+For each threshold ``t`` the same checkpoint generates summaries of ``--gen-subset`` with gates ``<=
+t`` closed and their positions removed (Algorithm 1); the table gives the sparsity rate (removed /
+total source tokens), ROUGE-1/2/L F1 (x 100, summary-level ROUGE-L) of the summaries against the
+binarized targets, scored by ``fairseq-sum-score``'s
+:class:`~fairseq_sum_plugins.scoring.rouge.Scorer` with its options (``--scorer
+rouge-score|official``, ``--sentence-sep``, ``--no-detok``, ``--split-sentences``; a target without
+a word scores 0), and whether the model still reads its source at that threshold: the source gain
+(bits per summary token gained from its own document over another, :mod:`.source_use`) and the
+number of distinct summaries::
 
     python -m fairseq_sum_plugins.analysis.gate_sweep DATA/bin --path checkpoints/checkpoint_best.pt \\
         --gen-subset test --max-examples 1000 --out-dir sweep/
@@ -17,8 +18,8 @@ writes ``sweep/gate_sweep.{md,json}``, ``sweep/sparsity_rouge.png`` (ROUGE again
 point per threshold) and ``sweep/gate_scores.png`` (each token of document ``--doc-index`` with its
 gate; with per-head gates the maximum over heads, which decides whether the position is removed).
 Data is what ``fairseq-sum-prepare`` writes (sentencepiece pieces, ``<sep>`` between sentences);
-``gate_scores.png`` joins the pieces into words (a word's gate: the largest of its pieces'), names the
-document and draws ``--plot-threshold`` (0.1). BART data (GPT-2 ids) is shown as words with
+``gate_scores.png`` joins the pieces into words (a word's gate: the largest of its pieces'), names
+the document and draws ``--plot-threshold`` (0.1). BART data (GPT-2 ids) is shown as words with
 ``--gpt2-encoder-json`` / ``--gpt2-vocab-bpe``.
 """
 import argparse
@@ -122,8 +123,8 @@ def sweep(model, task, gates, args, cuda):
 
 
 def generate_all(model, task, gen, args, cuda):
-    """Decodes the first ``--max-examples`` of ``--gen-subset``: (hypotheses, targets, generated tokens,
-    seconds spent in the loop)."""
+    """Decodes the first ``--max-examples`` of ``--gen-subset``: (hypotheses, targets, generated
+    tokens, seconds spent in the loop)."""
     from fairseq import utils
 
     tgt = task.target_dictionary
@@ -140,10 +141,11 @@ def generate_all(model, task, gen, args, cuda):
 
 
 def interleaved_timing(model, task, gates, args, cuda, rounds):
-    """Generation speed per threshold, measured in ``rounds`` interleaved rounds so that a change in the
-    machine's load falls on every threshold alike: round ``k`` decodes the examples once per threshold,
-    starting at threshold ``k mod n``. Returns per threshold ``{'timing_words_per_s': [per round],
-    'speedup': median over rounds of words/s over the first threshold's words/s of the same round}``."""
+    """Generation speed per threshold, measured in ``rounds`` interleaved rounds so that a change in
+    the machine's load falls on every threshold alike: round ``k`` decodes the examples once per
+    threshold, starting at threshold ``k mod n``. Returns per threshold ``{'timing_words_per_s':
+    [per round], 'speedup': median over rounds of words/s over the first threshold's words/s of the
+    same round}``."""
     gen = task.build_generator([model], Namespace(beam=args.beam, max_len_a=0, max_len_b=args.max_len_b))
     n = len(args.thresholds)
     speeds = [[0.0] * rounds for _ in range(n)]
@@ -164,7 +166,8 @@ def interleaved_timing(model, task, gates, args, cuda, rounds):
 
 def rouge_f1(scorer, hyps, refs):
     """[ROUGE-1, ROUGE-2, ROUGE-L] F1 x 100 of decoded summaries against their targets, means over
-    the documents (:meth:`~fairseq_sum_plugins.scoring.rouge.Scorer.documents`, a target without a word scoring 0)."""
+    the documents (:meth:`~fairseq_sum_plugins.scoring.rouge.Scorer.documents`, a target without a
+    word scoring 0)."""
     if not hyps:
         return [0.0, 0.0, 0.0]
     per = scorer.documents([scorer.sentences(h) for h in hyps], [scorer.sentences(r) for r in refs],
@@ -186,8 +189,8 @@ def table(rows):
 
 
 def plot_curve(rows, png):
-    """Fig. 4: ROUGE against the sparsity rate; thresholds that reach the same point share one label,
-    the other labels are placed where they overlap none."""
+    """Fig. 4: ROUGE against the sparsity rate; thresholds that reach the same point share one
+    label, the other labels are placed where they overlap none."""
     from .plotting import place_labels, pyplot
 
     plt = pyplot()
@@ -212,7 +215,8 @@ def plot_curve(rows, png):
 
 
 def document_gates(model, task, gates, subset, index, cuda):
-    """Raw gate scores (no threshold) of one example: ``(tokens, scores)``; per-head: max over heads."""
+    """Raw gate scores (no threshold) of one example: ``(tokens, scores)``; per-head: max over
+    heads."""
     task.load_dataset(subset)
     ds = task.dataset(subset)
     sample = ds.collater([ds[index]])
@@ -226,16 +230,17 @@ def document_gates(model, task, gates, subset, index, cuda):
     finally:
         for g, t in zip(gates, saved):
             g.threshold = t
-    scores = EncoderOut.of(enc).state["gates"][0].float().max(-1).values.cpu()  # either model's layout
+    # either model's layout
+    scores = EncoderOut.of(enc).state["gates"][0].float().max(-1).values.cpu()
     keep = src[0].ne(task.source_dictionary.pad())
     tokens = [task.source_dictionary[int(t)] for t in src[0][keep]]
     return tokens, scores[keep.to(scores.device)].tolist()
 
 
 def plot_gates(tokens, scores, png, max_words=80, threshold=0.1, title=""):
-    """Fig. 3: one bar per source word (sentencepiece pieces joined; a word's gate is the largest of its
-    pieces'), bars of words whose gates are all closed (``<= threshold``) in grey, the threshold line
-    always drawn; ``title`` names the document."""
+    """Fig. 3: one bar per source word (sentencepiece pieces joined; a word's gate is the largest of
+    its pieces'), bars of words whose gates are all closed (``<= threshold``) in grey, the threshold
+    line always drawn; ``title`` names the document."""
     from .plotting import join_pieces, pyplot
 
     plt = pyplot()

@@ -1,8 +1,8 @@
 """Implicit extraction by Mem2Mem's memory compression (paper §5.4, Table 3; Fig. 2-4 heatmaps).
 
-For every document of a split, the sentences with the highest memory-write attention ``A`` (M2M eq. 5)
-of each of the ``r`` heads (duplicates removed, in document order) form an extractive summary,
-scored with ROUGE against the reference beside Lead-k (the first k sentences)::
+For every document of a split, the sentences with the highest memory-write attention ``A``
+(M2M eq. 5) of each of the ``r`` heads (duplicates removed, in document order) form an extractive
+summary, scored with ROUGE against the reference beside Lead-k (the first k sentences)::
 
     python -m fairseq_sum_plugins.analysis.implicit_extraction DATA/bin --path ckpt.pt \\
         --split test --lead 10 --out ext/ [--png-index 0]
@@ -63,9 +63,9 @@ def _f1(hyp, ref):
 
 
 def oracle_sentences(sentences, reference, max_sentences=3):
-    """Greedy extractive oracle: indices (document order) of the sentences (texts) that, added one at a
-    time, most raise the mean of ROUGE-1 and ROUGE-2 F1 (set overlap of stemmed unigrams / bigrams)
-    against ``reference``; stops when no sentence raises it or at ``max_sentences``."""
+    """Greedy extractive oracle: indices (document order) of the sentences (texts) that, added one
+    at a time, most raise the mean of ROUGE-1 and ROUGE-2 F1 (set overlap of stemmed unigrams /
+    bigrams) against ``reference``; stops when no sentence raises it or at ``max_sentences``."""
     ref_tokens = rouge_tokens(reference)
     ref = [_ngrams(ref_tokens, 1), _ngrams(ref_tokens, 2)]
     sent_tokens = [rouge_tokens(s) for s in sentences]
@@ -87,8 +87,8 @@ def oracle_sentences(sentences, reference, max_sentences=3):
 
 def oracle_agreement(picked, oracle, num_sentences):
     """Micro-averaged precision / recall of picked sentence indices against oracle indices, and the
-    precision expected of as many sentences drawn at random (per document ``|oracle| / n``, weighted by
-    the number picked). Lists of per-document index lists; ``num_sentences`` per document."""
+    precision expected of as many sentences drawn at random (per document ``|oracle| / n``, weighted
+    by the number picked). Lists of per-document index lists; ``num_sentences`` per document."""
     hits = sum(len(set(p) & set(o)) for p, o in zip(picked, oracle))
     n_picked = sum(len(p) for p in picked)
     n_oracle = sum(len(o) for o in oracle)
@@ -98,8 +98,8 @@ def oracle_agreement(picked, oracle, num_sentences):
 
 
 def plot_matrix(matrix, path, xlabel, title):
-    """Heatmap of ``matrix`` (memory slots x sentences or decoding steps), 1-based integer ticks on both
-    axes, the colour scale from the data's minimum to its maximum."""
+    """Heatmap of ``matrix`` (memory slots x sentences or decoding steps), 1-based integer ticks on
+    both axes, the colour scale from the data's minimum to its maximum."""
     from .plotting import pyplot
 
     plt = pyplot()

@@ -1,4 +1,5 @@
-"""Each paper's own analysis over several seeds: the tables and figures of ``recipes/xsum/paper_evidence.sh``.
+"""Each paper's own analysis over several seeds: the tables and figures of
+``recipes/xsum/paper_evidence.sh``.
 
 The recipe trains every model of the grid once per seed with ``recipes/compare.sh`` and runs each
 paper's analysis on the last checkpoint; its output folder holds ``seed<S>/<label>/`` per run (what
@@ -23,8 +24,8 @@ Per paper (labels as the recipe names them):
 * Mem2Mem vs HRED: novel n-gram ratios (``novel.json``) and implicit extraction against the oracle
   (``extraction/scores.json``).
 
-A missing analysis file leaves its cell "-"; a run folder without ``test.out.rouge.json`` is an error
-naming it (an unfinished grid is not summarised as if complete).
+A missing analysis file leaves its cell "-"; a run folder without ``test.out.rouge.json`` is an
+error naming it (an unfinished grid is not summarised as if complete).
 """
 import argparse
 import json
@@ -72,7 +73,8 @@ def run_figures(folder):
 
 
 def mean_sd(values):
-    """Mean and sample standard deviation (n - 1; 0 for one value) of the non-None values, or (None, None)."""
+    """Mean and sample standard deviation (n - 1; 0 for one value) of the non-None values, or (None,
+    None)."""
     values = [v for v in values if v is not None]
     if not values:
         return None, None
@@ -127,7 +129,8 @@ def _per_seed(root, label, seeds, relpath):
 
 # ------------------------------------------------------------------------------------------ TPT
 def probe_cells(root, runs, labels=("base", "tpt"), tasks=("pos", "dep")):
-    """``{task: {label: {(layer, rep): [per-seed F1 x 100]}}}`` and ``{task: {label: [majority]}}``."""
+    """``{task: {label: {(layer, rep): [per-seed F1 x 100]}}}`` and ``{task: {label:
+    [majority]}}``."""
     cells, majority = {}, {}
     for task in tasks:
         for label in labels:
@@ -204,7 +207,8 @@ def role_table(root, runs, label="tpt"):
 
 # ------------------------------------------------------------------------------------------ gate
 def sweep_rows(root, runs, label):
-    """Per seed, the sweep's rows (dicts with threshold, sparsity, rouge1, source_gain, words_per_s)."""
+    """Per seed, the sweep's rows (dicts with threshold, sparsity, rouge1, source_gain,
+    words_per_s)."""
     if label not in runs:
         return []
     return [rows for rows in _per_seed(root, label, runs[label]["seeds"], os.path.join("sweep", "gate_sweep.json"))
@@ -228,8 +232,8 @@ def sweep_table(per_seed):
 
 def timing_table(root, runs, label):
     """Pruned generation speed per threshold, from ``seedN/LABEL/timing/gate_sweep.json``
-    (analysis/gate_sweep.py ``--timing-rounds``: the median over interleaved rounds of each threshold's
-    words/s over the first threshold's)."""
+    (analysis/gate_sweep.py ``--timing-rounds``: the median over interleaved rounds of each
+    threshold's words/s over the first threshold's)."""
     if label not in runs:
         return ""
     per_seed = [rows for rows in _per_seed(root, label, runs[label]["seeds"], os.path.join("timing", "gate_sweep.json"))
@@ -278,7 +282,8 @@ def plot_sweeps(sweeps, png):
 
 # ---------------------------------------------------------------------------------------- ETADS
 def focus_stats(focus):
-    """Mean ``|mu~_i - i| / m`` and ``sigma~_i / m`` of one ``focus.json`` (analysis/focus_plot.py)."""
+    """Mean ``|mu~_i - i| / m`` and ``sigma~_i / m`` of one ``focus.json``
+    (analysis/focus_plot.py)."""
     from .focus_plot import focus_stats as stats
 
     return stats(focus)

@@ -20,9 +20,10 @@ OFFSETS = ((3, 3), (3, -9), (-3, 3), (-3, -9), (0, 9), (0, -14), (9, -3), (-9, -
 
 
 def place_labels(ax, points, labels, fontsize=7, offsets=OFFSETS, **kwargs):
-    """Annotates ``points`` (data coordinates, in order of priority) with ``labels``, each at the first
-    of ``offsets`` (points) where it overlaps no label placed before; a label with no free offset is left
-    out. Call after the axes' limits and the figure's layout are final. Returns the number left out."""
+    """Annotates ``points`` (data coordinates, in order of priority) with ``labels``, each at the
+    first of ``offsets`` (points) where it overlaps no label placed before; a label with no free
+    offset is left out. Call after the axes' limits and the figure's layout are final. Returns the
+    number left out."""
     renderer = ax.figure.canvas.get_renderer()
     placed, skipped = [], 0
     for (x, y), label in zip(points, labels):
@@ -40,9 +41,9 @@ def place_labels(ax, points, labels, fontsize=7, offsets=OFFSETS, **kwargs):
 
 
 def join_pieces(pieces, scores):
-    """Sentencepiece ``pieces`` joined into words (a word starts at a piece with ``\u2581``), each with
-    the maximum of its pieces' ``scores``. Symbols without any ``\u2581`` (word-level dictionaries,
-    GPT-2 ids) are returned as they are."""
+    """Sentencepiece ``pieces`` joined into words (a word starts at a piece with ``\u2581``), each
+    with the maximum of its pieces' ``scores``. Symbols without any ``\u2581`` (word-level
+    dictionaries, GPT-2 ids) are returned as they are."""
     if not any(p.startswith(WORD_START) for p in pieces):
         return list(pieces), list(scores)
     words, out = [], []

@@ -19,12 +19,12 @@ A model without TPR has no role column, and its final output is its filler (the 
 The vectors are taken with forward hooks on the bindings (``nn.Identity`` without TPR); the role
 is recomputed from the filler with the binding's own parameters (:func:`role_vectors`).
 
-Probe (App. C: "a linear layer on top of the target representation"; §4.2 names Tenney et al.'s
-span convolution + 2-layer MLP instead, the linear layer is used here): ``softmax(W x + b)`` over the labels, trained with cross-entropy
-(Adam) on z-scored features. ``x`` is the word's vector (POS), the concatenation ``[h_i; h_head(i)]``
-of the word and its syntactic head (DEP; the root is paired with itself), or the mean of the
-vectors of the span's words (NEL). F1 is micro-averaged over labels (single-label
-classification of given tokens/spans: equal to accuracy); macro-F1 is in the JSON.
+Probe (App. C: "a linear layer on top of the target representation"; §4.2 names Tenney et al.'s span
+convolution + 2-layer MLP instead, the linear layer is used here): ``softmax(W x + b)`` over the
+labels, trained with cross-entropy (Adam) on z-scored features. ``x`` is the word's vector (POS),
+the concatenation ``[h_i; h_head(i)]`` of the word and its syntactic head (DEP; the root is paired
+with itself), or the mean of the vectors of the span's words (NEL). F1 is micro-averaged over labels
+(single-label classification of given tokens/spans: equal to accuracy); macro-F1 is in the JSON.
 
 Labels come from CoNLL-U (UPOS/XPOS, HEAD/DEPREL, ``NER=`` in MISC) or CoNLL files (word and label
 columns; NER as BIO tags or bare types, a run of one type being one entity), written by any tagger
@@ -64,7 +64,8 @@ def piece_mode(symbols):
 
 
 def split_words(pieces, mode):
-    """Words of one summary: a list of sentences, each a list of ``(word, index of first piece)``."""
+    """Words of one summary: a list of sentences, each a list of ``(word, index of first
+    piece)``."""
     sents, sent, word, start, new_word = [], [], None, 0, True
 
     def flush():
@@ -272,7 +273,8 @@ def entity_spans(aligned):
 
 # ---------------------------------------------------------------------------------------- features
 def role_vectors(binding, filler):
-    """``R`` of TPT eq. 5 (discrete) or ``F W + b`` (continuous) for the fillers ``F`` of a binding."""
+    """``R`` of TPT eq. 5 (discrete) or ``F W + b`` (continuous) for the fillers ``F`` of a
+    binding."""
     if binding.mode == "continuous":
         return binding.role_proj(filler)
     scores = binding.role_proj(filler).unflatten(-1, (binding.num_heads, binding.num_roles))
@@ -393,9 +395,11 @@ def f1_scores(gold, pred, num_classes):
 
 
 def probe_grid(train, evaluation, task, epochs=100, seed=1):
-    """F1 of a probe per (layer, representation); ``train``/``evaluation`` = (feats, aligned, summaries).
+    """F1 of a probe per (layer, representation); ``train``/``evaluation`` = (feats, aligned,
+    summaries).
 
-    Returns ``{"cells": {(layer, rep): {"f1", "macro_f1"}}, "majority": rate, "n_train", "n_eval"}``."""
+    Returns ``{"cells": {(layer, rep): {"f1", "macro_f1"}}, "majority": rate, "n_train",
+    "n_eval"}``."""
     cells, n_train, n_eval, majority = {}, 0, 0, 0.0
     done = {}
     for key in sorted(train[0], key=lambda k: (k[0], REPRESENTATIONS.index(k[1]))):
@@ -403,7 +407,8 @@ def probe_grid(train, evaluation, task, epochs=100, seed=1):
         x_ev, y_ev = probe_inputs(evaluation[0][key], evaluation[1], evaluation[2], task)
         classes = sorted(set(y_tr))
         index = {c: i for i, c in enumerate(classes)}
-        gold = np.array([index.get(c, -1) for c in y_ev])  # a label unseen in training is never right
+        # a label unseen in training is never right
+        gold = np.array([index.get(c, -1) for c in y_ev])
         same = next((k for k in done if k[0] == key[0] and np.array_equal(train[0][k], train[0][key])), None)
         if same is not None:  # without TPR the final output is the filler: same probe, same numbers
             cells[key] = dict(cells[same])

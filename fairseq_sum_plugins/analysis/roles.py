@@ -18,7 +18,8 @@ logger = logging.getLogger("fairseq_sum_plugins.roles")
 
 
 def collect_role_usage(model, batches, threshold=0.98, pad=1):
-    """Returns ``{sublayer name: {"peaked": share, "usage": per-role argmax frequency, "n": count}}``."""
+    """Returns ``{sublayer name: {"peaked": share, "usage": per-role argmax frequency, "n":
+    count}}``."""
     bindings = [(n, m) for n, m in model.named_modules() if type(m).__name__ == "TPRBinding"]
     if not bindings or bindings[0][1].mode != "discrete":
         raise ValueError("role analysis needs a TP-Transformer with discrete roles (--tpr discrete)")

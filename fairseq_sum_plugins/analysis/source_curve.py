@@ -10,8 +10,8 @@ in a PNG (gain and NLL against updates), the numbers in JSON::
         --png gain.png --json gain.json [--subset valid] [--max-examples 100]
 
 Each checkpoint's figures are cached beside it (``checkpoint_E_U.pt.gain-SUBSET.json``, keyed by the
-checkpoint's and the data files' sizes and modification times), so re-plotting after more checkpoints
-costs only the new ones.
+checkpoint's and the data files' sizes and modification times), so re-plotting after more
+checkpoints costs only the new ones.
 """
 import argparse
 import glob
@@ -20,7 +20,8 @@ import os
 import re
 import sys
 
-READS = 0.3  # bits per summary token from which a model counts as reading its documents (quickstart, results/)
+# bits per summary token from which a model counts as reading its documents (quickstart, results/)
+READS = 0.3
 CKPT_RE = re.compile(r"checkpoint_\d+_(\d+)\.pt$")
 
 
@@ -35,8 +36,8 @@ def interval_checkpoints(folder):
 
 
 def data_files(data, subset):
-    """``{name: [size, mtime]}`` of the dictionaries and the binarized ``subset``: a folder prepared again
-    in the same place is another cache key (and meets the checkpoint's dictionary check)."""
+    """``{name: [size, mtime]}`` of the dictionaries and the binarized ``subset``: a folder prepared
+    again in the same place is another cache key (and meets the checkpoint's dictionary check)."""
     names = ["dict.src.txt", "dict.tgt.txt"] + glob.glob(os.path.join(glob.escape(data), f"{glob.escape(subset)}.*"))
     found = {}
     for name in names:

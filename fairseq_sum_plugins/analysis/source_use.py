@@ -13,12 +13,12 @@ generic text for every document. ROUGE alone does not show this. Two measurement
 
   0 for a model that ignores the source, positive when the source helps, in eval mode (no dropout;
   an information selection model at its ``--gate-threshold``).
-* **distinct outputs**: the number of different summary texts among the N test documents'
-  generated summaries (``fairseq-generate`` output, each text after
-  :func:`~fairseq_sum_plugins.scoring.rouge_text.clean_summary`), reported as ``distinct`` of ``hypotheses``:
-  1 of N when one text is written for every document, N of N when no two documents share a summary.
-  Texts are counted, not documents: summaries "a", "a", "b" are 2 distinct of 3 (the number of
-  documents whose summary differs from every other's would be 1).
+* **distinct outputs**: the number of different summary texts among the N test documents' generated
+  summaries (``fairseq-generate`` output, each text after
+  :func:`~fairseq_sum_plugins.scoring.rouge_text.clean_summary`), reported as ``distinct`` of
+  ``hypotheses``: 1 of N when one text is written for every document, N of N when no two documents
+  share a summary. Texts are counted, not documents: summaries "a", "a", "b" are 2 distinct of 3
+  (the number of documents whose summary differs from every other's would be 1).
 
 ::
 
@@ -55,8 +55,8 @@ def _nll_bits(model, sample, pad):
 
 
 def source_gain(model, task, subset="test", max_examples=None, batch_size=16, cuda=False):
-    """``{'nll_own', 'nll_other', 'gain', 'examples', 'tokens'}`` (NLL in bits per target token) of the
-    first ``max_examples`` examples of ``subset`` (all when None)."""
+    """``{'nll_own', 'nll_other', 'gain', 'examples', 'tokens'}`` (NLL in bits per target token) of
+    the first ``max_examples`` examples of ``subset`` (all when None)."""
     from fairseq import utils
 
     if subset not in task.datasets:
@@ -90,8 +90,9 @@ def source_gain(model, task, subset="test", max_examples=None, batch_size=16, cu
 
 
 def distinct_outputs(gen_output):
-    """``(distinct, total)``: the number of different hypothesis texts of a ``fairseq-generate`` output
-    (after :func:`~fairseq_sum_plugins.scoring.rouge_text.clean_summary`) and the number of hypotheses."""
+    """``(distinct, total)``: the number of different hypothesis texts of a ``fairseq-generate``
+    output (after :func:`~fairseq_sum_plugins.scoring.rouge_text.clean_summary`) and the number of
+    hypotheses."""
     from ..scoring.rouge_text import clean_summary
     from ..scoring.score_inputs import read_generate_output
 

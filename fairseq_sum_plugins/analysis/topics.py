@@ -14,9 +14,9 @@ their Phi rows normalised to ``p(topic | token)``, projected on the first two pr
 The topic attention of a trained Topic Assistant model (TEMA, §4.2, Fig. 3(b)): with the validation
 summaries teacher-forced, the share of each decoder layer's self-attention (averaged over its heads)
 that summary positions give to the ``n`` topic positions of the prefix, averaged over the non-pad
-summary positions; a bar chart per layer and JSON. The share a summary token would give the prefix if it
-attended uniformly to everything it sees (``n / (n + t)`` at summary position ``t``) is reported beside
-it as ``uniform``::
+summary positions; a bar chart per layer and JSON. The share a summary token would give the prefix
+if it attended uniformly to everything it sees (``n / (n + t)`` at summary position ``t``) is
+reported beside it as ``uniform``::
 
     python -m fairseq_sum_plugins.analysis.topics attention DATA/bin --path ckpt.pt --split valid --png ta_attn.png --json ta_attn.json
 """
@@ -34,13 +34,14 @@ from .plotting import place_labels, pyplot
 
 
 def whole_words(model, dictionary, data=None, max_docs=20000):
-    """Boolean mask of the symbols that are whole words, for the plots (the model keeps every symbol).
+    """Boolean mask of the symbols that are whole words, for the plots (the model keeps every
+    symbol).
 
     Sentencepiece pieces: a piece that starts a word (``▁``) and holds a letter, and, when the
     binarized ``data/train`` split is at hand, is followed by the start of the next word (or a
-    special symbol) in at least half of its occurrences in the first ``max_docs`` documents: "▁entit"
-    of "▁entit ies" is left out, "▁entity" kept. GPT-2 ids: the BPE token starts a word (``Ġ``,
-    when the fit's GPT-2 files are at hand; else a decoded text of at least three letters).
+    special symbol) in at least half of its occurrences in the first ``max_docs`` documents:
+    "▁entit" of "▁entit ies" is left out, "▁entity" kept. GPT-2 ids: the BPE token starts a word
+    (``Ġ``, when the fit's GPT-2 files are at hand; else a decoded text of at least three letters).
     A word-level dictionary (no ``▁`` at all): every symbol with a letter."""
     symbols = dictionary.symbols
     if model.surfaces is not None:
@@ -65,8 +66,8 @@ def whole_words(model, dictionary, data=None, max_docs=20000):
 
 
 def _word_end_share(dictionary, starts, data, max_docs):
-    """Per symbol, the share of its occurrences in ``data``'s train sources that the start of a word or a
-    special symbol follows (1 where it never occurs); None without binarized data."""
+    """Per symbol, the share of its occurrences in ``data``'s train sources that the start of a word
+    or a special symbol follows (1 where it never occurs); None without binarized data."""
     if data is None:
         return None
     from fairseq.data import data_utils
@@ -86,8 +87,8 @@ def _word_end_share(dictionary, starts, data, max_docs):
 
 
 def top_words(model, dictionary, k, n, mask=None):
-    """The ``n`` whole words of topic ``k`` ranked by relevance (Sievert & Shirley, 2014, lambda 0.6:
-    frequent words shared by every topic go down)."""
+    """The ``n`` whole words of topic ``k`` ranked by relevance (Sievert & Shirley, 2014, lambda
+    0.6: frequent words shared by every topic go down)."""
     mask = whole_words(model, dictionary) if mask is None else mask
     marginal = model.phi.mean(1) + 1e-12
     col = model.phi[:, k] + 1e-12
@@ -172,9 +173,9 @@ def map_main(args):
 
 
 def topic_attention(model, batches, pad=1):
-    """``{"share": per-layer mean prefix share, "uniform": float, "n_prefix": n, "tokens": count}`` over the
-    summary positions of ``batches`` (fairseq samples, teacher-forced); the attention's head-averaged
-    probabilities (its ``need_weights`` output)."""
+    """``{"share": per-layer mean prefix share, "uniform": float, "n_prefix": n, "tokens": count}``
+    over the summary positions of ``batches`` (fairseq samples, teacher-forced); the attention's
+    head-averaged probabilities (its ``need_weights`` output)."""
     import torch
 
     decoder = model.decoder
@@ -249,7 +250,8 @@ def attention_main(args):
         ax.set_ylabel("% of self-attention on topics")
         ax.set_title(f"decoder self-attention on the {result['n_prefix']} TEMA topic positions\n"
                      f"{args.split}, {result['tokens']} summary tokens", fontsize=9)
-        ax.set_ylim(0, 1.35 * 100 * max(result["uniform"], share.max()))  # room for the legend above the line
+        # room for the legend above the line
+        ax.set_ylim(0, 1.35 * 100 * max(result["uniform"], share.max()))
         ax.legend(fontsize=8, frameon=False, loc="upper right")
         fig.tight_layout()
         fig.savefig(args.png, dpi=120)

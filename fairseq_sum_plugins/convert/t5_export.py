@@ -1,4 +1,5 @@
-"""``fairseq-sum-export-hf CKPT OUT_DIR``: a checkpoint of the plain T5 cell as a Hugging Face T5 directory.
+"""``fairseq-sum-export-hf CKPT OUT_DIR``: a checkpoint of the plain T5 cell as a Hugging Face T5
+directory.
 
 For ``--cell t5`` checkpoints with no paper feature (presets ``t5_small``, ``t5_base``, imports of
 ``fairseq-sum-import-t5`` fine-tuned here). ``OUT_DIR`` is read by ``transformers`` alone, offline::
@@ -7,8 +8,8 @@ For ``--cell t5`` checkpoints with no paper feature (presets ``t5_small``, ``t5_
     AutoTokenizer.from_pretrained(OUT_DIR)                  tokenizer.json, tokenizer_config.json
 
 plus ``README.md`` (model card: data, updates, ROUGE of ``--scores``; a header with ``license``,
-``language``, ``datasets``: ``--license``, ``--language``, ``--dataset`` or what the data records, see
-:func:`card_metadata`), and, for the record, the data's ``dict.txt``, ``spm.model`` and
+``language``, ``datasets``: ``--license``, ``--language``, ``--dataset`` or what the data records,
+see :func:`card_metadata`), and, for the record, the data's ``dict.txt``, ``spm.model`` and
 ``prepare_args.json``. Nothing written holds a local path (the folder is meant to be shared), and
 every file gets the mode of a new file (0o644 under umask 022; safetensors writes 0o600).
 
@@ -21,14 +22,14 @@ tokenizer's vocabulary and the log-probability columns follow one permutation.
   ``order[t] = (t + 1) mod V``, T5's own ids again (``<pad>`` 0, ``</s>`` 1, ``<unk>`` 2); an
   import exported untouched gives back the original tensors.
 
-``pad_token_id`` and ``decoder_start_token_id`` are the pad row (the T5 cell embeds fairseq's leading
-``</s>`` with it), ``eos_token_id`` is ``</s>``. ``generation_config.json`` decodes as fairseq's
-generator does by default: pad never emitted (``suppress_tokens``), no ``</s>`` as the first token
-(``--min-len 1``: ``begin_suppress_tokens``), at most as many tokens as fairseq-generate writes
-by default: ``min(--max-len-b 200, max_target_positions - 1)`` of the checkpoint
+``pad_token_id`` and ``decoder_start_token_id`` are the pad row (the T5 cell embeds fairseq's
+leading ``</s>`` with it), ``eos_token_id`` is ``</s>``. ``generation_config.json`` decodes as
+fairseq's generator does by default: pad never emitted (``suppress_tokens``), no ``</s>`` as the
+first token (``--min-len 1``: ``begin_suppress_tokens``), at most as many tokens as fairseq-generate
+writes by default: ``min(--max-len-b 200, max_target_positions - 1)`` of the checkpoint
 (``SequenceGenerator``: ``max_len = min(a * src_len + b, model.max_decoder_positions() - 1)``, then
-its forced ``</s>``), so ``max_length`` is that + 1 (HF counts the decoder start token and writes
-no ``</s>`` at the limit).
+its forced ``</s>``), so ``max_length`` is that + 1 (HF counts the decoder start token and writes no
+``</s>`` at the limit).
 
 **Weights.** ``t5_import.hf_to_fairseq_names`` read backwards: ``in_proj`` splits into ``q, k, v``,
 ``kv_proj`` into ``k, v``, embedding rows (and an untied ``lm_head``) follow ``order``; the per-head
@@ -41,11 +42,12 @@ both false), the two that transformers reads alike before and after version 5.
 model's scores and normalizer (its precompiled NFKC map, whitespace rules, ``▁`` prefix;
 user-defined pieces such as ``<sep>`` kept whole), read from the ``.model`` file itself, so
 ``tokenizer(text).input_ids`` is ``spm.encode(text)`` mapped through the fairseq dictionary, plus
-``</s>``. It does not run the ``sum_moses`` step: data of ``fairseq-sum-prepare`` was Moses-tokenized
-with ``<sep>`` between sentences before sentencepiece, and the model card shows that step
-(``fairseq_sum_plugins.text.tokenize_document``); T5-vocabulary data read raw text, as the tokenizer does.
-``<s>``, ``</s>``, ``<pad>``, ``<unk>`` (and any symbol sentencepiece never emits) inside the text
-are ordinary pieces, as in fairseq's sentencepiece step (:func:`unmatchable_splits`).
+``</s>``. It does not run the ``sum_moses`` step: data of ``fairseq-sum-prepare`` was
+Moses-tokenized with ``<sep>`` between sentences before sentencepiece, and the model card shows that
+step (``fairseq_sum_plugins.text.tokenize_document``); T5-vocabulary data read raw text, as the
+tokenizer does. ``<s>``, ``</s>``, ``<pad>``, ``<unk>`` (and any symbol sentencepiece never emits)
+inside the text are ordinary pieces, as in fairseq's sentencepiece step
+(:func:`unmatchable_splits`).
 
 **Refused** with a message naming the feature: another model family or cell, every feature of the
 registry switched on in the checkpoint's args (:func:`..modules.features.features_on`: TPR, the
@@ -107,7 +109,8 @@ def _features(args):
 
 
 def check_exportable(args, ckpt):
-    """Raises :class:`T5ExportError` unless ``args`` (the checkpoint's model args) is the plain T5 cell."""
+    """Raises :class:`T5ExportError` unless ``args`` (the checkpoint's model args) is the plain T5
+    cell."""
     from fairseq.models import ARCH_MODEL_REGISTRY
 
     from ..models.sum_transformer import SumTransformerModel
@@ -151,7 +154,8 @@ def refuse_non_empty(out_dir, force):
 
 
 def read_checkpoint_args(ckpt):
-    """The model args of ``ckpt`` and its training state (updates, epoch), without building the model."""
+    """The model args of ``ckpt`` and its training state (updates, epoch), without building the
+    model."""
     from fairseq import checkpoint_utils
 
     import fairseq_sum_plugins  # noqa: F401  (registers the task and the models)
@@ -193,8 +197,8 @@ def data_dir_of(ckpt, info, given):
 
 
 def t5_order(dictionary, spm_path):
-    """``order`` (HF id -> fairseq id): T5's own ids when ``dictionary`` is T5's vocabulary laid out by
-    ``fairseq-sum-import-t5``, else the identity."""
+    """``order`` (HF id -> fairseq id): T5's own ids when ``dictionary`` is T5's vocabulary laid out
+    by ``fairseq-sum-import-t5``, else the identity."""
     from .t5_import import T5ImportError, dictionary_symbols
 
     n = len(dictionary)
@@ -207,7 +211,8 @@ def t5_order(dictionary, spm_path):
 
 def output_head(model, args, ckpt):
     """``(untied, scaled)`` of the decoder's output; the two combinations that every transformers
-    version reads alike: T5 v1.0's (tied, ``d_model^-1/2``) and v1.1's (an ``lm_head`` of its own, unscaled)."""
+    version reads alike: T5 v1.0's (tied, ``d_model^-1/2``) and v1.1's (an ``lm_head`` of its own,
+    unscaled)."""
     untied = getattr(model.decoder, "output_projection", None) is not None
     scaled = getattr(model.decoder, "output_scale", 1.0) != 1.0
     if untied == scaled:
@@ -237,8 +242,9 @@ def hf_config(model, args, order, dictionary, untied):
 
 
 def hf_state_dict(model, cfg, order, ckpt, untied):
-    """HF T5 tensors of ``model``: :func:`t5_import.hf_to_fairseq_names` read backwards (a fairseq tensor
-    split into its HF parts; embedding rows in ``order``). Every tensor of the model is used."""
+    """HF T5 tensors of ``model``: :func:`t5_import.hf_to_fairseq_names` read backwards (a fairseq
+    tensor split into its HF parts; embedding rows in ``order``). Every tensor of the model is
+    used."""
     from .t5_import import hf_to_fairseq_names
 
     state = {k: v.detach().float() for k, v in model.state_dict().items()}
@@ -274,7 +280,8 @@ def _varint(buf, i):
 
 
 def _proto_fields(buf):
-    """``(field number, value)`` of a protocol-buffer message (varints as int, the rest as bytes)."""
+    """``(field number, value)`` of a protocol-buffer message (varints as int, the rest as
+    bytes)."""
     i = 0
     while i < len(buf):
         key, i = _varint(buf, i)
@@ -295,15 +302,17 @@ def _proto_fields(buf):
 
 
 def read_spm_model(path):
-    """What the tokenizer needs of a sentencepiece ``.model`` (sentencepiece_model.proto, read without
-    protobuf): ``pieces`` {piece: (score, type)}, ``normalizer`` {name, charsmap, add_dummy_prefix,
-    remove_extra_whitespaces, escape_whitespaces}, ``model_type``, ``byte_fallback``."""
+    """What the tokenizer needs of a sentencepiece ``.model`` (sentencepiece_model.proto, read
+    without protobuf): ``pieces`` {piece: (score, type)}, ``normalizer`` {name, charsmap,
+    add_dummy_prefix, remove_extra_whitespaces, escape_whitespaces}, ``model_type``,
+    ``byte_fallback``."""
     with open(path, "rb") as f:
         buf = f.read()
     pieces, trainer, norm = {}, {}, {}
     try:
         for num, value in _proto_fields(buf):
-            if num == 1:  # SentencePiece: piece 1, score 2 (float), type 3 (1 normal ... 4 user-defined)
+            # SentencePiece: piece 1, score 2 (float), type 3 (1 normal ... 4 user-defined)
+            if num == 1:
                 p = dict(_proto_fields(value))
                 if not isinstance(p.get(1), bytes):
                     raise ValueError("a piece without its text")
@@ -338,7 +347,8 @@ def read_unigram_model(spm_path):
 
 def check_pieces_in_dictionary(spm, dict_path, spm_path):
     """Every piece sentencepiece emits is a symbol of the dictionary: fairseq maps a missing one to
-    ``<unk>``, which a tokenizer over the dictionary's symbols would cut into smaller pieces instead."""
+    ``<unk>``, which a tokenizer over the dictionary's symbols would cut into smaller pieces
+    instead."""
     from fairseq.data import Dictionary
 
     symbols = set(Dictionary.load(dict_path).symbols)
@@ -386,14 +396,15 @@ def unmatchable_splits(symbols, kept, spm_path):
 
 
 def build_tokenizer(symbols, spm, special, spm_path="spm.model"):
-    """A ``tokenizers.Tokenizer`` giving ``symbols``' ids (HF order) to the pieces of the sentencepiece
-    model ``spm`` (:func:`read_unigram_model`), as ``SentencePieceProcessor.encode`` cuts text;
-    ``special``: the symbols that are special tokens (pad, eos, unk, ...), ``</s>`` appended to every
-    sequence. The text ``<s>``, ``</s>``, ``<pad>``, ``<unk>`` (and any symbol sentencepiece never
-    emits) is read as ordinary pieces, as fairseq's sentencepiece step reads it: the Unigram model
-    cannot match these symbols (:func:`unmatchable_splits`), and ``tokenizer_config.json`` sets
-    ``split_special_tokens`` so that transformers does not pick the special ones out of the text
-    (with ``tokenizers`` alone: ``tokenizer.encode_special_tokens = True``)."""
+    """A ``tokenizers.Tokenizer`` giving ``symbols``' ids (HF order) to the pieces of the
+    sentencepiece model ``spm`` (:func:`read_unigram_model`), as ``SentencePieceProcessor.encode``
+    cuts text; ``special``: the symbols that are special tokens (pad, eos, unk, ...), ``</s>``
+    appended to every sequence. The text ``<s>``, ``</s>``, ``<pad>``, ``<unk>`` (and any symbol
+    sentencepiece never emits) is read as ordinary pieces, as fairseq's sentencepiece step reads it:
+    the Unigram model cannot match these symbols (:func:`unmatchable_splits`), and
+    ``tokenizer_config.json`` sets ``split_special_tokens`` so that transformers does not pick the
+    special ones out of the text (with ``tokenizers`` alone: ``tokenizer.encode_special_tokens =
+    True``)."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
     from tokenizers.models import Unigram
 
@@ -406,11 +417,13 @@ def build_tokenizer(symbols, spm, special, spm_path="spm.model"):
     vocab = [(s, kept[s][0] if s in kept else floor) for s in symbols]
     tok = Tokenizer(Unigram(vocab, unk_id=symbols.index("<unk>"), byte_fallback=spm["byte_fallback"]))
     steps = [normalizers.Precompiled(spm["charsmap"])] if spm["charsmap"] else []
-    if spm["remove_extra_whitespaces"]:  # spaces only: sentencepiece leaves other whitespace to the charsmap
+    # spaces only: sentencepiece leaves other whitespace to the charsmap
+    if spm["remove_extra_whitespaces"]:
         steps += [normalizers.Replace(Regex(r"\A +| +\z"), ""), normalizers.Replace(Regex(" {2,}"), " ")]
     if spm["escape_whitespaces"]:
         steps.append(normalizers.Replace(" ", "\u2581"))
-    if spm["add_dummy_prefix"]:  # Metaspace adds no prefix to text already starting with "▁"; sentencepiece does
+    # Metaspace adds no prefix to text already starting with "▁"; sentencepiece does
+    if spm["add_dummy_prefix"]:
         steps.append(normalizers.Replace(Regex("\\A\u2581"), "\u2581\u2581"))
     tok.normalizer = normalizers.Sequence(steps)
     pre = []
@@ -679,7 +692,8 @@ def export(ckpt, out_dir, data=None, scores=None, force=False, license=None, lan
         raise T5ExportError(f"{record}: names no sentencepiece model that exists ({spm_path}); the tokenizer "
                             "is built from it")
     for inputs in (data, os.path.dirname(os.path.abspath(spm_path))):
-        if os.path.isdir(out_dir) and os.path.samefile(out_dir, inputs):  # before anything is written
+        # before anything is written
+        if os.path.isdir(out_dir) and os.path.samefile(out_dir, inputs):
             raise T5ExportError(f"{out_dir}: is the folder of the export's inputs ({inputs}: dict.txt, spm.model, "
                                 f"{PREPARE_ARGS}), which the export would overwrite; write to another OUT_DIR")
     spm = read_unigram_model(spm_path)

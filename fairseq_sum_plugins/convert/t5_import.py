@@ -1,13 +1,14 @@
-"""``fairseq-sum-import-t5 HF_DIR OUT_DIR``: a Hugging Face T5 (v1.0) directory as a fairseq checkpoint.
+"""``fairseq-sum-import-t5 HF_DIR OUT_DIR``: a Hugging Face T5 (v1.0) directory as a fairseq
+checkpoint.
 
-Reads ``HF_DIR/config.json``, ``HF_DIR/model.safetensors`` (or ``pytorch_model.bin``, or the shards their
-``.index.json`` names) and ``HF_DIR/spiece.model``; writes into ``OUT_DIR``:
+Reads ``HF_DIR/config.json``, ``HF_DIR/model.safetensors`` (or ``pytorch_model.bin``, or the shards
+their ``.index.json`` names) and ``HF_DIR/spiece.model``; writes into ``OUT_DIR``:
 
 * ``model.pt``: a fairseq checkpoint of ``sum_transformer`` with ``--cell t5`` (arch ``t5_small`` /
   ``t5_base`` or T5 dims given explicitly), loadable with ``torch.load(weights_only=True)``;
 * ``dict.txt`` (and ``dict.src.txt`` / ``dict.tgt.txt``): the fairseq dictionary of T5's vocabulary;
-* ``spm.model`` (a copy of ``spiece.model``) and ``prepare_args.json`` (sentencepiece on raw text, no
-  Moses), so the hub interface reads raw text with T5's sentencepiece::
+* ``spm.model`` (a copy of ``spiece.model``) and ``prepare_args.json`` (sentencepiece on raw text,
+  no Moses), so the hub interface reads raw text with T5's sentencepiece::
 
       SumTransformerModel.from_pretrained(OUT_DIR, "model.pt", data_name_or_path=".")
 
@@ -15,9 +16,10 @@ Binarize a corpus with T5's own vocabulary: ``fairseq-sum-prepare ... --spm-mode
 --dict OUT_DIR/dict.txt``; fine-tune with ``fairseq-train DATA/bin --restore-file OUT_DIR/model.pt
 --reset-optimizer --reset-dataloader --reset-meters --reset-lr-scheduler --arch t5_base_gated ...``:
 parameters the checkpoint lacks (gate, TPR bindings, focus, saliency, Topic Assistant) are
-initialised fresh and each is named in the log (:meth:`SumTransformerModel.upgrade_state_dict_named`).
-The command prints the model flags of the import (dims, ``--t5-d-kv``, the output head): repeat them
-when fine-tuning a model whose dims or head are not those of the ``--arch`` preset.
+initialised fresh and each is named in the log
+(:meth:`SumTransformerModel.upgrade_state_dict_named`). The command prints the model flags of the
+import (dims, ``--t5-d-kv``, the output head): repeat them when fine-tuning a model whose dims or
+head are not those of the ``--arch`` preset.
 
 **Ids.** T5: ``<pad>`` 0 (also the decoder's start token), ``</s>`` 1, ``<unk>`` 2, sentencepiece
 pieces 3..n-1, ``<extra_id_{E-1}>`` .. ``<extra_id_0>`` at n..n+E-1 (E = 100 or the rows left),
@@ -30,28 +32,30 @@ are rotated likewise, so the softmax runs over the same V rows as T5's. fairseq 
 
 **config.json**: every key that changes the function is honoured or refused, with a message naming
 the file and the key. Honoured: ``vocab_size``, ``d_model``, ``d_ff``, ``num_layers``,
-``num_decoder_layers``, ``num_heads``, ``d_kv`` (``num_heads * d_kv`` may differ from ``d_model``, as in
-t5-3b / t5-11b: ``--t5-d-kv``), ``relative_attention_num_buckets``, ``relative_attention_max_distance``,
-``dropout_rate`` and the output head: ``lm_head.weight`` when the checkpoint holds one that differs
-from ``shared.weight`` (an untied head, ``--share-decoder-input-output-embed False``), the
-``d_model^-1/2`` scale as ``scale_decoder_outputs`` says (transformers >= 5 writes it, and always
-``tie_word_embeddings: true``), else as ``tie_word_embeddings`` does (``--t5-scale-decoder-output``).
-Refused unless T5 v1.0's value: ``model_type`` (``t5``), ``feed_forward_proj`` (``relu``; v1.1 / flan /
-mT5 are ``gated-gelu``), ``is_gated_act`` (false), ``dense_act_fn`` (``relu``), ``layer_norm_epsilon``
+``num_decoder_layers``, ``num_heads``, ``d_kv`` (``num_heads * d_kv`` may differ from ``d_model``,
+as in t5-3b / t5-11b: ``--t5-d-kv``), ``relative_attention_num_buckets``,
+``relative_attention_max_distance``, ``dropout_rate`` and the output head: ``lm_head.weight`` when
+the checkpoint holds one that differs from ``shared.weight`` (an untied head,
+``--share-decoder-input-output-embed False``), the ``d_model^-1/2`` scale as
+``scale_decoder_outputs`` says (transformers >= 5 writes it, and always ``tie_word_embeddings:
+true``), else as ``tie_word_embeddings`` does (``--t5-scale-decoder-output``). Refused unless T5
+v1.0's value: ``model_type`` (``t5``), ``feed_forward_proj`` (``relu``; v1.1 / flan / mT5 are
+``gated-gelu``), ``is_gated_act`` (false), ``dense_act_fn`` (``relu``), ``layer_norm_epsilon``
 (1e-6), ``is_encoder_decoder`` (true), ``is_decoder`` (false), ``pad_token_id`` /
 ``decoder_start_token_id`` (0), ``eos_token_id`` (1). Also refused: a head that the two transformers
-generations would read differently (``tie_word_embeddings`` true, no ``scale_decoder_outputs``, and a
-distinct ``lm_head.weight``, which transformers < 5 ignores and >= 5 uses; or ``tie_word_embeddings``
-false and no ``lm_head.weight``), a sentencepiece model whose pad/eos/unk ids are not 0/1/2 and a
-vocabulary with no spare row for fairseq's ``<s>``.
+generations would read differently (``tie_word_embeddings`` true, no ``scale_decoder_outputs``, and
+a distinct ``lm_head.weight``, which transformers < 5 ignores and >= 5 uses; or
+``tie_word_embeddings`` false and no ``lm_head.weight``), a sentencepiece model whose pad/eos/unk
+ids are not 0/1/2 and a vocabulary with no spare row for fairseq's ``<s>``.
 
-**Weights**: every tensor of the checkpoint is used, with the shape the config implies, or the import
-stops naming it (e.g. a checkpoint with more layers than its config); copies of ``shared.weight``
-(``encoder/decoder.embed_tokens.weight``, a tied ``lm_head.weight``) must equal it. The cross-attention
-``relative_attention_bias`` of old T5 checkpoints is unused by T5 (and by today's HF) and is dropped.
-The name map is :func:`hf_to_fairseq_names`. ``model.pt`` records the dictionary checksum in its args
-(``src_dict_sha256``, :func:`~fairseq_sum_plugins.data_folder.dictionary_checksum`) and the output
-scale in its import mark (:func:`~fairseq_sum_plugins.models.fresh_params.check_import_mark`).
+**Weights**: every tensor of the checkpoint is used, with the shape the config implies, or the
+import stops naming it (e.g. a checkpoint with more layers than its config); copies of
+``shared.weight`` (``encoder/decoder.embed_tokens.weight``, a tied ``lm_head.weight``) must equal
+it. The cross-attention ``relative_attention_bias`` of old T5 checkpoints is unused by T5 (and by
+today's HF) and is dropped. The name map is :func:`hf_to_fairseq_names`. ``model.pt`` records the
+dictionary checksum in its args (``src_dict_sha256``,
+:func:`~fairseq_sum_plugins.data_folder.dictionary_checksum`) and the output scale in its import
+mark (:func:`~fairseq_sum_plugins.models.fresh_params.check_import_mark`).
 """
 import argparse
 import json
@@ -95,8 +99,8 @@ def _same(value, expected):
 
 
 def read_config(hf_dir):
-    """``config.json`` checked key by key (module docstring): a dict with every honoured value filled in,
-    ``tie_word_embeddings`` / ``scale_decoder_outputs`` as written (None when absent)."""
+    """``config.json`` checked key by key (module docstring): a dict with every honoured value
+    filled in, ``tie_word_embeddings`` / ``scale_decoder_outputs`` as written (None when absent)."""
     path = os.path.join(hf_dir, "config.json")
     if not os.path.exists(path):
         raise T5ImportError(f"{path}: not found (a Hugging Face T5 directory holds config.json)")
@@ -146,7 +150,8 @@ def read_config(hf_dir):
 
 def output_head(cfg, weights):
     """``(untied, scaled)``: the checkpoint's own ``lm_head.weight`` when it differs from
-    ``shared.weight``; ``d_model^-1/2`` as ``scale_decoder_outputs``, else ``tie_word_embeddings``, says."""
+    ``shared.weight``; ``d_model^-1/2`` as ``scale_decoder_outputs``, else ``tie_word_embeddings``,
+    says."""
     tie, scale = cfg["tie_word_embeddings"], cfg["scale_decoder_outputs"]
     head, shared = weights.get("lm_head.weight"), weights.get("shared.weight")
     untied = head is not None and shared is not None and not (head.shape == shared.shape and torch.equal(head, shared))
@@ -175,7 +180,8 @@ def _load_bin(path):
 
 def weight_files(hf_dir):
     """The checkpoint's files: ``model.safetensors`` / ``pytorch_model.bin``, or the shards that
-    ``model.safetensors.index.json`` / ``pytorch_model.bin.index.json`` name (file names inside HF_DIR)."""
+    ``model.safetensors.index.json`` / ``pytorch_model.bin.index.json`` name (file names inside
+    HF_DIR)."""
     for single, load in (("model.safetensors", _load_safetensors), ("pytorch_model.bin", _load_bin)):
         if os.path.exists(os.path.join(hf_dir, single)):
             return [os.path.join(hf_dir, single)], load
@@ -193,7 +199,8 @@ def weight_files(hf_dir):
 
 
 def read_weights(hf_dir):
-    """``{name: tensor}`` of the checkpoint (:func:`weight_files`); an unreadable file is an error naming it."""
+    """``{name: tensor}`` of the checkpoint (:func:`weight_files`); an unreadable file is an error
+    naming it."""
     paths, load = weight_files(hf_dir)
     weights = {}
     for path in paths:
@@ -241,9 +248,9 @@ def dictionary_symbols(spm_path, vocab_size):
 
 
 class TensorMap(NamedTuple):
-    """One parameter of the T5 cell: ``fairseq`` is ``torch.cat`` of the ``hf`` tensors (dim 0, in this
-    order), each of ``shape``; ``rotate``: embedding rows, fairseq row ``(t + 1) mod V`` = T5 row ``t``
-    (:func:`t5_rows_to_fairseq`, inverse :func:`fairseq_rows_to_t5`)."""
+    """One parameter of the T5 cell: ``fairseq`` is ``torch.cat`` of the ``hf`` tensors (dim 0, in
+    this order), each of ``shape``; ``rotate``: embedding rows, fairseq row ``(t + 1) mod V`` = T5
+    row ``t`` (:func:`t5_rows_to_fairseq`, inverse :func:`fairseq_rows_to_t5`)."""
 
     fairseq: str
     hf: tuple
@@ -267,9 +274,9 @@ UNUSED_CROSS_BIAS = "decoder.block.0.layer.1.EncDecAttention.relative_attention_
 def hf_to_fairseq_names(cfg, untied_head=False):
     """The T5 cell's parameters from HF T5 tensors, as :class:`TensorMap` rows, for a config of
     :func:`read_config` (``d_model``, ``d_kv``, ``d_ff``, ``num_heads``, ``num_layers``,
-    ``num_decoder_layers``, ``vocab_size``, ``relative_attention_num_buckets``); ``untied_head``: the
-    decoder's ``output_projection`` from ``lm_head.weight``. A raw ``config.json`` dict works too
-    (``num_decoder_layers`` and the bucket count default as in HF)."""
+    ``num_decoder_layers``, ``vocab_size``, ``relative_attention_num_buckets``); ``untied_head``:
+    the decoder's ``output_projection`` from ``lm_head.weight``. A raw ``config.json`` dict works
+    too (``num_decoder_layers`` and the bucket count default as in HF)."""
     d, ff, heads, vocab = cfg["d_model"], cfg["d_ff"], cfg["num_heads"], cfg["vocab_size"]
     inner = heads * cfg["d_kv"]
     n_dec, buckets = cfg.get("num_decoder_layers") or cfg["num_layers"], cfg.get("relative_attention_num_buckets", 32)
@@ -306,7 +313,8 @@ def hf_to_fairseq_names(cfg, untied_head=False):
 
 def convert_state_dict(weights, cfg, where, untied_head=False):
     """HF T5 tensors -> the T5 cell's state dict (:func:`hf_to_fairseq_names`); every tensor of
-    ``weights`` is used, with its shape, or a :class:`T5ImportError` names it (``where``: the file)."""
+    ``weights`` is used, with its shape, or a :class:`T5ImportError` names it (``where``: the
+    file)."""
     out, used, done = {}, set(), {}
     for row in hf_to_fairseq_names(cfg, untied_head):
         if row.hf not in done:
@@ -385,9 +393,9 @@ OUTPUTS = ("model.pt", "dict.txt", "spm.model", "prepare_args.json")
 
 
 def import_t5(hf_dir, out_dir, force=False):
-    """Writes ``OUT_DIR/model.pt`` and the dictionaries; returns ``(args, model flags)`` of the checkpoint.
-    Everything is checked before anything is written; files of an earlier import (or of anything else)
-    of the same names are replaced only with ``force``."""
+    """Writes ``OUT_DIR/model.pt`` and the dictionaries; returns ``(args, model flags)`` of the
+    checkpoint. Everything is checked before anything is written; files of an earlier import (or of
+    anything else) of the same names are replaced only with ``force``."""
     from fairseq.data import Dictionary
 
     from ..data_folder import dictionary_checksum

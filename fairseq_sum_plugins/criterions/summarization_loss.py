@@ -12,16 +12,16 @@ which is how the papers write theirs (M2M eq. 12, IS eq. 9). Every auxiliary los
 its own name (``aux_<name>``, unweighted). With no auxiliary losses this is exactly fairseq's
 ``label_smoothed_cross_entropy``.
 
-The criterion names no feature: the losses, their weight flags (``--{name}-weight``, defaults
-from the papers), their normalisations (``--{name}-norm``) and the ratios to log are what the
-features registered in :mod:`fairseq_sum_plugins.aux_losses` (e.g. ``gate_l1`` and
-``gate_sparsity`` in :mod:`fairseq_sum_plugins.features.information_selection`, ``mem_comp`` / ``mem_read`` in
-:mod:`fairseq_sum_plugins.models.mem2mem.memory`, ``coverage`` in :mod:`fairseq_sum_plugins.models.mem2mem.model`).
-A ``document`` normalisation makes the sample size the number of documents: the cross-entropy is
-then summed over each summary (label-smoothed like the token reading) and that loss over the
-units its value is a mean of, averaged over the documents of the batch; other auxiliary losses then
-enter once per document (``weight * value * documents``). The logged ``nll_loss`` stays per target
-token in both.
+The criterion names no feature: the losses, their weight flags (``--{name}-weight``, defaults from
+the papers), their normalisations (``--{name}-norm``) and the ratios to log are what the features
+registered in :mod:`fairseq_sum_plugins.aux_losses` (e.g. ``gate_l1`` and ``gate_sparsity`` in
+:mod:`fairseq_sum_plugins.features.information_selection`, ``mem_comp`` / ``mem_read`` in
+:mod:`fairseq_sum_plugins.models.mem2mem.memory`, ``coverage`` in
+:mod:`fairseq_sum_plugins.models.mem2mem.model`). A ``document`` normalisation makes the sample size
+the number of documents: the cross-entropy is then summed over each summary (label-smoothed like the
+token reading) and that loss over the units its value is a mean of, averaged over the documents of
+the batch; other auxiliary losses then enter once per document (``weight * value * documents``). The
+logged ``nll_loss`` stays per target token in both.
 """
 import argparse
 import difflib
@@ -115,7 +115,8 @@ def feature_flags():
 class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
     def __init__(self, task, sentence_avg, label_smoothing, ignore_prefix_size=0, report_accuracy=False,
                  aux_weights="", **flags):
-        """``flags``: the registered losses' ``{name}_weight`` / ``{name}_norm`` (defaults: registered)."""
+        """``flags``: the registered losses' ``{name}_weight`` / ``{name}_norm`` (defaults:
+        registered)."""
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
         unknown = sorted(set(flags) - set(feature_flags()))
         if unknown:
@@ -125,12 +126,14 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
         self.norms = {}  # loss name -> its normalisation
         for name, loss in AUX_LOSSES.items():
             if loss.norms:
-                norm = str(flags.get(loss.norm_flag, loss.norms[0]))  # a plain string (fairseq's ChoiceEnum)
+                # a plain string (fairseq's ChoiceEnum)
+                norm = str(flags.get(loss.norm_flag, loss.norms[0]))
                 if norm not in loss.norms:
                     raise ValueError(f"--{loss.norm_flag.replace('_', '-')} must be one of {', '.join(loss.norms)}, "
                                      f"got {norm!r}")
                 self.norms[name] = norm
-        # names given only through --aux-weights: checked against what the model reports (first forward)
+        # names given only through --aux-weights: checked against what the model reports (first
+        # forward)
         self.unchecked_aux = {n for n in self.aux_weights if n not in AUX_LOSSES}
 
     @classmethod
@@ -201,7 +204,8 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
             metrics.log_scalar(name, total / max(sample_size, 1), sample_size, round=5)
         for ratio in RATIO_METRICS.values():
             denominator = sum(log.get(ratio.denominator, 0) for log in logging_outputs)
-            if denominator:  # summed over workers the counts are tensors: log plain numbers (round() needs them)
+            # summed over workers the counts are tensors: log plain numbers (round() needs them)
+            if denominator:
                 numerator = sum(log.get(ratio.numerator, 0) for log in logging_outputs)
                 metrics.log_scalar(f"_{ratio.numerator}", float(utils.item(numerator)))
                 metrics.log_scalar(f"_{ratio.denominator}", float(utils.item(denominator)))

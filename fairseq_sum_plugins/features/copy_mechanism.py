@@ -1,5 +1,5 @@
-"""Pointer-generator output (See et al., 2017; Mem2Mem App. A.1.1, M2M eq. 13-15): the copy mechanism
-of ``sum_transformer`` (``--pointer-generator``, a feature on the decoder's output:
+"""Pointer-generator output (See et al., 2017; Mem2Mem App. A.1.1, M2M eq. 13-15): the copy
+mechanism of ``sum_transformer`` (``--pointer-generator``, a feature on the decoder's output:
 :class:`TransformerCopy`) and the copy distribution that Mem2Mem's decoder mixes
 (:func:`mix_copy_distribution`).
 
@@ -66,7 +66,8 @@ def mix_copy_distribution(logits, p_gen, gamma, src_ids, vocab_size):
 
 
 class TransformerCopy(nn.Module):
-    """The pointer-generator on a transformer decoder (``--pointer-generator`` of ``sum_transformer``).
+    """The pointer-generator on a transformer decoder (``--pointer-generator`` of
+    ``sum_transformer``).
 
     As fairseq's ``examples/pointer_generator`` (Enarvi et al., 2020): the copy distribution
     ``gamma`` is the last decoder layer's cross-attention averaged over its heads, and the switch
@@ -76,8 +77,9 @@ class TransformerCopy(nn.Module):
         P(w) = z_t softmax(E h_t)_w + (1 - z_t) sum_{i: x_i = w} gamma_ti      (See et al., PG eq. 9)
 
     The dictionary is joined (sentencepiece pieces, no out-of-vocabulary word), so the copy adds to
-    the source token's own entry. ``forward`` returns ``log P`` floored at ``log 1e-10``, as Mem2Mem's
-    decoder does: fairseq's log-softmax in ``get_normalized_probs`` then gives ``log P`` back.
+    the source token's own entry. ``forward`` returns ``log P`` floored at ``log 1e-10``, as
+    Mem2Mem's decoder does: fairseq's log-softmax in ``get_normalized_probs`` then gives ``log P``
+    back.
     """
 
     needs_attention = True  # the last layer's head-averaged cross-attention is gamma
@@ -112,7 +114,8 @@ def _copy_refuse(args, backbone):
 
 
 def _copy_check(args, task, src_dict, tgt_dict):
-    """The copy adds to the source token's own entry: source and target ids must be one dictionary."""
+    """The copy adds to the source token's own entry: source and target ids must be one
+    dictionary."""
     if getattr(args, "pointer_generator", False) and src_dict != tgt_dict:
         raise ValueError("--pointer-generator copies source ids into the target vocabulary: "
                          "use a joined dictionary (fairseq-sum-prepare writes one)")

@@ -1,4 +1,5 @@
-"""ETADS focus attention (You et al., 2019, §3.2, ETADS eq. 5-8): a learned Gaussian focal bias per head.
+"""ETADS focus attention (You et al., 2019, §3.2, ETADS eq. 5-8): a learned Gaussian focal bias per
+head.
 
 For the queries ``Q`` of an encoder self-attention layer (the projected ``Z W^Q``, all heads
 concatenated, ``d_m`` wide) and a document of true length ``m``::
@@ -71,12 +72,14 @@ class FocusBias(nn.Module):
         nn.init.xavier_uniform_(self.u.weight)
 
     def score_bias(self, q, k, inputs):
-        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): ETADS eq. 7's bias for the projected queries."""
+        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): ETADS eq. 7's bias
+        for the projected queries."""
         return self(q, inputs["padding_mask"])
 
     def centres_and_scopes(self, q, padding_mask=None):
-        """``q``: ``(B, H, T, d_k)`` queries of a self-attention layer -> ``mu~, sigma~`` ``(B, H, T)``
-        (fp32, ETADS eq. 5-6) and the true lengths ``m`` ``(B,)`` and 1-based positions ``P`` ``(B|1, S)``."""
+        """``q``: ``(B, H, T, d_k)`` queries of a self-attention layer -> ``mu~, sigma~`` ``(B, H,
+        T)`` (fp32, ETADS eq. 5-6) and the true lengths ``m`` ``(B,)`` and 1-based positions ``P``
+        ``(B|1, S)``."""
         bsz, heads, tgt_len, _ = q.shape
         q = q.transpose(1, 2).flatten(2)  # (B, T, d_m): concat heads
         pos, m = real_positions(padding_mask, tgt_len, q.device)
@@ -85,7 +88,8 @@ class FocusBias(nn.Module):
         else:
             g = q.masked_fill(padding_mask.unsqueeze(-1), 0.0).sum(dim=1) / m.to(q.dtype).unsqueeze(-1)
         h = torch.tanh(self.w_p(q) + self.w_g(g).unsqueeze(1))  # (B, T, d_m)
-        mu, sigma = self.u(h).float().transpose(1, 2).chunk(2, dim=1)  # (B, H, T) each: U_c^T h, U_d^T h
+        # (B, H, T) each: U_c^T h, U_d^T h
+        mu, sigma = self.u(h).float().transpose(1, 2).chunk(2, dim=1)
         m_ = m.view(-1, 1, 1)
         mu_t = m_ * torch.sigmoid(mu)  # (6)
         sigma_t = (m_ * torch.sigmoid(sigma)).clamp(min=SIGMA_MIN)  # (6), floored (see module doc)
@@ -100,15 +104,16 @@ class FocusBias(nn.Module):
 
 
 def focal_bias_reference(mu_t, sigma_t, pos):
-    """ETADS eq. 7 with plain autograd (keeps three ``(B, H, T, S)`` tensors for backward; tests)."""
+    """ETADS eq. 7 with plain autograd (keeps three ``(B, H, T, S)`` tensors for backward;
+    tests)."""
     dist = pos[:, None, None, :] - mu_t.unsqueeze(-1)  # (B, H, T, S): P_j - mu~_i
     return (dist.square() * (-2.0 / sigma_t.square()).unsqueeze(-1)).clamp(min=-F_MAX)
 
 
 class FocalBias(torch.autograd.Function):
-    """``f_ij = max(-(P_j - mu~_i)^2 / (sigma~_i^2 / 2), -F_MAX)`` (ETADS eq. 7) from ``mu~, sigma~`` ``(B, H, T)``
-    and positions ``(B|1, S)``. Saves only those small inputs and recomputes the distances in
-    backward, instead of keeping three ``(B, H, T, S)`` intermediates per layer::
+    """``f_ij = max(-(P_j - mu~_i)^2 / (sigma~_i^2 / 2), -F_MAX)`` (ETADS eq. 7) from ``mu~,
+    sigma~`` ``(B, H, T)`` and positions ``(B|1, S)``. Saves only those small inputs and recomputes
+    the distances in backward, instead of keeping three ``(B, H, T, S)`` intermediates per layer::
 
         df/dmu~ = 4 (P_j - mu~_i) / sigma~_i^2,   df/dsigma~ = 4 (P_j - mu~_i)^2 / sigma~_i^3
     """
@@ -125,7 +130,8 @@ class FocalBias(torch.autograd.Function):
         dist = pos[:, None, None, :] - mu_t.unsqueeze(-1)
         inv_var = sigma_t.square().reciprocal().unsqueeze(-1)  # 1 / sigma~^2
         g_dist = grad * dist * inv_var  # grad * (P - mu~) / sigma~^2
-        live = (dist.square() * inv_var) < F_MAX / 2  # not clamped: 2 (P - mu~)^2 / sigma~^2 < F_MAX
+        # not clamped: 2 (P - mu~)^2 / sigma~^2 < F_MAX
+        live = (dist.square() * inv_var) < F_MAX / 2
         g_dist = g_dist.masked_fill_(~live, 0.0)
         grad_mu = 4.0 * g_dist.sum(-1)
         grad_sigma = 4.0 * (g_dist * dist).sum(-1) / sigma_t

@@ -15,9 +15,9 @@ Memory: :func:`gated_attention` keeps no ``(B, H, T, S)`` tensor for backward (i
 W_h Q, W_s K`` and recomputes the probabilities and the gate, as fused attention kernels do), so a
 saliency layer costs about as much activation memory as plain cross-attention.
 
-Initialization: xavier with gain ``d_k ** -0.25`` on ``W_h`` and ``W_s``, so the logit of ETADS eq. 9
-starts with a variance of about ``var(q) var(k)`` whatever the head size (ETADS eq. 9 has no
-``1 / sqrt(d_k)``), instead of a saturated sigmoid.
+Initialization: xavier with gain ``d_k ** -0.25`` on ``W_h`` and ``W_s``, so the logit of
+ETADS eq. 9 starts with a variance of about ``var(q) var(k)`` whatever the head size (ETADS eq. 9
+has no ``1 / sqrt(d_k)``), instead of a saturated sigmoid.
 """
 import math
 from typing import Dict, NamedTuple, Optional
@@ -51,7 +51,8 @@ class SaliencyGate(InputBuffer, nn.Module):
             nn.init.xavier_uniform_(lin.weight, gain=self.head_dim**-0.25)
 
     def prob_gate(self, q, k, inputs):
-        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): ETADS eq. 9's gate of this step's queries."""
+        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): ETADS eq. 9's gate
+        of this step's queries."""
         return self(q, k, inputs["incremental_state"])
 
     def _project(self, lin, x):  # (B, H, T, d_k) -> W x, split into heads again
@@ -59,8 +60,9 @@ class SaliencyGate(InputBuffer, nn.Module):
         return lin(merged).unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
 
     def forward(self, q: Tensor, k: Tensor, incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None):
-        """``q`` ``(B, H, T, d_k)``, ``k`` ``(B, H, S, d_k)`` -> :class:`GateFactors` ``(W_h Q, W_s K)`` per head;
-        ``g = sigmoid(hq sk^T)`` ``(B, H, T, S)`` (ETADS eq. 9) is formed inside the attention (see :func:`gated_attention`)."""
+        """``q`` ``(B, H, T, d_k)``, ``k`` ``(B, H, S, d_k)`` -> :class:`GateFactors` ``(W_h Q, W_s
+        K)`` per head; ``g = sigmoid(hq sk^T)`` ``(B, H, T, S)`` (ETADS eq. 9) is formed inside the
+        attention (see :func:`gated_attention`)."""
         saved = self._get_input_buffer(incremental_state) if incremental_state is not None else None
         if saved is not None and "gate_key" in saved:
             sk = saved["gate_key"]
@@ -69,7 +71,8 @@ class SaliencyGate(InputBuffer, nn.Module):
             if saved is not None:
                 saved["gate_key"] = sk
                 self._set_input_buffer(incremental_state, saved)
-        return GateFactors(self._project(self.w_h, q), sk)  # g = sigmoid(hq sk^T), formed by the attention
+        # g = sigmoid(hq sk^T), formed by the attention
+        return GateFactors(self._project(self.w_h, q), sk)
 
     def reorder_incremental_state(self, incremental_state, new_order: Tensor):
         """Like cross-attention keys: re-indexed only when beam search shrinks the batch."""
@@ -81,7 +84,8 @@ class SaliencyGate(InputBuffer, nn.Module):
 
 
 class GateFactors(NamedTuple):
-    """``g = sigmoid(hq @ sk^T)``: ``hq`` ``(B, H, T, d_k)`` = W_h Q, ``sk`` ``(B, H, S, d_k)`` = W_s K."""
+    """``g = sigmoid(hq @ sk^T)``: ``hq`` ``(B, H, T, d_k)`` = W_h Q, ``sk`` ``(B, H, S, d_k)`` =
+    W_s K."""
 
     hq: Tensor
     sk: Tensor
@@ -135,9 +139,9 @@ class GatedAttention(torch.autograd.Function):
 
 
 def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, training=False, scale=None):
-    """Saliency-gated attention (ETADS eq. 10) on ``(B, H, *, d_k)`` heads; returns ``(B, H, T, d_k)``.
-    With attention dropout (or a bias needing a gradient) it runs the same math under autograd.
-    ``scale``: the logit scale (default ``1/sqrt(d_k)``; 1 for the T5 cell)."""
+    """Saliency-gated attention (ETADS eq. 10) on ``(B, H, *, d_k)`` heads; returns ``(B, H, T,
+    d_k)``. With attention dropout (or a bias needing a gradient) it runs the same math under
+    autograd. ``scale``: the logit scale (default ``1/sqrt(d_k)``; 1 for the T5 cell)."""
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     if (dropout_p > 0 and training) or (mask is not None and mask.requires_grad):
         probs, gate = _probs_and_gate(q, k, factors.hq, factors.sk, mask, scale)

@@ -45,16 +45,16 @@ gates (e.g. "the median gate") hits this every time; measured on the AVX2 kernel
 document's log-probs by up to 1.6, on either padding side and for either gated arch. Set ``t``
 between gates (as tests/test_model_contract.py does): then batched and alone agree to rounding.
 
-**Gate warm-up** (``--gate-warmup-updates N``, off by default; not in the paper): for the first ``N``
-training updates every gate is held at 1 (plain attention) and the gate layer gets no gradient and
-no gate loss; from update ``N`` on, IS eq. 3-9 exactly. It is for training from scratch: there the
-cross-attention is noise to a decoder that is still a language model, the likelihood alone closes
-the gates (lambda 0 included: with Adam a small gradient of constant sign moves the gate logits by
-the learning rate each update), and a closed source is never learnt to be read. What the warm-up does
-on trained models (sparsity, source gain, ROUGE with and without it) is measured in results/xsum-papers/
-and in the table of recipes/newsroom/transformer_gated.sh. While ``N`` is not reached, a checkpoint's
-validation and generation see the gates of an untrained gate layer.
-Eval mode (validation, generation) always uses the gates themselves.
+**Gate warm-up** (``--gate-warmup-updates N``, off by default; not in the paper): for the first
+``N`` training updates every gate is held at 1 (plain attention) and the gate layer gets no gradient
+and no gate loss; from update ``N`` on, IS eq. 3-9 exactly. It is for training from scratch: there
+the cross-attention is noise to a decoder that is still a language model, the likelihood alone
+closes the gates (lambda 0 included: with Adam a small gradient of constant sign moves the gate
+logits by the learning rate each update), and a closed source is never learnt to be read. What the
+warm-up does on trained models (sparsity, source gain, ROUGE with and without it) is measured in
+results/xsum-papers/ and in the table of recipes/newsroom/transformer_gated.sh. While ``N`` is not
+reached, a checkpoint's validation and generation see the gates of an untrained gate layer. Eval
+mode (validation, generation) always uses the gates themselves.
 
 **The loss** (registered with :mod:`fairseq_sum_plugins.aux_losses`; ``summarization_loss``
 ``--gate-l1-weight lambda``, default 0.1, the best of the paper's sweep) has two readings of
@@ -67,8 +67,9 @@ IS eq. 7-9, ``--gate-l1-norm``::
 gates, ``g_i`` is token ``i``'s gate averaged over the heads.
 
 The sparsity rate (dropped / total non-pad source tokens, EOS included) is returned per document in
-the encoder output's ``state["gate_counts"]`` (:mod:`fairseq_sum_plugins.modules.encoder_out`) (logged by validation as ``gate_sparsity``) and accumulated by the
-gate module in eval mode (reported by ``fairseq-generate``; see :func:`report_sparsity_at_exit`).
+the encoder output's ``state["gate_counts"]`` (:mod:`fairseq_sum_plugins.modules.encoder_out`)
+(logged by validation as ``gate_sparsity``) and accumulated by the gate module in eval mode
+(reported by ``fairseq-generate``; see :func:`report_sparsity_at_exit`).
 """
 import atexit
 import logging
@@ -118,8 +119,8 @@ def gate_defaults(args, on=False):
 
 
 def check_threshold(threshold):
-    """``threshold`` if it is a number in ``[0, 1)`` (a gate is a sigmoid: ``T >= 1`` would close every
-    position), else a ValueError naming the flag and the ``--model-overrides`` key."""
+    """``threshold`` if it is a number in ``[0, 1)`` (a gate is a sigmoid: ``T >= 1`` would close
+    every position), else a ValueError naming the flag and the ``--model-overrides`` key."""
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
         raise ValueError(f"gate_threshold {threshold!r}: a number in [0, 1) (--gate-threshold, or at generation "
                          "--model-overrides \"{'gate_threshold': 0.1}\")")
@@ -143,14 +144,16 @@ class InformationGate(nn.Module):
         self.threshold = check_threshold(threshold)
         self.warmup_updates = warmup_updates or 0
         self.num_updates = 0
-        self.prune = True  # False: keep closed positions in the encoder output, masked (same output)
+        # False: keep closed positions in the encoder output, masked (same output)
+        self.prune = True
         self.reset_counts()
 
     def reset_parameters(self):
         self.proj.reset_parameters()
 
     def encoder_output(self, view):
-        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): :func:`apply_information_selection`."""
+        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`):
+        :func:`apply_information_selection`."""
         return apply_information_selection(self, view)
 
     def set_num_updates(self, num_updates):
@@ -193,7 +196,8 @@ class InformationGate(nn.Module):
         g = self.scores(h, padding_mask)
         real = ~padding_mask
         n_real = real.sum()
-        l1 = g.float().sum() / (n_real * g.size(-1)).clamp(min=1)  # IS eq. 8, per token (module doc)
+        # IS eq. 8, per token (module doc)
+        l1 = g.float().sum() / (n_real * g.size(-1)).clamp(min=1)
 
         # Algorithm 1 (a): T = G > t, times the attention mask; keep >= 1 token per document/head
         open_ = (g > self.threshold) & real.unsqueeze(-1)
@@ -203,7 +207,8 @@ class InformationGate(nn.Module):
         counts = torch.stack([(real & ~kept).sum(1), real.sum(1)], dim=1)
         out = dict(h=h, padding_mask=padding_mask, gates=g, bias=None, index=None, counts=counts, l1=l1)
         if self.training:
-            if self.in_warmup():  # --gate-warmup-updates: gates held open, no gate loss (zero gradients)
+            # --gate-warmup-updates: gates held open, no gate loss (zero gradients)
+            if self.in_warmup():
                 out["gates"] = (1.0 + 0.0 * g).masked_fill(padding_mask.unsqueeze(-1), 0.0)
                 out["l1"] = 0.0 * l1
             return out
@@ -212,7 +217,8 @@ class InformationGate(nn.Module):
         self.counts = c if self.counts is None else self.counts + c.to(self.counts.device)
         g = g * open_.to(g.dtype)  # G_hat = G_mask * G
         if self.num_gates > 1 and bool((kept.unsqueeze(-1) & ~open_).any()):
-            closed = kept.unsqueeze(-1) & ~open_  # kept position, closed in this head: mask it there
+            # kept position, closed in this head: mask it there
+            closed = kept.unsqueeze(-1) & ~open_
             out["bias"] = torch.zeros_like(g).masked_fill(closed, float("-inf")).transpose(1, 2).unsqueeze(2)
         drop = real & ~kept
         if bool(drop.any()):
@@ -238,8 +244,8 @@ def prune(h, g, bias, kept):
 
 
 def apply_information_selection(gate, view):
-    """Applies ``gate`` to an :class:`~fairseq_sum_plugins.modules.encoder_out.EncoderOut` ``view`` in
-    place: gated, thresholded and (eval mode) pruned states with their ``kept_index``, the gate's
+    """Applies ``gate`` to an :class:`~fairseq_sum_plugins.modules.encoder_out.EncoderOut` ``view``
+    in place: gated, thresholded and (eval mode) pruned states with their ``kept_index``, the gate's
     state (``gates``, ``gate_bias``, ``gate_counts``) and the ``gate_l1`` aux loss."""
     sel = gate.select(view.enc, view.padding_mask)
     view.enc, view.padding_mask, view.kept_index = sel["h"], sel["padding_mask"], sel["index"]
@@ -303,7 +309,8 @@ register_aux_loss(AuxLoss(
     norm_help="gate loss reading (features/information_selection.py): 'token': CE per target token + lambda x mean gate per "
               "source token; 'document': IS eq. 7-9 as written, summary NLL summed + lambda x sum of the "
               "document's gates, averaged over documents"))
-# % of source tokens whose gate is <= --gate-threshold (removed from the encoder output in eval mode)
+# % of source tokens whose gate is <= --gate-threshold (removed from the encoder output in eval
+# mode)
 register_ratio_metric(RatioMetric("gate_sparsity", "gate_dropped", "gate_tokens", _removed_and_total))
 
 
@@ -318,7 +325,8 @@ _REPORTED = weakref.WeakSet()
 def report_sparsity_at_exit(models):
     """Resets the models' gate counters and logs their sparsity rate when the process ends
     (``fairseq-generate`` / ``fairseq-interactive`` give the task no hook after the last batch);
-    only in the fairseq command-line tools (in Python, read ``gate.sparsity()``). The exit handler holds the gate modules (a ``d_model x G`` linear layer each), not the models."""
+    only in the fairseq command-line tools (in Python, read ``gate.sparsity()``). The exit handler
+    holds the gate modules (a ``d_model x G`` linear layer each), not the models."""
     cli = "fairseq" in os.path.basename(sys.argv[0] if sys.argv else "")  # fairseq-generate & co.
     for gate in information_gates(models):
         gate.reset_counts()

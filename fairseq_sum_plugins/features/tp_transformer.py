@@ -5,8 +5,8 @@ The filler ``F`` is an attention sublayer's output after its residual connection
 
     TPR(F) = R ⊙ F + F
 
-Discrete roles (TPT-d, TPT eq. 4-5): every sublayer owns a dictionary ``r`` of ``N_r`` role embeddings
-of size ``d_r`` and a projection ``W_r: d_m -> H * N_r`` (with bias)::
+Discrete roles (TPT-d, TPT eq. 4-5): every sublayer owns a dictionary ``r`` of ``N_r`` role
+embeddings of size ``d_r`` and a projection ``W_r: d_m -> H * N_r`` (with bias)::
 
     r̂_n = r_n / ||r_n||_2                    (4)
     R^h = softmax(F W_r^h) r̂,  R = [R^1 .. R^H]   (5)   with  H * d_r = d_m
@@ -38,18 +38,20 @@ from ..modules.features import FeatureSpec, flags_set, register_feature
 class DiscreteBinding(torch.autograd.Function):
     """``TPR(F) = R ⊙ F + F`` with ``R^h = softmax(F W_r^h + b^h) r̂`` (TPT eq. 5-6), fused.
 
-    Inputs: fillers ``x`` (N, d_m), ``W_r`` (H*N_r, d_m), ``b`` (H*N_r), unit roles ``r̂`` (N_r, d_r);
-    returns the bound fillers (N, d_m) and the role attention (N, H, N_r; not differentiable).
+    Inputs: fillers ``x`` (N, d_m), ``W_r`` (H*N_r, d_m), ``b`` (H*N_r), unit roles ``r̂`` (N_r,
+    d_r); returns the bound fillers (N, d_m) and the role attention (N, H, N_r; not differentiable).
     """
 
     @staticmethod
     def forward(ctx, x, weight, bias, unit):
         num_roles = unit.shape[0]
-        attn = torch.softmax(torch.addmm(bias, x, weight.t()).view(-1, num_roles), dim=-1)  # (N*H, N_r)
+        # (N*H, N_r)
+        attn = torch.softmax(torch.addmm(bias, x, weight.t()).view(-1, num_roles), dim=-1)
         role = (attn @ unit).view_as(x)  # [R^1 .. R^H] (TPT eq. 5)
         ctx.save_for_backward(x, weight, unit, attn, role)
         ctx.mark_non_differentiable(attn)
-        return torch.addcmul(x, role, x), attn.view(x.shape[0], -1, num_roles)  # R ⊙ F + F (TPT eq. 6)
+        # R ⊙ F + F (TPT eq. 6)
+        return torch.addcmul(x, role, x), attn.view(x.shape[0], -1, num_roles)
 
     @staticmethod
     def backward(ctx, grad, _grad_attn):
@@ -81,10 +83,12 @@ def _discrete_bindings(module):
 
 @contextlib.contextmanager
 def shared_role_normalization(module):
-    """Normalise the role dictionaries of every discrete binding under ``module`` at once (TPT eq. 4).
+    """Normalise the role dictionaries of every discrete binding under ``module`` at once
+    (TPT eq. 4).
 
     One stacked ``normalize`` replaces one per sublayer, in forward and backward; the bindings read
-    their rows while the context is open. The result is the same as each binding normalising its own.
+    their rows while the context is open. The result is the same as each binding normalising its
+    own.
     """
     bindings = _discrete_bindings(module)
     shapes = {b.roles.shape for b in bindings}
@@ -134,7 +138,8 @@ class TPRBinding(nn.Module):
         role_dim: ``d_r`` (discrete only).
     """
 
-    feature_init = True  # its own initialisation (TPT-c's W = 0), also under BART's (models/bart.py)
+    # its own initialisation (TPT-c's W = 0), also under BART's (models/bart.py)
+    feature_init = True
 
     def __init__(self, embed_dim, num_heads, mode="discrete", num_roles=50, role_dim=64):
         super().__init__()
@@ -167,14 +172,15 @@ class TPRBinding(nn.Module):
             nn.init.xavier_uniform_(self.role_proj.weight)
         else:
             # R = F W + b makes the binding quadratic in the residual stream: with a random W the
-            # activations grow by orders of magnitude per layer at initialisation (NaN by layer 4-6 of
-            # the base model, in fp32 too). W starts at zero, so TPT-c starts as the baseline
+            # activations grow by orders of magnitude per layer at initialisation (NaN by layer 4-6
+            # of the base model, in fp32 too). W starts at zero, so TPT-c starts as the baseline
             # (TPR(F) = F) and learns its roles from there (dL/dW = F^T (dL/dR) is non-zero).
             nn.init.zeros_(self.role_proj.weight)
         nn.init.zeros_(self.role_proj.bias)
 
     def bind(self, x):
-        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): TPT eq. 6 after the sublayer's residual."""
+        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): TPT eq. 6 after the
+        sublayer's residual."""
         return self(x)
 
     def reference(self, filler):
@@ -184,13 +190,15 @@ class TPRBinding(nn.Module):
         else:
             scores = self.role_proj(filler).unflatten(-1, (self.num_heads, self.num_roles))
             attn = F.softmax(scores, dim=-1)  # softmax(F W_r^h), (..., H, N_r)
-            role = (attn @ F.normalize(self.roles, dim=-1)).flatten(-2)  # r̂ (TPT eq. 4), [R^1 .. R^H] (TPT eq. 5)
+            # r̂ (TPT eq. 4), [R^1 .. R^H] (TPT eq. 5)
+            role = (attn @ F.normalize(self.roles, dim=-1)).flatten(-2)
         return torch.addcmul(filler, role, filler)  # R ⊙ F + F (TPT eq. 6)
 
     def forward(self, filler):
         if self.mode == "continuous":
             return torch.addcmul(filler, self.role_proj(filler), filler)
-        unit = self.unit_roles if self.unit_roles is not None else F.normalize(self.roles, dim=-1)  # r̂ (TPT eq. 4)
+        # r̂ (TPT eq. 4)
+        unit = self.unit_roles if self.unit_roles is not None else F.normalize(self.roles, dim=-1)
         out, attn = DiscreteBinding.apply(
             filler.reshape(-1, filler.shape[-1]), self.role_proj.weight, self.role_proj.bias, unit)
         if self.keep_role_attn:

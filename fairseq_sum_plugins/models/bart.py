@@ -1,11 +1,13 @@
-"""fairseq's BART with this plugin's features, for fine-tuning a pre-trained fairseq BART checkpoint.
+"""fairseq's BART with this plugin's features, for fine-tuning a pre-trained fairseq BART
+checkpoint.
 
 One model (``bart_sum``) whose features are the flags of ``sum_transformer``: ``--gate``
-(``--gate-per-head``, ``--gate-threshold``; information selection, :mod:`..features.information_selection`),
-``--ta-sia`` / ``--ta-tema`` / ``--ta-drm`` (Topic Assistant, :mod:`..features.topic_assistant.layers`), ``--tpr``
-(TP-Transformer role binding, :mod:`..features.tp_transformer`; BART's post-LN layers only) and
-``--focus-layers`` / ``--saliency-layers`` (ETADS, :mod:`..features.etads_focus`, :mod:`..features.etads_saliency`),
-in any combination. Presets::
+(``--gate-per-head``, ``--gate-threshold``; information selection,
+:mod:`..features.information_selection`), ``--ta-sia`` / ``--ta-tema`` / ``--ta-drm`` (Topic
+Assistant, :mod:`..features.topic_assistant.layers`), ``--tpr`` (TP-Transformer role binding,
+:mod:`..features.tp_transformer`; BART's post-LN layers only) and ``--focus-layers`` /
+``--saliency-layers`` (ETADS, :mod:`..features.etads_focus`, :mod:`..features.etads_saliency`), in
+any combination. Presets::
 
     bart_base_gated, bart_large_gated   information selection (Ishimwe & Grave)
     bart_base_ta, bart_large_ta         Topic Assistant: SIA + TEMA + DRM (its Table 5, BART+TA)
@@ -26,19 +28,19 @@ fairseq's attention plus
   of the projected keys and values, and the per-head mask of closed positions in
   ``apply_sparse_mask``); the gate itself transforms the encoder's final states (IS eq. 3,
   Algorithm 1: thresholding and pruning in eval mode);
-* the features' heads: SIA's extra head (TA eq. 7) in every attention block, and DRM's
-  ``theta^T W_b`` (TA eq. 9) on every cross-attention output (before dropout, residual and LayerNorm);
+* the features' heads: SIA's extra head (TA eq. 7) in every attention block, and DRM's ``theta^T
+  W_b`` (TA eq. 9) on every cross-attention output (before dropout, residual and LayerNorm);
 
 and the features' bindings (TPT eq. 6) after each attention sublayer's residual and LayerNorm. TEMA:
 the first decoder layer prefixes the top-n topic embeddings (scaled and normalised like the token
 embeddings, no position) and every decoder layer attends with Fig. 3(b)'s mask; the decoder strips
 the prefix from its output.
 
-fairseq's layers pass their attention modules no per-batch data, so the encoder and the decoder
-hand the batch's feature inputs (the cross-attention's scale and bias, SIA probabilities, theta, the
-TEMA prefix) to the modules they built through one :class:`BatchInputs`, filled for exactly the span
-of their own forward, as fairseq's latent-depth and head-selection examples do; a name it does not
-know is an error. The encoder output follows :mod:`..modules.encoder_out` in fairseq's time-first layout.
+fairseq's layers pass their attention modules no per-batch data, so the encoder and the decoder hand
+the batch's feature inputs (the cross-attention's scale and bias, SIA probabilities, theta, the TEMA
+prefix) to the modules they built through one :class:`BatchInputs`, filled for exactly the span of
+their own forward, as fairseq's latent-depth and head-selection examples do; a name it does not know
+is an error. The encoder output follows :mod:`..modules.encoder_out` in fairseq's time-first layout.
 
 No BART parameter is renamed, so BART checkpoints load as they are; the features' parameters are
 initialised fresh (:meth:`SumBARTModel.upgrade_state_dict_named`); earlier names of the Topic
@@ -89,7 +91,8 @@ from ..modules.features import (
 from .fresh_params import fresh_pattern, keep_fresh_parameters
 
 # earlier TA parameter names -> their names here: the per-decoder ModuleList layout (encoder.sia.N,
-# decoder.drm.N, ...) and one SIA attribute name for every attention (self_attn.sia, encoder_attn.sia)
+# decoder.drm.N, ...) and one SIA attribute name for every attention (self_attn.sia,
+# encoder_attn.sia)
 RENAMED = [
     (re.compile(r"^(.*\.)?decoder\.layers\.(\d+)\.self_attn\.sia\."), r"\1decoder.layers.\2.self_attn.self_sia."),
     (re.compile(r"^(.*\.)?decoder\.layers\.(\d+)\.encoder_attn\.sia\."), r"\1decoder.layers.\2.encoder_attn.cross_sia."),
@@ -101,12 +104,14 @@ RENAMED = [
 BART_FORWARD_ARGS = {"features_only", "classification_head_name", "token_embeddings", "return_all_hiddens",
                      "alignment_layer", "alignment_heads"}
 _NONE = object()
-# every per-batch input name (FeatureAttention's docstring): another name is a KeyError, never a silent None
+# every per-batch input name (FeatureAttention's docstring): another name is a KeyError, never a
+# silent None
 BATCH_INPUTS = ("side", "kv_scale", "score_bias", "self_mask", "prefix")
 
 
 def batch_input_names():
-    """:data:`BATCH_INPUTS` and the per-forward inputs the layer features declare (modules/features.py)."""
+    """:data:`BATCH_INPUTS` and the per-forward inputs the layer features declare
+    (modules/features.py)."""
     return BATCH_INPUTS + tuple(n for site in ("encoder_self", "decoder_self", "decoder_cross")
                                 for n in site_input_names(site) if n not in SITE_INPUTS)
 
@@ -141,8 +146,8 @@ class BatchInputs:
             self._stack.pop()
 
     def captured(self):
-        """The inputs given now, and a factory of contexts that gives them again (for the recomputation
-        of a checkpointed layer in backward, after the owner's span has closed)."""
+        """The inputs given now, and a factory of contexts that gives them again (for the
+        recomputation of a checkpointed layer in backward, after the owner's span has closed)."""
         values = dict(self._stack[-1]) if self._stack else {}
         return lambda: self.given(**values)
 
@@ -187,12 +192,13 @@ def _captured(layer, inputs):
 class FeatureAttention(MultiheadAttention):
     """fairseq's attention with the features of its block (time-first, as fairseq's).
 
-    The cross-attention's keys and values are scaled by the batch input ``kv_scale`` ``(B, G, S, 1)``
-    and its logits biased by ``score_bias`` ``(B, G, 1, S)`` (the features' ``cross_inputs``, e.g.
-    IS eq. 6 and Algorithm 1's per-head closed positions); ``attention_features``: the feature modules of
-    this attention's site ``site_name`` (:mod:`..modules.features`, batch-first as everywhere: score
-    biases, probability gates, and heads added to the output, e.g. TA's SIA (TA eq. 7) and DRM (TA eq. 9),
-    which this module hosts since fairseq's layers hand their attention no per-batch inputs).
+    The cross-attention's keys and values are scaled by the batch input ``kv_scale`` ``(B, G, S,
+    1)`` and its logits biased by ``score_bias`` ``(B, G, 1, S)`` (the features' ``cross_inputs``,
+    e.g. IS eq. 6 and Algorithm 1's per-head closed positions); ``attention_features``: the feature
+    modules of this attention's site ``site_name`` (:mod:`..modules.features`, batch-first as
+    everywhere: score biases, probability gates, and heads added to the output, e.g. TA's SIA
+    (TA eq. 7) and DRM (TA eq. 9), which this module hosts since fairseq's layers hand their
+    attention no per-batch inputs).
     """
 
     def __init__(self, *args, inputs, site_name, **kwargs):
@@ -202,11 +208,13 @@ class FeatureAttention(MultiheadAttention):
             self.k_proj.register_forward_hook(self._scale_rows)
             self.v_proj.register_forward_hook(self._scale_rows)
 
-    def _scale_rows(self, module, args, out):  # g_j K_j, g_j V_j: computed once per source, then cached
+    # g_j K_j, g_j V_j: computed once per source, then cached
+    def _scale_rows(self, module, args, out):
         scale = self.inputs.get("kv_scale", None)
         if scale is None:
             return None
-        src_len, bsz, dim = out.shape  # fairseq's projections are time-first: (B, G, S, 1) -> (S, B, G, 1)
+        # fairseq's projections are time-first: (B, G, S, 1) -> (S, B, G, 1)
+        src_len, bsz, dim = out.shape
         scale = scale.permute(2, 0, 1, 3).type_as(out)
         return (out.view(src_len, bsz, self.num_heads, self.head_dim) * scale).view(src_len, bsz, dim)
 
@@ -221,11 +229,13 @@ class FeatureAttention(MultiheadAttention):
         """The site's feature modules (the layer's, or with heads this module's own children)."""
         self.attention_features = list(modules)
         if any(hasattr(m, "score_bias") or hasattr(m, "prob_gate") for m in self.attention_features):
-            self.skip_embed_dim_check = True  # fairseq's fused path has no place for them: its explicit path
+            # fairseq's fused path has no place for them: its explicit path
+            self.skip_embed_dim_check = True
         return self
 
     def site_inputs(self, key_padding_mask, incremental_state):
-        """This forward's inputs of the site (:func:`..modules.features.layer_inputs`), from the batch inputs."""
+        """This forward's inputs of the site (:func:`..modules.features.layer_inputs`), from the
+        batch inputs."""
         extra = {n: self.inputs.get(n, None) for n in site_input_names(self.site_name) if n not in SITE_INPUTS}
         return layer_inputs(self.site_name, key_padding_mask, incremental_state, **extra)
 
@@ -237,7 +247,8 @@ class FeatureAttention(MultiheadAttention):
         else:
             out, weights = super().forward(query, key, value, key_padding_mask, incremental_state, need_weights,
                                            static_kv, attn_mask, before_softmax, need_head_weights)
-        if not before_softmax and any(hasattr(m, "head") for m in self.attention_features):  # e.g. TA eq. 7, 9
+        # e.g. TA eq. 7, 9
+        if not before_softmax and any(hasattr(m, "head") for m in self.attention_features):
             kv = (key if self.encoder_decoder_attention else query).transpose(0, 1)
             inputs = self.site_inputs(key_padding_mask, incremental_state)
             out = add_heads(self.attention_features, out.transpose(0, 1), query.transpose(0, 1), kv, inputs).transpose(0, 1)
@@ -246,15 +257,18 @@ class FeatureAttention(MultiheadAttention):
     def _site_forward(self, query, key, value, key_padding_mask, incremental_state, need_weights, static_kv,
                       attn_mask, need_head_weights):
         """fairseq's explicit path up to the masked logits, then the site features (one layout with
-        ``sum_transformer``: ``(B, H, T, S)`` biases and gates of ``(B, H, *, d_k)`` queries and keys)."""
+        ``sum_transformer``: ``(B, H, T, S)`` biases and gates of ``(B, H, *, d_k)`` queries and
+        keys)."""
         tgt_len, bsz, _ = query.shape
         logits, v = super().forward(query, key, value, key_padding_mask, incremental_state, False, static_kv,
                                     attn_mask, before_softmax=True)
         heads, src_len = self.num_heads, logits.size(-1)
         inputs = self.site_inputs(key_padding_mask, incremental_state)
-        q = self.q_proj(query).view(tgt_len, bsz, heads, self.head_dim).permute(1, 2, 0, 3)  # unscaled
+        # unscaled
+        q = self.q_proj(query).view(tgt_len, bsz, heads, self.head_dim).permute(1, 2, 0, 3)
         saved = self._get_input_buffer(incremental_state) if incremental_state is not None else {}
-        if saved.get("prev_key") is not None:  # this step's keys (B * H, S, d_k), as fairseq cached them
+        # this step's keys (B * H, S, d_k), as fairseq cached them
+        if saved.get("prev_key") is not None:
             k = saved["prev_key"].view(bsz, heads, src_len, self.head_dim)
         else:
             k = self.k_proj(query if key is None else key).view(src_len, bsz, heads, self.head_dim).permute(1, 2, 0, 3)
@@ -281,13 +295,15 @@ def bart_site_dims(cfg, side, layer_idx):
 
 
 class SumBARTEncoderLayer(TransformerEncoderLayerBase):
-    """fairseq's encoder layer with the layer features (:mod:`..modules.features`) of ``encoder_self``."""
+    """fairseq's encoder layer with the layer features (:mod:`..modules.features`) of
+    ``encoder_self``."""
 
     def __init__(self, cfg, inputs, features, index=0):
         self.inputs, self.features, self.index = inputs, features, index
         super().__init__(cfg)
         self.binding_features = attach(self, features, "encoder_self", "binding", bart_site_dims(cfg, "encoder", index))
-        if any(getattr(m, "binds", True) for m in self.binding_features):  # post-LN (else refused): after the norm
+        # post-LN (else refused): after the norm
+        if any(getattr(m, "binds", True) for m in self.binding_features):
             self.self_attn_layer_norm.register_forward_hook(self._bind)
 
     def _bind(self, module, args, out):
@@ -314,7 +330,8 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
         dims = bart_site_dims(cfg, "decoder", index)
         self.self_binding_features = attach(self, features, "decoder_self", "binding", dims)
         self.cross_binding_features = attach(self, features, "decoder_cross", "binding", dims)
-        if any(getattr(m, "binds", True) for m in self.self_binding_features):  # post-LN (else refused): after the norm
+        # post-LN (else refused): after the norm
+        if any(getattr(m, "binds", True) for m in self.self_binding_features):
             self.self_attn_layer_norm.register_forward_hook(self._bind_self)
         if any(getattr(m, "binds", True) for m in self.cross_binding_features) and self.encoder_attn_layer_norm is not None:
             self.encoder_attn_layer_norm.register_forward_hook(self._bind_cross)
@@ -363,14 +380,17 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
 
 
 class SumBARTEncoder(TransformerEncoder):
-    """BART's encoder with the features in its layers (e.g. SIA) and on its final states (e.g. the gate)."""
+    """BART's encoder with the features in its layers (e.g. SIA) and on its final states (e.g. the
+    gate)."""
 
     def __init__(self, args, dictionary, embed_tokens):
         self.inputs, self.n_built = BatchInputs(), 0
         super().__init__(args, dictionary, embed_tokens)
-        d = args.encoder_embed_dim  # e.g. information selection (IS eq. 3, Algorithm 1) on the final states
+        # e.g. information selection (IS eq. 3, Algorithm 1) on the final states
+        d = args.encoder_embed_dim
         self.output_features = attach(self, args, ENCODER_OUT, "encoder", SiteDims(0, 1, d, d, args.decoder_attention_heads))
-        self.model_features = []  # e.g. the Topic Assistant's topic model, set by SumBARTModel.build_model
+        # e.g. the Topic Assistant's topic model, set by SumBARTModel.build_model
+        self.model_features = []
 
     def build_encoder_layer(self, cfg):
         cfg = as_config(cfg)
@@ -379,10 +399,12 @@ class SumBARTEncoder(TransformerEncoder):
         return wrap_layer(layer, cfg, self.inputs)
 
     def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False, token_embeddings=None, **side):
-        side = {**self.inputs.get("side", {}), **side}  # side data: net_input fields, or from the model's forward
+        # side data: net_input fields, or from the model's forward
+        side = {**self.inputs.get("side", {}), **side}
         # e.g. TA eq. 6's probabilities, shared by the layers
         values = encoder_inputs(self.model_features, src_tokens, src_tokens.eq(self.padding_idx))
-        with self.inputs.given(**values), stack_context(self.layers):  # e.g. TPT eq. 4 once per stack
+        # e.g. TPT eq. 4 once per stack
+        with self.inputs.given(**values), stack_context(self.layers):
             out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
         view = EncoderOut.of(out)
         view.src_tokens, view.side, view.aux_losses = src_tokens, side, {}
@@ -400,7 +422,8 @@ class SumBARTDecoder(TransformerDecoder):
     def __init__(self, args, dictionary, embed_tokens, no_encoder_attn=False):
         self.inputs, self.n_built = BatchInputs(), 0
         super().__init__(args, dictionary, embed_tokens, no_encoder_attn)
-        self.model_features = []  # e.g. the Topic Assistant's topic model, set by SumBARTModel.build_model
+        # e.g. the Topic Assistant's topic model, set by SumBARTModel.build_model
+        self.model_features = []
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
         cfg = as_config(cfg)
@@ -411,8 +434,10 @@ class SumBARTDecoder(TransformerDecoder):
     def batch_inputs(self, prev_output_tokens, view, incremental_state):
         """The decoder layers' feature inputs for this call (see :class:`FeatureAttention`)."""
         inputs = {}
-        inputs.update(cross_attention_values(view))  # e.g. IS eq. 6, as sum_transformer's: {} without --gate
-        incremental = incremental_state is not None  # e.g. TEMA's prefix and mask, SIA's probabilities, DRM's theta
+        # e.g. IS eq. 6, as sum_transformer's: {} without --gate
+        inputs.update(cross_attention_values(view))
+        # e.g. TEMA's prefix and mask, SIA's probabilities, DRM's theta
+        incremental = incremental_state is not None
         call = decoder_call(self.model_features, prev_output_tokens, 1 if incremental else prev_output_tokens.size(1),
                             view, incremental)
         inputs.update(**call.site_inputs("decoder_self"), **call.site_inputs("decoder_cross"), self_mask=call.self_mask)
@@ -429,7 +454,8 @@ class SumBARTDecoder(TransformerDecoder):
                          full_context_alignment: bool = False, alignment_layer=None, alignment_heads=None):
         view = EncoderOut.of(encoder_out)
         inputs, n_prefix = self.batch_inputs(prev_output_tokens, view, incremental_state)
-        with self.inputs.given(**inputs), stack_context(self.layers):  # e.g. TPT eq. 4 once per stack
+        # e.g. TPT eq. 4 once per stack
+        with self.inputs.given(**inputs), stack_context(self.layers):
             x, extra = super().extract_features(prev_output_tokens, encoder_out, incremental_state,
                                                 full_context_alignment, alignment_layer, alignment_heads)
         attn = extra["attn"][0] if extra.get("attn") else None
@@ -443,27 +469,32 @@ class SumBARTDecoder(TransformerDecoder):
 
 @register_model("bart_sum")
 class SumBARTModel(BARTModel):
-    """fairseq's BART with information selection and the Topic Assistant; see the module docstring."""
+    """fairseq's BART with information selection and the Topic Assistant; see the module
+    docstring."""
 
     def __init__(self, args, encoder, decoder):
         super().__init__(args, encoder, decoder)
         # BARTModel applies BERT-style init (N(0, 0.02), zero bias) to every linear layer; the paper
         # initialises the gate layer "with the default initialization in the linear layer" (§4.2)
-        for module in self.modules():  # the features that keep their own initialisation (feature_init)
+        # the features that keep their own initialisation (feature_init)
+        for module in self.modules():
             if getattr(module, "feature_init", False):
                 module.reset_parameters()
 
     @staticmethod
     def add_args(parser):
         BARTModel.add_args(parser)
-        add_feature_args(parser)  # the features (modules/features.py): --gate*, --ta-*, --tpr*, --focus/--saliency-layers
+        # the features (modules/features.py): --gate*, --ta-*, --tpr*, --focus/--saliency-layers
+        add_feature_args(parser)
 
     @classmethod
     def build_model(cls, args, task):
-        # every boolean option through one parser, also from --model-overrides and hydra ('False' is truthy)
+        # every boolean option through one parser, also from --model-overrides and hydra ('False' is
+        # truthy)
         parse_bool_options(args, cls.add_args)
         feature_defaults(args, "bart")
-        # e.g. the Topic Assistant's topic model (none without --ta-*; it sets args.ta_num_topics for DRM)
+        # e.g. the Topic Assistant's topic model (none without --ta-*; it sets args.ta_num_topics
+        # for DRM)
         model_features = build_model_features(args, task, task.source_dictionary, task.target_dictionary)
         model = super().build_model(args, task)
         set_model_features(model.encoder, model_features)
@@ -485,12 +516,13 @@ class SumBARTModel(BARTModel):
             return super().forward(src_tokens, src_lengths, prev_output_tokens, **kwargs)
 
     def set_beam_size(self, beam):
-        """No beamable encoder-decoder attention: it would keep the encoder output (and the gates and
-        per-head masks in it) un-expanded and skip its reordering; keys/values are computed per
+        """No beamable encoder-decoder attention: it would keep the encoder output (and the gates
+        and per-head masks in it) un-expanded and skip its reordering; keys/values are computed per
         hypothesis instead, as in ``sum_transformer``."""
 
     def upgrade_state_dict_named(self, state_dict, name):
-        """A plain BART checkpoint has none of the features' parameters: keep this model's fresh ones."""
+        """A plain BART checkpoint has none of the features' parameters: keep this model's fresh
+        ones."""
         super().upgrade_state_dict_named(state_dict, name)
         for key in list(state_dict):
             for pattern, target in RENAMED:
@@ -503,7 +535,8 @@ class SumBARTModel(BARTModel):
 
 
 def register_preset(name, size_architecture, gate=False, topic_assistant=False):
-    """Registers ``name``: ``size_architecture`` (fairseq's BART dims) with the features switched on."""
+    """Registers ``name``: ``size_architecture`` (fairseq's BART dims) with the features switched
+    on."""
 
     def preset(args):
         parse_bool_options(args, SumBARTModel.add_args)

@@ -1,5 +1,6 @@
-"""Fine-tuning a fairseq checkpoint that lacks a paper's new parameters (gates, topic heads), and the
-mark of an imported checkpoint that a model reads on loading (a converter writes it; the model defines it)."""
+"""Fine-tuning a fairseq checkpoint that lacks a paper's new parameters (gates, topic heads), and
+the mark of an imported checkpoint that a model reads on loading (a converter writes it; the model
+defines it)."""
 import logging
 import re
 
@@ -21,8 +22,9 @@ def fresh_pattern():
 
 
 def keep_fresh_parameters(state_dict, fresh, prefix=""):
-    """Adds to ``state_dict`` every ``fresh`` (name -> tensor) entry it lacks, so that strict loading
-    of e.g. a plain BART ``model.pt`` keeps those parameters as this model initialised them."""
+    """Adds to ``state_dict`` every ``fresh`` (name -> tensor) entry it lacks, so that strict
+    loading of e.g. a plain BART ``model.pt`` keeps those parameters as this model initialised
+    them."""
     for key, value in fresh.items():
         if prefix + key not in state_dict:
             logger.info(f"initialising {prefix + key} fresh (not in the checkpoint)")
@@ -35,8 +37,9 @@ def import_mark(scaled):
 
 
 def check_import_mark(mark, model_scaled):
-    """A model restoring an imported checkpoint scales its output as the import did (a mark of the first
-    imports, a 0-d tensor, stands for T5 v1.0's scaled head); else a ``ValueError`` naming the flag."""
+    """A model restoring an imported checkpoint scales its output as the import did (a mark of the
+    first imports, a 0-d tensor, stands for T5 v1.0's scaled head); else a ``ValueError`` naming the
+    flag."""
     scaled = bool(mark[1]) if mark.dim() == 1 and mark.numel() == 2 else True
     if scaled != model_scaled:
         raise ValueError(f"the imported T5 checkpoint {'scales' if scaled else 'does not scale'} the decoder output "

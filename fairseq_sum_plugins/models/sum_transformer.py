@@ -19,16 +19,16 @@ The cell (TP-Transformer §2.2-2.3, TPT eq. 3 and 6-9), pre-LN by default::
     Encode(X)     = FF(Self(X));  Decode(H, Y) = FF(Cross(Self(Y), H))     (9)
     p(y_i)        = softmax(E^T LN(y_{i,L}))                 (10, tied embeddings)
 
-TPT eq. 3 writes the residual as ``X̂ + ...`` (the normalized input) and TPT eq. 7 feeds ``X`` to the
-feed-forward layer un-normalized; we follow the T5 cell the paper builds on (Raffel et al., 2020),
-whose residual carries the un-normalized stream ``X`` and whose sublayers (feed-forward included)
-read ``LN(X)``.
-With ``--pointer-generator True`` (any preset, either cell) the output is See et al.'s copy mixture
-``z_t softmax(E^T h_t) + (1 - z_t) P_copy`` over the last layer's head-averaged cross-attention
-(features/copy_mechanism.py, as fairseq's examples/pointer_generator); small models trained
-briefly from scratch read their documents with it and not without (results/xsum-read/).
-``TPR`` is the identity when ``--tpr none``. With the default cell, positions are fairseq's sinusoidal
-embeddings and the norms are LayerNorm with bias. Every parameter takes part in every forward pass.
+TPT eq. 3 writes the residual as ``X̂ + ...`` (the normalized input) and TPT eq. 7 feeds ``X`` to
+the feed-forward layer un-normalized; we follow the T5 cell the paper builds on (Raffel et al.,
+2020), whose residual carries the un-normalized stream ``X`` and whose sublayers (feed-forward
+included) read ``LN(X)``. With ``--pointer-generator True`` (any preset, either cell) the output is
+See et al.'s copy mixture ``z_t softmax(E^T h_t) + (1 - z_t) P_copy`` over the last layer's
+head-averaged cross-attention (features/copy_mechanism.py, as fairseq's examples/pointer_generator);
+small models trained briefly from scratch read their documents with it and not without
+(results/xsum-read/). ``TPR`` is the identity when ``--tpr none``. With the default cell, positions
+are fairseq's sinusoidal embeddings and the norms are LayerNorm with bias. Every parameter takes
+part in every forward pass.
 
 The T5 cell (``--cell t5``; presets ``t5_small``, ``t5_base``, ``t5_*_gated`` and the App. B
 ``*_t5_small`` below) is T5 v1.0 exactly (Raffel et al., 2020; HF ``modeling_t5.py``)::
@@ -40,20 +40,20 @@ The T5 cell (``--cell t5``; presets ``t5_small``, ``t5_base``, ``t5_*_gated`` an
     p(y_i)        = softmax(E (d_m^-1/2 h_i))                   tied output scaled by d_m^-1/2
 
 Q, K, V are ``H * d_kv`` wide: ``d_m`` by default, ``--t5-d-kv`` otherwise (t5-3b: 32 heads of 128,
-t5-11b: 128 heads of 128, at ``d_m`` 1024); ``W_o`` maps them back to ``d_m``. The output may be an untied
-``W_lm`` (``--share-decoder-input-output-embed False``), unscaled by default there;
-``--t5-scale-decoder-output`` sets the ``d_m^-1/2`` either way (T5 checkpoints saved by
-transformers >= 5 record it as ``scale_decoder_outputs``).
+t5-11b: 128 heads of 128, at ``d_m`` 1024); ``W_o`` maps them back to ``d_m``. The output may be an
+untied ``W_lm`` (``--share-decoder-input-output-embed False``), unscaled by default there;
+``--t5-scale-decoder-output`` sets the ``d_m^-1/2`` either way (T5 checkpoints saved by transformers
+>= 5 record it as ``scale_decoder_outputs``).
 
 ``B_rel`` (modules/t5.py): one bucketed table per stack, computed once per forward and shared by its
 layers, bidirectional in the encoder and causal in the decoder. Attention probabilities are dropped
 out too (``--attention-dropout``, 0.1 in the presets), as are the FF hidden units
 (``--activation-dropout``). The pad row is the decoder's start token, as in T5: the decoder embeds
-fairseq's leading EOS with the pad row (EOS appears nowhere else in ``prev_output_tokens``), and that
-row is trained. ``--t5-cross-position-bias`` adds a third causal table in cross-attention (query
-step vs. source position): TP-Transformer's code is built on an early HF T5 in which the first
-decoder block's cross-attention also owned and used a ``relative_attention_bias`` (buckets x heads =
-32 x 8 = 256 parameters), which makes App. B's counts 256 more than today's T5-small.
+fairseq's leading EOS with the pad row (EOS appears nowhere else in ``prev_output_tokens``), and
+that row is trained. ``--t5-cross-position-bias`` adds a third causal table in cross-attention
+(query step vs. source position): TP-Transformer's code is built on an early HF T5 in which the
+first decoder block's cross-attention also owned and used a ``relative_attention_bias`` (buckets x
+heads = 32 x 8 = 256 parameters), which makes App. B's counts 256 more than today's T5-small.
 """
 import math
 
@@ -123,7 +123,8 @@ def is_t5_cell(args):
 
 
 def build_embedding(args, dictionary, dim):
-    """Token embeddings; the T5 cell's are ``N(0, 1)`` with a trainable pad row (T5's decoder start)."""
+    """Token embeddings; the T5 cell's are ``N(0, 1)`` with a trainable pad row (T5's decoder
+    start)."""
     if not is_t5_cell(args):
         return Embedding(len(dictionary), dim, dictionary.pad())
     m = nn.Embedding(len(dictionary), dim)
@@ -141,7 +142,8 @@ def attention_dim(args, dim, heads):
 
 
 def build_attention(args, dim, heads, self_attention):
-    """Fairseq-style attention, or T5's: no biases, no ``1/sqrt(d_k)``, T5's init, ``H * d_kv`` wide."""
+    """Fairseq-style attention, or T5's: no biases, no ``1/sqrt(d_k)``, T5's init, ``H * d_kv``
+    wide."""
     if not is_t5_cell(args):
         return MultiheadAttention(dim, heads, args.attention_dropout, self_attention=self_attention)
     attn = MultiheadAttention(dim, heads, args.attention_dropout, self_attention=self_attention, bias=False,
@@ -159,14 +161,15 @@ def build_feed_forward(args, dim, ffn_dim):
 
 
 def t5_scale_decoder_output(args):
-    """T5 cell: ``d_m^-1/2`` on the decoder's output states: ``--t5-scale-decoder-output``, by default
-    with a tied output projection (T5 v1.0), not with an untied one."""
+    """T5 cell: ``d_m^-1/2`` on the decoder's output states: ``--t5-scale-decoder-output``, by
+    default with a tied output projection (T5 v1.0), not with an untied one."""
     scale = getattr(args, "t5_scale_decoder_output", None)
     return args.share_decoder_input_output_embed if scale is None else scale
 
 
 def t5_positions(length, end, device):
-    """Positions ``end - length .. end - 1`` (the new query rows of a stack of ``end`` positions)."""
+    """Positions ``end - length .. end - 1`` (the new query rows of a stack of ``end``
+    positions)."""
     return torch.arange(end - length, end, device=device)
 
 
@@ -196,7 +199,8 @@ class FeedForward(Drops, nn.Module):
 
 
 class Sublayer(Drops, nn.Module):
-    """Residual wrapper: ``x + dropout(f(LN(x)))`` (pre-LN) or ``LN(x + dropout(f(x)))`` (post-LN)."""
+    """Residual wrapper: ``x + dropout(f(LN(x)))`` (pre-LN) or ``LN(x + dropout(f(x)))``
+    (post-LN)."""
 
     def __init__(self, embed_dim, dropout, normalize_before, norm=None):
         super().__init__()
@@ -221,17 +225,21 @@ class EncoderLayer(nn.Module):
         super().__init__()
         d, heads = args.encoder_embed_dim, args.encoder_attention_heads
         dims = site_dims(args, "encoder", layer_idx)
-        self.attention_features = attach(self, args, "encoder_self", "attention", dims)  # e.g. ETADS focus (ETADS eq. 5-8, on Q)
+        # e.g. ETADS focus (ETADS eq. 5-8, on Q)
+        self.attention_features = attach(self, args, "encoder_self", "attention", dims)
         pre = args.encoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
-        self.head_features = attach(self, args, "encoder_self", "head", dims)  # e.g. TA's SIA head (TA eq. 7)
+        # e.g. TA's SIA head (TA eq. 7)
+        self.head_features = attach(self, args, "encoder_self", "head", dims)
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
-        self.binding_features = attach(self, args, "encoder_self", "binding", dims)  # e.g. TPT eq. 6
+        # e.g. TPT eq. 6
+        self.binding_features = attach(self, args, "encoder_self", "binding", dims)
         self.ffn = build_feed_forward(args, d, args.encoder_ffn_embed_dim)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
     def forward(self, x, padding_mask, values=None, position_bias=None):
-        """``values``: the model-level features' inputs of the encoder blocks (e.g. TA's SIA probabilities)."""
+        """``values``: the model-level features' inputs of the encoder blocks (e.g. TA's SIA
+        probabilities)."""
         inputs = layer_inputs("encoder_self", padding_mask, **(values or {}))
 
         def attend(h):  # position_bias: the T5 cell's relative position bias (B|1, H, S, S)
@@ -254,13 +262,16 @@ class DecoderLayer(nn.Module):
         d, heads = args.decoder_embed_dim, args.decoder_attention_heads
         dims = site_dims(args, "decoder", layer_idx)
         self.self_attention_features = attach(self, args, "decoder_self", "attention", dims)
-        self.cross_attention_features = attach(self, args, "decoder_cross", "attention", dims)  # e.g. ETADS saliency (ETADS eq. 9-10)
+        # e.g. ETADS saliency (ETADS eq. 9-10)
+        self.cross_attention_features = attach(self, args, "decoder_cross", "attention", dims)
         pre = args.decoder_normalize_before
         self.self_attn = build_attention(args, d, heads, self_attention=True)
         self.self_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
-        self.self_binding_features = attach(self, args, "decoder_self", "binding", dims)  # e.g. TPT eq. 6
+        # e.g. TPT eq. 6
+        self.self_binding_features = attach(self, args, "decoder_self", "binding", dims)
         self.cross_attn = build_attention(args, d, heads, self_attention=False)
-        # e.g. the Topic Assistant: SIA's extra head in both attention blocks (TA eq. 7), DRM's bias (TA eq. 9)
+        # e.g. the Topic Assistant: SIA's extra head in both attention blocks (TA eq. 7), DRM's bias
+        # (TA eq. 9)
         self.self_head_features = attach(self, args, "decoder_self", "head", dims)
         self.cross_head_features = attach(self, args, "decoder_cross", "head", dims)
         self.cross_attn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
@@ -271,12 +282,14 @@ class DecoderLayer(nn.Module):
     def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_values=None, call=None,
                 position_bias=None):
         """``cross_values``: the features' per-forward values of the cross-attention
-        (:func:`~..modules.features.cross_attention_values`, e.g. IS eq. 6's ``kv_scale`` and per-head
-        ``score_bias``); ``call``: the model-level feature's inputs of this decoder call
+        (:func:`~..modules.features.cross_attention_values`, e.g. IS eq. 6's ``kv_scale`` and
+        per-head ``score_bias``); ``call``: the model-level feature's inputs of this decoder call
         (:func:`~..modules.features.decoder_call`, e.g. the Topic Assistant's), or None;
-        ``position_bias``: the T5 cell's ``{"self": (1, H, T, T'), "cross": (B, H, T, S) or None}``."""
+        ``position_bias``: the T5 cell's ``{"self": (1, H, T, T'), "cross": (B, H, T, S) or
+        None}``."""
         call = call or NoCall()
-        self_bias = call.self_mask  # e.g. TEMA's prefix mask (TA Fig. 3(b)) replaces the causal mask
+        # e.g. TEMA's prefix mask (TA Fig. 3(b)) replaces the causal mask
+        self_bias = call.self_mask
         causal = self_bias is None
         cross_values = dict(cross_values or {})
         cross_bias = cross_values.get("score_bias")
@@ -305,7 +318,8 @@ class DecoderLayer(nn.Module):
                 attn_bias_fn=score_bias_fn(self.cross_attention_features, cross_inputs),
                 prob_gate_fn=prob_gate_fn(self.cross_attention_features, cross_inputs),
             )
-            return add_heads(self.cross_head_features, out, h, enc, cross_inputs), attn  # before add & norm
+            # before add & norm
+            return add_heads(self.cross_head_features, out, h, enc, cross_inputs), attn
 
         x, attn = self.cross_attn_sublayer(x, cross_attend)
         x = bind(self.cross_binding_features, x)
@@ -336,7 +350,8 @@ class SumTransformerEncoder(Drops, FairseqEncoder):
         self.embed_positions = None if self.t5 else PositionalEmbedding(
             args.max_source_positions, d, self.padding_idx, learned=args.encoder_learned_pos
         )
-        # T5 cell: one bidirectional bucketed table for the stack (modules/t5.py), no absolute positions
+        # T5 cell: one bidirectional bucketed table for the stack (modules/t5.py), no absolute
+        # positions
         self.relative_position = RelativePositionBias(
             args.encoder_attention_heads, args.t5_relative_buckets, args.t5_relative_max_distance, True, d
         ) if self.t5 else None
@@ -344,7 +359,8 @@ class SumTransformerEncoder(Drops, FairseqEncoder):
         self.layers = nn.ModuleList([EncoderLayer(args, i) for i in range(args.encoder_layers)])
         checkpoint_layers(self.layers, args, recompute_context)  # --checkpoint-activations
         self.layer_norm = build_norm(args, d) if args.encoder_normalize_before else None
-        # e.g. information selection (IS eq. 3, Algorithm 1): a gate per source token on the final states
+        # e.g. information selection (IS eq. 3, Algorithm 1): a gate per source token on the final
+        # states
         dims = SiteDims(0, 1, d, d, args.decoder_attention_heads)
         self.output_features = attach(self, args, ENCODER_OUT, "encoder", dims)
         self.model_features = []  # e.g. the Topic Assistant's topic model, set by build_model
@@ -353,7 +369,8 @@ class SumTransformerEncoder(Drops, FairseqEncoder):
         padding_mask = src_tokens.eq(self.padding_idx)
         x = self.embed_scale * self.embed_tokens(src_tokens)
         position_bias = None
-        if self.t5:  # relative positions only (left padding shifts no difference between real tokens)
+        # relative positions only (left padding shifts no difference between real tokens)
+        if self.t5:
             pos = torch.arange(src_tokens.size(1), device=src_tokens.device)
             position_bias = self.relative_position(pos, pos)
         else:
@@ -381,7 +398,8 @@ class SumTransformerEncoder(Drops, FairseqEncoder):
 
 
 class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
-    """Decoder cells with causal self-attention and cross-attention, tied output projection (TPT eq. 10)."""
+    """Decoder cells with causal self-attention and cross-attention, tied output projection
+    (TPT eq. 10)."""
 
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(dictionary)
@@ -395,7 +413,8 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
             args.max_target_positions, d, self.padding_idx, learned=args.decoder_learned_pos
         )
         self.relative_position = self.cross_position = None
-        if self.t5:  # T5 cell: causal table for self-attention; TPT's cross-attention table (App. B)
+        # T5 cell: causal table for self-attention; TPT's cross-attention table (App. B)
+        if self.t5:
             heads, buckets, dist = args.decoder_attention_heads, args.t5_relative_buckets, args.t5_relative_max_distance
             self.relative_position = RelativePositionBias(heads, buckets, dist, False, d)
             if args.t5_cross_position_bias:
@@ -411,7 +430,8 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
             self.output_projection = nn.Linear(d, len(dictionary), bias=False)
             nn.init.normal_(self.output_projection.weight, mean=0, std=d**-0.5)
         # When True (and not training), the last layer's head-averaged cross-attention is returned
-        # in ``extra["attn"]`` (for alignment printing / coverage); it disables the fused kernel there.
+        # in ``extra["attn"]`` (for alignment printing / coverage); it disables the fused kernel
+        # there.
         self.need_attn = False
         self.model_features = []  # e.g. the Topic Assistant's topic model, set by build_model
         # e.g. the copy mechanism over the last layer's cross-attention (features/copy_mechanism.py)
@@ -474,9 +494,10 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
                    **decoder_outputs(view)}  # e.g. IS: gate_counts
 
     def t5_position_bias(self, x, all_prev_tokens, view):
-        """The T5 cell's biases for the new rows ``x``: causal self-attention over every position so far
-        (TEMA's topic prefix included) and, with ``--t5-cross-position-bias``, cross-attention to the
-        source positions (counted over real tokens, so left padding and gate pruning keep them)."""
+        """The T5 cell's biases for the new rows ``x``: causal self-attention over every position so
+        far (TEMA's topic prefix included) and, with ``--t5-cross-position-bias``, cross-attention
+        to the source positions (counted over real tokens, so left padding and gate pruning keep
+        them)."""
         n_prefix = prefix_length(self.model_features)
         total = n_prefix + all_prev_tokens.size(1)
         q_pos = t5_positions(x.size(1), total, x.device)
@@ -489,7 +510,8 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         return bias
 
     def output_layer(self, features):
-        features = features * self.output_scale if self.output_scale != 1.0 else features  # T5: d_m^-0.5
+        # T5: d_m^-0.5
+        features = features * self.output_scale if self.output_scale != 1.0 else features
         if self.output_projection is None:
             return F.linear(features, self.embed_tokens.weight)
         return self.output_projection(features)
@@ -555,7 +577,8 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         if args.share_all_embeddings:
             if src_dict != tgt_dict:
                 raise ValueError("--share-all-embeddings requires a joined dictionary (preprocess with --joined-dictionary)")
-            dec_emb = enc_emb  # the output projection stays separate with --share-decoder-input-output-embed False
+            # the output projection stays separate with --share-decoder-input-output-embed False
+            dec_emb = enc_emb
         else:
             dec_emb = build_embedding(args, tgt_dict, args.decoder_embed_dim)
         # e.g. the Topic Assistant's topic model (none without --ta-*; it sets args.ta_num_topics)
@@ -587,14 +610,16 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         return super().from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
 
     def upgrade_state_dict_named(self, state_dict, name):
-        """A checkpoint of ``fairseq-sum-import-t5`` (marked) lacks this model's paper parameters (gate,
-        bindings, focus, saliency, Topic Assistant): they keep their fresh initialisation, each logged; the
-        model must scale its output as the import did (``--t5-scale-decoder-output``)."""
+        """A checkpoint of ``fairseq-sum-import-t5`` (marked) lacks this model's paper parameters
+        (gate, bindings, focus, saliency, Topic Assistant): they keep their fresh initialisation,
+        each logged; the model must scale its output as the import did
+        (``--t5-scale-decoder-output``)."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
         mark = state_dict.pop(prefix + IMPORT_MARKER, None)
         if mark is not None:
-            check_import_mark(mark, self.decoder.output_scale != 1.0)  # T5's output scale, as imported
+            # T5's output scale, as imported
+            check_import_mark(mark, self.decoder.output_scale != 1.0)
             keep_fresh_parameters(state_dict, self.state_dict(), prefix)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, **side):
@@ -605,7 +630,8 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
 
 @register_model_architecture("sum_transformer", "sum_transformer")
 def base_architecture(args):
-    # every boolean option through one parser, also from --model-overrides and hydra ('False' is truthy)
+    # every boolean option through one parser, also from --model-overrides and hydra ('False' is
+    # truthy)
     parse_bool_options(args, SumTransformerModel.add_args)
     args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
     args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 2048)
@@ -646,7 +672,8 @@ def base_architecture(args):
         raise ValueError("--t5-d-kv and --t5-scale-decoder-output are flags of the T5 cell (--cell t5)")
     if args.t5_d_kv is not None and args.t5_d_kv < 1:
         raise ValueError(f"--t5-d-kv {args.t5_d_kv}: a per-head dim is a positive integer")
-    feature_defaults(args, args.cell)  # the features' flags (--gate*, --tpr*, --focus/--saliency-layers, ...)
+    # the features' flags (--gate*, --tpr*, --focus/--saliency-layers, ...)
+    feature_defaults(args, args.cell)
 
 
 # --- TP-Transformer presets (paper §3.2 / App. B: 6 layers, 8 heads, d_k 64, d_m 512, d_f 2048) ---
@@ -674,7 +701,8 @@ def tp_transformer_continuous_base(args):
 
 
 def _dims(args, embed_dim, ffn_dim, layers, heads):
-    """Encoder dims (the decoder's follow them in ``base_architecture``) unless set on the command line."""
+    """Encoder dims (the decoder's follow them in ``base_architecture``) unless set on the command
+    line."""
     args.encoder_embed_dim = getattr(args, "encoder_embed_dim", embed_dim)
     args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", ffn_dim)
     args.encoder_layers = getattr(args, "encoder_layers", layers)
@@ -685,8 +713,8 @@ def _small(args):
     """CPU-sized dims for the quickstart and tests: 3+3 layers, d_m 256, 4 heads, d_f 1024.
 
     Trained briefly from scratch on a CPU, these models read their documents only with
-    ``--pointer-generator True`` (the source-gain curves with and without it: results/xsum-read/); the
-    quickstart and ``recipes/compare.sh`` (``COPY=1``) use it."""
+    ``--pointer-generator True`` (the source-gain curves with and without it: results/xsum-read/);
+    the quickstart and ``recipes/compare.sh`` (``COPY=1``) use it."""
     _dims(args, 256, 1024, 3, 4)
 
 
@@ -712,7 +740,8 @@ def tp_transformer_continuous_small(args):
 
 
 def _t5(args):
-    """T5's cell with T5's dropout placement (0.1 on embeddings, sublayers, attention, FF hidden)."""
+    """T5's cell with T5's dropout placement (0.1 on embeddings, sublayers, attention, FF
+    hidden)."""
     args.cell = getattr(args, "cell", "t5")
     args.dropout = getattr(args, "dropout", 0.1)
     args.attention_dropout = getattr(args, "attention_dropout", 0.1)
@@ -730,7 +759,8 @@ def _t5_base_dims(args):
 
 @register_model_architecture("sum_transformer", "t5_small")
 def t5_small(args):
-    """T5-small v1.0: 6+6 layers, d_m 512, 8 heads, d_ff 2048 (60,506,624 parameters at vocab 32,128)."""
+    """T5-small v1.0: 6+6 layers, d_m 512, 8 heads, d_ff 2048 (60,506,624 parameters at vocab
+    32,128)."""
     _t5(args)
     _t5_small_dims(args)
     base_architecture(args)
@@ -753,14 +783,16 @@ def t5_small_gated(args):
 
 @register_model_architecture("sum_transformer", "t5_base_gated")
 def t5_base_gated(args):
-    """Information selection as the paper ran it (§4.2): T5-base + gate (PyTorch's default Linear init)."""
+    """Information selection as the paper ran it (§4.2): T5-base + gate (PyTorch's default Linear
+    init)."""
     switch_on(args, "information selection")  # unless given (also as an old checkpoint's info_gate)
     t5_base(args)
 
 
 @register_model_architecture("sum_transformer", "t5_transformer_t5_small")
 def t5_transformer_t5_small(args):
-    """App. B's Transformer: T5-small plus TPT's cross-attention position table (60,506,880 at 32,128)."""
+    """App. B's Transformer: T5-small plus TPT's cross-attention position table (60,506,880 at
+    32,128)."""
     args.t5_cross_position_bias = getattr(args, "t5_cross_position_bias", True)
     t5_small(args)
 
@@ -789,7 +821,8 @@ def _etads(args):
     args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
     args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 8)
     args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 2048)
-    args.encoder_normalize_before = getattr(args, "encoder_normalize_before", False)  # LayerNorm(t + SubLayer(t))
+    # LayerNorm(t + SubLayer(t))
+    args.encoder_normalize_before = getattr(args, "encoder_normalize_before", False)
     args.share_all_embeddings = getattr(args, "share_all_embeddings", True)
     base_architecture(args)
 
@@ -848,7 +881,8 @@ def tp_transformer_gated_small(args):
 
 @register_model_architecture("sum_transformer", "transformer_ta_base")
 def transformer_ta_base(args):
-    """Transformer + TA: 6+6 layers, d_m 512, 8 heads, d_f 2048, K from the topic model, top-5 topics."""
+    """Transformer + TA: 6+6 layers, d_m 512, 8 heads, d_f 2048, K from the topic model, top-5
+    topics."""
     switch_on(args, "Topic Assistant")
     t5_transformer_base(args)
 

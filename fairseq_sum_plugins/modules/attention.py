@@ -61,8 +61,8 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
     share_beam_keys = True  # cross-attention keys/values once per source in a beam search
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True, scaling=None, inner_dim=None):
-        """``inner_dim``: ``H * d_k``, the width of the projected queries/keys/values (``embed_dim`` by
-        default; T5's ``num_heads * d_kv`` may differ from ``d_model``, e.g. t5-3b)."""
+        """``inner_dim``: ``H * d_k``, the width of the projected queries/keys/values (``embed_dim``
+        by default; T5's ``num_heads * d_kv`` may differ from ``d_model``, e.g. t5-3b)."""
         super().__init__()
         inner_dim = embed_dim if inner_dim is None else inner_dim
         if inner_dim % num_heads != 0:
@@ -75,7 +75,8 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         self.dropout = dropout
         self.self_attention = self_attention
         if self_attention:
-            self.in_proj = nn.Linear(embed_dim, 3 * inner_dim, bias=bias)  # W_q, W_k, W_v (TPT eq. 1)
+            # W_q, W_k, W_v (TPT eq. 1)
+            self.in_proj = nn.Linear(embed_dim, 3 * inner_dim, bias=bias)
         else:
             self.q_proj = nn.Linear(embed_dim, inner_dim, bias=bias)
             self.kv_proj = nn.Linear(embed_dim, 2 * inner_dim, bias=bias)
@@ -110,23 +111,25 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
     ):
         """
         Args:
-            query: ``(B, T, C)``.
-            key_value: ``(B, S, C)`` for encoder-decoder attention (ignored for self-attention).
-            key_padding_mask: ``(B, S)``, True at padding keys.
-            causal: mask future keys (decoder self-attention, full-sequence mode).
-            attn_bias: additive logit bias, broadcastable to ``(B, H, T, S)``.
-            incremental_state: fairseq incremental state; ``query`` then holds the new step(s).
-            attn_bias_fn: ``f(q, k) -> bias`` computed from the projected queries ``(B, H, T, d_k)`` and
+            query: ``(B, T, C)``. key_value: ``(B, S, C)`` for encoder-decoder attention (ignored
+            for self-attention). key_padding_mask: ``(B, S)``, True at padding keys. causal: mask
+            future keys (decoder self-attention, full-sequence mode). attn_bias: additive logit
+            bias, broadcastable to ``(B, H, T, S)``. incremental_state: fairseq incremental state;
+            ``query`` then holds the new step(s). attn_bias_fn: ``f(q, k) -> bias`` computed from
+            the projected queries ``(B, H, T, d_k)`` and
                 keys ``(B, H, S, d_k)``, added to ``attn_bias`` (the features' score biases,
-                :func:`.features.score_bias_fn`, e.g. ETADS's focal bias, :mod:`fairseq_sum_plugins.features.etads_focus`).
+                :func:`.features.score_bias_fn`, e.g. ETADS's focal bias,
+                :mod:`fairseq_sum_plugins.features.etads_focus`).
             prob_gate_fn: ``g(q, k) -> gate (B, H, T, S)`` multiplying the attention probabilities
-                (e.g. ETADS saliency, :mod:`fairseq_sum_plugins.features.etads_saliency`); runs the explicit path. It may instead return
-                a :class:`FactoredGate`: then, unless weights are requested or the attention is
-                causal, its ``attend`` computes the gated attention (e.g. without keeping
-                ``(B, H, T, S)`` tensors for backward), else its ``gate()`` is materialised.
+                (e.g. ETADS saliency, :mod:`fairseq_sum_plugins.features.etads_saliency`); runs the
+                explicit path. It may instead return a :class:`FactoredGate`: then, unless weights
+                are requested or the attention is causal, its ``attend`` computes the gated
+                attention (e.g. without keeping ``(B, H, T, S)`` tensors for backward), else its
+                ``gate()`` is materialised.
             kv_scale: encoder-decoder attention only, broadcastable to ``(B, H, S, 1)``: scales the
-                projected key and value rows (IS eq. 6, :mod:`fairseq_sum_plugins.features.information_selection`); cached
-                scaled, like the keys/values themselves.
+                projected key and value rows (IS eq. 6,
+                :mod:`fairseq_sum_plugins.features.information_selection`); cached scaled, like the
+                keys/values themselves.
         Returns:
             ``(output (B, T, C), attention (B, T, S) averaged over heads or None)``.
         """
@@ -180,8 +183,8 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
     def _beam_shared_attention(self, q, k, v, attn_bias, key_padding_mask):
         """Cross-attention of ``N = G * g`` hypotheses whose keys/values ``(G, H, S, d_k)`` are
         shared by blocks of ``g`` consecutive rows (a source's beams): the ``g * T`` queries of a
-        block attend as one sequence of queries to their source's keys (same function, 1/g of the key and
-        value reads, and a matrix product where a per-row step had a matrix-vector one)."""
+        block attend as one sequence of queries to their source's keys (same function, 1/g of the
+        key and value reads, and a matrix product where a per-row step had a matrix-vector one)."""
         n, heads, t, dk = q.shape
         groups = k.size(0)
         g = n // groups
@@ -269,7 +272,8 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         return mask, causal
 
     def _explicit_attention(self, q, k, v, mask, causal, dropout_p, gate=None):
-        """softmax(QK^T * scaling + bias) V (TPT eq. 2; scaling 1/sqrt(d_k), or 1 for the T5 cell), also returning head-averaged probabilities.
+        """softmax(QK^T * scaling + bias) V (TPT eq. 2; scaling 1/sqrt(d_k), or 1 for the T5 cell),
+        also returning head-averaged probabilities.
 
         With ``gate`` (B, H, T, S): ``(gate * softmax(...)) V`` (ETADS eq. 10); the returned
         probabilities stay the ungated softmax.

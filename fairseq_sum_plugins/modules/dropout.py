@@ -1,4 +1,5 @@
-"""One dropout function for every dropout of the plugin's own cells (default cell, T5 cell, Mem2Mem).
+"""One dropout function for every dropout of the plugin's own cells (default cell, T5 cell,
+Mem2Mem).
 
 Every embedding, sublayer, feed-forward hidden and attention-probability dropout of
 ``models/sum_transformer.py``, ``modules/attention.py`` and ``models/mem2mem/model.py`` calls
@@ -8,14 +9,14 @@ is the model's ``--dropout-mask``:
 * ``bernoulli`` (the default): ``torch.nn.functional.dropout``, bit for bit: a float mask drawn
   by ``bernoulli_``, one random number per element. Checkpoints and pinned runs keep their bits.
 * ``packed``: on CPU, the mask is drawn as 16-bit integers, two per 32-bit random number
-  (``random_`` over the full int32 range, viewed as int16), and an element is kept where its
-  integer is at or above ``round(p * 2**16) - 2**15``. So the drop probability is ``p`` rounded
-  to a multiple of ``2**-16`` (0.1 -> 0.1000061) and the kept elements are scaled by
-  ``1 / (1 - that p)``: the expectation is exact. On the CPU profiles of benchmarks/README.md,
-  ``bernoulli_`` took ~7% of a training step; the packed draw costs about half as much per element
-  (bench_train.py ``--ablate packed_mask`` measures it in the training step). On CUDA, where
-  ``F.dropout`` is one fused kernel that draws and applies its mask, ``packed`` falls back to it (one
-  warning per process says so).
+  (``random_`` over the full int32 range, viewed as int16), and an element is kept where its integer
+  is at or above ``round(p * 2**16) - 2**15``. So the drop probability is ``p`` rounded to a
+  multiple of ``2**-16`` (0.1 -> 0.1000061) and the kept elements are scaled by ``1 / (1 - that
+  p)``: the expectation is exact. On the CPU profiles of benchmarks/README.md, ``bernoulli_`` took
+  ~7% of a training step; the packed draw costs about half as much per element (bench_train.py
+  ``--ablate packed_mask`` measures it in the training step). On CUDA, where ``F.dropout`` is one
+  fused kernel that draws and applies its mask, ``packed`` falls back to it (one warning per process
+  says so).
 
 Attention dropout: ``F.scaled_dot_product_attention`` draws its own mask inside the kernel, so with
 ``packed`` and attention dropout on, the attention runs its explicit path
@@ -38,7 +39,8 @@ _INT16 = 1 << 16
 
 
 def packed_keep_mask(shape, p: float, device, dtype) -> Tensor:
-    """The ``packed`` mask: ``0`` or ``1 / (1 - p')`` in ``dtype``, ``p' = round(p * 2**16) / 2**16``."""
+    """The ``packed`` mask: ``0`` or ``1 / (1 - p')`` in ``dtype``, ``p' = round(p * 2**16) /
+    2**16``."""
     n = math.prod(shape)
     draws = torch.empty((n + 1) // 2, dtype=torch.int32, device=device).random_(-(1 << 31), 1 << 31)
     r = draws.view(torch.int16)[:n].view(shape)
@@ -63,7 +65,8 @@ def dropout(x: Tensor, p: float, training: bool, packed: bool = False) -> Tensor
 
 class Drops:
     """Mixin of the modules whose dropouts go through :func:`dropout`; ``packed_mask`` (class
-    default False) is set per module by :func:`set_dropout_mask` from the model's ``--dropout-mask``."""
+    default False) is set per module by :func:`set_dropout_mask` from the model's
+    ``--dropout-mask``."""
 
     packed_mask = False
 
@@ -72,7 +75,8 @@ class Drops:
 
 
 def check_dropout_mask(args):
-    """``--dropout-mask`` (command line, ``--model-overrides``, hydra, checkpoint): one of :data:`MASKS`."""
+    """``--dropout-mask`` (command line, ``--model-overrides``, hydra, checkpoint): one of
+    :data:`MASKS`."""
     kind = getattr(args, "dropout_mask", None) or "bernoulli"
     if kind not in MASKS:
         raise ValueError(f"--dropout-mask {kind!r}: choose one of {', '.join(MASKS)}")

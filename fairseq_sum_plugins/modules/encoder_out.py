@@ -86,7 +86,8 @@ class EncoderOut:
         encoder_out["encoder_out"] = [self.enc.transpose(0, 1)]
         encoder_out["encoder_padding_mask"] = [self.padding_mask]
         encoder_out["src_tokens"] = [self.src_tokens]
-        if self.kept_index is not None:  # fairseq's per-position fields do not align with the kept rows
+        # fairseq's per-position fields do not align with the kept rows
+        if self.kept_index is not None:
             encoder_out["encoder_embedding"] = []
             encoder_out["encoder_states"] = []
         encoder_out["side"], encoder_out["aux_losses"] = self.side, self.aux_losses
@@ -95,15 +96,16 @@ class EncoderOut:
         return encoder_out
 
     def reorder(self, new_order):
-        """Beam search's reordering: every per-document tensor follows ``new_order``; aux losses stay."""
+        """Beam search's reordering: every per-document tensor follows ``new_order``; aux losses
+        stay."""
         pick = lambda t: None if t is None else t.index_select(0, new_order)  # noqa: E731
         changed = {f.name: pick(getattr(self, f.name)) for f in fields(self) if f.name not in _DICTS}
         return replace(self, side={k: pick(v) for k, v in self.side.items()},
                        state={k: pick(v) for k, v in self.state.items()}, **changed)
 
     def restore_attention(self, attn):
-        """Attention over the kept rows ``(B, T, S')`` as attention over source positions ``(B, T, S)``
-        (the identity when no position was removed)."""
+        """Attention over the kept rows ``(B, T, S')`` as attention over source positions ``(B, T,
+        S)`` (the identity when no position was removed)."""
         if attn is None or self.kept_index is None:
             return attn
         full = attn.new_zeros(attn.size(0), attn.size(1), self.src_tokens.size(1))

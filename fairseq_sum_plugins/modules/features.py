@@ -48,24 +48,24 @@ from the encoder output (IS: ``gate_counts`` for the criterion's ``gate_sparsity
 
 A spec may also give ``cross_inputs(view, values) -> {name: value}``: per-forward values of every
 decoder cross-attention computed from the encoder output and the ``values`` the features registered
-before it gave (computed once per forward, shared by the layers): ``kv_scale`` ``(B, G|1, S, 1)`` scales the
-projected key and value rows (IS eq. 6), ``score_bias`` ``(B, G|1, 1, S)`` is added to the logits,
-other names are inputs that site's modules declare (several features' scales multiply, biases add).
+before it gave (computed once per forward, shared by the layers): ``kv_scale`` ``(B, G|1, S, 1)``
+scales the projected key and value rows (IS eq. 6), ``score_bias`` ``(B, G|1, 1, S)`` is added to
+the logits, other names are inputs that site's modules declare (several features' scales multiply,
+biases add).
 
 ``inputs`` is the per-forward dict of the site: the keys of :data:`SITE_INPUTS` (``padding_mask``:
 ``(B, S)`` True at padding keys, or None; ``incremental_state``; ``kv_scale`` and ``score_bias``,
-above) and those the features declare for
-the site (``FeatureSpec.inputs``, e.g. SIA's probabilities), None where this forward has none. Giving
-or reading another key is a ``KeyError``. The default transformer cell and the T5 cell
-(:mod:`..models.sum_transformer`) and BART's layers (:mod:`..models.bart`) build the modules with
-:func:`attach` and consume them with :func:`score_bias_fn`, :func:`prob_gate_fn`, :func:`add_heads`,
-:func:`bind`, :func:`transform_encoder_output`, :func:`cross_attention_values`,
-:func:`encoder_inputs`, :func:`decoder_call`, :func:`stack_context`, :func:`recompute_context`,
-:func:`transform_output` and :func:`decoder_outputs`; a preset switches a feature on with
-:func:`switch_on`.
-A backbone where a switched-on feature means nothing is refused by ``spec.refuse(args, backbone)``
-with a message naming the feature. Adding a feature is its module with its spec and flags, and a
-row of the contract table (tests/test_model_contract.py); tests/test_features.py adds one that way.
+above) and those the features declare for the site (``FeatureSpec.inputs``, e.g. SIA's
+probabilities), None where this forward has none. Giving or reading another key is a ``KeyError``.
+The default transformer cell and the T5 cell (:mod:`..models.sum_transformer`) and BART's layers
+(:mod:`..models.bart`) build the modules with :func:`attach` and consume them with
+:func:`score_bias_fn`, :func:`prob_gate_fn`, :func:`add_heads`, :func:`bind`,
+:func:`transform_encoder_output`, :func:`cross_attention_values`, :func:`encoder_inputs`,
+:func:`decoder_call`, :func:`stack_context`, :func:`recompute_context`, :func:`transform_output` and
+:func:`decoder_outputs`; a preset switches a feature on with :func:`switch_on`. A backbone where a
+switched-on feature means nothing is refused by ``spec.refuse(args, backbone)`` with a message
+naming the feature. Adding a feature is its module with its spec and flags, and a row of the
+contract table (tests/test_model_contract.py); tests/test_features.py adds one that way.
 """
 from argparse import ArgumentParser, Namespace
 from dataclasses import dataclass, field
@@ -78,7 +78,8 @@ import contextlib
 SITES = ("encoder_self", "decoder_self", "decoder_cross")
 ENCODER_OUT = "encoder_out"  # modules on the encoder, transforming its output
 DECODER_OUT = "decoder_out"  # modules on the decoder, transforming its output distribution
-MODEL = "model"  # a model-level module on the encoder and the decoder (per-forward inputs, a decoder prefix)
+# a model-level module on the encoder and the decoder (per-forward inputs, a decoder prefix)
+MODEL = "model"
 SITE_INPUTS = ("padding_mask", "incremental_state", "kv_scale", "score_bias")
 BACKBONES = ("default", "t5", "bart")  # sum_transformer's cells (--cell) and bart_sum
 
@@ -101,15 +102,15 @@ class FeatureSpec:
 
     ``attrs``: site (a layer site, ``encoder_out`` or ``model``) -> attribute name of its module on
     the layer, encoder or decoder; ``build(args, site, dims)``: the module of a site, or None where
-    it is off; ``stage``: ``"attention"`` (built before the site's attention), ``"head"`` (after it),
-    ``"binding"`` (after its residual), ``"encoder"`` (on the encoder, after its layers),
+    it is off; ``stage``: ``"attention"`` (built before the site's attention), ``"head"`` (after
+    it), ``"binding"`` (after its residual), ``"encoder"`` (on the encoder, after its layers),
     ``"output"`` (on the decoder, after its output projection) or ``"model"`` (one module per model,
-    built by ``build_model_feature``, e.g. the Topic Assistant's topic model);
-    ``inputs``: site -> the per-forward input names its modules read; ``refuse(args, backbone)``: a
-    message when the feature is on and means nothing there, else None; ``on(args)``: the settings
-    that switch it on in ``args`` (``("--gate True",)``; empty: off; without it, any of its flags
-    set, :func:`features_on`); ``defaults(args, on=False)`` fills its flags (``on``: a preset's
-    switch, :func:`switch_on`); ``cross_inputs``, ``build_model_feature``, ``stack_context``,
+    built by ``build_model_feature``, e.g. the Topic Assistant's topic model); ``inputs``: site ->
+    the per-forward input names its modules read; ``refuse(args, backbone)``: a message when the
+    feature is on and means nothing there, else None; ``on(args)``: the settings that switch it on
+    in ``args`` (``("--gate True",)``; empty: off; without it, any of its flags set,
+    :func:`features_on`); ``defaults(args, on=False)`` fills its flags (``on``: a preset's switch,
+    :func:`switch_on`); ``cross_inputs``, ``build_model_feature``, ``stack_context``,
     ``recompute_context`` and ``decoder_outputs``: see the module docstring."""
 
     name: str
@@ -140,8 +141,8 @@ def register_feature(spec: FeatureSpec):
 
 
 def parse_layers(spec, num_layers, flag="--layers"):
-    """``"all"``, ``"none"``/``""``, or 1-based indices and ranges (``"1,2"``, ``"1-2"``, ``"[1-4]"``)
-    -> sorted set of 0-based layer indices."""
+    """``"all"``, ``"none"``/``""``, or 1-based indices and ranges (``"1,2"``, ``"1-2"``,
+    ``"[1-4]"``) -> sorted set of 0-based layer indices."""
     spec = (spec or "none").strip().strip("[]").strip().lower()
     if spec == "all":
         return set(range(num_layers))
@@ -167,8 +168,8 @@ def parse_layers(spec, num_layers, flag="--layers"):
 
 
 def layers_feature(name, flag, site, attr, module, help):
-    """Registers the feature ``"NAME (FLAG)"``: ``module(attn_dim, heads)`` as ``attr`` at ``site`` of
-    the layers that ``FLAG`` lists (:func:`parse_layers`; default ``none``)."""
+    """Registers the feature ``"NAME (FLAG)"``: ``module(attn_dim, heads)`` as ``attr`` at ``site``
+    of the layers that ``FLAG`` lists (:func:`parse_layers`; default ``none``)."""
     dest = flag[2:].replace("-", "_")
 
     def build(args, site_, dims):
@@ -208,7 +209,8 @@ def _defaults(args):
     for spec in FEATURES.values():
         if spec.defaults is not None:
             spec.defaults(args)
-    parse_bool_options(args, add_feature_args)  # after the defaults: an earlier name (info_gate) too
+    # after the defaults: an earlier name (info_gate) too
+    parse_bool_options(args, add_feature_args)
 
 
 def feature_defaults(args, backbone):
@@ -266,12 +268,14 @@ def site_modules(layer, site):
 
 
 def fresh_names():
-    """Parameter-name fragments of every feature's modules (``.attr.``): what a plain BART checkpoint lacks."""
+    """Parameter-name fragments of every feature's modules (``.attr.``): what a plain BART
+    checkpoint lacks."""
     return sorted({f".{a}." for spec in FEATURES.values() for a in spec.attrs.values()})
 
 
 def site_input_names(site):
-    """The per-forward input names of ``site``: :data:`SITE_INPUTS` and the features' declared ones."""
+    """The per-forward input names of ``site``: :data:`SITE_INPUTS` and the features' declared
+    ones."""
     declared = [n for spec in FEATURES.values() for n in spec.inputs.get(site, ())]
     return tuple(SITE_INPUTS) + tuple(dict.fromkeys(n for n in declared if n not in SITE_INPUTS))
 
@@ -297,7 +301,8 @@ def build_model_features(args, task, src_dict, tgt_dict):
 
 
 def set_model_features(host, built):
-    """Sets the model-level feature modules on the encoder or decoder ``host`` (under their attributes)."""
+    """Sets the model-level feature modules on the encoder or decoder ``host`` (under their
+    attributes)."""
     for attr, module in built.items():
         setattr(host, attr, module)
     host.model_features = list(built.values())
@@ -339,7 +344,8 @@ def transform_encoder_output(modules, view):
 
 
 def cross_attention_values(view):
-    """The features' per-forward values of the decoder cross-attention (``FeatureSpec.cross_inputs``)."""
+    """The features' per-forward values of the decoder cross-attention
+    (``FeatureSpec.cross_inputs``)."""
     values = {}
     for spec in FEATURES.values():
         for name, value in (spec.cross_inputs(view, dict(values)) if spec.cross_inputs is not None else {}).items():
@@ -407,7 +413,8 @@ def layer_inputs(site, padding_mask=None, incremental_state=None, **values):
 
 @contextlib.contextmanager
 def stack_context(stack):
-    """Every feature's ``stack_context(stack)``, entered in registration order around a stack's layers."""
+    """Every feature's ``stack_context(stack)``, entered in registration order around a stack's
+    layers."""
     with contextlib.ExitStack() as entered:
         for spec in FEATURES.values():
             if spec.stack_context is not None:
@@ -432,7 +439,8 @@ def recompute_context(layer):
 
 
 def decoder_outputs(view):
-    """``{name: value}`` the features add to the decoder's ``net_output[1]`` (None values left out)."""
+    """``{name: value}`` the features add to the decoder's ``net_output[1]`` (None values left
+    out)."""
     out = {}
     for spec in FEATURES.values():
         if spec.decoder_outputs is not None:

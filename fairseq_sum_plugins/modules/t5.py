@@ -13,9 +13,9 @@ One table per stack (``relative_attention_bias``, ``(buckets, heads)``) is compu
 and shared by every layer of the stack, as in T5, where only block 0 owns it.
 
 Initialisation (HF ``T5PreTrainedModel._init_weights``, factor 1): ``W_q ~ N(0, (d_m d_k)^-1/2)``,
-``W_k, W_v ~ N(0, d_m^-1/2)``, ``W_o ~ N(0, (H d_k)^-1/2)``, ``W_i ~ N(0, d_m^-1/2)``,
-``W_out ~ N(0, d_ff^-1/2)``, the bias table ``~ N(0, d_m^-1/2)``, the shared embedding ``~ N(0, 1)``
-and norm weights 1. Absent a ``1/sqrt(d_k)`` scaling, the small ``W_q`` keeps the logits at unit scale.
+``W_k, W_v ~ N(0, d_m^-1/2)``, ``W_o ~ N(0, (H d_k)^-1/2)``, ``W_i ~ N(0, d_m^-1/2)``, ``W_out ~
+N(0, d_ff^-1/2)``, the bias table ``~ N(0, d_m^-1/2)``, the shared embedding ``~ N(0, 1)`` and norm
+weights 1. Absent a ``1/sqrt(d_k)`` scaling, the small ``W_q`` keeps the logits at unit scale.
 """
 import math
 
@@ -27,14 +27,16 @@ from .attention import MultiheadAttention
 
 
 def rms_norm_reference(x, weight, eps):
-    """``w * x / sqrt(mean_c x_c^2 + eps)`` as HF's ``T5LayerNorm`` writes it (the statistic in float32)."""
+    """``w * x / sqrt(mean_c x_c^2 + eps)`` as HF's ``T5LayerNorm`` writes it (the statistic in
+    float32)."""
     variance = x.float().pow(2).mean(-1, keepdim=True)
     return weight * (x.float() * torch.rsqrt(variance + eps)).type_as(x)
 
 
 class RMSNormFunction(torch.autograd.Function):
-    """:func:`rms_norm_reference` for float32 with a hand-written backward (CPU has no fused RMS-norm
-    kernel): ~6 ops forward and ~8 backward where autograd runs ~20, and only ``x`` and ``r`` are kept::
+    """:func:`rms_norm_reference` for float32 with a hand-written backward (CPU has no fused
+    RMS-norm kernel): ~6 ops forward and ~8 backward where autograd runs ~20, and only ``x`` and
+    ``r`` are kept::
 
         r = (mean_c x_c^2 + eps)^-1/2,  xh = x r,  y = w xh
         dL/dw = sum_rows g xh,  dL/dx = r (g w - xh mean_c(g w xh))
@@ -75,7 +77,8 @@ class T5LayerNorm(nn.Module):
 
 
 def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    """T5's bucket of ``relative_position = key position - query position`` (see module docstring)."""
+    """T5's bucket of ``relative_position = key position - query position`` (see module
+    docstring)."""
     buckets = 0
     if bidirectional:
         num_buckets //= 2
@@ -92,11 +95,13 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
 
 
 class RelativePositionBias(nn.Module):
-    """A stack's bucketed bias table; ``forward(q_pos, k_pos)`` gives the logit bias ``(B|1, H, T, S)``.
+    """A stack's bucketed bias table; ``forward(q_pos, k_pos)`` gives the logit bias ``(B|1, H, T,
+    S)``.
 
-    Buckets are constant beyond ``max_distance`` in each direction, so they are looked up in a table of
-    the ``2 * max_distance + 1`` buckets of ``k - q`` clamped to ``[-max_distance, max_distance]``
-    (computed once, a non-persistent buffer), not recomputed per forward or decoding step.
+    Buckets are constant beyond ``max_distance`` in each direction, so they are looked up in a table
+    of the ``2 * max_distance + 1`` buckets of ``k - q`` clamped to ``[-max_distance,
+    max_distance]`` (computed once, a non-persistent buffer), not recomputed per forward or decoding
+    step.
     """
 
     def __init__(self, num_heads, num_buckets=32, max_distance=128, bidirectional=True, d_model=512):
@@ -113,7 +118,8 @@ class RelativePositionBias(nn.Module):
         rel = k_pos.unsqueeze(-2) - q_pos.unsqueeze(-1)  # (.., T, S)
         bucket = self.bucket_of_distance[rel.clamp_(-self.max_distance, self.max_distance) + self.max_distance]
         values = self.relative_attention_bias(bucket)  # (.., T, S, H)
-        values = values.movedim(-1, -3).contiguous()  # (.., H, T, S), read by every layer of the stack
+        # (.., H, T, S), read by every layer of the stack
+        values = values.movedim(-1, -3).contiguous()
         return values if values.dim() == 4 else values.unsqueeze(0)
 
 

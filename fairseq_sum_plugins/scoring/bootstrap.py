@@ -1,12 +1,12 @@
 """The one bootstrap over documents behind every confidence interval and paired test of the scorers.
 
 ``B`` resamples of the ``n`` documents drawn with replacement from a generator seeded with ``seed``
-(``numpy.random.default_rng``); each resample ``I_b`` gives a statistic ``s_b = statistic(values[I_b])``
-(default: the mean over documents, per column), and the ``confidence`` interval is the percentile
-interval ``[q_a, q_(100-a)]`` of the ``s_b`` with ``a = (1 - confidence) / 2 * 100``. ROUGE's and
-nltk METEOR's CIs (means of per-document scores), Meteor 1.5's (its score of the summed statistics
-of the resample) and ``fairseq-sum-compare``'s paired test (means of the differences) all call it, so
-one seed gives the same resamples everywhere.
+(``numpy.random.default_rng``); each resample ``I_b`` gives a statistic ``s_b =
+statistic(values[I_b])`` (default: the mean over documents, per column), and the ``confidence``
+interval is the percentile interval ``[q_a, q_(100-a)]`` of the ``s_b`` with ``a = (1 - confidence)
+/ 2 * 100``. ROUGE's and nltk METEOR's CIs (means of per-document scores), Meteor 1.5's (its score
+of the summed statistics of the resample) and ``fairseq-sum-compare``'s paired test (means of the
+differences) all call it, so one seed gives the same resamples everywhere.
 """
 import numpy as np
 
@@ -30,5 +30,6 @@ def percentile_interval(samples, confidence=0.95):
 
 
 def bootstrap_ci(values, n_samples=1000, seed=1, confidence=0.95, statistic=_mean):
-    """Percentile bootstrap CI of ``statistic`` (the mean over rows) of ``values`` (n, ...) -> (low, high)."""
+    """Percentile bootstrap CI of ``statistic`` (the mean over rows) of ``values`` (n, ...) -> (low,
+    high)."""
     return percentile_interval(bootstrap_statistics(values, n_samples, seed, statistic), confidence)

@@ -1,13 +1,13 @@
 """ROUGE as a ``fairseq-generate --scoring rouge`` scorer.
 
-fairseq hands every scorer the detokenized target (the ``T-`` line) and hypothesis (``D-``) of
-each test example through ``add_string``; this one cleans and scores them as
-``fairseq-sum-score`` does (:class:`fairseq_sum_plugins.scoring.rouge.Scorer`, with the same ``--scorer
-rouge-score|official`` and ``--sentence-sep TOKEN`` (here one value, tokens separated by spaces:
-``--sentence-sep '<q> <t>'``), and prints ``ROUGE-1/2/L F1`` in generate's closing ``Generate ...
-with beam=N:`` line. The references are the binarized targets, so they are truncated where
-``fairseq-sum-prepare --max-tgt-tokens`` cut them: the reported numbers for papers come from
-``fairseq-sum-score``, which reads the untruncated references.
+fairseq hands every scorer the detokenized target (the ``T-`` line) and hypothesis (``D-``) of each
+test example through ``add_string``; this one cleans and scores them as ``fairseq-sum-score`` does
+(:class:`fairseq_sum_plugins.scoring.rouge.Scorer`, with the same ``--scorer rouge-score|official``
+and ``--sentence-sep TOKEN`` (here one value, tokens separated by spaces: ``--sentence-sep '<q>
+<t>'``), and prints ``ROUGE-1/2/L F1`` in generate's closing ``Generate ... with beam=N:`` line. The
+references are the binarized targets, so they are truncated where ``fairseq-sum-prepare
+--max-tgt-tokens`` cut them: the reported numbers for papers come from ``fairseq-sum-score``, which
+reads the untruncated references.
 
 fairseq passes no sample id to a scorer, so a reference with no word ROUGE counts (``...``) cannot
 be named by its id here: such pairs are left out of the average, and the closing line says how
@@ -35,12 +35,14 @@ class RougeScorerConfig(FairseqDataclass):
 
 class RougeScorer(BaseScorer):
     def scorer(self):
-        """The :class:`~fairseq_sum_plugins.scoring.rouge.Scorer` of ``--scorer`` / ``--sentence-sep``."""
+        """The :class:`~fairseq_sum_plugins.scoring.rouge.Scorer` of ``--scorer`` /
+        ``--sentence-sep``."""
         return Scorer(str(getattr(self.cfg, "scorer", None) or "rouge-score"),
                       separator_tokens(getattr(self.cfg, "sentence_sep", None)))
 
     def _split(self):
-        """(hyps, refs) cleaned, of the pairs whose reference has a word ROUGE counts, and the other references."""
+        """(hyps, refs) cleaned, of the pairs whose reference has a word ROUGE counts, and the other
+        references."""
         scorer = self.scorer()
         hyps, refs, left_out = [], [], []
         for ref, pred in zip(self.ref, self.pred):

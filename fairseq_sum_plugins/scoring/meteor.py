@@ -9,24 +9,25 @@ synonym (nltk ``meteor_score``, alpha 0.9, beta 3, gamma 0.5)::
     P = m / |hyp|, R = m / |ref|, Fmean = P R / (alpha P + (1 - alpha) R)
     penalty = gamma (chunks / m)^beta,  METEOR = Fmean (1 - penalty)
 
-Words are the lower-cased letters/digits runs of :func:`fairseq_sum_plugins.scoring.rouge_text.rouge_words`
-(punctuation is not a word); the sentences of a summary are joined. The corpus score is the mean
-over summaries. WordNet comes from ``$WORDNET_DIR`` or ``/usr/share/wordnet`` (``apt-get install
-wordnet-base``, done by ``scripts/install.sh``): nothing is downloaded. That package ships no
-``lexnames`` file, which nltk's reader opens; its fixed content (WordNet's 45 lexicographer file
-names) is supplied here. nltk opens corpora only under its data path, so the folder is appended
-to ``nltk.data.path``. A missing WordNet is an error saying how to install it.
+Words are the lower-cased letters/digits runs of
+:func:`fairseq_sum_plugins.scoring.rouge_text.rouge_words` (punctuation is not a word); the
+sentences of a summary are joined. The corpus score is the mean over summaries. WordNet comes from
+``$WORDNET_DIR`` or ``/usr/share/wordnet`` (``apt-get install wordnet-base``, done by
+``scripts/install.sh``): nothing is downloaded. That package ships no ``lexnames`` file, which
+nltk's reader opens; its fixed content (WordNet's 45 lexicographer file names) is supplied here.
+nltk opens corpora only under its data path, so the folder is appended to ``nltk.data.path``. A
+missing WordNet is an error saying how to install it.
 
-``1.5``: Meteor Universal 1.5 (Denkowski and Lavie, 2014), the METEOR the TP-Transformer paper cites:
-the jar ``meteor-1.5.jar`` with its English paraphrase table ``data/paraphrase-en.gz`` from the
-PyPI package ``pycocoevalcap`` (or ``$METEOR15_JAR``), run by Java (``scripts/install.sh
---meteor15`` installs both) with its English defaults ``-l en -norm`` (task ``rank``: modules
-exact, stem, synonym, paraphrase with weights :data:`M15_WEIGHTS`, parameters alpha, beta, gamma,
-delta = :data:`M15_PARAMS`). One ``java -jar meteor-1.5.jar - - -stdio -l en -norm`` process scores
-all pairs: ``SCORE ||| ref ||| hyp`` returns a pair's sufficient statistics (lengths, function
-words, matches per module, chunks), one ``EVAL ||| stats ||| ...`` line the segment scores and the
-final (system-level) score, which Meteor computes from the SUMMED statistics (not the mean of the
-segment scores; the chunk of an identical pair is not summed)::
+``1.5``: Meteor Universal 1.5 (Denkowski and Lavie, 2014), the METEOR the TP-Transformer paper
+cites: the jar ``meteor-1.5.jar`` with its English paraphrase table ``data/paraphrase-en.gz`` from
+the PyPI package ``pycocoevalcap`` (or ``$METEOR15_JAR``), run by Java (``scripts/install.sh
+--meteor15`` installs both) with its English defaults ``-l en -norm`` (task ``rank``: modules exact,
+stem, synonym, paraphrase with weights :data:`M15_WEIGHTS`, parameters alpha, beta, gamma, delta =
+:data:`M15_PARAMS`). One ``java -jar meteor-1.5.jar - - -stdio -l en -norm`` process scores all
+pairs: ``SCORE ||| ref ||| hyp`` returns a pair's sufficient statistics (lengths, function words,
+matches per module, chunks), one ``EVAL ||| stats ||| ...`` line the segment scores and the final
+(system-level) score, which Meteor computes from the SUMMED statistics (not the mean of the segment
+scores; the chunk of an identical pair is not summed)::
 
     P = sum_i w_i (delta tc_i + (1 - delta) tf_i) / (delta (|hyp| - fw_hyp) + (1 - delta) fw_hyp),  R likewise
     Fmean = 1 / ((1 - alpha) / P + alpha / R),   frag = chunks / ((matches_hyp + matches_ref) / 2)
@@ -147,7 +148,8 @@ def impl_label(impl):
 
 
 def meteor15_jar():
-    """``meteor-1.5.jar`` ($METEOR15_JAR, else pycocoevalcap's) with ``data/paraphrase-en.gz`` beside it."""
+    """``meteor-1.5.jar`` ($METEOR15_JAR, else pycocoevalcap's) with ``data/paraphrase-en.gz``
+    beside it."""
     jar = Path(installed_path("METEOR15_JAR", "pycocoevalcap", os.path.join("meteor", "meteor-1.5.jar"),
                               "--meteor-impl 1.5 needs Meteor 1.5's jar from the PyPI package pycocoevalcap: "
                               f"`{INSTALL_HINT}` (or set METEOR15_JAR)"))
@@ -159,7 +161,8 @@ def meteor15_jar():
 
 
 def java():
-    """The ``java`` executable; raises a clear error naming the install option when it is missing."""
+    """The ``java`` executable; raises a clear error naming the install option when it is
+    missing."""
     exe = shutil.which("java")
     if exe is None:
         raise RuntimeError("--meteor-impl 1.5 runs Meteor's jar with Java, and java is not on PATH: "
@@ -173,7 +176,8 @@ def _m15_text(sents):
 
 
 def run_meteor15(hyps, refs):
-    """(segment scores, final score, stats array (n, k)) of the jar on parallel hypotheses/references."""
+    """(segment scores, final score, stats array (n, k)) of the jar on parallel
+    hypotheses/references."""
     if len(hyps) != len(refs) or not hyps:
         raise ValueError(f"Meteor 1.5: {len(hyps)} hypotheses for {len(refs)} references")
     cmd = [java(), "-Xmx2G", "-Dfile.encoding=UTF-8", "-jar", str(meteor15_jar()), "-", "-", "-stdio", *M15_ARGS]
@@ -222,8 +226,9 @@ def _m15_matches(s, k):
 
 
 def meteor15_sum(stats, k=len(M15_WEIGHTS)):
-    """The jar's aggregate of stats rows (n, 4 + 4k + 3): sums, except that the chunk of a pair whose
-    words all match in one chunk (an identical pair) is not counted (``MeteorStats.addStats``)."""
+    """The jar's aggregate of stats rows (n, 4 + 4k + 3): sums, except that the chunk of a pair
+    whose words all match in one chunk (an identical pair) is not counted
+    (``MeteorStats.addStats``)."""
     s = np.asarray(stats, dtype=np.float64)
     hyp_m, ref_m, _ = _m15_matches(s, k)
     identical = (hyp_m == s[:, 0]) & (ref_m == s[:, 1]) & (s[:, -3] == 1)
@@ -234,8 +239,8 @@ def meteor15_sum(stats, k=len(M15_WEIGHTS)):
 
 def meteor15_from_stats(stats, params=M15_PARAMS, weights=M15_WEIGHTS):
     """Meteor 1.5's score of one row of sufficient statistics (module docstring; the jar's
-    ``computeMetrics``). Columns: hyp length, ref length, hyp / ref function words, per module
-    (hyp content, ref content, hyp function, ref function) matches, chunks, hyp / ref word matches."""
+    ``computeMetrics``). Columns: hyp length, ref length, hyp / ref function words, per module (hyp
+    content, ref content, hyp function, ref function) matches, chunks, hyp / ref word matches."""
     alpha, beta, gamma, delta = params
     s = np.asarray(stats, dtype=np.float64)
     k = len(weights)

@@ -1,7 +1,9 @@
-"""Novel n-grams of summaries (Mem2Mem §5.6, Table 4): how much of a summary is copied from its source.
+"""Novel n-grams of summaries (Mem2Mem §5.6, Table 4): how much of a summary is copied from its
+source.
 
 For a summary ``s`` with source document ``d`` and n-gram order ``n`` (words of
-:func:`fairseq_sum_plugins.scoring.rouge.rouge_words`, lower-cased, no stemming, sentence breaks ignored)::
+:func:`fairseq_sum_plugins.scoring.rouge.rouge_words`, lower-cased, no stemming, sentence breaks
+ignored)::
 
     novel_n(s, d) = |{occurrences g of n-grams in s : g not an n-gram of d}| / |n-gram occurrences in s|
 

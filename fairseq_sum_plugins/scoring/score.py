@@ -19,12 +19,12 @@ from the output (at its end too) are reported. ``--hyp`` with ``--data`` must co
 Measurements (all also in ``--json``):
 
 * ROUGE (:class:`fairseq_sum_plugins.scoring.rouge.Scorer`, the options of
-  :func:`~fairseq_sum_plugins.scoring.rouge.add_scorer_options` shared with ``fairseq-sum-compare`` and the
-  gate sweep): ``--scorer rouge-score`` (default) | ``official`` (ROUGE-1.5.5, ``--workers``
+  :func:`~fairseq_sum_plugins.scoring.rouge.add_scorer_options` shared with ``fairseq-sum-compare``
+  and the gate sweep): ``--scorer rouge-score`` (default) | ``official`` (ROUGE-1.5.5, ``--workers``
   processes) | ``files2rouge``; ``--report prf`` adds a precision / recall / F1 table of every ROUGE
   variant (ETADS Tables 5-6).
-* ``--meteor``: METEOR (:mod:`fairseq_sum_plugins.scoring.meteor`, TP-Transformer Table 2): nltk's, or
-  with ``--meteor-impl 1.5`` Meteor Universal 1.5's jar (the paper's); labelled ``meteor_impl``.
+* ``--meteor``: METEOR (:mod:`fairseq_sum_plugins.scoring.meteor`, TP-Transformer Table 2): nltk's,
+  or with ``--meteor-impl 1.5`` Meteor Universal 1.5's jar (the paper's); labelled ``meteor_impl``.
 * ``--novel-ngrams [1,2,3,4]``: share of summary n-grams not in the source, for hypotheses and
   references (:mod:`fairseq_sum_plugins.scoring.novelty`, Mem2Mem Table 4).
 * ``--specificity``: ROUGE-2 reference specificity
@@ -116,7 +116,8 @@ def load_inputs(args):
 
 
 def documents(args, ids, sources, size=None):
-    """The source documents of sample ``ids`` (``--src``: ``size`` lines when known, else the S- lines)."""
+    """The source documents of sample ``ids`` (``--src``: ``size`` lines when known, else the S-
+    lines)."""
     if args.src:
         docs = read_lines(args.src, "documents")
         if (size is not None and len(docs) != size) or ids[-1] >= len(docs):
@@ -135,7 +136,8 @@ def documents(args, ids, sources, size=None):
 
 # ------------------------------------------------------------------------------------ measures
 def extra_scores(args, scorer, ids, hyps, refs, sources, size=None):
-    """Novel n-grams and semantic similarity, as asked for (ROUGE and METEOR: :meth:`Scorer.corpus`)."""
+    """Novel n-grams and semantic similarity, as asked for (ROUGE and METEOR:
+    :meth:`Scorer.corpus`)."""
     out = {}
     if not (args.novel_ngrams or args.topic_model or args.specificity):
         return out

@@ -247,7 +247,8 @@ def jsonl_references(path, field, ids, records=None, size=None):
 
 
 def line_references(path, ids, size=None):
-    """References of sample ``ids`` from a file of one reference per line (line ``i`` = sample ``i``)."""
+    """References of sample ``ids`` from a file of one reference per line (line ``i`` = sample
+    ``i``)."""
     refs = read_lines(path, "references")
     if (size is not None and len(refs) != size) or ids[-1] >= len(refs):
         of = f"a split of {size} examples" if size is not None else f"sample ids up to {ids[-1]}"
@@ -301,7 +302,8 @@ def check_ids(ids, path, size=None):
                               "(output of another data set?)")
     expected = range(size if size is not None else ids[-1] + 1)
     missing = sorted(set(expected) - set(ids))
-    if missing:  # e.g. examples dropped by --skip-invalid-size-inputs-valid-test: the score covers fewer
+    # e.g. examples dropped by --skip-invalid-size-inputs-valid-test: the score covers fewer
+    if missing:
         of = f" of the split's {size}" if size is not None else ""
         warn(f"{len(missing)} sample ids missing from {path} (ids {missing[:10]}); "
              f"scoring the {len(ids)} present{of}")
@@ -348,8 +350,8 @@ def int_at_least(low):
 
 
 def add_reference_options(p):
-    """The reference options of ``fairseq-sum-score`` and ``fairseq-sum-compare`` (the scoring options:
-    :func:`fairseq_sum_plugins.scoring.rouge.add_scorer_options`)."""
+    """The reference options of ``fairseq-sum-score`` and ``fairseq-sum-compare`` (the scoring
+    options: :func:`fairseq_sum_plugins.scoring.rouge.add_scorer_options`)."""
     refs = p.add_mutually_exclusive_group()
     refs.add_argument("--ref", metavar="FILE",
                       help="references, one per line (line i = hypothesis line i / sample id i)")

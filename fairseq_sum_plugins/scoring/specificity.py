@@ -20,14 +20,14 @@ permutations)`` (one-sided: a larger delta than chance), with a tolerance of 1e-
 fixed text (every ``delta_pi`` equal to ``delta``) gets p = 1. The smallest p is ``1 / (1 +
 permutations)``: 1,000 permutations (the default, at least 1,000 on the command line) reach 0.001.
 
-**Counting.** ``M`` is the project's ROUGE-2 (:mod:`fairseq_sum_plugins.scoring.rouge`'s default scorer,
-whose per-document scores equal ROUGE-1.5.5's): bigrams of
-:func:`~fairseq_sum_plugins.scoring.rouge_text.rouge_tokens` (stemmed, ROUGE-1.5.5's WordNet exceptions) of
-the cleaned sentences joined by newlines, ``P = overlap / max(bigrams of the output, 1)``, ``R =
-overlap / max(bigrams of the reference, 1)``, ``F1 = 2PR / (P + R)`` (0 when both are 0), the same
-float operations as ``rouge_score``, so ``M[i, i]`` equals the scorer's ROUGE-2 F1 of document
-``i``. The bigram counts are computed once per text; the overlaps ``sum_g min(a_g, b_g)`` of all n x
-n pairs come from sparse products, ``min(a, b) = sum_{t >= 1} [a >= t][b >= t]``. Up to
+**Counting.** ``M`` is the project's ROUGE-2 (:mod:`fairseq_sum_plugins.scoring.rouge`'s default
+scorer, whose per-document scores equal ROUGE-1.5.5's): bigrams of
+:func:`~fairseq_sum_plugins.scoring.rouge_text.rouge_tokens` (stemmed, ROUGE-1.5.5's WordNet
+exceptions) of the cleaned sentences joined by newlines, ``P = overlap / max(bigrams of the output,
+1)``, ``R = overlap / max(bigrams of the reference, 1)``, ``F1 = 2PR / (P + R)`` (0 when both are
+0), the same float operations as ``rouge_score``, so ``M[i, i]`` equals the scorer's ROUGE-2 F1 of
+document ``i``. The bigram counts are computed once per text; the overlaps ``sum_g min(a_g, b_g)``
+of all n x n pairs come from sparse products, ``min(a, b) = sum_{t >= 1} [a >= t][b >= t]``. Up to
 :data:`DENSE_LIMIT` documents the matrix is built once (n = 1,000: well under a second); above it
 the permuted pairs are computed from the sparse rows, so memory stays linear in n.
 
@@ -217,7 +217,8 @@ def specificity_from_counts(
 
 
 def specificity(hyp_sents, ref_sents, permutations=DEFAULT_PERMUTATIONS, seed=1):
-    """Specificity of cleaned sentence lists (:meth:`fairseq_sum_plugins.scoring.rouge.Scorer.pairs`)."""
+    """Specificity of cleaned sentence lists
+    (:meth:`fairseq_sum_plugins.scoring.rouge.Scorer.pairs`)."""
     return specificity_from_counts(
         [bigram_counts(h) for h in hyp_sents],
         [bigram_counts(r) for r in ref_sents],

@@ -10,11 +10,11 @@ How it differs from the 1980 paper's algorithm (nltk's ``ORIGINAL_ALGORITHM``):
 
 * step 2 has Porter's later rules ``bli -> ble`` (instead of ``abli -> able``) and
   ``logi -> log``: ``possibly -> possibl``, ``archaeology -> archaeolog``;
-* step 4 (Lin's change): the ``-ement`` rule stays in the suffix list, but ``-ment`` and ``-ent`` are
-  separate rules tried one after the other on what the previous rule left, so one word can lose
-  two suffixes: ``environmental -> environment -> environ`` (= ``environment``),
-  ``accidental -> accident -> accid`` (= ``accident``), ``commissioner -> commission -> commiss``
-  (the ``-ion`` rule runs when the word does not end in ``-ent``);
+* step 4 (Lin's change): the ``-ement`` rule stays in the suffix list, but ``-ment`` and ``-ent``
+  are separate rules tried one after the other on what the previous rule left, so one word can lose
+  two suffixes: ``environmental -> environment -> environ`` (= ``environment``), ``accidental ->
+  accident -> accid`` (= ``accident``), ``commissioner -> commission -> commiss`` (the ``-ion`` rule
+  runs when the word does not end in ``-ent``);
 * the measure and the ``*o`` conditions are Porter's Perl regular expressions (``_C``, ``_V``
   ...), in which ``y`` may open a consonant sequence (``[^aeiou]``) as well as a vowel sequence
   (``[aeiouy]``), instead of the paper's "y after a consonant is a vowel" (a leading ``y`` is made
@@ -69,7 +69,8 @@ _SION_RE = re.compile("(s|t)(ion)$")
 
 
 def _replace(w, pattern, table, measure):
-    """Perl's ``if ($w =~ /(...)$/) { $stem = $`; if ($stem =~ measure) { $w = $stem . table } }``."""
+    """Perl's ``if ($w =~ /(...)$/) { $stem = $`; if ($stem =~ measure) { $w = $stem . table }
+    }``."""
     m = pattern.search(w)
     if m and measure.search(w[:m.start()]):
         return w[:m.start()] + (table[m.group(1)] if table is not None else "")

@@ -59,7 +59,8 @@ class GNMTSequenceGenerator(SequenceGenerator):
         self.lenpen_gnmt = lenpen_gnmt
         self.coverage_beta = coverage_penalty
         self.coverage_kind = coverage_penalty_type
-        self.normalize_length = self.normalize_scores  # fairseq's |Y| ** lenpen, applied in rescore()
+        # fairseq's |Y| ** lenpen, applied in rescore()
+        self.normalize_length = self.normalize_scores
         self.normalize_scores = False  # fairseq stores raw scores; finalize_hypos rescores them
         self._src_real = None
 
@@ -71,7 +72,8 @@ class GNMTSequenceGenerator(SequenceGenerator):
             self._src_real = None
 
     def rescore(self, log_p, attn, src_real, length):
-        """``s(Y, X)`` of N hypotheses of ``length`` tokens: ``log_p`` (N,), ``attn`` (N, S, |Y|)."""
+        """``s(Y, X)`` of N hypotheses of ``length`` tokens: ``log_p`` (N,), ``attn`` (N, S,
+        |Y|)."""
         if self.lenpen_gnmt is not None:
             log_p = log_p / gnmt_length_penalty(length, self.lenpen_gnmt)
         elif self.normalize_length:

@@ -8,10 +8,11 @@ with the examples of the split. Each example's row travels with it through filte
 batching and reaches the model as ``net_input[name]`` (a ``B x ...`` tensor in batch order); models
 that need it after the encoder keep it in ``encoder_out`` so that beam search reorders it. The task
 knows no feature: what it needs to know about side data comes from the neutral registry
-:mod:`fairseq_sum_plugins.side_data`, where features register it (for raw text, ``fairseq-interactive``
-and the hub interface, a provider computing it, or a clear error says that none is available; the
-command that writes the file; which models read it: asking a model for side data it does not read
-is an error; a check of each loaded file against the models built on the task).
+:mod:`fairseq_sum_plugins.side_data`, where features register it (for raw text,
+``fairseq-interactive`` and the hub interface, a provider computing it, or a clear error says that
+none is available; the command that writes the file; which models read it: asking a model for side
+data it does not read is an error; a check of each loaded file against the models built on the
+task).
 
 Dictionaries: the sha256 of the source and target dictionaries is stored in the model args (so in
 every checkpoint, ``src_dict_sha256`` / ``tgt_dict_sha256``); a checkpoint rebuilt on data with
@@ -25,7 +26,8 @@ checkpoint trained on 4,001-token documents reads them whole, whatever the task'
 every truncation is logged. Empty or whitespace-only inputs are logged as a warning. Without
 ``--tokenizer`` / ``--bpe``, ``fairseq-interactive`` (which loads no binarized split) takes them
 from ``DATA/prepare_args.json`` (only the validated keys, :mod:`fairseq_sum_plugins.data_folder`),
-or refuses a dictionary of sentencepiece pieces or GPT-2 ids that would turn the text into ``<unk>``.
+or refuses a dictionary of sentencepiece pieces or GPT-2 ids that would turn the text into
+``<unk>``.
 
 ``--eval-rouge`` generates summaries during validation and logs ``rouge_1``, ``rouge_2`` and
 ``rouge_l`` (summary-level ROUGE-L, F1 x 100), so that ``--best-checkpoint-metric rouge_l
@@ -124,7 +126,8 @@ class SummarizationConfig(TranslationConfig):
     eval_rouge_sentence_sep: Optional[str] = field(
         default=None, metadata={"help": "extra sentence separator tokens of --eval-rouge, space-separated (e.g. '<q>'), "
                                         "as fairseq-sum-score --sentence-sep"})
-    # GNMT penalties in beam search (Wu et al., 2016; ETADS §4.1), see fairseq_sum_plugins/tasks/sequence_generator.py
+    # GNMT penalties in beam search (Wu et al., 2016; ETADS §4.1), see
+    # fairseq_sum_plugins/tasks/sequence_generator.py
     lenpen_gnmt: Optional[float] = field(
         default=None,
         metadata={"help": "rank finished hypotheses by log P / ((5 + |Y|) / 6) ** ALPHA instead of --lenpen"},
@@ -371,14 +374,16 @@ class SummarizationTask(TranslationTask):
         if not self.side_data_names:
             return dataset
         side = {name: self.provide_side_data(name, full_tokens) for name in self.side_data_names}
-        # fairseq-interactive keeps only src_tokens/src_lengths: inference_step finds these rows again
+        # fairseq-interactive keeps only src_tokens/src_lengths: inference_step finds these rows
+        # again
         self._inference_side = {
             (tuple(t.tolist()), name): side[name][i] for i, t in enumerate(src_tokens) for name in side
         }
         return SideDataDataset(dataset, side)
 
     def provide_side_data(self, name, src_tokens):
-        """Side data ``name`` for raw-text sources (a list of 1-D token tensors) from its provider."""
+        """Side data ``name`` for raw-text sources (a list of 1-D token tensors) from its
+        provider."""
         if name not in SIDE_DATA_PROVIDERS:
             raise ValueError(
                 f"this model needs side data {name!r}, which cannot be computed for raw text: "
@@ -387,9 +392,10 @@ class SummarizationTask(TranslationTask):
         return np.asarray(SIDE_DATA_PROVIDERS[name](self, src_tokens))
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
-        """fairseq-interactive rebuilds ``net_input`` from ``src_tokens``/``src_lengths`` only: side data
-        missing there is the row :meth:`build_dataset_for_inference` computed for that source (from
-        the whole, untruncated text), else computed by its provider from the (unpadded) source tokens."""
+        """fairseq-interactive rebuilds ``net_input`` from ``src_tokens``/``src_lengths`` only: side
+        data missing there is the row :meth:`build_dataset_for_inference` computed for that source
+        (from the whole, untruncated text), else computed by its provider from the (unpadded) source
+        tokens."""
         net_input = sample["net_input"]
         missing = [name for name in self.side_data_names if name not in net_input]
         if missing:
@@ -407,8 +413,9 @@ class SummarizationTask(TranslationTask):
 
     def build_generator(self, models, args, **kwargs):
         """fairseq's generator; asks the decoders for attention only when it will be printed or
-        scored. ``--lenpen-gnmt`` / ``--coverage-penalty`` (task flags, or the same names in ``args``,
-        e.g. ``--eval-rouge-args``) select :class:`~fairseq_sum_plugins.tasks.sequence_generator.GNMTSequenceGenerator`."""
+        scored. ``--lenpen-gnmt`` / ``--coverage-penalty`` (task flags, or the same names in
+        ``args``, e.g. ``--eval-rouge-args``) select
+        :class:`~fairseq_sum_plugins.tasks.sequence_generator.GNMTSequenceGenerator`."""
         lenpen_gnmt = getattr(args, "lenpen_gnmt", self.cfg.lenpen_gnmt)
         coverage = getattr(args, "coverage_penalty", self.cfg.coverage_penalty)
         if getattr(args, "print_alignment", False) or coverage:
@@ -425,7 +432,8 @@ class SummarizationTask(TranslationTask):
                 coverage_penalty=coverage,
                 coverage_penalty_type=getattr(args, "coverage_penalty_type", self.cfg.coverage_penalty_type),
             )
-        for model in models:  # fairseq-generate/interactive --fp16 halve the models before this hook
+        # fairseq-generate/interactive --fp16 halve the models before this hook
+        for model in models:
             if any(p.dtype == torch.float16 and p.device.type == "cpu" for p in model.parameters()):
                 raise ValueError("--fp16 needs a CUDA GPU: on CPU the model would decode in half precision "
                                  "(different scores); drop --fp16 to decode in float32")
@@ -449,7 +457,8 @@ class SummarizationTask(TranslationTask):
         self._model_max_source_positions = self._model_max_source_positions + [source_limit]
         self.check_model_data(cfg, model, from_checkpoint)
         if self.cfg.eval_rouge:
-            self.rouge_scorer().check()  # ROUGE-1.5.5 missing: an error now, not after the first epoch
+            # ROUGE-1.5.5 missing: an error now, not after the first epoch
+            self.rouge_scorer().check()
             self.rouge_decoder = self.build_rouge_decoder()
             gen_args = parse_dict_flag("--eval-rouge-args", self.cfg.eval_rouge_args)
             self.sequence_generator = self.build_generator([model], Namespace(**gen_args))
@@ -460,26 +469,30 @@ class SummarizationTask(TranslationTask):
         name, args = self.cfg.eval_rouge_bpe, parse_dict_flag("--eval-rouge-bpe-args", self.cfg.eval_rouge_bpe_args)
         if name == "auto":
             data = utils.split_paths(self.cfg.data)[0]
-            prepared = read_prepare_args(data)  # validated: only the keys fairseq-sum-prepare writes
+            # validated: only the keys fairseq-sum-prepare writes
+            prepared = read_prepare_args(data)
             if prepared is not None:
                 recorded = dict(prepared["bpe"])
                 name = recorded.pop("bpe", None)
                 args = {**recorded, **args}
             else:
-                syms = self.tgt_dict.symbols[self.tgt_dict.nspecial:]  # GPT-2 BPE ids, e.g. BART's dict.txt
+                # GPT-2 BPE ids, e.g. BART's dict.txt
+                syms = self.tgt_dict.symbols[self.tgt_dict.nspecial:]
                 name = "gpt2" if syms and sum(s.isdigit() for s in syms) > len(syms) / 2 else None
         return (None if name in (None, "", "none") else name), args
 
     def rouge_scorer(self):
-        """The :class:`~fairseq_sum_plugins.scoring.rouge.Scorer` of ``--eval-rouge-scorer`` / ``--eval-rouge-sentence-sep``."""
+        """The :class:`~fairseq_sum_plugins.scoring.rouge.Scorer` of ``--eval-rouge-scorer`` /
+        ``--eval-rouge-sentence-sep``."""
         return Scorer(str(self.cfg.eval_rouge_scorer or "rouge-score"), separator_tokens(self.cfg.eval_rouge_sentence_sep))
 
     def build_rouge_decoder(self):
-        """``tokens -> list of sentences`` for ``--eval-rouge``. sentencepiece / subword-nmt marks are
-        undone by ``Dictionary.string`` (as fairseq's ``--eval-bleu-remove-bpe``); any other BPE
+        """``tokens -> list of sentences`` for ``--eval-rouge``. sentencepiece / subword-nmt marks
+        are undone by ``Dictionary.string`` (as fairseq's ``--eval-bleu-remove-bpe``); any other BPE
         (e.g. GPT-2) by fairseq's BPE decoder, its text then split into sentences like
-        ``fairseq-sum-score --split-sentences``. Then :meth:`~fairseq_sum_plugins.scoring.rouge.Scorer.sentences`
-        (``<sep>`` and ``--eval-rouge-sentence-sep`` boundaries, special tokens, Moses detokenization)."""
+        ``fairseq-sum-score --split-sentences``. Then
+        :meth:`~fairseq_sum_plugins.scoring.rouge.Scorer.sentences` (``<sep>`` and
+        ``--eval-rouge-sentence-sep`` boundaries, special tokens, Moses detokenization)."""
         scorer = self.rouge_scorer()
         name, args = self.resolve_rouge_bpe()
         symbol = {"sentencepiece": "sentencepiece", "subword_nmt": "subword_nmt"}.get(name)
@@ -521,9 +534,9 @@ class SummarizationTask(TranslationTask):
     ROUGE_PROGRESS_SECONDS = 30
 
     def rouge_progress(self, n):
-        """Logs, every :data:`ROUGE_PROGRESS_SECONDS`, how many validation summaries ``--eval-rouge`` has
-        generated (fairseq's validation loop is silent until it ends); counted from the first batch
-        after the last :meth:`reduce_metrics` of a validation."""
+        """Logs, every :data:`ROUGE_PROGRESS_SECONDS`, how many validation summaries
+        ``--eval-rouge`` has generated (fairseq's validation loop is silent until it ends); counted
+        from the first batch after the last :meth:`reduce_metrics` of a validation."""
         now = time.monotonic()
         state = self.__dict__.setdefault("_rouge_progress", {"start": now, "last": now, "n": 0})
         state["n"] += n

@@ -1,9 +1,9 @@
 """Topic Assistant (Topic Assistant paper §4): SIA, TEMA and DRM as features of ``sum_transformer``.
 
-The topic model is the PFA of :mod:`fairseq_sum_plugins.features.topic_assistant.topic_model` (``DATA/bin/topic_model.npz``,
-fitted by ``python -m preprocess.topic_model fit``) on the summarizer's own dictionary, so row ``v``
-of ``Phi`` (V x K) is token ``v``; ``theta`` (the document's normalised topic proportions, K) is
-the task side data ``--side-data theta``.
+The topic model is the PFA of :mod:`fairseq_sum_plugins.features.topic_assistant.topic_model`
+(``DATA/bin/topic_model.npz``, fitted by ``python -m preprocess.topic_model fit``) on the
+summarizer's own dictionary, so row ``v`` of ``Phi`` (V x K) is token ``v``; ``theta`` (the
+document's normalised topic proportions, K) is the task side data ``--side-data theta``.
 
 TA equations and where they live::
 
@@ -29,34 +29,35 @@ topic and causally to the summary; in cross-attention every position attends to 
 topic positions never change with the summary tokens, and the prefix is computed once (the first
 incremental step) and never emitted (its outputs are removed before the output projection).
 
-With information selection (``--gate``, features/information_selection.py) the cross-attention SIA head reads
-the decoder's view of the document: its value rows are scaled by the gates as the other heads'
-keys and values are (IS eq. 6; with ``--gate-per-head``, by the mean of the head gates,
-since the extra head has no gate of its own), and positions that Algorithm 1 removed at inference
-are removed from its topic rows too, so pruning and masking give the same output.
+With information selection (``--gate``, features/information_selection.py) the cross-attention SIA
+head reads the decoder's view of the document: its value rows are scaled by the gates as the other
+heads' keys and values are (IS eq. 6; with ``--gate-per-head``, by the mean of the head gates, since
+the extra head has no gate of its own), and positions that Algorithm 1 removed at inference are
+removed from its topic rows too, so pruning and masking give the same output.
 
 **A document without topic evidence** (theta all zero, e.g. a ``theta.npy`` row of a document with
-only stop words) takes the topic model's prior
-proportions (:meth:`fairseq_sum_plugins.features.topic_assistant.topic_model.PoissonFactorAnalysis.theta_prior`: the corpus mean of
-the fit, or uniform), for TEMA and DRM alike, and TEMA breaks ties by the lower topic id, so its
-prefix is deterministic and nothing is NaN.
+only stop words) takes the topic model's prior proportions
+(:meth:`fairseq_sum_plugins.features.topic_assistant.topic_model.PoissonFactorAnalysis.theta_prior`:
+the corpus mean of the fit, or uniform), for TEMA and DRM alike, and TEMA breaks ties by the lower
+topic id, so its prefix is deterministic and nothing is NaN.
 
 **Phi in checkpoints.** ``phi`` / ``phi_unit`` are not saved with the weights (they come from
 ``topic_model.npz``), but ``build_topic_assistant`` records the sha256 of Phi (and the file) in the
 model args, ``ta_phi_sha256`` / ``ta_phi_file``, which fairseq saves in the checkpoint's cfg. When a
-model is rebuilt from a checkpoint (fairseq-generate, -interactive, the hub) with a topic model whose
-Phi differs (refit, another data dir with the same dictionary and K), that is an error naming both
-files and checksums; a checkpoint whose args hold no checksum loads with a warning.
-(Resuming fairseq-train builds the model from the command line's args: not checked there.)
+model is rebuilt from a checkpoint (fairseq-generate, -interactive, the hub) with a topic model
+whose Phi differs (refit, another data dir with the same dictionary and K), that is an error naming
+both files and checksums; a checkpoint whose args hold no checksum loads with a warning. (Resuming
+fairseq-train builds the model from the command line's args: not checked there.)
 
 **theta tied to Phi.** This module registers the side data ``theta`` with the task's neutral
-registry (:mod:`fairseq_sum_plugins.side_data`): the raw-text provider (:func:`theta_provider`),
-the command that writes ``DATA/{split}.theta.npy`` (named when it is missing), that only a model
-with the Topic Assistant reads it (``--side-data theta`` on another model is an error saying so),
-and a check of every loaded theta file against the Phi of the model built on the task: its record
-(``{split}.theta.json``, :func:`fairseq_sum_plugins.features.topic_assistant.topic_model.check_theta_file`) must name this
-very file and this Phi, at train, generate (also with ``--model-overrides "{'ta_topic_model': PATH}"``)
-and validation alike.
+registry (:mod:`fairseq_sum_plugins.side_data`): the raw-text provider (:func:`theta_provider`), the
+command that writes ``DATA/{split}.theta.npy`` (named when it is missing), that only a model with
+the Topic Assistant reads it (``--side-data theta`` on another model is an error saying so), and a
+check of every loaded theta file against the Phi of the model built on the task: its record
+(``{split}.theta.json``,
+:func:`fairseq_sum_plugins.features.topic_assistant.topic_model.check_theta_file`) must name this
+very file and this Phi, at train, generate (also with ``--model-overrides "{'ta_topic_model':
+PATH}"``) and validation alike.
 """
 import logging
 import math
@@ -132,7 +133,8 @@ class TopicAssistant(nn.Module):
         self.num_topics = phi.size(1)
         self.n = min(n_topics, self.num_topics)
         self.path = path
-        # theta of a document without topic evidence (the topic model's theta_prior; default uniform)
+        # theta of a document without topic evidence (the topic model's theta_prior; default
+        # uniform)
         prior = torch.full((self.num_topics,), 1.0 / self.num_topics) if prior is None else \
             torch.as_tensor(np.asarray(prior, dtype=np.float32))
         if prior.shape != (self.num_topics,) or not bool(torch.isfinite(prior).all()) or not prior.sum() > 0:
@@ -140,7 +142,8 @@ class TopicAssistant(nn.Module):
         self.register_buffer("theta_prior", prior / prior.sum(), persistent=False)
         # TA eq. 8: topics (columns) as distributions over tokens
         self.register_buffer("phi", phi / phi.sum(0, keepdim=True).clamp_min(1e-30), persistent=False)
-        # TA eq. 5: rows as distributions over topics; L2-normalised for the cosine, zero rows stay zero
+        # TA eq. 5: rows as distributions over topics; L2-normalised for the cosine, zero rows stay
+        # zero
         rows = phi / phi.sum(1, keepdim=True).clamp_min(1e-30)
         self.register_buffer("phi_unit", rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-30), persistent=False)
 
@@ -154,7 +157,8 @@ class TopicAssistant(nn.Module):
         return {"sia_probs": self.sia_probs(rows, rows, self.encoder_head_dim, None, padding_mask)}
 
     def decoder_call(self, prev_tokens, new_len, view, incremental):
-        """:meth:`decoder_inputs` for an :class:`~fairseq_sum_plugins.modules.encoder_out.EncoderOut` ``view``."""
+        """:meth:`decoder_inputs` for an
+        :class:`~fairseq_sum_plugins.modules.encoder_out.EncoderOut` ``view``."""
         return self.decoder_inputs(prev_tokens, new_len, view.src_tokens, view.padding_mask, self.decoder_head_dim,
                                    theta=view.side.get("theta"), kept_index=view.kept_index, incremental=incremental)
 
@@ -169,7 +173,8 @@ class TopicAssistant(nn.Module):
 
     @staticmethod
     def sia_probs(q_rows, k_rows, d_k, bias=None, key_padding_mask=None):
-        """``softmax(cos / sqrt(d_k))`` ``(B, T, S)``; ``bias`` (T, S) additive mask, masked rows -> 0."""
+        """``softmax(cos / sqrt(d_k))`` ``(B, T, S)``; ``bias`` (T, S) additive mask, masked rows ->
+        0."""
         logits = (q_rows @ k_rows.transpose(1, 2)) / math.sqrt(d_k)
         if bias is not None:
             logits = logits + bias
@@ -180,11 +185,13 @@ class TopicAssistant(nn.Module):
     # --- TEMA ---
 
     def top_topics(self, theta):
-        """The ``n`` largest proportions ``(B, n)``, ties broken by the lower topic id (deterministic)."""
+        """The ``n`` largest proportions ``(B, n)``, ties broken by the lower topic id
+        (deterministic)."""
         return theta.sort(dim=-1, descending=True, stable=True).indices[:, : self.n]
 
     def topic_embeddings(self, topic_ids, embed_weight):
-        """``E_topic[k] = Phi[:, k]^T E_token`` for the selected topics ``(B, n) -> (B, n, C)`` (TA eq. 8)."""
+        """``E_topic[k] = Phi[:, k]^T E_token`` for the selected topics ``(B, n) -> (B, n, C)``
+        (TA eq. 8)."""
         cols = self.phi.t()[topic_ids]  # (B, n, V)
         return cols.to(embed_weight.dtype) @ embed_weight
 
@@ -223,8 +230,9 @@ class TopicAssistant(nn.Module):
         Args:
             prev_tokens: every summary token so far ``(B, T)``; new_len: the positions this call
                 embeds (``T``, or 1 in incremental decoding); src_tokens: the source ``(B, S)``;
-            src_padding_mask: of the encoder output ``(B, S')``; head_dim: ``d_k`` of SIA (TA eq. 6);
-            theta: side data ``(B, K)`` (TEMA, DRM); kept_index: the source position of each
+            src_padding_mask: of the encoder output ``(B, S')``; head_dim: ``d_k`` of SIA
+            (TA eq. 6); theta: side data ``(B, K)`` (TEMA, DRM); kept_index: the source position of
+            each
                 encoder-output row after information selection removed some (``(B, S')``), or None.
         Returns :class:`TopicInputs`. In incremental decoding the prefix goes in with the first step
         (cached like any position); the top topics come from ``theta``, which beam search reorders.
@@ -260,9 +268,9 @@ class TopicInputs:
 
     ``topic_ids`` ``(B, n)``: the TEMA prefix to embed (TA eq. 8) before the new positions, or None;
     ``self_mask``: the additive self-attention mask of Fig. 3(b) over the prefix and the new
-    positions, replacing the causal mask (None: causal, or a later incremental step);
-    ``self_probs`` / ``cross_probs``: SIA's attention (TA eq. 6) of the decoder self and cross blocks;
-    ``theta``: DRM's proportions (TA eq. 9).
+    positions, replacing the causal mask (None: causal, or a later incremental step); ``self_probs``
+    / ``cross_probs``: SIA's attention (TA eq. 6) of the decoder self and cross blocks; ``theta``:
+    DRM's proportions (TA eq. 9).
     """
 
     topic_ids: Optional[torch.Tensor] = None
@@ -281,7 +289,8 @@ class TopicInputs:
         return self.embed(self.topic_ids, embed_weight)
 
     def site_inputs(self, site):
-        """The per-forward inputs of the decoder's ``site`` (:mod:`fairseq_sum_plugins.modules.features`): SIA's probabilities, DRM's theta."""
+        """The per-forward inputs of the decoder's ``site``
+        (:mod:`fairseq_sum_plugins.modules.features`): SIA's probabilities, DRM's theta."""
         if site == "decoder_self":
             return {"self_probs": self.self_probs}
         return {"cross_probs": self.cross_probs, "theta": self.theta}
@@ -289,7 +298,8 @@ class TopicInputs:
 
 @with_incremental_state
 class SIAHead(nn.Module):
-    """The (h+1)-th head of TA eq. 7: ``(A_{h+1} X W^v_add) W^a_add``, added to the block's output."""
+    """The (h+1)-th head of TA eq. 7: ``(A_{h+1} X W^v_add) W^a_add``, added to the block's
+    output."""
 
     def __init__(self, embed_dim, head_dim, static_kv=False, probs="sia_probs"):
         super().__init__()
@@ -302,7 +312,8 @@ class SIAHead(nn.Module):
         nn.init.xavier_uniform_(self.w_add.weight)
 
     def forward(self, kv, probs, incremental_state=None, v_scale=None):
-        """``v_scale`` ``(B, S, 1)``: information-selection gates of the encoder rows (cross head)."""
+        """``v_scale`` ``(B, S, 1)``: information-selection gates of the encoder rows (cross
+        head)."""
         saved = self.get_incremental_state(incremental_state, "sia") if incremental_state is not None else None
         if saved and self.static_kv:
             v = saved["v"]
@@ -317,8 +328,9 @@ class SIAHead(nn.Module):
         return self.w_add(probs.type_as(v) @ v)
 
     def head(self, query, kv, inputs):
-        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): TA eq. 7's extra head
-        over ``kv``; the cross head's value rows scaled by ``sia_v_scale`` (:func:`_sia_cross_inputs`)."""
+        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): TA eq. 7's extra
+        head over ``kv``; the cross head's value rows scaled by ``sia_v_scale``
+        (:func:`_sia_cross_inputs`)."""
         v_scale = inputs["sia_v_scale"] if self.static_kv else None
         return self(kv, inputs[self.probs], inputs["incremental_state"], v_scale=v_scale)
 
@@ -347,20 +359,22 @@ class DRM(nn.Module):
         return self.w_b(theta.to(self.w_b.weight.dtype))[:, None, :]
 
     def head(self, query, kv, inputs):
-        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): TA eq. 9's bias on the cross-attention output."""
+        """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): TA eq. 9's bias on
+        the cross-attention output."""
         return self(inputs["theta"])
 
 
-# SIA's extra head in every attention block (TA eq. 5-7), DRM on every cross-attention output (TA eq. 9);
-# TEMA's prefix and the per-forward inputs come from TopicAssistant (built by the models)
+# SIA's extra head in every attention block (TA eq. 5-7), DRM on every cross-attention output
+# (TA eq. 9); TEMA's prefix and the per-forward inputs come from TopicAssistant (built by the
+# models)
 _SIA_PROBS = {"encoder_self": "sia_probs", "decoder_self": "self_probs", "decoder_cross": "cross_probs"}
 
 
 def _sia_cross_inputs(view, values):
-    """The cross head has no gate of its own: where the features before it scale the cross-attention's
-    key and value rows (``kv_scale`` ``(B, G, S, 1)``, e.g. the information gates, IS eq. 6), its
-    value rows are scaled by their mean over the ``G`` heads, ``sia_v_scale`` ``(B, S, 1)``; computed
-    once per forward from the standard input."""
+    """The cross head has no gate of its own: where the features before it scale the
+    cross-attention's key and value rows (``kv_scale`` ``(B, G, S, 1)``, e.g. the information gates,
+    IS eq. 6), its value rows are scaled by their mean over the ``G`` heads, ``sia_v_scale`` ``(B,
+    S, 1)``; computed once per forward from the standard input."""
     kv_scale = values.get("kv_scale")
     return {} if kv_scale is None else {"sia_v_scale": kv_scale.mean(1)}
 
@@ -415,9 +429,9 @@ _TOPIC_MODEL_OF_TASK = weakref.WeakKeyDictionary()
 
 
 def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
-    """Loads the topic model for ``--ta-*`` (dictionary and, for a checkpoint, Phi checksum checked),
-    records K and Phi's checksum in ``args`` and, for the raw-text theta provider, the path used for
-    ``task`` (:data:`_TOPIC_MODEL_OF_TASK`)."""
+    """Loads the topic model for ``--ta-*`` (dictionary and, for a checkpoint, Phi checksum
+    checked), records K and Phi's checksum in ``args`` and, for the raw-text theta provider, the
+    path used for ``task`` (:data:`_TOPIC_MODEL_OF_TASK`)."""
     if not ta_enabled(args):
         return None
     path = topic_model_path(args, task)
@@ -446,17 +460,17 @@ _CACHE = {}
 def theta_provider(task, src_tokens):
     """theta of raw-text documents: PFA inference with the model's topic model.
 
-    That is the topic model the Topic Assistant model was built with (its ``--ta-topic-model``, checked
-    against the checkpoint's Phi checksum, recorded for the task by :func:`build_topic_assistant`),
-    else ``DATA/topic_model.npz``. ``src_tokens`` are dictionary ids, whatever the BPE
-    (sentencepiece pieces, or GPT-2 ids for BART with ``--bpe gpt2``), and the counted symbols are
-    the ``keep`` mask stored at fit time (decided on the decoded GPT-2 text for a BART dictionary),
-    so raw text gets the bag of words the binarized splits got (specials such as BART's ``<s>`` are
-    never counted). fairseq-interactive encodes the whole text (no truncation), so its theta counts
-    the whole document, as ``topic_model --full-src`` does for the binarized splits; a document
-    with no countable token gets the prior proportions. (BART's hub ``encode`` cuts the text at
-    ``max_positions - 2`` tokens before the task sees it: for theta over a longer document call
-    ``task.provide_side_data("theta", tokens)`` with its whole token ids.)"""
+    That is the topic model the Topic Assistant model was built with (its ``--ta-topic-model``,
+    checked against the checkpoint's Phi checksum, recorded for the task by
+    :func:`build_topic_assistant`), else ``DATA/topic_model.npz``. ``src_tokens`` are dictionary
+    ids, whatever the BPE (sentencepiece pieces, or GPT-2 ids for BART with ``--bpe gpt2``), and the
+    counted symbols are the ``keep`` mask stored at fit time (decided on the decoded GPT-2 text for
+    a BART dictionary), so raw text gets the bag of words the binarized splits got (specials such as
+    BART's ``<s>`` are never counted). fairseq-interactive encodes the whole text (no truncation),
+    so its theta counts the whole document, as ``topic_model --full-src`` does for the binarized
+    splits; a document with no countable token gets the prior proportions. (BART's hub ``encode``
+    cuts the text at ``max_positions - 2`` tokens before the task sees it: for theta over a longer
+    document call ``task.provide_side_data("theta", tokens)`` with its whole token ids.)"""
     path = _TOPIC_MODEL_OF_TASK.get(task, (None, None))[0]
     if not path:
         path = os.path.join(utils.split_paths(task.cfg.data)[0], "topic_model.npz")
@@ -470,7 +484,8 @@ def theta_provider(task, src_tokens):
 
 def check_theta(task, split, path):
     """A loaded ``DATA/{split}.theta.npy`` must have been inferred with the Phi of the Topic
-    Assistant model built on ``task`` (its record says so); nothing to check without such a model."""
+    Assistant model built on ``task`` (its record says so); nothing to check without such a
+    model."""
     topic_model, sha = _TOPIC_MODEL_OF_TASK.get(task, (None, None))
     if sha:
         check_theta_file(path, sha, topic_model, split)

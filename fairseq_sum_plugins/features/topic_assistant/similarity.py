@@ -1,6 +1,6 @@
-"""The Topic Assistant's semantic similarity (§5.5, TA eq. 10) of summaries to their documents and to
-the gold summaries, ``SS(D1, D2; Phi) = theta_1^T theta_2 / (||theta_1|| ||theta_2||)``, both thetas
-inferred with ``Phi`` fixed (Table 6). Its command line is the scorer's::
+"""The Topic Assistant's semantic similarity (§5.5, TA eq. 10) of summaries to their documents and
+to the gold summaries, ``SS(D1, D2; Phi) = theta_1^T theta_2 / (||theta_1|| ||theta_2||)``, both
+thetas inferred with ``Phi`` fixed (Table 6). Its command line is the scorer's::
 
     fairseq-sum-score --generate-output gen.out --data DATA/bin --topic-model DATA/bin/topic_model.npz [--src FILE]
 
@@ -65,11 +65,13 @@ def load_topic_model(data, topic_model=None):
 
 
 def summary_similarities(model, encode, hyps, docs, refs=None):
-    """Mean TA eq. 10 of each summary to its document (and gold summary), thetas inferred with Phi fixed.
+    """Mean TA eq. 10 of each summary to its document (and gold summary), thetas inferred with Phi
+    fixed.
 
     ``hyps``/``refs`` are texts; ``docs`` are texts or arrays of dictionary ids.
     """
-    # no countable token: theta = 0 (no topic evidence), SS 0; not the prior of the summarizer's side data
+    # no countable token: theta = 0 (no topic evidence), SS 0; not the prior of the summarizer's
+    # side data
     theta_s = model.infer_tokens([encode(h) for h in hyps], empty="zero")
     theta_d = model.infer_tokens([encode(d) if isinstance(d, str) else d for d in docs], empty="zero")
     result = {"num_summaries": len(hyps), "ss_sum_doc": float(semantic_similarity(theta_s, theta_d).mean())}

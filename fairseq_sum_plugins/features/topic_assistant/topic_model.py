@@ -1,11 +1,11 @@
-"""The Topic Assistant's topic model at run time: load, infer, bags of words, dictionary check, prior,
-and the record that ties every theta file to the Phi it was inferred with.
+"""The Topic Assistant's topic model at run time: load, infer, bags of words, dictionary check,
+prior, and the record that ties every theta file to the Phi it was inferred with.
 
 The model is the Poisson factor analysis (PFA) of the Topic Assistant paper (§3.2, App. B) over the
 summarizer's own dictionary: ``b_n ~ Poisson(Phi theta_n)``, ``theta_n ~ Gamma(r, rate)``, so row
-``v`` of ``Phi`` (V x K) belongs to token ``v``. Fitting it is ``python -m preprocess.topic_model fit``
-(:mod:`preprocess.topic_model`, MAP-EM); this module is what the summarizer, its raw-text theta
-provider and the analyses need, and imports nothing from ``preprocess``.
+``v`` of ``Phi`` (V x K) belongs to token ``v``. Fitting it is ``python -m preprocess.topic_model
+fit`` (:mod:`preprocess.topic_model`, MAP-EM); this module is what the summarizer, its raw-text
+theta provider and the analyses need, and imports nothing from ``preprocess``.
 
 Equations and where they live::
 
@@ -57,7 +57,8 @@ INFER_COMMAND = "python -m preprocess.topic_model infer DATA --splits SPLIT [--t
 
 def phi_checksum(phi):
     """sha256 of Phi (float32, C order, with its shape): identifies the topics a summarizer was
-    trained with (stored in the model args, so in checkpoints; see features/topic_assistant/layers.py)."""
+    trained with (stored in the model args, so in checkpoints; see
+    features/topic_assistant/layers.py)."""
     phi = np.ascontiguousarray(np.asarray(phi, dtype=np.float32))
     digest = hashlib.sha256(repr(phi.shape).encode("ascii"))
     digest.update(phi.tobytes())
@@ -115,8 +116,10 @@ class PoissonFactorAnalysis:
         self.keep = np.asarray(keep, dtype=bool)
         self.checksum = str(checksum)
         self.r, self.rate, self.eta = float(r), float(rate), float(eta)
-        self.surfaces = list(surfaces) if surfaces is not None else None  # text of each symbol (GPT-2)
-        self.gpt2 = dict(gpt2) if gpt2 else None  # gpt2_files_info of the encoder the surfaces come from
+        # text of each symbol (GPT-2)
+        self.surfaces = list(surfaces) if surfaces is not None else None
+        # gpt2_files_info of the encoder the surfaces come from
+        self.gpt2 = dict(gpt2) if gpt2 else None
         # corpus-mean topic proportions of the training documents (fit); None for older files
         self.theta_mean = None if theta_mean is None else np.asarray(theta_mean, dtype=np.float32)
 
@@ -125,8 +128,8 @@ class PoissonFactorAnalysis:
         return phi_checksum(self.phi)
 
     def theta_prior(self):
-        """Topic proportions (K,) of a document with no countable token: the corpus mean of the
-        fit when the file has it, else uniform (the mean proportions of the symmetric Gamma prior)."""
+        """Topic proportions (K,) of a document with no countable token: the corpus mean of the fit
+        when the file has it, else uniform (the mean proportions of the symmetric Gamma prior)."""
         k = self.num_topics
         mean = self.theta_mean
         if mean is not None and mean.shape == (k,) and np.isfinite(mean).all() and mean.sum() > 0:
@@ -188,8 +191,10 @@ class PoissonFactorAnalysis:
             lengths = counts.sum(1)
             theta = (lengths[:, None] / k).expand(-1, k).clone() + 1e-3
             for _ in range(iters):
-                lam = torch.bmm(rows, theta[:, :, None]).squeeze(-1).clamp_min(1e-30)  # (Phi theta)_v
-                s_theta = theta * torch.bmm((counts / lam)[:, None, :], rows).squeeze(1)  # sum_v E[x_vk]
+                # (Phi theta)_v
+                lam = torch.bmm(rows, theta[:, :, None]).squeeze(-1).clamp_min(1e-30)
+                # sum_v E[x_vk]
+                s_theta = theta * torch.bmm((counts / lam)[:, None, :], rows).squeeze(1)
                 theta = (s_theta + (self.r - 1)).clamp_min(0) / (1.0 + self.rate)
             theta[lengths == 0] = 0  # nothing countable: no topic evidence
             if normalize:
@@ -203,7 +208,8 @@ class PoissonFactorAnalysis:
         return self.infer(bag_of_words(token_lists, len(self.phi), self.keep), iters=iters, empty=empty)
 
     def save(self, path):
-        """Write ``topic_model.npz`` to exactly ``path`` (numpy would add ``.npz`` to other names)."""
+        """Write ``topic_model.npz`` to exactly ``path`` (numpy would add ``.npz`` to other
+        names)."""
         extra = {}
         if self.surfaces is not None:
             extra["surfaces"] = np.array(json.dumps(self.surfaces, ensure_ascii=False))
@@ -292,7 +298,8 @@ def full_split_tokens(full_src, data_dir, split, dictionary, lang="src"):
     ``full_src/{split}.{lang}`` encoded with ``dictionary`` as ``fairseq-preprocess`` encodes them
     (``</s>`` appended), ``n`` the number of binarized examples (``(0, None)`` if the split is not
     binarized). Checked to be the binarized examples, in order: as many lines, and every binarized
-    source (``</s>`` aside) a prefix of its line; anything else is a ``ValueError`` naming the line."""
+    source (``</s>`` aside) a prefix of its line; anything else is a ``ValueError`` naming the
+    line."""
     ds = _indexed_split(data_dir, split, dictionary, lang)
     if ds is None:
         return 0, None
@@ -385,8 +392,9 @@ def _split_of(theta_path):
 
 def write_theta_file(path, theta, model, topic_model_path, documents="binarized", split=None):
     """Write ``theta`` (N x K float32) to ``path`` with its record (:func:`theta_record_path`): the
-    sha256 of Phi and of the file, and the ``split`` (default: from the file name) with the sha256 of
-    its binarized source in the folder of ``path`` (:func:`source_sha256`), the documents it belongs to.
+    sha256 of Phi and of the file, and the ``split`` (default: from the file name) with the sha256
+    of its binarized source in the folder of ``path`` (:func:`source_sha256`), the documents it
+    belongs to.
 
     The record goes first, then the array, each replaced atomically: a process killed in between
     leaves a record that names another file (refused by :func:`check_theta_file`), never an
@@ -423,7 +431,8 @@ _SHA_CACHE = {}
 
 
 def _cached_sha256(path):
-    """sha256 of a file, computed once per (path, size, mtime) (theta files and binarized sources)."""
+    """sha256 of a file, computed once per (path, size, mtime) (theta files and binarized
+    sources)."""
     st = os.stat(path)
     key = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
     if key not in _SHA_CACHE:
@@ -435,9 +444,9 @@ def _cached_sha256(path):
 
 def check_theta_file(path, phi_sha256, topic_model_path, split=None):
     """Refuse ``path`` unless its record says it is this very file, inferred with the Phi whose
-    sha256 is ``phi_sha256`` (that of ``topic_model_path``, the topic model the summarizer uses), for
-    ``split`` (default: from the file name) and the documents of its binarized source beside it: a
-    theta file copied from another split, or left from a data folder prepared again with other
+    sha256 is ``phi_sha256`` (that of ``topic_model_path``, the topic model the summarizer uses),
+    for ``split`` (default: from the file name) and the documents of its binarized source beside it:
+    a theta file copied from another split, or left from a data folder prepared again with other
     documents, is refused even when its shape fits."""
     split = split or _split_of(path)
     record_path = theta_record_path(path)

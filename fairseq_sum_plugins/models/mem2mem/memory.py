@@ -38,7 +38,8 @@ def compression_loss(A):
 
 def read_loss(psi, mem_enc, beta, sent_states, target_mask):
     """M2M eq. 11 per document. ``psi`` B x T x r, ``mem_enc`` (M_E) B x r x d, ``beta`` B x T x L,
-    ``sent_states`` (h^(s)) B x L x d, ``target_mask`` B x T (real target steps). Returns B values."""
+    ``sent_states`` (h^(s)) B x L x d, ``target_mask`` B x T (real target steps). Returns B
+    values."""
     c_mem = torch.bmm(psi, mem_enc)  # c^(m)_t = sum_k psi_tk M_E(k)
     c_sent = torch.bmm(beta, sent_states)  # c^(s)_t = sum_j beta_tj h^(s)_j
     dist = torch.linalg.vector_norm(c_mem - c_sent, dim=-1) * target_mask.to(c_mem.dtype)
@@ -65,13 +66,15 @@ class MemoryReader(nn.Module):
 
     def __init__(self, query_dim, mem_dim, attend=True):
         super().__init__()
-        # A memory that starts from zeros keeps all its slots equal (the write is the same function of
-        # every slot), so psi is uniform whatever W_psi is: such a reader has no W_psi (``attend=False``).
+        # A memory that starts from zeros keeps all its slots equal (the write is the same function
+        # of every slot), so psi is uniform whatever W_psi is: such a reader has no W_psi
+        # (``attend=False``).
         self.W_psi = nn.Linear(query_dim, mem_dim, bias=False) if attend else None
         self.W_m = nn.Linear(query_dim + mem_dim, query_dim)
 
     def forward(self, h, memory):
-        """``h`` B x T x H, ``memory`` B x r x d -> ``h^(m)`` B x T x H, ``m`` B x T x d, ``psi`` B x T x r."""
+        """``h`` B x T x H, ``memory`` B x r x d -> ``h^(m)`` B x T x H, ``m`` B x T x d, ``psi`` B
+        x T x r."""
         if self.W_psi is None:
             psi = h.new_full((h.size(0), h.size(1), memory.size(1)), 1.0 / memory.size(1))
         else:
@@ -82,8 +85,9 @@ class MemoryReader(nn.Module):
 
 
 class MemoryWriter(nn.Module):
-    """Gated write of every slot (M2M eq. 8-10). The decoder calls it at step t > 1 with ``h^(d)_t`` and
-    the previous read ``m_{t-1}`` (M2M eq. 8-10's ``h^(d)_{t+1}``, ``m_t``), before that step's read."""
+    """Gated write of every slot (M2M eq. 8-10). The decoder calls it at step t > 1 with ``h^(d)_t``
+    and the previous read ``m_{t-1}`` (M2M eq. 8-10's ``h^(d)_{t+1}``, ``m_t``), before that step's
+    read."""
 
     def __init__(self, query_dim, mem_dim):
         super().__init__()

@@ -9,39 +9,40 @@ Shapes: B batch, S kept source tokens, L sentences, T target steps, r memory slo
 E embedding (128), d = 2 x ``--encoder-hidden-size`` (bi-GRU output), H decoder hidden (256).
 
 Encoder (M2M eq. 1-2, 4-6). Sentences are the ``<sep>``-delimited spans of ``src_tokens``
-(:mod:`..models.mem2mem.sentences`), optionally capped at ``--max-doc-sentences`` sentences of at most
-``--max-sentence-tokens`` pieces (default 0 / 0: all; App. A.2's 4 sections x 500 tokens is applied
-to the data by the PubMed / arXiv converter, so the model cuts nothing further). A bi-GRU runs over
-every sentence (packed): its outputs are the token states ``h^(w)_i`` and its final states
-(forward last, backward first) the sentence embedding ``s_j`` (M2M eq. 1). A bi-GRU over the sentence
-embeddings gives ``h^(s)_j`` (M2M eq. 2), i.e. the rows of ``H`` (M2M eq. 4), and its final states give the
-decoder's initial state ``tanh(W_init [->h_L; <-h_1])``.
-With ``--memory-encoder``: ``A = softmax(W_a1 tanh(W_a2 H^T))`` (M2M eq. 5, padding sentences
-masked), ``M_E = A H`` and ``L_comp = ||A A^T - I||_F^2`` (M2M eq. 6), returned as aux loss
-``mem_comp`` (mean over documents).
+(:mod:`..models.mem2mem.sentences`), optionally capped at ``--max-doc-sentences`` sentences of at
+most ``--max-sentence-tokens`` pieces (default 0 / 0: all; App. A.2's 4 sections x 500 tokens is
+applied to the data by the PubMed / arXiv converter, so the model cuts nothing further). A bi-GRU
+runs over every sentence (packed): its outputs are the token states ``h^(w)_i`` and its final states
+(forward last, backward first) the sentence embedding ``s_j`` (M2M eq. 1). A bi-GRU over the
+sentence embeddings gives ``h^(s)_j`` (M2M eq. 2), i.e. the rows of ``H`` (M2M eq. 4), and its final
+states give the decoder's initial state ``tanh(W_init [->h_L; <-h_1])``. With ``--memory-encoder``:
+``A = softmax(W_a1 tanh(W_a2 H^T))`` (M2M eq. 5, padding sentences masked), ``M_E = A H`` and
+``L_comp = ||A A^T - I||_F^2`` (M2M eq. 6), returned as aux loss ``mem_comp`` (mean over documents).
 
 Decoder, per step t (the target GRU has no input feeding, so it runs over the whole prefix at once;
 the rest runs step by step because memory and coverage are recurrent):
 
 * ``h^(d)_t = GRU(x'_t, h^(d)_{t-1})`` with ``x'_t`` the embedding of the previous token;
 * gated write (M2M eq. 8-10), at every step but the first, before the read: each slot ``M_D(k)`` is
-  updated from ``h^(d)_t`` and the previous read ``m_{t-1}``, i.e. M2M eq. 8-10's ``h^(d)_{t+1}`` and
-  ``m_t`` one step on, so the memory absorbs the token just produced (``x'_t``, through ``h^(d)_t``)
-  before M2M eq. 7 reads it. The first step reads the initial ``M_D``: ``M_E`` (transfer) or zeros. The
-  incremental state carries ``M_D`` and ``m_{t-1}``. (So the write's parameters get no gradient
-  from a batch whose targets are all one token long, i.e. empty summaries, which preprocessing
-  rejects; every real batch uses them, as DDP needs.);
-* memory read (M2M eq. 7) of the updated memory: ``psi_t = softmax(h_t W_psi M_D^T)``, ``m_t = psi_t M_D``,
-  ``h^(m)_t = W_m [h^(d)_t; m_t]``; without any memory ``h^(m)_t = h^(d)_t``;
-* token attention with coverage (M2M eq. 16-17, Luong "concat" score):
-  ``alpha_t = softmax(v^T tanh(W_e h^(w)_i + W_d h^(m)_t + w_c cov_ti))``, ``cov_t = sum_{t'<t} alpha_t'``;
+  updated from ``h^(d)_t`` and the previous read ``m_{t-1}``, i.e. M2M eq. 8-10's ``h^(d)_{t+1}``
+  and ``m_t`` one step on, so the memory absorbs the token just produced (``x'_t``, through
+  ``h^(d)_t``) before M2M eq. 7 reads it. The first step reads the initial ``M_D``: ``M_E``
+  (transfer) or zeros. The incremental state carries ``M_D`` and ``m_{t-1}``. (So the write's
+  parameters get no gradient from a batch whose targets are all one token long, i.e. empty
+  summaries, which preprocessing rejects; every real batch uses them, as DDP needs.);
+* memory read (M2M eq. 7) of the updated memory: ``psi_t = softmax(h_t W_psi M_D^T)``, ``m_t = psi_t
+  M_D``, ``h^(m)_t = W_m [h^(d)_t; m_t]``; without any memory ``h^(m)_t = h^(d)_t``;
+* token attention with coverage (M2M eq. 16-17, Luong "concat" score): ``alpha_t = softmax(v^T
+  tanh(W_e h^(w)_i + W_d h^(m)_t + w_c cov_ti))``, ``cov_t = sum_{t'<t} alpha_t'``;
 * sentence attention (Luong "general"): ``beta_t = softmax(h^(m)_t W_beta h^(s)_j)``;
-* ``gamma_ti = beta_{t,m(i)} alpha_ti / sum_l beta_{t,m(l)} alpha_tl`` (M2M eq. 3), ``c_t = sum_i gamma_ti h^(w)_i``;
-* ``P_g = softmax(W_v tanh(W_o [h^(m)_t; c_t]))``, ``z_t = sigma(w_c c_t + w_d h^(m)_t + w_x x'_t)``,
-  ``P = z_t P_g + (1 - z_t) P_c`` with ``P_c(w) = sum_{i: x_i = w} gamma_ti`` (M2M eq. 13-15, over the
-  extended vocabulary of :mod:`..features.copy_mechanism`). The decoder returns ``log P`` (floored
-  at ``log 1e-10``) as its scores, so ``get_normalized_probs`` (a log-softmax) gives ``P`` back and
-  ``fairseq-generate --temperature T`` samples/searches ``P^(1/T) / sum_w P(w)^(1/T)``.
+* ``gamma_ti = beta_{t,m(i)} alpha_ti / sum_l beta_{t,m(l)} alpha_tl`` (M2M eq. 3), ``c_t = sum_i
+  gamma_ti h^(w)_i``;
+* ``P_g = softmax(W_v tanh(W_o [h^(m)_t; c_t]))``, ``z_t = sigma(w_c c_t + w_d h^(m)_t + w_x
+  x'_t)``, ``P = z_t P_g + (1 - z_t) P_c`` with ``P_c(w) = sum_{i: x_i = w} gamma_ti``
+  (M2M eq. 13-15, over the extended vocabulary of :mod:`..features.copy_mechanism`). The decoder
+  returns ``log P`` (floored at ``log 1e-10``) as its scores, so ``get_normalized_probs`` (a
+  log-softmax) gives ``P`` back and ``fairseq-generate --temperature T`` samples/searches ``P^(1/T)
+  / sum_w P(w)^(1/T)``.
 
 Auxiliary losses (``net_output[1]["aux_losses"]``, weighted by ``summarization_loss``):
 ``mem_comp`` (M2M eq. 6, per document), ``mem_read`` (M2M eq. 11 against the initial ``M_E``: per
@@ -115,7 +116,8 @@ def _bigru_final(h_n):
 
 
 class HierarchicalEncoder(Drops, FairseqEncoder):
-    """Sentence bi-GRU + document bi-GRU (M2M eq. 1-2) and, optionally, memory compression (M2M eq. 4-6)."""
+    """Sentence bi-GRU + document bi-GRU (M2M eq. 1-2) and, optionally, memory compression
+    (M2M eq. 4-6)."""
 
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(dictionary)
@@ -163,7 +165,8 @@ class HierarchicalEncoder(Drops, FairseqEncoder):
         # M2M eq. 2: document bi-GRU over the sentence embeddings
         packed = pack_padded_sequence(sents, lay.num_sentences.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
         out, h_n = self.doc_rnn(packed)
-        sent_states, _ = pad_packed_sequence(out, batch_first=True, total_length=n_slots)  # H, B x L x d
+        # H, B x L x d
+        sent_states, _ = pad_packed_sequence(out, batch_first=True, total_length=n_slots)
         sent_mask = lay.sent_mask
         init_hidden = torch.tanh(self.init_proj(_bigru_final(h_n)))
 
@@ -197,7 +200,8 @@ class HierarchicalEncoder(Drops, FairseqEncoder):
 
 
 class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
-    """GRU decoder with token/sentence attention, pointer-generator, coverage and memory read/write."""
+    """GRU decoder with token/sentence attention, pointer-generator, coverage and memory
+    read/write."""
 
     def __init__(self, args, dictionary, embed_tokens, num_markers=0):
         super().__init__(dictionary)
@@ -229,7 +233,8 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
             self.output_bias = nn.Parameter(torch.zeros(n_real))
         else:
             self.output_projection = nn.Linear(args.decoder_out_embed_dim, n_real)
-        self.p_gen = nn.Linear(d + hd + e, 1) if args.pointer_generator else None  # w_c, w_d, w_x (M2M eq. 13)
+        # w_c, w_d, w_x (M2M eq. 13)
+        self.p_gen = nn.Linear(d + hd + e, 1) if args.pointer_generator else None
         self.need_attn = False
 
     # --- state -------------------------------------------------------------------------------
@@ -297,7 +302,8 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         return output, extra
 
     def _recurrent_steps(self, hs, state, token_mask):
-        """Per step: gated write (M2M eq. 8-10), read (M2M eq. 7), token attention with coverage (M2M eq. 16-17).
+        """Per step: gated write (M2M eq. 8-10), read (M2M eq. 7), token attention with coverage
+        (M2M eq. 16-17).
 
         Returns ``hm`` (h^(m), B x T x H), ``alpha`` (B x T x S), ``read_attn`` (Psi, B x T x r, or
         None), the final ``memory``, ``read`` (m_t) and ``coverage``, and the per-step coverage
@@ -305,12 +311,13 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         memory, cov, keys = state["memory"], state["coverage"], state["keys"]
         m = state["read"]  # m_{t-1}, the previous step's read (None before the first step)
         hms, alphas, psis, cov_losses = [], [], [], []
-        # M2M eq. 17 keeps a B x S x A tanh per step for backward; above RECOMPUTE_ABOVE elements in all
-        # (long documents and summaries), it is recomputed in backward instead of stored
+        # M2M eq. 17 keeps a B x S x A tanh per step for backward; above RECOMPUTE_ABOVE elements in
+        # all (long documents and summaries), it is recomputed in backward instead of stored
         recompute = self.training and torch.is_grad_enabled() and keys.numel() * hs.size(1) > RECOMPUTE_ABOVE
         for t in range(hs.size(1)):
             h = hs[:, t]
-            if self.writer is not None and m is not None:  # M2M eq. 8-10: h^(d)_t with m_{t-1}, before the read
+            # M2M eq. 8-10: h^(d)_t with m_{t-1}, before the read
+            if self.writer is not None and m is not None:
                 memory = self.writer(h, m, memory)
             if self.reader is not None:  # M2M eq. 7
                 hm, m, psi = self.reader(h.unsqueeze(1), memory)
@@ -344,7 +351,8 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         beta = beta.to(dtype)
         bsz, tgt_len, slen = alpha.shape
         beta_tok = beta.gather(2, encoder_out["token_sent"].unsqueeze(1).expand(bsz, tgt_len, slen))
-        gamma = alpha.float() * beta_tok.float()  # M2M eq. 3 (in float32: the renormaliser may be tiny)
+        # M2M eq. 3 (in float32: the renormaliser may be tiny)
+        gamma = alpha.float() * beta_tok.float()
         gamma = (gamma / gamma.sum(-1, keepdim=True).clamp(min=1e-30)).to(dtype)
         return beta, gamma, torch.bmm(gamma, token_states)  # c_t
 
@@ -374,10 +382,12 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         return full
 
     def _aux_losses(self, prev_output_tokens, encoder_out, extra, beta, cov_losses):
-        """``mem_comp`` (from the encoder), ``mem_read`` (M2M eq. 11) and See et al.'s ``coverage``."""
+        """``mem_comp`` (from the encoder), ``mem_read`` (M2M eq. 11) and See et al.'s
+        ``coverage``."""
         aux = dict(encoder_out.get("aux_losses", {}))
         tgt_mask = prev_output_tokens.ne(self.dictionary.pad())
-        if "memory" in encoder_out and extra["read_attn"] is not None:  # M2M eq. 11 against the initial M_E
+        # M2M eq. 11 against the initial M_E
+        if "memory" in encoder_out and extra["read_attn"] is not None:
             aux["mem_read"] = read_loss(extra["read_attn"], encoder_out["memory"], beta, encoder_out["sent_states"], tgt_mask).mean()
         if cov_losses:
             per_step = torch.stack(cov_losses, dim=1) * tgt_mask
@@ -420,7 +430,8 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
         parser.add_argument("--coverage-loss", type=b, metavar="BOOL",
                             help="return See et al.'s coverage loss (aux loss 'coverage', weighted by the "
                                  "criterion's --coverage-loss-weight)")
-        # the memory flags share the --memory- prefix; --encoder-memory / --decoder-memory are the earlier spellings
+        # the memory flags share the --memory- prefix; --encoder-memory / --decoder-memory are the
+        # earlier spellings
         parser.add_argument("--memory-encoder", "--encoder-memory", dest="memory_encoder", type=b, metavar="BOOL",
                             help="memory compression M_E (M2M eq. 5-6)")
         parser.add_argument("--memory-decoder", "--decoder-memory", dest="memory_decoder", type=b, metavar="BOOL",
@@ -428,7 +439,8 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
         parser.add_argument("--memory-transfer", type=b, metavar="BOOL", help="M_D starts from M_E (else zeros)")
         parser.add_argument("--memory-slots", type=int, metavar="R", help="r, memory heads/slots (10)")
         parser.add_argument("--memory-attn-dim", type=int, metavar="N", help="d_a of M2M eq. 5 (128)")
-        add_checkpoint_args(parser)  # fairseq's transformer options: refused here by name (base_architecture)
+        # fairseq's transformer options: refused here by name (base_architecture)
+        add_checkpoint_args(parser)
         add_dropout_mask_arg(parser)
         # fmt: on
 
@@ -462,7 +474,8 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
     @classmethod
     def from_pretrained(cls, model_name_or_path, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs):
         """Hub interface summarizing raw text, with the tokenizer and BPE recorded in
-        ``DATA/prepare_args.json`` (validated keys only, given ones win), as ``SumTransformerModel``'s."""
+        ``DATA/prepare_args.json`` (validated keys only, given ones win), as
+        ``SumTransformerModel``'s."""
         from ...data_folder import hub_text_kwargs
 
         kwargs = hub_text_kwargs(model_name_or_path, data_name_or_path, kwargs)
@@ -477,8 +490,9 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
 def base_architecture(args):
     args.dropout = getattr(args, "dropout", 0.0)
     args.embed_dim = getattr(args, "embed_dim", 128)
-    # App. A.2 "all GRUs have the hidden size of 256": the bi-GRUs are read as 256 wide in all (2 x 128),
-    # which gives the paper's 14.7M parameters at a 50k vocabulary (14.60M; 2 x 256 would give 17.2M).
+    # App. A.2 "all GRUs have the hidden size of 256": the bi-GRUs are read as 256 wide in all (2 x
+    # 128), which gives the paper's 14.7M parameters at a 50k vocabulary (14.60M; 2 x 256 would give
+    # 17.2M).
     args.encoder_hidden_size = getattr(args, "encoder_hidden_size", 128)
     args.decoder_hidden_size = getattr(args, "decoder_hidden_size", 256)
     args.attention_dim = getattr(args, "attention_dim", args.decoder_hidden_size)
@@ -502,7 +516,8 @@ def base_architecture(args):
     args.memory_transfer = getattr(args, "memory_transfer", True)
     args.memory_slots = getattr(args, "memory_slots", 10)
     args.memory_attn_dim = getattr(args, "memory_attn_dim", 128)
-    # after the earlier names: every boolean option read as one ('False' from --model-overrides is False)
+    # after the earlier names: every boolean option read as one ('False' from --model-overrides is
+    # False)
     parse_bool_options(args, Mem2MemModel.add_args)
     for flag in ("checkpoint_activations", "offload_activations"):
         if getattr(args, flag, False):
@@ -513,7 +528,8 @@ def base_architecture(args):
 
 @register_model_architecture("mem2mem", "hred_base")
 def hred_base(args):
-    """Baseline HRED (§2, App. A.1): hierarchical encoder, pointer-generator, coverage; no memory."""
+    """Baseline HRED (§2, App. A.1): hierarchical encoder, pointer-generator, coverage; no
+    memory."""
     renamed_flag(args, "memory_encoder", "encoder_memory", False)
     renamed_flag(args, "memory_decoder", "decoder_memory", False)
     args.memory_transfer = getattr(args, "memory_transfer", False)
