@@ -206,6 +206,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.root:
         set_root(args.root)
+    if not os.path.isfile(os.path.join(REPO, "fairseq_sum_plugins", "__init__.py")):
+        p.error(f"--root {REPO}: no fairseq_sum_plugins package there (nothing to check)")
     if args.rooms:
         names, arrows = rooms(args.top_level_only)
         for name in sorted(names, key=lambda r: ([f for f, _ in FLOORS].index(names[r]), r)):

@@ -2,6 +2,8 @@
 import os
 import sys
 
+import pytest
+
 from helpers import REPO
 
 sys.path.insert(0, os.path.join(REPO, "scripts"))
@@ -63,6 +65,12 @@ def test_the_rooms_are_the_folders_on_their_floors():
     assert names["models/mem2mem"] == "models" and names["(root)"] == "base"
     floors = [f for f, _ in check_layering.FLOORS]
     assert all(floors.index(names[a]) >= floors.index(names[b]) for a, b in arrows)  # no arrow runs up
+
+
+def test_a_root_without_the_package_is_an_error_not_a_pass(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        check_layering.main(["--root", str(tmp_path)])
+    assert e.value.code == 2 and "no fairseq_sum_plugins package there" in capsys.readouterr().err
 
 
 def test_the_package_root_holds_at_most_eight_modules():
