@@ -61,8 +61,8 @@ def keep_batch_remainder():
     if getattr(original, "_keeps_remainder", False):
         return
 
-    def batch_by_size(indices, num_tokens_fn, num_tokens_vec=None, max_tokens=None, max_sentences=None,
-                      required_batch_size_multiple=1, fixed_shapes=None):
+    def batch_by_size(indices, num_tokens_fn, num_tokens_vec=None, max_tokens=None,
+                      max_sentences=None, required_batch_size_multiple=1, fixed_shapes=None):
         batches = original(indices, num_tokens_fn, num_tokens_vec, max_tokens, max_sentences,
                            required_batch_size_multiple, fixed_shapes)
         if fixed_shapes is not None:
@@ -140,13 +140,16 @@ def name_unreadable_checkpoints():
 
     def load_checkpoint_to_cpu(path, *args, **kwargs):
         if os.path.isfile(path) and os.path.getsize(path) == 0:
-            raise ValueError(f"checkpoint {path} is empty (0 bytes): an interrupted save? use another checkpoint")
+            raise ValueError(
+                f"checkpoint {path} is empty (0 bytes): an interrupted save? use another checkpoint"
+            )
         try:
             return original(path, *args, **kwargs)
         except (EOFError, pickle.UnpicklingError, RuntimeError) as err:
             if isinstance(err, RuntimeError) and "zip archive" not in str(err) and "central directory" not in str(err):
                 raise
-            raise ValueError(f"checkpoint {path} cannot be read (truncated or not a checkpoint): {err}") from err
+            raise ValueError(
+                f"checkpoint {path} cannot be read (truncated or not a checkpoint): {err}") from err
 
     load_checkpoint_to_cpu._names_file = True
     checkpoint_utils.load_checkpoint_to_cpu = load_checkpoint_to_cpu
@@ -535,7 +538,8 @@ def check_model_config_types(cfg, arch):
             continue
         value, flag = cfg[action.dest], action.option_strings[0]
         if action.type in (int, float):
-            numeric = isinstance(value, int) if action.type is int else isinstance(value, (int, float))
+            numeric = isinstance(value, int) if action.type is int else isinstance(
+                value, (int, float))
             if isinstance(value, bool) or not numeric:
                 kind = "a whole number" if action.type is int else "a number"
                 raise ValueError(f"model {arch}: {action.dest}={value!r} is not {kind} ({flag})")

@@ -53,8 +53,9 @@ def looks_like_sentencepiece(dictionary):
 
 
 def _bad(path, key, value, expected):
-    return ValueError(f"{path}: {key} = {value!r} is not valid ({expected}); this file is written by "
-                      "fairseq-sum-prepare: re-run it rather than editing the file")
+    return ValueError(
+        f"{path}: {key} = {value!r} is not valid ({expected}); this file is written by "
+        "fairseq-sum-prepare: re-run it rather than editing the file")
 
 
 def _choice(path, name, section, key, choices, out):
@@ -176,6 +177,7 @@ def hub_text_kwargs(model_name_or_path, data_name_or_path, kwargs):
         bpe = None if bpe_given else recorded.get("bpe")
     for key, value in {**(tok or {}), **(bpe or {})}.items():
         kwargs.setdefault(key, value)
-    if kwargs.get("bpe") == "sentencepiece" and not os.path.isabs(kwargs.get("sentencepiece_model", "/")):
+    if kwargs.get("bpe") == "sentencepiece" and not os.path.isabs(
+            kwargs.get("sentencepiece_model", "/")):
         kwargs["sentencepiece_model"] = os.path.join(data_dir, kwargs["sentencepiece_model"])
     return kwargs

@@ -78,4 +78,5 @@ def parse_bool_options(args, add_args):
         try:
             setattr(args, dest, bool_flag(value))
         except argparse.ArgumentTypeError:
-            raise ValueError(f"model option {dest} ({flag}) {value!r}: expected True or False") from None
+            raise ValueError(
+                f"model option {dest} ({flag}) {value!r}: expected True or False") from None

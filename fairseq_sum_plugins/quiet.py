@@ -30,7 +30,8 @@ HYDRA_WARNINGS = (
     r"\s*The strict flag in the compose API is deprecated",
 )
 CHATTY_LOGGERS = ("matplotlib", "PIL", "fairseq.tasks.text_to_speech", "fsspec", "datasets", "filelock")
-CLI_LOGGERS = ("fairseq_cli.train", "fairseq_cli.generate", "fairseq_cli.interactive", "fairseq_cli.validate")
+CLI_LOGGERS = ("fairseq_cli.train", "fairseq_cli.generate", "fairseq_cli.interactive",
+               "fairseq_cli.validate")
 
 
 def verbose():

@@ -109,7 +109,8 @@ def _pysbd_segmenter(lang):
     try:
         return pysbd.Segmenter(language=lang, clean=False)
     except ValueError as e:
-        raise ValueError(f"--sentence-splitter pysbd: language {lang!r} not supported ({e})") from None
+        raise ValueError(
+            f"--sentence-splitter pysbd: language {lang!r} not supported ({e})") from None
 
 
 def _line_splitter(splitter, lang):
@@ -117,7 +118,8 @@ def _line_splitter(splitter, lang):
         return _split_line_regex
     if splitter == "pysbd":
         return _pysbd_segmenter(lang).segment
-    raise ValueError(f"--sentence-splitter must be one of {', '.join(SENTENCE_SPLITTERS)}, got {splitter!r}")
+    raise ValueError(
+        f"--sentence-splitter must be one of {', '.join(SENTENCE_SPLITTERS)}, got {splitter!r}")
 
 
 def split_sentences(text, splitter=DEFAULT_SENTENCE_SPLITTER, lang="en"):

@@ -50,8 +50,8 @@ import numpy as np
 
 from fairseq_sum_plugins.scoring import rouge
 from fairseq_sum_plugins.scoring.bootstrap import bootstrap_statistics, percentile_interval
-from fairseq_sum_plugins.scoring.score_inputs import (add_reference_options, generate_inputs, hypothesis_inputs,
-                                              int_at_least)
+from fairseq_sum_plugins.scoring.score_inputs import (add_reference_options, generate_inputs,
+                                                      hypothesis_inputs, int_at_least)
 
 DEFAULT_METRICS = ("rouge1", "rouge2", "rougeL")
 METRICS = ("rouge1", "rouge2", "rougeL", "rougeL_plain", "meteor")
@@ -152,16 +152,19 @@ def paired_inputs(path_a, path_b, args):
     sys_a, sys_b = load_system(path_a, args), load_system(path_b, args)
     if set(sys_a) != set(sys_b):
         only = sorted(set(sys_a) ^ set(sys_b))
-        raise ValueError(f"{path_a} and {path_b} cover different samples ({len(sys_a)} vs {len(sys_b)}; "
-                         f"ids in one only: {only[:10]})")
+        raise ValueError(
+            f"{path_a} and {path_b} cover different samples ({len(sys_a)} vs {len(sys_b)}; "
+            f"ids in one only: {only[:10]})")
     ids = sorted(sys_a)
     for i in ids:
         ra, rb = sys_a[i][1], sys_b[i][1]
         if ra != rb:
             k = next((k for k, (x, y) in enumerate(zip(ra, rb)) if x != y), min(len(ra), len(rb)))
             at = slice(max(0, k - 20), k + 40)
-            raise ValueError(f"sample {i}: the references differ between {path_a} and {path_b} at character {k} "
-                             f"({ra[at]!r} vs {rb[at]!r}); pass the references with --data, --ref or --ref-jsonl")
+            raise ValueError(
+                f"sample {i}: the references differ between {path_a} and {path_b} at character {k} "
+                f"({ra[at]!r} vs {rb[at]!r}); pass the references with --data, --ref or --ref-jsonl"
+            )
     return [sys_a[i][0] for i in ids], [sys_b[i][0] for i in ids], [sys_a[i][1] for i in ids]
 
 
@@ -200,7 +203,8 @@ def plot_comparison(res, path, name_a="A", name_b="B"):
     names = list(res["metrics"])
     rows = [res["metrics"][m] for m in names]
     diff = np.array([100 * r["diff"] for r in rows])
-    err = np.array([[100 * (r["diff"] - r["ci"][0]) for r in rows], [100 * (r["ci"][1] - r["diff"]) for r in rows]])
+    err = np.array([[100 * (r["diff"] - r["ci"][0]) for r in rows],
+                    [100 * (r["ci"][1] - r["diff"]) for r in rows]])
     fig, ax = plt.subplots(figsize=(6, 0.6 * len(names) + 1.6))
     y = np.arange(len(names))[::-1]
     colors = ["tab:green" if r["p"] < 0.05 else "tab:gray" for r in rows]
@@ -209,7 +213,8 @@ def plot_comparison(res, path, name_a="A", name_b="B"):
     ax.scatter(diff, y, c=colors, zorder=3)
     ax.axvline(0, color="black", lw=0.8, ls="--")
     for yi, d, r in zip(y, diff, rows):
-        ax.annotate(f"p={r['p']:.3g}", (d, yi), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=8)
+        ax.annotate(f"p={r['p']:.3g}", (d, yi), textcoords="offset points", xytext=(0, 8),
+                    ha="center", fontsize=8)
     ax.set_yticks(y, [metric_name(res, m) for m in names])
     ax.set_ylim(-0.7, len(names) - 0.3)
     ax.set_xlabel(f"{name_a} - {name_b} (points, 95% paired-bootstrap CI)")
@@ -221,7 +226,8 @@ def plot_comparison(res, path, name_a="A", name_b="B"):
 def get_parser():
     p = argparse.ArgumentParser(prog="fairseq-sum-compare", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("sys_a", metavar="SYS_A", help="system A: fairseq-generate output or hypotheses, one per line")
+    p.add_argument("sys_a", metavar="SYS_A",
+                   help="system A: fairseq-generate output or hypotheses, one per line")
     p.add_argument("sys_b", metavar="SYS_B", help="system B, same documents and references")
     p.add_argument("more", nargs="*", metavar="SYS",
                    help="more systems for --html (the paired test above stays A vs B; the page "
@@ -329,7 +335,8 @@ def html_sources(args, paths, n):
         gen = GenerateOutput(paths[0])
         missing = [i for i in range(n) if i not in gen.sources]
         if missing:
-            raise ValueError(f"{paths[0]}: no S- line for sample ids {missing[:10]}: pass --src DOCS")
+            raise ValueError(
+                f"{paths[0]}: no S- line for sample ids {missing[:10]}: pass --src DOCS")
         return [clean_line(gen.sources[i]) for i in range(n)]
     if not os.path.isfile(args.src):
         raise ValueError(f"--src {args.src}: no such file")
@@ -346,9 +353,10 @@ def html_sources(args, paths, n):
         shown = GenerateOutput(paths[0]).sources
         for i in range(n):
             if i in shown and not starts_like(docs[i].replace("<sep>", " "), shown[i]):
-                raise ValueError(f"--src {args.src}: document {i} ({docs[i][:60]!r}) does not start "
-                                 f"with the S- line of {paths[0]} ({shown[i][:60]!r}): documents "
-                                 "of another split or data set")
+                raise ValueError(
+                    f"--src {args.src}: document {i} ({docs[i][:60]!r}) does not start "
+                    f"with the S- line of {paths[0]} ({shown[i][:60]!r}): documents "
+                    "of another split or data set")
     return [clean_line(d, detok=False) for d in docs]
 
 
@@ -376,7 +384,8 @@ def html_page(args, res):
     ids = sorted(loaded[0])
     for p, sysm in zip(paths[1:], loaded[1:]):
         if sorted(sysm) != ids or any(sysm[i][1] != loaded[0][i][1] for i in ids):
-            raise ValueError(f"{p} does not cover the samples of {paths[0]} with the same references")
+            raise ValueError(
+                f"{p} does not cover the samples of {paths[0]} with the same references")
     if ids != list(range(len(ids))):
         raise ValueError(f"{paths[0]}: the page needs every document of the split (sample ids "
                          f"0..n-1), got {len(ids)} ids up to {ids[-1]}")

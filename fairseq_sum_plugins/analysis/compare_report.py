@@ -138,7 +138,9 @@ def table(rows):
     """Markdown table, one row per label."""
     meteor = any("meteor" in r["scores"] for r in rows)
     head = ["model", "params", "updates", "valid loss", "valid nll", "ROUGE-1", "ROUGE-2", "ROUGE-L"]
-    impls = sorted({r["scores"].get("meteor_impl", "nltk") for r in rows if "meteor" in r["scores"]})
+    impls = sorted(
+        {r["scores"].get("meteor_impl", "nltk")
+         for r in rows if "meteor" in r["scores"]})
     head += [f"METEOR ({', '.join(impls)})"] if meteor else []
     use = any(r.get("source_use") for r in rows)
     head += ["source gain (bits)", "distinct"] if use else []
@@ -203,7 +205,8 @@ def write_report(out_dir, labels):
                   "written whatever the document, and differences involving them say nothing about summarization.", ""]
     parts += ["![learning curves](learning_curve.png)", "", "## Models", ""]
     parts += [f"- `{r['spec']}`" for r in rows]
-    tests = [(r["label"], _read(os.path.join(out_dir, r["label"], f"vs_{labels[0]}.txt"))) for r in rows[1:]]
+    tests = [(r["label"], _read(os.path.join(out_dir, r["label"], f"vs_{labels[0]}.txt")))
+             for r in rows[1:]]
     if any(text for _, text in tests):
         parts += ["", f"## Paired significance against `{labels[0]}` (fairseq-sum-compare)", ""]
         for label, text in tests:
@@ -232,8 +235,8 @@ if __name__ == "__main__":
 
 # --------------------------------------------------------------------------------- HTML report
 COPY_N = 3  # a run of COPY_N words shared by the source and an output counts as copied
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
-          "#7f7f7f")  # tab10: ten systems before a colour repeats
+COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+          "#bcbd22", "#7f7f7f")  # tab10: ten systems before a colour repeats
 _WORD_KEY = re.compile(r"[^\w]+")
 SORT_KEYS = (("id", "document order"), ("r2", "largest ROUGE-2 spread between systems"),
              ("r1", "largest ROUGE-1 spread between systems"),

@@ -39,8 +39,8 @@ import sys
 
 from ..scoring.rouge import Scorer, add_scorer_options
 from ..scoring.rouge_text import clean_summary, sentence_separators, split_summary
-from ..scoring.score_inputs import (ScoreInputError, add_reference_options, find_data_dir, generate_inputs,
-                            read_lines)
+from ..scoring.score_inputs import (ScoreInputError, add_reference_options, find_data_dir,
+                                    generate_inputs, read_lines)
 from ..text import SENT_SEP
 
 DECODINGS, REFERENCES, SOURCES = "decodings.txt", "references.txt", "sources.txt"
@@ -66,9 +66,11 @@ def data_sha256(data, split="test"):
     def example_file(n):
         if n.startswith("dict.") and n.endswith(".txt"):
             return True
-        return n.startswith(split + ".") and (n.endswith((".bin", ".idx")) or n == f"{split}.ref.jsonl")
+        return n.startswith(split + ".") and (n.endswith(
+            (".bin", ".idx")) or n == f"{split}.ref.jsonl")
 
-    names = sorted(n for n in os.listdir(data) if os.path.isfile(os.path.join(data, n)) and example_file(n))
+    names = sorted(n for n in os.listdir(data)
+                   if os.path.isfile(os.path.join(data, n)) and example_file(n))
     if not any(n.startswith(split + ".") for n in names):
         raise ScoreInputError(f"{data}: no files of the {split} split")
     h = hashlib.sha256()

@@ -94,7 +94,8 @@ def hypotheses_fingerprint(path):
             if m:
                 sid = int(m.group(1))
                 if sid in lines:
-                    raise ValueError(f"{path}:{lineno}: a second H- line for sample {sid} (use --nbest 1)")
+                    raise ValueError(
+                        f"{path}:{lineno}: a second H- line for sample {sid} (use --nbest 1)")
                 lines[sid] = line.rstrip("\n")
     if not lines:
         raise ValueError(f"{path}: no H- lines (is this fairseq-generate output?)")
@@ -114,7 +115,8 @@ def fingerprint(ckpt_path, generate_output=None):
     # a text file, a cut-short file, a pickle of other classes: torch raises many kinds
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise ValueError(f"{ckpt_path}: not a readable torch checkpoint ({type(e).__name__}: {first})") from None
+        raise ValueError(
+            f"{ckpt_path}: not a readable torch checkpoint ({type(e).__name__}: {first})") from None
     if not isinstance(state, dict) or "model" not in state:
         raise ValueError(f"{ckpt_path}: not a fairseq checkpoint (no 'model' entry)")
     out = {"params": params_fingerprint(state["model"]), "tensors": len(state["model"]),
@@ -148,13 +150,15 @@ def head_data(data, out, n, split="test"):
             raise ValueError(f"{data}/{stem}.bin: not a fairseq mmap dataset")
         kept = min(n, len(ds))
         vocab = len(Dictionary.load(os.path.join(data, f"dict.{stem.rsplit('.', 1)[-1]}.txt")))
-        builder = indexed_dataset.make_builder(os.path.join(out, stem + ".bin"), impl="mmap", vocab_size=vocab)
+        builder = indexed_dataset.make_builder(os.path.join(out, stem + ".bin"), impl="mmap",
+                                               vocab_size=vocab)
         for i in range(kept):
             builder.add_item(ds[i])
         builder.finalize(os.path.join(out, stem + ".idx"))
     refs = os.path.join(data, f"{split}.ref.jsonl")
     if os.path.isfile(refs):
-        with open(refs, encoding="utf-8") as f, open(os.path.join(out, f"{split}.ref.jsonl"), "w", encoding="utf-8") as g:
+        with open(refs, encoding="utf-8") as f, open(os.path.join(out, f"{split}.ref.jsonl"), "w",
+                                                     encoding="utf-8") as g:
             for i, line in enumerate(f):
                 if i == kept:
                     break
@@ -230,8 +234,8 @@ def _compare_table(rows, verdict):
     lines.append("")
     for pinned, v in verdict.items():
         what = "pinned arithmetic" if pinned else "as torch picks for the CPU"
-        lines.append(f"PINNED={pinned} ({what}): {len(v['cpus'])} CPU models, "
-                     + ("every one computed the same bits" if v["all_equal"] else "NOT all the same bits"))
+        lines.append(f"PINNED={pinned} ({what}): {len(v['cpus'])} CPU models, " + (
+            "every one computed the same bits" if v["all_equal"] else "NOT all the same bits"))
     return "\n".join(lines)
 
 
@@ -239,7 +243,8 @@ def cli_main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--path", help="fairseq checkpoint")
     p.add_argument("--generate-output", help="fairseq-generate stdout decoded with that checkpoint")
-    p.add_argument("--compare", metavar="DIR", help="compare the runs of recipes/aclsum/cross_cpu.sh in DIR")
+    p.add_argument("--compare", metavar="DIR",
+                   help="compare the runs of recipes/aclsum/cross_cpu.sh in DIR")
     p.add_argument("--json", help="also write the fingerprint (or the comparison) here")
     args = p.parse_args(argv)
     if (args.path is None) == (args.compare is None):

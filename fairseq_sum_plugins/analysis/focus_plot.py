@@ -35,7 +35,8 @@ def collect_focus(model, src_tokens):
     "sigma": H x m, "m": m}}`` (positions are 1-based, as in ETADS eq. 7)."""
     mods = focus_modules(model)
     if not mods:
-        raise ValueError("this model has no focus attention (train with --focus-layers or --arch etads_base)")
+        raise ValueError(
+            "this model has no focus attention (train with --focus-layers or --arch etads_base)")
     model.eval()
     for _, m in mods:
         m.keep_focus = True
@@ -57,7 +58,9 @@ def focus_stats(focus):
     the layers, heads and positions of :func:`collect_focus`'s output (positions 1-based)."""
     dist, scope = [], []
     for layer in focus.values():
-        mu, sigma = torch.tensor(layer["mu"], dtype=torch.float64), torch.tensor(layer["sigma"], dtype=torch.float64)
+        mu, sigma = torch.tensor(layer["mu"],
+                                 dtype=torch.float64), torch.tensor(layer["sigma"],
+                                                                    dtype=torch.float64)
         pos = torch.arange(1, mu.shape[-1] + 1, dtype=torch.float64)
         dist.append(float((mu - pos).abs().mean()) / layer["m"])
         scope.append(float(sigma.mean()) / layer["m"])
@@ -95,16 +98,17 @@ def plot_focus(focus, path, title=""):
 
     layers = list(focus)
     heads = len(focus[layers[0]]["mu"])
-    fig, axes = plt.subplots(len(layers), heads, figsize=(2.2 * heads, 2.0 * len(layers)), squeeze=False,
-                             sharex=True, sharey=True)
+    fig, axes = plt.subplots(len(layers), heads, figsize=(2.2 * heads, 2.0 * len(layers)),
+                             squeeze=False, sharex=True, sharey=True)
     for r, name in enumerate(layers):
         f = focus[name]
         pos = list(range(1, f["m"] + 1))
         for h in range(heads):
             ax = axes[r][h]
             mu, sigma = f["mu"][h], f["sigma"][h]
-            band = ax.fill_between(pos, [a - b for a, b in zip(mu, sigma)], [a + b for a, b in zip(mu, sigma)],
-                                   color="tab:blue", alpha=0.25, linewidth=0)
+            band = ax.fill_between(pos, [a - b for a, b in zip(mu, sigma)],
+                                   [a + b for a, b in zip(mu, sigma)], color="tab:blue", alpha=0.25,
+                                   linewidth=0)
             line, = ax.plot(pos, mu, color="tab:blue", linewidth=1)
             diag, = ax.plot(pos, pos, color="grey", linewidth=0.8, linestyle=":")
             ax.set_ylim(0, f["m"] + 1)
@@ -116,8 +120,10 @@ def plot_focus(focus, path, title=""):
             if r == len(layers) - 1:
                 ax.set_xlabel("query position i", fontsize=7)
             ax.tick_params(labelsize=6)
-    fig.legend([line, band, diag], ["centre mu~_i (ETADS eq. 6)", "scope mu~_i +- sigma~_i (focal bias > -2)",
-                                     "mu~_i = i (no shift)"], loc="lower center", ncol=3, fontsize=7, frameon=False)
+    fig.legend([line, band, diag], [
+        "centre mu~_i (ETADS eq. 6)", "scope mu~_i +- sigma~_i (focal bias > -2)",
+        "mu~_i = i (no shift)"
+    ], loc="lower center", ncol=3, fontsize=7, frameon=False)
     head = "ETADS focus attention: centre and scope of every query position"
     fig.suptitle(f"{head}\n{title}" if title else head, fontsize=9)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
@@ -163,7 +169,8 @@ def main(argv=None):
     import fairseq_sum_plugins  # noqa: F401  (registers the task and models)
     from fairseq import checkpoint_utils
 
-    models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task([args.path], arg_overrides={"data": args.data})
+    models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task(
+        [args.path], arg_overrides={"data": args.data})
     model = models[0].cpu().float()
     task.load_dataset(args.split)
     src = task.dataset(args.split)[args.index]["source"]

@@ -47,23 +47,27 @@ def get_parser():
     p.add_argument("--path", required=True, help="checkpoint of a gated model")
     p.add_argument("--gen-subset", default="test")
     p.add_argument("--thresholds", type=float, nargs="+", default=DEFAULT_THRESHOLDS)
-    p.add_argument("--max-examples", type=int, default=1000, help="first N examples of the subset (paper: 1k)")
+    p.add_argument("--max-examples", type=int, default=1000,
+                   help="first N examples of the subset (paper: 1k)")
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--max-len-b", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--doc-index", type=int, default=0, help="example shown in gate_scores.png")
     p.add_argument("--max-doc-tokens", type=int, default=80, help="words shown in gate_scores.png")
-    p.add_argument("--gpt2-encoder-json", help="with --gpt2-vocab-bpe: GPT-2 ids (BART data) shown as words")
+    p.add_argument("--gpt2-encoder-json",
+                   help="with --gpt2-vocab-bpe: GPT-2 ids (BART data) shown as words")
     p.add_argument("--gpt2-vocab-bpe")
     p.add_argument("--plot-threshold", type=float, default=0.1,
                    help="threshold drawn in gate_scores.png (default: the paper's 0.1)")
-    p.add_argument("--bpe-symbol", default="sentencepiece", help="post-processing of dictionary strings")
+    p.add_argument("--bpe-symbol", default="sentencepiece",
+                   help="post-processing of dictionary strings")
     p.add_argument("--cpu", action="store_true", help="stay on CPU even with a GPU")
-    p.add_argument("--timing-rounds", type=int, default=0, metavar="N",
-                   help="after the sweep, time generation at every threshold again in N interleaved rounds "
-                        "(each round decodes the examples once per threshold, the order rotated by one each "
-                        "round): the table's speed-up is the median over rounds of each threshold's words/s "
-                        "over the first threshold's in the same round (0: only the sweep's single timing)")
+    p.add_argument(
+        "--timing-rounds", type=int, default=0, metavar="N",
+        help="after the sweep, time generation at every threshold again in N interleaved rounds "
+        "(each round decodes the examples once per threshold, the order rotated by one each "
+        "round): the table's speed-up is the median over rounds of each threshold's words/s "
+        "over the first threshold's in the same round (0: only the sweep's single timing)")
     p.add_argument("--reference", action="store_true",
                    help="the checkpoint has no gates (a sweep's reference model): one row at sparsity 0, no gate figure")
     p.add_argument("--out-dir", required=True)
@@ -76,7 +80,8 @@ def load(data, path, cuda, reference=False):
 
     import fairseq_sum_plugins  # noqa: F401  (registers the models and the task)
 
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([path],
+                                                                    arg_overrides={"data": data})
     model = models[0].eval()
     if cuda:
         model.cuda()
@@ -84,8 +89,9 @@ def load(data, path, cuda, reference=False):
 
     gates = information_gates([model])
     if not gates and not reference:
-        raise SystemExit(f"{path} has no information selection layer (train with --info-gate or a *_gated arch; "
-                         "--reference scores a model without gates)")
+        raise SystemExit(
+            f"{path} has no information selection layer (train with --info-gate or a *_gated arch; "
+            "--reference scores a model without gates)")
     if gates and reference:
         raise SystemExit(f"--reference: {path} has information selection gates; drop --reference")
     return model, task, gates
@@ -101,7 +107,8 @@ def batches(task, subset, n, batch_size):
 
 def sweep(model, task, gates, args, cuda):
     scorer = rouge.scorer_from_args(args)
-    gen = task.build_generator([model], Namespace(beam=args.beam, max_len_a=0, max_len_b=args.max_len_b))
+    gen = task.build_generator([model],
+                               Namespace(beam=args.beam, max_len_a=0, max_len_b=args.max_len_b))
     rows = []
     for t in args.thresholds:
         for g in gates:
@@ -110,13 +117,15 @@ def sweep(model, task, gates, args, cuda):
         hyps, refs, words, seconds = generate_all(model, task, gen, args, cuda)
         texts = set(hyps)
         dropped, total = gates[0].sparsity() if gates else (0, 0)
-        gain = source_gain(model, task, args.gen_subset, args.max_examples, args.batch_size, cuda)["gain"]
+        gain = source_gain(model, task, args.gen_subset, args.max_examples, args.batch_size,
+                           cuda)["gain"]
         for g in gates:  # the source-gain forwards counted too
             g.counts = None
         r1, r2, rl = rouge_f1(scorer, hyps, refs)
-        rows.append(dict(threshold=t, sparsity=100 * dropped / max(total, 1), dropped=dropped, tokens=total,
-                         rouge1=r1, rouge2=r2, rougeL=rl, n=len(hyps), words_per_s=words / seconds,
-                         source_gain=gain, distinct=len(texts)))
+        rows.append(
+            dict(threshold=t, sparsity=100 * dropped / max(total, 1), dropped=dropped, tokens=total,
+                 rouge1=r1, rouge2=r2, rougeL=rl, n=len(hyps), words_per_s=words / seconds,
+                 source_gain=gain, distinct=len(texts)))
         logger.info(f"threshold {t:g}: sparsity {rows[-1]['sparsity']:.2f}% R-1 {r1:.2f} R-2 {r2:.2f} R-L {rl:.2f} "
                     f"source gain {gain:.3f} bits, {len(texts)} distinct summaries of {len(hyps)}")
     return rows
@@ -146,7 +155,8 @@ def interleaved_timing(model, task, gates, args, cuda, rounds):
     threshold, starting at threshold ``k mod n``. Returns per threshold ``{'timing_words_per_s':
     [per round], 'speedup': median over rounds of words/s over the first threshold's words/s of the
     same round}``."""
-    gen = task.build_generator([model], Namespace(beam=args.beam, max_len_a=0, max_len_b=args.max_len_b))
+    gen = task.build_generator([model],
+                               Namespace(beam=args.beam, max_len_a=0, max_len_b=args.max_len_b))
     n = len(args.thresholds)
     speeds = [[0.0] * rounds for _ in range(n)]
     for k in range(rounds):
@@ -160,8 +170,10 @@ def interleaved_timing(model, task, gates, args, cuda, rounds):
             f"t={t:g} {speeds[i][k]:.1f} words/s" for i, t in enumerate(args.thresholds)))
     for g in gates:
         g.counts = None
-    return [{"timing_words_per_s": speeds[i],
-             "speedup": float(np.median([speeds[i][k] / speeds[0][k] for k in range(rounds)]))} for i in range(n)]
+    return [{
+        "timing_words_per_s": speeds[i],
+        "speedup": float(np.median([speeds[i][k] / speeds[0][k] for k in range(rounds)]))
+    } for i in range(n)]
 
 
 def rouge_f1(scorer, hyps, refs):
@@ -208,8 +220,9 @@ def plot_curve(rows, png):
     ax.grid(alpha=0.3)
     ax.margins(x=0.12, y=0.15)
     fig.tight_layout()
-    place_labels(ax, list(points), ["t=" + ",".join(ts) for ts in points.values()],
-                 offsets=((0, 7), (0, -13), (6, 2), (-6, 2), (0, 17), (0, -23), (6, -10), (-6, -10)))
+    place_labels(
+        ax, list(points), ["t=" + ",".join(ts) for ts in points.values()],
+        offsets=((0, 7), (0, -13), (6, 2), (-6, 2), (0, 17), (0, -23), (6, -10), (-6, -10)))
     fig.savefig(png, dpi=120)
     plt.close(fig)
 
@@ -248,17 +261,21 @@ def plot_gates(tokens, scores, png, max_words=80, threshold=0.1, title=""):
     closed = sum(v <= threshold for v in values)
     words, values = words[:max_words], values[:max_words]
     fig, ax = plt.subplots(figsize=(max(6, 0.2 * len(words)), 3.8))
-    ax.bar(range(len(words)), values, color=["lightgrey" if v <= threshold else "tab:blue" for v in values])
-    ax.axhline(threshold, color="tab:red", lw=1, ls="--", label=f"threshold t = {threshold:g} (grey: removed)")
+    ax.bar(range(len(words)), values,
+           color=["lightgrey" if v <= threshold else "tab:blue" for v in values])
+    ax.axhline(threshold, color="tab:red", lw=1, ls="--",
+               label=f"threshold t = {threshold:g} (grey: removed)")
     ax.legend(loc="upper right", fontsize=7)
     ax.set_xticks(range(len(words)))
     ax.set_xticklabels(words, rotation=90, fontsize=7)
     ax.set_xlim(-0.6, len(words) - 0.4)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("gate g_i (max over the word's pieces)")
-    shown = "" if len(words) == len(join_pieces(tokens, scores)[0]) else f", first {len(words)} shown"
-    ax.set_title(f"Gate scores of {title or 'one document'}\nthreshold t = {threshold:g}: {closed} of "
-                 f"{len(join_pieces(tokens, scores)[0])} words removed{shown}", fontsize=9)
+    shown = "" if len(words) == len(join_pieces(tokens,
+                                                scores)[0]) else f", first {len(words)} shown"
+    ax.set_title(
+        f"Gate scores of {title or 'one document'}\nthreshold t = {threshold:g}: {closed} of "
+        f"{len(join_pieces(tokens, scores)[0])} words removed{shown}", fontsize=9)
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)
@@ -276,7 +293,8 @@ def gpt2_pieces(tokens, encoder_json, vocab_bpe):
         if not (t.isdigit() and int(t) in bpe.decoder):
             out.append(t)
             continue
-        text = bytearray(bpe.byte_decoder[c] for c in bpe.decoder[int(t)]).decode("utf-8", errors="replace")
+        text = bytearray(bpe.byte_decoder[c]
+                         for c in bpe.decoder[int(t)]).decode("utf-8", errors="replace")
         out.append("▁" + text.strip() if text[:1].isspace() else text)
     return out
 
@@ -296,7 +314,8 @@ def main(argv=None):
         parser.error(f"--timing-rounds must be >= 0, got {args.timing_rounds}")
     if args.timing_rounds and (args.reference or len(args.thresholds) < 2):
         parser.error("--timing-rounds compares thresholds: give two or more --thresholds, without --reference")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
     cuda = torch.cuda.is_available() and not args.cpu
     try:
         rouge.scorer_from_args(args).check()
@@ -308,7 +327,8 @@ def main(argv=None):
     os.makedirs(args.out_dir, exist_ok=True)
     rows = sweep(model, task, gates, args, cuda)
     if args.timing_rounds:
-        for r, t in zip(rows, interleaved_timing(model, task, gates, args, cuda, args.timing_rounds)):
+        timings = interleaved_timing(model, task, gates, args, cuda, args.timing_rounds)
+        for r, t in zip(rows, timings):
             r.update(t, timing_rounds=args.timing_rounds)
     md = table(rows)
     print(md)

@@ -45,7 +45,8 @@ def split_sentences(tokens, dictionary, sep):
 
 
 def sentence_text(ids, dictionary):
-    return " ".join(clean_summary(dictionary.string(torch.tensor(ids, dtype=torch.long)))) if ids else ""
+    return " ".join(clean_summary(dictionary.string(torch.tensor(ids,
+                                                                 dtype=torch.long)))) if ids else ""
 
 
 def select_sentences(A, num_sentences):
@@ -104,7 +105,8 @@ def plot_matrix(matrix, path, xlabel, title):
 
     plt = pyplot()
     matrix = np.asarray(matrix, dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(max(5, 0.25 * matrix.shape[1] + 2.5), max(3, 0.3 * matrix.shape[0] + 1.6)))
+    fig, ax = plt.subplots(figsize=(max(5, 0.25 * matrix.shape[1] + 2.5),
+                                    max(3, 0.3 * matrix.shape[0] + 1.6)))
     lo, hi = float(matrix.min()), float(matrix.max())
     im = ax.imshow(matrix, aspect="auto", cmap="Blues", vmin=lo, vmax=hi if hi > lo else lo + 1e-6)
     for size, set_ticks in ((matrix.shape[1], ax.set_xticks), (matrix.shape[0], ax.set_yticks)):
@@ -126,7 +128,8 @@ def extract(model, task, split, lead, batch_size, max_docs=0, use_cuda=False, or
 
     dictionary = task.source_dictionary
     sep = model.encoder.sep
-    itr = task.get_batch_iterator(task.dataset(split), max_sentences=batch_size, ignore_invalid_inputs=True)
+    itr = task.get_batch_iterator(task.dataset(split), max_sentences=batch_size,
+                                  ignore_invalid_inputs=True)
     results, picks = {}, {}
     with torch.no_grad():
         for sample in itr.next_epoch_itr(shuffle=False):
@@ -139,10 +142,12 @@ def extract(model, task, split, lead, batch_size, max_docs=0, use_cuda=False, or
                 src = utils.strip_pad(net_input["src_tokens"][b], dictionary.pad()).cpu()
                 sents = split_sentences(src, dictionary, sep)
                 chosen = select_sentences(A[b], int(num_sent[b]))
-                ref = task.target_dictionary.string(utils.strip_pad(sample["target"][b], dictionary.pad()).cpu())
+                ref = task.target_dictionary.string(
+                    utils.strip_pad(sample["target"][b], dictionary.pad()).cpu())
                 texts = [sentence_text(s, dictionary) for s in sents]
                 oracle = oracle_sentences(texts, " ".join(clean_summary(ref)), oracle_max)
-                picks[idx] = ([j for j in chosen if j < len(sents)], list(range(min(lead, len(sents)))), oracle, len(sents))
+                picks[idx] = ([j for j in chosen if j < len(sents)],
+                              list(range(min(lead, len(sents)))), oracle, len(sents))
                 results[idx] = (
                     [sentence_text(sents[j], dictionary) for j in chosen if j < len(sents)],
                     [sentence_text(s, dictionary) for s in sents[:lead]],
@@ -155,8 +160,8 @@ def extract(model, task, split, lead, batch_size, max_docs=0, use_cuda=False, or
     oracle, sizes = [picks[i][2] for i in ids], [picks[i][3] for i in ids]
     agreement = {"memory": oracle_agreement([picks[i][0] for i in ids], oracle, sizes),
                  f"lead-{lead}": oracle_agreement([picks[i][1] for i in ids], oracle, sizes)}
-    return (ids, [results[i][0] for i in ids], [results[i][1] for i in ids], [results[i][2] for i in ids],
-            [results[i][3] for i in ids], agreement)
+    return (ids, [results[i][0] for i in ids], [results[i][1] for i in ids],
+            [results[i][2] for i in ids], [results[i][3] for i in ids], agreement)
 
 
 def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200, use_cuda=False):
@@ -172,8 +177,10 @@ def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200, use
         n = int(enc["sent_mask"].sum())
         A = enc["write_attn"][0, :, :n].float().cpu()
         paths = [os.path.join(out_dir, "write_attn.png")]
-        plot_matrix(A, paths[0], "input sentence (1-based, document order)",
-                    f"memory write attention A: slot x sentence\n({split} document #{index}, {n} sentences)")
+        plot_matrix(
+            A, paths[0], "input sentence (1-based, document order)",
+            f"memory write attention A: slot x sentence\n({split} document #{index}, {n} sentences)"
+        )
         generator = task.build_generator([model], Namespace(beam=beam, max_len_b=max_len_b))
         hypo = task.inference_step(generator, [model], sample)[0][0]["tokens"]
         eos = task.target_dictionary.eos()
@@ -192,19 +199,24 @@ def _fmt(name, res):
 
 
 def cli_main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data", help="binarized data dir (fairseq-sum-prepare's OUT/bin)")
     parser.add_argument("--path", required=True, help="Mem2Mem checkpoint (with an encoder memory)")
     parser.add_argument("--split", default="test")
-    parser.add_argument("--lead", type=int, default=0, help="k of the Lead-k baseline (default: the number of slots)")
+    parser.add_argument("--lead", type=int, default=0,
+                        help="k of the Lead-k baseline (default: the number of slots)")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-docs", type=int, default=0, help="0 = the whole split")
     add_scorer_options(parser)  # --scorer, --sentence-sep, ... as fairseq-sum-score's
     parser.add_argument("--out", required=True, help="output directory")
-    parser.add_argument("--png-index", type=int, default=None, help="draw the A / Psi heatmaps of this document")
-    parser.add_argument("--beam", type=int, default=4, help="beam of the summary drawn in the Psi heatmap")
+    parser.add_argument("--png-index", type=int, default=None,
+                        help="draw the A / Psi heatmaps of this document")
+    parser.add_argument("--beam", type=int, default=4,
+                        help="beam of the summary drawn in the Psi heatmap")
     parser.add_argument("--max-len-b", type=int, default=200)
-    parser.add_argument("--oracle-max", type=int, default=3, help="most sentences of the greedy oracle (>= 1)")
+    parser.add_argument("--oracle-max", type=int, default=3,
+                        help="most sentences of the greedy oracle (>= 1)")
     parser.add_argument("--cpu", action="store_true")
     parser.add_argument("--skip-without-memory", action="store_true",
                         help="a model without an encoder memory (e.g. Table 2's HRED / + Decoder Mem rows): print a "
@@ -216,7 +228,8 @@ def cli_main(argv=None):
     import fairseq_sum_plugins  # noqa: F401  (registers the model and the task)
     from fairseq import checkpoint_utils
 
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.path], arg_overrides={"data": args.data})
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [args.path], arg_overrides={"data": args.data})
     model = models[0]
     if getattr(model.encoder, "compression", None) is None:
         if args.skip_without_memory:
@@ -231,9 +244,11 @@ def cli_main(argv=None):
     task.load_dataset(args.split)
     os.makedirs(args.out, exist_ok=True)
 
-    ids, mem, leads, refs, n_sel, agreement = extract(model, task, args.split, lead, args.batch_size, args.max_docs,
-                                                      use_cuda, args.oracle_max)
-    scorer = scorer_from_args(args, refs, bootstrap_samples=1000 if args.scorer == "official" else 0)
+    ids, mem, leads, refs, n_sel, agreement = extract(model, task, args.split, lead,
+                                                      args.batch_size, args.max_docs, use_cuda,
+                                                      args.oracle_max)
+    scorer = scorer_from_args(args, refs,
+                              bootstrap_samples=1000 if args.scorer == "official" else 0)
     scores = {"memory": scorer.corpus(mem, refs), f"lead-{lead}": scorer.corpus(leads, refs)}
     for name, summaries in (("extractive.txt", mem), ("lead.txt", leads)):
         with open(os.path.join(args.out, name), "w", encoding="utf-8") as f:
@@ -251,7 +266,8 @@ def cli_main(argv=None):
         print(f"{name:12s} oracle sentences: precision {100 * agr['precision']:.1f}% (chance "
               f"{100 * agr['chance_precision']:.1f}%), recall {100 * agr['recall']:.1f}%")
     if args.png_index is not None:
-        for path in plot_document(model, task, args.split, args.png_index, args.out, args.beam, args.max_len_b, use_cuda):
+        for path in plot_document(model, task, args.split, args.png_index, args.out, args.beam,
+                                  args.max_len_b, use_cuda):
             print(f"wrote {path}")
 
 

@@ -79,7 +79,8 @@ def mean_sd(values):
     if not values:
         return None, None
     mean = sum(values) / len(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+    sd = math.sqrt(sum(
+        (v - mean)**2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
     return mean, sd
 
 
@@ -118,8 +119,9 @@ def summary_table(runs):
         base = BASELINES.get(label)
         _, diffs = paired_differences(runs, label, base) if base else ([], [])
         diff = f"{fmt(diffs)} vs `{base}`" if diffs else "-"
-        lines.append(f"| `{label}` | {', '.join(map(str, r['seeds']))} | {fmt(r['rouge1'])} | {fmt(r['rouge2'])} | "
-                     f"{fmt(r['rougeL'])} | {fmt(r['source_gain'], 3)} | {fmt(r['distinct'], 0)} | {diff} |")
+        lines.append(
+            f"| `{label}` | {', '.join(map(str, r['seeds']))} | {fmt(r['rouge1'])} | {fmt(r['rouge2'])} | "
+            f"{fmt(r['rougeL'])} | {fmt(r['source_gain'], 3)} | {fmt(r['distinct'], 0)} | {diff} |")
     return "\n".join(lines)
 
 
@@ -141,7 +143,8 @@ def probe_cells(root, runs, labels=("base", "tpt"), tasks=("pos", "dep")):
                     continue
                 for key, v in grid["cells"].items():
                     layer, rep = key.split("/")
-                    cells.setdefault(task, {}).setdefault(label, {}).setdefault((int(layer), rep), []).append(100 * v["f1"])
+                    cells.setdefault(task, {}).setdefault(label, {}).setdefault(
+                        (int(layer), rep), []).append(100 * v["f1"])
                 majority.setdefault(task, {}).setdefault(label, []).append(100 * grid["majority"])
     return cells, majority
 
@@ -173,13 +176,16 @@ def plot_probe_grid(cells, png):
     colours = {"base": "tab:grey", "tpt": "tab:blue"}
     for ax, task in zip(axes[0], tasks):
         by_label = cells[task]
-        keys = sorted({k for grid in by_label.values() for k in grid}, key=lambda k: (k[0], REPS.index(k[1])))
+        keys = sorted({k
+                       for grid in by_label.values()
+                       for k in grid}, key=lambda k: (k[0], REPS.index(k[1])))
         width = 0.8 / max(len(by_label), 1)
         for j, (label, grid) in enumerate(by_label.items()):
             stats = [mean_sd(grid.get(k, [])) for k in keys]
             ax.bar([i + j * width for i in range(len(keys))], [m or 0 for m, _ in stats], width,
                    yerr=[s or 0 for _, s in stats], color=colours.get(label), label=label, capsize=2)
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(keys))], [f"L{k[0]}\n{k[1]}" for k in keys], fontsize=7)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(keys))],
+                      [f"L{k[0]}\n{k[1]}" for k in keys], fontsize=7)
         ax.set_ylabel("probe F1 x 100")
         ax.set_title(f"{task.upper()} probing (mean +- sd over seeds)", fontsize=9)
         ax.legend(fontsize=8, frameon=False)
@@ -211,8 +217,10 @@ def sweep_rows(root, runs, label):
     words_per_s)."""
     if label not in runs:
         return []
-    return [rows for rows in _per_seed(root, label, runs[label]["seeds"], os.path.join("sweep", "gate_sweep.json"))
-            if rows]
+    return [
+        rows for rows in _per_seed(root, label, runs[label]["seeds"],
+                                   os.path.join("sweep", "gate_sweep.json")) if rows
+    ]
 
 
 def sweep_table(per_seed):
@@ -236,8 +244,11 @@ def timing_table(root, runs, label):
     threshold's words/s over the first threshold's)."""
     if label not in runs:
         return ""
-    per_seed = [rows for rows in _per_seed(root, label, runs[label]["seeds"], os.path.join("timing", "gate_sweep.json"))
-                if rows and all("speedup" in r for r in rows)]
+    per_seed = [
+        rows for rows in _per_seed(root, label, runs[label]["seeds"],
+                                   os.path.join("timing", "gate_sweep.json"))
+        if rows and all("speedup" in r for r in rows)
+    ]
     if not per_seed:
         return ""
     rounds = sorted({r["timing_rounds"] for seed in per_seed for r in seed})
@@ -263,8 +274,9 @@ def plot_sweeps(sweeps, png):
         if not per_seed:
             continue
         t = [r["threshold"] for r in per_seed[0]]
-        for ax, key, name in zip(axes, ("sparsity", "rouge1", "source_gain"),
-                                 ("sparsity (% of source removed)", "ROUGE-1", "source gain (bits/token)")):
+        for ax, key, name in zip(
+                axes, ("sparsity", "rouge1", "source_gain"),
+            ("sparsity (% of source removed)", "ROUGE-1", "source gain (bits/token)")):
             values = np.array([[r[key] for r in seed] for seed in per_seed if len(seed) == len(t)])
             ax.plot(t, values.mean(0), marker="o", color=colour, label=label)
             if len(values) > 1:
@@ -322,7 +334,8 @@ def mem2mem_table(root, runs):
                   "| summaries | 1-grams | 2-grams | 3-grams | 4-grams |", "|---|---|---|---|---|"]
         for label, per_seed in novel.items():
             lines.append(f"| `{label}` | " + " | ".join(
-                fmt([r and 100 * r.get(f"novel_{n}gram_hyp", float("nan")) for r in per_seed], 1) for n in range(1, 5)) + " |")
+                fmt([r and 100 * r.get(f"novel_{n}gram_hyp", float("nan")) for r in per_seed], 1)
+                for n in range(1, 5)) + " |")
         ref = next((r for per_seed in novel.values() for r in per_seed if r), None)
         if ref:
             lines.append("| gold | " + " | ".join(f"{100 * ref.get(f'novel_{n}gram_ref', float('nan')):.1f}"
@@ -338,10 +351,11 @@ def mem2mem_table(root, runs):
                       "| extraction | ROUGE-1 | oracle precision (%) | chance precision (%) | oracle recall (%) |",
                       "|---|---|---|---|---|"]
             for name in ("memory", lead):
-                lines.append(f"| {name} | {fmt([100 * e['scores'][name]['rouge1'] for e in ext])} | "
-                             f"{fmt([100 * e['oracle_agreement'][name]['precision'] for e in ext], 1)} | "
-                             f"{fmt([100 * e['oracle_agreement'][name]['chance_precision'] for e in ext], 1)} | "
-                             f"{fmt([100 * e['oracle_agreement'][name]['recall'] for e in ext], 1)} |")
+                lines.append(
+                    f"| {name} | {fmt([100 * e['scores'][name]['rouge1'] for e in ext])} | "
+                    f"{fmt([100 * e['oracle_agreement'][name]['precision'] for e in ext], 1)} | "
+                    f"{fmt([100 * e['oracle_agreement'][name]['chance_precision'] for e in ext], 1)} | "
+                    f"{fmt([100 * e['oracle_agreement'][name]['recall'] for e in ext], 1)} |")
             lines.append(f"\nSentences picked per document: {fmt([e['mean_selected_sentences'] for e in ext])}\n")
     return "\n".join(lines)
 
@@ -401,7 +415,8 @@ def write_report(root):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("root", help="the recipe's output folder (seed<S>/<label>/ run folders)")
     args = p.parse_args(argv)
     if not os.path.isdir(args.root):

@@ -195,7 +195,8 @@ def align_labels(summaries, tokens, path):
         first_of_sentence.setdefault(tok["sentence"], k - tok["index"])
         out.append([si, j, tok["label"], tok.get("head")])
     if len(tokens) > len(words):
-        raise ValueError(f"{path}:{tokens[len(words)]['line']}: more tokens than summary words ({len(words)})")
+        raise ValueError(
+            f"{path}:{tokens[len(words)]['line']}: more tokens than summary words ({len(words)})")
     for k, row in enumerate(out):
         if row[3] is not None:
             tok = tokens[k]
@@ -257,7 +258,8 @@ def entity_spans(aligned):
     """NEL spans ``(summary, [word indices], type)`` from BIO tags or runs of bare types."""
     spans, cur = [], None
     for si, j, label, _ in aligned:
-        prefix, _, kind = label.partition("-") if label[:2] in ("B-", "I-", "E-", "S-") else ("", "", label)
+        tagged = label[:2] in ("B-", "I-", "E-", "S-")
+        prefix, _, kind = label.partition("-") if tagged else ("", "", label)
         if label == "O" or (cur and (cur[0] != si or cur[2] != kind or prefix in ("B", "S"))):
             cur = None
         if label == "O":
@@ -286,7 +288,8 @@ def probe_points(model, sublayer="cross"):
     layers = getattr(getattr(model, "decoder", None), "layers", None)
     name = f"{sublayer}_attn_binding"
     if layers is None or not all(hasattr(layer, name) for layer in layers):
-        raise ValueError("probing needs a sum_transformer decoder (TP-Transformer / T5-style presets)")
+        raise ValueError(
+            "probing needs a sum_transformer decoder (TP-Transformer / T5-style presets)")
     return [getattr(layer, name) for layer in layers]
 
 
@@ -377,7 +380,8 @@ def train_probe(x, y, num_classes, epochs=100, lr=1e-2, batch_size=512, seed=1):
 
     def predict(x_new):
         with torch.no_grad():
-            return linear((torch.as_tensor(x_new, dtype=torch.float32) - mean) / std).argmax(-1).numpy()
+            return linear(
+                (torch.as_tensor(x_new, dtype=torch.float32) - mean) / std).argmax(-1).numpy()
 
     return predict
 
@@ -467,23 +471,28 @@ def get_parser():
                    help="POS tags, dependency labels (word + head) or named-entity types (spans)")
     p.add_argument("--labels", help="CoNLL-U (.conllu) or CoNLL labels of --split's summaries")
     p.add_argument("--split", default="train", help="summaries the probes are trained on")
-    p.add_argument("--eval-split", help="summaries the probes are evaluated on (with --eval-labels)")
+    p.add_argument("--eval-split",
+                   help="summaries the probes are evaluated on (with --eval-labels)")
     p.add_argument("--eval-labels", help="labels of --eval-split")
     p.add_argument("--eval-data", metavar="DIR",
                    help="binarized data dir of --eval-split (default: DATA), e.g. the model's own "
                         "summaries binarized with DATA's dictionaries")
-    p.add_argument("--heldout", type=float, default=0.2,
-                   help="without --eval-split: share of --split's summaries held out for evaluation")
+    p.add_argument(
+        "--heldout", type=float, default=0.2,
+        help="without --eval-split: share of --split's summaries held out for evaluation")
     p.add_argument("--spacy-model", help="label the summaries with this installed spaCy pipeline")
     p.add_argument("--pos-field", choices=["xpos", "upos"], default="xpos",
                    help="CoNLL-U POS column (xpos: PTB tags as CoreNLP writes, the paper's)")
     p.add_argument("--word-column", type=int, default=1, help="CoNLL (not -U): 1-based word column")
-    p.add_argument("--label-column", type=int, default=-1, help="CoNLL (not -U): 1-based label column (negative: from the end, -1: last)")
+    p.add_argument("--label-column", type=int, default=-1,
+                   help="CoNLL (not -U): 1-based label column (negative: from the end, -1: last)")
     p.add_argument("--sublayer", choices=["cross", "self"], default="cross")
-    p.add_argument("--write-words", metavar="FILE", help="write --split's summary words for a tagger and stop")
-    p.add_argument("--max-summaries", type=int, default=2000,
-                   help="use the first N summaries of each split (0: all); the features take "
-                        "words x layers x 3 x d_m x 4 bytes (2000 XSum summaries, base model: ~1.7 GB)")
+    p.add_argument("--write-words", metavar="FILE",
+                   help="write --split's summary words for a tagger and stop")
+    p.add_argument(
+        "--max-summaries", type=int, default=2000,
+        help="use the first N summaries of each split (0: all); the features take "
+        "words x layers x 3 x d_m x 4 bytes (2000 XSum summaries, base model: ~1.7 GB)")
     p.add_argument("--epochs", type=int, default=100)
     p.add_argument("--batch-size", type=int, default=32, help="summaries per forward pass")
     p.add_argument("--seed", type=int, default=1)
@@ -497,12 +506,15 @@ def _labelled(args, task, model, split, labels):
     """(features, aligned labels, summaries) of one split."""
     summaries = summary_words(task, split, args.max_summaries)
     if args.spacy_model:
-        tokens, source = spacy_labels(summaries, args.spacy_model, args.probe_task, args.pos_field), "spaCy"
+        tokens, source = spacy_labels(summaries, args.spacy_model, args.probe_task,
+                                      args.pos_field), "spaCy"
     else:
-        tokens, source = read_conll(labels, args.probe_task, args.pos_field, args.word_column, args.label_column), labels
+        tokens, source = read_conll(labels, args.probe_task, args.pos_field, args.word_column,
+                                    args.label_column), labels
         tokens = labels_of_summaries(tokens, labels, task, split, summaries, args.max_summaries)
     aligned = align_labels(summaries, tokens, source)
-    return decoder_features(model, task, split, summaries, args.sublayer, args.batch_size), aligned, summaries
+    return decoder_features(model, task, split, summaries, args.sublayer,
+                            args.batch_size), aligned, summaries
 
 
 def _heldout(data, fraction, seed):
@@ -522,10 +534,12 @@ def main(argv=None):
 
     try:
         if not (args.write_words or args.labels or args.spacy_model):
-            raise ValueError("--labels FILE (or --spacy-model NAME, or --write-words FILE) is required")
+            raise ValueError(
+                "--labels FILE (or --spacy-model NAME, or --write-words FILE) is required")
         if args.eval_split and not (args.eval_labels or args.spacy_model):
             raise ValueError("--eval-split needs --eval-labels (or --spacy-model)")
-        models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.path], arg_overrides={"data": args.data})
+        models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+            [args.path], arg_overrides={"data": args.data})
         model = models[0]
         if torch.cuda.is_available() and not args.cpu:
             model.cuda()
@@ -549,7 +563,8 @@ def main(argv=None):
     print(f"{args.probe_task.upper()} probing of {args.path} ({args.sublayer}-attention bindings)")
     print(format_grid(grid, num_layers))
     if args.png:
-        plot_grid(grid, num_layers, args.png, f"{args.probe_task.upper()} probe, {args.sublayer}-attention bindings")
+        plot_grid(grid, num_layers, args.png,
+                  f"{args.probe_task.upper()} probe, {args.sublayer}-attention bindings")
         print(f"wrote {args.png}")
     if args.json:
         cells = {f"{layer + 1}/{rep}": v for (layer, rep), v in grid["cells"].items()}

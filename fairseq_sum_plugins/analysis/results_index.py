@@ -261,8 +261,10 @@ def add_verdicts(models, table_dir):
     random_delta, documents = data.get("random_delta"), data.get("documents")
     for f in models.values():
         f["verdict"] = [
-            verdict(spec, random_delta, nll, bag, gain, distinct, documents)["label"] if spec else None
-            for spec, nll, gain, distinct in zip(f["specificity"], f["nll"], f["source_gain"], f["distinct"])]
+            verdict(spec, random_delta, nll, bag, gain, distinct,
+                    documents)["label"] if spec else None for spec, nll, gain, distinct in zip(
+                        f["specificity"], f["nll"], f["source_gain"], f["distinct"])
+        ]
 
 
 def _parity_figures(record, root):

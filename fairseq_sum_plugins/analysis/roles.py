@@ -22,7 +22,8 @@ def collect_role_usage(model, batches, threshold=0.98, pad=1):
     count}}``."""
     bindings = [(n, m) for n, m in model.named_modules() if type(m).__name__ == "TPRBinding"]
     if not bindings or bindings[0][1].mode != "discrete":
-        raise ValueError("role analysis needs a TP-Transformer with discrete roles (--tpr discrete)")
+        raise ValueError(
+            "role analysis needs a TP-Transformer with discrete roles (--tpr discrete)")
     for _, m in bindings:
         m.keep_role_attn = True
     stats = {n: {"peaked": 0, "n": 0, "usage": np.zeros(m.num_roles)} for n, m in bindings}
@@ -86,7 +87,8 @@ def plot_role_usage(stats, path, threshold=0.98):
 
 
 def cli_main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data", help="binarized data dir (fairseq-sum-prepare's OUT/bin)")
     parser.add_argument("--path", required=True, help="checkpoint")
     parser.add_argument("--split", default="valid")
@@ -101,13 +103,15 @@ def cli_main():
     import fairseq_sum_plugins  # noqa: F401  (registers the model and the task)
     from fairseq import checkpoint_utils, utils
 
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.path], arg_overrides={"data": args.data})
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [args.path], arg_overrides={"data": args.data})
     model = models[0]
     use_cuda = torch.cuda.is_available() and not args.cpu
     if use_cuda:
         model.cuda()
     task.load_dataset(args.split)
-    itr = task.get_batch_iterator(task.dataset(args.split), max_tokens=args.max_tokens).next_epoch_itr(shuffle=False)
+    itr = task.get_batch_iterator(task.dataset(args.split),
+                                  max_tokens=args.max_tokens).next_epoch_itr(shuffle=False)
 
     def batches():
         for i, sample in enumerate(itr):
@@ -116,7 +120,8 @@ def cli_main():
             yield utils.move_to_cuda(sample) if use_cuda else sample
 
     stats = collect_role_usage(model, batches(), args.threshold, task.target_dictionary.pad())
-    total_peaked = sum(s["peaked"] * s["n"] for s in stats.values()) / max(sum(s["n"] for s in stats.values()), 1)
+    total_peaked = sum(s["peaked"] * s["n"]
+                       for s in stats.values()) / max(sum(s["n"] for s in stats.values()), 1)
     print(f"{'sublayer':45s} {'max>' + str(args.threshold):>10s} {'roles used':>10s}")
     for name, s in stats.items():
         print(f"{name:45s} {100 * s['peaked']:9.1f}% {sum(u > 0.01 for u in s['usage']):10d}")

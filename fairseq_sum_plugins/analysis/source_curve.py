@@ -38,7 +38,8 @@ def interval_checkpoints(folder):
 def data_files(data, subset):
     """``{name: [size, mtime]}`` of the dictionaries and the binarized ``subset``: a folder prepared
     again in the same place is another cache key (and meets the checkpoint's dictionary check)."""
-    names = ["dict.src.txt", "dict.tgt.txt"] + glob.glob(os.path.join(glob.escape(data), f"{glob.escape(subset)}.*"))
+    names = ["dict.src.txt", "dict.tgt.txt"] + glob.glob(
+        os.path.join(glob.escape(data), f"{glob.escape(subset)}.*"))
     found = {}
     for name in names:
         path = os.path.join(data, os.path.basename(name))
@@ -65,7 +66,8 @@ def checkpoint_gain(path, data, subset, max_examples):
 
     from .source_use import source_gain
 
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides={"data": data})
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([path],
+                                                                    arg_overrides={"data": data})
     gain = source_gain(models[0], task, subset, max_examples)
     with open(cache, "w", encoding="utf-8") as f:
         json.dump({"key": key, "gain": gain}, f)
@@ -83,11 +85,12 @@ def plot(curves, png, subset):
         ax_nll.plot(ups, [p["nll_own"] for p in points], marker="o", ms=3, label=label)
     ax_gain.axhline(0, color="grey", lw=0.8)
     ax_gain.axhline(READS, color="grey", lw=0.8, ls="--")
-    ax_gain.annotate(f"reads: {READS} bits", (0.01, READS), xycoords=("axes fraction", "data"), xytext=(0, 3),
-                     textcoords="offset points", fontsize=7, color="grey")
+    ax_gain.annotate(f"reads: {READS} bits", (0.01, READS), xycoords=("axes fraction", "data"),
+                     xytext=(0, 3), textcoords="offset points", fontsize=7, color="grey")
     ax_gain.set(xlabel="updates", ylabel="source gain (bits / summary token)",
                 title=f"Does the model read its document? ({subset})")
-    ax_nll.set(xlabel="updates", ylabel="NLL given own document (bits / token)", title=f"Summary NLL ({subset})")
+    ax_nll.set(xlabel="updates", ylabel="NLL given own document (bits / token)",
+               title=f"Summary NLL ({subset})")
     ax_gain.legend(fontsize=7)
     save(fig, png)
 

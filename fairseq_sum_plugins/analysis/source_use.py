@@ -74,7 +74,8 @@ def source_gain(model, task, subset="test", max_examples=None, batch_size=16, cu
         with torch.no_grad():
             for start in range(0, n, batch_size):
                 ids = range(start, min(start + batch_size, n))
-                for items, acc in (([ds[i] for i in ids], "own"), ([_other_source(ds, i, (i + 1) % n) for i in ids], "other")):
+                for items, acc in (([ds[i] for i in ids], "own"),
+                                   ([_other_source(ds, i, (i + 1) % n) for i in ids], "other")):
                     sample = ds.collater(items)
                     sample = utils.move_to_cuda(sample) if cuda else sample
                     bits, count = _nll_bits(model, sample, pad)
@@ -109,7 +110,8 @@ def get_parser():
     p.add_argument("--max-examples", type=int, default=1000)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--side-data", default="", help="as fairseq-generate's --side-data (e.g. theta)")
-    p.add_argument("--generate-output", help="fairseq-generate output of the same model: adds distinct outputs")
+    p.add_argument("--generate-output",
+                   help="fairseq-generate output of the same model: adds distinct outputs")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--cpu", action="store_true", help="stay on CPU even with a GPU")
     return p
@@ -124,7 +126,8 @@ def main(argv=None):
     overrides = {"data": args.data}
     if args.side_data:
         overrides["side_data"] = args.side_data
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.path], arg_overrides=overrides)
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.path],
+                                                                    arg_overrides=overrides)
     cuda = torch.cuda.is_available() and not args.cpu
     model = models[0].cuda() if cuda else models[0]
     try:

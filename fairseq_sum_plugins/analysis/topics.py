@@ -29,7 +29,8 @@ from collections import Counter
 import numpy as np
 
 from ..features.topic_assistant.similarity import (  # noqa: F401  (this module's names before the move)
-    format_ss, load_topic_model, semantic_similarity, semantic_similarity_scores, summary_similarities)
+    format_ss, load_topic_model, semantic_similarity, semantic_similarity_scores,
+    summary_similarities)
 from .plotting import place_labels, pyplot
 
 
@@ -77,7 +78,8 @@ def _word_end_share(dictionary, starts, data, max_docs):
     if dataset is None:
         return None
     n = min(len(dataset), max_docs)
-    tokens = np.concatenate([dataset[i].numpy() for i in range(n)]) if n else np.zeros(0, dtype=np.int64)
+    tokens = np.concatenate([dataset[i].numpy()
+                             for i in range(n)]) if n else np.zeros(0, dtype=np.int64)
     boundary = starts | (np.arange(len(starts)) < dictionary.nspecial) | ~np.array(
         [any(c.isalnum() for c in sym) for sym in dictionary.symbols])
     following = np.append(boundary[tokens[1:]], True) if len(tokens) else np.zeros(0, dtype=bool)
@@ -112,8 +114,9 @@ def plot_main(args):
         ax.text(theta[k], y, f" {theta[k]:.2f}", va="center", fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("theta (topic proportion of the document)")
-    ax.set_title(f"{args.split} document #{args.index}: its top {len(top)} of {model.num_topics} topics\n"
-                 f"each with its {args.words} most relevant whole words", fontsize=9)
+    ax.set_title(
+        f"{args.split} document #{args.index}: its top {len(top)} of {model.num_topics} topics\n"
+        f"each with its {args.words} most relevant whole words", fontsize=9)
     fig.tight_layout()
     fig.savefig(args.png, dpi=120)
     plt.close(fig)
@@ -157,8 +160,8 @@ def map_main(args):
     if rest.any():
         ax.scatter(coords[rest, 0], coords[rest, 1], color="lightgrey", s=12,
                    label=f"{len(topics) - len(shown)} other topics")
-    ax.legend(title="colour: the word's most likely topic (its top words)", fontsize=7, title_fontsize=8,
-              loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax.legend(title="colour: the word's most likely topic (its top words)", fontsize=7,
+              title_fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     ax.set_xlabel("PC 1")
     ax.set_ylabel("PC 2")
     title = f"{len(ids)} most frequent whole words: PCA of p(topic | word)"
@@ -226,10 +229,13 @@ def attention_main(args):
     from fairseq import checkpoint_utils
 
     overrides = {"data": args.data}
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.path], arg_overrides=overrides)
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.path],
+                                                                    arg_overrides=overrides)
     task.load_dataset(args.split)
-    itr = task.get_batch_iterator(task.dataset(args.split), max_sentences=args.batch_size, ignore_invalid_inputs=True)
-    batches = (b for i, b in enumerate(itr.next_epoch_itr(shuffle=False)) if not args.max_batches or i < args.max_batches)
+    itr = task.get_batch_iterator(task.dataset(args.split), max_sentences=args.batch_size,
+                                  ignore_invalid_inputs=True)
+    batches = (b for i, b in enumerate(itr.next_epoch_itr(shuffle=False))
+               if not args.max_batches or i < args.max_batches)
     result = topic_attention(models[0], batches, task.target_dictionary.pad())
     share = np.asarray(result["share"])
     print(f"share of decoder self-attention on the {result['n_prefix']} topic positions ({result['tokens']} summary "
@@ -261,8 +267,9 @@ def attention_main(args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="Topic Assistant analyses (a document's topics, the topic map); "
-                                "semantic similarity: fairseq-sum-score --topic-model")
+    p = argparse.ArgumentParser(
+        description="Topic Assistant analyses (a document's topics, the topic map); "
+        "semantic similarity: fairseq-sum-score --topic-model")
     sub = p.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("plot", help="a document's top topics with their top words, as a PNG")
     g.add_argument("data")
@@ -271,15 +278,18 @@ def main(argv=None):
     g.add_argument("--topics", type=int, default=5)
     g.add_argument("--words", type=int, default=8)
     g.add_argument("--png", default="topics.png")
-    m = sub.add_parser("map", help="2-D PCA map of the Phi rows of the most frequent tokens, as a PNG")
+    m = sub.add_parser("map",
+                       help="2-D PCA map of the Phi rows of the most frequent tokens, as a PNG")
     m.add_argument("data")
     m.add_argument("--tokens", type=int, default=80)
     m.add_argument("--png", default="topic_map.png")
     for q in (g, m):
         q.add_argument("--topic-model", default=None)
-    a = sub.add_parser("attention", help="a trained model's decoder self-attention on the TEMA topic prefix")
+    a = sub.add_parser("attention",
+                       help="a trained model's decoder self-attention on the TEMA topic prefix")
     a.add_argument("data")
-    a.add_argument("--path", required=True, help="checkpoint of a model with TEMA (transformer_ta_*)")
+    a.add_argument("--path", required=True,
+                   help="checkpoint of a model with TEMA (transformer_ta_*)")
     a.add_argument("--split", default="valid")
     a.add_argument("--batch-size", type=int, default=16)
     a.add_argument("--max-batches", type=int, default=0, help="0: the whole split")

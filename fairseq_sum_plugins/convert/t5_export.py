@@ -117,8 +117,9 @@ def check_exportable(args, ckpt):
 
     arch = getattr(args, "arch", None) or getattr(args, "_name", None)
     if ARCH_MODEL_REGISTRY.get(arch) is not SumTransformerModel:
-        raise T5ExportError(f"{ckpt}: --arch {arch} is not a sum_transformer with the T5 cell; only T5-cell "
-                            "checkpoints (t5_small, t5_base, imports of fairseq-sum-import-t5) can be exported")
+        raise T5ExportError(
+            f"{ckpt}: --arch {arch} is not a sum_transformer with the T5 cell; only T5-cell "
+            "checkpoints (t5_small, t5_base, imports of fairseq-sum-import-t5) can be exported")
     if getattr(args, "cell", "default") != "t5":
         raise T5ExportError(f"{ckpt}: --arch {arch} uses --cell {getattr(args, 'cell', 'default')}, not the T5 cell "
                             "(--cell t5), which is the only one HF's T5 computes")
@@ -130,15 +131,17 @@ def check_exportable(args, ckpt):
         raise T5ExportError(f"{ckpt}: " + "; ".join(f"{name} ({flag})" for name, flag in found)
                             + ": HF's T5ForConditionalGeneration has no place for it; only the plain T5 cell exports")
     if not getattr(args, "share_all_embeddings", True):
-        raise T5ExportError(f"{ckpt}: --share-all-embeddings False: T5 has one embedding matrix for the encoder "
-                            "and the decoder")
+        raise T5ExportError(
+            f"{ckpt}: --share-all-embeddings False: T5 has one embedding matrix for the encoder "
+            "and the decoder")
     for what in ("embed_dim", "ffn_embed_dim", "attention_heads"):
         enc, dec = getattr(args, "encoder_" + what), getattr(args, "decoder_" + what)
         if enc != dec:
             raise T5ExportError(f"{ckpt}: --encoder-{what.replace('_', '-')} {enc} != --decoder-"
                                 f"{what.replace('_', '-')} {dec}: HF's T5 has one value for both")
     if getattr(args, "activation_fn", "relu") != "relu":
-        raise T5ExportError(f"{ckpt}: --activation-fn {args.activation_fn}: T5 v1.0's feed-forward is ReLU")
+        raise T5ExportError(
+            f"{ckpt}: --activation-fn {args.activation_fn}: T5 v1.0's feed-forward is ReLU")
 
 
 def refuse_non_empty(out_dir, force):
@@ -179,7 +182,8 @@ def load_model(ckpt, data):
     from fairseq import checkpoint_utils
 
     try:
-        models, _, task = checkpoint_utils.load_model_ensemble_and_task([ckpt], arg_overrides={"data": data})
+        models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+            [ckpt], arg_overrides={"data": data})
     except (ValueError, KeyError, RuntimeError, OSError) as e:
         raise T5ExportError(f"{ckpt} with data {data}: {e}") from None
     return models[0].eval(), task
@@ -188,8 +192,9 @@ def load_model(ckpt, data):
 def data_dir_of(ckpt, info, given):
     data = given or (info["data"] or "").split(os.pathsep)[0]
     if not data or not os.path.isfile(os.path.join(data, "dict.src.txt")):
-        raise T5ExportError(f"{data or '(none recorded)'}: no dict.src.txt; pass --data, the data folder {ckpt} "
-                            "was trained on (its dictionary, spm.model and prepare_args.json)")
+        raise T5ExportError(
+            f"{data or '(none recorded)'}: no dict.src.txt; pass --data, the data folder {ckpt} "
+            "was trained on (its dictionary, spm.model and prepare_args.json)")
     return data
 
 
@@ -255,7 +260,8 @@ def hf_state_dict(model, cfg, order, ckpt, untied):
         tensor = state.pop(row.fairseq)
         tensor = tensor[rows] if row.rotate else tensor
         if tensor.size(0) % len(row.hf):
-            raise T5ExportError(f"{ckpt}: {row.fairseq} has {tensor.size(0)} rows, not {len(row.hf)} equal parts")
+            raise T5ExportError(
+                f"{ckpt}: {row.fairseq} has {tensor.size(0)} rows, not {len(row.hf)} equal parts")
         for name, part in zip(row.hf, tensor.split(tensor.size(0) // len(row.hf))):
             if name in out and not torch.equal(out[name], part):  # encoder and decoder embeddings
                 raise T5ExportError(f"{ckpt}: {row.fairseq} differs from the other copy of {name}; T5 shares one matrix")
@@ -339,9 +345,10 @@ def read_unigram_model(spm_path):
     """:func:`read_spm_model`, refusing what a ``tokenizers`` Unigram model does not reproduce."""
     spm = read_spm_model(spm_path)
     if spm["model_type"] != "unigram" or spm["whitespace_suffix"]:
-        raise T5ExportError(f"{spm_path}: a sentencepiece {spm['model_type']} model"
-                            f"{' with whitespace as suffix' if spm['whitespace_suffix'] else ''}: the export "
-                            "writes a unigram tokenizer (fairseq-sum-prepare --model-type unigram, the default)")
+        raise T5ExportError(
+            f"{spm_path}: a sentencepiece {spm['model_type']} model"
+            f"{' with whitespace as suffix' if spm['whitespace_suffix'] else ''}: the export "
+            "writes a unigram tokenizer (fairseq-sum-prepare --model-type unigram, the default)")
     return spm
 
 
@@ -354,9 +361,10 @@ def check_pieces_in_dictionary(spm, dict_path, spm_path):
     symbols = set(Dictionary.load(dict_path).symbols)
     missing = [s for s, (_, kind) in spm["pieces"].items() if kind in (NORMAL, USER_DEFINED, BYTE) and s not in symbols]
     if missing:
-        raise T5ExportError(f"{dict_path}: {len(missing)} pieces of {spm_path} are not in it ({', '.join(missing[:5])}"
-                            f"{' ...' if len(missing) > 5 else ''}); fairseq reads them as <unk>, which the exported "
-                            "tokenizer cannot reproduce (fairseq-sum-prepare writes every piece into dict.txt)")
+        raise T5ExportError(
+            f"{dict_path}: {len(missing)} pieces of {spm_path} are not in it ({', '.join(missing[:5])}"
+            f"{' ...' if len(missing) > 5 else ''}); fairseq reads them as <unk>, which the exported "
+            "tokenizer cannot reproduce (fairseq-sum-prepare writes every piece into dict.txt)")
 
 
 def _oniguruma(text):
@@ -415,7 +423,8 @@ def build_tokenizer(symbols, spm, special, spm_path="spm.model"):
     normal = [score for score, kind in kept.values() if kind == NORMAL]
     floor = min(normal or [score for score, _ in kept.values()])
     vocab = [(s, kept[s][0] if s in kept else floor) for s in symbols]
-    tok = Tokenizer(Unigram(vocab, unk_id=symbols.index("<unk>"), byte_fallback=spm["byte_fallback"]))
+    tok = Tokenizer(
+        Unigram(vocab, unk_id=symbols.index("<unk>"), byte_fallback=spm["byte_fallback"]))
     steps = [normalizers.Precompiled(spm["charsmap"])] if spm["charsmap"] else []
     # spaces only: sentencepiece leaves other whitespace to the charsmap
     if spm["remove_extra_whitespaces"]:
@@ -429,7 +438,8 @@ def build_tokenizer(symbols, spm, special, spm_path="spm.model"):
     pre = []
     if spm["add_dummy_prefix"]:
         pre.append(pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=False))
-    user = sorted((s for s, (_, kind) in kept.items() if kind == USER_DEFINED), key=len, reverse=True)
+    user = sorted((s for s, (_, kind) in kept.items() if kind == USER_DEFINED), key=len,
+                  reverse=True)
     if user:  # sentencepiece emits user-defined pieces (<sep>) whole wherever they occur
         pre.append(pre_tokenizers.Split(Regex("|".join(re.escape(s) for s in user)), behavior="isolated"))
     if pairs:  # a cut after `a` where `b` follows
@@ -437,7 +447,8 @@ def build_tokenizer(symbols, spm, special, spm_path="spm.model"):
         pre.append(pre_tokenizers.Split(Regex(pattern), behavior="merged_with_previous"))
     if pre:
         tok.pre_tokenizer = pre_tokenizers.Sequence(pre)
-    steps = [decoders.Replace("\u2581", " ")] + ([decoders.ByteFallback()] if spm["byte_fallback"] else [])
+    steps = [decoders.Replace("\u2581", " ")
+             ] + ([decoders.ByteFallback()] if spm["byte_fallback"] else [])
     if spm["add_dummy_prefix"]:
         steps += [decoders.Fuse(), decoders.Strip(content=" ", left=1, right=0)]
     tok.decoder = decoders.Sequence(steps)
@@ -462,16 +473,18 @@ def read_scores(path):
             scores = json.load(f)
     except (OSError, ValueError, UnicodeDecodeError) as e:
         raise T5ExportError(f"--scores {path}: cannot read it as JSON ({e})") from None
-    if not isinstance(scores, dict) or not all(_number(scores.get(k)) for k in ("rouge1", "rouge2", "rougeL")):
-        raise T5ExportError(f"--scores {path}: not the output of fairseq-sum-score --json (rouge1, rouge2, rougeL "
-                            "numbers expected)")
+    if not isinstance(scores, dict) or not all(
+            _number(scores.get(k)) for k in ("rouge1", "rouge2", "rougeL")):
+        raise T5ExportError(
+            f"--scores {path}: not the output of fairseq-sum-score --json (rouge1, rouge2, rougeL "
+            "numbers expected)")
     return scores
 
 
 def _score_rows(scores):
     rows = []
-    for key, label in (("rouge1", "ROUGE-1 F1"), ("rouge2", "ROUGE-2 F1"), ("rougeL", "ROUGE-L F1 (summary-level)"),
-                       ("meteor", "METEOR")):
+    for key, label in (("rouge1", "ROUGE-1 F1"), ("rouge2", "ROUGE-2 F1"),
+                       ("rougeL", "ROUGE-L F1 (summary-level)"), ("meteor", "METEOR")):
         value = scores.get(key)
         if not _number(value):
             continue
@@ -611,16 +624,18 @@ def model_card(name, ckpt, args, info, prepare, cfg, t5_vocab, scores, scores_pa
     lines += ["", "## Input text", ""]
     if moses.get("tokenizer") == "sum_moses":
         lower = ", lower-cased" if moses.get("sum_lowercase") else ""
-        split = (" with ` <sep> ` between sentences" if moses.get("sum_sentence_split", True) else "")
+        split = (" with ` <sep> ` between sentences"
+                 if moses.get("sum_sentence_split", True) else "")
         lines += [
             f"The training text was Moses-tokenized (language `{moses.get('moses_lang', 'en')}`{lower}){split} "
             "before sentencepiece. The tokenizer here is that sentencepiece model only: give it text prepared "
-            "the same way, e.g.", "",
-            "```python", "from fairseq_sum_plugins.text import tokenize_document  # or sacremoses by hand",
+            "the same way, e.g.", "", "```python",
+            "from fairseq_sum_plugins.text import tokenize_document  # or sacremoses by hand",
             f"text = tokenize_document(raw, lang={moses.get('moses_lang', 'en')!r}, "
             f"lowercase={bool(moses.get('sum_lowercase'))}, sentence_split={moses.get('sum_sentence_split', True)!r}, "
             f"splitter={moses.get('sentence_splitter', 'regex')!r})", "```", "",
-            "Summaries come out in the same form (Moses tokens, `<sep>` between sentences).", ""]
+            "Summaries come out in the same form (Moses tokens, `<sep>` between sentences).", ""
+        ]
     else:
         lines += ["Raw text, as the training data was encoded"
                   + (" (T5's own sentencepiece vocabulary and ids)." if t5_vocab else "."), ""]
@@ -686,16 +701,19 @@ def export(ckpt, out_dir, data=None, scores=None, force=False, license=None, lan
     spm_path = (prepare.get("bpe") or {}).get("sentencepiece_model")
     record = os.path.join(data, PREPARE_ARGS)
     if not prepare:
-        raise T5ExportError(f"{record}: not found; the tokenizer is built from the sentencepiece model that "
-                            "this record of fairseq-sum-prepare (or fairseq-sum-import-t5) names")
+        raise T5ExportError(
+            f"{record}: not found; the tokenizer is built from the sentencepiece model that "
+            "this record of fairseq-sum-prepare (or fairseq-sum-import-t5) names")
     if not spm_path or not os.path.isfile(spm_path):
-        raise T5ExportError(f"{record}: names no sentencepiece model that exists ({spm_path}); the tokenizer "
-                            "is built from it")
+        raise T5ExportError(
+            f"{record}: names no sentencepiece model that exists ({spm_path}); the tokenizer "
+            "is built from it")
     for inputs in (data, os.path.dirname(os.path.abspath(spm_path))):
         # before anything is written
         if os.path.isdir(out_dir) and os.path.samefile(out_dir, inputs):
-            raise T5ExportError(f"{out_dir}: is the folder of the export's inputs ({inputs}: dict.txt, spm.model, "
-                                f"{PREPARE_ARGS}), which the export would overwrite; write to another OUT_DIR")
+            raise T5ExportError(
+                f"{out_dir}: is the folder of the export's inputs ({inputs}: dict.txt, spm.model, "
+                f"{PREPARE_ARGS}), which the export would overwrite; write to another OUT_DIR")
     spm = read_unigram_model(spm_path)
     check_pieces_in_dictionary(spm, os.path.join(data, "dict.src.txt"), spm_path)
     model, task = load_model(ckpt, data)
@@ -718,8 +736,8 @@ def export(ckpt, out_dir, data=None, scores=None, force=False, license=None, lan
     os.makedirs(out_dir, exist_ok=True)
     save_file(weights, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
     pad, eos = cfg["pad_token_id"], cfg["eos_token_id"]
-    generation = dict(decoder_start_token_id=pad, eos_token_id=eos, pad_token_id=pad, suppress_tokens=[pad],
-                      begin_suppress_tokens=[eos],
+    generation = dict(decoder_start_token_id=pad, eos_token_id=eos, pad_token_id=pad,
+                      suppress_tokens=[pad], begin_suppress_tokens=[eos],
                       max_length=max_len + 1)  # the decoder start token + fairseq's tokens
     tokenizer.save(os.path.join(out_dir, "tokenizer.json"))
     tokenizer_config = dict(tokenizer_class="PreTrainedTokenizerFast", eos_token="</s>", pad_token="<pad>",
@@ -773,11 +791,16 @@ def _raw_prepare_args(data):
 
 
 def get_parser():
-    parser = argparse.ArgumentParser(prog="fairseq-sum-export-hf", description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint", help="a T5-cell checkpoint (fairseq-train's checkpoint_*.pt, or an import's model.pt)")
-    parser.add_argument("out_dir", help="the Hugging Face directory to write (must not exist or be empty)")
+    parser = argparse.ArgumentParser(prog="fairseq-sum-export-hf",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "checkpoint",
+        help="a T5-cell checkpoint (fairseq-train's checkpoint_*.pt, or an import's model.pt)")
+    parser.add_argument("out_dir",
+                        help="the Hugging Face directory to write (must not exist or be empty)")
     parser.add_argument("--data", help="the data folder the checkpoint was trained on (default: the one it records)")
-    parser.add_argument("--scores", metavar="FILE", help="fairseq-sum-score --json output, reported in the model card")
+    parser.add_argument("--scores", metavar="FILE",
+                        help="fairseq-sum-score --json output, reported in the model card")
     parser.add_argument("--force", action="store_true", help="write into a non-empty OUT_DIR")
     card = parser.add_argument_group("model card header (README.md)")
     card.add_argument("--license", metavar="ID",

@@ -112,15 +112,20 @@ def read_config(hf_dir):
     if not isinstance(raw, dict):
         raise T5ImportError(f"{path}: holds a {type(raw).__name__}, not a JSON object")
     if raw.get("model_type", "t5") != "t5":
-        raise T5ImportError(f"{path}: model_type {raw['model_type']!r}: not a T5 model (model_type 't5')")
+        raise T5ImportError(
+            f"{path}: model_type {raw['model_type']!r}: not a T5 model (model_type 't5')")
     act = raw.get("feed_forward_proj", "relu")
     if act != "relu":
-        kind = "a T5 v1.1 / flan / mT5 model (gated feed-forward)" if str(act).startswith("gated") else "not ReLU"
-        raise T5ImportError(f"{path}: feed_forward_proj={act!r}: {kind}; the T5 cell of --cell t5 is T5 v1.0's "
-                           "ReLU feed-forward: only v1.0-shaped checkpoints (t5-small ... t5-11b) can be imported")
+        kind = "a T5 v1.1 / flan / mT5 model (gated feed-forward)" if str(act).startswith(
+            "gated") else "not ReLU"
+        raise T5ImportError(
+            f"{path}: feed_forward_proj={act!r}: {kind}; the T5 cell of --cell t5 is T5 v1.0's "
+            "ReLU feed-forward: only v1.0-shaped checkpoints (t5-small ... t5-11b) can be imported")
     for key, expected in _FIXED_KEYS.items():
-        if key in raw and not (key == "decoder_start_token_id" and raw[key] is None) and not _same(raw[key], expected):
-            raise T5ImportError(f"{path}: {key} = {raw[key]!r}; the T5 cell computes only T5 v1.0's {expected!r}")
+        if key in raw and not (key == "decoder_start_token_id" and raw[key] is None) and not _same(
+                raw[key], expected):
+            raise T5ImportError(
+                f"{path}: {key} = {raw[key]!r}; the T5 cell computes only T5 v1.0's {expected!r}")
     cfg = {}
     for key, default in _INT_KEYS.items():
         value = raw.get(key)
@@ -133,9 +138,10 @@ def read_config(hf_dir):
         cfg[key] = value
     if cfg["relative_attention_num_buckets"] < 4 or \
             cfg["relative_attention_max_distance"] <= cfg["relative_attention_num_buckets"] // 2:
-        raise T5ImportError(f"{path}: relative_attention_num_buckets {cfg['relative_attention_num_buckets']} / "
-                           f"relative_attention_max_distance {cfg['relative_attention_max_distance']}: T5's buckets "
-                           "need at least 4 buckets and a max distance above half of them")
+        raise T5ImportError(
+            f"{path}: relative_attention_num_buckets {cfg['relative_attention_num_buckets']} / "
+            f"relative_attention_max_distance {cfg['relative_attention_max_distance']}: T5's buckets "
+            "need at least 4 buckets and a max distance above half of them")
     drop = raw.get("dropout_rate", 0.1)
     if isinstance(drop, bool) or not isinstance(drop, (int, float)) or not 0 <= drop < 1:
         raise T5ImportError(f"{path}: dropout_rate = {drop!r} is not a number in [0, 1)")
@@ -161,8 +167,9 @@ def output_head(cfg, weights):
                            "scaled), >= 5 uses lm_head.weight; set tie_word_embeddings (and scale_decoder_outputs) "
                            "to what the model was trained with")
     if head is None and tie is False:
-        raise T5ImportError(f"{cfg['path']}: tie_word_embeddings false but the checkpoint has no lm_head.weight: "
-                           "the untied output head is missing")
+        raise T5ImportError(
+            f"{cfg['path']}: tie_word_embeddings false but the checkpoint has no lm_head.weight: "
+            "the untied output head is missing")
     return untied, (tie is not False) if scale is None else scale
 
 
@@ -170,7 +177,8 @@ def _load_safetensors(path):
     try:
         from safetensors.torch import load_file
     except ImportError:
-        raise T5ImportError(f"{path}: reading it needs the safetensors package (pip install safetensors)") from None
+        raise T5ImportError(
+            f"{path}: reading it needs the safetensors package (pip install safetensors)") from None
     return load_file(path)
 
 
@@ -182,7 +190,8 @@ def weight_files(hf_dir):
     """The checkpoint's files: ``model.safetensors`` / ``pytorch_model.bin``, or the shards that
     ``model.safetensors.index.json`` / ``pytorch_model.bin.index.json`` name (file names inside
     HF_DIR)."""
-    for single, load in (("model.safetensors", _load_safetensors), ("pytorch_model.bin", _load_bin)):
+    formats = (("model.safetensors", _load_safetensors), ("pytorch_model.bin", _load_bin))
+    for single, load in formats:
         if os.path.exists(os.path.join(hf_dir, single)):
             return [os.path.join(hf_dir, single)], load
         index = os.path.join(hf_dir, single + ".index.json")
@@ -191,11 +200,14 @@ def weight_files(hf_dir):
                 with open(index, encoding="utf-8") as f:
                     shards = json.load(f)["weight_map"].values()
             except (ValueError, OSError, KeyError, TypeError, AttributeError) as e:
-                raise T5ImportError(f"{index}: not a shard index with a weight_map ({type(e).__name__}: {e})") from None
+                raise T5ImportError(
+                    f"{index}: not a shard index with a weight_map ({type(e).__name__}: {e})"
+                ) from None
             if not all(isinstance(n, str) and n == os.path.basename(n) and n not in ("", ".", "..") for n in shards):
                 raise T5ImportError(f"{index}: shard names must be file names inside {hf_dir}")
             return [os.path.join(hf_dir, n) for n in sorted(set(shards))], load
-    raise T5ImportError(f"{hf_dir}: neither model.safetensors nor pytorch_model.bin (nor their .index.json)")
+    raise T5ImportError(
+        f"{hf_dir}: neither model.safetensors nor pytorch_model.bin (nor their .index.json)")
 
 
 def read_weights(hf_dir):
@@ -212,9 +224,11 @@ def read_weights(hf_dir):
             raise
         except Exception as e:  # truncated or corrupt file, or pickled objects other than tensors
             first = str(e).splitlines()[0] if str(e) else ""
-            raise T5ImportError(f"{path}: cannot be read as a checkpoint ({type(e).__name__}: {first}); "
-                               "truncated, or not a weights file?") from None
-        if not isinstance(part, dict) or not all(isinstance(v, torch.Tensor) for v in part.values()):
+            raise T5ImportError(
+                f"{path}: cannot be read as a checkpoint ({type(e).__name__}: {first}); "
+                "truncated, or not a weights file?") from None
+        if not isinstance(part, dict) or not all(
+                isinstance(v, torch.Tensor) for v in part.values()):
             raise T5ImportError(f"{path}: not a dict of named tensors")
         weights.update(part)
     return weights, paths[0] if len(paths) == 1 else os.path.dirname(paths[0])
@@ -234,7 +248,8 @@ def dictionary_symbols(spm_path, vocab_size):
     if (sp.pad_id(), sp.eos_id(), sp.unk_id()) != (0, 1, 2):
         raise T5ImportError(f"{spm_path}: pad/eos/unk ids {(sp.pad_id(), sp.eos_id(), sp.unk_id())}, T5 uses (0, 1, 2)")
     if vocab_size <= n:
-        raise T5ImportError(f"{spm_path}: {n} pieces but vocab_size {vocab_size}: no spare row for fairseq's <s>")
+        raise T5ImportError(
+            f"{spm_path}: {n} pieces but vocab_size {vocab_size}: no spare row for fairseq's <s>")
     extra = min(100, vocab_size - 1 - n)
     symbols = []
     for t in range(3, vocab_size - 1):
@@ -279,11 +294,13 @@ def hf_to_fairseq_names(cfg, untied_head=False):
     too (``num_decoder_layers`` and the bucket count default as in HF)."""
     d, ff, heads, vocab = cfg["d_model"], cfg["d_ff"], cfg["num_heads"], cfg["vocab_size"]
     inner = heads * cfg["d_kv"]
-    n_dec, buckets = cfg.get("num_decoder_layers") or cfg["num_layers"], cfg.get("relative_attention_num_buckets", 32)
+    n_dec, buckets = cfg.get("num_decoder_layers") or cfg["num_layers"], cfg.get(
+        "relative_attention_num_buckets", 32)
     rows = [TensorMap("encoder.embed_tokens.weight", ("shared.weight",), (vocab, d), True),
             TensorMap("decoder.embed_tokens.weight", ("shared.weight",), (vocab, d), True)]
     if untied_head:
-        rows.append(TensorMap("decoder.output_projection.weight", ("lm_head.weight",), (vocab, d), True))
+        rows.append(
+            TensorMap("decoder.output_projection.weight", ("lm_head.weight", ), (vocab, d), True))
     for side, n_layers in (("encoder", cfg["num_layers"]), ("decoder", n_dec)):
         for i in range(n_layers):
             hf, fs = f"{side}.block.{i}.layer.", f"{side}.layers.{i}."
@@ -321,11 +338,13 @@ def convert_state_dict(weights, cfg, where, untied_head=False):
             parts = []
             for name in row.hf:
                 if name not in weights:
-                    raise T5ImportError(f"{where}: tensor {name} missing (config.json: {cfg['num_layers']} encoder + "
-                                        f"{cfg['num_decoder_layers']} decoder layers; not a T5 checkpoint?)")
+                    raise T5ImportError(
+                        f"{where}: tensor {name} missing (config.json: {cfg['num_layers']} encoder + "
+                        f"{cfg['num_decoder_layers']} decoder layers; not a T5 checkpoint?)")
                 if tuple(weights[name].shape) != row.shape:
-                    raise T5ImportError(f"{where}: {name} has shape {tuple(weights[name].shape)}, config.json "
-                                        f"implies {row.shape}")
+                    raise T5ImportError(
+                        f"{where}: {name} has shape {tuple(weights[name].shape)}, config.json "
+                        f"implies {row.shape}")
                 parts.append(weights[name].float())
                 used.add(name)
             value = torch.cat(parts) if len(parts) > 1 else parts[0]
@@ -335,32 +354,44 @@ def convert_state_dict(weights, cfg, where, untied_head=False):
     for name in copies:
         if name in weights and not (weights[name].shape == weights["shared.weight"].shape
                                     and torch.equal(weights[name], weights["shared.weight"])):
-            raise T5ImportError(f"{where}: {name} differs from shared.weight: the T5 cell has one embedding matrix")
-    unused = sorted(n for n in weights if n not in used and n not in copies and n != UNUSED_CROSS_BIAS)
+            raise T5ImportError(
+                f"{where}: {name} differs from shared.weight: the T5 cell has one embedding matrix")
+    unused = sorted(n for n in weights
+                    if n not in used and n not in copies and n != UNUSED_CROSS_BIAS)
     if unused:
-        raise T5ImportError(f"{where}: {len(unused)} tensor(s) that config.json's T5 does not use, e.g. "
-                            f"{', '.join(unused[:4])} (more layers than num_layers / num_decoder_layers, or another "
-                            "architecture?); nothing written")
+        raise T5ImportError(
+            f"{where}: {len(unused)} tensor(s) that config.json's T5 does not use, e.g. "
+            f"{', '.join(unused[:4])} (more layers than num_layers / num_decoder_layers, or another "
+            "architecture?); nothing written")
     if UNUSED_CROSS_BIAS in weights:
-        logger.info(f"dropping {UNUSED_CROSS_BIAS}: T5 does not use a cross-attention position bias")
+        logger.info(
+            f"dropping {UNUSED_CROSS_BIAS}: T5 does not use a cross-attention position bias")
     return out
 
 
 def arch_flags(cfg, untied_head=False, scaled=True):
     """``--arch`` and the model flags of the import (dims, ``--t5-d-kv``, the output head)."""
-    dims = (cfg["d_model"], cfg["d_ff"], cfg["num_layers"], cfg["num_decoder_layers"], cfg["num_heads"])
+    dims = (cfg["d_model"], cfg["d_ff"], cfg["num_layers"], cfg["num_decoder_layers"],
+            cfg["num_heads"])
     arch = {(512, 2048, 6, 6, 8): "t5_small", (768, 3072, 12, 12, 12): "t5_base"}.get(dims, "t5_small")
     drop = str(cfg["dropout_rate"])
-    return ["--arch", arch, "--encoder-embed-dim", str(dims[0]), "--encoder-ffn-embed-dim", str(dims[1]),
-            "--encoder-layers", str(dims[2]), "--decoder-layers", str(dims[3]),
-            "--encoder-attention-heads", str(dims[4]),
-            "--decoder-embed-dim", str(dims[0]), "--decoder-ffn-embed-dim", str(dims[1]),
-            "--decoder-attention-heads", str(dims[4]), "--t5-d-kv", str(cfg["d_kv"]),
-            "--share-decoder-input-output-embed", str(not untied_head), "--t5-scale-decoder-output", str(scaled),
-            "--t5-relative-buckets", str(cfg["relative_attention_num_buckets"]),
-            "--t5-relative-max-distance", str(cfg["relative_attention_max_distance"]),
-            "--t5-cross-position-bias", "False",
-            "--dropout", drop, "--attention-dropout", drop, "--activation-dropout", drop]
+    return [
+        "--arch", arch, "--encoder-embed-dim",
+        str(dims[0]), "--encoder-ffn-embed-dim",
+        str(dims[1]), "--encoder-layers",
+        str(dims[2]), "--decoder-layers",
+        str(dims[3]), "--encoder-attention-heads",
+        str(dims[4]), "--decoder-embed-dim",
+        str(dims[0]), "--decoder-ffn-embed-dim",
+        str(dims[1]), "--decoder-attention-heads",
+        str(dims[4]), "--t5-d-kv",
+        str(cfg["d_kv"]), "--share-decoder-input-output-embed",
+        str(not untied_head), "--t5-scale-decoder-output",
+        str(scaled), "--t5-relative-buckets",
+        str(cfg["relative_attention_num_buckets"]), "--t5-relative-max-distance",
+        str(cfg["relative_attention_max_distance"]), "--t5-cross-position-bias", "False",
+        "--dropout", drop, "--attention-dropout", drop, "--activation-dropout", drop
+    ]
 
 
 def training_args(out_dir, flags):
@@ -411,7 +442,8 @@ def import_t5(hf_dir, out_dir, force=False):
     flags = arch_flags(cfg, untied, scaled)
     there = [name for name in OUTPUTS if os.path.exists(os.path.join(out_dir, name))]
     if there and not force:
-        raise T5ImportError(f"{out_dir}: already holds {', '.join(there)} (pass --force to replace them)")
+        raise T5ImportError(
+            f"{out_dir}: already holds {', '.join(there)} (pass --force to replace them)")
     try:
         os.makedirs(out_dir, exist_ok=True)
         write_dictionary(out_dir, symbols)
@@ -433,11 +465,14 @@ def import_t5(hf_dir, out_dir, force=False):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="fairseq-sum-import-t5", description=__doc__.split("\n\n")[0])
-    parser.add_argument("hf_dir", help="Hugging Face T5 directory: config.json, model.safetensors or "
-                                       "pytorch_model.bin (or their shards and .index.json), spiece.model")
+    parser = argparse.ArgumentParser(prog="fairseq-sum-import-t5",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "hf_dir", help="Hugging Face T5 directory: config.json, model.safetensors or "
+        "pytorch_model.bin (or their shards and .index.json), spiece.model")
     parser.add_argument("out_dir", help="output: model.pt, dict.txt, spm.model, prepare_args.json")
-    parser.add_argument("--force", action="store_true", help="replace those files where OUT_DIR holds them")
+    parser.add_argument("--force", action="store_true",
+                        help="replace those files where OUT_DIR holds them")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:

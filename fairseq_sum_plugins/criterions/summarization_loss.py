@@ -50,7 +50,8 @@ def _config_fields(losses):
     normalisations, and ``aux_weights``."""
     out = []
     for loss in losses:
-        out.append((loss.weight_flag, float, field(default=loss.weight, metadata={"help": loss.help})))
+        out.append((loss.weight_flag, float, field(default=loss.weight,
+                                                   metadata={"help": loss.help})))
         if loss.norms:
             out.append((loss.norm_flag, ChoiceEnum(list(loss.norms)),
                         field(default=loss.norms[0], metadata={"help": loss.norm_help})))
@@ -100,8 +101,9 @@ def parse_aux_weights(weights, aux_weights):
         name = name.strip()
         close = difflib.get_close_matches(name, AUX_LOSSES, n=1, cutoff=0.7)
         if name not in AUX_LOSSES and close:
-            raise ValueError(f"--aux-weights: unknown auxiliary loss {name!r} (did you mean {close[0]!r}?); "
-                             f"the models' losses are {', '.join(AUX_LOSSES)}")
+            raise ValueError(
+                f"--aux-weights: unknown auxiliary loss {name!r} (did you mean {close[0]!r}?); "
+                f"the models' losses are {', '.join(AUX_LOSSES)}")
         weights[name] = float(value)
     return weights
 
@@ -140,8 +142,9 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
     def build_criterion(cls, cfg, task):
         refresh_registration()
         flags = {f: getattr(cfg, f) for f in feature_flags() if getattr(cfg, f, None) is not None}
-        return cls(task, cfg.sentence_avg, cfg.label_smoothing, getattr(cfg, "ignore_prefix_size", 0),
-                   getattr(cfg, "report_accuracy", False), getattr(cfg, "aux_weights", ""), **flags)
+        return cls(task, cfg.sentence_avg, cfg.label_smoothing,
+                   getattr(cfg, "ignore_prefix_size", 0), getattr(cfg, "report_accuracy", False),
+                   getattr(cfg, "aux_weights", ""), **flags)
 
     def forward(self, model, sample, reduce=True):
         net_output = model(**sample["net_input"])
@@ -160,8 +163,10 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
         if self.unchecked_aux:
             missing = sorted(self.unchecked_aux - set(reported))
             if missing:
-                raise ValueError(f"--aux-weights: this model reports no auxiliary loss {missing} (it reports "
-                                 f"{sorted(reported) or 'none'}; the models' losses are {', '.join(AUX_LOSSES)})")
+                raise ValueError(
+                    f"--aux-weights: this model reports no auxiliary loss {missing} (it reports "
+                    f"{sorted(reported) or 'none'}; the models' losses are {', '.join(AUX_LOSSES)})"
+                )
             self.unchecked_aux = set()
         for name, value in reported.items():
             if name not in self.aux_weights:
@@ -179,7 +184,8 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
         for ratio in RATIO_METRICS.values():  # the features' logged ratios (aux_losses.RatioMetric)
             counts = ratio.counts(extra)
             if counts is not None:
-                logging_output[ratio.numerator], logging_output[ratio.denominator] = (int(c) for c in counts)
+                logging_output[ratio.numerator], logging_output[ratio.denominator] = (
+                    int(c) for c in counts)
         if self.report_accuracy:
             n_correct, total = self.compute_accuracy(model, net_output, sample)
             logging_output["n_correct"] = utils.item(n_correct.data)
@@ -191,7 +197,8 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
         gen_parser_from_dataclass(parser, refresh_registration()())  # the losses registered now
         for loss in AUX_LOSSES.values():  # other spellings of the weight flags (AuxLoss.aliases)
             for alias in loss.aliases:
-                parser.add_argument(alias, dest=loss.weight_flag, type=float, metavar="W", default=argparse.SUPPRESS,
+                parser.add_argument(alias, dest=loss.weight_flag, type=float, metavar="W",
+                                    default=argparse.SUPPRESS,
                                     help=f"same as --{loss.weight_flag.replace('_', '-')}")
 
     @classmethod

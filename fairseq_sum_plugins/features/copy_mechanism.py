@@ -31,7 +31,8 @@ MARKER_RE = re.compile(r"^<unk-(\d+)>$")
 def count_position_markers(dictionary):
     """Number of ``<unk-N>`` source-position markers at the end of ``dictionary``."""
     k = 0
-    while k < len(dictionary) - dictionary.nspecial and MARKER_RE.match(dictionary[len(dictionary) - 1 - k]):
+    while k < len(dictionary) - dictionary.nspecial and MARKER_RE.match(
+            dictionary[len(dictionary) - 1 - k]):
         k += 1
     return k
 
@@ -98,9 +99,10 @@ class TransformerCopy(nn.Module):
 
 
 def _copy_args(parser):
-    parser.add_argument("--pointer-generator", type=bool_flag, metavar="BOOL",
-                        help="copy source tokens through the last layer's cross-attention "
-                             "(See et al., 2017; fairseq's examples/pointer_generator); needs a joined dictionary")
+    parser.add_argument(
+        "--pointer-generator", type=bool_flag, metavar="BOOL",
+        help="copy source tokens through the last layer's cross-attention "
+        "(See et al., 2017; fairseq's examples/pointer_generator); needs a joined dictionary")
 
 
 def _copy_defaults(args, on=False):
@@ -122,8 +124,10 @@ def _copy_check(args, task, src_dict, tgt_dict):
     return None  # no model-level module: the check only
 
 
-register_feature(FeatureSpec(
-    "copy mechanism (--pointer-generator)", {DECODER_OUT: "copy"},
-    lambda args, site, dims: TransformerCopy(dims.embed_dim) if getattr(args, "pointer_generator", False) else None,
-    stage="output", add_args=_copy_args, defaults=_copy_defaults, refuse=_copy_refuse,
-    build_model_feature=_copy_check, on=lambda args: flags_set(args, "pointer_generator")))
+register_feature(
+    FeatureSpec(
+        "copy mechanism (--pointer-generator)", {DECODER_OUT: "copy"},
+        lambda args, site, dims: TransformerCopy(dims.embed_dim)
+        if getattr(args, "pointer_generator", False) else None, stage="output", add_args=_copy_args,
+        defaults=_copy_defaults, refuse=_copy_refuse, build_model_feature=_copy_check,
+        on=lambda args: flags_set(args, "pointer_generator")))

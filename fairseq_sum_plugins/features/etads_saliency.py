@@ -59,7 +59,8 @@ class SaliencyGate(InputBuffer, nn.Module):
         merged = x.transpose(1, 2).flatten(2)
         return lin(merged).unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
 
-    def forward(self, q: Tensor, k: Tensor, incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None):
+    def forward(self, q: Tensor, k: Tensor,
+                incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None):
         """``q`` ``(B, H, T, d_k)``, ``k`` ``(B, H, S, d_k)`` -> :class:`GateFactors` ``(W_h Q, W_s
         K)`` per head; ``g = sigmoid(hq sk^T)`` ``(B, H, T, S)`` (ETADS eq. 9) is formed inside the
         attention (see :func:`gated_attention`)."""
@@ -103,10 +104,12 @@ def _probs_and_gate(q, k, hq, sk, mask, scale):
     logits = q @ k.transpose(-1, -2)
     logits = (logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits) * scale
     if mask is not None:
-        logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
+        logits = logits.masked_fill(~mask,
+                                    float("-inf")) if mask.dtype == torch.bool else logits + mask
     probs = logits.softmax(-1)
     # in place only outside autograd (the softmax output is saved for its backward)
-    probs = (probs.nan_to_num(0.0) if torch.is_grad_enabled() else probs.nan_to_num_(0.0)).type_as(q)
+    probs = (probs.nan_to_num(0.0)
+             if torch.is_grad_enabled() else probs.nan_to_num_(0.0)).type_as(q)
     return probs, (hq @ sk.transpose(-1, -2)).sigmoid()
 
 
@@ -138,7 +141,8 @@ class GatedAttention(torch.autograd.Function):
         return grad_q, grad_k, grad_v, grad_z @ sk, grad_z.transpose(-1, -2) @ hq, None, None
 
 
-def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, training=False, scale=None):
+def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, training=False,
+                    scale=None):
     """Saliency-gated attention (ETADS eq. 10) on ``(B, H, *, d_k)`` heads; returns ``(B, H, T,
     d_k)``. With attention dropout (or a bias needing a gradient) it runs the same math under
     autograd. ``scale``: the logit scale (default ``1/sqrt(d_k)``; 1 for the T5 cell)."""
@@ -151,5 +155,6 @@ def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, tra
 
 
 # ETADS eq. 9-10 in the decoder cross-attention of the --saliency-layers
-layers_feature("ETADS saliency selection", "--saliency-layers", "decoder_cross", "saliency", SaliencyGate,
+layers_feature("ETADS saliency selection", "--saliency-layers", "decoder_cross", "saliency",
+               SaliencyGate,
                "decoder layers with saliency selection in cross-attention (ETADS eq. 9-10)")

@@ -121,9 +121,11 @@ def gate_defaults(args, on=False):
 def check_threshold(threshold):
     """``threshold`` if it is a number in ``[0, 1)`` (a gate is a sigmoid: ``T >= 1`` would close
     every position), else a ValueError naming the flag and the ``--model-overrides`` key."""
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
-        raise ValueError(f"gate_threshold {threshold!r}: a number in [0, 1) (--gate-threshold, or at generation "
-                         "--model-overrides \"{'gate_threshold': 0.1}\")")
+    if isinstance(threshold, bool) or not isinstance(threshold,
+                                                     (int, float)) or not 0 <= threshold < 1:
+        raise ValueError(
+            f"gate_threshold {threshold!r}: a number in [0, 1) (--gate-threshold, or at generation "
+            "--model-overrides \"{'gate_threshold': 0.1}\")")
     return threshold
 
 
@@ -237,7 +239,9 @@ def prune(h, g, bias, kept):
     order = torch.argsort((~kept).to(torch.uint8), dim=1, stable=True)[:, :length]  # (B, S')
     pad = torch.arange(length, device=h.device).unsqueeze(0) >= n.unsqueeze(1)
     h = h.gather(1, order.unsqueeze(-1).expand(-1, -1, h.size(-1)))
-    g = g.gather(1, order.unsqueeze(-1).expand(-1, -1, g.size(-1))).masked_fill(pad.unsqueeze(-1), 0.0)
+    g = g.gather(1,
+                 order.unsqueeze(-1).expand(-1, -1,
+                                            g.size(-1))).masked_fill(pad.unsqueeze(-1), 0.0)
     if bias is not None:
         bias = bias.gather(3, order[:, None, None, :].expand(-1, bias.size(1), 1, -1)).masked_fill(pad[:, None, None, :], 0.0)
     return dict(h=h, gates=g, bias=bias, padding_mask=pad, index=order.masked_fill(pad, 0))
@@ -281,8 +285,8 @@ def _build_gate(args, site, dims):
     """IS eq. 3 on the encoder's final states: one gate, or one per decoder cross-attention head."""
     if not getattr(args, "gate", False):
         return None
-    return InformationGate(dims.embed_dim, dims.heads if args.gate_per_head else 1, args.gate_threshold,
-                           getattr(args, "gate_warmup_updates", 0))
+    return InformationGate(dims.embed_dim, dims.heads if args.gate_per_head else 1,
+                           args.gate_threshold, getattr(args, "gate_warmup_updates", 0))
 
 
 def _cross_inputs(view, values):
@@ -300,10 +304,11 @@ def _decoder_outputs(view):
     return {"gate_counts": view.state.get("gate_counts")}
 
 
-register_feature(FeatureSpec("information selection (--gate)", {ENCODER_OUT: "info_gate"}, _build_gate,
-                             stage="encoder", add_args=add_gate_args, defaults=gate_defaults,
-                             cross_inputs=_cross_inputs, decoder_outputs=_decoder_outputs,
-                             on=lambda args: flags_set(args, "gate")))
+register_feature(
+    FeatureSpec("information selection (--gate)", {ENCODER_OUT: "info_gate"}, _build_gate,
+                stage="encoder", add_args=add_gate_args, defaults=gate_defaults,
+                cross_inputs=_cross_inputs, decoder_outputs=_decoder_outputs,
+                on=lambda args: flags_set(args, "gate")))
 register_aux_loss(AuxLoss(
     "gate_l1", 0.1, "weight of the gate L1 loss (IS eq. 9)", norms=("token", "document"), units=_source_tokens,
     norm_help="gate loss reading (features/information_selection.py): 'token': CE per target token + lambda x mean gate per "
@@ -311,7 +316,8 @@ register_aux_loss(AuxLoss(
               "document's gates, averaged over documents"))
 # % of source tokens whose gate is <= --gate-threshold (removed from the encoder output in eval
 # mode)
-register_ratio_metric(RatioMetric("gate_sparsity", "gate_dropped", "gate_tokens", _removed_and_total))
+register_ratio_metric(
+    RatioMetric("gate_sparsity", "gate_dropped", "gate_tokens", _removed_and_total))
 
 
 def information_gates(models):

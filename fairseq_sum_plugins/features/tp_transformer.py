@@ -77,7 +77,9 @@ def _discrete_bindings(module):
     every decoding step)."""
     found = _BINDINGS.get(module)
     if found is None:
-        found = _BINDINGS[module] = [m for m in module.modules() if isinstance(m, TPRBinding) and m.mode == "discrete"]
+        found = _BINDINGS[module] = [
+            m for m in module.modules() if isinstance(m, TPRBinding) and m.mode == "discrete"
+        ]
     return found
 
 
@@ -238,20 +240,25 @@ def _tpr_args(parser):
 def _tpr_defaults(args):
     args.tpr = getattr(args, "tpr", "none")
     args.tpr_roles = getattr(args, "tpr_roles", 50)
-    args.tpr_role_dim = getattr(args, "tpr_role_dim", args.encoder_embed_dim // args.encoder_attention_heads)
+    args.tpr_role_dim = getattr(args, "tpr_role_dim",
+                                args.encoder_embed_dim // args.encoder_attention_heads)
 
 
 def _tpr_refuse(args, backbone):
-    pre = getattr(args, "encoder_normalize_before", False) or getattr(args, "decoder_normalize_before", False)
+    pre = getattr(args, "encoder_normalize_before", False) or getattr(
+        args, "decoder_normalize_before", False)
     if backbone == "bart" and args.tpr != "none" and pre:
         return ("--tpr (TP-Transformer role binding) on bart_sum binds after the post-LN norm of each attention "
                 "sublayer: it needs --encoder-normalize-before False --decoder-normalize-before False (BART's)")
     return None
 
 
-register_feature(FeatureSpec(
-    "TP-Transformer role binding (--tpr)",
-    {"encoder_self": "self_attn_binding", "decoder_self": "self_attn_binding", "decoder_cross": "cross_attn_binding"},
-    _build_binding, stage="binding", add_args=_tpr_args, defaults=_tpr_defaults, refuse=_tpr_refuse,
-    on=lambda args: flags_set(args, "tpr"),
-    stack_context=shared_role_normalization, recompute_context=role_units_context))
+register_feature(
+    FeatureSpec(
+        "TP-Transformer role binding (--tpr)", {
+            "encoder_self": "self_attn_binding",
+            "decoder_self": "self_attn_binding",
+            "decoder_cross": "cross_attn_binding"
+        }, _build_binding, stage="binding", add_args=_tpr_args, defaults=_tpr_defaults,
+        refuse=_tpr_refuse, on=lambda args: flags_set(args, "tpr"),
+        stack_context=shared_role_normalization, recompute_context=role_units_context))

@@ -94,15 +94,20 @@ from .fresh_params import fresh_pattern, keep_fresh_parameters
 # decoder.drm.N, ...) and one SIA attribute name for every attention (self_attn.sia,
 # encoder_attn.sia)
 RENAMED = [
-    (re.compile(r"^(.*\.)?decoder\.layers\.(\d+)\.self_attn\.sia\."), r"\1decoder.layers.\2.self_attn.self_sia."),
-    (re.compile(r"^(.*\.)?decoder\.layers\.(\d+)\.encoder_attn\.sia\."), r"\1decoder.layers.\2.encoder_attn.cross_sia."),
+    (re.compile(r"^(.*\.)?decoder\.layers\.(\d+)\.self_attn\.sia\."),
+     r"\1decoder.layers.\2.self_attn.self_sia."),
+    (re.compile(r"^(.*\.)?decoder\.layers\.(\d+)\.encoder_attn\.sia\."),
+     r"\1decoder.layers.\2.encoder_attn.cross_sia."),
     (re.compile(r"^(.*\.)?encoder\.sia\.(\d+)\."), r"\1encoder.layers.\2.self_attn.sia."),
     (re.compile(r"^(.*\.)?decoder\.self_sia\.(\d+)\."), r"\1decoder.layers.\2.self_attn.self_sia."),
-    (re.compile(r"^(.*\.)?decoder\.cross_sia\.(\d+)\."), r"\1decoder.layers.\2.encoder_attn.cross_sia."),
+    (re.compile(r"^(.*\.)?decoder\.cross_sia\.(\d+)\."),
+     r"\1decoder.layers.\2.encoder_attn.cross_sia."),
     (re.compile(r"^(.*\.)?decoder\.drm\.(\d+)\."), r"\1decoder.layers.\2.encoder_attn.drm."),
 ]
-BART_FORWARD_ARGS = {"features_only", "classification_head_name", "token_embeddings", "return_all_hiddens",
-                     "alignment_layer", "alignment_heads"}
+BART_FORWARD_ARGS = {
+    "features_only", "classification_head_name", "token_embeddings", "return_all_hiddens",
+    "alignment_layer", "alignment_heads"
+}
 _NONE = object()
 # every per-batch input name (FeatureAttention's docstring): another name is a KeyError, never a
 # silent None
@@ -155,7 +160,8 @@ class BatchInputs:
         self._check([name])
         if not self._stack:
             if default is _NONE:
-                raise RuntimeError(f"feature input {name!r} read outside the forward that provides it")
+                raise RuntimeError(
+                    f"feature input {name!r} read outside the forward that provides it")
             return default
         value = self._stack[-1].get(name)
         return default if value is None and default is not _NONE else value
@@ -172,7 +178,8 @@ def wrap_layer(layer, cfg, inputs):
     layer outside the span that provides them)."""
     checkpointed = cfg.checkpoint_activations or cfg.offload_activations
     if checkpointed:
-        checkpoint_layer(layer, cfg.offload_activations, functools.partial(_captured, layer, inputs))
+        checkpoint_layer(layer, cfg.offload_activations,
+                         functools.partial(_captured, layer, inputs))
     return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not checkpointed else 0)
 
 
@@ -216,7 +223,8 @@ class FeatureAttention(MultiheadAttention):
         # fairseq's projections are time-first: (B, G, S, 1) -> (S, B, G, 1)
         src_len, bsz, dim = out.shape
         scale = scale.permute(2, 0, 1, 3).type_as(out)
-        return (out.view(src_len, bsz, self.num_heads, self.head_dim) * scale).view(src_len, bsz, dim)
+        return (out.view(src_len, bsz, self.num_heads, self.head_dim) * scale).view(
+            src_len, bsz, dim)
 
     def apply_sparse_mask(self, attn_weights, tgt_len: int, src_len: int, bsz: int):
         bias = self.inputs.get("score_bias", None) if self.encoder_decoder_attention else None
@@ -239,14 +247,17 @@ class FeatureAttention(MultiheadAttention):
         extra = {n: self.inputs.get(n, None) for n in site_input_names(self.site_name) if n not in SITE_INPUTS}
         return layer_inputs(self.site_name, key_padding_mask, incremental_state, **extra)
 
-    def forward(self, query, key, value, key_padding_mask=None, incremental_state=None, need_weights=True,
-                static_kv=False, attn_mask=None, before_softmax=False, need_head_weights=False):
+    def forward(self, query, key, value, key_padding_mask=None, incremental_state=None,
+                need_weights=True, static_kv=False, attn_mask=None, before_softmax=False,
+                need_head_weights=False):
         if self.skip_embed_dim_check and not before_softmax:
-            out, weights = self._site_forward(query, key, value, key_padding_mask, incremental_state, need_weights,
-                                              static_kv, attn_mask, need_head_weights)
+            out, weights = self._site_forward(query, key, value, key_padding_mask,
+                                              incremental_state, need_weights, static_kv, attn_mask,
+                                              need_head_weights)
         else:
-            out, weights = super().forward(query, key, value, key_padding_mask, incremental_state, need_weights,
-                                           static_kv, attn_mask, before_softmax, need_head_weights)
+            out, weights = super().forward(query, key, value, key_padding_mask, incremental_state,
+                                           need_weights, static_kv, attn_mask, before_softmax,
+                                           need_head_weights)
         # e.g. TA eq. 7, 9
         if not before_softmax and any(hasattr(m, "head") for m in self.attention_features):
             kv = (key if self.encoder_decoder_attention else query).transpose(0, 1)
@@ -254,14 +265,14 @@ class FeatureAttention(MultiheadAttention):
             out = add_heads(self.attention_features, out.transpose(0, 1), query.transpose(0, 1), kv, inputs).transpose(0, 1)
         return out, weights
 
-    def _site_forward(self, query, key, value, key_padding_mask, incremental_state, need_weights, static_kv,
-                      attn_mask, need_head_weights):
+    def _site_forward(self, query, key, value, key_padding_mask, incremental_state, need_weights,
+                      static_kv, attn_mask, need_head_weights):
         """fairseq's explicit path up to the masked logits, then the site features (one layout with
         ``sum_transformer``: ``(B, H, T, S)`` biases and gates of ``(B, H, *, d_k)`` queries and
         keys)."""
         tgt_len, bsz, _ = query.shape
-        logits, v = super().forward(query, key, value, key_padding_mask, incremental_state, False, static_kv,
-                                    attn_mask, before_softmax=True)
+        logits, v = super().forward(query, key, value, key_padding_mask, incremental_state, False,
+                                    static_kv, attn_mask, before_softmax=True)
         heads, src_len = self.num_heads, logits.size(-1)
         inputs = self.site_inputs(key_padding_mask, incremental_state)
         # unscaled
@@ -272,7 +283,8 @@ class FeatureAttention(MultiheadAttention):
             k = saved["prev_key"].view(bsz, heads, src_len, self.head_dim)
         else:
             k = self.k_proj(query if key is None else key).view(src_len, bsz, heads, self.head_dim).permute(1, 2, 0, 3)
-        bias_fn, gate_fn = score_bias_fn(self.attention_features, inputs), prob_gate_fn(self.attention_features, inputs)
+        bias_fn, gate_fn = score_bias_fn(self.attention_features,
+                                         inputs), prob_gate_fn(self.attention_features, inputs)
         if bias_fn is not None:
             logits = (logits.view(bsz, heads, tgt_len, src_len) + bias_fn(q, k).to(logits.dtype)).flatten(0, 1)
         probs_float = utils.softmax(logits, dim=-1)
@@ -291,7 +303,8 @@ class FeatureAttention(MultiheadAttention):
 
 def bart_site_dims(cfg, side, layer_idx):
     stack = getattr(cfg, side)
-    return SiteDims(layer_idx, stack.layers, stack.embed_dim, stack.embed_dim, stack.attention_heads)
+    return SiteDims(layer_idx, stack.layers, stack.embed_dim, stack.embed_dim,
+                    stack.attention_heads)
 
 
 class SumBARTEncoderLayer(TransformerEncoderLayerBase):
@@ -301,7 +314,8 @@ class SumBARTEncoderLayer(TransformerEncoderLayerBase):
     def __init__(self, cfg, inputs, features, index=0):
         self.inputs, self.features, self.index = inputs, features, index
         super().__init__(cfg)
-        self.binding_features = attach(self, features, "encoder_self", "binding", bart_site_dims(cfg, "encoder", index))
+        self.binding_features = attach(self, features, "encoder_self", "binding",
+                                       bart_site_dims(cfg, "encoder", index))
         # post-LN (else refused): after the norm
         if any(getattr(m, "binds", True) for m in self.binding_features):
             self.self_attn_layer_norm.register_forward_hook(self._bind)
@@ -333,7 +347,8 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
         # post-LN (else refused): after the norm
         if any(getattr(m, "binds", True) for m in self.self_binding_features):
             self.self_attn_layer_norm.register_forward_hook(self._bind_self)
-        if any(getattr(m, "binds", True) for m in self.cross_binding_features) and self.encoder_attn_layer_norm is not None:
+        if any(getattr(m, "binds", True)
+               for m in self.cross_binding_features) and self.encoder_attn_layer_norm is not None:
             self.encoder_attn_layer_norm.register_forward_hook(self._bind_cross)
 
     def _bind_self(self, module, args, out):
@@ -365,18 +380,21 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
         return attn.host(site + attach(attn, f, "decoder_cross", "head", dims))
 
     def forward(self, x, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
-                prev_self_attn_state=None, prev_attn_state=None, self_attn_mask=None, self_attn_padding_mask=None,
-                need_attn=False, need_head_weights=False):
+                prev_self_attn_state=None, prev_attn_state=None, self_attn_mask=None,
+                self_attn_padding_mask=None, need_attn=False, need_head_weights=False):
         prefix = self.inputs.get("prefix")  # (n, B, C): TEMA, in full mode and at the first step
         if prefix is not None:
             if self.first:
                 x = torch.cat([prefix.type_as(x), x], dim=0)
             self_attn_mask = self.inputs.get("self_mask")  # Fig. 3(b)
             if self_attn_padding_mask is not None:  # topic positions are never padding
-                self_attn_padding_mask = torch.cat(
-                    [self_attn_padding_mask.new_zeros(x.size(1), prefix.size(0)), self_attn_padding_mask], dim=1)
-        return super().forward(x, encoder_out, encoder_padding_mask, incremental_state, prev_self_attn_state,
-                               prev_attn_state, self_attn_mask, self_attn_padding_mask, need_attn, need_head_weights)
+                self_attn_padding_mask = torch.cat([
+                    self_attn_padding_mask.new_zeros(x.size(1), prefix.size(0)),
+                    self_attn_padding_mask
+                ], dim=1)
+        return super().forward(x, encoder_out, encoder_padding_mask, incremental_state,
+                               prev_self_attn_state, prev_attn_state, self_attn_mask,
+                               self_attn_padding_mask, need_attn, need_head_weights)
 
 
 class SumBARTEncoder(TransformerEncoder):
@@ -388,7 +406,8 @@ class SumBARTEncoder(TransformerEncoder):
         super().__init__(args, dictionary, embed_tokens)
         # e.g. information selection (IS eq. 3, Algorithm 1) on the final states
         d = args.encoder_embed_dim
-        self.output_features = attach(self, args, ENCODER_OUT, "encoder", SiteDims(0, 1, d, d, args.decoder_attention_heads))
+        self.output_features = attach(self, args, ENCODER_OUT, "encoder",
+                                      SiteDims(0, 1, d, d, args.decoder_attention_heads))
         # e.g. the Topic Assistant's topic model, set by SumBARTModel.build_model
         self.model_features = []
 
@@ -398,7 +417,8 @@ class SumBARTEncoder(TransformerEncoder):
         self.n_built += 1
         return wrap_layer(layer, cfg, self.inputs)
 
-    def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False, token_embeddings=None, **side):
+    def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False,
+                token_embeddings=None, **side):
         # side data: net_input fields, or from the model's forward
         side = {**self.inputs.get("side", {}), **side}
         # e.g. TA eq. 6's probabilities, shared by the layers
@@ -427,7 +447,8 @@ class SumBARTDecoder(TransformerDecoder):
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
         cfg = as_config(cfg)
-        layer = SumBARTDecoderLayer(cfg, self.inputs, self.args, index=self.n_built, no_encoder_attn=no_encoder_attn)
+        layer = SumBARTDecoderLayer(cfg, self.inputs, self.args, index=self.n_built,
+                                    no_encoder_attn=no_encoder_attn)
         self.n_built += 1
         return wrap_layer(layer, cfg, self.inputs)
 
@@ -440,7 +461,8 @@ class SumBARTDecoder(TransformerDecoder):
         incremental = incremental_state is not None
         call = decoder_call(self.model_features, prev_output_tokens, 1 if incremental else prev_output_tokens.size(1),
                             view, incremental)
-        inputs.update(**call.site_inputs("decoder_self"), **call.site_inputs("decoder_cross"), self_mask=call.self_mask)
+        inputs.update(**call.site_inputs("decoder_self"), **call.site_inputs("decoder_cross"),
+                      self_mask=call.self_mask)
         if call.n_prefix:  # e.g. TEMA (TA eq. 8), embedded like the tokens (without a position)
             x = self.embed_scale * call.prefix(self.embed_tokens.weight)
             if self.project_in_dim is not None:
@@ -451,13 +473,15 @@ class SumBARTDecoder(TransformerDecoder):
         return inputs, call.n_prefix
 
     def extract_features(self, prev_output_tokens, encoder_out=None, incremental_state=None,
-                         full_context_alignment: bool = False, alignment_layer=None, alignment_heads=None):
+                         full_context_alignment: bool = False, alignment_layer=None,
+                         alignment_heads=None):
         view = EncoderOut.of(encoder_out)
         inputs, n_prefix = self.batch_inputs(prev_output_tokens, view, incremental_state)
         # e.g. TPT eq. 4 once per stack
         with self.inputs.given(**inputs), stack_context(self.layers):
             x, extra = super().extract_features(prev_output_tokens, encoder_out, incremental_state,
-                                                full_context_alignment, alignment_layer, alignment_heads)
+                                                full_context_alignment, alignment_layer,
+                                                alignment_heads)
         attn = extra["attn"][0] if extra.get("attn") else None
         if n_prefix:  # TEMA's topic positions are never emitted
             x, attn = x[:, n_prefix:], (attn[:, n_prefix:] if attn is not None else None)
@@ -495,7 +519,8 @@ class SumBARTModel(BARTModel):
         feature_defaults(args, "bart")
         # e.g. the Topic Assistant's topic model (none without --ta-*; it sets args.ta_num_topics
         # for DRM)
-        model_features = build_model_features(args, task, task.source_dictionary, task.target_dictionary)
+        model_features = build_model_features(args, task, task.source_dictionary,
+                                              task.target_dictionary)
         model = super().build_model(args, task)
         set_model_features(model.encoder, model_features)
         set_model_features(model.decoder, model_features)
@@ -507,7 +532,8 @@ class SumBARTModel(BARTModel):
 
     @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):
-        return SumBARTDecoder(args, tgt_dict, embed_tokens, no_encoder_attn=getattr(args, "no_cross_attention", False))
+        return SumBARTDecoder(args, tgt_dict, embed_tokens,
+                              no_encoder_attn=getattr(args, "no_cross_attention", False))
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, **kwargs):
         """BART's forward; keyword arguments other than BART's are side data for the encoder."""

@@ -146,8 +146,8 @@ def build_attention(args, dim, heads, self_attention):
     wide."""
     if not is_t5_cell(args):
         return MultiheadAttention(dim, heads, args.attention_dropout, self_attention=self_attention)
-    attn = MultiheadAttention(dim, heads, args.attention_dropout, self_attention=self_attention, bias=False,
-                              scaling=1.0, inner_dim=attention_dim(args, dim, heads))
+    attn = MultiheadAttention(dim, heads, args.attention_dropout, self_attention=self_attention,
+                              bias=False, scaling=1.0, inner_dim=attention_dim(args, dim, heads))
     t5_init_attention(attn)
     return attn
 
@@ -279,8 +279,8 @@ class DecoderLayer(nn.Module):
         self.ffn = build_feed_forward(args, d, args.decoder_ffn_embed_dim)
         self.ffn_sublayer = Sublayer(d, args.dropout, pre, build_norm(args, d))
 
-    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False, cross_values=None, call=None,
-                position_bias=None):
+    def forward(self, x, enc, enc_padding_mask, incremental_state=None, need_attn=False,
+                cross_values=None, call=None, position_bias=None):
         """``cross_values``: the features' per-forward values of the cross-attention
         (:func:`~..modules.features.cross_attention_values`, e.g. IS eq. 6's ``kv_scale`` and
         per-head ``score_bias``); ``call``: the model-level feature's inputs of this decoder call
@@ -298,12 +298,14 @@ class DecoderLayer(nn.Module):
             if position_bias.get("cross") is not None:
                 cross_bias = _add_bias(cross_bias, position_bias["cross"])
 
-        self_inputs = layer_inputs("decoder_self", None, incremental_state, **call.site_inputs("decoder_self"))
+        self_inputs = layer_inputs("decoder_self", None, incremental_state,
+                                   **call.site_inputs("decoder_self"))
 
         def self_attend(h):
-            out, attn = self.self_attn(h, causal=causal, attn_bias=self_bias, incremental_state=incremental_state,
-                                       attn_bias_fn=score_bias_fn(self.self_attention_features, self_inputs),
-                                       prob_gate_fn=prob_gate_fn(self.self_attention_features, self_inputs))
+            out, attn = self.self_attn(
+                h, causal=causal, attn_bias=self_bias, incremental_state=incremental_state,
+                attn_bias_fn=score_bias_fn(self.self_attention_features, self_inputs),
+                prob_gate_fn=prob_gate_fn(self.self_attention_features, self_inputs))
             return add_heads(self.self_head_features, out, h, h, self_inputs), attn
 
         x, _ = self.self_attn_sublayer(x, self_attend)
@@ -353,8 +355,8 @@ class SumTransformerEncoder(Drops, FairseqEncoder):
         # T5 cell: one bidirectional bucketed table for the stack (modules/t5.py), no absolute
         # positions
         self.relative_position = RelativePositionBias(
-            args.encoder_attention_heads, args.t5_relative_buckets, args.t5_relative_max_distance, True, d
-        ) if self.t5 else None
+            args.encoder_attention_heads, args.t5_relative_buckets, args.t5_relative_max_distance,
+            True, d) if self.t5 else None
         self.dropout = args.dropout
         self.layers = nn.ModuleList([EncoderLayer(args, i) for i in range(args.encoder_layers)])
         checkpoint_layers(self.layers, args, recompute_context)  # --checkpoint-activations
@@ -448,15 +450,16 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         # e.g. the copy mixture's log P (get_normalized_probs gives it back)
         tokens = prev_output_tokens[:, -1:] if incremental_state is not None else prev_output_tokens
         src_tokens = EncoderOut.of(encoder_out).src_tokens
-        return transform_output(self.output_features, logits, x, self.embed_tokens(tokens), extra["attn"][0],
-                                src_tokens), extra
+        return transform_output(self.output_features, logits, x, self.embed_tokens(tokens),
+                                extra["attn"][0], src_tokens), extra
 
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **kwargs):
         all_prev_tokens = prev_output_tokens
         if incremental_state is not None:
             prev_output_tokens = prev_output_tokens[:, -1:]
         if self.t5:  # the decoder starts from the pad row, as T5 (fairseq feeds EOS first)
-            tokens = prev_output_tokens.masked_fill(prev_output_tokens.eq(self.dictionary.eos()), self.padding_idx)
+            tokens = prev_output_tokens.masked_fill(prev_output_tokens.eq(self.dictionary.eos()),
+                                                    self.padding_idx)
             x = self.embed_tokens(tokens)
         else:
             positions = self.embed_positions(all_prev_tokens, incremental_state=incremental_state)
@@ -595,7 +598,8 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         return model
 
     @classmethod
-    def from_pretrained(cls, model_name_or_path, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs):
+    def from_pretrained(cls, model_name_or_path, checkpoint_file="checkpoint_best.pt",
+                        data_name_or_path=".", **kwargs):
         """Hub interface summarizing raw text::
 
             model = SumTransformerModel.from_pretrained("checkpoints", data_name_or_path="data/bin")
@@ -642,8 +646,10 @@ def base_architecture(args):
     args.decoder_embed_dim = getattr(args, "decoder_embed_dim", args.encoder_embed_dim)
     args.decoder_ffn_embed_dim = getattr(args, "decoder_ffn_embed_dim", args.encoder_ffn_embed_dim)
     args.decoder_layers = getattr(args, "decoder_layers", args.encoder_layers)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", args.encoder_attention_heads)
-    args.decoder_normalize_before = getattr(args, "decoder_normalize_before", args.encoder_normalize_before)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads",
+                                           args.encoder_attention_heads)
+    args.decoder_normalize_before = getattr(args, "decoder_normalize_before",
+                                            args.encoder_normalize_before)
     args.decoder_learned_pos = getattr(args, "decoder_learned_pos", False)
     args.activation_fn = getattr(args, "activation_fn", "relu")
     # "dropout 0.1" in fairseq's sense (embeddings and every sublayer's output before its residual),
@@ -667,9 +673,11 @@ def base_architecture(args):
     args.t5_d_kv = getattr(args, "t5_d_kv", None)
     args.t5_scale_decoder_output = getattr(args, "t5_scale_decoder_output", None)
     if args.cell == "t5" and not (args.encoder_normalize_before and args.decoder_normalize_before):
-        raise ValueError("--cell t5 is a pre-norm cell: --encoder/decoder-normalize-before must be True")
+        raise ValueError(
+            "--cell t5 is a pre-norm cell: --encoder/decoder-normalize-before must be True")
     if args.cell != "t5" and (args.t5_d_kv is not None or args.t5_scale_decoder_output is not None):
-        raise ValueError("--t5-d-kv and --t5-scale-decoder-output are flags of the T5 cell (--cell t5)")
+        raise ValueError(
+            "--t5-d-kv and --t5-scale-decoder-output are flags of the T5 cell (--cell t5)")
     if args.t5_d_kv is not None and args.t5_d_kv < 1:
         raise ValueError(f"--t5-d-kv {args.t5_d_kv}: a per-head dim is a positive integer")
     # the features' flags (--gate*, --tpr*, --focus/--saliency-layers, ...)

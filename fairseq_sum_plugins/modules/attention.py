@@ -34,8 +34,8 @@ class FactoredGate(Protocol):
 
     def gate(self) -> Tensor: ...
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float, training: bool,
-               scale: Optional[float] = None) -> Tensor: ...
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float,
+               training: bool, scale: Optional[float] = None) -> Tensor:        ...
 
 
 class InputBuffer:
@@ -60,7 +60,8 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
     one_query_path = False
     share_beam_keys = True  # cross-attention keys/values once per source in a beam search
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True, scaling=None, inner_dim=None):
+    def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True,
+                 scaling=None, inner_dim=None):
         """``inner_dim``: ``H * d_k``, the width of the projected queries/keys/values (``embed_dim``
         by default; T5's ``num_heads * d_kv`` may differ from ``d_model``, e.g. t5-3b)."""
         super().__init__()
@@ -156,8 +157,8 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         if one_query and gate is None and q.device.type == "cpu" and q.dtype == torch.float32:
             out, weights = self._one_query_attention(q, k, v, mask), None  # CUDA: SDPA's kernels
         elif not need_weights and gate is None and not own_mask:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=causal,
-                                                 scale=self.scaling)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
+                                                 is_causal=causal, scale=self.scaling)
             weights = None
         elif not need_weights and not causal and isinstance(gate, FactoredGate) and not own_mask:
             out, weights = gate.attend(q, k, v, mask, dropout_p, self.training, self.scaling), None
@@ -267,7 +268,8 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
             mask = ~pad if mask is None else torch.where(pad, float("-inf"), mask)
         if causal and mask is not None:
             future = torch.ones(tgt_len, src_len, dtype=torch.bool, device=device).triu(1)
-            mask = mask.masked_fill(future, float("-inf")) if mask.dtype != torch.bool else mask & ~future
+            mask = mask.masked_fill(future,
+                                    float("-inf")) if mask.dtype != torch.bool else mask & ~future
             causal = False
         return mask, causal
 
@@ -283,7 +285,8 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
             future = torch.ones(logits.shape[-2:], dtype=torch.bool, device=q.device).triu(1)
             logits = logits.masked_fill(future, float("-inf"))
         if mask is not None:
-            logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
+            logits = logits.masked_fill(
+                ~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
         probs = logits.softmax(-1).nan_to_num(0.0).type_as(q)  # fully masked rows -> 0, as in SDPA
         dropped = dropout(probs, dropout_p, dropout_p > 0, self.packed_mask)  # modules/dropout.py
         out = (dropped if gate is None else dropped * gate.type_as(dropped)) @ v

@@ -56,8 +56,9 @@ def dropout(x: Tensor, p: float, training: bool, packed: bool = False) -> Tensor
         return x
     if packed and x.device.type != "cpu" and not _FELL_BACK:
         _FELL_BACK.append(x.device.type)
-        logger.warning("--dropout-mask packed: on %s dropout draws torch's fused mask (the packed mask "
-                       "is for CPU; modules/dropout.py)", x.device.type)
+        logger.warning(
+            "--dropout-mask packed: on %s dropout draws torch's fused mask (the packed mask "
+            "is for CPU; modules/dropout.py)", x.device.type)
     if not packed or x.device.type != "cpu" or p >= 1.0:
         return F.dropout(x, p, True)
     return x * packed_keep_mask(x.shape, p, x.device, x.dtype)
@@ -91,7 +92,8 @@ def set_dropout_mask(model, kind: str):
 
 
 def add_dropout_mask_arg(parser):
-    parser.add_argument("--dropout-mask", choices=MASKS, metavar="KIND",
-                        help="how dropout masks are drawn: bernoulli (default, torch's F.dropout) or "
-                             "packed (CPU: two 16-bit draws per 32-bit random number, p rounded to "
-                             "1/65536; modules/dropout.py)")
+    parser.add_argument(
+        "--dropout-mask", choices=MASKS, metavar="KIND",
+        help="how dropout masks are drawn: bernoulli (default, torch's F.dropout) or "
+        "packed (CPU: two 16-bit draws per 32-bit random number, p rounded to "
+        "1/65536; modules/dropout.py)")

@@ -135,7 +135,8 @@ FEATURES: Dict[str, FeatureSpec] = {}
 def register_feature(spec: FeatureSpec):
     bad = set(spec.attrs) - set(SITES) - {ENCODER_OUT, DECODER_OUT, MODEL}
     if bad:
-        raise ValueError(f"feature {spec.name!r}: unknown sites {sorted(bad)} (sites: {', '.join(SITES)})")
+        raise ValueError(
+            f"feature {spec.name!r}: unknown sites {sorted(bad)} (sites: {', '.join(SITES)})")
     FEATURES[spec.name] = spec
     return spec
 
@@ -160,7 +161,9 @@ def parse_layers(spec, num_layers, flag="--layers"):
             else:
                 layers.add(int(part))
         except ValueError:
-            raise ValueError(f"{flag} {spec!r}: expected 'all', 'none' or 1-based layers like '1,2' or '1-4'") from None
+            raise ValueError(
+                f"{flag} {spec!r}: expected 'all', 'none' or 1-based layers like '1,2' or '1-4'"
+            ) from None
     bad = sorted(i for i in layers if not 1 <= i <= num_layers)
     if bad:
         raise ValueError(f"{flag} {spec!r}: layers {bad} are outside 1..{num_layers}")
@@ -263,7 +266,8 @@ def attach(layer, args, site, stage, dims):
 
 def site_modules(layer, site):
     """The feature modules of ``site`` on ``layer``, in registration order."""
-    found = (getattr(layer, spec.attrs[site], None) for spec in FEATURES.values() if site in spec.attrs)
+    found = (getattr(layer, spec.attrs[site], None) for spec in FEATURES.values()
+             if site in spec.attrs)
     return [m for m in found if m is not None]
 
 
@@ -348,7 +352,8 @@ def cross_attention_values(view):
     (``FeatureSpec.cross_inputs``)."""
     values = {}
     for spec in FEATURES.values():
-        for name, value in (spec.cross_inputs(view, dict(values)) if spec.cross_inputs is not None else {}).items():
+        for name, value in (spec.cross_inputs(view, dict(values))
+                            if spec.cross_inputs is not None else {}).items():
             if value is None:
                 continue
             if name in values and name not in ("kv_scale", "score_bias"):
@@ -405,7 +410,8 @@ def layer_inputs(site, padding_mask=None, incremental_state=None, **values):
     names = site_input_names(site)
     unknown = sorted(set(values) - set(names))
     if unknown:
-        raise KeyError(f"unknown inputs {unknown} of site {site}: its inputs are {', '.join(names)}")
+        raise KeyError(
+            f"unknown inputs {unknown} of site {site}: its inputs are {', '.join(names)}")
     inputs = dict.fromkeys(names)
     inputs.update(values, padding_mask=padding_mask, incremental_state=incremental_state)
     return inputs

@@ -44,7 +44,8 @@ class RMSNormFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, eps):
-        rstd = torch.linalg.vector_norm(x, dim=-1, keepdim=True).square_().div_(x.size(-1)).add_(eps).rsqrt_()
+        rstd = torch.linalg.vector_norm(x, dim=-1,
+                                        keepdim=True).square_().div_(x.size(-1)).add_(eps).rsqrt_()
         ctx.save_for_backward(x, weight, rstd)
         return (x * rstd).mul_(weight)
 
@@ -76,7 +77,8 @@ class T5LayerNorm(nn.Module):
         return rms_norm_reference(x, self.weight, self.eps)
 
 
-def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32,
+                             max_distance=128):
     """T5's bucket of ``relative_position = key position - query position`` (see module
     docstring)."""
     buckets = 0
@@ -104,7 +106,8 @@ class RelativePositionBias(nn.Module):
     step.
     """
 
-    def __init__(self, num_heads, num_buckets=32, max_distance=128, bidirectional=True, d_model=512):
+    def __init__(self, num_heads, num_buckets=32, max_distance=128, bidirectional=True,
+                 d_model=512):
         super().__init__()
         self.relative_attention_bias = nn.Embedding(num_buckets, num_heads)
         nn.init.normal_(self.relative_attention_bias.weight, std=d_model**-0.5)

@@ -19,8 +19,10 @@ def bootstrap_statistics(values, n_samples=1000, seed=1, statistic=_mean):
     """Array (n_samples, ...) of ``statistic`` over resamples of the rows of ``values``."""
     values = np.asarray(values, dtype=np.float64)
     rng = np.random.default_rng(seed)
-    return np.stack([np.asarray(statistic(values[rng.integers(0, len(values), len(values))]), dtype=np.float64)
-                     for _ in range(n_samples)])
+    return np.stack([
+        np.asarray(statistic(values[rng.integers(0, len(values), len(values))]), dtype=np.float64)
+        for _ in range(n_samples)
+    ])
 
 
 def percentile_interval(samples, confidence=0.95):

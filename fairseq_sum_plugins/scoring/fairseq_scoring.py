@@ -29,8 +29,10 @@ class RougeScorerConfig(FairseqDataclass):
     scorer: ChoiceEnum(DOCUMENT_BACKENDS) = field(
         default="rouge-score", metadata={"help": "ROUGE backend, as fairseq-sum-score --scorer"})
     sentence_sep: Optional[str] = field(
-        default=None, metadata={"help": "extra sentence separator tokens, space-separated (e.g. '<q>'), as "
-                                        "fairseq-sum-score --sentence-sep"})
+        default=None, metadata={
+            "help": "extra sentence separator tokens, space-separated (e.g. '<q>'), as "
+            "fairseq-sum-score --sentence-sep"
+        })
 
 
 class RougeScorer(BaseScorer):

@@ -69,8 +69,8 @@ verb.change verb.cognition verb.communication verb.competition verb.consumption 
 verb.creation verb.emotion verb.motion verb.perception verb.possession verb.social verb.stative
 verb.weather adj.ppl""".split()
 _POS_NUMBER = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
-_NEEDED = ("data.noun", "data.verb", "data.adj", "data.adv", "index.noun", "index.verb", "index.adj",
-           "index.adv", "noun.exc", "verb.exc", "adj.exc", "adv.exc")
+_NEEDED = ("data.noun", "data.verb", "data.adj", "data.adv", "index.noun", "index.verb",
+           "index.adj", "index.adv", "noun.exc", "verb.exc", "adj.exc", "adv.exc")
 
 
 def wordnet_dir():
@@ -78,9 +78,10 @@ def wordnet_dir():
     path = os.environ.get("WORDNET_DIR") or WORDNET_DIR
     missing = [f for f in _NEEDED if not os.path.isfile(os.path.join(path, f))]
     if missing:
-        raise RuntimeError(f"METEOR needs the WordNet database in {path} (missing {', '.join(missing)}): "
-                           "install Debian's wordnet-base (`apt-get install -y wordnet-base`, done by "
-                           "scripts/install.sh) or set WORDNET_DIR to a WordNet 3.0 dict folder")
+        raise RuntimeError(
+            f"METEOR needs the WordNet database in {path} (missing {', '.join(missing)}): "
+            "install Debian's wordnet-base (`apt-get install -y wordnet-base`, done by "
+            "scripts/install.sh) or set WORDNET_DIR to a WordNet 3.0 dict folder")
     return path
 
 
@@ -165,8 +166,9 @@ def java():
     missing."""
     exe = shutil.which("java")
     if exe is None:
-        raise RuntimeError("--meteor-impl 1.5 runs Meteor's jar with Java, and java is not on PATH: "
-                           f"`{INSTALL_HINT}` (Debian's default-jre-headless)")
+        raise RuntimeError(
+            "--meteor-impl 1.5 runs Meteor's jar with Java, and java is not on PATH: "
+            f"`{INSTALL_HINT}` (Debian's default-jre-headless)")
     return exe
 
 
@@ -215,7 +217,8 @@ def run_meteor15(hyps, refs):
     except ValueError:
         scores, table = [], None
     if proc.returncode != 0 or len(scores) != len(lines) + 1 or table is None or table.ndim != 2:
-        raise RuntimeError(f"Meteor 1.5 failed ({' '.join(cmd)}, exit {proc.returncode}):\n{message}")
+        raise RuntimeError(
+            f"Meteor 1.5 failed ({' '.join(cmd)}, exit {proc.returncode}):\n{message}")
     return scores[:-1], scores[-1], table
 
 
@@ -276,6 +279,7 @@ def meteor_corpus(hyps, refs, impl="nltk", bootstrap_samples=0, seed=1):
     _, final, stats = run_meteor15(hyps, refs)
     out = {"meteor": final, "meteor_impl": label}
     if bootstrap_samples:
-        lo, hi = bootstrap_ci(stats, bootstrap_samples, seed, statistic=lambda s: meteor15_from_stats(meteor15_sum(s)))
+        lo, hi = bootstrap_ci(stats, bootstrap_samples, seed,
+                              statistic=lambda s: meteor15_from_stats(meteor15_sum(s)))
         out["meteor_ci"] = [float(lo), float(hi)]
     return out

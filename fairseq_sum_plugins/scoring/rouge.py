@@ -45,8 +45,8 @@ from typing import Optional
 import numpy as np
 
 from .bootstrap import bootstrap_ci
-from .rouge155 import (MAIN_METRICS, OFFICIAL_ARGS, build_exception_db, per_document_official, rouge155_home,
-                       score_files2rouge)
+from .rouge155 import (MAIN_METRICS, OFFICIAL_ARGS, build_exception_db, per_document_official,
+                       rouge155_home, score_files2rouge)
 from .rouge_text import as_sentences, clean_summary, countable, sentence_separators, split_summary
 from .score_inputs import int_at_least
 from ..text import DEFAULT_SENTENCE_SPLITTER, SENTENCE_SPLITTERS
@@ -71,7 +71,8 @@ MEASURES = (("R", "recall"), ("P", "precision"), ("F", None))
 def _rouge_scorer():
     from rouge_score import rouge_scorer
 
-    return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], tokenizer=RougeTokenizer())
+    return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"],
+                                    tokenizer=RougeTokenizer())
 
 
 def _pair_scores(hyp_sents, ref_sents):
@@ -84,8 +85,11 @@ def _pair_scores(hyp_sents, ref_sents):
 def _per_doc_rouge_score(hyps, refs):
     """{metric: (n, 3) array of per-document (recall, precision, F1)}."""
     per = [_pair_scores(h, r) for h, r in zip(hyps, refs)]
-    return {m: np.array([[s[m].recall, s[m].precision, s[m].fmeasure] for s in per], dtype=np.float64).reshape(-1, 3)
-            for m in ("rouge1", "rouge2", "rougeL", "rougeL_plain")}
+    return {
+        m: np.array([[s[m].recall, s[m].precision, s[m].fmeasure]
+                     for s in per], dtype=np.float64).reshape(-1, 3)
+        for m in ("rouge1", "rouge2", "rougeL", "rougeL_plain")
+    }
 
 
 def aggregate(per_doc, bootstrap_samples=0, seed=1):
@@ -124,7 +128,8 @@ class Scorer:
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown scorer {self.backend!r} ({', '.join(BACKENDS)})")
         if self.splitter is not None and self.splitter not in SENTENCE_SPLITTERS:
-            raise ValueError(f"unknown sentence splitter {self.splitter!r} ({', '.join(SENTENCE_SPLITTERS)})")
+            raise ValueError(
+                f"unknown sentence splitter {self.splitter!r} ({', '.join(SENTENCE_SPLITTERS)})")
         object.__setattr__(self, "seps", tuple(separator_token(t) for t in self.seps or ()))
 
     def check(self):
@@ -166,8 +171,10 @@ class Scorer:
         backend's metrics). ``wordless_zero``: a document whose reference has no word scores 0
         (the backend does not see it), where no sample id can name it."""
         if self.backend == "files2rouge":
-            raise ValueError("files2rouge gives no per-document scores (use rouge-score or official)")
-        keep = [i for i, r in enumerate(ref_sents) if countable(r)] if wordless_zero else range(len(ref_sents))
+            raise ValueError(
+                "files2rouge gives no per-document scores (use rouge-score or official)")
+        keep = [i for i, r in enumerate(ref_sents)
+                if countable(r)] if wordless_zero else range(len(ref_sents))
         if len(keep) == len(ref_sents):
             return self._per_doc(hyp_sents, ref_sents)
         if not keep:
@@ -217,7 +224,8 @@ class Scorer:
         if "meteor" in metrics:
             from .meteor import meteor_scores
 
-            out["meteor"] = np.asarray(meteor_scores(hyp_sents, ref_sents, self.meteor or "nltk"), dtype=np.float64)
+            out["meteor"] = np.asarray(meteor_scores(hyp_sents, ref_sents, self.meteor or "nltk"),
+                                       dtype=np.float64)
         return {m: out[m] for m in metrics}
 
 
@@ -236,18 +244,21 @@ def add_scorer_options(p, backends=BACKENDS):
     p.add_argument("--sentence-sep", action="append", metavar="TOKEN", type=separator_token,
                    help="an extra sentence separator token, e.g. '<q>' (repeatable)")
     p.add_argument("--no-detok", action="store_true", help="skip Moses detokenization")
-    p.add_argument("--split-sentences", action="store_true",
-                   help="split hypotheses and references into sentences with the rule-based splitter "
-                        "(outputs without <sep> / newline boundaries, e.g. BART's)")
-    p.add_argument("--sentence-splitter", choices=SENTENCE_SPLITTERS, default=DEFAULT_SENTENCE_SPLITTER,
+    p.add_argument(
+        "--split-sentences", action="store_true",
+        help="split hypotheses and references into sentences with the rule-based splitter "
+        "(outputs without <sep> / newline boundaries, e.g. BART's)")
+    p.add_argument("--sentence-splitter", choices=SENTENCE_SPLITTERS,
+                   default=DEFAULT_SENTENCE_SPLITTER,
                    help="splitter of --split-sentences, as fairseq-sum-prepare --sentence-splitter")
 
 
 def scorer_from_args(args, summaries=(), **fields):
     """The :class:`Scorer` of :func:`add_scorer_options`' ``args``; a known separator found in
     ``summaries`` without ``--sentence-sep`` is warned about. ``fields``: the other fields."""
-    return Scorer(backend=args.scorer, seps=sentence_separators(args.sentence_sep, summaries),
-                  detok=not args.no_detok, splitter=args.sentence_splitter if args.split_sentences else None,
+    return Scorer(backend=args.scorer, seps=sentence_separators(args.sentence_sep,
+                                                                summaries), detok=not args.no_detok,
+                  splitter=args.sentence_splitter if args.split_sentences else None,
                   rouge_args=args.rouge_args, workers=args.workers, **fields)
 
 
@@ -289,12 +300,12 @@ def score_summaries(hyps, refs, scorer="rouge-score", detok=True, bootstrap=Fals
     """:meth:`Scorer.corpus` of parallel summaries (strings with ``<sep>``/newlines, or sentence
     lists); CIs with ``bootstrap`` and always with ``official``."""
     samples = bootstrap_samples if bootstrap or scorer == "official" else 0
-    return Scorer(scorer, seps, detok, rouge_args=rouge_args, workers=workers, bootstrap_samples=samples,
-                  seed=seed).corpus(hyps, refs, ids)
+    return Scorer(scorer, seps, detok, rouge_args=rouge_args, workers=workers,
+                  bootstrap_samples=samples, seed=seed).corpus(hyps, refs, ids)
 
 
-def document_scores(hyps, refs, scorer="rouge-score", detok=True, rouge_args=OFFICIAL_ARGS, seps=(), workers=None,
-                    ids=None):
+def document_scores(hyps, refs, scorer="rouge-score", detok=True, rouge_args=OFFICIAL_ARGS, seps=(),
+                    workers=None, ids=None):
     """Per-document scores: ``{metric: [one dict per document]}`` with ``{"precision", "recall",
     "fmeasure", "score"}`` (``score`` = ``fmeasure``), in the order of ``hyps``; the corpus score is
     the mean of ``score`` (:meth:`Scorer.documents` of :meth:`Scorer.pairs`)."""
@@ -302,4 +313,3 @@ def document_scores(hyps, refs, scorer="rouge-score", detok=True, rouge_args=OFF
     per = s.documents(*s.pairs(hyps, refs, ids))
     return {m: [{"recall": float(r), "precision": float(p), "fmeasure": float(f), "score": float(f)}
                 for r, p, f in rows] for m, rows in per.items()}
-

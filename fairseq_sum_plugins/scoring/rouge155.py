@@ -253,8 +253,9 @@ def per_document_official(hyps, refs, rouge_args=OFFICIAL_ARGS, workers=None):
     workers = max(1, min(workers or os.cpu_count() or 1, len(hyps)))
     bounds = np.linspace(0, len(hyps), workers + 1).astype(int)
     with ThreadPoolExecutor(workers) as pool:
-        parts = list(pool.map(lambda b: _official_chunk(hyps[b[0]:b[1]], refs[b[0]:b[1]], b[0], rouge_args),
-                              zip(bounds[:-1], bounds[1:])))
+        parts = list(
+            pool.map(lambda b: _official_chunk(hyps[b[0]:b[1]], refs[b[0]:b[1]], b[0], rouge_args),
+                     zip(bounds[:-1], bounds[1:])))
     return {m: np.concatenate([p[m] for p in parts]) for m in parts[0]}
 
 

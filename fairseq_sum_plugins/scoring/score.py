@@ -52,8 +52,8 @@ import sys
 import numpy as np
 
 from . import rouge
-from .score_inputs import (ScoreInputError, add_reference_options, generate_inputs, hypothesis_inputs,
-                           int_at_least, read_lines)
+from .score_inputs import (ScoreInputError, add_reference_options, generate_inputs,
+                           hypothesis_inputs, int_at_least, read_lines)
 
 
 def get_parser():
@@ -66,15 +66,19 @@ def get_parser():
     rouge.add_scorer_options(p)
     p.add_argument("--report", default="f1", choices=["f1", "prf"],
                    help="prf: also a precision/recall/F1 table of every ROUGE variant")
-    p.add_argument("--meteor", action="store_true", help="also METEOR (--meteor-impl, default nltk)")
-    p.add_argument("--meteor-impl", choices=("nltk", "1.5"),
-                   help="METEOR implementation: nltk (default) or 1.5 (Meteor Universal 1.5's jar, -l en "
-                        "-norm, as TP-Transformer Table 2; scripts/install.sh --meteor15); needs --meteor")
-    p.add_argument("--novel-ngrams", nargs="?", const=[1, 2, 3, 4], type=ngram_orders, metavar="ORDERS",
-                   help="also the novel n-gram ratios of hypotheses and references (default 1,2,3,4)")
-    p.add_argument("--specificity", action="store_true",
-                   help="also ROUGE-2 reference specificity: own vs other documents' "
-                        "references, with a permutation p-value (needs every document of the split)")
+    p.add_argument("--meteor", action="store_true",
+                   help="also METEOR (--meteor-impl, default nltk)")
+    p.add_argument(
+        "--meteor-impl", choices=("nltk", "1.5"),
+        help="METEOR implementation: nltk (default) or 1.5 (Meteor Universal 1.5's jar, -l en "
+        "-norm, as TP-Transformer Table 2; scripts/install.sh --meteor15); needs --meteor")
+    p.add_argument(
+        "--novel-ngrams", nargs="?", const=[1, 2, 3, 4], type=ngram_orders, metavar="ORDERS",
+        help="also the novel n-gram ratios of hypotheses and references (default 1,2,3,4)")
+    p.add_argument(
+        "--specificity", action="store_true",
+        help="also ROUGE-2 reference specificity: own vs other documents' "
+        "references, with a permutation p-value (needs every document of the split)")
     p.add_argument("--permutations", type=int_at_least(1000), default=None,
                    help="permutations of the --specificity p-value (default and minimum 1000; "
                         "seeded by --seed)")
@@ -88,9 +92,10 @@ def get_parser():
     p.add_argument("--topic-data", metavar="DIR",
                    help="data dir of the topic model (dict, spm.model, prepare_args.json; "
                         "default: the topic model's folder)")
-    p.add_argument("--src", metavar="FILE",
-                   help="documents, one per line (line i = sample id / hyp line i; as many lines as the "
-                        "split / the hypotheses); default: S- lines")
+    p.add_argument(
+        "--src", metavar="FILE",
+        help="documents, one per line (line i = sample id / hyp line i; as many lines as the "
+        "split / the hypotheses); default: S- lines")
     return p
 
 
@@ -123,7 +128,8 @@ def documents(args, ids, sources, size=None):
         if (size is not None and len(docs) != size) or ids[-1] >= len(docs):
             of = f"{size} {'hypotheses' if args.hyp else 'examples of the split'}" if size is not None \
                 else f"sample ids up to {ids[-1]}"
-            raise ScoreInputError(f"{args.src} has {len(docs)} documents for {of} (line i = sample i)")
+            raise ScoreInputError(
+                f"{args.src} has {len(docs)} documents for {of} (line i = sample i)")
         return [docs[i] for i in ids]
     if sources is None:
         raise ScoreInputError("--topic-model / --novel-ngrams need the documents: --src FILE")
@@ -163,7 +169,8 @@ def extra_scores(args, scorer, ids, hyps, refs, sources, size=None):
 
         join = " <sep> ".join
         ss = semantic_similarity_scores([join(h) for h in hyp_sents], [join(d) for d in docs],
-                                        [join(r) for r in ref_sents], args.topic_model, args.topic_data)
+                                        [join(r) for r in ref_sents], args.topic_model,
+                                        args.topic_data)
         out.update(ss_sum_doc=ss["ss_sum_doc"], ss_sum_gold=ss["ss_sum_gold"])
     return out
 
@@ -216,8 +223,9 @@ def main(argv=None):
         parser.error("--permutations goes with --specificity")
     try:
         ids, hyps, refs, sources, size = load_inputs(args)
-        scorer = rouge.scorer_from_args(args, hyps + refs, bootstrap_samples=args.bootstrap_samples, seed=args.seed,
-                                        meteor=(args.meteor_impl or "nltk") if args.meteor else None)
+        scorer = rouge.scorer_from_args(
+            args, hyps + refs, bootstrap_samples=args.bootstrap_samples, seed=args.seed,
+            meteor=(args.meteor_impl or "nltk") if args.meteor else None)
         res = scorer.corpus(hyps, refs, ids if args.generate_output else None)
         res.update(extra_scores(args, scorer, ids, hyps, refs, sources, size))
     except (ValueError, RuntimeError, OSError) as e:

@@ -76,7 +76,8 @@ def jsonl_objects(path):
         try:
             yield lineno, json.loads(line)
         except json.JSONDecodeError as e:
-            raise ScoreInputError(f"{path}:{lineno}: invalid JSON ({e.msg}, column {e.colno})") from None
+            raise ScoreInputError(
+                f"{path}:{lineno}: invalid JSON ({e.msg}, column {e.colno})") from None
 
 
 def read_jsonl_records(path, field):
@@ -165,8 +166,9 @@ def find_data_dir(gen, data=None, split=None):
     elif logged and os.path.isabs(logged[0]):
         data = logged[0]
         if not os.path.isdir(data):
-            raise ScoreInputError(f"{gen.path}: generate's log names the data folder {data}, which does "
-                                  "not exist (moved?): pass --data DATA/bin")
+            raise ScoreInputError(
+                f"{gen.path}: generate's log names the data folder {data}, which does "
+                "not exist (moved?): pass --data DATA/bin")
     if data is None:
         return None, split, logged[2] if logged else None
     size = split_size(data, split)
@@ -175,9 +177,10 @@ def find_data_dir(gen, data=None, split=None):
     if explicit:
         _check_against_log(data, split, logged, gen.path)
     if logged and logged[2] != size:
-        raise ScoreInputError(f"{data}: the {split} split has {size} examples, but {gen.path} decoded one "
-                              f"of {logged[2]} (generate's log names {logged[0]}): another data folder, or "
-                              "prepared again since")
+        raise ScoreInputError(
+            f"{data}: the {split} split has {size} examples, but {gen.path} decoded one "
+            f"of {logged[2]} (generate's log names {logged[0]}): another data folder, or "
+            "prepared again since")
     return data, split, size
 
 
@@ -191,8 +194,9 @@ def _check_against_log(data, split, logged, path):
     ours, theirs = (os.path.join(d, f"{split}.ref.jsonl") for d in (data, logged[0]))
     found = [os.path.isfile(f) for f in (ours, theirs)]
     if any(found) and not (all(found) and filecmp.cmp(ours, theirs, shallow=False)):
-        raise ScoreInputError(f"--data {data}, but {path} was decoded from {logged[0]} (generate's log), "
-                              f"whose {split}.ref.jsonl differs: pass that folder")
+        raise ScoreInputError(
+            f"--data {data}, but {path} was decoded from {logged[0]} (generate's log), "
+            f"whose {split}.ref.jsonl differs: pass that folder")
 
 
 def read_prepared_references(data, split, size=None):
@@ -229,8 +233,9 @@ def jsonl_references(path, field, ids, records=None, size=None):
         raw = read_jsonl_field(path, field)
         if (size is not None and len(raw) != size) or ids[-1] >= len(raw):
             of = f"a split of {size} examples" if size is not None else f"sample ids up to {ids[-1]}"
-            raise ScoreInputError(f"{path} has {len(raw)} records for {of}: record i cannot be sample i "
-                                  "(pass --data DATA/bin, whose reference index maps examples to records)")
+            raise ScoreInputError(
+                f"{path} has {len(raw)} records for {of}: record i cannot be sample i "
+                "(pass --data DATA/bin, whose reference index maps examples to records)")
         return [raw[i] for i in ids]
     by_line = read_jsonl_records(path, field)
     names = {os.path.realpath(str(r.get("file", ""))) for r in records}
@@ -321,7 +326,8 @@ def read_generate_output(path, size=None):
         raise ScoreInputError(f"{gen.path}: no H-/D- lines (is this fairseq-generate output?)")
     missing = sorted(set(gen.hyps) - set(gen.refs))
     if missing:
-        raise ScoreInputError(f"{gen.path}: hypotheses without a T- reference line, ids {missing[:10]}")
+        raise ScoreInputError(
+            f"{gen.path}: hypotheses without a T- reference line, ids {missing[:10]}")
     extra = sorted(set(gen.refs) - set(gen.hyps))
     if extra:
         warn(f"{len(extra)} references without a hypothesis ignored (ids {extra[:10]})")
@@ -355,14 +361,17 @@ def add_reference_options(p):
     refs = p.add_mutually_exclusive_group()
     refs.add_argument("--ref", metavar="FILE",
                       help="references, one per line (line i = hypothesis line i / sample id i)")
-    refs.add_argument("--ref-jsonl", metavar="FILE",
-                      help="references from the raw JSONL records (through --data's reference index "
-                           "when it has one, else record i = hypothesis line i / sample id i)")
-    refs.add_argument("--refs", choices=[T_LINES],
-                      help="t-lines: score a generate output against its T- lines, the binarized targets "
-                           "cut by fairseq-sum-prepare --max-tgt-tokens (default: the untruncated "
-                           "references of --data, --ref or --ref-jsonl)")
-    p.add_argument("--ref-field", default="summary", help="JSONL field of the reference (default: summary)")
+    refs.add_argument(
+        "--ref-jsonl", metavar="FILE",
+        help="references from the raw JSONL records (through --data's reference index "
+        "when it has one, else record i = hypothesis line i / sample id i)")
+    refs.add_argument(
+        "--refs", choices=[T_LINES],
+        help="t-lines: score a generate output against its T- lines, the binarized targets "
+        "cut by fairseq-sum-prepare --max-tgt-tokens (default: the untruncated "
+        "references of --data, --ref or --ref-jsonl)")
+    p.add_argument("--ref-field", default="summary",
+                   help="JSONL field of the reference (default: summary)")
     p.add_argument("--data", metavar="DIR",
                    help="binarized data dir of fairseq-sum-prepare (untruncated references "
                         "SPLIT.ref.jsonl, reference index, split size); default: the absolute path "
@@ -389,9 +398,10 @@ def _no_references(gen, data, split):
     if data is None and gen.loaded and not os.path.isabs(gen.loaded[0]):
         why += (f" (generate's log names {gen.loaded[0]!r}, relative to where fairseq-generate ran: "
                 "pass it as --data)")
-    return (f"{gen.path}: no references ({why}): pass --data DATA/bin (the untruncated summaries of "
-            "fairseq-sum-prepare), --ref-jsonl RAW.jsonl or --ref FILE, or score the T- lines, cut by "
-            "--max-tgt-tokens, with --refs t-lines")
+    return (
+        f"{gen.path}: no references ({why}): pass --data DATA/bin (the untruncated summaries of "
+        "fairseq-sum-prepare), --ref-jsonl RAW.jsonl or --ref FILE, or score the T- lines, cut by "
+        "--max-tgt-tokens, with --refs t-lines")
 
 
 def generate_inputs(path, args):
@@ -411,9 +421,11 @@ def generate_inputs(path, args):
     if args.ref:
         refs, source = line_references(args.ref, ids, size), args.ref
     elif args.ref_jsonl:
-        refs, source = jsonl_references(args.ref_jsonl, args.ref_field, ids, records, size), args.ref_jsonl
+        refs, source = jsonl_references(args.ref_jsonl, args.ref_field, ids, records,
+                                        size), args.ref_jsonl
     elif records is not None:
-        refs, source = [prepared_summary(records[i]) for i in ids], os.path.join(data, f"{split}.ref.jsonl")
+        refs, source = [prepared_summary(records[i])
+                        for i in ids], os.path.join(data, f"{split}.ref.jsonl")
     else:
         raise ScoreInputError(_no_references(gen, data, split))
     check_references(gen.path, ids, refs, t_lines, source)
@@ -427,7 +439,8 @@ def hypothesis_inputs(path, args):
     hyps = read_lines(path, "hypotheses")
     ids = list(range(len(hyps)))
     if args.refs == T_LINES:
-        raise ScoreInputError(f"--refs t-lines needs a fairseq-generate output ({path} has no T- lines)")
+        raise ScoreInputError(
+            f"--refs t-lines needs a fairseq-generate output ({path} has no T- lines)")
     records = size = None
     if args.data:
         split = args.split or "test"
@@ -437,8 +450,9 @@ def hypothesis_inputs(path, args):
         if size is None:
             raise ScoreInputError(f"{args.data}: no binarized {split} split ({split}.*.idx)")
         if len(hyps) != size:
-            raise ScoreInputError(f"{path} has {len(hyps)} hypotheses, but the {split} split of {args.data} "
-                                  f"has {size} examples (line i = example i)")
+            raise ScoreInputError(
+                f"{path} has {len(hyps)} hypotheses, but the {split} split of {args.data} "
+                f"has {size} examples (line i = example i)")
         records = read_prepared_references(args.data, split, size)
     if args.ref:
         refs = read_lines(args.ref, "references")
@@ -447,7 +461,9 @@ def hypothesis_inputs(path, args):
     elif records is not None:
         refs = [prepared_summary(r) for r in records]
     else:
-        raise ScoreInputError(f"{path}: no references: pass --ref FILE, --ref-jsonl FILE or --data DATA/bin")
+        raise ScoreInputError(
+            f"{path}: no references: pass --ref FILE, --ref-jsonl FILE or --data DATA/bin")
     if len(hyps) != len(refs):
-        raise ScoreInputError(f"line count mismatch: {len(hyps)} hypotheses vs {len(refs)} references")
+        raise ScoreInputError(
+            f"line count mismatch: {len(hyps)} hypotheses vs {len(refs)} references")
     return ids, hyps, refs

@@ -52,8 +52,8 @@ STEP2 = {"ational": "ate", "tional": "tion", "enci": "ence", "anci": "ance", "iz
          "ator": "ate", "alism": "al", "iveness": "ive", "fulness": "ful", "ousness": "ous",
          "aliti": "al", "iviti": "ive", "biliti": "ble", "logi": "log"}
 STEP3 = {"icate": "ic", "ative": "", "alize": "al", "iciti": "ic", "ical": "ic", "ful": "", "ness": ""}
-STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ou", "ism", "ate", "iti",
-         "ous", "ive", "ize")
+STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ou", "ism", "ate",
+         "iti", "ous", "ive", "ize")
 
 
 def _suffix_re(suffixes):

@@ -52,9 +52,11 @@ class GNMTSequenceGenerator(SequenceGenerator):
     ``src_tokens`` (not padding), so left and right padded batches are scored alike.
     """
 
-    def __init__(self, models, tgt_dict, lenpen_gnmt=None, coverage_penalty=0.0, coverage_penalty_type="wu", **kwargs):
+    def __init__(self, models, tgt_dict, lenpen_gnmt=None, coverage_penalty=0.0,
+                 coverage_penalty_type="wu", **kwargs):
         if coverage_penalty_type not in ("wu", "summary"):
-            raise ValueError(f"--coverage-penalty-type {coverage_penalty_type!r}: expected wu or summary")
+            raise ValueError(
+                f"--coverage-penalty-type {coverage_penalty_type!r}: expected wu or summary")
         super().__init__(models, tgt_dict, **kwargs)
         self.lenpen_gnmt = lenpen_gnmt
         self.coverage_beta = coverage_penalty
@@ -82,21 +84,25 @@ class GNMTSequenceGenerator(SequenceGenerator):
             log_p = log_p + coverage_penalty(attn, src_real, self.coverage_beta, self.coverage_kind).to(log_p)
         return log_p
 
-    def finalize_hypos(self, step, bbsz_idx, eos_scores, tokens, scores, finalized, finished, beam_size, attn,
-                       src_lengths, max_len):
+    def finalize_hypos(self, step, bbsz_idx, eos_scores, tokens, scores, finalized, finished,
+                       beam_size, attn, src_lengths, max_len):
         if self.coverage_beta and attn is None:
-            raise RuntimeError("--coverage-penalty needs the decoder's cross-attention (decoder.need_attn = True)")
+            raise RuntimeError(
+                "--coverage-penalty needs the decoder's cross-attention (decoder.need_attn = True)")
         stored = [len(hypos) for hypos in finalized]
         newly_finished = super().finalize_hypos(step, bbsz_idx, eos_scores, tokens, scores, finalized, finished,
                                                 beam_size, attn, src_lengths, max_len)
-        new = [(sent, hypo) for sent, hypos in enumerate(finalized) for hypo in hypos[stored[sent]:]]
+        new = [(sent, hypo) for sent, hypos in enumerate(finalized)
+               for hypo in hypos[stored[sent]:]]
         if new:  # hypotheses finished at this step, all of |Y| = step + 1 tokens
             sents = torch.tensor([sent for sent, _ in new], device=self._src_real.device)
             src_real = self._src_real.index_select(0, sents)
-            hyp_attn = torch.stack([hypo["attention"] for _, hypo in new]) if self.coverage_beta else None
+            hyp_attn = torch.stack([hypo["attention"]
+                                    for _, hypo in new]) if self.coverage_beta else None
             if hyp_attn is not None and hyp_attn.size(1) != src_real.size(1):
-                raise RuntimeError(f"--coverage-penalty: the decoder's attention covers {hyp_attn.size(1)} source "
-                                   f"positions, the batch has {src_real.size(1)}")
+                raise RuntimeError(
+                    f"--coverage-penalty: the decoder's attention covers {hyp_attn.size(1)} source "
+                    f"positions, the batch has {src_real.size(1)}")
             log_p = torch.stack([hypo["score"] for _, hypo in new])
             for (_, hypo), score in zip(new, self.rescore(log_p, hyp_attn, src_real, step + 1)):
                 hypo["score"] = score

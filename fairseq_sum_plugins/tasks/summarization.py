@@ -78,8 +78,7 @@ class SideDataDataset(BaseWrapperDataset):
             if len(arr) != len(dataset):
                 raise ValueError(
                     f"side data {name!r} has {len(arr)} rows but the dataset has {len(dataset)} examples; "
-                    "it must be written for exactly the same (binarized) examples, in order"
-                )
+                    "it must be written for exactly the same (binarized) examples, in order")
         self.side = side
 
     def __getitem__(self, index):
@@ -104,7 +103,8 @@ class SummarizationConfig(TranslationConfig):
         default="",
         metadata={"help": "comma-separated side-data names, loaded from DATA/{split}.{name}.npy"},
     )
-    eval_rouge: bool = field(default=False, metadata={"help": "generate and score ROUGE during validation"})
+    eval_rouge: bool = field(default=False,
+                             metadata={"help": "generate and score ROUGE during validation"})
     eval_rouge_args: str = field(
         default="{}",
         metadata={"help": 'generation args for --eval-rouge as JSON, e.g. \'{"beam": 4, "max_len_b": 100}\''},
@@ -120,9 +120,11 @@ class SummarizationConfig(TranslationConfig):
         default="{}",
         metadata={"help": 'args of --eval-rouge-bpe as JSON, e.g. \'{"gpt2_encoder_json": "E", "gpt2_vocab_bpe": "V"}\''},
     )
-    eval_rouge_print_samples: bool = field(default=False, metadata={"help": "log one summary per validation batch"})
+    eval_rouge_print_samples: bool = field(
+        default=False, metadata={"help": "log one summary per validation batch"})
     eval_rouge_scorer: ChoiceEnum(DOCUMENT_BACKENDS) = field(
-        default="rouge-score", metadata={"help": "ROUGE backend of --eval-rouge, as fairseq-sum-score --scorer"})
+        default="rouge-score",
+        metadata={"help": "ROUGE backend of --eval-rouge, as fairseq-sum-score --scorer"})
     eval_rouge_sentence_sep: Optional[str] = field(
         default=None, metadata={"help": "extra sentence separator tokens of --eval-rouge, space-separated (e.g. '<q>'), "
                                         "as fairseq-sum-score --sentence-sep"})
@@ -153,7 +155,8 @@ def parse_dict_flag(flag, text):
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError) as err:
-            raise ValueError(f"{flag} {text!r}: not a JSON or Python dict literal ({err})") from None
+            raise ValueError(
+                f"{flag} {text!r}: not a JSON or Python dict literal ({err})") from None
     if not isinstance(value, dict):
         raise ValueError(f"{flag} {text!r}: expected a dict such as '{{\"beam\": 4}}'")
     return value
@@ -164,8 +167,9 @@ def refuse_cpu_half_precision(cfg):
     # memory-efficient first: fairseq sets fp16 for --memory-efficient-fp16 too
     for flag in ("memory_efficient_fp16", "fp16"):
         if getattr(cfg, flag, False) and (getattr(cfg, "cpu", False) or not torch.cuda.is_available()):
-            raise ValueError(f"--{flag.replace('_', '-')} needs a CUDA GPU and none is in use: drop it to train "
-                             "in float32 on CPU")
+            raise ValueError(
+                f"--{flag.replace('_', '-')} needs a CUDA GPU and none is in use: drop it to train "
+                "in float32 on CPU")
 
 
 @register_task("summarization", dataclass=SummarizationConfig)
@@ -197,13 +201,15 @@ class SummarizationTask(TranslationTask):
         if self.side_data_names:
             paths = utils.split_paths(self.cfg.data)
             # the folder fairseq's translation task read this split from
-            data_path = paths[(epoch - 1) % len(paths)] if split == getattr(self.cfg, "train_subset", "train") else paths[0]
+            data_path = paths[(epoch - 1) % len(paths)] if split == getattr(
+                self.cfg, "train_subset", "train") else paths[0]
             side = {}
             for name in self.side_data_names:
                 path = os.path.join(data_path, f"{split}.{name}.npy")
                 if not os.path.exists(path):
-                    raise FileNotFoundError(f"--side-data {name}: {path} not found "
-                                            f"({SIDE_DATA_HINTS.get(name, 'written by the preprocessing step')})")
+                    raise FileNotFoundError(
+                        f"--side-data {name}: {path} not found "
+                        f"({SIDE_DATA_HINTS.get(name, 'written by the preprocessing step')})")
                 side[name] = np.load(path, mmap_mode="r")
             self.datasets[split] = SideDataDataset(self.datasets[split], side)
             self._side_data_paths = {**self._side_data_paths,
@@ -271,8 +277,9 @@ class SummarizationTask(TranslationTask):
                     "(fairseq-preprocess --srcdict/--tgtdict TRAINING_DATA/dict.*.txt)")
             if not stored:
                 if from_checkpoint and side == "src":
-                    logger.warning("the checkpoint records no dictionary checksum: cannot check that the data "
-                                   "was binarized with the training dictionary")
+                    logger.warning(
+                        "the checkpoint records no dictionary checksum: cannot check that the data "
+                        "was binarized with the training dictionary")
                 try:
                     from omegaconf import OmegaConf, open_dict
 
@@ -317,7 +324,8 @@ class SummarizationTask(TranslationTask):
 
     def build_tokenizer(self, args):
         """Raw text without ``--tokenizer``: the one recorded in ``DATA/prepare_args.json``."""
-        if self._raw_text_mode() and getattr(args, "_name", getattr(args, "tokenizer", None)) is None:
+        tokenizer = getattr(args, "_name", getattr(args, "tokenizer", None))
+        if self._raw_text_mode() and tokenizer is None:
             recorded, _ = self._text_encoding(tokenizer_given=False, bpe_given=True)
             if recorded:
                 logger.info(f"raw text: --tokenizer {recorded['tokenizer']} {recorded} from DATA/prepare_args.json")
@@ -334,7 +342,8 @@ class SummarizationTask(TranslationTask):
         if self._raw_text_mode() and getattr(args, "_name", getattr(args, "bpe", None)) is None:
             _, recorded = self._text_encoding(tokenizer_given=True, bpe_given=False)
             if recorded:
-                logger.info(f"raw text: --bpe {recorded['bpe']} {recorded} from DATA/prepare_args.json")
+                logger.info(
+                    f"raw text: --bpe {recorded['bpe']} {recorded} from DATA/prepare_args.json")
                 from fairseq.data import encoders
 
                 return encoders.build_bpe(Namespace(**recorded))
@@ -350,8 +359,9 @@ class SummarizationTask(TranslationTask):
                 logger.warning(f"raw-text input {i} is empty or whitespace only: its summary is generated from an "
                                "empty document")
             elif sum(x == d.unk() for x in ids) * 2 > len(ids):
-                logger.warning(f"raw-text input {i}: {sum(x == d.unk() for x in ids)} of {len(ids)} tokens are <unk>: "
-                               "the text is not encoded like the training data (--tokenizer / --bpe)")
+                logger.warning(
+                    f"raw-text input {i}: {sum(x == d.unk() for x in ids)} of {len(ids)} tokens are <unk>: "
+                    "the text is not encoded like the training data (--tokenizer / --bpe)")
             if len(ids) > limit:
                 logger.warning(f"raw-text input {i}: {len(ids)} tokens, truncated to the model's limit of {limit} "
                                f"(its first {limit - 1} tokens and EOS)")
@@ -365,7 +375,9 @@ class SummarizationTask(TranslationTask):
         limit = self.max_inference_source_tokens()
         full_tokens = list(src_tokens)
         self._log_raw_text(full_tokens, limit)
-        src_tokens = [t if len(t) <= limit else torch.cat([t[: limit - 1], t[-1:]]) for t in full_tokens]
+        src_tokens = [
+            t if len(t) <= limit else torch.cat([t[:limit - 1], t[-1:]]) for t in full_tokens
+        ]
         src_lengths = [len(t) for t in src_tokens]
         dataset = LanguagePairDataset(
             src_tokens, src_lengths, self.source_dictionary, tgt_dict=self.target_dictionary, constraints=constraints,
@@ -377,7 +389,9 @@ class SummarizationTask(TranslationTask):
         # fairseq-interactive keeps only src_tokens/src_lengths: inference_step finds these rows
         # again
         self._inference_side = {
-            (tuple(t.tolist()), name): side[name][i] for i, t in enumerate(src_tokens) for name in side
+            (tuple(t.tolist()), name): side[name][i]
+            for i, t in enumerate(src_tokens)
+            for name in side
         }
         return SideDataDataset(dataset, side)
 
@@ -409,7 +423,8 @@ class SummarizationTask(TranslationTask):
                 else:
                     rows = self.provide_side_data(name, tokens)
                 net_input[name] = torch.from_numpy(rows).to(src.device)
-        return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens, constraints=constraints)
+        return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens,
+                                      constraints=constraints)
 
     def build_generator(self, models, args, **kwargs):
         """fairseq's generator; asks the decoders for attention only when it will be printed or
@@ -430,13 +445,15 @@ class SummarizationTask(TranslationTask):
                 kwargs.get("extra_gen_cls_kwargs") or {},
                 lenpen_gnmt=lenpen_gnmt,
                 coverage_penalty=coverage,
-                coverage_penalty_type=getattr(args, "coverage_penalty_type", self.cfg.coverage_penalty_type),
+                coverage_penalty_type=getattr(args, "coverage_penalty_type",
+                                              self.cfg.coverage_penalty_type),
             )
         # fairseq-generate/interactive --fp16 halve the models before this hook
         for model in models:
             if any(p.dtype == torch.float16 and p.device.type == "cpu" for p in model.parameters()):
-                raise ValueError("--fp16 needs a CUDA GPU: on CPU the model would decode in half precision "
-                                 "(different scores); drop --fp16 to decode in float32")
+                raise ValueError(
+                    "--fp16 needs a CUDA GPU: on CPU the model would decode in half precision "
+                    "(different scores); drop --fp16 to decode in float32")
         for hook in GENERATOR_HOOKS:  # registered by features (side_data.register_generator_hook)
             hook(models)
         return super().build_generator(models, args, **kwargs)
@@ -453,7 +470,9 @@ class SummarizationTask(TranslationTask):
                                      "at least 1")
         model = super().build_model(cfg, from_checkpoint)
         max_positions = model.max_positions()
-        source_limit = max_positions[0] if isinstance(max_positions, (tuple, list)) else max_positions
+        source_limit = max_positions
+        if isinstance(max_positions, (tuple, list)):
+            source_limit = max_positions[0]
         self._model_max_source_positions = self._model_max_source_positions + [source_limit]
         self.check_model_data(cfg, model, from_checkpoint)
         if self.cfg.eval_rouge:
@@ -466,7 +485,8 @@ class SummarizationTask(TranslationTask):
 
     def resolve_rouge_bpe(self):
         """``(name, args)`` of the BPE that ``--eval-rouge`` undoes (``name`` None: none)."""
-        name, args = self.cfg.eval_rouge_bpe, parse_dict_flag("--eval-rouge-bpe-args", self.cfg.eval_rouge_bpe_args)
+        name, args = self.cfg.eval_rouge_bpe, parse_dict_flag("--eval-rouge-bpe-args",
+                                                              self.cfg.eval_rouge_bpe_args)
         if name == "auto":
             data = utils.split_paths(self.cfg.data)[0]
             # validated: only the keys fairseq-sum-prepare writes
@@ -484,7 +504,8 @@ class SummarizationTask(TranslationTask):
     def rouge_scorer(self):
         """The :class:`~fairseq_sum_plugins.scoring.rouge.Scorer` of ``--eval-rouge-scorer`` /
         ``--eval-rouge-sentence-sep``."""
-        return Scorer(str(self.cfg.eval_rouge_scorer or "rouge-score"), separator_tokens(self.cfg.eval_rouge_sentence_sep))
+        return Scorer(str(self.cfg.eval_rouge_scorer or "rouge-score"),
+                      separator_tokens(self.cfg.eval_rouge_sentence_sep))
 
     def build_rouge_decoder(self):
         """``tokens -> list of sentences`` for ``--eval-rouge``. sentencepiece / subword-nmt marks
@@ -517,7 +538,8 @@ class SummarizationTask(TranslationTask):
         loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
         if self.cfg.eval_rouge:
             decode = self.rouge_decoder or self.build_rouge_decoder()
-            gen_out = self.inference_step(self.sequence_generator, [model], sample, prefix_tokens=None)
+            gen_out = self.inference_step(self.sequence_generator, [model], sample,
+                                          prefix_tokens=None)
             hyps, refs = [], []
             for i, hypos in enumerate(gen_out):
                 hyps.append(decode(hypos[0]["tokens"]))

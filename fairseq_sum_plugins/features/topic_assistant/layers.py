@@ -111,7 +111,8 @@ def topic_model_path(args, task):
     path = getattr(args, "ta_topic_model", "") or ""
     if path:
         return path
-    data = getattr(getattr(task, "cfg", None), "data", None) or getattr(getattr(task, "args", None), "data", None)
+    data = getattr(getattr(task, "cfg", None), "data", None) or getattr(
+        getattr(task, "args", None), "data", None)
     if not data:
         raise ValueError("--ta-* needs --ta-topic-model PATH (no task data directory to look in)")
     return os.path.join(utils.split_paths(data)[0], "topic_model.npz")
@@ -124,7 +125,8 @@ def load_topic_model(path, dictionary):
 class TopicAssistant(nn.Module):
     """Fixed topic buffers (from the PFA, not trained) and what every layer shares per forward."""
 
-    def __init__(self, phi, n_topics=5, path="", prior=None, sia=True, tema=True, drm=True, head_dims=(64, 64)):
+    def __init__(self, phi, n_topics=5, path="", prior=None, sia=True, tema=True, drm=True,
+                 head_dims=(64, 64)):
         super().__init__()
         self.sia, self.tema, self.drm = sia, tema, drm  # which of the three modules the model has
         # SIA's d_k (TA eq. 6) in the encoder and the decoder: d_m / H of each stack
@@ -137,15 +139,18 @@ class TopicAssistant(nn.Module):
         # uniform)
         prior = torch.full((self.num_topics,), 1.0 / self.num_topics) if prior is None else \
             torch.as_tensor(np.asarray(prior, dtype=np.float32))
-        if prior.shape != (self.num_topics,) or not bool(torch.isfinite(prior).all()) or not prior.sum() > 0:
+        if prior.shape != (self.num_topics, ) or not bool(
+                torch.isfinite(prior).all()) or not prior.sum() > 0:
             raise ValueError(f"the prior topic proportions must be {self.num_topics} finite values with a positive sum")
         self.register_buffer("theta_prior", prior / prior.sum(), persistent=False)
         # TA eq. 8: topics (columns) as distributions over tokens
-        self.register_buffer("phi", phi / phi.sum(0, keepdim=True).clamp_min(1e-30), persistent=False)
+        self.register_buffer("phi", phi / phi.sum(0, keepdim=True).clamp_min(1e-30),
+                             persistent=False)
         # TA eq. 5: rows as distributions over topics; L2-normalised for the cosine, zero rows stay
         # zero
         rows = phi / phi.sum(1, keepdim=True).clamp_min(1e-30)
-        self.register_buffer("phi_unit", rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-30), persistent=False)
+        self.register_buffer("phi_unit", rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-30),
+                             persistent=False)
 
     # --- the model-level feature interface (modules/features.py) ---
 
@@ -159,8 +164,9 @@ class TopicAssistant(nn.Module):
     def decoder_call(self, prev_tokens, new_len, view, incremental):
         """:meth:`decoder_inputs` for an
         :class:`~fairseq_sum_plugins.modules.encoder_out.EncoderOut` ``view``."""
-        return self.decoder_inputs(prev_tokens, new_len, view.src_tokens, view.padding_mask, self.decoder_head_dim,
-                                   theta=view.side.get("theta"), kept_index=view.kept_index, incremental=incremental)
+        return self.decoder_inputs(prev_tokens, new_len, view.src_tokens, view.padding_mask,
+                                   self.decoder_head_dim, theta=view.side.get("theta"),
+                                   kept_index=view.kept_index, incremental=incremental)
 
     def prefix_length(self):
         """TEMA's prefix: the top ``n`` topics."""
@@ -203,7 +209,8 @@ class TopicAssistant(nn.Module):
         q = torch.arange(past_len, total, device=device)[:, None]
         k = torch.arange(total, device=device)[None, :]
         allowed = torch.where(q < n, k < n, (k < n) | (k <= q))
-        return torch.zeros(new_len, total, device=device, dtype=dtype).masked_fill(~allowed, float("-inf"))
+        return torch.zeros(new_len, total, device=device,
+                           dtype=dtype).masked_fill(~allowed, float("-inf"))
 
     def theta(self, theta):
         """The document proportions ``(B, K)`` of side data ``theta`` (checked); the prior where a
@@ -211,8 +218,7 @@ class TopicAssistant(nn.Module):
         if theta is None:
             raise ValueError(
                 "Topic Assistant TEMA/DRM need the document's topic proportions: run with --side-data theta "
-                f"(DATA/{{split}}.theta.npy, written by `{FIT_COMMAND}`)"
-            )
+                f"(DATA/{{split}}.theta.npy, written by `{FIT_COMMAND}`)")
         if theta.dim() != 2 or theta.size(1) != self.num_topics:
             raise ValueError(f"side data theta has shape {tuple(theta.shape)}, the topic model has "
                              f"{self.num_topics} topics: (B, {self.num_topics}) expected")
@@ -223,8 +229,8 @@ class TopicAssistant(nn.Module):
             theta = torch.where(empty, self.theta_prior.to(theta.device), theta)
         return theta
 
-    def decoder_inputs(self, prev_tokens, new_len, src_tokens, src_padding_mask, head_dim, theta=None,
-                       kept_index=None, incremental=False):
+    def decoder_inputs(self, prev_tokens, new_len, src_tokens, src_padding_mask, head_dim,
+                       theta=None, kept_index=None, incremental=False):
         """What the decoder layers share for one decoder call.
 
         Args:
@@ -241,13 +247,15 @@ class TopicAssistant(nn.Module):
         theta = self.theta(theta) if (self.tema or self.drm) else None
         ids = self.top_topics(theta) if self.tema else None
         n = ids.size(1) if ids is not None and first_step else 0
-        out = TopicInputs(topic_ids=ids if n else None, theta=theta if self.drm else None, embed=self.topic_embeddings)
+        out = TopicInputs(topic_ids=ids if n else None, theta=theta if self.drm else None,
+                          embed=self.topic_embeddings)
         if self.tema and first_step:  # Fig. 3(b); later incremental steps see every cached position
             out.self_mask = self.prefix_mask(n, new_len + n, 0, prev_tokens.device)
         if self.sia:
             k_rows = self.rows(prev_tokens)
             if self.tema:  # a topic position is represented by its topic, e_k
-                k_rows = torch.cat([nn.functional.one_hot(ids, self.num_topics).to(k_rows.dtype), k_rows], dim=1)
+                k_rows = torch.cat(
+                    [nn.functional.one_hot(ids, self.num_topics).to(k_rows.dtype), k_rows], dim=1)
             q_rows = k_rows[:, -(new_len + n):]
             bias = out.self_mask
             if bias is None and not incremental:  # causal
@@ -337,7 +345,8 @@ class SIAHead(nn.Module):
     def reorder_incremental_state(self, incremental_state, new_order):
         saved = self.get_incremental_state(incremental_state, "sia")
         if saved:
-            self.set_incremental_state(incremental_state, "sia", {"v": saved["v"].index_select(0, new_order)})
+            self.set_incremental_state(incremental_state, "sia",
+                                       {"v": saved["v"].index_select(0, new_order)})
         return incremental_state
 
 
@@ -386,19 +395,23 @@ def _build_sia(args, site, dims):
                    probs=_SIA_PROBS[site])
 
 
-register_feature(FeatureSpec(
-    "Topic Assistant (--ta-sia, --ta-tema, --ta-drm)", {MODEL: "topic"}, stage="model",
-    add_args=add_topic_args, defaults=topic_defaults,
-    on=lambda args: flags_set(args, "ta_sia", "ta_tema", "ta_drm"),
-    build_model_feature=lambda args, task, src_dict, tgt_dict: build_topic_assistant(args, task, src_dict, tgt_dict)))
+register_feature(
+    FeatureSpec(
+        "Topic Assistant (--ta-sia, --ta-tema, --ta-drm)", {MODEL: "topic"}, stage="model",
+        add_args=add_topic_args, defaults=topic_defaults,
+        on=lambda args: flags_set(args, "ta_sia", "ta_tema", "ta_drm"),
+        build_model_feature=lambda args, task, src_dict, tgt_dict: build_topic_assistant(
+            args, task, src_dict, tgt_dict)))
 register_feature(FeatureSpec(
     "Topic Assistant SIA (--ta-sia)", {"encoder_self": "sia", "decoder_self": "self_sia", "decoder_cross": "cross_sia"},
     _build_sia, stage="head", on=lambda args: flags_set(args, "ta_sia"), cross_inputs=_sia_cross_inputs,
     inputs={"encoder_self": ("sia_probs",), "decoder_self": ("self_probs",), "decoder_cross": ("cross_probs", "sia_v_scale")}))
-register_feature(FeatureSpec(
-    "Topic Assistant DRM (--ta-drm)", {"decoder_cross": "drm"},
-    lambda args, site, dims: DRM(args.ta_num_topics, dims.embed_dim) if getattr(args, "ta_drm", False) else None,
-    stage="head", inputs={"decoder_cross": ("theta",)}, on=lambda args: flags_set(args, "ta_drm")))
+register_feature(
+    FeatureSpec(
+        "Topic Assistant DRM (--ta-drm)", {"decoder_cross": "drm"},
+        lambda args, site, dims: DRM(args.ta_num_topics, dims.embed_dim)
+        if getattr(args, "ta_drm", False) else None, stage="head",
+        inputs={"decoder_cross": ("theta", )}, on=lambda args: flags_set(args, "ta_drm")))
 
 
 def check_phi(args, model, path):
@@ -443,13 +456,15 @@ def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
     if task is not None:
         previous = _TOPIC_MODEL_OF_TASK.get(task, (None, None))[0]
         if previous and os.path.abspath(previous) != os.path.abspath(path):
-            logger.warning(f"Topic Assistant: models with different topic models ({previous}, {path}); "
-                           f"raw-text theta uses {path}")
+            logger.warning(
+                f"Topic Assistant: models with different topic models ({previous}, {path}); "
+                f"raw-text theta uses {path}")
         _TOPIC_MODEL_OF_TASK[task] = (path, model.phi_sha256)
     head_dims = (args.encoder_embed_dim // args.encoder_attention_heads,
                  args.decoder_embed_dim // args.decoder_attention_heads)
     return TopicAssistant(model.phi, args.ta_topics_n, path, prior=model.theta_prior(),
-                          sia=bool(args.ta_sia), tema=bool(args.ta_tema), drm=bool(args.ta_drm), head_dims=head_dims)
+                          sia=bool(args.ta_sia), tema=bool(args.ta_tema), drm=bool(args.ta_drm),
+                          head_dims=head_dims)
 
 
 # --- side data for raw text (fairseq-interactive, hub) -------------------------------------------
@@ -478,8 +493,8 @@ def theta_provider(task, src_tokens):
     if key not in _CACHE:
         _CACHE.clear()
         _CACHE[key] = load_topic_model(path, task.source_dictionary)
-    return _CACHE[key].infer_tokens([t.numpy() if torch.is_tensor(t) else np.asarray(t) for t in src_tokens],
-                                    empty="prior")
+    return _CACHE[key].infer_tokens(
+        [t.numpy() if torch.is_tensor(t) else np.asarray(t) for t in src_tokens], empty="prior")
 
 
 def check_theta(task, split, path):

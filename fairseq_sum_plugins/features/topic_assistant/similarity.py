@@ -39,10 +39,12 @@ def _encoder(data, dictionary, model=None):
 
         def encode_gpt2(line):
             ids = gpt2.encode(" ".join(line.replace("<sep>", " ").split()))
-            return dictionary.encode_line(" ".join(map(str, ids)), add_if_not_exist=False, append_eos=False).numpy()
+            return dictionary.encode_line(" ".join(map(str, ids)), add_if_not_exist=False,
+                                          append_eos=False).numpy()
 
         return encode_gpt2
-    tokenizer = encoders.build_tokenizer(Namespace(**tok_args)) if tok_args.get("tokenizer") else None
+    tokenizer = encoders.build_tokenizer(Namespace(
+        **tok_args)) if tok_args.get("tokenizer") else None
     bpe = encoders.build_bpe(Namespace(**bpe_args)) if bpe_args.get("bpe") else None
 
     def encode(line):
@@ -73,7 +75,8 @@ def summary_similarities(model, encode, hyps, docs, refs=None):
     # no countable token: theta = 0 (no topic evidence), SS 0; not the prior of the summarizer's
     # side data
     theta_s = model.infer_tokens([encode(h) for h in hyps], empty="zero")
-    theta_d = model.infer_tokens([encode(d) if isinstance(d, str) else d for d in docs], empty="zero")
+    theta_d = model.infer_tokens([encode(d) if isinstance(d, str) else d for d in docs],
+                                 empty="zero")
     result = {"num_summaries": len(hyps), "ss_sum_doc": float(semantic_similarity(theta_s, theta_d).mean())}
     if refs:
         theta_g = model.infer_tokens([encode(r) for r in refs], empty="zero")

@@ -138,7 +138,8 @@ class PoissonFactorAnalysis:
 
     def surface(self, index, dictionary):
         """The text of symbol ``index`` (decoded GPT-2 id, or the symbol without ``▁``)."""
-        return self.surfaces[index] if self.surfaces is not None else dictionary[index].replace("\u2581", "")
+        return self.surfaces[index] if self.surfaces is not None else dictionary[index].replace(
+            "\u2581", "")
 
     def gpt2_encoder(self):
         """fairseq's GPT-2 ``Encoder`` of the fit (``None`` for a dictionary of text pieces); the
@@ -150,8 +151,9 @@ class PoissonFactorAnalysis:
         info = self.gpt2
         for key in ("encoder_json", "vocab_bpe"):
             if not os.path.isfile(info[key]):
-                raise FileNotFoundError(f"{info[key]}: GPT-2 file of the topic model not found (moved?); "
-                                        "refit with --gpt2-encoder-json / --gpt2-vocab-bpe")
+                raise FileNotFoundError(
+                    f"{info[key]}: GPT-2 file of the topic model not found (moved?); "
+                    "refit with --gpt2-encoder-json / --gpt2-vocab-bpe")
         if gpt2_files_info(info["encoder_json"], info["vocab_bpe"])["sha256"] != info["sha256"]:
             raise ValueError(f"{info['encoder_json']} / {info['vocab_bpe']} changed since the topic model was fit")
         return get_encoder(info["encoder_json"], info["vocab_bpe"])
@@ -205,7 +207,8 @@ class PoissonFactorAnalysis:
         return out
 
     def infer_tokens(self, token_lists, iters=50, empty="zero"):
-        return self.infer(bag_of_words(token_lists, len(self.phi), self.keep), iters=iters, empty=empty)
+        return self.infer(bag_of_words(token_lists, len(self.phi), self.keep), iters=iters,
+                          empty=empty)
 
     def save(self, path):
         """Write ``topic_model.npz`` to exactly ``path`` (numpy would add ``.npz`` to other
@@ -232,8 +235,8 @@ class PoissonFactorAnalysis:
             surfaces = json.loads(str(f["surfaces"])) if "surfaces" in f.files else None
             gpt2 = json.loads(str(f["gpt2"])) if "gpt2" in f.files else None
             theta_mean = f["theta_mean"] if "theta_mean" in f.files else None
-            model = cls(f["phi"], f["keep"], str(f["checksum"]), *f["hyper"].tolist(), surfaces=surfaces, gpt2=gpt2,
-                        theta_mean=theta_mean)
+            model = cls(f["phi"], f["keep"], str(f["checksum"]), *f["hyper"].tolist(),
+                        surfaces=surfaces, gpt2=gpt2, theta_mean=theta_mean)
         if dictionary is not None:
             check_dictionary(model, dictionary, path)
         return model
@@ -245,8 +248,7 @@ def check_dictionary(model, dictionary, path="topic model"):
         raise ValueError(
             f"{path} does not match the dictionary ({model.phi.shape[0]} rows, checksum {model.checksum[:12]} vs "
             f"{len(dictionary)} symbols, checksum {got[:12]}): Phi's rows must be this dictionary's symbols; "
-            f"refit it with `{FIT_COMMAND}`"
-        )
+            f"refit it with `{FIT_COMMAND}`")
 
 
 # --- data ----------------------------------------------------------------------------------------
@@ -308,8 +310,7 @@ def full_split_tokens(full_src, data_dir, split, dictionary, lang="src"):
         raise FileNotFoundError(
             f"--full-src: {path} not found (the untruncated source of the binarized {split} split, one "
             "document per line in the dictionary's symbols: `fairseq-sum-prepare --write-full-src` writes "
-            "OUT/spm_full, `python -m preprocess.gpt2_bpe --full-src-out DIR` the GPT-2 ids)"
-        )
+            "OUT/spm_full, `python -m preprocess.gpt2_bpe --full-src-out DIR` the GPT-2 ids)")
     n = len(ds)
     lines = _count_lines(path)
     if lines != n:
@@ -463,16 +464,18 @@ def check_theta_file(path, phi_sha256, topic_model_path, split=None):
     except (ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{record_path}: not a theta record ({err}); {redo}") from None
     if recorded_theta != _cached_sha256(path):
-        raise ValueError(f"{path} is not the file its record {record_path} describes (sha256 differs: the theta "
-                         f"file was replaced or a write was interrupted); {redo}")
+        raise ValueError(
+            f"{path} is not the file its record {record_path} describes (sha256 differs: the theta "
+            f"file was replaced or a write was interrupted); {redo}")
     if recorded_phi != phi_sha256:
         raise ValueError(
             f"{path} was inferred with the topic model {record.get('topic_model', '?')} (Phi sha256 "
             f"{recorded_phi[:16]}), but the summarizer uses {topic_model_path} (Phi sha256 {phi_sha256[:16]}): "
             f"its topic proportions belong to other topics; {redo}")
     if "split" not in record or "source_sha256" not in record:
-        raise ValueError(f"{record_path} names no split and documents (written by an older version): which "
-                         f"documents {path} belongs to cannot be checked; {redo}")
+        raise ValueError(
+            f"{record_path} names no split and documents (written by an older version): which "
+            f"documents {path} belongs to cannot be checked; {redo}")
     if record["split"] != split:
         raise ValueError(f"{path} was inferred for the {record['split']!r} split, not {split!r} (copied from another "
                          f"split?); {redo}")

@@ -132,12 +132,12 @@ class HierarchicalEncoder(Drops, FairseqEncoder):
         self.sent_rnn = nn.GRU(embed_tokens.embedding_dim, h, batch_first=True, bidirectional=True)
         self.doc_rnn = nn.GRU(2 * h, h, batch_first=True, bidirectional=True)
         self.init_proj = nn.Linear(2 * h, args.decoder_hidden_size)
-        self.compression = (
-            MemoryCompression(2 * h, args.memory_attn_dim, args.memory_slots) if args.memory_encoder else None
-        )
+        self.compression = (MemoryCompression(2 * h, args.memory_attn_dim, args.memory_slots)
+                            if args.memory_encoder else None)
 
     def forward(self, src_tokens, src_lengths=None, **kwargs):
-        lay = sentence_layout(src_tokens, self.padding_idx, self.sep, self.max_doc_sentences, self.max_sentence_tokens)
+        lay = sentence_layout(src_tokens, self.padding_idx, self.sep, self.max_doc_sentences,
+                              self.max_sentence_tokens)
         bsz, slen = lay.tokens.shape
         n_slots = lay.sent_lengths.size(1)
         width = int(lay.sent_lengths.max().clamp(min=1))
@@ -150,7 +150,8 @@ class HierarchicalEncoder(Drops, FairseqEncoder):
         grid[row[mask], lay.sent_pos[mask]] = x[mask]
         lengths = lay.sent_lengths.view(-1)
         rows = lengths.nonzero().squeeze(1)
-        packed = pack_padded_sequence(grid[rows], lengths[rows].cpu(), batch_first=True, enforce_sorted=False)
+        packed = pack_padded_sequence(grid[rows], lengths[rows].cpu(), batch_first=True,
+                                      enforce_sorted=False)
         out, h_n = self.sent_rnn(packed)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=width)
         d = out.size(-1)
@@ -163,7 +164,9 @@ class HierarchicalEncoder(Drops, FairseqEncoder):
         sents = sents.view(bsz, n_slots, d)
 
         # M2M eq. 2: document bi-GRU over the sentence embeddings
-        packed = pack_padded_sequence(sents, lay.num_sentences.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+        packed = pack_padded_sequence(sents,
+                                      lay.num_sentences.clamp(min=1).cpu(), batch_first=True,
+                                      enforce_sorted=False)
         out, h_n = self.doc_rnn(packed)
         # H, B x L x d
         sent_states, _ = pad_packed_sequence(out, batch_first=True, total_length=n_slots)
@@ -291,14 +294,18 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         if self.need_attn and not self.training:
             extra["attn"] = [self._source_attention(gamma, encoder_out)]
         if incremental_state is not None:
-            self.set_incremental_state(incremental_state, "state", {
-                "hidden": h_last.squeeze(0), "memory": steps["memory"],
-                "read": steps["read"] if self.writer is not None else None, "coverage": steps["coverage"],
-                "keys": state["keys"],
-            })
+            self.set_incremental_state(
+                incremental_state, "state", {
+                    "hidden": h_last.squeeze(0),
+                    "memory": steps["memory"],
+                    "read": steps["read"] if self.writer is not None else None,
+                    "coverage": steps["coverage"],
+                    "keys": state["keys"],
+                })
             extra["aux_losses"] = {}
         else:
-            extra["aux_losses"] = self._aux_losses(prev_output_tokens, encoder_out, extra, beta, steps["cov_losses"])
+            extra["aux_losses"] = self._aux_losses(prev_output_tokens, encoder_out, extra, beta,
+                                                   steps["cov_losses"])
         return output, extra
 
     def _recurrent_steps(self, hs, state, token_mask):
@@ -313,7 +320,8 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         hms, alphas, psis, cov_losses = [], [], [], []
         # M2M eq. 17 keeps a B x S x A tanh per step for backward; above RECOMPUTE_ABOVE elements in
         # all (long documents and summaries), it is recomputed in backward instead of stored
-        recompute = self.training and torch.is_grad_enabled() and keys.numel() * hs.size(1) > RECOMPUTE_ABOVE
+        large = keys.numel() * hs.size(1) > RECOMPUTE_ABOVE
+        recompute = self.training and torch.is_grad_enabled() and large
         for t in range(hs.size(1)):
             h = hs[:, t]
             # M2M eq. 8-10: h^(d)_t with m_{t-1}, before the read
@@ -347,7 +355,8 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         """Sentence attention ``beta``, M2M eq. 3's ``gamma`` and the context ``c_t``."""
         dtype = alpha.dtype
         sent_states, token_states = encoder_out["sent_states"], encoder_out["token_states"]
-        beta = masked_softmax(torch.bmm(self.sent_attn(hm), sent_states.transpose(1, 2)), encoder_out["sent_mask"].unsqueeze(1))
+        beta = masked_softmax(torch.bmm(self.sent_attn(hm), sent_states.transpose(1, 2)),
+                              encoder_out["sent_mask"].unsqueeze(1))
         beta = beta.to(dtype)
         bsz, tgt_len, slen = alpha.shape
         beta_tok = beta.gather(2, encoder_out["token_sent"].unsqueeze(1).expand(bsz, tgt_len, slen))
@@ -368,7 +377,8 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
             z = torch.sigmoid(self.p_gen(torch.cat([ctx, hm, x], dim=-1)))
             # log P as the decoder's scores: log_softmax(log P / T) is P^(1/T) renormalised, so fairseq's
             # --temperature (it divides the scores by T) tempers the mixture; at T = 1 it is P itself
-            probs = mix_copy_distribution(logits, z, gamma, encoder_out["src_ids"], len(self.dictionary))
+            probs = mix_copy_distribution(logits, z, gamma, encoder_out["src_ids"],
+                                          len(self.dictionary))
             return probs.clamp(min=1e-10).log()
         return F.pad(logits, (0, self.num_markers), value=-1e4) if self.num_markers else logits
 
@@ -378,7 +388,8 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         bsz, tgt_len, slen = gamma.shape
         token_mask = encoder_out["token_mask"]
         full = gamma.new_zeros(bsz, tgt_len, encoder_out["src_len"])
-        full.scatter_add_(2, encoder_out["orig_pos"].unsqueeze(1).expand(bsz, tgt_len, slen), gamma * token_mask.unsqueeze(1))
+        full.scatter_add_(2, encoder_out["orig_pos"].unsqueeze(1).expand(bsz, tgt_len, slen),
+                          gamma * token_mask.unsqueeze(1))
         return full
 
     def _aux_losses(self, prev_output_tokens, encoder_out, extra, beta, cov_losses):
@@ -388,7 +399,8 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         tgt_mask = prev_output_tokens.ne(self.dictionary.pad())
         # M2M eq. 11 against the initial M_E
         if "memory" in encoder_out and extra["read_attn"] is not None:
-            aux["mem_read"] = read_loss(extra["read_attn"], encoder_out["memory"], beta, encoder_out["sent_states"], tgt_mask).mean()
+            aux["mem_read"] = read_loss(extra["read_attn"], encoder_out["memory"], beta,
+                                        encoder_out["sent_states"], tgt_mask).mean()
         if cov_losses:
             per_step = torch.stack(cov_losses, dim=1) * tgt_mask
             aux["coverage"] = per_step.sum() / tgt_mask.sum().clamp(min=1)
@@ -460,11 +472,13 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
             markers = count_position_markers(tgt_dict)
         if markers:
             logger.info(f"{markers} source-position markers <unk-N> share the <unk> embedding")
-        enc_emb = MarkerEmbedding(len(src_dict) - markers, args.embed_dim, src_dict.pad(), src_dict.unk())
+        enc_emb = MarkerEmbedding(
+            len(src_dict) - markers, args.embed_dim, src_dict.pad(), src_dict.unk())
         if args.share_embeddings and joined:
             dec_emb = enc_emb
         else:
-            dec_emb = MarkerEmbedding(len(tgt_dict) - markers, args.embed_dim, tgt_dict.pad(), tgt_dict.unk())
+            dec_emb = MarkerEmbedding(
+                len(tgt_dict) - markers, args.embed_dim, tgt_dict.pad(), tgt_dict.unk())
         encoder = HierarchicalEncoder(args, src_dict, enc_emb)
         decoder = Mem2MemDecoder(args, tgt_dict, dec_emb, num_markers=markers)
         model = cls(encoder, decoder)
@@ -472,7 +486,8 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
         return model
 
     @classmethod
-    def from_pretrained(cls, model_name_or_path, checkpoint_file="checkpoint_best.pt", data_name_or_path=".", **kwargs):
+    def from_pretrained(cls, model_name_or_path, checkpoint_file="checkpoint_best.pt",
+                        data_name_or_path=".", **kwargs):
         """Hub interface summarizing raw text, with the tokenizer and BPE recorded in
         ``DATA/prepare_args.json`` (validated keys only, given ones win), as
         ``SumTransformerModel``'s."""
@@ -521,9 +536,10 @@ def base_architecture(args):
     parse_bool_options(args, Mem2MemModel.add_args)
     for flag in ("checkpoint_activations", "offload_activations"):
         if getattr(args, flag, False):
-            raise ValueError(f"--{flag.replace('_', '-')}: Mem2Mem has no transformer layers to checkpoint (GRU "
-                             "encoders and decoder; the token-attention scores of long documents are recomputed "
-                             "in backward already); the option is sum_transformer's and bart_sum's")
+            raise ValueError(
+                f"--{flag.replace('_', '-')}: Mem2Mem has no transformer layers to checkpoint (GRU "
+                "encoders and decoder; the token-attention scores of long documents are recomputed "
+                "in backward already); the option is sum_transformer's and bart_sum's")
 
 
 @register_model_architecture("mem2mem", "hred_base")

@@ -58,7 +58,8 @@ def sentence_layout(src_tokens, pad, sep, max_sentences=0, max_sentence_tokens=0
     width = max(int(kept_len.max()), 1)
     kpos = torch.cumsum(keep.long(), dim=1) - 1
     b_idx = torch.arange(bsz, device=src_tokens.device).unsqueeze(1).expand_as(src_tokens)
-    cols = torch.arange(src_tokens.size(1), device=src_tokens.device).unsqueeze(0).expand_as(src_tokens)
+    cols = torch.arange(src_tokens.size(1),
+                        device=src_tokens.device).unsqueeze(0).expand_as(src_tokens)
 
     def compact(values, fill):
         out = values.new_full((bsz, width), fill)
@@ -71,8 +72,10 @@ def sentence_layout(src_tokens, pad, sep, max_sentences=0, max_sentence_tokens=0
     c_sent_id = compact(sent_id, 0)
     c_sent_pos = compact(sent_pos, 0)
 
-    num_sentences = torch.where(token_mask, c_sent_id + 1, torch.zeros_like(c_sent_id)).max(dim=1).values
+    num_sentences = torch.where(token_mask, c_sent_id + 1,
+                                torch.zeros_like(c_sent_id)).max(dim=1).values
     n_slots = max(int(num_sentences.max()), 1)
     sent_lengths = torch.zeros(bsz, n_slots, dtype=torch.long, device=src_tokens.device)
     sent_lengths.scatter_add_(1, c_sent_id, token_mask.long())
-    return SentenceLayout(tokens, token_mask, orig_pos, c_sent_id, c_sent_pos, sent_lengths, num_sentences)
+    return SentenceLayout(tokens, token_mask, orig_pos, c_sent_id, c_sent_pos, sent_lengths,
+                          num_sentences)
