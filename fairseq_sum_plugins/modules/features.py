@@ -67,13 +67,12 @@ switched-on feature means nothing is refused by ``spec.refuse(args, backbone)`` 
 naming the feature. Adding a feature is its module with its spec and flags, and a row of the
 contract table (tests/test_model_contract.py); tests/test_features.py adds one that way.
 """
+import contextlib
 from argparse import ArgumentParser, Namespace
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional
 
 from ..flags import parse_bool_options
-
-import contextlib
 
 SITES = ("encoder_self", "decoder_self", "decoder_cross")
 ENCODER_OUT = "encoder_out"  # modules on the encoder, transforming its output
