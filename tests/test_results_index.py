@@ -49,7 +49,7 @@ def test_a_figure_changed_in_a_run_folder_makes_the_index_stale(tmp_path):
         results_index.main([str(root), "--check"])
     assert results_index.main([str(root), "--write"]) == 0
     record = next(r for r in json.load(open(root / "index.json"))["records"] if r["table"] == "xsum-1000-mem2mem")
-    assert record["models"]["hred"]["rouge1"] == [round(100 * rouge["rouge1"], 4)]
+    assert record["models"]["hred"]["rouge1"] == [pytest.approx(100 * rouge["rouge1"], abs=1e-12)]
 
 
 def test_figures_are_copied_as_measured_by_hand(tmp_path):
@@ -64,10 +64,26 @@ def test_figures_are_copied_as_measured_by_hand(tmp_path):
     record = results_index.build(str(root))["records"][0]
     assert record["seeds"] == [1]
     nothing = {"rouge2": [None], "rougeL": [None], "specificity": [None], "sha256": [None], "nll": [None],
-               "verdict": [None]}
+               "verdict": [None], "vs_first": [None]}
     assert record["models"] == {
-        "a": {"rouge1": [12.3456], "source_gain": [0.6789], "distinct": [97], **nothing},
+        "a": {"rouge1": [pytest.approx(12.3456, abs=1e-12)], "source_gain": [0.6789], "distinct": [97],
+              **nothing},
         "b": {"rouge1": [20.0], "source_gain": [None], "distinct": [None], **nothing}}
+
+
+def test_figures_are_rounded_once_in_the_tables(tmp_path):
+    """The index keeps each figure as measured; a table rounds it once: a source gain of 1.03854
+    shows as 1.039 (rounded to 4 decimals first, 1.0385, it would show as 1.038)."""
+    root = tmp_path / "r"
+    (root / "t" / "a").mkdir(parents=True)
+    json.dump({"rouge1": 0.198449999}, open(root / "t" / "a" / "test.out.rouge.json", "w"))
+    json.dump({"gain": 1.038542624030244, "distinct": 97}, open(root / "t" / "a" / "source_use.json", "w"))
+    json.dump({"records": [{"table": "t", "paper": "ta", "claim": "c", "data": "d", "updates": 5,
+                            "models": {"a": {"1": "a"}}}]}, open(root / "tables.json", "w"))
+    index = results_index.build(str(root))
+    assert index["records"][0]["models"]["a"]["source_gain"] == [1.038542624030244]
+    row = results_index.table_block(index, "t").splitlines()[2]
+    assert row.startswith("| `a` | ta | 5 | 1 | 19.84 | - | - | - | 1.039 | 97 | ")
 
 
 @pytest.mark.parametrize("record, message", [
@@ -163,7 +179,7 @@ def test_runs_with_decodings_are_recomputed_and_hashed(recomputable, capsys):
     index = json.load(open(recomputable / "index.json"))
     a = index["records"][0]["models"]["a"]
     rouge = json.load(open(recomputable / "t" / "seed1" / "a" / "test.out.rouge.json"))
-    assert a["rouge2"][0] == round(100 * rouge["rouge2"], 4)
+    assert a["rouge2"][0] == pytest.approx(100 * rouge["rouge2"], abs=1e-4)  # recomputed
     assert a["distinct"] == [4, 4]
     assert set(a["sha256"][0]) == {"decodings", "references", "checkpoint", "data"}
     assert a["sha256"][0]["checkpoint"] != a["sha256"][1]["checkpoint"]
@@ -304,11 +320,11 @@ def test_a_tables_baselines_are_copied_into_the_index_and_its_table(recomputable
         results_index.main([str(root), "--check"])
     assert results_index.main([str(root), "--write"]) == 0
     record = json.load(open(root / "index.json"))["records"][0]
-    assert record["baselines"] == {"lead3": {"rouge1": 31.234, "rouge2": 10.0, "rougeL": 25.0,
-                                             "specificity": {"delta": 8.0, "p": 0.001},
-                                             "verdict": "summarizes"}}
-    assert ("| baseline: lead3 | - | - | - | 31.23 | 10.00 | 25.00 | - | - | +8.00 (p 0.0010) | yes | "
-            "copied |") in (root / "t/results.md").read_text()
+    assert record["baselines"] == {"lead3": {"rouge1": pytest.approx(31.234), "rouge2": 10.0, "rougeL": 25.0,
+                                             "specificity": {"delta": 8.004, "p": 0.001},
+                                             "distinct": None, "verdict": "summarizes"}}
+    assert ("| baseline: Lead-3 | - | - | - | 31.23 | 10.00 | 25.00 | - | - | - | - | - | +8.00 (p 0.0010) | "
+            "yes | copied from baselines.json |") in (root / "t/results.md").read_text()
     assert results_index.main([str(root), "--check"]) == 0
 
 
@@ -334,3 +350,84 @@ def test_each_run_with_decodings_gets_its_verdict_against_the_tables_baselines(r
         cell = "yes" if got["verdict"][0] == "summarizes" else "no"
         row = next(x for x in (root / "t/results.md").read_text().splitlines() if x.startswith(f"| `{label}` |"))
         assert row.split(" | ")[-2].split(", ")[0] == cell  # seed 1
+
+
+def test_each_model_after_the_first_gets_its_paired_bootstrap_recomputed_from_the_decodings(recomputable):
+    """vs_first of `b` is its per-document ROUGE minus `a`'s, the same paired bootstrap as
+    fairseq-sum-compare of the two decodings: the two tools agree, and the difference is the mean of
+    the per-document differences."""
+    import numpy as np
+
+    from fairseq_sum_plugins.analysis.compare import compare_systems
+    from fairseq_sum_plugins.analysis.decodings import read_decodings, scorer
+
+    index = json.load(open(recomputable / "index.json"))
+    models = index["records"][0]["models"]
+    assert models["a"]["vs_first"] == [None, None]
+    refs = read_decodings(str(recomputable / "t/references.txt"))
+    for i, seed in enumerate((1, 2)):
+        a, b = (read_decodings(str(recomputable / f"t/seed{seed}/{m}/decodings.txt")) for m in "ab")
+        got = models["b"]["vs_first"][i]
+        assert got["model"] == "a"
+        cmp = compare_systems(b, a, refs, ("rouge1", "rouge2", "rougeL"), scorer=scorer())["metrics"]
+        per = {m: scorer().document_f1(h, refs, ("rouge1",))["rouge1"] for m, h in (("a", a), ("b", b))}
+        assert got["rouge1"]["diff"] == pytest.approx(100 * float(np.mean(per["b"] - per["a"])))
+        for k in ("rouge1", "rouge2", "rougeL"):
+            assert got[k]["diff"] == pytest.approx(100 * cmp[k]["diff"])
+            assert got[k]["ci"] == pytest.approx([100 * x for x in cmp[k]["ci"]])
+            assert got[k]["p"] == cmp[k]["p"]
+    row = next(x for x in (recomputable / "t/results.md").read_text().splitlines() if x.startswith("| `b` |"))
+    assert f"{models['b']['vs_first'][0]['rouge1']['diff']:+.2f} [" in row and "vs `a`" in row
+
+
+def test_the_parity_table_pairs_each_cell_with_its_peer_by_hand(tmp_path):
+    (tmp_path / "p").mkdir()
+    curves = {"1": {"mine": [{"updates": 100, "valid_nll": 9.0004}, {"updates": 200, "valid_nll": 8.5}],
+                    "peer": [{"updates": 100, "valid_nll": 9.1}, {"updates": 200, "valid_nll": 8.4996}]}}
+    json.dump({"seeds": curves}, open(tmp_path / "p/parity.json", "w"))
+    json.dump({"records": [{"table": "p", "paper": "parity", "parity": "parity.json", "claim": "c",
+                            "data": "d", "updates": 200, "models": ["mine", "peer"]}]},
+              open(tmp_path / "tables.json", "w"))
+    block = results_index.table_block(results_index.build(str(tmp_path)), "p")
+    # 9.0004 - 9.1 = -0.0996 and 8.5 - 8.4996 = +0.0004: min .. max of the differences
+    assert block.splitlines()[2] == "| mine / peer | 1 | 8.500 / 8.500 at 200 | -0.100 .. +0.000 |"
+
+
+def _hand_table(root, rows, name="t/seed1/notes.md", first="model"):
+    lines = [f"| {first} | ROUGE-1/2/L | source gain (bits) | distinct | METEOR |", "|---|---|---|---|---|"]
+    (root / name).write_text("# notes\n\n" + "\n".join(lines + rows) + "\n")
+
+
+def _row(index, label, seed):
+    f = index["records"][0]["models"][label]
+    i = [1, 2].index(seed)
+    return (f"| `{label}` | {f['rouge1'][i]:.2f}/{f['rouge2'][i]:.2f}/{f['rougeL'][i]:.2f} | "
+            f"{f['source_gain'][i]:.3f} | {f['distinct'][i]}/4 | 12.34 |")
+
+
+def test_a_hand_written_table_of_a_run_is_checked_against_the_index(recomputable, tmp_path, capsys):
+    """A table whose first column names runs (model, label, system, run) has every figure it shows
+    compared with the index at the digits shown, for the seed of its folder; an edited figure or a
+    row that names no model fails; tables of other rows are named as not checked."""
+    root = _copy(recomputable, tmp_path)
+    index = json.load(open(root / "index.json"))
+    good = [_row(index, "a", 1), _row(index, "b", 1)]
+    _hand_table(root, good)
+    _hand_table(root, ["| 0.1 | 1.00/2.00/3.00 | 0.5 | 4 | - |"], name="t/sweep.md", first="threshold")
+    assert results_index.main([str(root), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "1 hand-written tables checked against the index; 1 with figures not checked" in out
+    assert "t/sweep.md:3" in out
+    f = index["records"][0]["models"]["a"]
+    edited = good[0].replace(f"{f['rouge2'][0]:.2f}/", f"{f['rouge2'][0] + 0.01:.2f}/", 1)
+    _hand_table(root, [edited, good[1]])
+    with pytest.raises(SystemExit, match=r"t/seed1/notes.md:5 \(`a` seed 1\): rouge2 "):
+        results_index.main([str(root), "--check"])
+    _hand_table(root, [good[0].replace("`a`", "`c`")])
+    with pytest.raises(SystemExit, match="row '`c`' names no model, run or baseline of table 't'"):
+        results_index.main([str(root), "--check"])
+    # seed 2's figures in seed 1's folder
+    assert _row(index, "a", 2) != _row(index, "a", 1)
+    _hand_table(root, [_row(index, "a", 2)])
+    with pytest.raises(SystemExit, match=r"notes.md:5 \(`a` seed 1\)"):
+        results_index.main([str(root), "--check"])

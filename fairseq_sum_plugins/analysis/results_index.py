@@ -20,10 +20,14 @@ The index copies the figures per model and seed::
      "models": {label: {"valid_nll": [[[updates, bits], ...] per seed]}}      (parity)
 
 A table folder with ``baselines.json`` (fairseq-sum-baselines) adds ``"baselines": {name: {rouge1,
-rouge2, rougeL, specificity, verdict}}`` to its records and baseline rows to its generated table,
-copied from that file (its extracts come from the untruncated documents: not recomputed here).
-ROUGE is F1 x 100 and ``source_gain`` in bits per summary token (4 decimals; the tables show 2
-and 3); ``source_gain`` and ``distinct`` (distinct decodings) are null for runs made before the
+rouge2, rougeL, specificity, distinct, verdict}}`` (and ``bag_of_pieces`` with its test ``nll``
+and ``source_gain``) to its records and baseline rows to its generated table, copied from that
+file (its extracts come from the untruncated documents: not recomputed here). ROUGE is F1 x 100,
+``nll`` the checkpoint's test NLL of the references and ``source_gain`` in bits per summary token,
+each stored unrounded (the tables round once, to 2 and 3 decimals); ``vs_first`` per seed, for
+every model after a record's first, the paired bootstrap of its per-document ROUGE minus the
+first model's (``{model, rouge1: {diff, ci, p}, ...}``, recomputed from both runs' decodings);
+``source_gain`` and ``distinct`` (distinct decodings) are null for runs made before the
 project measured them; ``specificity`` is ROUGE-2 reference specificity ``{own, other, delta, p}``
 (:mod:`.specificity`) and ``sha256`` the hashes ``{decodings, references, checkpoint, data}`` of
 ``decodings.json``, both null for a run without committed decodings. ``paper`` is one of ``tpt``,
@@ -53,6 +57,13 @@ What ``--check`` does, every failure printed (exit 1 if any):
       ...
       <!-- END results_index -->
 
+* compares every hand-written table of ``results/TABLE/**.md`` whose first column names runs
+  (``model``, ``label``, ``system``, ``run``: compare.sh's reports, the baseline sections) with the
+  index (:func:`check_hand_tables`): each row's model, run folder or baseline, every ROUGE, source
+  gain, distinct, test NLL and specificity cell at the digits it shows, for the seed of the file's
+  ``seedN`` folder (a mean +- sd cell over seeds: the generated text); a row naming nothing the
+  index has fails. Tables of other rows (gate sweeps by threshold, probes) and tables outside a
+  table folder are printed as not checked;
 * regenerates ``results/TABLE/report.html`` (:func:`table_page`: fairseq-sum-compare's page of
   the first seed of every model, from the committed decodings) of each table whose runs have
   decodings, and compares it with the committed one (``--write`` writes it);
@@ -73,10 +84,18 @@ import sys
 PAPERS = ("tpt", "gate", "etads", "ta", "mem2mem", "parity", "recipe")
 ALLOWANCE = "not_recomputable.txt"
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
-FIGURES = ("rouge1", "rouge2", "rougeL", "source_gain", "distinct", "specificity", "sha256", "nll", "verdict")
+FIGURES = ("rouge1", "rouge2", "rougeL", "source_gain", "distinct", "specificity", "sha256", "nll",
+           "verdict", "vs_first")
+PAIRED = {"samples": 1000, "seed": 1}  # the paired bootstrap of vs_first (fairseq-sum-compare's)
 TOLERANCE = 1e-6  # recomputed ROUGE F1 (in [0, 1]) vs the committed JSON
 BEGIN = re.compile(r"<!-- BEGIN results_index table=(\S+) [^>]*-->\n")
 END = "<!-- END results_index -->"
+
+
+# the names fairseq-sum-baselines' systems have in the tables (analysis/baseline_table.py's)
+BASELINE_NAMES = {"lead1": "Lead-1", "lead3": "Lead-3", "leadk": "Lead-k (k on valid)",
+                  "random3": "random 3 sentences", "oracle": "oracle (greedy)",
+                  "generic": "generic summary", "bag_of_pieces": "bag of pieces (no training)"}
 
 
 class ResultsError(ValueError):
@@ -93,13 +112,12 @@ def _load(path):
 
 # ------------------------------------------------------------------------------------ recomputation
 def specificity_of(hyps, refs):
-    """{own, other, delta, p} of ROUGE-2 reference specificity (:mod:`.specificity`), rounded."""
+    """{own, other, delta, p} of ROUGE-2 reference specificity (:mod:`.specificity`)."""
     from .decodings import scorer
     from ..scoring.specificity import specificity
 
     s = specificity(*scorer().pairs(hyps, refs))
-    return {"own": round(s["own"], 2), "other": round(s["other"], 2), "delta": round(s["delta"], 2),
-            "p": round(s["p"], 4)}
+    return {k: float(s[k]) for k in ("own", "other", "delta", "p")}
 
 
 def references_of(folder, root_table):
@@ -154,7 +172,7 @@ def recompute(folder, table_dir):
     out = {k: float(per[k].mean()) for k in ROUGE_KEYS}
     out["distinct"] = len({h.replace(" <sep> ", " ") for h in hyps})
     out["specificity"] = specificity_of(hyps, refs)
-    out["sha256"], out["problems"] = sha, problems
+    out["sha256"], out["problems"], out["per_document"] = sha, problems, per
     return out
 
 
@@ -186,10 +204,11 @@ def _read_run(folder, table_dir, seed, updates, notes):
     rouge = _load(os.path.join(folder, "test.out.rouge.json"))
     use_path = os.path.join(folder, "source_use.json")
     use = _load(use_path) if os.path.exists(use_path) else {}
-    figures = {k: round(100 * rouge[k], 4) if k in rouge else None for k in ROUGE_KEYS}
-    figures.update(source_gain=round(use["gain"], 4) if "gain" in use else None,
+    figures = {k: 100 * rouge[k] if k in rouge else None for k in ROUGE_KEYS}
+    figures.update(source_gain=use.get("gain"),
                    distinct=use.get("distinct"), specificity=None, sha256=None,
-                   nll=round(use["nll_own"], 4) if "nll_own" in use else None, verdict=None)
+                   nll=use.get("nll_own"), verdict=None,
+                   vs_first=None, per_document=None)
     spec = read_run_spec(folder)
     if spec is not None:
         for key, want in (("train.SEED", seed), ("train.MAX_UPDATE", updates)):
@@ -221,16 +240,16 @@ def _read_run(folder, table_dir, seed, updates, notes):
     if committed is not None and abs(committed.get("delta", math.inf) - delta) > 0.005:
         notes["fail"].append(f"{folder}: test.out.rouge.json has specificity delta "
                              f"{committed.get('delta')}, its decodings {delta}")
-    figures.update({k: round(100 * again[k], 4) for k in ROUGE_KEYS})
+    figures.update({k: 100 * again[k] for k in ROUGE_KEYS})
     figures.update(distinct=again["distinct"], specificity=again["specificity"],
-                   sha256=again["sha256"])
+                   sha256=again["sha256"], per_document=again["per_document"])
     notes["recomputed"].append(folder)
     return figures
 
 
 def baseline_figures(table_dir):
-    """{name: {rouge1, rouge2, rougeL (F1 x 100), specificity, verdict}} of the table's
-    ``baselines.json`` (fairseq-sum-baselines; copied, not recomputed: its extracts come from the
+    """{name: {rouge1, rouge2, rougeL (F1 x 100), specificity, distinct, verdict}} of the table's
+    ``baselines.json`` (and ``bag_of_pieces``: {nll, source_gain, verdict}) (fairseq-sum-baselines; copied, not recomputed: its extracts come from the
     untruncated documents), or None when the table has none."""
     path = os.path.join(table_dir, "baselines.json")
     if not os.path.exists(path):
@@ -244,10 +263,42 @@ def baseline_figures(table_dir):
             continue
         spec = b.get("specificity") or None
         if spec:
-            spec = {"delta": round(spec["delta"], 2), "p": round(spec["p"], 4)}
-        out[name] = {**{k: round(100 * b[k], 4) for k in ROUGE_KEYS}, "specificity": spec,
-                     "verdict": (b.get("verdict") or {}).get("label")}
+            spec = {"delta": spec["delta"], "p": spec["p"]}
+        out[name] = {**{k: 100 * b[k] for k in ROUGE_KEYS}, "specificity": spec,
+                     "distinct": b.get("distinct"), "verdict": (b.get("verdict") or {}).get("label")}
+    bag = data.get("bag_of_pieces")
+    if bag is not None and not isinstance(bag, dict):
+        raise ResultsError(f"{path}: 'bag_of_pieces' is not an object")
+    if bag:  # no text: a test NLL and a source gain only
+        out["bag_of_pieces"] = {**{k: None for k in ROUGE_KEYS}, "specificity": None,
+                                "distinct": None, "verdict": (bag.get("verdict") or {}).get("label"),
+                                "nll": bag.get("nll"), "source_gain": bag.get("gain")}
     return out
+
+
+def paired(per_a, per_b):
+    """{rouge1, rouge2, rougeL: {diff, ci, p}} of A - B by fairseq-sum-compare's paired bootstrap
+    (:func:`.compare.paired_bootstrap`, :data:`PAIRED`) over per-document F1s; ROUGE points."""
+    from .compare import paired_bootstrap
+
+    out = {}
+    for k in ROUGE_KEYS:
+        diff, (lo, hi), p = paired_bootstrap(per_a[k], per_b[k], PAIRED["samples"], PAIRED["seed"])
+        out[k] = {"diff": 100 * diff, "ci": [100 * lo, 100 * hi], "p": p}
+    return out
+
+
+def add_paired(models, per_document):
+    """Each model after a record's first gets ``vs_first`` per seed: ``{"model": FIRST, rouge1:
+    {diff, ci, p}, ...}``, the paired bootstrap of its per-document ROUGE minus the first model's,
+    recomputed from both runs' committed decodings (None for the first model, or where a run has
+    none)."""
+    labels = list(models)
+    for label in labels[1:]:
+        models[label]["vs_first"] = [
+            {"model": labels[0], **paired(mine, theirs)} if mine is not None and theirs is not None
+            else None for mine, theirs in zip(per_document[label], per_document[labels[0]])
+        ]
 
 
 def add_verdicts(models, table_dir):
@@ -276,7 +327,7 @@ def _parity_figures(record, root):
             curve = data["seeds"][seed].get(label)
             if curve is None:
                 raise ResultsError(f"{record['parity']}: no model {label!r} for seed {seed}")
-            per_seed.append([[p["updates"], round(p["valid_nll"], 3)] for p in curve])
+            per_seed.append([[p["updates"], p["valid_nll"]] for p in curve])
         models[label] = {"valid_nll": per_seed}
     return sorted(int(s) for s in data["seeds"]), models
 
@@ -306,7 +357,7 @@ def build(root, notes=None):
             entry["seeds"], entry["models"] = _parity_figures(record, root)
         else:
             seeds = sorted({int(s) for runs in record["models"].values() for s in runs})
-            models, data_hashes = {}, {}
+            models, data_hashes, per_document = {}, {}, {}
             table_dir = os.path.join(root, record["table"])
             for label, runs in record["models"].items():
                 if sorted(int(s) for s in runs) != seeds:
@@ -324,6 +375,8 @@ def build(root, notes=None):
                     if f["sha256"] and f["sha256"].get("data"):
                         data_hashes.setdefault(f["sha256"]["data"], []).append(folder)
                 models[label] = {k: [f[k] for f in figures] for k in FIGURES}
+                per_document[label] = [f["per_document"] for f in figures]
+            add_paired(models, per_document)
             if len(data_hashes) > 1:
                 which = "; ".join(f"{h[:12]}: {', '.join(os.path.relpath(p, root) for p in ps)}"
                                   for h, ps in data_hashes.items())
@@ -393,24 +446,51 @@ def _verdict_cell(labels):
     return ", ".join(word.get(v, "-") for v in labels)
 
 
+def _paired_cell(values, key):
+    """Per seed: "A - B [95% CI] (p)" of ``key`` against the record's first model, or "-"."""
+    if all(v is None for v in values):
+        return "-"
+    first = next(v["model"] for v in values if v is not None)
+    cells = ["-" if v is None else f"{v[key]['diff']:+.2f} [{v[key]['ci'][0]:+.2f}, "
+             f"{v[key]['ci'][1]:+.2f}] (p {v[key]['p']:.4f})" for v in values]
+    return ", ".join(cells) + f" vs `{first}`"
+
+
+SUMMARY_HEADER = (
+    "| model | papers | updates | seeds | ROUGE-1 | ROUGE-2 | ROUGE-L | test NLL (bits) | "
+    "source gain (bits) | distinct | ROUGE-1 - first model [95% CI] (p), per seed | "
+    "ROUGE-2 - first model [95% CI] (p), per seed | ROUGE-2 specificity delta (p), per seed | "
+    "summarizes? per seed | recomputed from decodings |")
+
+
+def _parity_block(record):
+    """Pairs of consecutive labels (this project's cell, its peer): per seed the last validation
+    NLL of each and the range of their difference over every validation."""
+    lines = ["| pair (project / peer) | seed | valid NLL at the last validation (project / peer) | "
+             "project - peer at every validation (bits, min .. max) |", "|---|---|---|---|"]
+    labels = list(record["models"])
+    for a, b in zip(labels[0::2], labels[1::2]):
+        for i, seed in enumerate(record["seeds"]):
+            ca, cb = record["models"][a]["valid_nll"][i], record["models"][b]["valid_nll"][i]
+            if [u for u, _ in ca] != [u for u, _ in cb]:
+                raise ResultsError(f"table {record['table']!r}: {a!r} and {b!r} were validated "
+                                   f"at different updates (seed {seed})")
+            diffs = [x - y for (_, x), (_, y) in zip(ca, cb)]
+            lines.append(f"| {a} / {b} | {seed} | {ca[-1][1]:.3f} / {cb[-1][1]:.3f} at "
+                         f"{ca[-1][0]:,} | {min(diffs):+.3f} .. {max(diffs):+.3f} |")
+    return "\n".join(lines)
+
+
 def table_block(index, table):
     """The generated Markdown of ``table``'s records: one row per model (once, where records share
-    it)."""
+    it), then the baselines of the table's ``baselines.json``."""
     records = [r for r in index["records"] if r["table"] == table]
     if not records:
         raise ResultsError(f"a generated block names table {table!r}, which tables.json does not "
                            "list")
     if records[0]["paper"] == "parity":
-        lines = ["| model | seeds | valid NLL at the last validation (bits, per seed) |",
-                 "|---|---|---|"]
-        for label, f in records[0]["models"].items():
-            last = ", ".join(f"{curve[-1][1]:.3f} at {curve[-1][0]}" for curve in f["valid_nll"])
-            lines.append(f"| {label} | {', '.join(map(str, records[0]['seeds']))} | {last} |")
-        return "\n".join(lines)
-    lines = ["| model | papers | updates | seeds | ROUGE-1 | ROUGE-2 | ROUGE-L | "
-             "source gain (bits) | distinct | ROUGE-2 specificity delta (p), per seed | "
-             "summarizes? per seed | recomputed from decodings |",
-             "|" + "---|" * 12]
+        return _parity_block(records[0])
+    lines = [SUMMARY_HEADER, "|" + "---|" * 15]
     rows = {}
     for r in records:
         for label, f in r["models"].items():
@@ -421,10 +501,12 @@ def table_block(index, table):
             rows[key] = (f, [r["paper"]])
     for (label, updates, seeds), (f, papers) in rows.items():
         done = sum(h is not None for h in f["sha256"])
+        vs = f.get("vs_first") or [None] * len(seeds)
         cells = [f"`{label}`", ", ".join(papers), str(updates), ", ".join(map(str, seeds)),
                  _cell(f["rouge1"], 2), _cell(f["rouge2"], 2), _cell(f["rougeL"], 2),
-                 _cell(f["source_gain"], 3),
-                 _cell(f["distinct"], 0), _spec_cell(f["specificity"]), _verdict_cell(f.get("verdict")),
+                 _cell(f["nll"], 3), _cell(f["source_gain"], 3), _cell(f["distinct"], 0),
+                 _paired_cell(vs, "rouge1"), _paired_cell(vs, "rouge2"),
+                 _spec_cell(f["specificity"]), _verdict_cell(f.get("verdict")),
                  f"{done} of {len(seeds)}" + ("" if done else " (no decodings)")]
         lines.append("| " + " | ".join(cells) + " |")
     shown = set()
@@ -433,9 +515,12 @@ def table_block(index, table):
             if name in shown:
                 continue
             shown.add(name)
-            cells = [f"baseline: {name}", "-", "-", "-"]
+            label = BASELINE_NAMES.get(name, name)
+            cells = [f"baseline: {label}", "-", "-", "-"]
             cells += [_cell([f[k]], 2) for k in ROUGE_KEYS]
-            cells += ["-", "-", _spec_cell([f["specificity"]]), _verdict_cell([f["verdict"]]), "copied"]
+            cells += [_cell([f.get("nll")], 3), _cell([f.get("source_gain")], 3), "-", "-", "-",
+                      _spec_cell([f["specificity"]]), _verdict_cell([f["verdict"]]),
+                      "copied from baselines.json"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -524,6 +609,167 @@ def check_blocks(root, index):
     fails += [f"table {t!r} has no generated block in any .md file (rerun with --write)"
               for t in missing]
     return fails
+
+
+# ------------------------------------------------------------------------ hand-written tables
+# the figure columns a hand-written table may show, by header (lower case, without ` and *)
+HAND_COLUMNS = (
+    (re.compile(r"(rouge|r)-1/2/l( \(.*\))?$"), ROUGE_KEYS),
+    (re.compile(r"(rouge|r)-1( \(.*\))?$"), ("rouge1",)),
+    (re.compile(r"(rouge|r)-2( \(.*\))?$"), ("rouge2",)),
+    (re.compile(r"(rouge|r)-l( \(.*\))?$"), ("rougeL",)),
+    (re.compile(r"source gain( \(bits\)|, test \(bits\))?$"), ("source_gain",)),
+    (re.compile(r"distinct( \(of \d+\)| of \d+)?$"), ("distinct",)),
+    (re.compile(r"test nll \(bits\)$"), ("nll",)),
+    (re.compile(r"specificity delta \(p\)$"), ("specificity",)),
+)
+ROW_HEADERS = ("model", "label", "system", "run")  # a first column naming runs: every row checked
+NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+
+
+def _cells(line):
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def hand_tables(text, path):
+    """[(line number, header cells, [(line number, cells)])] of the pipe tables of ``text`` outside
+    its generated blocks."""
+    spans = [(start, end) for _, start, end in blocks(text, path)]
+    out, pos, current = [], 0, None
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        inside = any(start <= pos < end for start, end in spans)
+        pos += len(line)
+        if line.startswith("|") and not inside:
+            if current is None:
+                current = (number, _cells(line), [])
+                out.append(current)
+            elif not set(line.strip()) <= set("|-: "):
+                current[2].append((number, _cells(line)))
+        else:
+            current = None
+    return out
+
+
+def _columns(header):
+    found = {}
+    for i, h in enumerate(header):
+        h = h.lower().replace("`", "").replace("*", "").strip()
+        for pattern, keys in HAND_COLUMNS:
+            if pattern.match(h):
+                found[i] = keys
+                break
+    return found
+
+
+def _run_names(root):
+    """{table: {run folder: (label, seed)}} of tables.json (a row may name its run folder)."""
+    out = {}
+    for r in _load(os.path.join(root, "tables.json"))["records"]:
+        if not isinstance(r.get("models"), dict):  # parity: labels only
+            continue
+        for label, runs in r["models"].items():
+            for seed, folder in runs.items():
+                out.setdefault(r["table"], {}).setdefault(str(folder), (label, int(seed)))
+    return out
+
+
+def _resolve(label_cell, records, runs, path):
+    """(figures {key: value}, what) of the model, run or baseline a row names, or (None, why)."""
+    plain = label_cell.replace("*", "").strip()
+    named = re.findall(r"`([^`]+)`", label_cell)
+    for name in named[:1]:
+        for r in records:
+            f = r["models"].get(name)
+            if f is None:
+                continue
+            seeds = r["seeds"]
+            m = re.search(r"seed(\d+)", os.path.relpath(path))
+            if len(seeds) == 1:
+                i = 0
+            elif m and int(m.group(1)) in seeds:
+                i = seeds.index(int(m.group(1)))
+            else:
+                return {k: v for k, v in f.items()}, f"`{name}` (seeds {seeds})"
+            return {k: [v[i]] for k, v in f.items()}, f"`{name}` seed {seeds[i]}"
+        if name in runs:
+            label, seed = runs[name]
+            for r in records:
+                if label in r["models"] and seed in r["seeds"]:
+                    i = r["seeds"].index(seed)
+                    return {k: [v[i]] for k, v in r["models"][label].items()}, f"run `{name}`"
+    for r in records:
+        for key, f in (r.get("baselines") or {}).items():
+            shown = BASELINE_NAMES.get(key, key)
+            if (plain == shown or plain == key or plain.startswith(shown.split(" (")[0] + " (")
+                    or (key == "leadk" and re.fullmatch(r"Lead-\d+ \(k on valid\)", plain))):
+                if key == "lead3" and "(k on valid)" in plain:
+                    continue
+                return {k: [v] for k, v in f.items()}, f"baseline {shown}"
+    return None, f"names no model, run or baseline of table {records[0]['table']!r}"
+
+
+def _check_cell(cell, keys, figures, where):
+    """Failures of one cell against the index's figures (a mean +- sd cell: the generated text)."""
+    if cell in ("", "-") or not NUMBER.search(cell):
+        return []
+    if len(figures.get(keys[0]) or [None]) > 1:  # over seeds: the generated mean +- sd (values) text
+        digits = {"distinct": 0, "source_gain": 3, "nll": 3}.get(keys[0], 2)
+        want = _cell(figures[keys[0]], digits)
+        return [] if cell.startswith(want) else [f"{where}: {cell!r}, the index {want!r}"]
+    parts = cell.split("/") if len(keys) > 1 else [cell]
+    if len(parts) != len(keys):
+        return [f"{where}: {cell!r} is not {'/'.join(keys)}"]
+    fails = []
+    for part, key in zip(parts, keys):
+        m = NUMBER.search(part)
+        value = (figures.get(key) or [None])[0]
+        if key == "specificity" and value is not None:
+            value = value["delta"]
+        if value is None:
+            fails.append(f"{where}: shows {key} {m.group(0)}, which the index does not have")
+            continue
+        digits = len(m.group(0).partition(".")[2])
+        want = f"{value:.{digits}f}"
+        if float(m.group(0)) != float(want):
+            fails.append(f"{where}: {key} {m.group(0)}, the index {want}")
+    return fails
+
+
+def check_hand_tables(root, index):
+    """(failures, tables checked, [unchecked tables]) of the hand-written tables of the ``.md``
+    files under ``root/TABLE/``: a table with figure columns (:data:`HAND_COLUMNS`) whose first
+    column names runs (:data:`ROW_HEADERS`) has each row's model, run folder or baseline looked up
+    in the index and every figure compared at the digits it shows; a row naming none fails.
+    Figure tables of other rows (thresholds, probes) and tables outside a table folder are returned
+    as unchecked."""
+    by_table, runs = {}, _run_names(root)
+    for r in index["records"]:
+        by_table.setdefault(r["table"], []).append(r)
+    fails, checked, unchecked = [], 0, []
+    for path in _markdown_files(root):
+        rel = os.path.relpath(path, root)
+        records = by_table.get(rel.split(os.sep)[0]) if os.sep in rel else None
+        text = open(path, encoding="utf-8").read()
+        for line, header, rows in hand_tables(text, path):
+            columns = _columns(header)
+            if not columns:
+                continue
+            first = header[0].lower().replace("`", "").strip()
+            if records is None or records[0]["paper"] == "parity" or first not in ROW_HEADERS:
+                unchecked.append(f"{rel}:{line}")
+                continue
+            checked += 1
+            for number, cells in rows:
+                where = f"{rel}:{number}"
+                figures, what = _resolve(cells[0], records, runs.get(records[0]["table"], {}),
+                                         path)
+                if figures is None:
+                    fails.append(f"{where}: row {cells[0]!r} {what}: its figures cannot be checked")
+                    continue
+                for i, keys in columns.items():
+                    if i < len(cells):
+                        fails += _check_cell(cells[i], keys, figures, f"{where} ({what})")
+    return fails, checked, unchecked
 
 
 # ------------------------------------------------------------------------------------ HTML pages
@@ -660,8 +906,14 @@ def main(argv=None):
     try:
         fails += _stale(committed, index, path) + check_blocks(args.results, index)
         fails += check_pages(args.results, index)
+        hand_fails, hand_checked, unchecked = check_hand_tables(args.results, index)
+        fails += hand_fails
     except (ValueError, OSError) as e:
         fails.append(str(e))
+        hand_checked, unchecked = 0, []
+    print(f"results_index: {hand_checked} hand-written tables checked against the index; "
+          f"{len(unchecked)} with figures not checked (rows of thresholds, probes, or outside "
+          f"a table folder): {', '.join(unchecked) or 'none'}")
     for run in legacy:
         nospec = os.path.normpath(os.path.join(args.results, run)) in notes["nospec"]
         print(f"results_index: {run}: not recomputable: no decodings (listed in {ALLOWANCE})"
