@@ -416,7 +416,8 @@ def test_a_hand_written_table_of_a_run_is_checked_against_the_index(recomputable
     _hand_table(root, ["| 0.1 | 1.00/2.00/3.00 | 0.5 | 4 | - |"], name="t/sweep.md", first="threshold")
     assert results_index.main([str(root), "--check"]) == 0
     out = capsys.readouterr().out
-    assert "1 hand-written tables checked against the index; 1 with figures not checked" in out
+    assert ("1 hand-written tables checked against the index or the JSON their tool wrote them from; "
+            "1 with figures not checked") in out
     assert "t/sweep.md:3" in out
     f = index["records"][0]["models"]["a"]
     edited = good[0].replace(f"{f['rouge2'][0]:.2f}/", f"{f['rouge2'][0] + 0.01:.2f}/", 1)
@@ -430,4 +431,26 @@ def test_a_hand_written_table_of_a_run_is_checked_against_the_index(recomputable
     assert _row(index, "a", 2) != _row(index, "a", 1)
     _hand_table(root, [_row(index, "a", 2)])
     with pytest.raises(SystemExit, match=r"notes.md:5 \(`a` seed 1\)"):
+        results_index.main([str(root), "--check"])
+
+
+def test_a_gate_sweep_table_is_checked_against_the_json_it_was_written_from(recomputable, tmp_path):
+    from fairseq_sum_plugins.analysis.gate_sweep import table
+
+    root = _copy(recomputable, tmp_path)
+    sweep = root / "t/seed1/a/sweep"
+    sweep.mkdir()
+    rows = [{"threshold": t, "sparsity": s, "rouge1": 20.0 - t, "rouge2": 3.0, "rougeL": 15.0,
+             "source_gain": 1.0, "distinct": 99, "n": 100, "words_per_s": 50.0}
+            for t, s in ((0.0, 0.0), (0.1, 48.5))]
+    json.dump(rows, open(sweep / "gate_sweep.json", "w"))
+    (sweep / "gate_sweep.md").write_text(table(rows) + "\n")
+    assert "| 0.1 | 48.50% | 19.90 |" in (sweep / "gate_sweep.md").read_text()
+    assert results_index.main([str(root), "--check"]) == 0
+    _edit(sweep / "gate_sweep.md", "| 0.1 | 48.50% | 19.90 |", "| 0.1 | 48.50% | 19.95 |")
+    with pytest.raises(SystemExit, match="gate_sweep.md: differs from the table its tool writes from "
+                                         "gate_sweep.json"):
+        results_index.main([str(root), "--check"])
+    (sweep / "gate_sweep.json").unlink()
+    with pytest.raises(SystemExit, match="gate_sweep.json is missing"):
         results_index.main([str(root), "--check"])

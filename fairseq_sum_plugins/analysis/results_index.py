@@ -59,7 +59,8 @@ What ``--check`` does, every failure printed (exit 1 if any):
 
 * compares every hand-written table of ``results/TABLE/**.md`` whose first column names runs
   (``model``, ``label``, ``system``, ``run``: compare.sh's reports, the baseline sections) with the
-  index (:func:`check_hand_tables`): each row's model, run folder or baseline, every ROUGE, source
+  index (:func:`check_hand_tables`; a file a tool writes beside its JSON, ``gate_sweep.md``, is
+  regenerated from the JSON instead): each row's model, run folder or baseline, every ROUGE, source
   gain, distinct, test NLL and specificity cell at the digits it shows, for the seed of the file's
   ``seedN`` folder (a mean +- sd cell over seeds: the generated text); a row naming nothing the
   index has fails. Tables of other rows (gate sweeps by threshold, probes) and tables outside a
@@ -735,6 +736,28 @@ def _check_cell(cell, keys, figures, where):
     return fails
 
 
+def _gate_sweep_table(json_path):
+    from .gate_sweep import table
+
+    return table(_load(json_path)) + "\n"
+
+
+# a Markdown file a tool writes beside its JSON: regenerated from the JSON and compared
+TOOL_TABLES = {"gate_sweep.md": ("gate_sweep.json", _gate_sweep_table)}
+
+
+def _tool_table(path):
+    """The text the tool that wrote ``path`` writes from the JSON beside it, or None when ``path``
+    is not such a file."""
+    known = TOOL_TABLES.get(os.path.basename(path))
+    if known is None:
+        return None
+    json_path = os.path.join(os.path.dirname(path), known[0])
+    if not os.path.exists(json_path):
+        raise ResultsError(f"{path}: its {known[0]} is missing")
+    return known[1](json_path)
+
+
 def check_hand_tables(root, index):
     """(failures, tables checked, [unchecked tables]) of the hand-written tables of the ``.md``
     files under ``root/TABLE/``: a table with figure columns (:data:`HAND_COLUMNS`) whose first
@@ -750,6 +773,13 @@ def check_hand_tables(root, index):
         rel = os.path.relpath(path, root)
         records = by_table.get(rel.split(os.sep)[0]) if os.sep in rel else None
         text = open(path, encoding="utf-8").read()
+        from_json = _tool_table(path)
+        if from_json is not None:
+            checked += 1
+            if from_json != text:
+                fails.append(f"{rel}: differs from the table its tool writes from "
+                             f"{TOOL_TABLES[os.path.basename(path)][0]} (edited by hand?)")
+            continue
         for line, header, rows in hand_tables(text, path):
             columns = _columns(header)
             if not columns:
@@ -911,7 +941,8 @@ def main(argv=None):
     except (ValueError, OSError) as e:
         fails.append(str(e))
         hand_checked, unchecked = 0, []
-    print(f"results_index: {hand_checked} hand-written tables checked against the index; "
+    print(f"results_index: {hand_checked} hand-written tables checked against the index or "
+          f"the JSON their tool wrote them from; "
           f"{len(unchecked)} with figures not checked (rows of thresholds, probes, or outside "
           f"a table folder): {', '.join(unchecked) or 'none'}")
     for run in legacy:
