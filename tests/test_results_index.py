@@ -454,3 +454,19 @@ def test_a_gate_sweep_table_is_checked_against_the_json_it_was_written_from(reco
     (sweep / "gate_sweep.json").unlink()
     with pytest.raises(SystemExit, match="gate_sweep.json is missing"):
         results_index.main([str(root), "--check"])
+
+
+def test_a_table_edited_in_a_paper_evidence_report_fails_against_the_runs(tmp_path):
+    """Every table of xsum-papers/results.md is one paper_evidence writes from the committed run
+    folders (sweeps by threshold, probes, similarity, extraction): a figure edited in one fails."""
+    root = tmp_path / "results"
+    shutil.copytree(RESULTS, root, ignore=shutil.ignore_patterns("*.png", "*.html", "decodings.txt"))
+    index = json.load(open(root / "index.json"))
+    fails, checked, unchecked = results_index.check_hand_tables(str(root), index)
+    assert fails == [] and not any(u.startswith("xsum-papers") for u in unchecked)
+    assert unchecked == ["quickstart-cpus/results.md:21", "quickstart-cpus/results.md:100"]
+    _edit(root / "xsum-papers/results.md", "| 0.1 | 61.6 +- 19.4 (53.1, 47.9, 83.8) |",
+          "| 0.1 | 61.6 +- 19.4 (53.1, 47.9, 83.9) |")
+    fails, _, _ = results_index.check_hand_tables(str(root), index)
+    assert len(fails) == 1 and fails[0].startswith("xsum-papers/results.md:")
+    assert "not a table its tool writes from the committed runs" in fails[0]

@@ -361,6 +361,19 @@ def mem2mem_table(root, runs):
 
 
 def write_report(root):
+    """Writes ``root/results.md`` (:func:`report_text`), ``runs.json`` and the figures."""
+    text, runs = report_text(root, plots=True)
+    with open(os.path.join(root, "results.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    with open(os.path.join(root, "runs.json"), "w", encoding="utf-8") as f:
+        json.dump(runs, f, indent=1)
+    return text
+
+
+def report_text(root, plots=False):
+    """(the text of ``results.md``, the runs :func:`collect` read) from the run folders under
+    ``root``; with ``plots`` the figures it links are drawn too. ``results_index --check`` compares
+    the tables of a committed report with this text's."""
     runs = collect(root)
     parts = ["# Each paper's own analysis over seeds", "",
              "Written by `python -m fairseq_sum_plugins.analysis.paper_evidence` from the runs below "
@@ -368,12 +381,14 @@ def write_report(root):
              "## Every model", "", summary_table(runs), ""]
     cells, majority = probe_cells(root, runs)
     if cells:
-        plot_probe_grid(cells, os.path.join(root, "probe_grid.png"))
+        if plots:
+            plot_probe_grid(cells, os.path.join(root, "probe_grid.png"))
         parts += ["## TP-Transformer: probing (Table 4) and roles (§4.4)", "", "![probing](probe_grid.png)", "",
                   probe_table(cells, majority), role_table(root, runs)]
     sweeps = {label: sweep_rows(root, runs, label) for label in ("gate", "gate_warm")}
     if any(sweeps.values()):
-        plot_sweeps(sweeps, os.path.join(root, "gate_sweep.png"))
+        if plots:
+            plot_sweeps(sweeps, os.path.join(root, "gate_sweep.png"))
         parts += ["## Information selection: threshold sweep", "", "![sweep](gate_sweep.png)", ""]
         for label, per_seed in sweeps.items():
             if per_seed:
@@ -406,12 +421,7 @@ def write_report(root):
     mem = mem2mem_table(root, runs)
     if mem:
         parts += ["## Mem2Mem vs HRED: novel n-grams and implicit extraction", "", mem]
-    text = "\n".join(parts).rstrip() + "\n"
-    with open(os.path.join(root, "results.md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    with open(os.path.join(root, "runs.json"), "w", encoding="utf-8") as f:
-        json.dump(runs, f, indent=1)
-    return text
+    return "\n".join(parts).rstrip() + "\n", runs
 
 
 def main(argv=None):

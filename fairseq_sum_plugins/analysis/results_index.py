@@ -60,7 +60,8 @@ What ``--check`` does, every failure printed (exit 1 if any):
 * compares every hand-written table of ``results/TABLE/**.md`` whose first column names runs
   (``model``, ``label``, ``system``, ``run``: compare.sh's reports, the baseline sections) with the
   index (:func:`check_hand_tables`; a file a tool writes beside its JSON, ``gate_sweep.md``, is
-  regenerated from the JSON instead): each row's model, run folder or baseline, every ROUGE, source
+  regenerated from the JSON instead, and each table of a report paper_evidence wrote must be one it
+  writes from the committed runs): each row's model, run folder or baseline, every ROUGE, source
   gain, distinct, test NLL and specificity cell at the digits it shows, for the seed of the file's
   ``seedN`` folder (a mean +- sd cell over seeds: the generated text); a row naming nothing the
   index has fails. Tables of other rows (gate sweeps by threshold, probes) and tables outside a
@@ -758,6 +759,25 @@ def _tool_table(path):
     return known[1](json_path)
 
 
+def _paper_evidence_tables(path):
+    """The tables paper_evidence writes into ``path`` (its results.md) from the run folders beside
+    it, as (header, rows) tuples."""
+    from .paper_evidence import report_text
+
+    text, _ = report_text(os.path.dirname(path))
+    return {_table_key(h, rows) for _, h, rows in hand_tables(text, path)}
+
+
+def _table_key(header, rows):
+    return tuple(map(tuple, [header] + [cells for _, cells in rows]))
+
+
+# a report a tool writes from the run folders beside it, known by its first lines: each of its
+# hand-written tables must be one the tool writes from the committed runs
+TOOL_REPORTS = {"Written by `python -m fairseq_sum_plugins.analysis.paper_evidence`":
+                _paper_evidence_tables}
+
+
 def check_hand_tables(root, index):
     """(failures, tables checked, [unchecked tables]) of the hand-written tables of the ``.md``
     files under ``root/TABLE/``: a table with figure columns (:data:`HAND_COLUMNS`) whose first
@@ -780,7 +800,15 @@ def check_hand_tables(root, index):
                 fails.append(f"{rel}: differs from the table its tool writes from "
                              f"{TOOL_TABLES[os.path.basename(path)][0]} (edited by hand?)")
             continue
+        report = next((f for mark, f in TOOL_REPORTS.items() if mark in text[:2000]), None)
+        expected = report(path) if report is not None else None
         for line, header, rows in hand_tables(text, path):
+            if expected is not None:
+                checked += 1
+                if _table_key(header, rows) not in expected:
+                    fails.append(f"{rel}:{line}: not a table its tool writes from the committed "
+                                 "runs (edited by hand, or the runs changed?)")
+                continue
             columns = _columns(header)
             if not columns:
                 continue
