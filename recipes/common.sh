@@ -10,14 +10,16 @@ export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 log() { echo "[$(date +%H:%M:%S)] $*"; }
 
 # baselines_once WORK JSON: fairseq-sum-baselines of WORK's prepared test set into JSON (its printed
-# table in JSON's name with .txt for .json), once per prepared data: skipped while JSON is newer than
-# WORK/bin/prepare_args.json; written through a temporary file, so a killed run leaves no JSON
+# table in JSON's name with .txt for .json, its extracts in the folder of JSON's name without .json:
+# OUT/baselines.json -> OUT/baselines/lead3.txt, ..., the files results_index rescores), once per
+# prepared data: skipped while JSON is newer than WORK/bin/prepare_args.json and the extracts are
+# there; the JSON written through a temporary file, so a killed run leaves none and is redone
 baselines_once() {
   local work=$1 json=$2
-  if [ ! "$json" -nt "$work/bin/prepare_args.json" ]; then
+  if [ ! "$json" -nt "$work/bin/prepare_args.json" ] || [ ! -f "${json%.json}/lead3.txt" ]; then
     log "baselines: $work -> $json"
     python -m fairseq_sum_plugins.analysis.baselines --data "$work" --json "$json.tmp" \
-      > "${json%.json}.txt"
+      --outputs "${json%.json}" > "${json%.json}.txt"
     mv "$json.tmp" "$json"
   else
     log "baselines: $json exists, skipped"

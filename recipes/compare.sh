@@ -210,7 +210,7 @@ for spec in "$@"; do
 folder of OUT (letters, digits, _ . + -, at most 64, not starting with . or -)"
   case $label in
     results.md|learning_curve.png|run_info.txt|source_gain.png|source_gain.json|report.html|\
-references.txt|sources.txt|baselines.json|baselines.md|baselines.txt|verdicts.json)
+references.txt|sources.txt|baselines|baselines.json|baselines.md|baselines.txt|verdicts.json)
       refuse "label '$label' is the name of a file compare.sh writes in OUT" ;;
   esac
   for other in "${LABELS[@]}"; do

@@ -407,3 +407,37 @@ def test_invalid_utf8_in_the_jsonl_names_its_line(tmp_path):
     path.write_bytes(good + b"\n" + b'{"document": "caf\xe9", "summary": "x"}\n')
     with pytest.raises(bl.BaselineError, match=r"test\.jsonl:2: not valid UTF-8"):
         bl.read_jsonl(str(path))
+
+
+def test_the_extracts_written_with_outputs_score_again_to_the_json_exactly(tmp_path):
+    """--outputs writes each system's extracts as committed decodings are written (the scorer's
+    cleaned sentences joined by <sep>, one line per document): scored again by the committed-lines
+    scorer against the same references they give the JSON's ROUGE; Lead-3 keeps its sentences."""
+    from fairseq_sum_plugins.analysis.decodings import scorer
+
+    test = jsonl_splits(tmp_path)
+    out = tmp_path / "extracts"
+    (out).mkdir()
+    (out / "leadk.txt").write_text("left from an earlier run\n")
+    proc = cli("--jsonl", test, "--json", tmp_path / "b.json", "--outputs", out,
+               "--bootstrap-samples", "0")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads((tmp_path / "b.json").read_text())
+    refs = [r["summary"] for r in map(json.loads, test.read_text().splitlines())]
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{n}.txt" for n in bl.SYSTEMS)
+    lead3 = (out / "lead3.txt").read_text().splitlines()
+    assert lead3[1] == "One day came. <sep> Two men went. <sep> Three hours passed."
+    for name in bl.SYSTEMS:
+        lines = (out / f"{name}.txt").read_text().splitlines()
+        assert len(lines) == 3
+        per = scorer().document_f1(lines, refs, ("rouge1", "rouge2", "rougeL"))
+        for k in ("rouge1", "rouge2", "rougeL"):
+            assert float(per[k].mean()) == pytest.approx(res["systems"][name][k], abs=1e-12)
+    # a system not computed this time leaves no file of the earlier run behind
+    (tmp_path / "valid.jsonl").unlink()
+    assert cli("--jsonl", test, "--json", tmp_path / "b.json", "--outputs", out,
+               "--bootstrap-samples", "0").returncode == 0
+    assert not (out / "leadk.txt").exists()
+    (tmp_path / "afile").write_text("")
+    proc = cli("--jsonl", test, "--outputs", tmp_path / "afile")
+    assert proc.returncode != 0 and "--outputs" in proc.stderr and "not a folder" in proc.stderr

@@ -64,7 +64,7 @@ def test_figures_are_copied_as_measured_by_hand(tmp_path):
     record = results_index.build(str(root))["records"][0]
     assert record["seeds"] == [1]
     nothing = {"rouge2": [None], "rougeL": [None], "specificity": [None], "sha256": [None], "nll": [None],
-               "verdict": [None], "vs_first": [None]}
+               "verdict": [None], "vs_first": [None], "vs_lead3": [None]}
     assert record["models"] == {
         "a": {"rouge1": [pytest.approx(12.3456, abs=1e-12)], "source_gain": [0.6789], "distinct": [97],
               **nothing},
@@ -323,7 +323,7 @@ def test_a_tables_baselines_are_copied_into_the_index_and_its_table(recomputable
     assert record["baselines"] == {"lead3": {"rouge1": pytest.approx(31.234), "rouge2": 10.0, "rougeL": 25.0,
                                              "specificity": {"delta": 8.004, "p": 0.001},
                                              "distinct": None, "verdict": "summarizes"}}
-    assert ("| baseline: Lead-3 | - | - | - | 31.23 | 10.00 | 25.00 | - | - | - | - | - | +8.00 (p 0.0010) | "
+    assert ("| baseline: Lead-3 | - | - | - | 31.23 | 10.00 | 25.00 | - | - | - | - | - | - | +8.00 (p 0.0010) | "
             "yes | copied from baselines.json |") in (root / "t/results.md").read_text()
     assert results_index.main([str(root), "--check"]) == 0
 
@@ -470,3 +470,48 @@ def test_a_table_edited_in_a_paper_evidence_report_fails_against_the_runs(tmp_pa
     fails, _, _ = results_index.check_hand_tables(str(root), index)
     assert len(fails) == 1 and fails[0].startswith("xsum-papers/results.md:")
     assert "not a table its tool writes from the committed runs" in fails[0]
+
+
+def _with_lead3(root):
+    """Adds t/baselines.json with a Lead-3 scored from t/baselines/lead3.txt (as
+    fairseq-sum-baselines --outputs writes them); returns the extract lines."""
+    from fairseq_sum_plugins.analysis.decodings import scorer
+
+    lines = ["The cat sat on the mat .", "A dog barked .", "Rain fell on the city .",
+             "The council met on Monday ."]
+    (root / "t/baselines").mkdir()
+    (root / "t/baselines/lead3.txt").write_text("".join(x + "\n" for x in lines))
+    per = scorer().document_f1(lines, REFS, ("rouge1", "rouge2", "rougeL"))
+    spec = results_index.specificity_of(lines, REFS)
+    lead3 = {**{k: float(per[k].mean()) for k in ("rouge1", "rouge2", "rougeL")},
+             "specificity": spec, "distinct": 4, "verdict": {"label": "not measured"}}
+    json.dump({"systems": {"lead3": lead3}, "random_delta": 1.0, "documents": 4},
+              open(root / "t/baselines.json", "w"))
+    return lines
+
+
+def test_committed_baseline_extracts_are_rescored_and_each_run_is_compared_with_lead3(recomputable, tmp_path):
+    """With fairseq-sum-baselines' extracts committed (TABLE/baselines/NAME.txt), a baseline row
+    is recomputed, not copied, and every run gets its paired bootstrap against Lead-3: the same
+    figures as fairseq-sum-compare of the run's decodings against the Lead-3 lines."""
+    from fairseq_sum_plugins.analysis.compare import compare_systems
+    from fairseq_sum_plugins.analysis.decodings import read_decodings, scorer
+
+    root = _copy(recomputable, tmp_path)
+    lead3 = _with_lead3(root)
+    assert results_index.main([str(root), "--write"]) == 0
+    assert results_index.main([str(root), "--check"]) == 0
+    record = json.load(open(root / "index.json"))["records"][0]
+    a1 = read_decodings(str(root / "t/seed1/a/decodings.txt"))
+    want = compare_systems(a1, lead3, REFS, ("rouge2",), scorer=scorer())["metrics"]["rouge2"]
+    got = record["models"]["a"]["vs_lead3"][0]["rouge2"]
+    assert got["diff"] == pytest.approx(100 * want["diff"]) and got["p"] == want["p"]
+    text = (root / "t/results.md").read_text()
+    assert "| baseline: Lead-3 | - | - | - | " in text and "recomputed from baselines/lead3.txt |" in text
+    _edit(root / "t/baselines/lead3.txt", "A dog barked .", "A dog barked at the postman .")
+    with pytest.raises(SystemExit, match=r"baselines/lead3.txt: scores rouge1 .*, baselines.json"):
+        results_index.main([str(root), "--check"])
+    _edit(root / "t/baselines/lead3.txt", "A dog barked at the postman .", "A dog barked .")
+    (root / "t/baselines/lead9.txt").write_text("x\n")
+    with pytest.raises(SystemExit, match="lead9.txt: not the extract of a system of baselines.json"):
+        results_index.main([str(root), "--check"])

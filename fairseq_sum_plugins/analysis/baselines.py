@@ -48,6 +48,12 @@ target token and ``</s>`` of the same binaries as :func:`.source_use.source_gain
 document ``i + 1`` minus given its own, source_use's pairing) are the floor a trained model's NLL
 must pass.
 
+Extracts (``--outputs DIR``): ``DIR/NAME.txt`` of each system computed, one line per test document,
+its sentences as the scorer cleaned them joined by `` <sep> `` (the format of a run's committed
+``decodings.txt``, :mod:`.decodings`): scored again with ``Scorer(detok=False)`` against the same
+references they give the JSON's ROUGE exactly, which ``results_index --check`` recomputes, with
+each model's paired bootstrap against Lead-3.
+
 JSON (``--json``; the keys are stable): ``systems`` {``lead1``, ``lead3``, ``leadk``, ``random3``,
 ``oracle``, ``generic``: each ``rouge1`` / ``rouge2`` / ``rougeL`` (F1 in [0, 1]) with ``_ci``,
 ``specificity`` {``own``, ``other``, ``delta``, ``p``, ...} (points), ``sentences`` (mean
@@ -406,6 +412,12 @@ def bag_of_pieces(bin_dir, split="test", max_examples=1000, lambdas=LAMBDAS, tra
 
 
 # ---------------------------------------------------------------------------------------- run
+def output_lines(hyps, refs, scorer):
+    """One line per document of a system's sentence lists: the sentences as ``scorer`` cleans
+    them, joined by `` <sep> `` (a committed ``decodings.txt``'s format)."""
+    return [f" {SENT_SEP} ".join(s) for s in scorer.pairs(hyps, refs)[0]]
+
+
 def run(
     docs,
     refs,
@@ -419,8 +431,10 @@ def run(
     max_generic=1000,
     oracle_max_sentences=None,
     log=None,
+    texts=None,
 ):
-    """The ``systems`` of the JSON (module docstring) and its notes."""
+    """The ``systems`` of the JSON (module docstring) and its notes; ``texts``, a dict, receives
+    each system's :func:`output_lines`."""
     log = log or (lambda msg: None)
     systems, notes = {}, []
     outputs = {"lead1": (lead(docs, 1), {}), "lead3": (lead(docs, 3), {})}
@@ -451,6 +465,8 @@ def run(
         hyps, extra = outputs[name]
         log(f"scoring {name}")
         systems[name] = {**score_system(hyps, refs, scorer, permutations, seed), **extra}
+        if texts is not None:
+            texts[name] = output_lines(hyps, refs, scorer)
     return systems, notes
 
 
@@ -585,6 +601,11 @@ def get_parser():
         help="examples of the bag-of-pieces NLL (source_use.py's default)",
     )
     p.add_argument("--json", metavar="FILE", help="write the numbers here")
+    p.add_argument(
+        "--outputs",
+        metavar="DIR",
+        help="write each system's extracts to DIR/NAME.txt, one line per document (created)",
+    )
     scorer_group = p.add_argument_group("scorer (as fairseq-sum-score)")
     rouge.add_scorer_options(scorer_group, rouge.DOCUMENT_BACKENDS)
     return p
@@ -604,6 +625,9 @@ def main(argv=None):
             parser.error(f"--{flag.replace('_', '-')} {path}: no such file")
     if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
         parser.error(f"--json {args.json}: its folder does not exist")
+    if args.outputs and os.path.exists(args.outputs) and not os.path.isdir(args.outputs):
+        parser.error(f"--outputs {args.outputs}: not a folder")
+    texts = {} if args.outputs else None
 
     def log(msg):
         print(f"[baselines] {msg}", file=sys.stderr)
@@ -653,6 +677,7 @@ def main(argv=None):
             args.max_generic,
             args.oracle_max_sentences,
             log,
+            texts,
         )
         result = {
             "source": source,
@@ -673,6 +698,15 @@ def main(argv=None):
     except (ValueError, RuntimeError, OSError) as e:
         sys.exit(f"fairseq-sum-baselines: error: {e}")
     print(format_table(result))
+    if texts is not None:
+        os.makedirs(args.outputs, exist_ok=True)
+        for name in SYSTEMS:  # a system not computed now leaves no file of an earlier run behind
+            path = os.path.join(args.outputs, f"{name}.txt")
+            if name in texts:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write("".join(line + "\n" for line in texts[name]))
+            elif os.path.exists(path):
+                os.remove(path)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=2)

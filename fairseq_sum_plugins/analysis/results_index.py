@@ -22,7 +22,10 @@ The index copies the figures per model and seed::
 A table folder with ``baselines.json`` (fairseq-sum-baselines) adds ``"baselines": {name: {rouge1,
 rouge2, rougeL, specificity, distinct, verdict}}`` (and ``bag_of_pieces`` with its test ``nll``
 and ``source_gain``) to its records and baseline rows to its generated table, copied from that
-file (its extracts come from the untruncated documents: not recomputed here). ROUGE is F1 x 100,
+file; with the extracts committed beside it (``TABLE/baselines/NAME.txt``, fairseq-sum-baselines
+``--outputs``: the untruncated documents' sentences) each system is scored again against the
+table's ``references.txt`` and must give the file's figures (:func:`recompute_baselines`), and
+every run gets ``vs_lead3``, its paired bootstrap against the Lead-3 extracts. ROUGE is F1 x 100,
 ``nll`` the checkpoint's test NLL of the references and ``source_gain`` in bits per summary token,
 each stored unrounded (the tables round once, to 2 and 3 decimals); ``vs_first`` per seed, for
 every model after a record's first, the paired bootstrap of its per-document ROUGE minus the
@@ -87,7 +90,7 @@ PAPERS = ("tpt", "gate", "etads", "ta", "mem2mem", "parity", "recipe")
 ALLOWANCE = "not_recomputable.txt"
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
 FIGURES = ("rouge1", "rouge2", "rougeL", "source_gain", "distinct", "specificity", "sha256", "nll",
-           "verdict", "vs_first")
+           "verdict", "vs_first", "vs_lead3")
 PAIRED = {"samples": 1000, "seed": 1}  # the paired bootstrap of vs_first (fairseq-sum-compare's)
 TOLERANCE = 1e-6  # recomputed ROUGE F1 (in [0, 1]) vs the committed JSON
 BEGIN = re.compile(r"<!-- BEGIN results_index table=(\S+) [^>]*-->\n")
@@ -210,7 +213,7 @@ def _read_run(folder, table_dir, seed, updates, notes):
     figures.update(source_gain=use.get("gain"),
                    distinct=use.get("distinct"), specificity=None, sha256=None,
                    nll=use.get("nll_own"), verdict=None,
-                   vs_first=None, per_document=None)
+                   vs_first=None, vs_lead3=None, per_document=None)
     spec = read_run_spec(folder)
     if spec is not None:
         for key, want in (("train.SEED", seed), ("train.MAX_UPDATE", updates)):
@@ -275,6 +278,58 @@ def baseline_figures(table_dir):
         out["bag_of_pieces"] = {**{k: None for k in ROUGE_KEYS}, "specificity": None,
                                 "distinct": None, "verdict": (bag.get("verdict") or {}).get("label"),
                                 "nll": bag.get("nll"), "source_gain": bag.get("gain")}
+    return out
+
+
+BASELINE_OUTPUTS = "baselines"  # TABLE/baselines/NAME.txt: fairseq-sum-baselines --outputs
+
+
+def recompute_baselines(table_dir, base, notes, cache):
+    """{name: per-document F1s} of the extracts committed in ``TABLE/baselines/NAME.txt``, each
+    scored again against the table's ``references.txt`` and compared with ``baselines.json``
+    (ROUGE to 1e-6 of F1, distinct outputs, the specificity delta to 0.005; a difference goes to
+    ``notes``); each such system of ``base`` gets ``"recomputed": True``. {} without the folder."""
+    from .decodings import REFERENCES, read_decodings, scorer
+
+    folder = os.path.join(table_dir, BASELINE_OUTPUTS)
+    if not os.path.isdir(folder):
+        return {}
+    key = ("baselines", os.path.normpath(folder))
+    if key not in cache:
+        refs_path = os.path.join(table_dir, REFERENCES)
+        if not os.path.exists(refs_path):
+            raise ResultsError(f"{folder}: the table has no {REFERENCES} to score it against")
+        refs = read_decodings(refs_path, "references")
+        out, fails = {}, []
+        for name in sorted(os.listdir(folder)):
+            stem, ext = os.path.splitext(name)
+            path = os.path.join(folder, name)
+            if ext != ".txt" or stem not in base or stem == "bag_of_pieces":
+                fails.append(f"{path}: not the extract of a system of baselines.json")
+                continue
+            hyps = read_decodings(path, f"{stem} extracts")
+            if len(hyps) != len(refs):
+                fails.append(f"{path} has {len(hyps)} lines, {refs_path} {len(refs)}")
+                continue
+            out[stem] = per = scorer().document_f1(hyps, refs, ROUGE_KEYS)
+            want = base[stem]
+            for k in ROUGE_KEYS:
+                got = 100 * float(per[k].mean())
+                if abs(got - want[k]) > 100 * TOLERANCE:
+                    fails.append(f"{path}: scores {k} {got:.4f}, baselines.json {want[k]:.4f}")
+            distinct = len({h.replace(" <sep> ", " ") for h in hyps})
+            if want.get("distinct") is not None and distinct != want["distinct"]:
+                fails.append(f"{path}: {distinct} distinct extracts, baselines.json "
+                             f"{want['distinct']}")
+            spec = specificity_of(hyps, refs)
+            if want.get("specificity") and abs(spec["delta"] - want["specificity"]["delta"]) > 0.005:
+                fails.append(f"{path}: specificity delta {spec['delta']:+.2f}, baselines.json "
+                             f"{want['specificity']['delta']:+.2f}")
+        cache[key] = (out, fails)
+        notes["fail"].extend(fails)
+    out, _ = cache[key]
+    for name in out:
+        base[name]["recomputed"] = True
     return out
 
 
@@ -389,6 +444,11 @@ def build(root, notes=None):
             if base is not None:
                 entry["baselines"] = base
                 add_verdicts(models, table_dir)
+                per_base = recompute_baselines(table_dir, base, notes, cache)
+                if "lead3" in per_base:
+                    for label, f in models.items():
+                        f["vs_lead3"] = [None if mine is None else paired(mine, per_base["lead3"])
+                                         for mine in per_document[label]]
         out.append(entry)
     return {"records": out}
 
@@ -449,20 +509,21 @@ def _verdict_cell(labels):
 
 
 def _paired_cell(values, key):
-    """Per seed: "A - B [95% CI] (p)" of ``key`` against the record's first model, or "-"."""
+    """Per seed: "A - B [95% CI] (p)" of ``key`` against the record's first model (named), or
+    against Lead-3, or "-"."""
     if all(v is None for v in values):
         return "-"
-    first = next(v["model"] for v in values if v is not None)
+    first = next(v.get("model") for v in values if v is not None)
     cells = ["-" if v is None else f"{v[key]['diff']:+.2f} [{v[key]['ci'][0]:+.2f}, "
              f"{v[key]['ci'][1]:+.2f}] (p {v[key]['p']:.4f})" for v in values]
-    return ", ".join(cells) + f" vs `{first}`"
+    return ", ".join(cells) + (f" vs `{first}`" if first else "")
 
 
 SUMMARY_HEADER = (
     "| model | papers | updates | seeds | ROUGE-1 | ROUGE-2 | ROUGE-L | test NLL (bits) | "
     "source gain (bits) | distinct | ROUGE-1 - first model [95% CI] (p), per seed | "
-    "ROUGE-2 - first model [95% CI] (p), per seed | ROUGE-2 specificity delta (p), per seed | "
-    "summarizes? per seed | recomputed from decodings |")
+    "ROUGE-2 - first model [95% CI] (p), per seed | ROUGE-2 - Lead-3 [95% CI] (p), per seed | "
+    "ROUGE-2 specificity delta (p), per seed | summarizes? per seed | recomputed from decodings |")
 
 
 def _parity_block(record):
@@ -492,7 +553,7 @@ def table_block(index, table):
                            "list")
     if records[0]["paper"] == "parity":
         return _parity_block(records[0])
-    lines = [SUMMARY_HEADER, "|" + "---|" * 15]
+    lines = [SUMMARY_HEADER, "|" + "---|" * 16]
     rows = {}
     for r in records:
         for label, f in r["models"].items():
@@ -508,6 +569,7 @@ def table_block(index, table):
                  _cell(f["rouge1"], 2), _cell(f["rouge2"], 2), _cell(f["rougeL"], 2),
                  _cell(f["nll"], 3), _cell(f["source_gain"], 3), _cell(f["distinct"], 0),
                  _paired_cell(vs, "rouge1"), _paired_cell(vs, "rouge2"),
+                 _paired_cell(f.get("vs_lead3") or [None] * len(seeds), "rouge2"),
                  _spec_cell(f["specificity"]), _verdict_cell(f.get("verdict")),
                  f"{done} of {len(seeds)}" + ("" if done else " (no decodings)")]
         lines.append("| " + " | ".join(cells) + " |")
@@ -520,9 +582,11 @@ def table_block(index, table):
             label = BASELINE_NAMES.get(name, name)
             cells = [f"baseline: {label}", "-", "-", "-"]
             cells += [_cell([f[k]], 2) for k in ROUGE_KEYS]
-            cells += [_cell([f.get("nll")], 3), _cell([f.get("source_gain")], 3), "-", "-", "-",
+            cells += [_cell([f.get("nll")], 3), _cell([f.get("source_gain")], 3),
+                      _cell([f.get("distinct")], 0), "-", "-", "-",
                       _spec_cell([f["specificity"]]), _verdict_cell([f["verdict"]]),
-                      "copied from baselines.json"]
+                      f"recomputed from {BASELINE_OUTPUTS}/{name}.txt" if f.get("recomputed")
+                      else "copied from baselines.json"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

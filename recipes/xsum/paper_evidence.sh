@@ -118,6 +118,9 @@ for S in $SEEDS; do
         --table-dir "$OUT" --data "$D" --checkpoint "$(ck $m)"
   done
 done
+# the table's baselines and their extracts (OUT/baselines.json, OUT/baselines/NAME.txt), which
+# results_index rescores against OUT/references.txt with each run's paired bootstrap against Lead-3
+baselines_once "$WORK" "$OUT/baselines.json"
 # the page a reviewer reads (fairseq-sum-compare --html): every model of the first seed beside the
 # source and reference, with the table's baselines when OUT/baselines.json (fairseq-sum-baselines)
 # exists
