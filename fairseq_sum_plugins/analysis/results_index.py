@@ -66,9 +66,9 @@ What ``--check`` does, every failure printed (exit 1 if any):
   regenerated from the JSON instead, and each table of a report paper_evidence wrote must be one it
   writes from the committed runs): each row's model, run folder or baseline, every ROUGE, source
   gain, distinct, test NLL and specificity cell at the digits it shows, for the seed of the file's
-  ``seedN`` folder (a mean +- sd cell over seeds: the generated text); a row naming nothing the
-  index has fails. Tables of other rows (gate sweeps by threshold, probes) and tables outside a
-  table folder are printed as not checked;
+  ``seedN`` folder (a mean +- sd cell over seeds: the generated text), or a row naming its run
+  folder beside the file against that folder's JSONs; a row naming nothing fails. Figure tables
+  of other rows are printed as not checked;
 * regenerates ``results/TABLE/report.html`` (:func:`table_page`: fairseq-sum-compare's page of
   the first seed of every model, from the committed decodings) of each table whose runs have
   decodings, and compares it with the committed one (``--write`` writes it);
@@ -686,7 +686,7 @@ HAND_COLUMNS = (
     (re.compile(r"(rouge|r)-l( \(.*\))?$"), ("rougeL",)),
     (re.compile(r"source gain( \(bits\)|, test \(bits\))?$"), ("source_gain",)),
     (re.compile(r"distinct( \(of \d+\)| of \d+)?$"), ("distinct",)),
-    (re.compile(r"test nll \(bits\)$"), ("nll",)),
+    (re.compile(r"test nll(, own( / other)? paper)? \(bits\)$"), ("nll",)),
     (re.compile(r"specificity delta \(p\)$"), ("specificity",)),
 )
 ROW_HEADERS = ("model", "label", "system", "run")  # a first column naming runs: every row checked
@@ -739,11 +739,38 @@ def _run_names(root):
     return out
 
 
+def _folder_figures(folder):
+    """{key: [value]} of a run folder's own JSONs (``test.out.rouge.json`` or ``rouge.json``,
+    ``source_use.json``), or None when it has neither ROUGE file."""
+    for name in ("test.out.rouge.json", "rouge.json"):
+        if os.path.isfile(os.path.join(folder, name)):
+            rouge = _load(os.path.join(folder, name))
+            break
+    else:
+        return None
+    use_path = os.path.join(folder, "source_use.json")
+    use = _load(use_path) if os.path.exists(use_path) else {}
+    return {**{k: [100 * rouge[k] if k in rouge else None] for k in ROUGE_KEYS},
+            "source_gain": [use.get("gain")], "distinct": [use.get("distinct")],
+            "nll": [use.get("nll_own")], "specificity": [rouge.get("specificity")]}
+
+
 def _resolve(label_cell, records, runs, path):
-    """(figures {key: value}, what) of the model, run or baseline a row names, or (None, why)."""
+    """(figures {key: value}, what) of the model, run or baseline a row names, or (None, why): a
+    run folder named relative to the file (its JSONs), else a model or run folder of the table (the
+    index)."""
     plain = label_cell.replace("*", "").strip()
     named = re.findall(r"`([^`]+)`", label_cell)
     for name in named[:1]:
+        folder = os.path.normpath(os.path.join(os.path.dirname(path), name))
+        if os.path.isdir(folder) and os.path.commonpath(
+                [os.path.realpath(folder), os.path.realpath(os.path.dirname(path))]) == \
+                os.path.realpath(os.path.dirname(path)):
+            figures = _folder_figures(folder)
+            if figures is not None:
+                return figures, f"run folder `{name}`"
+        if records is None:
+            break
         for r in records:
             f = r["models"].get(name)
             if f is None:
@@ -763,7 +790,7 @@ def _resolve(label_cell, records, runs, path):
                 if label in r["models"] and seed in r["seeds"]:
                     i = r["seeds"].index(seed)
                     return {k: [v[i]] for k, v in r["models"][label].items()}, f"run `{name}`"
-    for r in records:
+    for r in records or []:
         for key, f in (r.get("baselines") or {}).items():
             shown = BASELINE_NAMES.get(key, key)
             if (plain == shown or plain == key or plain.startswith(shown.split(" (")[0] + " (")
@@ -771,6 +798,8 @@ def _resolve(label_cell, records, runs, path):
                 if key == "lead3" and "(k on valid)" in plain:
                     continue
                 return {k: [v] for k, v in f.items()}, f"baseline {shown}"
+    if records is None:
+        return None, "names no run folder (with its rouge.json) beside the file"
     return None, f"names no model, run or baseline of table {records[0]['table']!r}"
 
 
@@ -781,7 +810,7 @@ def _check_cell(cell, keys, figures, where):
     if len(figures.get(keys[0]) or [None]) > 1:  # over seeds: the generated mean +- sd (values) text
         digits = {"distinct": 0, "source_gain": 3, "nll": 3}.get(keys[0], 2)
         want = _cell(figures[keys[0]], digits)
-        return [] if cell.startswith(want) else [f"{where}: {cell!r}, the index {want!r}"]
+        return [] if cell.startswith(want) else [f"{where}: {cell!r}, recorded {want!r}"]
     parts = cell.split("/") if len(keys) > 1 else [cell]
     if len(parts) != len(keys):
         return [f"{where}: {cell!r} is not {'/'.join(keys)}"]
@@ -792,12 +821,12 @@ def _check_cell(cell, keys, figures, where):
         if key == "specificity" and value is not None:
             value = value["delta"]
         if value is None:
-            fails.append(f"{where}: shows {key} {m.group(0)}, which the index does not have")
+            fails.append(f"{where}: shows {key} {m.group(0)}, which is not recorded")
             continue
         digits = len(m.group(0).partition(".")[2])
         want = f"{value:.{digits}f}"
         if float(m.group(0)) != float(want):
-            fails.append(f"{where}: {key} {m.group(0)}, the index {want}")
+            fails.append(f"{where}: {key} {m.group(0)}, recorded {want}")
     return fails
 
 
@@ -844,11 +873,12 @@ TOOL_REPORTS = {"Written by `python -m fairseq_sum_plugins.analysis.paper_eviden
 
 def check_hand_tables(root, index):
     """(failures, tables checked, [unchecked tables]) of the hand-written tables of the ``.md``
-    files under ``root/TABLE/``: a table with figure columns (:data:`HAND_COLUMNS`) whose first
-    column names runs (:data:`ROW_HEADERS`) has each row's model, run folder or baseline looked up
-    in the index and every figure compared at the digits it shows; a row naming none fails.
-    Figure tables of other rows (thresholds, probes) and tables outside a table folder are returned
-    as unchecked."""
+    files under ``root``: a table with figure columns (:data:`HAND_COLUMNS`) whose first column
+    names runs (:data:`ROW_HEADERS`) has each row's run folder (relative to the file: its own
+    JSONs), model or baseline (the index of the file's table) looked up and every figure compared
+    at the digits it shows; a row naming none fails. A tool's file (:data:`TOOL_TABLES`,
+    :data:`TOOL_REPORTS`) is compared with what the tool writes. Figure tables of other rows are
+    returned as unchecked."""
     by_table, runs = {}, _run_names(root)
     for r in index["records"]:
         by_table.setdefault(r["table"], []).append(r)
@@ -877,13 +907,14 @@ def check_hand_tables(root, index):
             if not columns:
                 continue
             first = header[0].lower().replace("`", "").strip()
-            if records is None or records[0]["paper"] == "parity" or first not in ROW_HEADERS:
+            if (records is not None and records[0]["paper"] == "parity") or first not in ROW_HEADERS:
                 unchecked.append(f"{rel}:{line}")
                 continue
             checked += 1
             for number, cells in rows:
                 where = f"{rel}:{number}"
-                figures, what = _resolve(cells[0], records, runs.get(records[0]["table"], {}),
+                figures, what = _resolve(cells[0], records,
+                                         runs.get(records[0]["table"], {}) if records else {},
                                          path)
                 if figures is None:
                     fails.append(f"{where}: row {cells[0]!r} {what}: its figures cannot be checked")
