@@ -148,8 +148,8 @@ def text_encoding_for(data_dir, dictionary, tokenizer_given, bpe_given, flag_sty
                    else "--bpe gpt2 --gpt2-encoder-json E --gpt2-vocab-bpe V") if flag_style else f"bpe='{need}', ..."
             raise ValueError(
                 f"the dictionary of {data_dir} holds {need} tokens, but no BPE was given and "
-                f"{os.path.join(data_dir, PREPARE_ARGS)} records none: raw text would become <unk> tokens; "
-                f"pass {how}")
+                f"{os.path.join(data_dir, PREPARE_ARGS)} records none: raw text would become <unk> "
+                f"tokens; pass {how}")
     return tok, bpe
 
 

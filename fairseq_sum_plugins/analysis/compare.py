@@ -179,7 +179,8 @@ def format_comparison(res, name_a="A", name_b="B"):
     label = "approximate randomization" if res["method"] == "ar" else "paired bootstrap"
     width = max([12] + [len(metric_name(res, m)) for m in res["metrics"]])
     lines = [f"{res['num_summaries']} summaries; p-values by {label}; scores x 100",
-             f"{'metric':{width}s} {name_a[:10]:>10s} {name_b[:10]:>10s} {'A - B':>8s} {'95% CI':>18s} {'p':>8s}"]
+             f"{'metric':{width}s} {name_a[:10]:>10s} {name_b[:10]:>10s} {'A - B':>8s} "
+             f"{'95% CI':>18s} {'p':>8s}"]
     for m, r in res["metrics"].items():
         ci = f"[{100 * r['ci'][0]:+.2f}, {100 * r['ci'][1]:+.2f}]"
         lines.append(f"{metric_name(res, m):{width}s} {100 * r['a']:10.2f} {100 * r['b']:10.2f} "
@@ -235,11 +236,12 @@ def get_parser():
     add_reference_options(p)
     rouge.add_scorer_options(p, rouge.DOCUMENT_BACKENDS)
     p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
-                   help="comma-separated: rouge1, rouge2, rougeL (summary-level), rougeL_plain (rouge-score only), "
-                        "meteor (--meteor-impl)")
+                   help="comma-separated: rouge1, rouge2, rougeL (summary-level), rougeL_plain "
+                        "(rouge-score only), meteor (--meteor-impl)")
     p.add_argument("--meteor-impl", choices=("nltk", "1.5"),
-                   help="METEOR of --metrics meteor: nltk (default; WordNet: Debian wordnet-base) or 1.5 (Meteor "
-                        "Universal 1.5's segment scores, as fairseq-sum-score --meteor-impl 1.5)")
+                   help="METEOR of --metrics meteor: nltk (default; WordNet: Debian wordnet-base) "
+                        "or 1.5 (Meteor Universal 1.5's segment scores, as fairseq-sum-score "
+                        "--meteor-impl 1.5)")
     p.add_argument("--method", choices=["bootstrap", "ar"], default="bootstrap",
                    help="p-value by paired bootstrap or approximate randomization (CI: bootstrap)")
     p.add_argument("--bootstrap-samples", type=int_at_least(1), default=1000)

@@ -192,17 +192,19 @@ def write_report(out_dir, labels):
     rows = [collect(out_dir, label) for label in labels]
     plot(rows, os.path.join(out_dir, "learning_curve.png"))
     parts = ["# Comparison", "", "ROUGE F1 x 100 on the test split with 95% bootstrap intervals "
-             "(fairseq-sum-score, rouge-score, ROUGE-L summary-level); `words`: mean hypothesis length; "
-             "`valid loss`: the training objective at the last validation (label-smoothed cross-entropy plus the "
-             "model's weighted auxiliary terms, base 2), `valid nll`: its cross-entropy alone, comparable across "
-             "models; the last validation is the decoded checkpoint's; `source gain`: bits per summary token "
-             "gained from its own document over another (0: the source is ignored), `distinct`: different "
-             "summaries among the test documents.", "", table(rows), ""]
+             "(fairseq-sum-score, rouge-score, ROUGE-L summary-level); `words`: mean hypothesis "
+             "length; `valid loss`: the training objective at the last validation (label-smoothed "
+             "cross-entropy plus the model's weighted auxiliary terms, base 2), `valid nll`: its "
+             "cross-entropy alone, comparable across models; the last validation is the decoded "
+             "checkpoint's; `source gain`: bits per summary token gained from its own document "
+             "over another (0: the source is ignored), `distinct`: different summaries among the "
+             "test documents.", "", table(rows), ""]
     blind = [r["label"] for r in rows if reads_source(r) is False]
     if blind:
-        parts += [f"**Not reading the source:** {', '.join(f'`{b}`' for b in blind)} (source gain < {MIN_GAIN} bits "
-                  f"or fewer than {MIN_DISTINCT:.0%} distinct summaries). Their ROUGE is that of a generic summary "
-                  "written whatever the document, and differences involving them say nothing about summarization.", ""]
+        parts += [f"**Not reading the source:** {', '.join(f'`{b}`' for b in blind)} (source gain "
+                  f"< {MIN_GAIN} bits or fewer than {MIN_DISTINCT:.0%} distinct summaries). Their "
+                  "ROUGE is that of a generic summary written whatever the document, and "
+                  "differences involving them say nothing about summarization.", ""]
     parts += ["![learning curves](learning_curve.png)", "", "## Models", ""]
     parts += [f"- `{r['spec']}`" for r in rows]
     tests = [(r["label"], _read(os.path.join(out_dir, r["label"], f"vs_{labels[0]}.txt")))

@@ -223,14 +223,15 @@ def compare_runs(root):
 
 
 def _compare_table(rows, verdict):
-    lines = ["| PINNED | CPU | ATen kernels | MKL code path | MKL CNR | parameters (sha256) | optimizer state | "
-             "decodings (sha256) | same bits as host |",
+    lines = ["| PINNED | CPU | ATen kernels | MKL code path | MKL CNR | parameters (sha256) | "
+             "optimizer state | decodings (sha256) | same bits as host |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         hyp = f"{r['hypotheses'][:12]} ({r['decoded']})" if r["hypotheses"] else "-"
         opt = (r["optimizer"] or "-")[:12]
-        lines.append(f"| {r['pinned']} | {r['cpu']} | {r['aten']} | {r['mkl']} | {r['cnr']} | {r['params'][:12]} | "
-                     f"{opt} | {hyp} | {'yes' if r['same_as_host'] else 'NO'} |")
+        lines.append(f"| {r['pinned']} | {r['cpu']} | {r['aten']} | {r['mkl']} | {r['cnr']} | "
+                     f"{r['params'][:12]} | {opt} | {hyp} | {'yes' if r['same_as_host'] else 'NO'} "
+                     "|")
     lines.append("")
     for pinned, v in verdict.items():
         what = "pinned arithmetic" if pinned else "as torch picks for the CPU"

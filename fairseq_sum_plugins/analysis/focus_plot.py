@@ -187,7 +187,8 @@ def main(argv=None):
             json.dump(stats, f, indent=1)
         print(f"wrote {args.all_json}: {stats['documents']} documents, distance "
               f"{100 * stats['distance_mean']:.1f} +- {100 * stats['distance_sd']:.1f} %, scope "
-              f"{100 * stats['scope_mean']:.1f} +- {100 * stats['scope_sd']:.1f} % of the document length")
+              f"{100 * stats['scope_mean']:.1f} +- {100 * stats['scope_sd']:.1f} % of the document "
+              "length")
 
 
 if __name__ == "__main__":

@@ -69,7 +69,8 @@ def get_parser():
         "round): the table's speed-up is the median over rounds of each threshold's words/s "
         "over the first threshold's in the same round (0: only the sweep's single timing)")
     p.add_argument("--reference", action="store_true",
-                   help="the checkpoint has no gates (a sweep's reference model): one row at sparsity 0, no gate figure")
+                   help="the checkpoint has no gates (a sweep's reference model): one row at "
+                        "sparsity 0, no gate figure")
     p.add_argument("--out-dir", required=True)
     rouge.add_scorer_options(p, rouge.DOCUMENT_BACKENDS)
     return p
@@ -126,8 +127,9 @@ def sweep(model, task, gates, args, cuda):
             dict(threshold=t, sparsity=100 * dropped / max(total, 1), dropped=dropped, tokens=total,
                  rouge1=r1, rouge2=r2, rougeL=rl, n=len(hyps), words_per_s=words / seconds,
                  source_gain=gain, distinct=len(texts)))
-        logger.info(f"threshold {t:g}: sparsity {rows[-1]['sparsity']:.2f}% R-1 {r1:.2f} R-2 {r2:.2f} R-L {rl:.2f} "
-                    f"source gain {gain:.3f} bits, {len(texts)} distinct summaries of {len(hyps)}")
+        logger.info(f"threshold {t:g}: sparsity {rows[-1]['sparsity']:.2f}% R-1 {r1:.2f} R-2 "
+                    f"{r2:.2f} R-L {rl:.2f} source gain {gain:.3f} bits, {len(texts)} distinct "
+                    f"summaries of {len(hyps)}")
     return rows
 
 
@@ -194,8 +196,9 @@ def table(rows):
         head += f" speed-up vs t = {rows[0]['threshold']:g} (median of {rows[0]['timing_rounds']} interleaved rounds) |"
     lines = [head, "|---" * head.count(" | ") + "|---|"]
     for r in rows:
-        lines.append(f"| {r['threshold']:g} | {r['sparsity']:.2f}% | {r['rouge1']:.2f} | {r['rouge2']:.2f} | "
-                     f"{r['rougeL']:.2f} | {r['source_gain']:.3f} | {r['distinct']}/{r['n']} | {r['words_per_s']:.1f} |"
+        lines.append(f"| {r['threshold']:g} | {r['sparsity']:.2f}% | {r['rouge1']:.2f} | "
+                     f"{r['rouge2']:.2f} | {r['rougeL']:.2f} | {r['source_gain']:.3f} | "
+                     f"{r['distinct']}/{r['n']} | {r['words_per_s']:.1f} |"
                      + (f" {r['speedup']:.2f}x |" if timed else ""))
     return "\n".join(lines)
 
@@ -313,7 +316,8 @@ def main(argv=None):
     if args.timing_rounds < 0:
         parser.error(f"--timing-rounds must be >= 0, got {args.timing_rounds}")
     if args.timing_rounds and (args.reference or len(args.thresholds) < 2):
-        parser.error("--timing-rounds compares thresholds: give two or more --thresholds, without --reference")
+        parser.error("--timing-rounds compares thresholds: give two or more --thresholds, without "
+                     "--reference")
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s | %(levelname)s | %(name)s | %(message)s")
     cuda = torch.cuda.is_available() and not args.cpu

@@ -190,7 +190,8 @@ def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200, use
         psi = extra["read_attn"][0].float().cpu().T  # slots x steps
         paths.append(os.path.join(out_dir, "read_attn.png"))
         plot_matrix(psi, paths[-1], "decoding step (1-based)",
-                    f"memory read attention Psi: slot x step\n({split} document #{index}, {psi.shape[1]} steps)")
+                    f"memory read attention Psi: slot x step\n({split} document #{index}, "
+                    f"{psi.shape[1]} steps)")
     return paths
 
 
@@ -219,8 +220,8 @@ def cli_main(argv=None):
                         help="most sentences of the greedy oracle (>= 1)")
     parser.add_argument("--cpu", action="store_true")
     parser.add_argument("--skip-without-memory", action="store_true",
-                        help="a model without an encoder memory (e.g. Table 2's HRED / + Decoder Mem rows): print a "
-                             "one-line message and exit 0 instead of failing")
+                        help="a model without an encoder memory (e.g. Table 2's HRED / + Decoder "
+                             "Mem rows): print a one-line message and exit 0 instead of failing")
     args = parser.parse_args(argv)
     if args.oracle_max < 1:
         parser.error(f"--oracle-max must be >= 1, got {args.oracle_max}")
@@ -233,9 +234,11 @@ def cli_main(argv=None):
     model = models[0]
     if getattr(model.encoder, "compression", None) is None:
         if args.skip_without_memory:
-            print(f"implicit extraction skipped: {args.path} has no encoder memory (--memory-encoder False)")
+            print(f"implicit extraction skipped: {args.path} has no encoder memory "
+                  "(--memory-encoder False)")
             return
-        parser.error(f"{args.path}: this model has no encoder memory (--memory-encoder), nothing to extract with")
+        parser.error(f"{args.path}: this model has no encoder memory (--memory-encoder), nothing "
+                     "to extract with")
     use_cuda = torch.cuda.is_available() and not args.cpu
     if use_cuda:
         model.cuda()
@@ -258,10 +261,12 @@ def cli_main(argv=None):
               "oracle_max": args.oracle_max, "oracle_agreement": agreement}
     with open(os.path.join(args.out, "scores.json"), "w") as f:
         json.dump(report, f, indent=1)
-    print(f"{'system':12s} {'R-1':>6s} {'R-2':>6s} {'R-L':>6s}   ({len(ids)} documents of {args.split})")
+    print(f"{'system':12s} {'R-1':>6s} {'R-2':>6s} {'R-L':>6s}   ({len(ids)} documents of "
+          f"{args.split})")
     for name, res in scores.items():
         print(_fmt(name, res))
-    print(f"memory extraction picks {report['mean_selected_sentences']:.2f} sentences per document on average")
+    print(f"memory extraction picks {report['mean_selected_sentences']:.2f} sentences per document "
+          "on average")
     for name, agr in agreement.items():
         print(f"{name:12s} oracle sentences: precision {100 * agr['precision']:.1f}% (chance "
               f"{100 * agr['chance_precision']:.1f}%), recall {100 * agr['recall']:.1f}%")

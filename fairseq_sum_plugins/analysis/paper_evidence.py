@@ -113,15 +113,16 @@ def paired_differences(runs, label, baseline, key="rouge1"):
 
 
 def summary_table(runs):
-    lines = ["| model | seeds | ROUGE-1 | ROUGE-2 | ROUGE-L | source gain (bits) | distinct (of 100) | "
-             "ROUGE-1 - baseline (per seed) |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | seeds | ROUGE-1 | ROUGE-2 | ROUGE-L | source gain (bits) | distinct (of "
+             "100) | ROUGE-1 - baseline (per seed) |", "|---|---|---|---|---|---|---|---|"]
     for label, r in runs.items():
         base = BASELINES.get(label)
         _, diffs = paired_differences(runs, label, base) if base else ([], [])
         diff = f"{fmt(diffs)} vs `{base}`" if diffs else "-"
         lines.append(
-            f"| `{label}` | {', '.join(map(str, r['seeds']))} | {fmt(r['rouge1'])} | {fmt(r['rouge2'])} | "
-            f"{fmt(r['rougeL'])} | {fmt(r['source_gain'], 3)} | {fmt(r['distinct'], 0)} | {diff} |")
+            f"| `{label}` | {', '.join(map(str, r['seeds']))} | {fmt(r['rouge1'])} | "
+            f"{fmt(r['rouge2'])} | {fmt(r['rougeL'])} | {fmt(r['source_gain'], 3)} | "
+            f"{fmt(r['distinct'], 0)} | {diff} |")
     return "\n".join(lines)
 
 
@@ -199,8 +200,8 @@ def role_table(root, runs, label="tpt"):
         return ""
     roles = _per_seed(root, label, runs[label]["seeds"], "roles.json")
     overall = [None if r is None else 100 * r["overall"] for r in roles]
-    lines = [f"Share of role attention distributions with max > 0.98 (§4.4; the paper finds > 90%), `{label}`: "
-             f"{fmt(overall, 1)} %", ""]
+    lines = ["Share of role attention distributions with max > 0.98 (§4.4; the paper finds > "
+             f"90%), `{label}`: {fmt(overall, 1)} %", ""]
     names = sorted({n for r in roles if r for n in r["sublayers"]})
     if names:
         lines += ["| sublayer | share > 0.98 (%) | roles used (argmax share > 1%) |", "|---|---|---|"]
@@ -227,14 +228,16 @@ def sweep_table(per_seed):
     if not per_seed:
         return ""
     thresholds = [r["threshold"] for r in per_seed[0]]
-    lines = ["| threshold | sparsity (%) | ROUGE-1 | source gain (bits) | distinct | generation speed vs t = 0 |",
+    lines = ["| threshold | sparsity (%) | ROUGE-1 | source gain (bits) | distinct | generation "
+             "speed vs t = 0 |",
              "|---|---|---|---|---|---|"]
     for i, t in enumerate(thresholds):
         rows = [seed[i] for seed in per_seed if i < len(seed) and seed[i]["threshold"] == t]
         speed = [r["words_per_s"] / seed[0]["words_per_s"] for r, seed in zip(rows, per_seed)]
-        lines.append(f"| {t:g} | {fmt([r['sparsity'] for r in rows], 1)} | {fmt([r['rouge1'] for r in rows])} | "
-                     f"{fmt([r['source_gain'] for r in rows], 3)} | {fmt([r['distinct'] for r in rows], 0)} | "
-                     f"{fmt(speed)} |")
+        lines.append(f"| {t:g} | {fmt([r['sparsity'] for r in rows], 1)} | "
+                     f"{fmt([r['rouge1'] for r in rows])} | "
+                     f"{fmt([r['source_gain'] for r in rows], 3)} | "
+                     f"{fmt([r['distinct'] for r in rows], 0)} | {fmt(speed)} |")
     return "\n".join(lines)
 
 
@@ -254,13 +257,15 @@ def timing_table(root, runs, label):
     rounds = sorted({r["timing_rounds"] for seed in per_seed for r in seed})
     lines = [f"Pruned generation speed, {'/'.join(map(str, rounds))} interleaved rounds per seed "
              f"(`gate_sweep.py --timing-rounds`):", "",
-             f"| threshold | sparsity (%) | ROUGE-1 | source gain (bits) | distinct | speed-up vs t = "
-             f"{per_seed[0][0]['threshold']:g} (median of the rounds) |",
+             "| threshold | sparsity (%) | ROUGE-1 | source gain (bits) | distinct | speed-up vs "
+             f"t = {per_seed[0][0]['threshold']:g} (median of the rounds) |",
              "|---|---|---|---|---|---|"]
     for i, t in enumerate(r["threshold"] for r in per_seed[0]):
         rows = [seed[i] for seed in per_seed if i < len(seed) and seed[i]["threshold"] == t]
-        lines.append(f"| {t:g} | {fmt([r['sparsity'] for r in rows], 1)} | {fmt([r['rouge1'] for r in rows])} | "
-                     f"{fmt([r.get('source_gain') for r in rows], 3)} | {fmt([r.get('distinct') for r in rows], 0)} | "
+        lines.append(f"| {t:g} | {fmt([r['sparsity'] for r in rows], 1)} | "
+                     f"{fmt([r['rouge1'] for r in rows])} | "
+                     f"{fmt([r.get('source_gain') for r in rows], 3)} | "
+                     f"{fmt([r.get('distinct') for r in rows], 0)} | "
                      f"{fmt([r['speedup'] for r in rows])} |")
     return "\n".join(lines)
 
@@ -285,7 +290,8 @@ def plot_sweeps(sweeps, png):
             ax.set_ylabel(name)
     axes[2].axhline(0.3, color="grey", ls="--", lw=0.8)
     axes[0].legend(fontsize=8, frameon=False)
-    fig.suptitle("Information selection: threshold sweep of the trained gates (mean over seeds, band: min-max)",
+    fig.suptitle("Information selection: threshold sweep of the trained gates (mean over seeds, "
+                 "band: min-max)",
                  fontsize=10)
     fig.tight_layout()
     fig.savefig(png, dpi=120)
@@ -315,8 +321,9 @@ def ta_table(root, runs):
         attn = [a for a in _per_seed(root, "ta", runs["ta"]["seeds"], "topic_attention.json") if a]
         if attn:
             layers = len(attn[0]["share"])
-            lines += ["Decoder self-attention on the TEMA topic prefix (% of each summary token's attention; "
-                      f"uniform attention over what a token sees: {fmt([100 * a['uniform'] for a in attn], 1)}):", "",
+            lines += ["Decoder self-attention on the TEMA topic prefix (% of each summary token's "
+                      "attention; uniform attention over what a token sees: "
+                      f"{fmt([100 * a['uniform'] for a in attn], 1)}):", "",
                       "| layer | share (%) |", "|---|---|"]
             for i in range(layers):
                 lines.append(f"| {i + 1} | {fmt([100 * a['share'][i] for a in attn], 1)} |")
@@ -346,17 +353,19 @@ def mem2mem_table(root, runs):
                if e]
         if ext:
             lead = next(k for k in ext[0]["scores"] if k.startswith("lead"))
-            lines += ["Implicit extraction (the sentences each memory slot writes most, §5.4) against Lead-k and the "
-                      "greedy oracle:", "",
-                      "| extraction | ROUGE-1 | oracle precision (%) | chance precision (%) | oracle recall (%) |",
+            lines += ["Implicit extraction (the sentences each memory slot writes most, §5.4) "
+                      "against Lead-k and the greedy oracle:", "",
+                      "| extraction | ROUGE-1 | oracle precision (%) | chance precision (%) | "
+                      "oracle recall (%) |",
                       "|---|---|---|---|---|"]
             for name in ("memory", lead):
                 lines.append(
                     f"| {name} | {fmt([100 * e['scores'][name]['rouge1'] for e in ext])} | "
                     f"{fmt([100 * e['oracle_agreement'][name]['precision'] for e in ext], 1)} | "
-                    f"{fmt([100 * e['oracle_agreement'][name]['chance_precision'] for e in ext], 1)} | "
-                    f"{fmt([100 * e['oracle_agreement'][name]['recall'] for e in ext], 1)} |")
-            lines.append(f"\nSentences picked per document: {fmt([e['mean_selected_sentences'] for e in ext])}\n")
+                    f"{fmt([100 * e['oracle_agreement'][name]['chance_precision'] for e in ext], 1)} "
+                    f"| {fmt([100 * e['oracle_agreement'][name]['recall'] for e in ext], 1)} |")
+            lines.append("\nSentences picked per document: "
+                         f"{fmt([e['mean_selected_sentences'] for e in ext])}\n")
     return "\n".join(lines)
 
 
@@ -376,8 +385,8 @@ def report_text(root, plots=False):
     the tables of a committed report with this text's."""
     runs = collect(root)
     parts = ["# Each paper's own analysis over seeds", "",
-             "Written by `python -m fairseq_sum_plugins.analysis.paper_evidence` from the runs below "
-             "(mean +- sample sd over seeds, then each seed's value in seed order).", "",
+             "Written by `python -m fairseq_sum_plugins.analysis.paper_evidence` from the runs "
+             "below (mean +- sample sd over seeds, then each seed's value in seed order).", "",
              "## Every model", "", summary_table(runs), ""]
     cells, majority = probe_cells(root, runs)
     if cells:
@@ -404,17 +413,19 @@ def report_text(root, plots=False):
         d_sd = ", ".join(f"{100 * e['distance_sd']:.1f}" for e in every)
         s_sd = ", ".join(f"{100 * e['scope_sd']:.1f}" for e in every)
         parts += ["## ETADS: the learned focus", "",
-                  f"Mean distance of the focal centre from the query position, as a share of the document "
-                  f"length: {fmt([100 * e['distance_mean'] for e in every], 1)} %; mean scope sigma~ / m: "
-                  f"{fmt([100 * e['scope_mean'] for e in every], 1)} % (per seed: the mean over all "
-                  f"{'/'.join(map(str, n))} validation documents; across documents the standard deviation is "
-                  f"{d_sd} points (distance) and {s_sd} (scope)).", ""]
+                  "Mean distance of the focal centre from the query position, as a share of the "
+                  f"document length: {fmt([100 * e['distance_mean'] for e in every], 1)} %; mean "
+                  f"scope sigma~ / m: {fmt([100 * e['scope_mean'] for e in every], 1)} % (per "
+                  f"seed: the mean over all {'/'.join(map(str, n))} validation documents; across "
+                  f"documents the standard deviation is {d_sd} points (distance) and {s_sd} "
+                  "(scope)).", ""]
     elif focus:
         stats = [focus_stats(f) for f in focus]
         parts += ["## ETADS: the learned focus", "",
-                  f"Mean distance of the focal centre from the query position, as a share of the document "
-                  f"length: {fmt([100 * d for d, _ in stats], 1)} %; mean scope sigma~ / m: "
-                  f"{fmt([100 * s for _, s in stats], 1)} % (validation document 0 of each seed only).", ""]
+                  "Mean distance of the focal centre from the query position, as a share of the "
+                  f"document length: {fmt([100 * d for d, _ in stats], 1)} %; mean scope sigma~ / "
+                  f"m: {fmt([100 * s for _, s in stats], 1)} % (validation document 0 of each seed "
+                  "only).", ""]
     ta = ta_table(root, runs)
     if ta:
         parts += ["## Topic Assistant: semantic similarity and topic attention", "", ta]

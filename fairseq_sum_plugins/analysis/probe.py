@@ -133,7 +133,8 @@ def read_conll(path, task, pos_field="xpos", word_column=1, label_column=-1):
     head (0-based index in the sentence, DEP only)."""
     conllu = path.endswith(".conllu")
     if word_column < 1 or label_column == 0:
-        raise ValueError(f"--word-column must be >= 1 and --label-column non-zero (got {word_column}, {label_column})")
+        raise ValueError("--word-column must be >= 1 and --label-column non-zero (got "
+                         f"{word_column}, {label_column})")
     tokens, sent_no, in_sent = [], 0, 0
     with open(path, encoding="utf-8") as f:
         for line_no, line in enumerate(f, 1):
@@ -202,7 +203,8 @@ def align_labels(summaries, tokens, path):
             tok = tokens[k]
             h = k if row[3] < 0 else first_of_sentence[tok["sentence"]] + row[3]  # root: itself
             if h >= len(words) or words[h][0] != row[0]:
-                raise ValueError(f"{path}:{tok['line']}: head {row[3] + 1} lies outside summary {summaries[row[0]][0]}")
+                raise ValueError(f"{path}:{tok['line']}: head {row[3] + 1} lies outside summary "
+                                 f"{summaries[row[0]][0]}")
             row[3] = (words[h][0], words[h][1])
     return out
 
@@ -224,9 +226,9 @@ def labels_of_summaries(tokens, path, task, split, summaries, max_summaries):
         return [t for t in tokens if t["sentence"] in keep]
     split_text = f"{used} sentences" + (f" ({whole} in the whole split)" if whole != used else "")
     raise ValueError(
-        f"{path}: {have} labelled sentences, but the {len(summaries)} summaries of split {split!r} used "
-        f"(--max-summaries {max_summaries}) have {split_text}: label the words that --write-words writes for "
-        "this split (one sentence per line, not re-split by the tagger)")
+        f"{path}: {have} labelled sentences, but the {len(summaries)} summaries of split {split!r} "
+        f"used (--max-summaries {max_summaries}) have {split_text}: label the words that "
+        "--write-words writes for this split (one sentence per line, not re-split by the tagger)")
 
 
 def spacy_labels(summaries, model_name, task, pos_field="xpos"):
@@ -429,7 +431,8 @@ def probe_grid(train, evaluation, task, epochs=100, seed=1):
 
 def format_grid(grid, num_layers):
     """Table 4's layout: one row per layer, role / filler / final F1 (x100; '-' without roles)."""
-    lines = [f"{'layer':>5s} {'role':>7s} {'filler':>7s} {'final':>7s}   (F1 x 100; Table 4: role/filler/final)"]
+    lines = [f"{'layer':>5s} {'role':>7s} {'filler':>7s} {'final':>7s}   (F1 x 100; Table 4: "
+             "role/filler/final)"]
     for layer in range(num_layers):
         vals = [grid["cells"].get((layer, rep)) for rep in REPRESENTATIONS]
         text = [f"{100 * v['f1']:7.1f}" if v else f"{'-':>7s}" for v in vals]

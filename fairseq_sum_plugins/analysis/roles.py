@@ -125,7 +125,8 @@ def cli_main():
     print(f"{'sublayer':45s} {'max>' + str(args.threshold):>10s} {'roles used':>10s}")
     for name, s in stats.items():
         print(f"{name:45s} {100 * s['peaked']:9.1f}% {sum(u > 0.01 for u in s['usage']):10d}")
-    print(f"overall: {100 * total_peaked:.1f}% of role attention distributions have max > {args.threshold}")
+    print(f"overall: {100 * total_peaked:.1f}% of role attention distributions have max > "
+          f"{args.threshold}")
     if args.png:
         plot_role_usage(stats, args.png, args.threshold)
         print(f"wrote {args.png}")

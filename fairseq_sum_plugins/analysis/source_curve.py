@@ -111,11 +111,14 @@ def main(argv=None):
     p = get_parser()
     args = p.parse_args(argv)
     if args.max_examples < 2:
-        p.error(f"--max-examples must be at least 2 (the gain pairs each summary with another document), got {args.max_examples}")
+        p.error("--max-examples must be at least 2 (the gain pairs each summary with another "
+                f"document), got {args.max_examples}")
     if not os.path.isfile(os.path.join(args.data, "dict.src.txt")):
-        p.error(f"{args.data}: no dict.src.txt (not a binarized data folder, fairseq-sum-prepare's bin/)")
+        p.error(f"{args.data}: no dict.src.txt (not a binarized data folder, fairseq-sum-prepare's "
+                "bin/)")
     if not glob.glob(os.path.join(glob.escape(args.data), f"{glob.escape(args.subset)}.*-*.*.idx")):
-        p.error(f"--subset {args.subset}: no binarized split {args.subset}.SRC-TGT.*.idx in {args.data}")
+        p.error(f"--subset {args.subset}: no binarized split {args.subset}.SRC-TGT.*.idx in "
+                f"{args.data}")
     for flag, path in (("--json", args.json), ("--png", args.png)):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             p.error(f"{flag} {path}: its folder does not exist")

@@ -136,8 +136,9 @@ def main(argv=None):
         sys.exit(f"source_use: {e}")
     if args.generate_output:
         out["distinct"], out["hypotheses"] = distinct_outputs(args.generate_output)
-    line = (f"{args.subset}: NLL {out['nll_own']:.3f} bits/token with its own document, {out['nll_other']:.3f} with "
-            f"another: source gain {out['gain']:.3f} over {out['examples']} examples")
+    line = (f"{args.subset}: NLL {out['nll_own']:.3f} bits/token with its own document, "
+            f"{out['nll_other']:.3f} with another: source gain {out['gain']:.3f} over "
+            f"{out['examples']} examples")
     if "distinct" in out:
         line += f"; {out['distinct']} distinct summaries of {out['hypotheses']}"
     print(line)

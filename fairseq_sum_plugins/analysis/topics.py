@@ -184,7 +184,8 @@ def topic_attention(model, batches, pad=1):
     decoder = model.decoder
     topic = getattr(decoder, "topic", None)  # set only on a model with the Topic Assistant
     if topic is None or not topic.tema:
-        raise ValueError("this model has no TEMA topic prefix (train with --arch transformer_ta_* or --ta-tema True)")
+        raise ValueError("this model has no TEMA topic prefix (train with --arch transformer_ta_* "
+                         "or --ta-tema True)")
     n = topic.n
     layers = list(decoder.layers)
     sums = [None] * len(layers)
@@ -238,8 +239,9 @@ def attention_main(args):
                if not args.max_batches or i < args.max_batches)
     result = topic_attention(models[0], batches, task.target_dictionary.pad())
     share = np.asarray(result["share"])
-    print(f"share of decoder self-attention on the {result['n_prefix']} topic positions ({result['tokens']} summary "
-          f"tokens of {args.split}); uniform attention would give {100 * result['uniform']:.1f}%")
+    print(f"share of decoder self-attention on the {result['n_prefix']} topic positions "
+          f"({result['tokens']} summary tokens of {args.split}); uniform attention would give "
+          f"{100 * result['uniform']:.1f}%")
     for i, v in enumerate(share):
         print(f"layer {i + 1}: {100 * v:5.1f}%")
     if args.json:

@@ -121,15 +121,17 @@ def check_exportable(args, ckpt):
             f"{ckpt}: --arch {arch} is not a sum_transformer with the T5 cell; only T5-cell "
             "checkpoints (t5_small, t5_base, imports of fairseq-sum-import-t5) can be exported")
     if getattr(args, "cell", "default") != "t5":
-        raise T5ExportError(f"{ckpt}: --arch {arch} uses --cell {getattr(args, 'cell', 'default')}, not the T5 cell "
-                            "(--cell t5), which is the only one HF's T5 computes")
+        raise T5ExportError(f"{ckpt}: --arch {arch} uses --cell "
+                            f"{getattr(args, 'cell', 'default')}, not the T5 cell (--cell t5), "
+                            "which is the only one HF's T5 computes")
     try:
         found = _features(args)
     except (ValueError, AttributeError) as e:  # e.g. --focus-layers 9 with 2 layers
         raise T5ExportError(f"{ckpt}: its feature options cannot be read: {e}") from None
     if found:
         raise T5ExportError(f"{ckpt}: " + "; ".join(f"{name} ({flag})" for name, flag in found)
-                            + ": HF's T5ForConditionalGeneration has no place for it; only the plain T5 cell exports")
+                            + ": HF's T5ForConditionalGeneration has no place for it; only the "
+                              "plain T5 cell exports")
     if not getattr(args, "share_all_embeddings", True):
         raise T5ExportError(
             f"{ckpt}: --share-all-embeddings False: T5 has one embedding matrix for the encoder "
@@ -222,9 +224,11 @@ def output_head(model, args, ckpt):
     scaled = getattr(model.decoder, "output_scale", 1.0) != 1.0
     if untied == scaled:
         raise T5ExportError(
-            f"{ckpt}: a{'n untied' if untied else ' tied'} output projection {'with' if scaled else 'without'} the "
-            f"d_model^-1/2 scale (--share-decoder-input-output-embed {not untied}, --t5-scale-decoder-output "
-            f"{scaled}): transformers < 5 reads a T5 config as tied and scaled or untied and unscaled only")
+            f"{ckpt}: a{'n untied' if untied else ' tied'} output projection "
+            f"{'with' if scaled else 'without'} the d_model^-1/2 scale "
+            f"(--share-decoder-input-output-embed {not untied}, --t5-scale-decoder-output "
+            f"{scaled}): transformers < 5 reads a T5 config as tied and scaled or untied and "
+            "unscaled only")
     return untied, scaled
 
 
@@ -264,7 +268,8 @@ def hf_state_dict(model, cfg, order, ckpt, untied):
                 f"{ckpt}: {row.fairseq} has {tensor.size(0)} rows, not {len(row.hf)} equal parts")
         for name, part in zip(row.hf, tensor.split(tensor.size(0) // len(row.hf))):
             if name in out and not torch.equal(out[name], part):  # encoder and decoder embeddings
-                raise T5ExportError(f"{ckpt}: {row.fairseq} differs from the other copy of {name}; T5 shares one matrix")
+                raise T5ExportError(f"{ckpt}: {row.fairseq} differs from the other copy of {name}; "
+                                    "T5 shares one matrix")
             out[name] = part.contiguous()
     if state:
         raise T5ExportError(f"{ckpt}: tensors HF's T5 has no place for: {', '.join(sorted(state))}")
@@ -362,9 +367,10 @@ def check_pieces_in_dictionary(spm, dict_path, spm_path):
     missing = [s for s, (_, kind) in spm["pieces"].items() if kind in (NORMAL, USER_DEFINED, BYTE) and s not in symbols]
     if missing:
         raise T5ExportError(
-            f"{dict_path}: {len(missing)} pieces of {spm_path} are not in it ({', '.join(missing[:5])}"
-            f"{' ...' if len(missing) > 5 else ''}); fairseq reads them as <unk>, which the exported "
-            "tokenizer cannot reproduce (fairseq-sum-prepare writes every piece into dict.txt)")
+            f"{dict_path}: {len(missing)} pieces of {spm_path} are not in it "
+            f"({', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}); fairseq reads them "
+            "as <unk>, which the exported tokenizer cannot reproduce (fairseq-sum-prepare writes "
+            "every piece into dict.txt)")
 
 
 def _oniguruma(text):
@@ -594,10 +600,10 @@ def model_card(name, ckpt, args, info, prepare, cfg, t5_vocab, scores, scores_pa
         "library_name: transformers", "pipeline_tag: summarization", "tags:", "- t5",
         "- summarization", "- fairseq-sum-plugins", "---", "",
         f"# {name}: a T5 v1.0 summarizer trained with fairseq-sum-plugins", "",
-        f"Exported by `fairseq-sum-export-hf` from `{os.path.basename(ckpt)}` "
-        f"(`--arch {args.arch}`, T5 cell, "
-        f"{cfg['num_layers']}+{cfg['num_decoder_layers']} layers, d_model {cfg['d_model']}, d_ff {cfg['d_ff']}, "
-        f"{cfg['num_heads']} heads of d_kv {cfg['d_kv']}, vocabulary {cfg['vocab_size']}).", "",
+        f"Exported by `fairseq-sum-export-hf` from `{os.path.basename(ckpt)}` (`--arch "
+        f"{args.arch}`, T5 cell, {cfg['num_layers']}+{cfg['num_decoder_layers']} layers, d_model "
+        f"{cfg['d_model']}, d_ff {cfg['d_ff']}, {cfg['num_heads']} heads of d_kv {cfg['d_kv']}, "
+        f"vocabulary {cfg['vocab_size']}).", "",
         "## Training", "",
         f"- updates: {info['updates']}" + (f" (epoch {info['epoch']})" if info.get("epoch") else ""),
         f"- data: prepared by `fairseq-sum-prepare` from {_source(options, datasets)}" if options
@@ -627,12 +633,13 @@ def model_card(name, ckpt, args, info, prepare, cfg, t5_vocab, scores, scores_pa
         split = (" with ` <sep> ` between sentences"
                  if moses.get("sum_sentence_split", True) else "")
         lines += [
-            f"The training text was Moses-tokenized (language `{moses.get('moses_lang', 'en')}`{lower}){split} "
-            "before sentencepiece. The tokenizer here is that sentencepiece model only: give it text prepared "
-            "the same way, e.g.", "", "```python",
+            "The training text was Moses-tokenized (language "
+            f"`{moses.get('moses_lang', 'en')}`{lower}){split} before sentencepiece. The tokenizer "
+            "here is that sentencepiece model only: give it text prepared the same way, e.g.", "", "```python",
             "from fairseq_sum_plugins.text import tokenize_document  # or sacremoses by hand",
             f"text = tokenize_document(raw, lang={moses.get('moses_lang', 'en')!r}, "
-            f"lowercase={bool(moses.get('sum_lowercase'))}, sentence_split={moses.get('sum_sentence_split', True)!r}, "
+            f"lowercase={bool(moses.get('sum_lowercase'))}, "
+            f"sentence_split={moses.get('sum_sentence_split', True)!r}, "
             f"splitter={moses.get('sentence_splitter', 'regex')!r})", "```", "",
             "Summaries come out in the same form (Moses tokens, `<sep>` between sentences).", ""
         ]
@@ -642,23 +649,25 @@ def model_card(name, ckpt, args, info, prepare, cfg, t5_vocab, scores, scores_pa
     lines += [
         "## Use", "",
         "```python", "from transformers import AutoTokenizer, T5ForConditionalGeneration",
-        "tok = AutoTokenizer.from_pretrained(PATH)", "model = T5ForConditionalGeneration.from_pretrained(PATH)",
+        "tok = AutoTokenizer.from_pretrained(PATH)", "model = "
+                                                     "T5ForConditionalGeneration.from_pretrained(PATH)",
         "ids = tok([text], return_tensors='pt').input_ids",
         "print(tok.batch_decode(model.generate(ids, num_beams=4), skip_special_tokens=True))", "```", "",
         f"Checked with transformers {' and '.join(TRANSFORMERS_TRIED)}. "
         "`pipeline(\"summarization\")` exists in transformers 4.x only (5.x removed it); the "
         "tokenizer and `generate` lines above work in both.", "",
-        "Teacher-forced log-probabilities equal the fairseq checkpoint's (float32) and greedy decoding gives the "
-        f"same tokens; `generation_config.json` decodes as `fairseq-generate` does by default (never the pad "
-        f"token, no `</s>` first, at most {max_len} tokens: `--max-len-b {MAX_LEN_B}` within the "
-        f"checkpoint's `max_target_positions` {getattr(args, 'max_target_positions', '?')} "
-        "minus one). "
-        "The tokenizer reads `<s>`, `</s>`, `<pad>` and `<unk>` in the text as ordinary pieces, as "
-        "fairseq's sentencepiece step does, and truncates only when asked "
-        f"(`truncation=True`: at {getattr(args, 'max_source_positions', '?')} tokens, the checkpoint's "
+        "Teacher-forced log-probabilities equal the fairseq checkpoint's (float32) and greedy "
+        "decoding gives the same tokens; `generation_config.json` decodes as `fairseq-generate` "
+        f"does by default (never the pad token, no `</s>` first, at most {max_len} tokens: "
+        f"`--max-len-b {MAX_LEN_B}` within the checkpoint's `max_target_positions` "
+        f"{getattr(args, 'max_target_positions', '?')} minus one). The tokenizer reads `<s>`, "
+        "`</s>`, `<pad>` and `<unk>` in the text as ordinary pieces, as fairseq's sentencepiece "
+        "step does, and truncates only when asked (`truncation=True`: at "
+        f"{getattr(args, 'max_source_positions', '?')} tokens, the checkpoint's "
         "`max_source_positions`).", "",
-        f"Files: `dict.txt` and `spm.model` are the fairseq dictionary and sentencepiece model of the data, "
-        f"`{PREPARE_ARGS}` its preparation record (local paths cut to their last component).", "",
+        "Files: `dict.txt` and `spm.model` are the fairseq dictionary and sentencepiece model of "
+        f"the data, `{PREPARE_ARGS}` its preparation record (local paths cut to their last "
+        "component).", "",
         "## License", "",
         (f"`{license}`, as given to the export (`--license`)." if license != "other" else
          "Not given to the export (`--license`): `other` in the header. The weights' terms follow "
@@ -798,7 +807,8 @@ def get_parser():
         help="a T5-cell checkpoint (fairseq-train's checkpoint_*.pt, or an import's model.pt)")
     parser.add_argument("out_dir",
                         help="the Hugging Face directory to write (must not exist or be empty)")
-    parser.add_argument("--data", help="the data folder the checkpoint was trained on (default: the one it records)")
+    parser.add_argument("--data", help="the data folder the checkpoint was trained on (default: "
+                                       "the one it records)")
     parser.add_argument("--scores", metavar="FILE",
                         help="fairseq-sum-score --json output, reported in the model card")
     parser.add_argument("--force", action="store_true", help="write into a non-empty OUT_DIR")
@@ -824,8 +834,9 @@ def main(argv=None):
                      datasets=args.datasets)
     except T5ExportError as e:
         sys.exit(f"fairseq-sum-export-hf: error: {e}")
-    print(f"| wrote {args.out_dir}: T5ForConditionalGeneration ({cfg['num_layers']}+{cfg['num_decoder_layers']} layers, "
-          f"d_model {cfg['d_model']}, vocabulary {cfg['vocab_size']}), tokenizer.json, README.md")
+    print(f"| wrote {args.out_dir}: T5ForConditionalGeneration "
+          f"({cfg['num_layers']}+{cfg['num_decoder_layers']} layers, d_model {cfg['d_model']}, "
+          f"vocabulary {cfg['vocab_size']}), tokenizer.json, README.md")
     return cfg
 
 

@@ -140,8 +140,8 @@ def read_config(hf_dir):
             cfg["relative_attention_max_distance"] <= cfg["relative_attention_num_buckets"] // 2:
         raise T5ImportError(
             f"{path}: relative_attention_num_buckets {cfg['relative_attention_num_buckets']} / "
-            f"relative_attention_max_distance {cfg['relative_attention_max_distance']}: T5's buckets "
-            "need at least 4 buckets and a max distance above half of them")
+            f"relative_attention_max_distance {cfg['relative_attention_max_distance']}: T5's "
+            "buckets need at least 4 buckets and a max distance above half of them")
     drop = raw.get("dropout_rate", 0.1)
     if isinstance(drop, bool) or not isinstance(drop, (int, float)) or not 0 <= drop < 1:
         raise T5ImportError(f"{path}: dropout_rate = {drop!r} is not a number in [0, 1)")
@@ -162,9 +162,10 @@ def output_head(cfg, weights):
     head, shared = weights.get("lm_head.weight"), weights.get("shared.weight")
     untied = head is not None and shared is not None and not (head.shape == shared.shape and torch.equal(head, shared))
     if untied and tie is not False and scale is None:
-        raise T5ImportError(f"{cfg['path']}: tie_word_embeddings true, no scale_decoder_outputs, and the checkpoint's "
-                           "lm_head.weight differs from shared.weight: transformers < 5 ties the head (shared.weight, "
-                           "scaled), >= 5 uses lm_head.weight; set tie_word_embeddings (and scale_decoder_outputs) "
+        raise T5ImportError(f"{cfg['path']}: tie_word_embeddings true, no scale_decoder_outputs, "
+                           "and the checkpoint's lm_head.weight differs from shared.weight: "
+                           "transformers < 5 ties the head (shared.weight, scaled), >= 5 uses "
+                           "lm_head.weight; set tie_word_embeddings (and scale_decoder_outputs) "
                            "to what the model was trained with")
     if head is None and tie is False:
         raise T5ImportError(
@@ -246,7 +247,8 @@ def dictionary_symbols(spm_path, vocab_size):
         raise T5ImportError(f"{spm_path}: not a sentencepiece model ({e})") from None
     n = sp.get_piece_size()
     if (sp.pad_id(), sp.eos_id(), sp.unk_id()) != (0, 1, 2):
-        raise T5ImportError(f"{spm_path}: pad/eos/unk ids {(sp.pad_id(), sp.eos_id(), sp.unk_id())}, T5 uses (0, 1, 2)")
+        raise T5ImportError(f"{spm_path}: pad/eos/unk ids "
+                            f"{(sp.pad_id(), sp.eos_id(), sp.unk_id())}, T5 uses (0, 1, 2)")
     if vocab_size <= n:
         raise T5ImportError(
             f"{spm_path}: {n} pieces but vocab_size {vocab_size}: no spare row for fairseq's <s>")
@@ -339,8 +341,8 @@ def convert_state_dict(weights, cfg, where, untied_head=False):
             for name in row.hf:
                 if name not in weights:
                     raise T5ImportError(
-                        f"{where}: tensor {name} missing (config.json: {cfg['num_layers']} encoder + "
-                        f"{cfg['num_decoder_layers']} decoder layers; not a T5 checkpoint?)")
+                        f"{where}: tensor {name} missing (config.json: {cfg['num_layers']} encoder "
+                        f"+ {cfg['num_decoder_layers']} decoder layers; not a T5 checkpoint?)")
                 if tuple(weights[name].shape) != row.shape:
                     raise T5ImportError(
                         f"{where}: {name} has shape {tuple(weights[name].shape)}, config.json "
@@ -361,8 +363,8 @@ def convert_state_dict(weights, cfg, where, untied_head=False):
     if unused:
         raise T5ImportError(
             f"{where}: {len(unused)} tensor(s) that config.json's T5 does not use, e.g. "
-            f"{', '.join(unused[:4])} (more layers than num_layers / num_decoder_layers, or another "
-            "architecture?); nothing written")
+            f"{', '.join(unused[:4])} (more layers than num_layers / num_decoder_layers, or "
+            "another architecture?); nothing written")
     if UNUSED_CROSS_BIAS in weights:
         logger.info(
             f"dropping {UNUSED_CROSS_BIAS}: T5 does not use a cross-attention position bias")
@@ -480,8 +482,9 @@ def main(argv=None):
     except T5ImportError as e:
         sys.exit(f"fairseq-sum-import-t5: error: {e}")
     print(f"| wrote {os.path.join(args.out_dir, 'model.pt')} (d_model {saved.encoder_embed_dim}, "
-          f"{saved.encoder_layers}+{saved.decoder_layers} layers) and {os.path.join(args.out_dir, 'dict.txt')}\n"
-          f"| its model flags (repeat them when fine-tuning, with the --arch of your choice): {' '.join(flags[2:])}")
+          f"{saved.encoder_layers}+{saved.decoder_layers} layers) and "
+          f"{os.path.join(args.out_dir, 'dict.txt')}\n| its model flags (repeat them when "
+          f"fine-tuning, with the --arch of your choice): {' '.join(flags[2:])}")
 
 
 cli_main = main

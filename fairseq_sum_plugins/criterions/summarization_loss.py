@@ -56,8 +56,8 @@ def _config_fields(losses):
             out.append((loss.norm_flag, ChoiceEnum(list(loss.norms)),
                         field(default=loss.norms[0], metadata={"help": loss.norm_help})))
     out.append(("aux_weights", str, field(default="", metadata={
-        "help": "auxiliary loss weights, 'name=w,name2=w2' (overrides the flags above); a name that is none of "
-                f"{', '.join(AUX_LOSSES)} must be one the model reports"})))
+        "help": "auxiliary loss weights, 'name=w,name2=w2' (overrides the flags above); a name "
+                f"that is none of {', '.join(AUX_LOSSES)} must be one the model reports"})))
     return out
 
 
@@ -122,7 +122,8 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
         unknown = sorted(set(flags) - set(feature_flags()))
         if unknown:
-            raise TypeError(f"summarization_loss: unknown arguments {unknown} (the losses' flags are {feature_flags()})")
+            raise TypeError(f"summarization_loss: unknown arguments {unknown} (the losses' flags "
+                            f"are {feature_flags()})")
         self.aux_weights = parse_aux_weights(
             {n: flags.get(loss.weight_flag, loss.weight) for n, loss in AUX_LOSSES.items()}, aux_weights)
         self.norms = {}  # loss name -> its normalisation
@@ -131,8 +132,8 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
                 # a plain string (fairseq's ChoiceEnum)
                 norm = str(flags.get(loss.norm_flag, loss.norms[0]))
                 if norm not in loss.norms:
-                    raise ValueError(f"--{loss.norm_flag.replace('_', '-')} must be one of {', '.join(loss.norms)}, "
-                                     f"got {norm!r}")
+                    raise ValueError(f"--{loss.norm_flag.replace('_', '-')} must be one of "
+                                     f"{', '.join(loss.norms)}, got {norm!r}")
                 self.norms[name] = norm
         # names given only through --aux-weights: checked against what the model reports (first
         # forward)

@@ -94,17 +94,20 @@ def add_gate_args(parser, switch=True):
     # fmt: off
     if switch:
         parser.add_argument("--gate", "--info-gate", dest="gate", type=bool_flag, metavar="BOOL",
-                            help="information selection: encoder gate + gated cross-attention (IS eq. 3, 6)")
+                            help="information selection: encoder gate + gated cross-attention (IS "
+                                 "eq. 3, 6)")
     parser.add_argument("--gate-per-head", type=bool_flag, metavar="BOOL",
                         help="one gate per cross-attention head (paper Table 2 'different gates') "
                              "instead of one gate shared by all heads")
     parser.add_argument("--gate-threshold", type=float, metavar="T",
-                        help="in eval mode, close gates <= T and remove their positions from the encoder "
-                             "output (Algorithm 1); at generation: --model-overrides \"{'gate_threshold': 0.1}\"")
+                        help="in eval mode, close gates <= T and remove their positions from the "
+                             "encoder output (Algorithm 1); at generation: --model-overrides "
+                             "\"{'gate_threshold': 0.1}\"")
     parser.add_argument("--gate-warmup-updates", type=int, metavar="N",
-                        help="in training, hold every gate at 1 (no gate gradient, no gate loss) for the first "
-                             "N updates, then the paper's gate: a decoder trained from scratch learns to read "
-                             "the source before the gates can close it (0: off, the paper)")
+                        help="in training, hold every gate at 1 (no gate gradient, no gate loss) "
+                             "for the first N updates, then the paper's gate: a decoder trained "
+                             "from scratch learns to read the source before the gates can close "
+                             "it (0: off, the paper)")
     # fmt: on
 
 
@@ -311,9 +314,9 @@ register_feature(
                 on=lambda args: flags_set(args, "gate")))
 register_aux_loss(AuxLoss(
     "gate_l1", 0.1, "weight of the gate L1 loss (IS eq. 9)", norms=("token", "document"), units=_source_tokens,
-    norm_help="gate loss reading (features/information_selection.py): 'token': CE per target token + lambda x mean gate per "
-              "source token; 'document': IS eq. 7-9 as written, summary NLL summed + lambda x sum of the "
-              "document's gates, averaged over documents"))
+    norm_help="gate loss reading (features/information_selection.py): 'token': CE per target "
+              "token + lambda x mean gate per source token; 'document': IS eq. 7-9 as written, "
+              "summary NLL summed + lambda x sum of the document's gates, averaged over documents"))
 # % of source tokens whose gate is <= --gate-threshold (removed from the encoder output in eval
 # mode)
 register_ratio_metric(

@@ -159,8 +159,9 @@ class TPRBinding(nn.Module):
         if mode == "discrete":
             if num_heads * role_dim != embed_dim:
                 raise ValueError(
-                    f"discrete TPR needs heads * role_dim == embed_dim (paper footnote 2), "
-                    f"got {num_heads} * {role_dim} != {embed_dim}; set --tpr-role-dim {embed_dim // num_heads}"
+                    "discrete TPR needs heads * role_dim == embed_dim (paper footnote 2), got "
+                    f"{num_heads} * {role_dim} != {embed_dim}; set --tpr-role-dim "
+                    f"{embed_dim // num_heads}"
                 )
             self.role_proj = nn.Linear(embed_dim, num_heads * num_roles)  # W_r
             self.roles = nn.Parameter(torch.empty(num_roles, role_dim))  # r
@@ -248,8 +249,9 @@ def _tpr_refuse(args, backbone):
     pre = getattr(args, "encoder_normalize_before", False) or getattr(
         args, "decoder_normalize_before", False)
     if backbone == "bart" and args.tpr != "none" and pre:
-        return ("--tpr (TP-Transformer role binding) on bart_sum binds after the post-LN norm of each attention "
-                "sublayer: it needs --encoder-normalize-before False --decoder-normalize-before False (BART's)")
+        return ("--tpr (TP-Transformer role binding) on bart_sum binds after the post-LN norm of "
+                "each attention sublayer: it needs --encoder-normalize-before False "
+                "--decoder-normalize-before False (BART's)")
     return None
 
 

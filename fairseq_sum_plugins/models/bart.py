@@ -138,7 +138,8 @@ class BatchInputs:
         allowed = batch_input_names()
         unknown = sorted(set(names) - set(allowed))
         if unknown:
-            raise KeyError(f"unknown feature inputs {unknown}: the inputs are {', '.join(dict.fromkeys(allowed))}")
+            raise KeyError(f"unknown feature inputs {unknown}: the inputs are "
+                           f"{', '.join(dict.fromkeys(allowed))}")
 
     @contextmanager
     def given(self, **values):

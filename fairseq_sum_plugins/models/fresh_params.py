@@ -42,6 +42,7 @@ def check_import_mark(mark, model_scaled):
     flag."""
     scaled = bool(mark[1]) if mark.dim() == 1 and mark.numel() == 2 else True
     if scaled != model_scaled:
-        raise ValueError(f"the imported T5 checkpoint {'scales' if scaled else 'does not scale'} the decoder output "
-                         f"by d_m^-1/2 (its config.json) and this model {'does' if model_scaled else 'does not'}: "
-                         f"pass --t5-scale-decoder-output {scaled}")
+        raise ValueError(f"the imported T5 checkpoint {'scales' if scaled else 'does not scale'} "
+                         "the decoder output by d_m^-1/2 (its config.json) and this model "
+                         f"{'does' if model_scaled else 'does not'}: pass "
+                         f"--t5-scale-decoder-output {scaled}")

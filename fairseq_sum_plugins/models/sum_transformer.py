@@ -547,18 +547,23 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         parser.add_argument("--no-scale-embedding", action="store_true")
         # the cell (module docstring, "The T5 cell")
         parser.add_argument("--cell", choices=["default", "t5"],
-                            help="default: this module's cell; t5: the exact T5 v1.0 cell (modules/t5.py)")
-        parser.add_argument("--t5-relative-buckets", type=int, metavar="N", help="T5 cell: buckets per table (32)")
+                            help="default: this module's cell; t5: the exact T5 v1.0 cell "
+                                 "(modules/t5.py)")
+        parser.add_argument("--t5-relative-buckets", type=int, metavar="N", help="T5 cell: "
+                                                                                 "buckets per "
+                                                                                 "table (32)")
         parser.add_argument("--t5-relative-max-distance", type=int, metavar="N",
                             help="T5 cell: distance from which all positions share a bucket (128)")
         parser.add_argument("--t5-cross-position-bias", type=bool_flag, metavar="BOOL",
-                            help="T5 cell: a causal bucketed table in cross-attention too (TPT's code, App. B)")
+                            help="T5 cell: a causal bucketed table in cross-attention too (TPT's "
+                                 "code, App. B)")
         parser.add_argument("--t5-d-kv", type=int, metavar="N",
-                            help="T5 cell: attention dim per head (default d_m / heads); heads * N may differ "
-                                 "from d_m (t5-3b, t5-11b)")
+                            help="T5 cell: attention dim per head (default d_m / heads); heads * "
+                                 "N may differ from d_m (t5-3b, t5-11b)")
         parser.add_argument("--t5-scale-decoder-output", type=bool_flag, metavar="BOOL",
-                            help="T5 cell: multiply the decoder's output by d_m^-1/2 before the output projection "
-                                 "(default: True with a tied projection, as T5 v1.0; False with an untied one)")
+                            help="T5 cell: multiply the decoder's output by d_m^-1/2 before the "
+                                 "output projection (default: True with a tied projection, as T5 "
+                                 "v1.0; False with an untied one)")
         parser.add_argument("--max-source-positions", type=int, metavar="N")
         parser.add_argument("--max-target-positions", type=int, metavar="N")
         add_checkpoint_args(parser)  # fairseq's --checkpoint-activations, --offload-activations
@@ -579,7 +584,8 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         enc_emb = build_embedding(args, src_dict, args.encoder_embed_dim)
         if args.share_all_embeddings:
             if src_dict != tgt_dict:
-                raise ValueError("--share-all-embeddings requires a joined dictionary (preprocess with --joined-dictionary)")
+                raise ValueError("--share-all-embeddings requires a joined dictionary (preprocess "
+                                 "with --joined-dictionary)")
             # the output projection stays separate with --share-decoder-input-output-embed False
             dec_emb = enc_emb
         else:

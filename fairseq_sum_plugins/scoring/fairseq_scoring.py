@@ -69,7 +69,8 @@ class RougeScorer(BaseScorer):
         _, refs, left_out = self._split()
         s = self.score()
         text = ("ROUGE-1/2/L F1 = n/a (no reference with a word" if s is None else
-                f"ROUGE-1/2/L F1 = {s['rouge1']:.2f}/{s['rouge2']:.2f}/{s['rougeL']:.2f} ({len(refs)} summaries")
+                f"ROUGE-1/2/L F1 = {s['rouge1']:.2f}/{s['rouge2']:.2f}/{s['rougeL']:.2f} "
+                f"({len(refs)} summaries")
         if left_out:
             text += f"; {len(left_out)} left out, reference without a word: first T- line {left_out[0]!r}"
         return text + ")"

@@ -152,8 +152,8 @@ def meteor15_jar():
     """``meteor-1.5.jar`` ($METEOR15_JAR, else pycocoevalcap's) with ``data/paraphrase-en.gz``
     beside it."""
     jar = Path(installed_path("METEOR15_JAR", "pycocoevalcap", os.path.join("meteor", "meteor-1.5.jar"),
-                              "--meteor-impl 1.5 needs Meteor 1.5's jar from the PyPI package pycocoevalcap: "
-                              f"`{INSTALL_HINT}` (or set METEOR15_JAR)"))
+                              "--meteor-impl 1.5 needs Meteor 1.5's jar from the PyPI package "
+                              f"pycocoevalcap: `{INSTALL_HINT}` (or set METEOR15_JAR)"))
     para = jar.parent / "data" / "paraphrase-en.gz"
     for path, what in ((jar, "Meteor 1.5 jar"), (para, "Meteor 1.5's English paraphrase table")):
         if not path.is_file():

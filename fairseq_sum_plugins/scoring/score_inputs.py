@@ -240,7 +240,8 @@ def jsonl_references(path, field, ids, records=None, size=None):
     by_line = read_jsonl_records(path, field)
     names = {os.path.realpath(str(r.get("file", ""))) for r in records}
     if os.path.realpath(path) not in names:
-        warn(f"--ref-jsonl {path}: the data was prepared from {sorted(names)}; matching by line number")
+        warn(f"--ref-jsonl {path}: the data was prepared from {sorted(names)}; matching by line "
+             "number")
     out = []
     for i in ids:
         line = records[i].get("line")
@@ -295,8 +296,9 @@ def check_references(path, ids, refs, t_lines, source):
     for i, ref, t in zip(ids, refs, t_lines):
         if not starts_like(ref, t):
             raise ScoreInputError(
-                f"sample {i}: the reference from {source} ({ref[:60]!r}) does not start with the T- line "
-                f"of {path} ({t[:60]!r}): references of another split, data set or preparation")
+                f"sample {i}: the reference from {source} ({ref[:60]!r}) does not start with the "
+                f"T- line of {path} ({t[:60]!r}): references of another split, data set or "
+                "preparation")
 
 
 def check_ids(ids, path, size=None):
@@ -389,15 +391,15 @@ def _warn_truncated_targets(path, data, split):
                 return
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    warn(f"scoring against the T- lines of {path} (--refs t-lines): they are the binarized targets, cut "
-         "where fairseq-sum-prepare --max-tgt-tokens truncated the summaries")
+    warn(f"scoring against the T- lines of {path} (--refs t-lines): they are the binarized "
+         "targets, cut where fairseq-sum-prepare --max-tgt-tokens truncated the summaries")
 
 
 def _no_references(gen, data, split):
     why = f"{data} has no {split}.ref.jsonl" if data else "no data folder"
     if data is None and gen.loaded and not os.path.isabs(gen.loaded[0]):
-        why += (f" (generate's log names {gen.loaded[0]!r}, relative to where fairseq-generate ran: "
-                "pass it as --data)")
+        why += (f" (generate's log names {gen.loaded[0]!r}, relative to where fairseq-generate "
+                "ran: pass it as --data)")
     return (
         f"{gen.path}: no references ({why}): pass --data DATA/bin (the untruncated summaries of "
         "fairseq-sum-prepare), --ref-jsonl RAW.jsonl or --ref FILE, or score the T- lines, cut by "
@@ -414,8 +416,8 @@ def generate_inputs(path, args):
     if args.refs == T_LINES:
         _warn_truncated_targets(gen.path, data, split)
         if size is None:
-            warn(f"{gen.path}: the split's size is unknown (no --data, no generate log): sample ids "
-                 f"missing after {ids[-1]} cannot be reported")
+            warn(f"{gen.path}: the split's size is unknown (no --data, no generate log): sample "
+                 f"ids missing after {ids[-1]} cannot be reported")
         return ids, hyps, t_lines, gen
     records = read_prepared_references(data, split, size) if data else None
     if args.ref:

@@ -77,8 +77,9 @@ class SideDataDataset(BaseWrapperDataset):
         for name, arr in side.items():
             if len(arr) != len(dataset):
                 raise ValueError(
-                    f"side data {name!r} has {len(arr)} rows but the dataset has {len(dataset)} examples; "
-                    "it must be written for exactly the same (binarized) examples, in order")
+                    f"side data {name!r} has {len(arr)} rows but the dataset has {len(dataset)} "
+                    "examples; it must be written for exactly the same (binarized) examples, in "
+                    "order")
         self.side = side
 
     def __getitem__(self, index):
@@ -107,18 +108,21 @@ class SummarizationConfig(TranslationConfig):
                              metadata={"help": "generate and score ROUGE during validation"})
     eval_rouge_args: str = field(
         default="{}",
-        metadata={"help": 'generation args for --eval-rouge as JSON, e.g. \'{"beam": 4, "max_len_b": 100}\''},
+        metadata={"help": 'generation args for --eval-rouge as JSON, e.g. \'{"beam": 4, '
+                          '"max_len_b": 100}\''},
     )
     eval_rouge_bpe: str = field(
         default="auto",
-        metadata={"help": "how --eval-rouge decodes token ids into text: a fairseq --bpe name (sentencepiece, "
-                          "subword_nmt, gpt2, ...), 'none' (word-level data; sentencepiece and @@ marks are still "
-                          "undone by the ROUGE cleanup), or 'auto': the BPE recorded in DATA/prepare_args.json, "
-                          "else gpt2 for a dictionary of GPT-2 BPE ids (BART), else none"},
+        metadata={"help": "how --eval-rouge decodes token ids into text: a fairseq --bpe name "
+                          "(sentencepiece, subword_nmt, gpt2, ...), 'none' (word-level data; "
+                          "sentencepiece and @@ marks are still undone by the ROUGE cleanup), or "
+                          "'auto': the BPE recorded in DATA/prepare_args.json, else gpt2 for a "
+                          "dictionary of GPT-2 BPE ids (BART), else none"},
     )
     eval_rouge_bpe_args: str = field(
         default="{}",
-        metadata={"help": 'args of --eval-rouge-bpe as JSON, e.g. \'{"gpt2_encoder_json": "E", "gpt2_vocab_bpe": "V"}\''},
+        metadata={"help": 'args of --eval-rouge-bpe as JSON, e.g. \'{"gpt2_encoder_json": "E", '
+                          '"gpt2_vocab_bpe": "V"}\''},
     )
     eval_rouge_print_samples: bool = field(
         default=False, metadata={"help": "log one summary per validation batch"})
@@ -126,21 +130,25 @@ class SummarizationConfig(TranslationConfig):
         default="rouge-score",
         metadata={"help": "ROUGE backend of --eval-rouge, as fairseq-sum-score --scorer"})
     eval_rouge_sentence_sep: Optional[str] = field(
-        default=None, metadata={"help": "extra sentence separator tokens of --eval-rouge, space-separated (e.g. '<q>'), "
-                                        "as fairseq-sum-score --sentence-sep"})
+        default=None, metadata={"help": "extra sentence separator tokens of --eval-rouge, "
+                                        "space-separated (e.g. '<q>'), as fairseq-sum-score "
+                                        "--sentence-sep"})
     # GNMT penalties in beam search (Wu et al., 2016; ETADS §4.1), see
     # fairseq_sum_plugins/tasks/sequence_generator.py
     lenpen_gnmt: Optional[float] = field(
         default=None,
-        metadata={"help": "rank finished hypotheses by log P / ((5 + |Y|) / 6) ** ALPHA instead of --lenpen"},
+        metadata={"help": "rank finished hypotheses by log P / ((5 + |Y|) / 6) ** ALPHA instead "
+                          "of --lenpen"},
     )
     coverage_penalty: float = field(
         default=0.0,
-        metadata={"help": "add BETA * sum_j log(min(sum_i a_ij, 1)) over the source tokens (last-layer cross-attention)"},
+        metadata={"help": "add BETA * sum_j log(min(sum_i a_ij, 1)) over the source tokens "
+                          "(last-layer cross-attention)"},
     )
     coverage_penalty_type: str = field(
         default="wu",
-        metadata={"help": "wu: the GNMT coverage penalty; summary: OpenNMT-py's -BETA * sum_j (max(sum_i a_ij, 1) - 1)"},
+        metadata={"help": "wu: the GNMT coverage penalty; summary: OpenNMT-py's -BETA * sum_j "
+                          "(max(sum_i a_ij, 1) - 1)"},
     )
 
 
@@ -271,9 +279,10 @@ class SummarizationTask(TranslationTask):
             if stored and stored != got:
                 where = os.path.join(utils.split_paths(self.cfg.data)[0], f"dict.{lang}.txt")
                 raise ValueError(
-                    f"the checkpoint was trained with another {'source' if side == 'src' else 'target'} dictionary "
-                    f"than {where} (sha256 {stored[:16]} vs {got[:16]}, {len(d)} symbols here): its token ids "
-                    "mean other words in this data; binarize it with the training dictionary "
+                    "the checkpoint was trained with another "
+                    f"{'source' if side == 'src' else 'target'} dictionary than {where} (sha256 "
+                    f"{stored[:16]} vs {got[:16]}, {len(d)} symbols here): its token ids mean "
+                    "other words in this data; binarize it with the training dictionary "
                     "(fairseq-preprocess --srcdict/--tgtdict TRAINING_DATA/dict.*.txt)")
             if not stored:
                 if from_checkpoint and side == "src":
@@ -293,8 +302,10 @@ class SummarizationTask(TranslationTask):
         for name in self.side_data_names:
             reads, feature = SIDE_DATA_USERS.get(name, (None, None))
             if reads is not None and not reads(model):
-                raise ValueError(f"--side-data {name}: this model ({getattr(cfg, 'arch', type(model).__name__)}) "
-                                 f"does not read it; {name} feeds {feature}. Drop --side-data {name} or use such a model")
+                raise ValueError(f"--side-data {name}: this model "
+                                 f"({getattr(cfg, 'arch', type(model).__name__)}) does not read "
+                                 f"it; {name} feeds {feature}. Drop --side-data {name} or use such "
+                                 "a model")
         for split in self._side_data_paths:
             self.check_side_data(split)
 
@@ -328,7 +339,8 @@ class SummarizationTask(TranslationTask):
         if self._raw_text_mode() and tokenizer is None:
             recorded, _ = self._text_encoding(tokenizer_given=False, bpe_given=True)
             if recorded:
-                logger.info(f"raw text: --tokenizer {recorded['tokenizer']} {recorded} from DATA/prepare_args.json")
+                logger.info(f"raw text: --tokenizer {recorded['tokenizer']} {recorded} from "
+                            "DATA/prepare_args.json")
                 from fairseq.data import encoders
 
                 from .. import text  # noqa: F401  (registers sum_moses)
@@ -356,15 +368,16 @@ class SummarizationTask(TranslationTask):
         for i, t in enumerate(src_tokens):
             ids = t.tolist()
             if all(x in blank for x in ids):
-                logger.warning(f"raw-text input {i} is empty or whitespace only: its summary is generated from an "
-                               "empty document")
+                logger.warning(f"raw-text input {i} is empty or whitespace only: its summary is "
+                               "generated from an empty document")
             elif sum(x == d.unk() for x in ids) * 2 > len(ids):
                 logger.warning(
-                    f"raw-text input {i}: {sum(x == d.unk() for x in ids)} of {len(ids)} tokens are <unk>: "
-                    "the text is not encoded like the training data (--tokenizer / --bpe)")
+                    f"raw-text input {i}: {sum(x == d.unk() for x in ids)} of {len(ids)} tokens "
+                    "are <unk>: the text is not encoded like the training data (--tokenizer / "
+                    "--bpe)")
             if len(ids) > limit:
-                logger.warning(f"raw-text input {i}: {len(ids)} tokens, truncated to the model's limit of {limit} "
-                               f"(its first {limit - 1} tokens and EOS)")
+                logger.warning(f"raw-text input {i}: {len(ids)} tokens, truncated to the model's "
+                               f"limit of {limit} (its first {limit - 1} tokens and EOS)")
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         """Raw-text sources (``fairseq-interactive``, the hub). A source longer than

@@ -83,14 +83,19 @@ logger = logging.getLogger(__name__)
 def add_topic_args(parser):
     # fmt: off
     parser.add_argument("--ta-topic-model", "--topic-model", dest="ta_topic_model", type=str, metavar="PATH",
-                        help=f"PFA topic model (default DATA/topic_model.npz, written by `{FIT_COMMAND}`)")
+                        help="PFA topic model (default DATA/topic_model.npz, written by "
+                             f"`{FIT_COMMAND}`)")
     parser.add_argument("--ta-sia", type=bool_flag, metavar="BOOL",
-                        help="Topic Assistant SIA: an extra topic-similarity head in every attention block (TA eq. 5-7)")
+                        help="Topic Assistant SIA: an extra topic-similarity head in every "
+                             "attention block (TA eq. 5-7)")
     parser.add_argument("--ta-tema", type=bool_flag, metavar="BOOL",
-                        help="Topic Assistant TEMA: top-n topic embeddings as a masked decoder prefix (TA eq. 8)")
+                        help="Topic Assistant TEMA: top-n topic embeddings as a masked decoder "
+                             "prefix (TA eq. 8)")
     parser.add_argument("--ta-drm", type=bool_flag, metavar="BOOL",
-                        help="Topic Assistant DRM: theta^T W_b added to every decoder cross-attention output (TA eq. 9)")
-    parser.add_argument("--ta-topics-n", type=int, metavar="N", help="TEMA: number of top topics (paper: 5)")
+                        help="Topic Assistant DRM: theta^T W_b added to every decoder "
+                             "cross-attention output (TA eq. 9)")
+    parser.add_argument("--ta-topics-n", type=int, metavar="N", help="TEMA: number of top topics "
+                                                                     "(paper: 5)")
     # fmt: on
 
 
@@ -141,7 +146,8 @@ class TopicAssistant(nn.Module):
             torch.as_tensor(np.asarray(prior, dtype=np.float32))
         if prior.shape != (self.num_topics, ) or not bool(
                 torch.isfinite(prior).all()) or not prior.sum() > 0:
-            raise ValueError(f"the prior topic proportions must be {self.num_topics} finite values with a positive sum")
+            raise ValueError(f"the prior topic proportions must be {self.num_topics} finite values "
+                             "with a positive sum")
         self.register_buffer("theta_prior", prior / prior.sum(), persistent=False)
         # TA eq. 8: topics (columns) as distributions over tokens
         self.register_buffer("phi", phi / phi.sum(0, keepdim=True).clamp_min(1e-30),
@@ -217,8 +223,8 @@ class TopicAssistant(nn.Module):
         document has no topic evidence."""
         if theta is None:
             raise ValueError(
-                "Topic Assistant TEMA/DRM need the document's topic proportions: run with --side-data theta "
-                f"(DATA/{{split}}.theta.npy, written by `{FIT_COMMAND}`)")
+                "Topic Assistant TEMA/DRM need the document's topic proportions: run with "
+                f"--side-data theta (DATA/{{split}}.theta.npy, written by `{FIT_COMMAND}`)")
         if theta.dim() != 2 or theta.size(1) != self.num_topics:
             raise ValueError(f"side data theta has shape {tuple(theta.shape)}, the topic model has "
                              f"{self.num_topics} topics: (B, {self.num_topics}) expected")
@@ -450,7 +456,8 @@ def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
     path = topic_model_path(args, task)
     model = load_topic_model(path, dictionary)
     if tgt_dictionary is not None and tgt_dictionary is not dictionary and tgt_dictionary != dictionary:
-        raise ValueError("the Topic Assistant needs a joined dictionary (one Phi row per source and target token)")
+        raise ValueError("the Topic Assistant needs a joined dictionary (one Phi row per source "
+                         "and target token)")
     check_phi(args, model, path)
     args.ta_num_topics = model.num_topics
     if task is not None:
@@ -512,7 +519,8 @@ def reads_theta(model):
 
 register_side_data(
     "theta", provider=theta_provider, check=check_theta, used_by=reads_theta,
-    feature="the Topic Assistant (--ta-sia/--ta-tema/--ta-drm, e.g. --arch transformer_ta_base or bart_base_ta)",
-    hint=f"written with its record {{split}}.theta.json by `{FIT_COMMAND}` "
-         "(or `python -m preprocess.topic_model infer DATA --splits SPLIT` for a fitted topic model)",
+    feature="the Topic Assistant (--ta-sia/--ta-tema/--ta-drm, e.g. --arch transformer_ta_base or "
+            "bart_base_ta)",
+    hint=f"written with its record {{split}}.theta.json by `{FIT_COMMAND}` (or `python -m "
+         "preprocess.topic_model infer DATA --splits SPLIT` for a fitted topic model)",
 )

@@ -155,7 +155,8 @@ class PoissonFactorAnalysis:
                     f"{info[key]}: GPT-2 file of the topic model not found (moved?); "
                     "refit with --gpt2-encoder-json / --gpt2-vocab-bpe")
         if gpt2_files_info(info["encoder_json"], info["vocab_bpe"])["sha256"] != info["sha256"]:
-            raise ValueError(f"{info['encoder_json']} / {info['vocab_bpe']} changed since the topic model was fit")
+            raise ValueError(f"{info['encoder_json']} / {info['vocab_bpe']} changed since the "
+                             "topic model was fit")
         return get_encoder(info["encoder_json"], info["vocab_bpe"])
 
     @property
@@ -246,9 +247,9 @@ def check_dictionary(model, dictionary, path="topic model"):
     got = dictionary_checksum(dictionary)
     if model.phi.shape[0] != len(dictionary) or model.checksum != got:
         raise ValueError(
-            f"{path} does not match the dictionary ({model.phi.shape[0]} rows, checksum {model.checksum[:12]} vs "
-            f"{len(dictionary)} symbols, checksum {got[:12]}): Phi's rows must be this dictionary's symbols; "
-            f"refit it with `{FIT_COMMAND}`")
+            f"{path} does not match the dictionary ({model.phi.shape[0]} rows, checksum "
+            f"{model.checksum[:12]} vs {len(dictionary)} symbols, checksum {got[:12]}): Phi's rows "
+            f"must be this dictionary's symbols; refit it with `{FIT_COMMAND}`")
 
 
 # --- data ----------------------------------------------------------------------------------------
@@ -308,14 +309,15 @@ def full_split_tokens(full_src, data_dir, split, dictionary, lang="src"):
     path = os.path.join(full_src, f"{split}.{lang}")
     if not os.path.isfile(path):
         raise FileNotFoundError(
-            f"--full-src: {path} not found (the untruncated source of the binarized {split} split, one "
-            "document per line in the dictionary's symbols: `fairseq-sum-prepare --write-full-src` writes "
-            "OUT/spm_full, `python -m preprocess.gpt2_bpe --full-src-out DIR` the GPT-2 ids)")
+            f"--full-src: {path} not found (the untruncated source of the binarized {split} split, "
+            "one document per line in the dictionary's symbols: `fairseq-sum-prepare "
+            "--write-full-src` writes OUT/spm_full, `python -m preprocess.gpt2_bpe --full-src-out "
+            "DIR` the GPT-2 ids)")
     n = len(ds)
     lines = _count_lines(path)
     if lines != n:
-        raise ValueError(f"--full-src: {path} has {lines} lines but the binarized {split} split has {n} examples: "
-                         "it must hold the same documents in the same order")
+        raise ValueError(f"--full-src: {path} has {lines} lines but the binarized {split} split "
+                         f"has {n} examples: it must hold the same documents in the same order")
     eos = dictionary.eos()
 
     def tokens():
@@ -326,8 +328,9 @@ def full_split_tokens(full_src, data_dir, split, dictionary, lang="src"):
                 head = binarized[:-1] if len(binarized) and binarized[-1] == eos else binarized
                 if len(head) > len(full) or not np.array_equal(full[: len(head)], head):
                     raise ValueError(
-                        f"--full-src: {path}:{i + 1} is not the untruncated form of binarized {split} example {i} "
-                        "(its binarized source is not a prefix of the line): the files are not aligned"
+                        f"--full-src: {path}:{i + 1} is not the untruncated form of binarized "
+                        f"{split} example {i} (its binarized source is not a prefix of the line): "
+                        "the files are not aligned"
                     )
                 yield full
 
@@ -453,10 +456,12 @@ def check_theta_file(path, phi_sha256, topic_model_path, split=None):
     record_path = theta_record_path(path)
     data = os.path.dirname(os.path.abspath(path))
     redo = (f"rewrite it with `python -m preprocess.topic_model infer {data} --splits {split} "
-            f"--topic-model {topic_model_path}` (or refit: `python -m preprocess.topic_model fit {data}`)")
+            f"--topic-model {topic_model_path}` (or refit: `python -m preprocess.topic_model fit "
+            f"{data}`)")
     if not os.path.isfile(record_path):
-        raise ValueError(f"{path} has no record of the topic model it was inferred with ({record_path} not found): "
-                         f"its topics cannot be checked against {topic_model_path}; {redo}")
+        raise ValueError(f"{path} has no record of the topic model it was inferred with "
+                         f"({record_path} not found): its topics cannot be checked against "
+                         f"{topic_model_path}; {redo}")
     try:
         with open(record_path, encoding="utf-8") as f:
             record = json.load(f)
@@ -469,20 +474,20 @@ def check_theta_file(path, phi_sha256, topic_model_path, split=None):
             f"file was replaced or a write was interrupted); {redo}")
     if recorded_phi != phi_sha256:
         raise ValueError(
-            f"{path} was inferred with the topic model {record.get('topic_model', '?')} (Phi sha256 "
-            f"{recorded_phi[:16]}), but the summarizer uses {topic_model_path} (Phi sha256 {phi_sha256[:16]}): "
-            f"its topic proportions belong to other topics; {redo}")
+            f"{path} was inferred with the topic model {record.get('topic_model', '?')} (Phi "
+            f"sha256 {recorded_phi[:16]}), but the summarizer uses {topic_model_path} (Phi sha256 "
+            f"{phi_sha256[:16]}): its topic proportions belong to other topics; {redo}")
     if "split" not in record or "source_sha256" not in record:
         raise ValueError(
             f"{record_path} names no split and documents (written by an older version): which "
             f"documents {path} belongs to cannot be checked; {redo}")
     if record["split"] != split:
-        raise ValueError(f"{path} was inferred for the {record['split']!r} split, not {split!r} (copied from another "
-                         f"split?); {redo}")
+        raise ValueError(f"{path} was inferred for the {record['split']!r} split, not {split!r} "
+                         f"(copied from another split?); {redo}")
     source = source_sha256(data, split)
     if record["source_sha256"] != source:
         raise ValueError(
-            f"{path} was inferred for other documents than the binarized {split} source in {data} (source sha256 "
-            f"{str(record['source_sha256'])[:16]} in the record, {str(source)[:16]} now: the data was prepared again "
-            f"or the file comes from another data folder); {redo}")
+            f"{path} was inferred for other documents than the binarized {split} source in {data} "
+            f"(source sha256 {str(record['source_sha256'])[:16]} in the record, {str(source)[:16]} "
+            f"now: the data was prepared again or the file comes from another data folder); {redo}")
     return record

@@ -231,7 +231,8 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         n_real = len(dictionary) - num_markers
         if args.share_decoder_input_output_embed:
             if args.decoder_out_embed_dim != e:
-                raise ValueError("--share-decoder-input-output-embed needs --decoder-out-embed-dim == --embed-dim")
+                raise ValueError("--share-decoder-input-output-embed needs "
+                                 "--decoder-out-embed-dim == --embed-dim")
             self.output_projection = None
             self.output_bias = nn.Parameter(torch.zeros(n_real))
         else:
@@ -418,13 +419,18 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
     def add_args(parser):
         # fmt: off
         b = bool_flag
-        parser.add_argument("--dropout", type=float, metavar="D", help="on embeddings and the readout")
+        parser.add_argument("--dropout", type=float, metavar="D", help="on embeddings and the "
+                                                                       "readout")
         parser.add_argument("--embed-dim", type=int, metavar="N", help="token embeddings (128)")
         parser.add_argument("--encoder-hidden-size", type=int, metavar="N",
                             help="hidden size per direction of the sentence and document bi-GRUs")
-        parser.add_argument("--decoder-hidden-size", type=int, metavar="N", help="decoder GRU (256)")
-        parser.add_argument("--attention-dim", type=int, metavar="N", help="token attention width (M2M eq. 17)")
-        parser.add_argument("--decoder-out-embed-dim", type=int, metavar="N", help="readout before the softmax")
+        parser.add_argument("--decoder-hidden-size", type=int, metavar="N", help="decoder GRU "
+                                                                                 "(256)")
+        parser.add_argument("--attention-dim", type=int, metavar="N", help="token attention width "
+                                                                           "(M2M eq. 17)")
+        parser.add_argument("--decoder-out-embed-dim", type=int, metavar="N", help="readout "
+                                                                                   "before the "
+                                                                                   "softmax")
         parser.add_argument("--share-embeddings", type=b, metavar="BOOL",
                             help="one embedding table for source and target (joined dictionary)")
         parser.add_argument("--share-decoder-input-output-embed", type=b, metavar="BOOL")
@@ -434,23 +440,28 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
                             help="keep at most M tokens per sentence (0: all, the default)")
         parser.add_argument("--max-source-positions", type=int, metavar="N")
         parser.add_argument("--max-target-positions", type=int, metavar="N")
-        parser.add_argument("--pointer-generator", type=b, metavar="BOOL", help="copy mechanism (M2M eq. 13-15)")
+        parser.add_argument("--pointer-generator", type=b, metavar="BOOL", help="copy mechanism "
+                                                                                "(M2M eq. 13-15)")
         parser.add_argument("--source-position-markers", type=int, metavar="K",
                             help="trailing <unk-N> entries of the dictionary (-1: count them)")
         parser.add_argument("--coverage-attention", "--coverage", dest="coverage_attention", type=b, metavar="BOOL",
-                            help="model coverage: the coverage vector in token attention (M2M eq. 16-17)")
+                            help="model coverage: the coverage vector in token attention (M2M eq. "
+                                 "16-17)")
         parser.add_argument("--coverage-loss", type=b, metavar="BOOL",
-                            help="return See et al.'s coverage loss (aux loss 'coverage', weighted by the "
-                                 "criterion's --coverage-loss-weight)")
+                            help="return See et al.'s coverage loss (aux loss 'coverage', "
+                                 "weighted by the criterion's --coverage-loss-weight)")
         # the memory flags share the --memory- prefix; --encoder-memory / --decoder-memory are the
         # earlier spellings
         parser.add_argument("--memory-encoder", "--encoder-memory", dest="memory_encoder", type=b, metavar="BOOL",
                             help="memory compression M_E (M2M eq. 5-6)")
         parser.add_argument("--memory-decoder", "--decoder-memory", dest="memory_decoder", type=b, metavar="BOOL",
                             help="decoder memory with writes (M2M eq. 8-10)")
-        parser.add_argument("--memory-transfer", type=b, metavar="BOOL", help="M_D starts from M_E (else zeros)")
-        parser.add_argument("--memory-slots", type=int, metavar="R", help="r, memory heads/slots (10)")
-        parser.add_argument("--memory-attn-dim", type=int, metavar="N", help="d_a of M2M eq. 5 (128)")
+        parser.add_argument("--memory-transfer", type=b, metavar="BOOL", help="M_D starts from "
+                                                                              "M_E (else zeros)")
+        parser.add_argument("--memory-slots", type=int, metavar="R", help="r, memory heads/slots "
+                                                                          "(10)")
+        parser.add_argument("--memory-attn-dim", type=int, metavar="N", help="d_a of M2M eq. 5 "
+                                                                             "(128)")
         # fairseq's transformer options: refused here by name (base_architecture)
         add_checkpoint_args(parser)
         add_dropout_mask_arg(parser)
@@ -460,13 +471,15 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
     def build_model(cls, args, task):
         base_architecture(args)
         if args.coverage_loss and not args.coverage_attention:
-            raise ValueError("--coverage-loss True needs --coverage-attention True (the loss is computed from the "
-                             "coverage vector of M2M eq. 16); set both, or drop --coverage-loss")
+            raise ValueError("--coverage-loss True needs --coverage-attention True (the loss is "
+                             "computed from the coverage vector of M2M eq. 16); set both, or drop "
+                             "--coverage-loss")
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
         sep_index(src_dict)
         joined = len(src_dict) == len(tgt_dict) and src_dict.symbols == tgt_dict.symbols
         if args.pointer_generator and not joined:
-            raise ValueError("the pointer-generator copies source ids into the target vocabulary: use a joined dictionary")
+            raise ValueError("the pointer-generator copies source ids into the target vocabulary: "
+                             "use a joined dictionary")
         markers = args.source_position_markers
         if markers is None or markers < 0:
             markers = count_position_markers(tgt_dict)
