@@ -218,7 +218,10 @@ def compare_runs(root):
         for r in mine:
             keys = ("params", "optimizer", "hypotheses")
             r["same_as_host"] = all(r[k] == host[k] for k in keys)
-        verdict[pinned] = {"cpus": [r["cpu"] for r in mine], "all_equal": all(r["same_as_host"] for r in mine)}
+        verdict[pinned] = {
+            "cpus": [r["cpu"] for r in mine],
+            "all_equal": all(r["same_as_host"] for r in mine)
+        }
     return rows, verdict
 
 

@@ -94,8 +94,13 @@ def oracle_agreement(picked, oracle, num_sentences):
     n_picked = sum(len(p) for p in picked)
     n_oracle = sum(len(o) for o in oracle)
     chance = sum(len(p) * len(o) / n for p, o, n in zip(picked, oracle, num_sentences) if n)
-    return {"precision": hits / n_picked if n_picked else 0.0, "recall": hits / n_oracle if n_oracle else 0.0,
-            "chance_precision": chance / n_picked if n_picked else 0.0, "picked": n_picked, "oracle": n_oracle}
+    return {
+        "precision": hits / n_picked if n_picked else 0.0,
+        "recall": hits / n_oracle if n_oracle else 0.0,
+        "chance_precision": chance / n_picked if n_picked else 0.0,
+        "picked": n_picked,
+        "oracle": n_oracle
+    }
 
 
 def plot_matrix(matrix, path, xlabel, title):

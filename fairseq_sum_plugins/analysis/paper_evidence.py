@@ -68,8 +68,13 @@ def run_figures(folder):
         raise ValueError(f"{folder}: no test.out.rouge.json (the run has not been scored)")
     rouge = _load(path)
     use = _maybe(os.path.join(folder, "source_use.json")) or {}
-    return {"rouge1": 100 * rouge["rouge1"], "rouge2": 100 * rouge["rouge2"], "rougeL": 100 * rouge["rougeL"],
-            "source_gain": use.get("gain"), "distinct": use.get("distinct")}
+    return {
+        "rouge1": 100 * rouge["rouge1"],
+        "rouge2": 100 * rouge["rouge2"],
+        "rougeL": 100 * rouge["rougeL"],
+        "source_gain": use.get("gain"),
+        "distinct": use.get("distinct")
+    }
 
 
 def mean_sd(values):

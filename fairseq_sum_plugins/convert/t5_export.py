@@ -238,14 +238,28 @@ def hf_config(model, args, order, dictionary, untied):
     position = {f: t for t, f in enumerate(order)}
     pad, eos = position[dictionary.pad()], position[dictionary.eos()]
     return {
-        "architectures": ["T5ForConditionalGeneration"], "model_type": "t5",
-        "vocab_size": len(dictionary), "d_model": args.encoder_embed_dim, "d_kv": inner // args.encoder_attention_heads,
-        "d_ff": args.encoder_ffn_embed_dim, "num_layers": args.encoder_layers, "num_decoder_layers": args.decoder_layers,
-        "num_heads": args.encoder_attention_heads, "relative_attention_num_buckets": args.t5_relative_buckets,
-        "relative_attention_max_distance": args.t5_relative_max_distance, "dropout_rate": args.dropout,
-        "layer_norm_epsilon": model.encoder.layer_norm.eps, "initializer_factor": 1.0, "feed_forward_proj": "relu",
-        "is_encoder_decoder": True, "tie_word_embeddings": not untied, "scale_decoder_outputs": not untied,
-        "use_cache": True, "pad_token_id": pad, "eos_token_id": eos, "decoder_start_token_id": pad,
+        "architectures": ["T5ForConditionalGeneration"],
+        "model_type": "t5",
+        "vocab_size": len(dictionary),
+        "d_model": args.encoder_embed_dim,
+        "d_kv": inner // args.encoder_attention_heads,
+        "d_ff": args.encoder_ffn_embed_dim,
+        "num_layers": args.encoder_layers,
+        "num_decoder_layers": args.decoder_layers,
+        "num_heads": args.encoder_attention_heads,
+        "relative_attention_num_buckets": args.t5_relative_buckets,
+        "relative_attention_max_distance": args.t5_relative_max_distance,
+        "dropout_rate": args.dropout,
+        "layer_norm_epsilon": model.encoder.layer_norm.eps,
+        "initializer_factor": 1.0,
+        "feed_forward_proj": "relu",
+        "is_encoder_decoder": True,
+        "tie_word_embeddings": not untied,
+        "scale_decoder_outputs": not untied,
+        "use_cache": True,
+        "pad_token_id": pad,
+        "eos_token_id": eos,
+        "decoder_start_token_id": pad,
         "torch_dtype": "float32",
     }
 
@@ -635,7 +649,8 @@ def model_card(name, ckpt, args, info, prepare, cfg, t5_vocab, scores, scores_pa
         lines += [
             "The training text was Moses-tokenized (language "
             f"`{moses.get('moses_lang', 'en')}`{lower}){split} before sentencepiece. The tokenizer "
-            "here is that sentencepiece model only: give it text prepared the same way, e.g.", "", "```python",
+            "here is that sentencepiece model only: give it text prepared the same way, e.g.", "",
+            "```python",
             "from fairseq_sum_plugins.text import tokenize_document  # or sacremoses by hand",
             f"text = tokenize_document(raw, lang={moses.get('moses_lang', 'en')!r}, "
             f"lowercase={bool(moses.get('sum_lowercase'))}, "

@@ -431,7 +431,10 @@ def recompute_context(layer):
     """For activation checkpointing (:mod:`.checkpointing`): what :func:`stack_context` has set on
     ``layer``, captured now, as a factory of context managers that sets it again when the layer is
     recomputed in backward (after the stack's context has closed)."""
-    factories = [spec.recompute_context(layer) for spec in FEATURES.values() if spec.recompute_context is not None]
+    factories = [
+        spec.recompute_context(layer) for spec in FEATURES.values()
+        if spec.recompute_context is not None
+    ]
 
     @contextlib.contextmanager
     def restore():

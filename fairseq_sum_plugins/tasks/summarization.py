@@ -220,8 +220,12 @@ class SummarizationTask(TranslationTask):
                         f"({SIDE_DATA_HINTS.get(name, 'written by the preprocessing step')})")
                 side[name] = np.load(path, mmap_mode="r")
             self.datasets[split] = SideDataDataset(self.datasets[split], side)
-            self._side_data_paths = {**self._side_data_paths,
-                                     split: {name: os.path.join(data_path, f"{split}.{name}.npy") for name in side}}
+            self._side_data_paths = {
+                **self._side_data_paths, split: {
+                    name: os.path.join(data_path, f"{split}.{name}.npy")
+                    for name in side
+                }
+            }
             if self._model_max_source_positions:  # models built: check the files now
                 self.check_side_data(split)
 

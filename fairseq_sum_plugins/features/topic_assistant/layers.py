@@ -408,10 +408,18 @@ register_feature(
         on=lambda args: flags_set(args, "ta_sia", "ta_tema", "ta_drm"),
         build_model_feature=lambda args, task, src_dict, tgt_dict: build_topic_assistant(
             args, task, src_dict, tgt_dict)))
-register_feature(FeatureSpec(
-    "Topic Assistant SIA (--ta-sia)", {"encoder_self": "sia", "decoder_self": "self_sia", "decoder_cross": "cross_sia"},
-    _build_sia, stage="head", on=lambda args: flags_set(args, "ta_sia"), cross_inputs=_sia_cross_inputs,
-    inputs={"encoder_self": ("sia_probs",), "decoder_self": ("self_probs",), "decoder_cross": ("cross_probs", "sia_v_scale")}))
+register_feature(
+    FeatureSpec(
+        "Topic Assistant SIA (--ta-sia)", {
+            "encoder_self": "sia",
+            "decoder_self": "self_sia",
+            "decoder_cross": "cross_sia"
+        }, _build_sia, stage="head", on=lambda args: flags_set(args, "ta_sia"),
+        cross_inputs=_sia_cross_inputs, inputs={
+            "encoder_self": ("sia_probs", ),
+            "decoder_self": ("self_probs", ),
+            "decoder_cross": ("cross_probs", "sia_v_scale")
+        }))
 register_feature(
     FeatureSpec(
         "Topic Assistant DRM (--ta-drm)", {"decoder_cross": "drm"},
