@@ -22,8 +22,10 @@ def _fairseq_available():
 
 
 if _fairseq_available():
-    from . import quiet  # noqa: F401  (first, before fairseq's import logs: hydra warnings, configuration dumps)
-    from . import compat  # noqa: F401  (checkpoint loading under torch >= 2.6, before any model code)
+    # quiet first, before fairseq's import logs (hydra warnings, configuration dumps); then compat
+    # (checkpoint loading under torch >= 2.6), before any model code
+    from . import quiet  # noqa: F401
+    from . import compat  # noqa: F401
     from .modules.registry import load_features
 
     load_features()  # every paper's feature, in one fixed order, before the models that host them

@@ -3,7 +3,8 @@
 The criterion ``summarization_loss`` names no feature: each feature declares here, at import time,
 the losses its model reports in ``net_output[1]["aux_losses"]`` (``{name: per-unit scalar}``)::
 
-    register_aux_loss(AuxLoss("gate_l1", 0.1, "weight of the gate L1 loss (IS eq. 9)", norms=..., units=...))
+    register_aux_loss(AuxLoss("gate_l1", 0.1, "weight of the gate L1 loss (IS eq. 9)",
+                              norms=..., units=...))
 
 and the criterion builds one weight flag per loss (``--{name}-weight``, its dest ``{name}_weight``,
 plus ``aliases``), and with ``norms`` a normalisation flag ``--{name}-norm`` whose first choice is

@@ -146,7 +146,8 @@ def name_unreadable_checkpoints():
         try:
             return original(path, *args, **kwargs)
         except (EOFError, pickle.UnpicklingError, RuntimeError) as err:
-            if isinstance(err, RuntimeError) and "zip archive" not in str(err) and "central directory" not in str(err):
+            if (isinstance(err, RuntimeError) and "zip archive" not in str(err)
+                    and "central directory" not in str(err)):
                 raise
             raise ValueError(
                 f"checkpoint {path} cannot be read (truncated or not a checkpoint): {err}") from err

@@ -91,7 +91,8 @@ def _bpe_section(path, section, data_dir):
     if "sentencepiece_model" in section:
         name = section["sentencepiece_model"]
         # a file of the data folder: no absolute path, no '..', no sub-folder
-        if not isinstance(name, str) or not name or os.path.basename(name) != name or name in (".", ".."):
+        if (not isinstance(name, str) or not name or os.path.basename(name) != name
+                or name in (".", "..")):
             raise _bad(path, "bpe.sentencepiece_model", name, "a file name inside the data folder")
         out["sentencepiece_model"] = os.path.join(os.path.abspath(data_dir), name)
     if out.get("bpe") == "sentencepiece" and "sentencepiece_model" not in out:
@@ -144,8 +145,10 @@ def text_encoding_for(data_dir, dictionary, tokenizer_given, bpe_given, flag_sty
         need = ("sentencepiece" if looks_like_sentencepiece(dictionary)
                 else "gpt2" if looks_like_gpt2_ids(dictionary) else None)
         if need is not None:
-            how = ("--bpe sentencepiece --sentencepiece-model SPM (and --tokenizer sum_moses)" if need == "sentencepiece"
-                   else "--bpe gpt2 --gpt2-encoder-json E --gpt2-vocab-bpe V") if flag_style else f"bpe='{need}', ..."
+            how = (("--bpe sentencepiece --sentencepiece-model SPM (and --tokenizer sum_moses)"
+                    if need == "sentencepiece"
+                    else "--bpe gpt2 --gpt2-encoder-json E --gpt2-vocab-bpe V")
+                   if flag_style else f"bpe='{need}', ...")
             raise ValueError(
                 f"the dictionary of {data_dir} holds {need} tokens, but no BPE was given and "
                 f"{os.path.join(data_dir, PREPARE_ARGS)} records none: raw text would become <unk> "

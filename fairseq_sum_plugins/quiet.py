@@ -29,7 +29,8 @@ HYDRA_WARNINGS = (
     r"\s*'[\w/]+' is validated against ConfigStore schema",
     r"\s*The strict flag in the compose API is deprecated",
 )
-CHATTY_LOGGERS = ("matplotlib", "PIL", "fairseq.tasks.text_to_speech", "fsspec", "datasets", "filelock")
+CHATTY_LOGGERS = ("matplotlib", "PIL", "fairseq.tasks.text_to_speech", "fsspec", "datasets",
+                  "filelock")
 CLI_LOGGERS = ("fairseq_cli.train", "fairseq_cli.generate", "fairseq_cli.interactive",
                "fairseq_cli.validate")
 
@@ -43,10 +44,14 @@ class BannerFilter(logging.Filter):
 
     def filter(self, record):
         msg = record.msg
-        if type(msg).__name__ == "DictConfig" or (isinstance(msg, str) and msg.startswith("{'_name':")):
-            record.msg, record.args = "configuration not printed (FAIRSEQ_SUM_VERBOSE=1 prints it)", ()
+        if (type(msg).__name__ == "DictConfig"
+                or (isinstance(msg, str) and msg.startswith("{'_name':"))):
+            record.msg, record.args = (
+                "configuration not printed (FAIRSEQ_SUM_VERBOSE=1 prints it)", ())
         elif hasattr(msg, "named_modules"):  # an nn.Module: its repr is the whole module tree
-            record.msg, record.args = f"{type(msg).__name__}: module tree not printed (FAIRSEQ_SUM_VERBOSE=1 prints it)", ()
+            record.msg, record.args = (
+                f"{type(msg).__name__}: module tree not printed "
+                "(FAIRSEQ_SUM_VERBOSE=1 prints it)", ())
         return True
 
 

@@ -141,7 +141,8 @@ def split_sentences(text, splitter=DEFAULT_SENTENCE_SPLITTER, lang="en"):
         pieces = [part for line in str(text).splitlines() for part in line.split(SENT_SEP)]
     else:
         split_line = _line_splitter(splitter, lang)
-        pieces = [sent for line in str(text).splitlines() if line.strip() for sent in split_line(line)]
+        pieces = [sent for line in str(text).splitlines() if line.strip()
+                  for sent in split_line(line)]
     sents = (_SPACES.sub(" ", s).strip() for s in pieces)
     return [s for s in sents if s]
 

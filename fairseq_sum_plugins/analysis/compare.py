@@ -6,7 +6,8 @@ advantage". Given two systems' outputs on the same documents with the same refer
 
     fairseq-sum-compare gen_a.out gen_b.out --data DATA/bin      # fairseq-generate outputs
     fairseq-sum-compare hyp_a.txt hyp_b.txt --ref ref.txt        # one summary per line
-    fairseq-sum-compare gen_a.out gen_b.out --data DATA/bin --method ar --json cmp.json --png cmp.png
+    fairseq-sum-compare gen_a.out gen_b.out --data DATA/bin --method ar \\
+        --json cmp.json --png cmp.png
 
 per metric ``m`` (ROUGE-1/2/L F1 by default; the scorer's per-document numbers,
 :meth:`fairseq_sum_plugins.scoring.rouge.Scorer.document_f1`) with per-document scores ``a_i``,
@@ -17,7 +18,8 @@ per metric ``m`` (ROUGE-1/2/L F1 by default; the scorer's per-document numbers,
           (:mod:`fairseq_sum_plugins.scoring.bootstrap`, the resamples of the scorer's CIs),
           delta_b = mean_{i in I_b} d_i;   95% CI = [2.5th, 97.5th] percentile of delta_b
           p = (1 + #{b : |delta_b - delta| >= |delta|}) / (1 + B)
-              (two-sided; the bootstrap distribution shifted to the null, Berg-Kirkpatrick et al., 2012)
+              (two-sided; the bootstrap distribution shifted to the null,
+              Berg-Kirkpatrick et al., 2012)
     approximate randomization (--method ar; Noreen, 1989; Riezler & Maxwell, 2005): R trials
           swap a_i and b_i with probability 1/2 each, delta_r = mean_i s_ri d_i with s_ri = +-1,
           p = (1 + #{r : |delta_r| >= |delta|}) / (1 + R)
@@ -116,7 +118,8 @@ def compare_systems(hyps_a, hyps_b, refs, metrics=DEFAULT_METRICS, method="boots
         delta, ci, p = paired_bootstrap(sa[m], sb[m], samples, seed)
         if method == "ar":
             p = approximate_randomization(sa[m], sb[m], trials, seed)[1]
-        out[m] = {"a": float(sa[m].mean()), "b": float(sb[m].mean()), "diff": delta, "ci": list(ci), "p": p}
+        out[m] = {"a": float(sa[m].mean()), "b": float(sb[m].mean()), "diff": delta,
+                  "ci": list(ci), "p": p}
     res = {"method": method, "num_summaries": len(refs), "metrics": out}
     if specificity and len(refs) > 1:
         from ..scoring.specificity import specificity as reference_specificity
@@ -210,7 +213,8 @@ def plot_comparison(res, path, name_a="A", name_b="B"):
     y = np.arange(len(names))[::-1]
     colors = ["tab:green" if r["p"] < 0.05 else "tab:gray" for r in rows]
     for i in range(len(names)):
-        ax.errorbar(diff[i], y[i], xerr=err[:, i:i + 1], fmt="none", ecolor=colors[i], capsize=5, lw=2)
+        ax.errorbar(diff[i], y[i], xerr=err[:, i:i + 1], fmt="none", ecolor=colors[i], capsize=5,
+                    lw=2)
     ax.scatter(diff, y, c=colors, zorder=3)
     ax.axvline(0, color="black", lw=0.8, ls="--")
     for yi, d, r in zip(y, diff, rows):
@@ -220,7 +224,8 @@ def plot_comparison(res, path, name_a="A", name_b="B"):
     ax.set_ylim(-0.7, len(names) - 0.3)
     ax.set_xlabel(f"{name_a} - {name_b} (points, 95% paired-bootstrap CI)")
     ax.set_title(f"{res['num_summaries']} summaries, p by "
-                 f"{'approximate randomization' if res['method'] == 'ar' else 'paired bootstrap'}", fontsize=9)
+                 f"{'approximate randomization' if res['method'] == 'ar' else 'paired bootstrap'}",
+                 fontsize=9)
     save(fig, path)
 
 

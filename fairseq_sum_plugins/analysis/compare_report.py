@@ -54,7 +54,8 @@ def parse_train_log(path):
     ``train_wall`` over the end-of-epoch ``| train |`` lines (seconds spent in training steps,
     without validation and start-up, over every launch in the log; fairseq resets that meter at each
     epoch and at each ``train_inner`` line, so no single line holds the run's total)."""
-    out = {"valid": [], "train": [], "valid_nll": [], "train_nll": [], "params": None, "aux": {}, "wall": None}
+    out = {"valid": [], "train": [], "valid_nll": [], "train_nll": [], "params": None, "aux": {},
+           "wall": None}
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             m = _PARAMS.search(line)
@@ -104,8 +105,9 @@ def collect(out_dir, label):
     wall = dict(kv.partition("=")[::2] for kv in _read(os.path.join(run, "wall.txt")).split())
     use_file = os.path.join(run, "source_use.json")
     use = json.load(open(use_file, encoding="utf-8")) if os.path.exists(use_file) else None
-    return {"label": label, "spec": _read(os.path.join(run, "spec.txt"), label), "scores": scores, "log": log,
-            "wall": wall, "words": _mean_words(os.path.join(run, "test.out")), "source_use": use}
+    return {"label": label, "spec": _read(os.path.join(run, "spec.txt"), label), "scores": scores,
+            "log": log, "wall": wall, "words": _mean_words(os.path.join(run, "test.out")),
+            "source_use": use}
 
 
 def wall_cell(wall, step):
@@ -137,7 +139,8 @@ def _ci(scores, key):
 def table(rows):
     """Markdown table, one row per label."""
     meteor = any("meteor" in r["scores"] for r in rows)
-    head = ["model", "params", "updates", "valid loss", "valid nll", "ROUGE-1", "ROUGE-2", "ROUGE-L"]
+    head = ["model", "params", "updates", "valid loss", "valid nll",
+            "ROUGE-1", "ROUGE-2", "ROUGE-L"]
     impls = sorted(
         {r["scores"].get("meteor_impl", "nltk")
          for r in rows if "meteor" in r["scores"]})
@@ -149,9 +152,11 @@ def table(rows):
     for r in rows:
         s, log = r["scores"], r["log"]
         last = log["valid"][-1] if log["valid"] else (None, float("nan"))
-        nll = log["valid_nll"][-1][1] if log["valid_nll"] and log["valid_nll"][-1][1] is not None else float("nan")
-        cells = [f"`{r['label']}`", f"{log['params'] / 1e6:.2f}M" if log["params"] else "-", str(last[0]),
-                 f"{last[1]:.3f}", f"{nll:.3f}", _ci(s, "rouge1"), _ci(s, "rouge2"), _ci(s, "rougeL")]
+        nll = (log["valid_nll"][-1][1]
+               if log["valid_nll"] and log["valid_nll"][-1][1] is not None else float("nan"))
+        cells = [f"`{r['label']}`", f"{log['params'] / 1e6:.2f}M" if log["params"] else "-",
+                 str(last[0]), f"{last[1]:.3f}", f"{nll:.3f}",
+                 _ci(s, "rouge1"), _ci(s, "rouge2"), _ci(s, "rougeL")]
         mixed = f" ({s.get('meteor_impl', 'nltk')})" if len(impls) > 1 else ""  # label each cell
         cells += [_ci(s, "meteor") + mixed if "meteor" in s else "-"] if meteor else []
         if use:
@@ -160,7 +165,8 @@ def table(rows):
                       f"{u['distinct']}/{u['hypotheses']}" if "distinct" in u else "-"]
         aux = ", ".join(f"{k} {v:.3g}" for k, v in sorted(log["aux"].items())) or "-"
         cells += [f"{r['words']:.1f}", aux, wall_cell(r["wall"], "train"),
-                  f"{log['wall']:.0f}" if log["wall"] is not None else "-", wall_cell(r["wall"], "generate")]
+                  f"{log['wall']:.0f}" if log["wall"] is not None else "-",
+                  wall_cell(r["wall"], "generate")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -213,7 +219,8 @@ def write_report(out_dir, labels):
         parts += ["", f"## Paired significance against `{labels[0]}` (fairseq-sum-compare)", ""]
         for label, text in tests:
             parts += [f"### {label}", "", "```", text or "(no output)", "```", ""]
-    parts += ["", "## Settings and hardware", "", "```", _read(os.path.join(out_dir, "run_info.txt")), "```", ""]
+    parts += ["", "## Settings and hardware", "",
+              "```", _read(os.path.join(out_dir, "run_info.txt")), "```", ""]
     with open(os.path.join(out_dir, "results.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(parts))
     return rows
@@ -441,8 +448,8 @@ def _verdict_note(baselines):
     return ('<p class="note">Verdict "summarizes": ROUGE-2 specificity delta above the bar '
             f"{_fmt(baselines.get('bar'))} (half the random extract's delta "
             f"{_fmt(baselines.get('random_delta'))}, at least 0.5) with p &le; 0.01, test NLL "
-            f"below the bag of pieces' {_fmt(bag.get('nll'), 3)} bits, and reading (source gain &ge; 0.3 "
-            "bits, &ge; 90% distinct). Hover a verdict for its reasons.</p>")
+            f"below the bag of pieces' {_fmt(bag.get('nll'), 3)} bits, and reading "
+            "(source gain &ge; 0.3 bits, &ge; 90% distinct). Hover a verdict for its reasons.</p>")
 
 
 def _document(i, ref, src, systems, n):

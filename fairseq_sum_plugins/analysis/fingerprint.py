@@ -19,7 +19,8 @@ exact:
 ``recipes/aclsum/cross_cpu.sh`` compares them across CPU models (this CPU and QEMU's emulation of
 others)::
 
-    python -m fairseq_sum_plugins.analysis.fingerprint --path CKPT [--generate-output OUT] [--json F]
+    python -m fairseq_sum_plugins.analysis.fingerprint --path CKPT \\
+        [--generate-output OUT] [--json F]
     python -m fairseq_sum_plugins.analysis.fingerprint --compare DIR [--json F]
 
 ``--compare`` reads ``DIR/pinned{0,1}/CPU/fingerprint.json`` (and ``code_paths.txt``, the ATen
@@ -204,9 +205,10 @@ def compare_runs(root):
                 continue
             with open(fp_path, encoding="utf-8") as f:
                 fp = json.load(f)
-            rows.append({"pinned": int(mode[-1]), "cpu": cpu, **code_paths(os.path.join(mode_dir, cpu, "code_paths.txt")),
-                         "params": fp["params"], "optimizer": fp.get("optimizer"), "hypotheses": fp.get("hypotheses"),
-                         "decoded": fp.get("decoded")})
+            rows.append({"pinned": int(mode[-1]), "cpu": cpu,
+                         **code_paths(os.path.join(mode_dir, cpu, "code_paths.txt")),
+                         "params": fp["params"], "optimizer": fp.get("optimizer"),
+                         "hypotheses": fp.get("hypotheses"), "decoded": fp.get("decoded")})
     if not rows:
         raise ValueError(f"{root}: no pinned0/ or pinned1/ run with a fingerprint.json")
     verdict = {}

@@ -5,8 +5,9 @@ query position ``i`` with its scope ``mu~_i +- sigma~_i`` (the band where the fo
 ETADS eq. 7 is above ``-2``), over the document's positions ``1..m``; the diagonal marks ``mu~_i =
 i``::
 
-    python -m fairseq_sum_plugins.analysis.focus_plot DATA/bin --path checkpoints/checkpoint_best.pt \\
-        --split valid --index 0 --png focus.png [--json focus.json] [--all-json focus_all.json]
+    python -m fairseq_sum_plugins.analysis.focus_plot DATA/bin \\
+        --path checkpoints/checkpoint_best.pt --split valid --index 0 --png focus.png \\
+        [--json focus.json] [--all-json focus_all.json]
 
 ``--all-json`` also measures every document of the split (:func:`focus_stats` per document: the mean
 distance of the centre from its query position and the mean scope, each as a share of the document
@@ -46,7 +47,8 @@ def collect_focus(model, src_tokens):
         out = {}
         for name, m in mods:
             mu, sigma, length = m.last_focus
-            out[name] = {"mu": mu[0].cpu().tolist(), "sigma": sigma[0].cpu().tolist(), "m": int(length[0])}
+            out[name] = {"mu": mu[0].cpu().tolist(), "sigma": sigma[0].cpu().tolist(),
+                         "m": int(length[0])}
         return out
     finally:
         for _, m in mods:

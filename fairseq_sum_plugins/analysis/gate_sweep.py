@@ -11,8 +11,9 @@ a word scores 0), and whether the model still reads its source at that threshold
 (bits per summary token gained from its own document over another, :mod:`.source_use`) and the
 number of distinct summaries::
 
-    python -m fairseq_sum_plugins.analysis.gate_sweep DATA/bin --path checkpoints/checkpoint_best.pt \\
-        --gen-subset test --max-examples 1000 --out-dir sweep/
+    python -m fairseq_sum_plugins.analysis.gate_sweep DATA/bin \\
+        --path checkpoints/checkpoint_best.pt --gen-subset test --max-examples 1000 \\
+        --out-dir sweep/
 
 writes ``sweep/gate_sweep.{md,json}``, ``sweep/sparsity_rouge.png`` (ROUGE against sparsity, one
 point per threshold) and ``sweep/gate_scores.png`` (each token of document ``--doc-index`` with its
@@ -146,7 +147,8 @@ def generate_all(model, task, gen, args, cuda):
             hypos = task.inference_step(gen, [model], sample)
         for i, h in enumerate(hypos):
             hyps.append(tgt.string(h[0]["tokens"].int().cpu(), args.bpe_symbol))
-            refs.append(tgt.string(utils.strip_pad(sample["target"][i], tgt.pad()).int().cpu(), args.bpe_symbol))
+            refs.append(tgt.string(utils.strip_pad(sample["target"][i], tgt.pad()).int().cpu(),
+                                   args.bpe_symbol))
             words += len(h[0]["tokens"])
     return hyps, refs, words, time.perf_counter() - start
 
@@ -191,9 +193,11 @@ def rouge_f1(scorer, hyps, refs):
 
 def table(rows):
     timed = all("speedup" in r for r in rows)
-    head = "| threshold | sparsity | R-1 | R-2 | R-L | source gain (bits) | distinct | gen words/s |"
+    head = ("| threshold | sparsity | R-1 | R-2 | R-L | source gain (bits) | distinct "
+            "| gen words/s |")
     if timed:
-        head += f" speed-up vs t = {rows[0]['threshold']:g} (median of {rows[0]['timing_rounds']} interleaved rounds) |"
+        head += (f" speed-up vs t = {rows[0]['threshold']:g} "
+                 f"(median of {rows[0]['timing_rounds']} interleaved rounds) |")
     lines = [head, "|---" * head.count(" | ") + "|---|"]
     for r in rows:
         lines.append(f"| {r['threshold']:g} | {r['sparsity']:.2f}% | {r['rouge1']:.2f} | "
@@ -215,7 +219,8 @@ def plot_curve(rows, png):
         ax.plot(x, [r[key] for r in rows], marker="o", label=label)
     points = {}
     for r in rows:
-        points.setdefault((round(r["sparsity"], 2), round(r["rouge1"], 2)), []).append(f"{r['threshold']:g}")
+        points.setdefault(
+            (round(r["sparsity"], 2), round(r["rouge1"], 2)), []).append(f"{r['threshold']:g}")
     ax.set_xlabel("sparsity rate (% of source tokens removed)")
     ax.set_ylabel("F1 x 100")
     ax.set_title("Gate threshold sweep (labels: thresholds t on the ROUGE-1 curve)", fontsize=9)
@@ -307,7 +312,8 @@ def document_title(subset, index, tokens, words=8):
     from .plotting import join_pieces
 
     text = join_pieces([t for t in tokens if t not in ("<sep>", "</s>")], [0.0] * len(tokens))[0]
-    return f'{subset} #{index}: "' + " ".join(text[:words]) + (' ..."' if len(text) > words else '"')
+    return (f'{subset} #{index}: "' + " ".join(text[:words])
+            + (' ..."' if len(text) > words else '"'))
 
 
 def main(argv=None):
@@ -347,7 +353,8 @@ def main(argv=None):
     if args.gpt2_encoder_json and args.gpt2_vocab_bpe:
         tokens = gpt2_pieces(tokens, args.gpt2_encoder_json, args.gpt2_vocab_bpe)
     plot_gates(tokens, scores, os.path.join(args.out_dir, "gate_scores.png"), args.max_doc_tokens,
-               threshold=args.plot_threshold, title=document_title(args.gen_subset, args.doc_index, tokens))
+               threshold=args.plot_threshold,
+               title=document_title(args.gen_subset, args.doc_index, tokens))
     return rows
 
 

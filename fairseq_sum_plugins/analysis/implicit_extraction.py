@@ -201,7 +201,8 @@ def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200, use
 
 
 def _fmt(name, res):
-    return f"{name:12s} {100 * res['rouge1']:6.2f} {100 * res['rouge2']:6.2f} {100 * res['rougeL']:6.2f}"
+    return (f"{name:12s} {100 * res['rouge1']:6.2f} {100 * res['rouge2']:6.2f} "
+            f"{100 * res['rougeL']:6.2f}")
 
 
 def cli_main(argv=None):
@@ -262,7 +263,8 @@ def cli_main(argv=None):
         with open(os.path.join(args.out, name), "w", encoding="utf-8") as f:
             for sents in summaries:
                 f.write(" <sep> ".join(sents) + "\n")
-    report = {"split": args.split, "num_docs": len(ids), "mean_selected_sentences": float(np.mean(n_sel)), "scores": scores,
+    report = {"split": args.split, "num_docs": len(ids),
+              "mean_selected_sentences": float(np.mean(n_sel)), "scores": scores,
               "oracle_max": args.oracle_max, "oracle_agreement": agreement}
     with open(os.path.join(args.out, "scores.json"), "w") as f:
         json.dump(report, f, indent=1)

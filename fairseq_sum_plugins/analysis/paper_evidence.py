@@ -35,8 +35,9 @@ import re
 
 import numpy as np
 
-BASELINES = {"tpt": "base", "gate": "base", "gate_warm": "base", "ta": "base", "etads": "etads_baseline",
-             "etads_focus": "etads_baseline", "etads_saliency": "etads_baseline", "mem2mem": "hred"}
+BASELINES = {"tpt": "base", "gate": "base", "gate_warm": "base", "ta": "base",
+             "etads": "etads_baseline", "etads_focus": "etads_baseline",
+             "etads_saliency": "etads_baseline", "mem2mem": "hred"}
 REPS = ("role", "filler", "final")
 
 
@@ -189,7 +190,8 @@ def plot_probe_grid(cells, png):
         for j, (label, grid) in enumerate(by_label.items()):
             stats = [mean_sd(grid.get(k, [])) for k in keys]
             ax.bar([i + j * width for i in range(len(keys))], [m or 0 for m, _ in stats], width,
-                   yerr=[s or 0 for _, s in stats], color=colours.get(label), label=label, capsize=2)
+                   yerr=[s or 0 for _, s in stats], color=colours.get(label), label=label,
+                   capsize=2)
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(keys))],
                       [f"L{k[0]}\n{k[1]}" for k in keys], fontsize=7)
         ax.set_ylabel("probe F1 x 100")
@@ -209,10 +211,12 @@ def role_table(root, runs, label="tpt"):
              f"90%), `{label}`: {fmt(overall, 1)} %", ""]
     names = sorted({n for r in roles if r for n in r["sublayers"]})
     if names:
-        lines += ["| sublayer | share > 0.98 (%) | roles used (argmax share > 1%) |", "|---|---|---|"]
+        lines += ["| sublayer | share > 0.98 (%) | roles used (argmax share > 1%) |",
+                  "|---|---|---|"]
         for name in names:
             peaked = [None if r is None else 100 * r["sublayers"][name]["peaked"] for r in roles]
-            used = [None if r is None else sum(u > 0.01 for u in r["sublayers"][name]["usage"]) for r in roles]
+            used = [None if r is None else sum(u > 0.01 for u in r["sublayers"][name]["usage"])
+                    for r in roles]
             lines.append(f"| {name} | {fmt(peaked, 1)} | {fmt(used, 0)} |")
     return "\n".join(lines) + "\n"
 
@@ -315,7 +319,8 @@ def focus_stats(focus):
 # ------------------------------------------------------------------------------------------- TA
 def ta_table(root, runs):
     lines = []
-    ss = {label: _per_seed(root, label, runs[label]["seeds"], "semsim.json") for label in ("base", "ta") if label in runs}
+    ss = {label: _per_seed(root, label, runs[label]["seeds"], "semsim.json")
+          for label in ("base", "ta") if label in runs}
     if ss:
         lines += ["| model | SS(summary, document) | SS(summary, gold summary) |", "|---|---|---|"]
         for label, per_seed in ss.items():
@@ -339,8 +344,8 @@ def ta_table(root, runs):
 # -------------------------------------------------------------------------------------- Mem2Mem
 def mem2mem_table(root, runs):
     lines = []
-    novel = {label: _per_seed(root, label, runs[label]["seeds"], "novel.json") for label in ("hred", "mem2mem")
-             if label in runs}
+    novel = {label: _per_seed(root, label, runs[label]["seeds"], "novel.json")
+             for label in ("hred", "mem2mem") if label in runs}
     if novel:
         lines += ["Novel n-grams (% of summary n-grams not in the source; Mem2Mem Table 4):", "",
                   "| summaries | 1-grams | 2-grams | 3-grams | 4-grams |", "|---|---|---|---|---|"]
@@ -350,11 +355,13 @@ def mem2mem_table(root, runs):
                 for n in range(1, 5)) + " |")
         ref = next((r for per_seed in novel.values() for r in per_seed if r), None)
         if ref:
-            lines.append("| gold | " + " | ".join(f"{100 * ref.get(f'novel_{n}gram_ref', float('nan')):.1f}"
-                                                  for n in range(1, 5)) + " |")
+            lines.append("| gold | " + " | ".join(
+                f"{100 * ref.get(f'novel_{n}gram_ref', float('nan')):.1f}" for n in range(1, 5))
+                + " |")
         lines.append("")
     if "mem2mem" in runs:
-        ext = [e for e in _per_seed(root, "mem2mem", runs["mem2mem"]["seeds"], os.path.join("extraction", "scores.json"))
+        ext = [e for e in _per_seed(root, "mem2mem", runs["mem2mem"]["seeds"],
+                                    os.path.join("extraction", "scores.json"))
                if e]
         if ext:
             lead = next(k for k in ext[0]["scores"] if k.startswith("lead"))
@@ -367,7 +374,7 @@ def mem2mem_table(root, runs):
                 lines.append(
                     f"| {name} | {fmt([100 * e['scores'][name]['rouge1'] for e in ext])} | "
                     f"{fmt([100 * e['oracle_agreement'][name]['precision'] for e in ext], 1)} | "
-                    f"{fmt([100 * e['oracle_agreement'][name]['chance_precision'] for e in ext], 1)} "
+                    f"{fmt([100*e['oracle_agreement'][name]['chance_precision'] for e in ext], 1)} "
                     f"| {fmt([100 * e['oracle_agreement'][name]['recall'] for e in ext], 1)} |")
             lines.append("\nSentences picked per document: "
                          f"{fmt([e['mean_selected_sentences'] for e in ext])}\n")
@@ -397,7 +404,8 @@ def report_text(root, plots=False):
     if cells:
         if plots:
             plot_probe_grid(cells, os.path.join(root, "probe_grid.png"))
-        parts += ["## TP-Transformer: probing (Table 4) and roles (§4.4)", "", "![probing](probe_grid.png)", "",
+        parts += ["## TP-Transformer: probing (Table 4) and roles (§4.4)", "",
+                  "![probing](probe_grid.png)", "",
                   probe_table(cells, majority), role_table(root, runs)]
     sweeps = {label: sweep_rows(root, runs, label) for label in ("gate", "gate_warm")}
     if any(sweeps.values()):

@@ -16,7 +16,8 @@ def pyplot():
     return plt
 
 
-OFFSETS = ((3, 3), (3, -9), (-3, 3), (-3, -9), (0, 9), (0, -14), (9, -3), (-9, -3), (0, 18), (0, -23))
+OFFSETS = ((3, 3), (3, -9), (-3, 3), (-3, -9), (0, 9), (0, -14), (9, -3), (-9, -3), (0, 18),
+           (0, -23))
 
 
 def place_labels(ax, points, labels, fontsize=7, offsets=OFFSETS, **kwargs):
@@ -28,7 +29,8 @@ def place_labels(ax, points, labels, fontsize=7, offsets=OFFSETS, **kwargs):
     placed, skipped = [], 0
     for (x, y), label in zip(points, labels):
         for dx, dy in offsets:
-            t = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+            t = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
+                            fontsize=fontsize,
                             ha="left" if dx > 0 else ("right" if dx < 0 else "center"), **kwargs)
             box = t.get_window_extent(renderer).expanded(1.05, 1.15)
             if not any(box.overlaps(b) for b in placed):

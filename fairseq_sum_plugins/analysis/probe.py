@@ -19,12 +19,13 @@ A model without TPR has no role column, and its final output is its filler (the 
 The vectors are taken with forward hooks on the bindings (``nn.Identity`` without TPR); the role
 is recomputed from the filler with the binding's own parameters (:func:`role_vectors`).
 
-Probe (App. C: "a linear layer on top of the target representation"; §4.2 names Tenney et al.'s span
-convolution + 2-layer MLP instead, the linear layer is used here): ``softmax(W x + b)`` over the
-labels, trained with cross-entropy (Adam) on z-scored features. ``x`` is the word's vector (POS),
-the concatenation ``[h_i; h_head(i)]`` of the word and its syntactic head (DEP; the root is paired
-with itself), or the mean of the vectors of the span's words (NEL). F1 is micro-averaged over labels
-(single-label classification of given tokens/spans: equal to accuracy); macro-F1 is in the JSON.
+Probe (App. C: "a linear layer on top of the target representation"; §4.2 names Tenney et al.'s
+span convolution + 2-layer MLP instead, the linear layer is used here): ``softmax(W x + b)`` over
+the labels, trained with cross-entropy (Adam) on z-scored features. ``x`` is the word's vector
+(POS), the concatenation ``[h_i; h_head(i)]`` of the word and its syntactic head (DEP; the root is
+paired with itself), or the mean of the vectors of the span's words (NEL). F1 is micro-averaged
+over labels (single-label classification of given tokens/spans: equal to accuracy); macro-F1 is in
+the JSON.
 
 Labels come from CoNLL-U (UPOS/XPOS, HEAD/DEPREL, ``NER=`` in MISC) or CoNLL files (word and label
 columns; NER as BIO tags or bare types, a run of one type being one entity), written by any tagger
@@ -415,11 +416,13 @@ def probe_grid(train, evaluation, task, epochs=100, seed=1):
         index = {c: i for i, c in enumerate(classes)}
         # a label unseen in training is never right
         gold = np.array([index.get(c, -1) for c in y_ev])
-        same = next((k for k in done if k[0] == key[0] and np.array_equal(train[0][k], train[0][key])), None)
+        same = next((k for k in done
+                     if k[0] == key[0] and np.array_equal(train[0][k], train[0][key])), None)
         if same is not None:  # without TPR the final output is the filler: same probe, same numbers
             cells[key] = dict(cells[same])
             continue
-        predict = train_probe(x_tr, [index[c] for c in y_tr], len(classes), epochs=epochs, seed=seed)
+        predict = train_probe(x_tr, [index[c] for c in y_tr], len(classes), epochs=epochs,
+                              seed=seed)
         micro, macro = f1_scores(gold, predict(x_ev), len(classes))
         cells[key] = {"f1": micro, "macro_f1": macro}
         done[key] = True
@@ -523,7 +526,8 @@ def _labelled(args, task, model, split, labels):
 def _heldout(data, fraction, seed):
     feats, aligned, summaries = data
     rng = np.random.default_rng(seed)
-    held = set(rng.permutation(len(summaries))[: max(1, int(round(fraction * len(summaries))))].tolist())
+    held = set(
+        rng.permutation(len(summaries))[: max(1, int(round(fraction * len(summaries))))].tolist())
     if len(held) >= len(summaries):
         raise ValueError(f"--heldout {fraction} leaves no summary to train on")
     return ((feats, [a for a in aligned if a[0] not in held], summaries),
@@ -572,7 +576,8 @@ def main(argv=None):
     if args.json:
         cells = {f"{layer + 1}/{rep}": v for (layer, rep), v in grid["cells"].items()}
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"task": args.probe_task, "sublayer": args.sublayer, **grid, "cells": cells}, f, indent=1)
+            json.dump({"task": args.probe_task, "sublayer": args.sublayer, **grid, "cells": cells},
+                      f, indent=1)
     return grid
 
 

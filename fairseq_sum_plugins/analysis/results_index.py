@@ -254,8 +254,9 @@ def _read_run(folder, table_dir, seed, updates, notes):
 
 def baseline_figures(table_dir):
     """{name: {rouge1, rouge2, rougeL (F1 x 100), specificity, distinct, verdict}} of the table's
-    ``baselines.json`` (and ``bag_of_pieces``: {nll, source_gain, verdict}) (fairseq-sum-baselines; copied, not recomputed: its extracts come from the
-    untruncated documents), or None when the table has none."""
+    ``baselines.json`` (and ``bag_of_pieces``: {nll, source_gain, verdict}) (fairseq-sum-baselines;
+    copied, not recomputed: its extracts come from the untruncated documents), or None when the
+    table has none."""
     path = os.path.join(table_dir, "baselines.json")
     if not os.path.exists(path):
         return None
@@ -270,13 +271,15 @@ def baseline_figures(table_dir):
         if spec:
             spec = {"delta": spec["delta"], "p": spec["p"]}
         out[name] = {**{k: 100 * b[k] for k in ROUGE_KEYS}, "specificity": spec,
-                     "distinct": b.get("distinct"), "verdict": (b.get("verdict") or {}).get("label")}
+                     "distinct": b.get("distinct"),
+                     "verdict": (b.get("verdict") or {}).get("label")}
     bag = data.get("bag_of_pieces")
     if bag is not None and not isinstance(bag, dict):
         raise ResultsError(f"{path}: 'bag_of_pieces' is not an object")
     if bag:  # no text: a test NLL and a source gain only
         out["bag_of_pieces"] = {**{k: None for k in ROUGE_KEYS}, "specificity": None,
-                                "distinct": None, "verdict": (bag.get("verdict") or {}).get("label"),
+                                "distinct": None,
+                                "verdict": (bag.get("verdict") or {}).get("label"),
                                 "nll": bag.get("nll"), "source_gain": bag.get("gain")}
     return out
 
@@ -322,7 +325,8 @@ def recompute_baselines(table_dir, base, notes, cache):
                 fails.append(f"{path}: {distinct} distinct extracts, baselines.json "
                              f"{want['distinct']}")
             spec = specificity_of(hyps, refs)
-            if want.get("specificity") and abs(spec["delta"] - want["specificity"]["delta"]) > 0.005:
+            if (want.get("specificity")
+                    and abs(spec["delta"] - want["specificity"]["delta"]) > 0.005):
                 fails.append(f"{path}: specificity delta {spec['delta']:+.2f}, baselines.json "
                              f"{want['specificity']['delta']:+.2f}")
         cache[key] = (out, fails)
@@ -807,7 +811,8 @@ def _check_cell(cell, keys, figures, where):
     """Failures of one cell against the index's figures (a mean +- sd cell: the generated text)."""
     if cell in ("", "-") or not NUMBER.search(cell):
         return []
-    if len(figures.get(keys[0]) or [None]) > 1:  # over seeds: the generated mean +- sd (values) text
+    # over seeds: the generated mean +- sd (values) text
+    if len(figures.get(keys[0]) or [None]) > 1:
         digits = {"distinct": 0, "source_gain": 3, "nll": 3}.get(keys[0], 2)
         want = _cell(figures[keys[0]], digits)
         return [] if cell.startswith(want) else [f"{where}: {cell!r}, recorded {want!r}"]
@@ -907,7 +912,8 @@ def check_hand_tables(root, index):
             if not columns:
                 continue
             first = header[0].lower().replace("`", "").strip()
-            if (records is not None and records[0]["paper"] == "parity") or first not in ROW_HEADERS:
+            if ((records is not None and records[0]["paper"] == "parity")
+                    or first not in ROW_HEADERS):
                 unchecked.append(f"{rel}:{line}")
                 continue
             checked += 1

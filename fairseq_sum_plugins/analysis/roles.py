@@ -48,7 +48,8 @@ def collect_role_usage(model, batches, threshold=0.98, pad=1):
         for _, m in bindings:
             m.keep_role_attn, m.role_attn = False, None
     return {
-        n: {"peaked": s["peaked"] / max(s["n"], 1), "n": s["n"], "usage": (s["usage"] / max(s["usage"].sum(), 1)).tolist()}
+        n: {"peaked": s["peaked"] / max(s["n"], 1), "n": s["n"],
+            "usage": (s["usage"] / max(s["usage"].sum(), 1)).tolist()}
         for n, s in stats.items()
     }
 
@@ -59,7 +60,8 @@ def sublayer_label(name):
     m = re.match(r"(\w+)\.layers\.(\d+)\.(\w+?)(?:_binding)?$", name)
     if m is None:
         return name
-    return f"{m.group(1)} layer {int(m.group(2)) + 1} {m.group(3).replace('_attn', '-attn').replace('_', ' ')}"
+    return (f"{m.group(1)} layer {int(m.group(2)) + 1} "
+            f"{m.group(3).replace('_attn', '-attn').replace('_', ' ')}")
 
 
 def plot_role_usage(stats, path, threshold=0.98):
@@ -72,7 +74,8 @@ def plot_role_usage(stats, path, threshold=0.98):
     usage = np.array([stats[n]["usage"] for n in names])
     fig, ax = plt.subplots(figsize=(max(6, usage.shape[1] * 0.18 + 4), 0.35 * len(names) + 1.7))
     im = ax.imshow(usage, aspect="auto", cmap="viridis")
-    labels = [f"{sublayer_label(n)}  ({100 * stats[n]['peaked']:.0f}% max > {threshold:g})" for n in names]
+    labels = [f"{sublayer_label(n)}  ({100 * stats[n]['peaked']:.0f}% max > {threshold:g})"
+              for n in names]
     ax.set_yticks(range(len(names)), labels, fontsize=7)
     step = 1 if usage.shape[1] <= 20 else 5
     ticks = [r for r in range(usage.shape[1]) if r == 0 or (r + 1) % step == 0]
@@ -132,7 +135,8 @@ def cli_main():
         print(f"wrote {args.png}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"threshold": args.threshold, "overall": total_peaked, "sublayers": stats}, f, indent=1)
+            json.dump({"threshold": args.threshold, "overall": total_peaked, "sublayers": stats},
+                      f, indent=1)
 
 
 if __name__ == "__main__":

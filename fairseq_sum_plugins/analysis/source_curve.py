@@ -6,7 +6,8 @@ For every interval checkpoint ``checkpoint_E_U.pt`` of each run (``fairseq-train
 NLL of the summaries given their own documents, on ``--subset`` (valid by default). One line per run
 in a PNG (gain and NLL against updates), the numbers in JSON::
 
-    python -m fairseq_sum_plugins.analysis.source_curve DATA/bin --run base=ckpt/base --run copy=ckpt/copy \\
+    python -m fairseq_sum_plugins.analysis.source_curve DATA/bin \\
+        --run base=ckpt/base --run copy=ckpt/copy \\
         --png gain.png --json gain.json [--subset valid] [--max-examples 100]
 
 Each checkpoint's figures are cached beside it (``checkpoint_E_U.pt.gain-SUBSET.json``, keyed by the
@@ -52,8 +53,9 @@ def data_files(data, subset):
 def checkpoint_gain(path, data, subset, max_examples):
     """Source gain of one checkpoint (cached beside it)."""
     stat = os.stat(path)
-    key = {"size": stat.st_size, "mtime": stat.st_mtime, "data": os.path.abspath(data), "subset": subset,
-           "max_examples": max_examples, "data_files": data_files(data, subset)}
+    key = {"size": stat.st_size, "mtime": stat.st_mtime, "data": os.path.abspath(data),
+           "subset": subset, "max_examples": max_examples,
+           "data_files": data_files(data, subset)}
     cache = f"{path}.gain-{subset}.json"
     if os.path.exists(cache):
         with open(cache, encoding="utf-8") as f:
@@ -141,7 +143,8 @@ def main(argv=None):
             except ValueError as e:
                 sys.exit(f"source_curve: {path}: {e}")
             curves[label].append(dict(updates=updates, **gain))
-            print(f"{label}\t{updates}\tgain {gain['gain']:.3f}\tnll {gain['nll_own']:.3f}", flush=True)
+            print(f"{label}\t{updates}\tgain {gain['gain']:.3f}\tnll {gain['nll_own']:.3f}",
+                  flush=True)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(curves, f, indent=2)

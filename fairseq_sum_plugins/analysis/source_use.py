@@ -2,7 +2,8 @@
 
 A summarizer trained briefly from scratch can reach a plausible validation loss and a respectable
 ROUGE while ignoring its input: it has learnt a language model of summaries and writes the same
-generic text for every document. ROUGE alone does not show this. Two measurements do:
+generic text for every document (results/xsum-read/results.md has such runs). ROUGE alone does
+not show this. Two measurements do:
 
 * **source gain** (bits per target token): the teacher-forced NLL of each reference summary given
   another document of the split (document ``i + 1`` for summary ``i``, the last with the first;

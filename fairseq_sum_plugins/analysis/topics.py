@@ -3,7 +3,8 @@ SS, TA eq. 10, is the Topic Assistant's own: features/topic_assistant/similarity
 
 A document's top topics and each topic's top words, as a PNG::
 
-    python -m fairseq_sum_plugins.analysis.topics plot DATA/bin --split test --index 0 --png topics.png
+    python -m fairseq_sum_plugins.analysis.topics plot DATA/bin --split test --index 0 \\
+        --png topics.png
 
 A 2-D map of token topic rows: the ``--tokens`` most frequent kept (non-stop, non-special) symbols,
 their Phi rows normalised to ``p(topic | token)``, projected on the first two principal components
@@ -18,7 +19,8 @@ summary positions; a bar chart per layer and JSON. The share a summary token wou
 if it attended uniformly to everything it sees (``n / (n + t)`` at summary position ``t``) is
 reported beside it as ``uniform``::
 
-    python -m fairseq_sum_plugins.analysis.topics attention DATA/bin --path ckpt.pt --split valid --png ta_attn.png --json ta_attn.json
+    python -m fairseq_sum_plugins.analysis.topics attention DATA/bin --path ckpt.pt \\
+        --split valid --png ta_attn.png --json ta_attn.json
 """
 import argparse
 import json
@@ -28,7 +30,8 @@ from collections import Counter
 
 import numpy as np
 
-from ..features.topic_assistant.similarity import (  # noqa: F401  (this module's names before the move)
+# re-exported: this module's names before the move
+from ..features.topic_assistant.similarity import (  # noqa: F401
     format_ss, load_topic_model, semantic_similarity, semantic_similarity_scores,
     summary_similarities)
 from .plotting import place_labels, pyplot
@@ -41,8 +44,9 @@ def whole_words(model, dictionary, data=None, max_docs=20000):
     Sentencepiece pieces: a piece that starts a word (``▁``) and holds a letter, and, when the
     binarized ``data/train`` split is at hand, is followed by the start of the next word (or a
     special symbol) in at least half of its occurrences in the first ``max_docs`` documents:
-    "▁entit" of "▁entit ies" is left out, "▁entity" kept. GPT-2 ids: the BPE token starts a word
-    (``Ġ``, when the fit's GPT-2 files are at hand; else a decoded text of at least three letters).
+    "▁entit" of "▁entit ies" is left out, "▁entity" kept. GPT-2 ids: the BPE token starts a
+    word (``Ġ``, when the fit's GPT-2 files are at hand; else a decoded text of at least three
+    letters).
     A word-level dictionary (no ``▁`` at all): every symbol with a letter."""
     symbols = dictionary.symbols
     if model.surfaces is not None:
@@ -57,7 +61,8 @@ def whole_words(model, dictionary, data=None, max_docs=20000):
             mask[i] = starts and text.isalpha()
         return mask
     letters = np.array([any(c.isalpha() for c in sym) and i >= dictionary.nspecial
-                        and not (sym.startswith("<") and sym.endswith(">")) for i, sym in enumerate(symbols)])
+                        and not (sym.startswith("<") and sym.endswith(">"))
+                        for i, sym in enumerate(symbols)])
     starts = np.array([sym.startswith("\u2581") for sym in symbols])
     if not starts.any():
         return letters
@@ -74,7 +79,8 @@ def _word_end_share(dictionary, starts, data, max_docs):
     from fairseq.data import data_utils
 
     path = os.path.join(data, "train.src-tgt.src")
-    dataset = data_utils.load_indexed_dataset(path, dictionary) if os.path.exists(path + ".idx") else None
+    dataset = (data_utils.load_indexed_dataset(path, dictionary)
+               if os.path.exists(path + ".idx") else None)
     if dataset is None:
         return None
     n = min(len(dataset), max_docs)
@@ -94,7 +100,8 @@ def top_words(model, dictionary, k, n, mask=None):
     mask = whole_words(model, dictionary) if mask is None else mask
     marginal = model.phi.mean(1) + 1e-12
     col = model.phi[:, k] + 1e-12
-    relevance = np.where(model.keep & mask, 0.6 * np.log(col) + 0.4 * np.log(col / marginal), -np.inf)
+    relevance = np.where(model.keep & mask, 0.6 * np.log(col) + 0.4 * np.log(col / marginal),
+                         -np.inf)
     order = np.argsort(-relevance)[:n]
     return [model.surface(w, dictionary) for w in order if np.isfinite(relevance[w])]
 
@@ -108,7 +115,8 @@ def plot_main(args):
     fig, ax = plt.subplots(figsize=(10, 0.6 * len(top) + 1.6))
     ax.barh(range(len(top)), theta[top], color="tab:blue")
     ax.set_yticks(range(len(top)))
-    ax.set_yticklabels([f"topic {k}: " + " ".join(top_words(model, dictionary, k, args.words, mask)) for k in top],
+    ax.set_yticklabels([f"topic {k}: " + " ".join(top_words(model, dictionary, k, args.words, mask))
+                        for k in top],
                        fontsize=8)
     for y, k in enumerate(top):
         ax.text(theta[k], y, f" {theta[k]:.2f}", va="center", fontsize=7)
@@ -147,7 +155,8 @@ def map_main(args):
     if len(ids) == 0:
         raise ValueError("no kept token has a non-zero Phi row")
     colour = model.phi[ids].argmax(1)
-    topics = [k for k, _ in sorted(Counter(colour.tolist()).items(), key=lambda kv: (-kv[1], kv[0]))]
+    topics = [k for k, _ in sorted(Counter(colour.tolist()).items(),
+                                   key=lambda kv: (-kv[1], kv[0]))]
     shown = topics[:10]  # the legend names the 10 topics most tokens belong to; the rest in grey
     cmap = plt.get_cmap("tab10")
     fig, ax = plt.subplots(figsize=(11, 8))
@@ -222,7 +231,8 @@ def topic_attention(model, batches, pad=1):
         for layer in layers:
             del layer.self_attn.forward  # the class's forward again
     share = np.asarray(sums, dtype=np.float64) / max(tokens, 1)
-    return {"share": share.tolist(), "uniform": uniform / max(tokens, 1), "n_prefix": n, "tokens": tokens}
+    return {"share": share.tolist(), "uniform": uniform / max(tokens, 1), "n_prefix": n,
+            "tokens": tokens}
 
 
 def attention_main(args):

@@ -4,8 +4,9 @@ directory.
 For ``--cell t5`` checkpoints with no paper feature (presets ``t5_small``, ``t5_base``, imports of
 ``fairseq-sum-import-t5`` fine-tuned here). ``OUT_DIR`` is read by ``transformers`` alone, offline::
 
-    T5ForConditionalGeneration.from_pretrained(OUT_DIR)     config.json, generation_config.json, model.safetensors
-    AutoTokenizer.from_pretrained(OUT_DIR)                  tokenizer.json, tokenizer_config.json
+    T5ForConditionalGeneration.from_pretrained(OUT_DIR)   config.json, generation_config.json,
+                                                          model.safetensors
+    AutoTokenizer.from_pretrained(OUT_DIR)                tokenizer.json, tokenizer_config.json
 
 plus ``README.md`` (model card: data, updates, ROUGE of ``--scores``; a header with ``license``,
 ``language``, ``datasets``: ``--license``, ``--language``, ``--dataset`` or what the data records,
@@ -351,10 +352,12 @@ def read_spm_model(path):
         raise T5ExportError(f"{path}: not a sentencepiece model ({e})") from None
     if not pieces:
         raise T5ExportError(f"{path}: not a sentencepiece model (no pieces)")
-    return dict(pieces=pieces, model_type={1: "unigram", 2: "bpe", 3: "word", 4: "char"}.get(trainer.get(3, 1)),
+    return dict(pieces=pieces,
+                model_type={1: "unigram", 2: "bpe", 3: "word", 4: "char"}.get(trainer.get(3, 1)),
                 byte_fallback=bool(trainer.get(35, 0)), whitespace_suffix=bool(trainer.get(24, 0)),
                 charsmap=norm.get(2, b""), add_dummy_prefix=bool(norm.get(3, 1)),
-                remove_extra_whitespaces=bool(norm.get(4, 1)), escape_whitespaces=bool(norm.get(5, 1)))
+                remove_extra_whitespaces=bool(norm.get(4, 1)),
+                escape_whitespaces=bool(norm.get(5, 1)))
 
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -378,7 +381,8 @@ def check_pieces_in_dictionary(spm, dict_path, spm_path):
     from fairseq.data import Dictionary
 
     symbols = set(Dictionary.load(dict_path).symbols)
-    missing = [s for s, (_, kind) in spm["pieces"].items() if kind in (NORMAL, USER_DEFINED, BYTE) and s not in symbols]
+    missing = [s for s, (_, kind) in spm["pieces"].items()
+               if kind in (NORMAL, USER_DEFINED, BYTE) and s not in symbols]
     if missing:
         raise T5ExportError(
             f"{dict_path}: {len(missing)} pieces of {spm_path} are not in it "
@@ -433,7 +437,8 @@ def build_tokenizer(symbols, spm, special, spm_path="spm.model"):
     ``tokenizer_config.json`` sets ``split_special_tokens`` so that transformers does not pick the
     special ones out of the text (with ``tokenizers`` alone: ``tokenizer.encode_special_tokens =
     True``)."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers import (AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers,
+                            processors)
     from tokenizers.models import Unigram
 
     kept = {s: v for s, v in spm["pieces"].items() if v[1] in (NORMAL, USER_DEFINED, BYTE)}
@@ -448,7 +453,8 @@ def build_tokenizer(symbols, spm, special, spm_path="spm.model"):
     steps = [normalizers.Precompiled(spm["charsmap"])] if spm["charsmap"] else []
     # spaces only: sentencepiece leaves other whitespace to the charsmap
     if spm["remove_extra_whitespaces"]:
-        steps += [normalizers.Replace(Regex(r"\A +| +\z"), ""), normalizers.Replace(Regex(" {2,}"), " ")]
+        steps += [normalizers.Replace(Regex(r"\A +| +\z"), ""),
+                  normalizers.Replace(Regex(" {2,}"), " ")]
     if spm["escape_whitespaces"]:
         steps.append(normalizers.Replace(" ", "\u2581"))
     # Metaspace adds no prefix to text already starting with "▁"; sentencepiece does
@@ -457,11 +463,13 @@ def build_tokenizer(symbols, spm, special, spm_path="spm.model"):
     tok.normalizer = normalizers.Sequence(steps)
     pre = []
     if spm["add_dummy_prefix"]:
-        pre.append(pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=False))
+        pre.append(pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always",
+                                            split=False))
     user = sorted((s for s, (_, kind) in kept.items() if kind == USER_DEFINED), key=len,
                   reverse=True)
     if user:  # sentencepiece emits user-defined pieces (<sep>) whole wherever they occur
-        pre.append(pre_tokenizers.Split(Regex("|".join(re.escape(s) for s in user)), behavior="isolated"))
+        pre.append(pre_tokenizers.Split(Regex("|".join(re.escape(s) for s in user)),
+                                        behavior="isolated"))
     if pairs:  # a cut after `a` where `b` follows
         pattern = "|".join(f"{_oniguruma(a)}(?={_oniguruma(b)})" for a, b in pairs)
         pre.append(pre_tokenizers.Split(Regex(pattern), behavior="merged_with_previous"))
@@ -619,7 +627,8 @@ def model_card(name, ckpt, args, info, prepare, cfg, t5_vocab, scores, scores_pa
         f"{cfg['d_model']}, d_ff {cfg['d_ff']}, {cfg['num_heads']} heads of d_kv {cfg['d_kv']}, "
         f"vocabulary {cfg['vocab_size']}).", "",
         "## Training", "",
-        f"- updates: {info['updates']}" + (f" (epoch {info['epoch']})" if info.get("epoch") else ""),
+        f"- updates: {info['updates']}"
+        + (f" (epoch {info['epoch']})" if info.get("epoch") else ""),
         f"- data: prepared by `fairseq-sum-prepare` from {_source(options, datasets)}" if options
         else "- data: no preparation options recorded"
         + (" (T5's vocabulary, `fairseq-sum-import-t5`)" if t5_vocab else ""),
@@ -664,10 +673,11 @@ def model_card(name, ckpt, args, info, prepare, cfg, t5_vocab, scores, scores_pa
     lines += [
         "## Use", "",
         "```python", "from transformers import AutoTokenizer, T5ForConditionalGeneration",
-        "tok = AutoTokenizer.from_pretrained(PATH)", "model = "
-                                                     "T5ForConditionalGeneration.from_pretrained(PATH)",
+        "tok = AutoTokenizer.from_pretrained(PATH)",
+        "model = T5ForConditionalGeneration.from_pretrained(PATH)",
         "ids = tok([text], return_tensors='pt').input_ids",
-        "print(tok.batch_decode(model.generate(ids, num_beams=4), skip_special_tokens=True))", "```", "",
+        "print(tok.batch_decode(model.generate(ids, num_beams=4), skip_special_tokens=True))",
+        "```", "",
         f"Checked with transformers {' and '.join(TRANSFORMERS_TRIED)}. "
         "`pipeline(\"summarization\")` exists in transformers 4.x only (5.x removed it); the "
         "tokenizer and `generate` lines above work in both.", "",
@@ -764,8 +774,9 @@ def export(ckpt, out_dir, data=None, scores=None, force=False, license=None, lan
                       suppress_tokens=[pad], begin_suppress_tokens=[eos],
                       max_length=max_len + 1)  # the decoder start token + fairseq's tokens
     tokenizer.save(os.path.join(out_dir, "tokenizer.json"))
-    tokenizer_config = dict(tokenizer_class="PreTrainedTokenizerFast", eos_token="</s>", pad_token="<pad>",
-                            unk_token="<unk>", model_max_length=int(getattr(args, "max_source_positions", 512)),
+    tokenizer_config = dict(tokenizer_class="PreTrainedTokenizerFast", eos_token="</s>",
+                            pad_token="<pad>", unk_token="<unk>",
+                            model_max_length=int(getattr(args, "max_source_positions", 512)),
                             clean_up_tokenization_spaces=False,
                             model_input_names=["input_ids", "attention_mask"],
                             split_special_tokens=True)  # "</s>" in the text: pieces, as in fairseq
@@ -773,8 +784,9 @@ def export(ckpt, out_dir, data=None, scores=None, force=False, license=None, lan
         tokenizer_config["additional_special_tokens"] = extra
     for name, obj in (("config.json", cfg), ("generation_config.json", generation),
                       ("tokenizer_config.json", tokenizer_config),
-                      ("special_tokens_map.json", {k: v for k, v in tokenizer_config.items()
-                                                   if k.endswith("_token") or k == "additional_special_tokens"})):
+                      ("special_tokens_map.json",
+                       {k: v for k, v in tokenizer_config.items()
+                        if k.endswith("_token") or k == "additional_special_tokens"})):
         with open(os.path.join(out_dir, name), "w", encoding="utf-8") as f:
             json.dump(obj, f, indent=2, ensure_ascii=False)
             f.write("\n")

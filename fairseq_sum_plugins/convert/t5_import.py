@@ -83,9 +83,10 @@ _INT_KEYS = {"vocab_size": _REQUIRED, "d_model": _REQUIRED, "d_kv": _REQUIRED, "
              "num_layers": _REQUIRED, "num_heads": _REQUIRED, "num_decoder_layers": "num_layers",
              "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128}
 # keys refused unless absent or T5 v1.0's value (the T5 cell computes only that)
-_FIXED_KEYS = {"model_type": "t5", "feed_forward_proj": "relu", "is_gated_act": False, "dense_act_fn": "relu",
-               "layer_norm_epsilon": 1e-6, "is_encoder_decoder": True, "is_decoder": False, "pad_token_id": 0,
-               "decoder_start_token_id": 0, "eos_token_id": 1}
+_FIXED_KEYS = {"model_type": "t5", "feed_forward_proj": "relu", "is_gated_act": False,
+               "dense_act_fn": "relu", "layer_norm_epsilon": 1e-6, "is_encoder_decoder": True,
+               "is_decoder": False, "pad_token_id": 0, "decoder_start_token_id": 0,
+               "eos_token_id": 1}
 
 
 def _same(value, expected):
@@ -160,7 +161,8 @@ def output_head(cfg, weights):
     says."""
     tie, scale = cfg["tie_word_embeddings"], cfg["scale_decoder_outputs"]
     head, shared = weights.get("lm_head.weight"), weights.get("shared.weight")
-    untied = head is not None and shared is not None and not (head.shape == shared.shape and torch.equal(head, shared))
+    untied = (head is not None and shared is not None
+              and not (head.shape == shared.shape and torch.equal(head, shared)))
     if untied and tie is not False and scale is None:
         raise T5ImportError(f"{cfg['path']}: tie_word_embeddings true, no scale_decoder_outputs, "
                            "and the checkpoint's lm_head.weight differs from shared.weight: "
@@ -204,7 +206,8 @@ def weight_files(hf_dir):
                 raise T5ImportError(
                     f"{index}: not a shard index with a weight_map ({type(e).__name__}: {e})"
                 ) from None
-            if not all(isinstance(n, str) and n == os.path.basename(n) and n not in ("", ".", "..") for n in shards):
+            if not all(isinstance(n, str) and n == os.path.basename(n) and n not in ("", ".", "..")
+                       for n in shards):
                 raise T5ImportError(f"{index}: shard names must be file names inside {hf_dir}")
             return [os.path.join(hf_dir, n) for n in sorted(set(shards))], load
     raise T5ImportError(
@@ -307,26 +310,32 @@ def hf_to_fairseq_names(cfg, untied_head=False):
         for i in range(n_layers):
             hf, fs = f"{side}.block.{i}.layer.", f"{side}.layers.{i}."
             att = hf + "0.SelfAttention."
-            rows += [TensorMap(fs + "self_attn.in_proj.weight", (att + "q.weight", att + "k.weight", att + "v.weight"),
-                               (inner, d)),
+            rows += [TensorMap(fs + "self_attn.in_proj.weight",
+                               (att + "q.weight", att + "k.weight", att + "v.weight"), (inner, d)),
                      TensorMap(fs + "self_attn.out_proj.weight", (att + "o.weight",), (d, inner)),
-                     TensorMap(fs + "self_attn_sublayer.layer_norm.weight", (hf + "0.layer_norm.weight",), (d,))]
+                     TensorMap(fs + "self_attn_sublayer.layer_norm.weight",
+                               (hf + "0.layer_norm.weight",), (d,))]
             ff_block = 1
             if side == "decoder":
                 att = hf + "1.EncDecAttention."
-                rows += [TensorMap(fs + "cross_attn.q_proj.weight", (att + "q.weight",), (inner, d)),
-                         TensorMap(fs + "cross_attn.kv_proj.weight", (att + "k.weight", att + "v.weight"), (inner, d)),
-                         TensorMap(fs + "cross_attn.out_proj.weight", (att + "o.weight",), (d, inner)),
-                         TensorMap(fs + "cross_attn_sublayer.layer_norm.weight", (hf + "1.layer_norm.weight",), (d,))]
+                rows += [
+                    TensorMap(fs + "cross_attn.q_proj.weight", (att + "q.weight",), (inner, d)),
+                    TensorMap(fs + "cross_attn.kv_proj.weight",
+                              (att + "k.weight", att + "v.weight"), (inner, d)),
+                    TensorMap(fs + "cross_attn.out_proj.weight", (att + "o.weight",), (d, inner)),
+                    TensorMap(fs + "cross_attn_sublayer.layer_norm.weight",
+                              (hf + "1.layer_norm.weight",), (d,))]
                 ff_block = 2
             dense = f"{hf}{ff_block}.DenseReluDense."
             rows += [TensorMap(fs + "ffn.fc1.weight", (dense + "wi.weight",), (ff, d)),
                      TensorMap(fs + "ffn.fc2.weight", (dense + "wo.weight",), (d, ff)),
-                     TensorMap(fs + "ffn_sublayer.layer_norm.weight", (f"{hf}{ff_block}.layer_norm.weight",), (d,))]
-        rows += [TensorMap(f"{side}.relative_position.relative_attention_bias.weight",
-                           (f"{side}.block.0.layer.0.SelfAttention.relative_attention_bias.weight",),
-                           (buckets, heads)),
-                 TensorMap(f"{side}.layer_norm.weight", (f"{side}.final_layer_norm.weight",), (d,))]
+                     TensorMap(fs + "ffn_sublayer.layer_norm.weight",
+                               (f"{hf}{ff_block}.layer_norm.weight",), (d,))]
+        rows += [
+            TensorMap(f"{side}.relative_position.relative_attention_bias.weight",
+                      (f"{side}.block.0.layer.0.SelfAttention.relative_attention_bias.weight",),
+                      (buckets, heads)),
+            TensorMap(f"{side}.layer_norm.weight", (f"{side}.final_layer_norm.weight",), (d,))]
     return rows
 
 
@@ -375,7 +384,8 @@ def arch_flags(cfg, untied_head=False, scaled=True):
     """``--arch`` and the model flags of the import (dims, ``--t5-d-kv``, the output head)."""
     dims = (cfg["d_model"], cfg["d_ff"], cfg["num_layers"], cfg["num_decoder_layers"],
             cfg["num_heads"])
-    arch = {(512, 2048, 6, 6, 8): "t5_small", (768, 3072, 12, 12, 12): "t5_base"}.get(dims, "t5_small")
+    arch = {(512, 2048, 6, 6, 8): "t5_small",
+            (768, 3072, 12, 12, 12): "t5_base"}.get(dims, "t5_small")
     drop = str(cfg["dropout_rate"])
     return [
         "--arch", arch, "--encoder-embed-dim",
@@ -415,7 +425,8 @@ def write_dictionary(out_dir, symbols):
 
 def write_prepare_args(out_dir):
     info = dict(tokenizer={}, bpe=dict(bpe="sentencepiece", sentencepiece_model="spm.model"),
-                interactive_args="--bpe sentencepiece --sentencepiece-model " + os.path.join(out_dir, "spm.model"),
+                interactive_args="--bpe sentencepiece --sentencepiece-model "
+                + os.path.join(out_dir, "spm.model"),
                 imported_from="t5")
     with open(os.path.join(out_dir, "prepare_args.json"), "w", encoding="utf-8") as f:
         json.dump(info, f, indent=2)
@@ -459,9 +470,11 @@ def import_t5(hf_dir, out_dir, force=False):
     args.src_dict_sha256 = args.tgt_dict_sha256 = checksum
     torch.save({
         "args": args, "model": state, "last_optimizer_state": None,
-        "optimizer_history": [{"criterion_name": "CrossEntropyCriterion", "optimizer_name": "FairseqAdam",
+        "optimizer_history": [{"criterion_name": "CrossEntropyCriterion",
+                               "optimizer_name": "FairseqAdam",
                                "lr_scheduler_state": {"best": None}, "num_updates": 0}],
-        "extra_state": {"epoch": 1, "train_iterator": {"epoch": 1, "iterations_in_epoch": 0}, "val_loss": None},
+        "extra_state": {"epoch": 1, "train_iterator": {"epoch": 1, "iterations_in_epoch": 0},
+                        "val_loss": None},
     }, os.path.join(out_dir, "model.pt"))
     return args, flags
 

@@ -115,8 +115,8 @@ def feature_flags():
 
 @register_criterion(NAME, dataclass=criterion_config())
 class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
-    def __init__(self, task, sentence_avg, label_smoothing, ignore_prefix_size=0, report_accuracy=False,
-                 aux_weights="", **flags):
+    def __init__(self, task, sentence_avg, label_smoothing, ignore_prefix_size=0,
+                 report_accuracy=False, aux_weights="", **flags):
         """``flags``: the registered losses' ``{name}_weight`` / ``{name}_norm`` (defaults:
         registered)."""
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
@@ -125,7 +125,8 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
             raise TypeError(f"summarization_loss: unknown arguments {unknown} (the losses' flags "
                             f"are {feature_flags()})")
         self.aux_weights = parse_aux_weights(
-            {n: flags.get(loss.weight_flag, loss.weight) for n, loss in AUX_LOSSES.items()}, aux_weights)
+            {n: flags.get(loss.weight_flag, loss.weight) for n, loss in AUX_LOSSES.items()},
+            aux_weights)
         self.norms = {}  # loss name -> its normalisation
         for name, loss in AUX_LOSSES.items():
             if loss.norms:

@@ -75,7 +75,8 @@ class TransformerCopy(nn.Module):
     reads the decoder's output state and the embedding of its input token::
 
         z_t = sigma(w^T [h_t; e(y_{t-1})] + b)
-        P(w) = z_t softmax(E h_t)_w + (1 - z_t) sum_{i: x_i = w} gamma_ti      (See et al., PG eq. 9)
+        P(w) = z_t softmax(E h_t)_w + (1 - z_t) sum_{i: x_i = w} gamma_ti
+                                                               (See et al., PG eq. 9)
 
     The dictionary is joined (sentencepiece pieces, no out-of-vocabulary word), so the copy adds to
     the source token's own entry. ``forward`` returns ``log P`` floored at ``log 1e-10``, as
@@ -111,7 +112,8 @@ def _copy_defaults(args, on=False):
 
 def _copy_refuse(args, backbone):
     if backbone == "bart" and getattr(args, "pointer_generator", False):
-        return "--pointer-generator: the copy mechanism is a feature of sum_transformer's cells, not of bart_sum"
+        return ("--pointer-generator: the copy mechanism is a feature of sum_transformer's cells, "
+                "not of bart_sum")
     return None
 
 

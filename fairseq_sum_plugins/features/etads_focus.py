@@ -34,7 +34,8 @@ Numerical safety (the only deviations from ETADS eq. 6-7):
 import torch
 import torch.nn as nn
 
-from ..modules.features import layers_feature, parse_layers  # noqa: F401  (parse_layers: its old home)
+# parse_layers: re-exported here, its old home
+from ..modules.features import layers_feature, parse_layers  # noqa: F401
 
 SIGMA_MIN = 0.1
 F_MAX = 1e4
@@ -86,7 +87,8 @@ class FocusBias(nn.Module):
         if padding_mask is None:
             g = q.mean(dim=1)
         else:
-            g = q.masked_fill(padding_mask.unsqueeze(-1), 0.0).sum(dim=1) / m.to(q.dtype).unsqueeze(-1)
+            g = (q.masked_fill(padding_mask.unsqueeze(-1), 0.0).sum(dim=1)
+                 / m.to(q.dtype).unsqueeze(-1))
         h = torch.tanh(self.w_p(q) + self.w_g(g).unsqueeze(1))  # (B, T, d_m)
         # (B, H, T) each: U_c^T h, U_d^T h
         mu, sigma = self.u(h).float().transpose(1, 2).chunk(2, dim=1)

@@ -41,9 +41,8 @@ A hard threshold on float32 gates decides by the last bit: the same document's g
 batch and alone differ by rounding (~1e-7, on either padding side: other blockings of the same
 sums), so a gate within that of ``t`` can be kept in one batch and removed in the other, and the
 decoder then sees one position more or less. A threshold set *equal to* one of the batch's own
-gates (e.g. "the median gate") hits this every time; measured on the AVX2 kernel path it moved a
-document's log-probs by up to 1.6, on either padding side and for either gated arch. Set ``t``
-between gates (as tests/test_model_contract.py does): then batched and alone agree to rounding.
+gates (e.g. "the median gate") hits this every time. Set ``t`` between gates (as
+tests/test_model_contract.py does): then batched and alone agree to rounding.
 
 **Gate warm-up** (``--gate-warmup-updates N``, off by default; not in the paper): for the first
 ``N`` training updates every gate is held at 1 (plain attention) and the gate layer gets no gradient
@@ -61,7 +60,8 @@ mode (validation, generation) always uses the gates themselves.
 IS eq. 7-9, ``--gate-l1-norm``::
 
     token (default)  L = CE / target token + lambda * (sum_i g_i) / source token
-    document         L = (1/|D|) sum_docs [ sum_t CE_t + lambda * sum_i g_i ]      (IS eq. 7-9 as written)
+    document         L = (1/|D|) sum_docs [ sum_t CE_t + lambda * sum_i g_i ]
+                     (IS eq. 7-9 as written)
 
 ``document`` sums the gate loss over the batch's source tokens (``gate_counts``); with per-head
 gates, ``g_i`` is token ``i``'s gate averaged over the heads.
@@ -94,8 +94,8 @@ def add_gate_args(parser, switch=True):
     # fmt: off
     if switch:
         parser.add_argument("--gate", "--info-gate", dest="gate", type=bool_flag, metavar="BOOL",
-                            help="information selection: encoder gate + gated cross-attention (IS "
-                                 "eq. 3, 6)")
+                            help="information selection: encoder gate + gated cross-attention "
+                                 "(IS eq. 3, 6)")
     parser.add_argument("--gate-per-head", type=bool_flag, metavar="BOOL",
                         help="one gate per cross-attention head (paper Table 2 'different gates') "
                              "instead of one gate shared by all heads")
@@ -210,7 +210,8 @@ class InformationGate(nn.Module):
         open_ = open_.scatter(1, best, True)
         kept = open_.any(-1)  # (B, S): open in at least one head
         counts = torch.stack([(real & ~kept).sum(1), real.sum(1)], dim=1)
-        out = dict(h=h, padding_mask=padding_mask, gates=g, bias=None, index=None, counts=counts, l1=l1)
+        out = dict(h=h, padding_mask=padding_mask, gates=g, bias=None, index=None, counts=counts,
+                   l1=l1)
         if self.training:
             # --gate-warmup-updates: gates held open, no gate loss (zero gradients)
             if self.in_warmup():
@@ -224,7 +225,8 @@ class InformationGate(nn.Module):
         if self.num_gates > 1 and bool((kept.unsqueeze(-1) & ~open_).any()):
             # kept position, closed in this head: mask it there
             closed = kept.unsqueeze(-1) & ~open_
-            out["bias"] = torch.zeros_like(g).masked_fill(closed, float("-inf")).transpose(1, 2).unsqueeze(2)
+            out["bias"] = (torch.zeros_like(g).masked_fill(closed, float("-inf"))
+                           .transpose(1, 2).unsqueeze(2))
         drop = real & ~kept
         if bool(drop.any()):
             if self.prune:
@@ -242,11 +244,11 @@ def prune(h, g, bias, kept):
     order = torch.argsort((~kept).to(torch.uint8), dim=1, stable=True)[:, :length]  # (B, S')
     pad = torch.arange(length, device=h.device).unsqueeze(0) >= n.unsqueeze(1)
     h = h.gather(1, order.unsqueeze(-1).expand(-1, -1, h.size(-1)))
-    g = g.gather(1,
-                 order.unsqueeze(-1).expand(-1, -1,
-                                            g.size(-1))).masked_fill(pad.unsqueeze(-1), 0.0)
+    g = (g.gather(1, order.unsqueeze(-1).expand(-1, -1, g.size(-1)))
+         .masked_fill(pad.unsqueeze(-1), 0.0))
     if bias is not None:
-        bias = bias.gather(3, order[:, None, None, :].expand(-1, bias.size(1), 1, -1)).masked_fill(pad[:, None, None, :], 0.0)
+        bias = (bias.gather(3, order[:, None, None, :].expand(-1, bias.size(1), 1, -1))
+                .masked_fill(pad[:, None, None, :], 0.0))
     return dict(h=h, gates=g, bias=bias, padding_mask=pad, index=order.masked_fill(pad, 0))
 
 
@@ -313,7 +315,8 @@ register_feature(
                 cross_inputs=_cross_inputs, decoder_outputs=_decoder_outputs,
                 on=lambda args: flags_set(args, "gate")))
 register_aux_loss(AuxLoss(
-    "gate_l1", 0.1, "weight of the gate L1 loss (IS eq. 9)", norms=("token", "document"), units=_source_tokens,
+    "gate_l1", 0.1, "weight of the gate L1 loss (IS eq. 9)", norms=("token", "document"),
+    units=_source_tokens,
     norm_help="gate loss reading (features/information_selection.py): 'token': CE per target "
               "token + lambda x mean gate per source token; 'document': IS eq. 7-9 as written, "
               "summary NLL summed + lambda x sum of the document's gates, averaged over documents"))

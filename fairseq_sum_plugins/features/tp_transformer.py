@@ -66,7 +66,8 @@ class DiscreteBinding(torch.autograd.Function):
         grad_scores = torch._softmax_backward_data(grad_attn, attn, -1, attn.dtype)
         grad_scores = grad_scores.view(x.shape[0], -1).to(weight.dtype)  # (N, H*N_r)
         grad_x.addmm_(grad_scores.to(grad_x.dtype), weight.to(grad_x.dtype))  # ... + through F W_r
-        return grad_x, grad_scores.t() @ x.to(weight.dtype), grad_scores.sum(0), grad_unit.to(unit.dtype)
+        return (grad_x, grad_scores.t() @ x.to(weight.dtype), grad_scores.sum(0),
+                grad_unit.to(unit.dtype))
 
 
 _BINDINGS = weakref.WeakKeyDictionary()
@@ -211,7 +212,8 @@ class TPRBinding(nn.Module):
     def extra_repr(self):
         if self.mode == "continuous":
             return "mode=continuous"
-        return f"mode=discrete, heads={self.num_heads}, roles={self.num_roles}, role_dim={self.role_dim}"
+        return (f"mode=discrete, heads={self.num_heads}, roles={self.num_roles}, "
+                f"role_dim={self.role_dim}")
 
 
 class NoBinding(nn.Identity):

@@ -56,7 +56,8 @@ from fairseq.models import register_model, register_model_architecture
 from fairseq.models.bart.model import BARTModel, bart_base_architecture, bart_large_architecture
 from fairseq.models.transformer import TransformerConfig, TransformerDecoder, TransformerEncoder
 from fairseq.modules import MultiheadAttention
-from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
+from fairseq.modules.transformer_layer import (TransformerDecoderLayerBase,
+                                               TransformerEncoderLayerBase)
 
 from fairseq import utils
 
@@ -230,14 +231,16 @@ class FeatureAttention(MultiheadAttention):
     def apply_sparse_mask(self, attn_weights, tgt_len: int, src_len: int, bsz: int):
         bias = self.inputs.get("score_bias", None) if self.encoder_decoder_attention else None
         if bias is not None:  # (B, G, 1, S) -> (B * H, 1, S)
-            bias = bias.expand(bsz, self.num_heads, 1, src_len).reshape(bsz * self.num_heads, 1, src_len)
+            bias = (bias.expand(bsz, self.num_heads, 1, src_len)
+                    .reshape(bsz * self.num_heads, 1, src_len))
             attn_weights = attn_weights + bias.type_as(attn_weights)
         return attn_weights
 
     def host(self, modules):
         """The site's feature modules (the layer's, or with heads this module's own children)."""
         self.attention_features = list(modules)
-        if any(hasattr(m, "score_bias") or hasattr(m, "prob_gate") for m in self.attention_features):
+        if any(hasattr(m, "score_bias") or hasattr(m, "prob_gate")
+               for m in self.attention_features):
             # fairseq's fused path has no place for them: its explicit path
             self.skip_embed_dim_check = True
         return self
@@ -245,7 +248,8 @@ class FeatureAttention(MultiheadAttention):
     def site_inputs(self, key_padding_mask, incremental_state):
         """This forward's inputs of the site (:func:`..modules.features.layer_inputs`), from the
         batch inputs."""
-        extra = {n: self.inputs.get(n, None) for n in site_input_names(self.site_name) if n not in SITE_INPUTS}
+        extra = {n: self.inputs.get(n, None)
+                 for n in site_input_names(self.site_name) if n not in SITE_INPUTS}
         return layer_inputs(self.site_name, key_padding_mask, incremental_state, **extra)
 
     def forward(self, query, key, value, key_padding_mask=None, incremental_state=None,
@@ -263,7 +267,8 @@ class FeatureAttention(MultiheadAttention):
         if not before_softmax and any(hasattr(m, "head") for m in self.attention_features):
             kv = (key if self.encoder_decoder_attention else query).transpose(0, 1)
             inputs = self.site_inputs(key_padding_mask, incremental_state)
-            out = add_heads(self.attention_features, out.transpose(0, 1), query.transpose(0, 1), kv, inputs).transpose(0, 1)
+            out = add_heads(self.attention_features, out.transpose(0, 1), query.transpose(0, 1), kv,
+                            inputs).transpose(0, 1)
         return out, weights
 
     def _site_forward(self, query, key, value, key_padding_mask, incremental_state, need_weights,
@@ -283,11 +288,13 @@ class FeatureAttention(MultiheadAttention):
         if saved.get("prev_key") is not None:
             k = saved["prev_key"].view(bsz, heads, src_len, self.head_dim)
         else:
-            k = self.k_proj(query if key is None else key).view(src_len, bsz, heads, self.head_dim).permute(1, 2, 0, 3)
-        bias_fn, gate_fn = score_bias_fn(self.attention_features,
-                                         inputs), prob_gate_fn(self.attention_features, inputs)
+            k = (self.k_proj(query if key is None else key)
+                 .view(src_len, bsz, heads, self.head_dim).permute(1, 2, 0, 3))
+        bias_fn, gate_fn = (score_bias_fn(self.attention_features, inputs),
+                            prob_gate_fn(self.attention_features, inputs))
         if bias_fn is not None:
-            logits = (logits.view(bsz, heads, tgt_len, src_len) + bias_fn(q, k).to(logits.dtype)).flatten(0, 1)
+            logits = (logits.view(bsz, heads, tgt_len, src_len)
+                      + bias_fn(q, k).to(logits.dtype)).flatten(0, 1)
         probs_float = utils.softmax(logits, dim=-1)
         probs = self.dropout_module(probs_float.type_as(logits))
         if gate_fn is not None:
@@ -328,9 +335,11 @@ class SumBARTEncoderLayer(TransformerEncoderLayerBase):
         dims = bart_site_dims(cfg, "encoder", self.index)
         site = attach(self, self.features, "encoder_self", "attention", dims)
         attn = FeatureAttention(
-            embed_dim, cfg.encoder.attention_heads, dropout=cfg.attention_dropout, self_attention=True,
+            embed_dim, cfg.encoder.attention_heads, dropout=cfg.attention_dropout,
+            self_attention=True,
             q_noise=self.quant_noise, qn_block_size=self.quant_noise_block_size,
-            xformers_att_config=cfg.encoder.xformers_att_config, inputs=self.inputs, site_name="encoder_self",
+            xformers_att_config=cfg.encoder.xformers_att_config,
+            inputs=self.inputs, site_name="encoder_self",
         )
         return attn.host(site + attach(attn, self.features, "encoder_self", "head", dims))
 
@@ -362,9 +371,11 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
         dims = bart_site_dims(cfg, "decoder", self.index)
         site = attach(self, self.features, "decoder_self", "attention", dims)
         attn = FeatureAttention(
-            embed_dim, cfg.decoder.attention_heads, dropout=cfg.attention_dropout, add_bias_kv=add_bias_kv,
-            add_zero_attn=add_zero_attn, self_attention=not cfg.cross_self_attention, q_noise=self.quant_noise,
-            qn_block_size=self.quant_noise_block_size, xformers_att_config=cfg.decoder.xformers_att_config,
+            embed_dim, cfg.decoder.attention_heads, dropout=cfg.attention_dropout,
+            add_bias_kv=add_bias_kv, add_zero_attn=add_zero_attn,
+            self_attention=not cfg.cross_self_attention,
+            q_noise=self.quant_noise, qn_block_size=self.quant_noise_block_size,
+            xformers_att_config=cfg.decoder.xformers_att_config,
             inputs=self.inputs, site_name="decoder_self",
         )
         return attn.host(site + attach(attn, self.features, "decoder_self", "head", dims))
@@ -373,9 +384,11 @@ class SumBARTDecoderLayer(TransformerDecoderLayerBase):
         f, dims = self.features, bart_site_dims(cfg, "decoder", self.index)
         site = attach(self, f, "decoder_cross", "attention", dims)
         attn = FeatureAttention(
-            embed_dim, cfg.decoder.attention_heads, kdim=cfg.encoder.embed_dim, vdim=cfg.encoder.embed_dim,
-            dropout=cfg.attention_dropout, encoder_decoder_attention=True, q_noise=self.quant_noise,
-            qn_block_size=self.quant_noise_block_size, xformers_att_config=cfg.encoder.xformers_att_config,
+            embed_dim, cfg.decoder.attention_heads,
+            kdim=cfg.encoder.embed_dim, vdim=cfg.encoder.embed_dim,
+            dropout=cfg.attention_dropout, encoder_decoder_attention=True,
+            q_noise=self.quant_noise, qn_block_size=self.quant_noise_block_size,
+            xformers_att_config=cfg.encoder.xformers_att_config,
             inputs=self.inputs, site_name="decoder_cross",
         )
         return attn.host(site + attach(attn, f, "decoder_cross", "head", dims))
@@ -460,8 +473,8 @@ class SumBARTDecoder(TransformerDecoder):
         inputs.update(cross_attention_values(view))
         # e.g. TEMA's prefix and mask, SIA's probabilities, DRM's theta
         incremental = incremental_state is not None
-        call = decoder_call(self.model_features, prev_output_tokens, 1 if incremental else prev_output_tokens.size(1),
-                            view, incremental)
+        call = decoder_call(self.model_features, prev_output_tokens,
+                            1 if incremental else prev_output_tokens.size(1), view, incremental)
         inputs.update(**call.site_inputs("decoder_self"), **call.site_inputs("decoder_cross"),
                       self_mask=call.self_mask)
         if call.n_prefix:  # e.g. TEMA (TA eq. 8), embedded like the tokens (without a position)

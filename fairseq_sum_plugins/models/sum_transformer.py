@@ -7,9 +7,12 @@ Each paper is a named preset (``--arch``) over the same code path, so features a
     tp_transformer_continuous_base  TPT-c: continuous roles (Schlag et al., 2019)
     transformer_gated_base          information selection: encoder gate + gated cross-attention
     tp_transformer_gated_base       information selection composed with TPT-d
-    etads_base                      ETADS: focus attention (encoder), saliency selection (cross-attn), post-LN
-    etads_baseline                  ETADS paper's "Basic model": the same 4+4 post-LN cell without them
-    transformer_ta_base             Topic Assistant: SIA + TEMA + DRM (features/topic_assistant/layers.py) on the T5-style cell
+    etads_base                      ETADS: focus attention (encoder), saliency selection
+                                    (cross-attn), post-LN
+    etads_baseline                  ETADS paper's "Basic model": the same 4+4 post-LN cell
+                                    without them
+    transformer_ta_base             Topic Assistant: SIA + TEMA + DRM
+                                    (features/topic_assistant/layers.py) on the T5-style cell
 
 The cell (TP-Transformer §2.2-2.3, TPT eq. 3 and 6-9), pre-LN by default::
 
@@ -24,20 +27,20 @@ the feed-forward layer un-normalized; we follow the T5 cell the paper builds on 
 2020), whose residual carries the un-normalized stream ``X`` and whose sublayers (feed-forward
 included) read ``LN(X)``. With ``--pointer-generator True`` (any preset, either cell) the output is
 See et al.'s copy mixture ``z_t softmax(E^T h_t) + (1 - z_t) P_copy`` over the last layer's
-head-averaged cross-attention (features/copy_mechanism.py, as fairseq's examples/pointer_generator);
-small models trained briefly from scratch read their documents with it and not without
-(results/xsum-read/). ``TPR`` is the identity when ``--tpr none``. With the default cell, positions
-are fairseq's sinusoidal embeddings and the norms are LayerNorm with bias. Every parameter takes
-part in every forward pass.
+head-averaged cross-attention (features/copy_mechanism.py, as fairseq's
+examples/pointer_generator; source gain with and without it: results/xsum-read/results.md).
+``TPR`` is the identity when ``--tpr none``. With the default cell, positions are fairseq's
+sinusoidal embeddings and the norms are LayerNorm with bias. Every parameter takes part in every
+forward pass.
 
 The T5 cell (``--cell t5``; presets ``t5_small``, ``t5_base``, ``t5_*_gated`` and the App. B
 ``*_t5_small`` below) is T5 v1.0 exactly (Raffel et al., 2020; HF ``modeling_t5.py``)::
 
-    X_0           = dropout(E[x])                              no absolute positions, no sqrt(d) scale
-    Self(X)       = X + dropout(W_o Attn(RMS(X)))              Attn logits: Q K^T + B_rel (no 1/sqrt(d_k))
+    X_0           = dropout(E[x])                    no absolute positions, no sqrt(d) scale
+    Self(X)       = X + dropout(W_o Attn(RMS(X)))    Attn logits: Q K^T + B_rel (no 1/sqrt(d_k))
     FF(X)         = X + dropout(W_out dropout(ReLU(W_in RMS(X))))   no biases anywhere
-    H             = dropout(RMS(X_L))                           (both stacks)
-    p(y_i)        = softmax(E (d_m^-1/2 h_i))                   tied output scaled by d_m^-1/2
+    H             = dropout(RMS(X_L))                (both stacks)
+    p(y_i)        = softmax(E (d_m^-1/2 h_i))        tied output scaled by d_m^-1/2
 
 Q, K, V are ``H * d_kv`` wide: ``d_m`` by default, ``--t5-d-kv`` otherwise (t5-3b: 32 heads of 128,
 t5-11b: 128 heads of 128, at ``d_m`` 1024); ``W_o`` maps them back to ``d_m``. The output may be an
@@ -176,7 +179,8 @@ def t5_positions(length, end, device):
 def site_dims(args, side, layer_idx):
     """:class:`~..modules.features.SiteDims` of layer ``layer_idx`` of the ``side`` stack."""
     d, heads = getattr(args, f"{side}_embed_dim"), getattr(args, f"{side}_attention_heads")
-    return SiteDims(layer_idx, getattr(args, f"{side}_layers"), d, attention_dim(args, d, heads), heads)
+    return SiteDims(layer_idx, getattr(args, f"{side}_layers"), d, attention_dim(args, d, heads),
+                    heads)
 
 
 class FeedForward(Drops, nn.Module):
@@ -315,7 +319,8 @@ class DecoderLayer(nn.Module):
 
         def cross_attend(h):
             out, attn = self.cross_attn(
-                h, enc, key_padding_mask=enc_padding_mask, incremental_state=incremental_state, need_weights=need_attn,
+                h, enc, key_padding_mask=enc_padding_mask, incremental_state=incremental_state,
+                need_weights=need_attn,
                 attn_bias=cross_bias, kv_scale=cross_inputs["kv_scale"],  # e.g. IS eq. 6
                 attn_bias_fn=score_bias_fn(self.cross_attention_features, cross_inputs),
                 prob_gate_fn=prob_gate_fn(self.cross_attention_features, cross_inputs),
@@ -417,7 +422,8 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         self.relative_position = self.cross_position = None
         # T5 cell: causal table for self-attention; TPT's cross-attention table (App. B)
         if self.t5:
-            heads, buckets, dist = args.decoder_attention_heads, args.t5_relative_buckets, args.t5_relative_max_distance
+            heads, buckets, dist = (args.decoder_attention_heads, args.t5_relative_buckets,
+                                    args.t5_relative_max_distance)
             self.relative_position = RelativePositionBias(heads, buckets, dist, False, d)
             if args.t5_cross_position_bias:
                 self.cross_position = RelativePositionBias(heads, buckets, dist, False, d)
@@ -440,7 +446,8 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         dims = SiteDims(0, 1, d, d, args.decoder_attention_heads)
         self.output_features = attach(self, args, DECODER_OUT, "output", dims)
 
-    def forward(self, prev_output_tokens, encoder_out, incremental_state=None, features_only=False, **kwargs):
+    def forward(self, prev_output_tokens, encoder_out, incremental_state=None, features_only=False,
+                **kwargs):
         x, extra = self.extract_features(prev_output_tokens, encoder_out, incremental_state)
         if features_only:
             return x, extra
@@ -463,7 +470,8 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
             x = self.embed_tokens(tokens)
         else:
             positions = self.embed_positions(all_prev_tokens, incremental_state=incremental_state)
-            x = self.embed_scale * self.embed_tokens(prev_output_tokens) + positions[:, -prev_output_tokens.size(1):]
+            x = (self.embed_scale * self.embed_tokens(prev_output_tokens)
+                 + positions[:, -prev_output_tokens.size(1):])
         x = self.drop(x, self.dropout)
         view = EncoderOut.of(encoder_out)
         enc, enc_mask = view.enc, view.padding_mask
@@ -472,7 +480,8 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         attn = None
         cross_values = cross_attention_values(view)  # e.g. IS eq. 6: {} without --gate
         # e.g. the Topic Assistant: TEMA's prefix and mask, SIA's probabilities, DRM's theta
-        call = decoder_call(self.model_features, all_prev_tokens, x.size(1), view, incremental_state is not None)
+        call = decoder_call(self.model_features, all_prev_tokens, x.size(1), view,
+                            incremental_state is not None)
         n_prefix = call.n_prefix
         if n_prefix:  # the prefix before the new positions (TEMA: the topic embeddings, TA eq. 8)
             prefix = self.embed_scale * call.prefix(self.embed_tokens.weight)
@@ -482,7 +491,8 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         with stack_context(self.layers):  # e.g. TPT eq. 4 for every sublayer at once
             for i, layer in enumerate(self.layers):
                 last = i == len(self.layers) - 1
-                x, layer_attn = layer(x, enc, enc_mask, incremental_state, cross_values=cross_values, call=call,
+                x, layer_attn = layer(x, enc, enc_mask, incremental_state,
+                                      cross_values=cross_values, call=call,
                                       need_attn=last and need_attn, position_bias=position_bias)
                 if last:
                     attn = view.restore_attention(layer_attn)  # kept rows -> source positions
@@ -504,7 +514,8 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         n_prefix = prefix_length(self.model_features)
         total = n_prefix + all_prev_tokens.size(1)
         q_pos = t5_positions(x.size(1), total, x.device)
-        bias = {"self": self.relative_position(q_pos, torch.arange(total, device=x.device)), "cross": None}
+        bias = {"self": self.relative_position(q_pos, torch.arange(total, device=x.device)),
+                "cross": None}
         if self.cross_position is not None:
             k_pos = view.src_tokens.ne(self.padding_idx).long().cumsum(1) - 1
             if view.kept_index is not None:  # a feature removed positions (e.g. IS Algorithm 1)
@@ -567,8 +578,8 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         parser.add_argument("--max-source-positions", type=int, metavar="N")
         parser.add_argument("--max-target-positions", type=int, metavar="N")
         add_checkpoint_args(parser)  # fairseq's --checkpoint-activations, --offload-activations
-        # the features (modules/features.py): information selection --gate*, TP-Transformer --tpr*, ETADS
-        # --focus/--saliency-layers
+        # the features (modules/features.py): information selection --gate*, TP-Transformer
+        # --tpr*, ETADS --focus/--saliency-layers
         add_feature_args(parser)
         parser.add_argument("--compile", type=bool_flag, metavar="BOOL",
                             help="torch.compile each layer, dynamic lengths (modules/compiled.py)")
@@ -617,7 +628,8 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         (:func:`fairseq_sum_plugins.data_folder.hub_text_kwargs`).
         """
         kwargs = hub_text_kwargs(model_name_or_path, data_name_or_path, kwargs)
-        return super().from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
+        return super().from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path,
+                                       **kwargs)
 
     def upgrade_state_dict_named(self, state_dict, name):
         """A checkpoint of ``fairseq-sum-import-t5`` (marked) lacks this model's paper parameters
@@ -670,7 +682,8 @@ def base_architecture(args):
     args.max_source_positions = getattr(args, "max_source_positions", DEFAULT_MAX_POSITIONS)
     args.max_target_positions = getattr(args, "max_target_positions", DEFAULT_MAX_POSITIONS)
     args.offload_activations = getattr(args, "offload_activations", False)
-    args.checkpoint_activations = getattr(args, "checkpoint_activations", False) or args.offload_activations
+    args.checkpoint_activations = (getattr(args, "checkpoint_activations", False)
+                                   or args.offload_activations)
     args.dropout_mask = getattr(args, "dropout_mask", None) or "bernoulli"
     args.cell = getattr(args, "cell", "default")
     args.t5_relative_buckets = getattr(args, "t5_relative_buckets", 32)
@@ -690,7 +703,8 @@ def base_architecture(args):
     feature_defaults(args, args.cell)
 
 
-# --- TP-Transformer presets (paper §3.2 / App. B: 6 layers, 8 heads, d_k 64, d_m 512, d_f 2048) ---
+# --- TP-Transformer presets (paper §3.2 / App. B: 6 layers, 8 heads, d_k 64, d_m 512,
+# d_f 2048) ---
 
 
 @register_model_architecture("sum_transformer", "t5_transformer_base")
@@ -726,9 +740,8 @@ def _dims(args, embed_dim, ffn_dim, layers, heads):
 def _small(args):
     """CPU-sized dims for the quickstart and tests: 3+3 layers, d_m 256, 4 heads, d_f 1024.
 
-    Trained briefly from scratch on a CPU, these models read their documents only with
-    ``--pointer-generator True`` (the source-gain curves with and without it: results/xsum-read/);
-    the quickstart and ``recipes/compare.sh`` (``COPY=1``) use it."""
+    The quickstart and ``recipes/compare.sh`` (``COPY=1``) run them with ``--pointer-generator
+    True`` (source gain with and without it: results/xsum-read/results.md)."""
     _dims(args, 256, 1024, 3, 4)
 
 
@@ -859,8 +872,8 @@ def etads_baseline(args):
 
 
 # --- Information selection presets (Ishimwe & Grave: gate layer between encoder and decoder,
-# gated cross-attention in every decoder layer; the paper's T5-base shape scaled to this transformer:
-# 6+6 layers, d_m 512, 8 heads, d_f 2048, pre-LN, tied embeddings) ---
+# gated cross-attention in every decoder layer; the paper's T5-base shape scaled to this
+# transformer: 6+6 layers, d_m 512, 8 heads, d_f 2048, pre-LN, tied embeddings) ---
 
 
 @register_model_architecture("sum_transformer", "transformer_gated_base")

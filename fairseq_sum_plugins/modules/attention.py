@@ -55,8 +55,8 @@ class InputBuffer:
 class MultiheadAttention(Drops, InputBuffer, nn.Module):
     """Self-attention (fused QKV projection) or encoder-decoder attention (fused KV projection)."""
 
-    # one-query steps through _one_query_attention instead of SDPA: off, measured slower (beam 4,
-    # t5_small, CPU: 0.81x of SDPA's generation speed; benchmarks/README.md)
+    # one-query steps through _one_query_attention instead of SDPA: off, slower than SDPA in
+    # generation (measured in benchmarks/README.md)
     one_query_path = False
     share_beam_keys = True  # cross-attention keys/values once per source in a beam search
 
@@ -148,11 +148,13 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
             extra_bias = attn_bias_fn(q, k)
             attn_bias = extra_bias if attn_bias is None else attn_bias + extra_bias
         gate = prob_gate_fn(q, k) if prob_gate_fn is not None else None
-        mask, causal = self._mask(attn_bias, key_padding_mask, causal, q.size(2), k.size(2), q.device)
+        mask, causal = self._mask(attn_bias, key_padding_mask, causal, q.size(2), k.size(2),
+                                  q.device)
 
         dropout_p = self.dropout if self.training else 0.0
         one_query = q.size(2) == 1 and dropout_p == 0.0 and self.one_query_path and not need_weights
-        # --dropout-mask packed: SDPA draws its own mask, so dropped attention takes the explicit path
+        # --dropout-mask packed: SDPA draws its own mask, so dropped attention takes the explicit
+        # path
         own_mask = self.packed_mask and dropout_p > 0.0 and q.device.type == "cpu"
         if one_query and gate is None and q.device.type == "cpu" and q.dtype == torch.float32:
             out, weights = self._one_query_attention(q, k, v, mask), None  # CUDA: SDPA's kernels

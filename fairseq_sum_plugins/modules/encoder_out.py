@@ -8,12 +8,14 @@ fields are declared here once, with their shapes, and read through :class:`Encod
     padding_mask   "enc_padding_mask"   (B, S')           the encoder; True at padding
     src_tokens     "src_tokens"         (B, S)            the encoder (the source, all positions)
     side           "side"               {name: (B, ...)}  the task's side data (``--side-data``)
-    aux_losses     "aux_losses"         {name: scalar}    features (e.g. ``gate_l1``), never reordered
-    kept_index     "kept_index"         (B, S')           source position of each row of ``enc`` when a
-                                                          feature removed positions (e.g. IS Algorithm 1),
-                                                          else None
-    state          "feature_state"      {name: (B, ...)}  what features keep for the decoder (e.g. the
-                                                          information gates), reordered like ``enc``
+    aux_losses     "aux_losses"         {name: scalar}    features (e.g. ``gate_l1``), never
+                                                          reordered
+    kept_index     "kept_index"         (B, S')           source position of each row of ``enc``
+                                                          when a feature removed positions (e.g.
+                                                          IS Algorithm 1), else None
+    state          "feature_state"      {name: (B, ...)}  what features keep for the decoder (e.g.
+                                                          the information gates), reordered like
+                                                          ``enc``
 
 The backbones know no feature's fields: a feature writes its per-document tensors into ``state``
 (the information gate's ``gates``, ``gate_bias`` and ``gate_counts``:
@@ -40,7 +42,8 @@ KEYS = {
     "state": "feature_state",
 }
 # fields that fairseq's own encoder dict already carries (time-first or as lists)
-FAIRSEQ_KEYS = {"enc": "encoder_out", "padding_mask": "encoder_padding_mask", "src_tokens": "src_tokens"}
+FAIRSEQ_KEYS = {"enc": "encoder_out", "padding_mask": "encoder_padding_mask",
+                "src_tokens": "src_tokens"}
 _DICTS = ("side", "aux_losses", "state")
 
 
@@ -78,7 +81,8 @@ class EncoderOut:
         if padding_mask is None:
             padding_mask = torch.zeros(enc.shape[:2], dtype=torch.bool, device=enc.device)
         return cls(enc=enc, padding_mask=padding_mask, src_tokens=first("src_tokens"),
-                   side=encoder_out.get("side") or {}, aux_losses=encoder_out.get("aux_losses") or {},
+                   side=encoder_out.get("side") or {},
+                   aux_losses=encoder_out.get("aux_losses") or {},
                    kept_index=first(KEYS["kept_index"]), state=encoder_out.get(KEYS["state"]) or {})
 
     def into_fairseq(self, encoder_out):
@@ -99,7 +103,8 @@ class EncoderOut:
         """Beam search's reordering: every per-document tensor follows ``new_order``; aux losses
         stay."""
         pick = lambda t: None if t is None else t.index_select(0, new_order)  # noqa: E731
-        changed = {f.name: pick(getattr(self, f.name)) for f in fields(self) if f.name not in _DICTS}
+        changed = {f.name: pick(getattr(self, f.name))
+                   for f in fields(self) if f.name not in _DICTS}
         return replace(self, side={k: pick(v) for k, v in self.side.items()},
                        state={k: pick(v) for k, v in self.state.items()}, **changed)
 

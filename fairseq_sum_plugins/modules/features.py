@@ -295,7 +295,8 @@ def build_model_features(args, task, src_dict, tgt_dict):
     """``{attr: module}`` of the model-level features switched on (at most one)."""
     built = {}
     for spec in FEATURES.values():
-        module = spec.build_model_feature(args, task, src_dict, tgt_dict) if spec.build_model_feature else None
+        module = (spec.build_model_feature(args, task, src_dict, tgt_dict)
+                  if spec.build_model_feature else None)
         if module is not None:
             built[spec.attrs[MODEL]] = module
     if len(built) > 1:
@@ -358,7 +359,9 @@ def cross_attention_values(view):
             if name in values and name not in ("kv_scale", "score_bias"):
                 raise ValueError(f"two features give the cross-attention input {name!r}")
             old = values.get(name)
-            values[name] = value if old is None else old * value if name == "kv_scale" else old + value
+            values[name] = (value if old is None
+                            else old * value if name == "kv_scale"
+                            else old + value)
     return values
 
 

@@ -2,7 +2,8 @@
 
 Equations and where they live::
 
-    RMSNorm(x)      = w * x / sqrt(mean_c x_c^2 + 1e-6)        T5LayerNorm (no bias, no mean subtraction)
+    RMSNorm(x)      = w * x / sqrt(mean_c x_c^2 + 1e-6)        T5LayerNorm (no bias, no mean
+                                                               subtraction)
     logits          = Q K^T + b[bucket(j - i)] (+ mask)        RelativePositionBias; no 1/sqrt(d_k)
     bucket(n)       = n                    if n < m/2          (m = buckets per direction; exact)
                     = m/2 + log(n/(m/2)) / log(D/(m/2)) * m/2   (log-spaced up to D = max distance)
@@ -90,7 +91,8 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
         n = (-relative_position).clamp(min=0)
     max_exact = num_buckets // 2
     large = max_exact + (
-        torch.log(n.float().clamp(min=1) / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
+        torch.log(n.float().clamp(min=1) / max_exact) / math.log(max_distance / max_exact)
+        * (num_buckets - max_exact)
     ).long()
     large = large.clamp(max=num_buckets - 1)
     return buckets + torch.where(n < max_exact, n, large)
@@ -111,7 +113,8 @@ class RelativePositionBias(nn.Module):
         super().__init__()
         self.relative_attention_bias = nn.Embedding(num_buckets, num_heads)
         nn.init.normal_(self.relative_attention_bias.weight, std=d_model**-0.5)
-        self.num_buckets, self.max_distance, self.bidirectional = num_buckets, max_distance, bidirectional
+        self.num_buckets, self.max_distance, self.bidirectional = (num_buckets, max_distance,
+                                                                   bidirectional)
         distances = torch.arange(-max_distance, max_distance + 1)
         self.register_buffer("bucket_of_distance", relative_position_bucket(
             distances, bidirectional, num_buckets, max_distance), persistent=False)
@@ -119,7 +122,8 @@ class RelativePositionBias(nn.Module):
     def forward(self, q_pos, k_pos):
         """``q_pos`` ``(T,)`` or ``(B, T)``, ``k_pos`` ``(S,)`` or ``(B, S)``: integer positions."""
         rel = k_pos.unsqueeze(-2) - q_pos.unsqueeze(-1)  # (.., T, S)
-        bucket = self.bucket_of_distance[rel.clamp_(-self.max_distance, self.max_distance) + self.max_distance]
+        bucket = self.bucket_of_distance[
+            rel.clamp_(-self.max_distance, self.max_distance) + self.max_distance]
         values = self.relative_attention_bias(bucket)  # (.., T, S, H)
         # (.., H, T, S), read by every layer of the stack
         values = values.movedim(-1, -3).contiguous()

@@ -72,7 +72,8 @@ class RougeScorer(BaseScorer):
                 f"ROUGE-1/2/L F1 = {s['rouge1']:.2f}/{s['rouge2']:.2f}/{s['rougeL']:.2f} "
                 f"({len(refs)} summaries")
         if left_out:
-            text += f"; {len(left_out)} left out, reference without a word: first T- line {left_out[0]!r}"
+            text += (f"; {len(left_out)} left out, reference without a word: "
+                     f"first T- line {left_out[0]!r}")
         return text + ")"
 
 

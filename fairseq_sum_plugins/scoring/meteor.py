@@ -29,7 +29,8 @@ matches per module, chunks), one ``EVAL ||| stats ||| ...`` line the segment sco
 (system-level) score, which Meteor computes from the SUMMED statistics (not the mean of the segment
 scores; the chunk of an identical pair is not summed)::
 
-    P = sum_i w_i (delta tc_i + (1 - delta) tf_i) / (delta (|hyp| - fw_hyp) + (1 - delta) fw_hyp),  R likewise
+    P = sum_i w_i (delta tc_i + (1 - delta) tf_i)
+        / (delta (|hyp| - fw_hyp) + (1 - delta) fw_hyp),   R likewise
     Fmean = 1 / ((1 - alpha) / P + alpha / R),   frag = chunks / ((matches_hyp + matches_ref) / 2)
     score = max(0, Fmean (1 - gamma frag^beta))   (frag = 0 for an identical pair; 0 / 0 -> 0)
 
@@ -151,7 +152,8 @@ def impl_label(impl):
 def meteor15_jar():
     """``meteor-1.5.jar`` ($METEOR15_JAR, else pycocoevalcap's) with ``data/paraphrase-en.gz``
     beside it."""
-    jar = Path(installed_path("METEOR15_JAR", "pycocoevalcap", os.path.join("meteor", "meteor-1.5.jar"),
+    jar = Path(installed_path("METEOR15_JAR", "pycocoevalcap",
+                              os.path.join("meteor", "meteor-1.5.jar"),
                               "--meteor-impl 1.5 needs Meteor 1.5's jar from the PyPI package "
                               f"pycocoevalcap: `{INSTALL_HINT}` (or set METEOR15_JAR)"))
     para = jar.parent / "data" / "paraphrase-en.gz"
@@ -182,7 +184,8 @@ def run_meteor15(hyps, refs):
     hypotheses/references."""
     if len(hyps) != len(refs) or not hyps:
         raise ValueError(f"Meteor 1.5: {len(hyps)} hypotheses for {len(refs)} references")
-    cmd = [java(), "-Xmx2G", "-Dfile.encoding=UTF-8", "-jar", str(meteor15_jar()), "-", "-", "-stdio", *M15_ARGS]
+    cmd = [java(), "-Xmx2G", "-Dfile.encoding=UTF-8", "-jar", str(meteor15_jar()),
+           "-", "-", "-stdio", *M15_ARGS]
     lines = [f"SCORE ||| {_m15_text(r)} ||| {_m15_text(h)}\n" for h, r in zip(hyps, refs)]
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,

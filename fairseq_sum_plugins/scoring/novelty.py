@@ -5,7 +5,8 @@ For a summary ``s`` with source document ``d`` and n-gram order ``n`` (words of
 :func:`fairseq_sum_plugins.scoring.rouge.rouge_words`, lower-cased, no stemming, sentence breaks
 ignored)::
 
-    novel_n(s, d) = |{occurrences g of n-grams in s : g not an n-gram of d}| / |n-gram occurrences in s|
+    novel_n(s, d) = |{occurrences g of n-grams in s : g not an n-gram of d}|
+                    / |n-gram occurrences in s|
 
 averaged over the summaries that have at least one n-gram of order ``n``. Table 4 reports the
 complement, the share found in the source: ``found_n = 1 - novel_n``. The scorer reports both

@@ -27,8 +27,8 @@ Backends (``--scorer``):
   :func:`~fairseq_sum_plugins.scoring.rouge_text.rouge_tokens`. ROUGE-L is the SUMMARY-LEVEL
   ``rougeLsum`` (union LCS over sentences), which is what ROUGE-1.5.5 and the papers report; plain
   ``rougeL`` (one LCS over the concatenated text) is reported as ``rougeL_plain`` and is not
-  comparable to papers. Its per-document scores equal ROUGE-1.5.5's (checked on XSum documents' lead
-  sentences).
+  comparable to papers. Its per-document scores equal ROUGE-1.5.5's (tests/test_scorer_cli.py
+  checks this on the lead sentences of XSum documents).
 * ``official``: ROUGE-1.5.5 itself (:mod:`fairseq_sum_plugins.scoring.rouge155`), per document, over
   ``workers`` processes; also ROUGE-3/4, -W, -S*, -SU*.
 * ``files2rouge``: the ``files2rouge`` executable; corpus averages only (no per-document scores).
@@ -54,10 +54,11 @@ from ..text import DEFAULT_SENTENCE_SPLITTER, SENTENCE_SPLITTERS
 # re-exported: the public names of the scorer's parts (rouge_text, rouge155, score_inputs)
 from .rouge155 import (LABELS, check_perl, exception_db_entries, exception_db_lookup,  # noqa: F401
                        installed_path, parse_perl_documents, parse_perl_output)
-from .rouge_text import (EXCEPTION_FILE_ORDER, KNOWN_SEPARATORS, RougeTokenizer, known_separators,  # noqa: F401
-                         rouge_tokens, rouge_words, wordnet_exceptions)
-from .score_inputs import (read_generate_output, read_generate_sources, read_jsonl_field,  # noqa: F401
-                           read_lines, warn)
+from .rouge_text import (  # noqa: F401
+    EXCEPTION_FILE_ORDER, KNOWN_SEPARATORS, RougeTokenizer, known_separators, rouge_tokens,
+    rouge_words, wordnet_exceptions)
+from .score_inputs import (  # noqa: F401
+    read_generate_output, read_generate_sources, read_jsonl_field, read_lines, warn)
 
 BACKENDS = ("rouge-score", "official", "files2rouge")
 DOCUMENT_BACKENDS = ("rouge-score", "official")  # the backends with per-document scores
@@ -204,7 +205,8 @@ class Scorer:
         if self.meteor:
             from .meteor import meteor_corpus
 
-            out.update(meteor_corpus(hyp_sents, ref_sents, self.meteor, self.bootstrap_samples, self.seed))
+            out.update(meteor_corpus(hyp_sents, ref_sents, self.meteor, self.bootstrap_samples,
+                                     self.seed))
         out["num_summaries"] = len(hyps)
         return out
 
@@ -229,15 +231,16 @@ class Scorer:
         return {m: out[m] for m in metrics}
 
 
-# ------------------------------------------------------------------------------ command-line options
+# ----------------------------------------------------------------------------- command-line options
 def add_scorer_options(p, backends=BACKENDS):
     """The scorer's options, the same in ``fairseq-sum-score``, ``fairseq-sum-compare`` and the gate
     sweep: ``--scorer`` (among ``backends``), ``--workers``, ``--rouge-args``, ``--sentence-sep``,
     ``--no-detok``, ``--split-sentences``, ``--sentence-splitter`` (:func:`scorer_from_args`)."""
     p.add_argument("--scorer", default="rouge-score", choices=list(backends),
-                   help="ROUGE backend: rouge-score (default; equals ROUGE-1.5.5 per document), official "
-                        "(ROUGE-1.5.5 itself)" + (", files2rouge (corpus averages only)" if "files2rouge" in backends
-                                                  else ""))
+                   help="ROUGE backend: rouge-score (default; equals ROUGE-1.5.5 per document), "
+                        "official (ROUGE-1.5.5 itself)"
+                        + (", files2rouge (corpus averages only)" if "files2rouge" in backends
+                           else ""))
     p.add_argument("--workers", type=int_at_least(1), default=None,
                    help="parallel ROUGE-1.5.5 processes for --scorer official (default: all cores)")
     p.add_argument("--rouge-args", default=OFFICIAL_ARGS, help="ROUGE-1.5.5 options (perl scorers)")
@@ -296,7 +299,8 @@ def rouge_pair(hyp_sents, ref_sents):
 
 
 def score_summaries(hyps, refs, scorer="rouge-score", detok=True, bootstrap=False,
-                    bootstrap_samples=1000, seed=1, rouge_args=OFFICIAL_ARGS, seps=(), workers=None, ids=None):
+                    bootstrap_samples=1000, seed=1, rouge_args=OFFICIAL_ARGS, seps=(), workers=None,
+                    ids=None):
     """:meth:`Scorer.corpus` of parallel summaries (strings with ``<sep>``/newlines, or sentence
     lists); CIs with ``bootstrap`` and always with ``official``."""
     samples = bootstrap_samples if bootstrap or scorer == "official" else 0

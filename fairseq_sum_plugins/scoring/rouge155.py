@@ -33,8 +33,8 @@ OFFICIAL_ARGS = "-c 95 -2 -1 -U -r 1000 -n 4 -w 1.2 -a -m"
 MAIN_METRICS = ("rouge1", "rouge2", "rougeL")
 # result key -> label printed (the labels ROUGE-1.5.5 uses)
 LABELS = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rouge3": "ROUGE-3", "rouge4": "ROUGE-4",
-          "rougeL": "ROUGE-L", "rougeW": "ROUGE-W-1.2", "rougeS": "ROUGE-S*", "rougeSU": "ROUGE-SU*",
-          "rougeL_plain": "ROUGE-L(plain)"}
+          "rougeL": "ROUGE-L", "rougeW": "ROUGE-W-1.2", "rougeS": "ROUGE-S*",
+          "rougeSU": "ROUGE-SU*", "rougeL_plain": "ROUGE-L(plain)"}
 _KEY_OF_LABEL = {v: k for k, v in LABELS.items()}
 _PERL_LINE_RE = re.compile(r"^\S+ (ROUGE-\S+) Average_([RPF]): ([0-9.]+) "
                            r"\(\d+%-conf\.int\. ([0-9.]+) - ([0-9.]+)\)")

@@ -126,8 +126,8 @@ def documents(args, ids, sources, size=None):
     if args.src:
         docs = read_lines(args.src, "documents")
         if (size is not None and len(docs) != size) or ids[-1] >= len(docs):
-            of = f"{size} {'hypotheses' if args.hyp else 'examples of the split'}" if size is not None \
-                else f"sample ids up to {ids[-1]}"
+            of = (f"{size} {'hypotheses' if args.hyp else 'examples of the split'}"
+                  if size is not None else f"sample ids up to {ids[-1]}")
             raise ScoreInputError(
                 f"{args.src} has {len(docs)} documents for {of} (line i = sample i)")
         return [docs[i] for i in ids]
@@ -157,7 +157,8 @@ def extra_scores(args, scorer, ids, hyps, refs, sources, size=None):
         out["specificity"] = specificity(hyp_sents, ref_sents, args.permutations or 1000, args.seed)
     if not (args.novel_ngrams or args.topic_model):
         return out
-    docs = [rouge.clean_summary(d, scorer.detok, scorer.seps) for d in documents(args, ids, sources, size)]
+    docs = [rouge.clean_summary(d, scorer.detok, scorer.seps)
+            for d in documents(args, ids, sources, size)]
     if args.novel_ngrams:
         from .novelty import novel_ngram_ratios
 
@@ -201,7 +202,8 @@ def format_results(res, report="f1"):
         keys = sorted((k for k in res if k.startswith("novel_") and k.endswith("_" + side)),
                       key=lambda k: int(k.split("_")[1][:-4]))
         if keys:
-            cells = [f"{k.split('_')[1]} " + ("-" if res[k] is None else f"{100 * res[k]:.1f}%") for k in keys]
+            cells = [f"{k.split('_')[1]} " + ("-" if res[k] is None else f"{100 * res[k]:.1f}%")
+                     for k in keys]
             lines.append(f"novel n-grams ({name}): " + "  ".join(cells))
     if "specificity" in res:
         from .specificity import format_specificity

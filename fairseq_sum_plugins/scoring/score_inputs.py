@@ -119,7 +119,8 @@ class GenerateOutput:
                 elif kind == "S":
                     self.sources.setdefault(idx, rest)
                 else:  # H-/D-: "<score>\t<text>"
-                    (det if kind == "D" else hyp).setdefault(idx, rest.split("\t", 1)[1] if "\t" in rest else "")
+                    (det if kind == "D" else hyp).setdefault(
+                        idx, rest.split("\t", 1)[1] if "\t" in rest else "")
                 continue
             self._log_line(line)
         hyp.update(det)
@@ -232,7 +233,8 @@ def jsonl_references(path, field, ids, records=None, size=None):
     if records is None:
         raw = read_jsonl_field(path, field)
         if (size is not None and len(raw) != size) or ids[-1] >= len(raw):
-            of = f"a split of {size} examples" if size is not None else f"sample ids up to {ids[-1]}"
+            of = (f"a split of {size} examples" if size is not None
+                  else f"sample ids up to {ids[-1]}")
             raise ScoreInputError(
                 f"{path} has {len(raw)} records for {of}: record i cannot be sample i "
                 "(pass --data DATA/bin, whose reference index maps examples to records)")

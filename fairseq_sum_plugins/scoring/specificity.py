@@ -28,8 +28,8 @@ exceptions) of the cleaned sentences joined by newlines, ``P = overlap / max(big
 0), the same float operations as ``rouge_score``, so ``M[i, i]`` equals the scorer's ROUGE-2 F1 of
 document ``i``. The bigram counts are computed once per text; the overlaps ``sum_g min(a_g, b_g)``
 of all n x n pairs come from sparse products, ``min(a, b) = sum_{t >= 1} [a >= t][b >= t]``. Up to
-:data:`DENSE_LIMIT` documents the matrix is built once (n = 1,000: well under a second); above it
-the permuted pairs are computed from the sparse rows, so memory stays linear in n.
+:data:`DENSE_LIMIT` documents the matrix is built once; above it the permuted pairs are computed
+from the sparse rows, so memory stays linear in n.
 
 **The verdict "summarizes"** (:func:`verdict`, printed by the quickstart, ``recipes/compare.sh`` and
 ``fairseq-sum-baselines``). A model summarizes its test set when all three hold:
@@ -47,8 +47,8 @@ the permuted pairs are computed from the sparse rows, so memory stays linear in 
    document's own pieces mixed with the training abstracts' unigram frequencies has learnt nothing
    about summarizing.
 3. *reads* (necessary, not sufficient): source gain ``>= 0.3`` bits per target token and at least
-   90% distinct outputs (:mod:`.source_use`). A copy model after 2 updates passes this check and
-   fails the first two.
+   90% distinct outputs (:mod:`.source_use`). A copy model can pass this check before it learns
+   to summarize, and fail the first two (results/quickstart-cpus/results.md, section 4).
 
 An unmeasured input (no random extract, no NLL, no source gain) makes its check ``None`` (the
 reading check fails on either of its two figures alone); the verdict is then False when another

@@ -47,11 +47,12 @@ _MGR1 = re.compile(f"^({_C})?{_V}{_C}{_V}{_C}")  # [C]VCVC... is m > 1
 _HAS_V = re.compile(f"^({_C})?{_v}")  # vowel in stem
 _CVC = re.compile(f"^{_C}{_v}[^aeiouwxy]$")  # the *o condition as the Perl writes it
 
-STEP2 = {"ational": "ate", "tional": "tion", "enci": "ence", "anci": "ance", "izer": "ize", "bli": "ble",
-         "alli": "al", "entli": "ent", "eli": "e", "ousli": "ous", "ization": "ize", "ation": "ate",
-         "ator": "ate", "alism": "al", "iveness": "ive", "fulness": "ful", "ousness": "ous",
-         "aliti": "al", "iviti": "ive", "biliti": "ble", "logi": "log"}
-STEP3 = {"icate": "ic", "ative": "", "alize": "al", "iciti": "ic", "ical": "ic", "ful": "", "ness": ""}
+STEP2 = {"ational": "ate", "tional": "tion", "enci": "ence", "anci": "ance", "izer": "ize",
+         "bli": "ble", "alli": "al", "entli": "ent", "eli": "e", "ousli": "ous", "ization": "ize",
+         "ation": "ate", "ator": "ate", "alism": "al", "iveness": "ive", "fulness": "ful",
+         "ousness": "ous", "aliti": "al", "iviti": "ive", "biliti": "ble", "logi": "log"}
+STEP3 = {"icate": "ic", "ative": "", "alize": "al", "iciti": "ic", "ical": "ic", "ful": "",
+         "ness": ""}
 STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ou", "ism", "ate",
          "iti", "ous", "ive", "ize")
 

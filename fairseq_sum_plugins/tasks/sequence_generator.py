@@ -81,7 +81,8 @@ class GNMTSequenceGenerator(SequenceGenerator):
         elif self.normalize_length:
             log_p = log_p / length**self.len_penalty
         if self.coverage_beta:
-            log_p = log_p + coverage_penalty(attn, src_real, self.coverage_beta, self.coverage_kind).to(log_p)
+            log_p = log_p + coverage_penalty(attn, src_real, self.coverage_beta,
+                                             self.coverage_kind).to(log_p)
         return log_p
 
     def finalize_hypos(self, step, bbsz_idx, eos_scores, tokens, scores, finalized, finished,
@@ -90,8 +91,9 @@ class GNMTSequenceGenerator(SequenceGenerator):
             raise RuntimeError(
                 "--coverage-penalty needs the decoder's cross-attention (decoder.need_attn = True)")
         stored = [len(hypos) for hypos in finalized]
-        newly_finished = super().finalize_hypos(step, bbsz_idx, eos_scores, tokens, scores, finalized, finished,
-                                                beam_size, attn, src_lengths, max_len)
+        newly_finished = super().finalize_hypos(step, bbsz_idx, eos_scores, tokens, scores,
+                                                finalized, finished, beam_size, attn, src_lengths,
+                                                max_len)
         new = [(sent, hypo) for sent, hypos in enumerate(finalized)
                for hypo in hypos[stored[sent]:]]
         if new:  # hypotheses finished at this step, all of |Y| = step + 1 tokens

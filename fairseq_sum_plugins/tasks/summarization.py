@@ -174,7 +174,8 @@ def refuse_cpu_half_precision(cfg):
     """``--fp16`` / ``--memory-efficient-fp16`` need a CUDA GPU: refused up front on CPU."""
     # memory-efficient first: fairseq sets fp16 for --memory-efficient-fp16 too
     for flag in ("memory_efficient_fp16", "fp16"):
-        if getattr(cfg, flag, False) and (getattr(cfg, "cpu", False) or not torch.cuda.is_available()):
+        if getattr(cfg, flag, False) and (getattr(cfg, "cpu", False)
+                                          or not torch.cuda.is_available()):
             raise ValueError(
                 f"--{flag.replace('_', '-')} needs a CUDA GPU and none is in use: drop it to train "
                 "in float32 on CPU")
@@ -397,7 +398,8 @@ class SummarizationTask(TranslationTask):
         ]
         src_lengths = [len(t) for t in src_tokens]
         dataset = LanguagePairDataset(
-            src_tokens, src_lengths, self.source_dictionary, tgt_dict=self.target_dictionary, constraints=constraints,
+            src_tokens, src_lengths, self.source_dictionary, tgt_dict=self.target_dictionary,
+            constraints=constraints,
             left_pad_source=self.cfg.left_pad_source, left_pad_target=self.cfg.left_pad_target,
         )
         if not self.side_data_names:
@@ -598,4 +600,7 @@ class SummarizationTask(TranslationTask):
         for key in ("rouge_1", "rouge_2", "rouge_l"):
             total = sum(log.get(f"_{key}_sum", 0) for log in logging_outputs)
             metrics.log_scalar(f"_{key}_sum", float(utils.item(total)))
-            metrics.log_derived(key, lambda meters, k=key: round(100 * meters[f"_{k}_sum"].sum / meters["_rouge_n"].sum, 2))
+            metrics.log_derived(
+                key,
+                lambda meters, k=key: round(
+                    100 * meters[f"_{k}_sum"].sum / meters["_rouge_n"].sum, 2))

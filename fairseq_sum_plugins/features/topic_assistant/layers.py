@@ -1,4 +1,5 @@
-"""Topic Assistant (Topic Assistant paper §4): SIA, TEMA and DRM as features of ``sum_transformer``.
+"""Topic Assistant (Topic Assistant paper §4): SIA, TEMA and DRM as features of
+``sum_transformer``.
 
 The topic model is the PFA of :mod:`fairseq_sum_plugins.features.topic_assistant.topic_model`
 (``DATA/bin/topic_model.npz``, fitted by ``python -m preprocess.topic_model fit``) on the
@@ -7,15 +8,18 @@ document's normalised topic proportions, K) is the task side data ``--side-data 
 
 TA equations and where they live::
 
-    varphi_v = Phi_{v,:} / ||Phi_{v,:}||_1                             (5)  TopicAssistant.phi_unit (L2-unit
-                                                                            rows: cos is scale-free; stop
-                                                                            words' rows stay 0 -> cos 0)
-    A_{h+1} = softmax(cos(varphi_v1, varphi_v2) / sqrt(d_k))           (6)  TopicAssistant.sia_probs, once per
-                                                                            forward for each block type
-    MHA = Concat(head_1..h) W^a_ori + (A_{h+1} X W^v_add) W^a_add       (7)  SIAHead (added to the block output)
-    E_topic = Phi^T E_token                                            (8)  TopicAssistant.topic_embeddings
-    top-n topics of theta as a decoder prefix, Fig. 3(b) masks              TopicAssistant.decoder_inputs, TopicInputs
-    z^(l) = theta^T W_b^(l), added to the cross-attention output       (9)  DRM
+    varphi_v = Phi_{v,:} / ||Phi_{v,:}||_1                            (5)
+        TopicAssistant.phi_unit (L2-unit rows: cos is scale-free; stop words' rows stay 0 -> cos 0)
+    A_{h+1} = softmax(cos(varphi_v1, varphi_v2) / sqrt(d_k))          (6)
+        TopicAssistant.sia_probs, once per forward for each block type
+    MHA = Concat(head_1..h) W^a_ori + (A_{h+1} X W^v_add) W^a_add     (7)
+        SIAHead (added to the block output)
+    E_topic = Phi^T E_token                                           (8)
+        TopicAssistant.topic_embeddings
+    top-n topics of theta as a decoder prefix, Fig. 3(b) masks
+        TopicAssistant.decoder_inputs, TopicInputs
+    z^(l) = theta^T W_b^(l), added to the cross-attention output      (9)
+        DRM
 
 SIA's extra head is one more head of width ``d_k = d_model / h`` in every attention block
 (encoder self, decoder self with the causal/TEMA mask, decoder cross); its value projection
@@ -82,7 +86,8 @@ logger = logging.getLogger(__name__)
 
 def add_topic_args(parser):
     # fmt: off
-    parser.add_argument("--ta-topic-model", "--topic-model", dest="ta_topic_model", type=str, metavar="PATH",
+    parser.add_argument("--ta-topic-model", "--topic-model", dest="ta_topic_model", type=str,
+                        metavar="PATH",
                         help="PFA topic model (default DATA/topic_model.npz, written by "
                              f"`{FIT_COMMAND}`)")
     parser.add_argument("--ta-sia", type=bool_flag, metavar="BOOL",
@@ -109,7 +114,8 @@ def topic_defaults(args, on=False):
 
 
 def ta_enabled(args):
-    return bool(getattr(args, "ta_sia", False) or getattr(args, "ta_tema", False) or getattr(args, "ta_drm", False))
+    return bool(getattr(args, "ta_sia", False) or getattr(args, "ta_tema", False)
+                or getattr(args, "ta_drm", False))
 
 
 def topic_model_path(args, task):
@@ -271,7 +277,8 @@ class TopicAssistant(nn.Module):
             out.self_probs = self.sia_probs(q_rows, k_rows, head_dim, bias)
             src_rows = self.rows(src_tokens)
             if kept_index is not None:  # a feature removed positions (e.g. IS Algorithm 1)
-                src_rows = src_rows.gather(1, kept_index.unsqueeze(-1).expand(-1, -1, src_rows.size(-1)))
+                src_rows = src_rows.gather(
+                    1, kept_index.unsqueeze(-1).expand(-1, -1, src_rows.size(-1)))
             out.cross_probs = self.sia_probs(q_rows, src_rows, head_dim, None, src_padding_mask)
         return out
 
@@ -328,7 +335,8 @@ class SIAHead(nn.Module):
     def forward(self, kv, probs, incremental_state=None, v_scale=None):
         """``v_scale`` ``(B, S, 1)``: information-selection gates of the encoder rows (cross
         head)."""
-        saved = self.get_incremental_state(incremental_state, "sia") if incremental_state is not None else None
+        saved = (self.get_incremental_state(incremental_state, "sia")
+                 if incremental_state is not None else None)
         if saved and self.static_kv:
             v = saved["v"]
         else:
@@ -382,7 +390,8 @@ class DRM(nn.Module):
 # SIA's extra head in every attention block (TA eq. 5-7), DRM on every cross-attention output
 # (TA eq. 9); TEMA's prefix and the per-forward inputs come from TopicAssistant (built by the
 # models)
-_SIA_PROBS = {"encoder_self": "sia_probs", "decoder_self": "self_probs", "decoder_cross": "cross_probs"}
+_SIA_PROBS = {"encoder_self": "sia_probs", "decoder_self": "self_probs",
+              "decoder_cross": "cross_probs"}
 
 
 def _sia_cross_inputs(view, values):
@@ -437,10 +446,11 @@ def check_phi(args, model, path):
         if stored != sha:
             trained = getattr(args, "ta_phi_file", None) or "?"
             raise ValueError(
-                f"Topic Assistant: the checkpoint was trained with the topic model {trained} (Phi sha256 "
-                f"{stored[:16]}), but {path} has a different Phi (sha256 {sha[:16]}): a refit topic model (same "
-                "dictionary and K) does not fit the trained weights. Use the topic model of training "
-                "(--model-overrides \"{'ta_topic_model': 'PATH'}\" or DATA/topic_model.npz of the training data)"
+                f"Topic Assistant: the checkpoint was trained with the topic model {trained} "
+                f"(Phi sha256 {stored[:16]}), but {path} has a different Phi "
+                f"(sha256 {sha[:16]}): a refit topic model (same dictionary and K) does not fit "
+                "the trained weights. Use the topic model of training (--model-overrides "
+                "\"{'ta_topic_model': 'PATH'}\" or DATA/topic_model.npz of the training data)"
             )
         return
     if getattr(args, "ta_num_topics", None) is not None:  # set at build time: args of a checkpoint
@@ -463,7 +473,8 @@ def build_topic_assistant(args, task, dictionary, tgt_dictionary=None):
         return None
     path = topic_model_path(args, task)
     model = load_topic_model(path, dictionary)
-    if tgt_dictionary is not None and tgt_dictionary is not dictionary and tgt_dictionary != dictionary:
+    if (tgt_dictionary is not None and tgt_dictionary is not dictionary
+            and tgt_dictionary != dictionary):
         raise ValueError("the Topic Assistant needs a joined dictionary (one Phi row per source "
                          "and target token)")
     check_phi(args, model, path)

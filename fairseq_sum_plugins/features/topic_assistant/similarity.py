@@ -2,7 +2,8 @@
 to the gold summaries, ``SS(D1, D2; Phi) = theta_1^T theta_2 / (||theta_1|| ||theta_2||)``, both
 thetas inferred with ``Phi`` fixed (Table 6). Its command line is the scorer's::
 
-    fairseq-sum-score --generate-output gen.out --data DATA/bin --topic-model DATA/bin/topic_model.npz [--src FILE]
+    fairseq-sum-score --generate-output gen.out --data DATA/bin
+                      --topic-model DATA/bin/topic_model.npz [--src FILE]
 
 Texts are encoded again with the tokenizer and sentencepiece model recorded in
 ``DATA/prepare_args.json`` (for a topic model fit over BART's GPT-2 BPE dictionary, with the GPT-2
@@ -62,7 +63,8 @@ def load_topic_model(data, topic_model=None):
     from .topic_model import PoissonFactorAnalysis, load_dictionary
 
     dictionary = load_dictionary(data)
-    model = PoissonFactorAnalysis.load(topic_model or os.path.join(data, "topic_model.npz"), dictionary)
+    model = PoissonFactorAnalysis.load(topic_model or os.path.join(data, "topic_model.npz"),
+                                       dictionary)
     return dictionary, model
 
 
@@ -77,7 +79,8 @@ def summary_similarities(model, encode, hyps, docs, refs=None):
     theta_s = model.infer_tokens([encode(h) for h in hyps], empty="zero")
     theta_d = model.infer_tokens([encode(d) if isinstance(d, str) else d for d in docs],
                                  empty="zero")
-    result = {"num_summaries": len(hyps), "ss_sum_doc": float(semantic_similarity(theta_s, theta_d).mean())}
+    result = {"num_summaries": len(hyps),
+              "ss_sum_doc": float(semantic_similarity(theta_s, theta_d).mean())}
     if refs:
         theta_g = model.infer_tokens([encode(r) for r in refs], empty="zero")
         result["ss_sum_gold"] = float(semantic_similarity(theta_s, theta_g).mean())

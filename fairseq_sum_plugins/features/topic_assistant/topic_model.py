@@ -9,12 +9,12 @@ theta provider and the analyses need, and imports nothing from ``preprocess``.
 
 Equations and where they live::
 
-    b_n = counts of the kept symbols of document n                        bag_of_words
+    b_n = counts of the kept symbols of document n    bag_of_words
     theta_kn <- max(theta_kn sum_v b_vn phi_vk / (Phi theta_n)_v + r - 1, 0) / (1 + rate)
-                                                                          PoissonFactorAnalysis.infer
-                                                                          (MAP-EM theta step, Phi fixed)
-    theta_n / sum_k theta_kn                                              normalised proportions
-    prior proportions (no countable token)                               PoissonFactorAnalysis.theta_prior
+                                                      PoissonFactorAnalysis.infer
+                                                      (MAP-EM theta step, Phi fixed)
+    theta_n / sum_k theta_kn                          normalised proportions
+    prior proportions (no countable token)            PoissonFactorAnalysis.theta_prior
 
 ``topic_model.npz`` holds ``phi``, the ``keep`` mask of the counted symbols (fixed at fit time), the
 dictionary checksum (:func:`check_dictionary` refuses another dictionary), the hyper-parameters,
@@ -413,8 +413,9 @@ def write_theta_file(path, theta, model, topic_model_path, documents="binarized"
     try:
         write_array(staged)
         split = split or _split_of(path)
-        record = {"phi_sha256": model.phi_sha256, "theta_sha256": file_sha256(staged), "shape": list(theta.shape),
-                  "split": split, "source_sha256": source_sha256(os.path.dirname(os.path.abspath(path)), split),
+        record = {"phi_sha256": model.phi_sha256, "theta_sha256": file_sha256(staged),
+                  "shape": list(theta.shape), "split": split,
+                  "source_sha256": source_sha256(os.path.dirname(os.path.abspath(path)), split),
                   "topic_model": os.path.abspath(topic_model_path), "documents": documents,
                   "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 

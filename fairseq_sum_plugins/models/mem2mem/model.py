@@ -85,8 +85,10 @@ from ...aux_losses import AuxLoss, register_aux_loss
 from ...flags import bool_flag, parse_bool_options, renamed_flag
 from ...modules.checkpointing import add_checkpoint_args
 from ...modules.dropout import Drops, add_dropout_mask_arg, check_dropout_mask, set_dropout_mask
-from .memory import MemoryCompression, MemoryReader, MemoryWriter, compression_loss, masked_softmax, read_loss
-from ...features.copy_mechanism import MarkerEmbedding, count_position_markers, mix_copy_distribution
+from .memory import (MemoryCompression, MemoryReader, MemoryWriter, compression_loss,
+                     masked_softmax, read_loss)
+from ...features.copy_mechanism import (MarkerEmbedding, count_position_markers,
+                                        mix_copy_distribution)
 from .sentences import sentence_layout
 
 # See et al. (2017): the coverage loss, named apart from the model's coverage attention
@@ -194,7 +196,8 @@ class HierarchicalEncoder(Drops, FairseqEncoder):
 
     def reorder_encoder_out(self, encoder_out, new_order):
         return {
-            k: (v.index_select(0, new_order) if torch.is_tensor(v) else ({} if k == "aux_losses" else v))
+            k: (v.index_select(0, new_order) if torch.is_tensor(v)
+                else ({} if k == "aux_losses" else v))
             for k, v in encoder_out.items()
         }
 
@@ -212,12 +215,14 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         self.num_markers = num_markers
         self.dropout = args.dropout
         self.max_target_positions = args.max_target_positions
-        e, hd, d, a = embed_tokens.embedding_dim, args.decoder_hidden_size, 2 * args.encoder_hidden_size, args.attention_dim
+        e, hd, d, a = (embed_tokens.embedding_dim, args.decoder_hidden_size,
+                       2 * args.encoder_hidden_size, args.attention_dim)
         self.memory_slots, self.mem_dim = args.memory_slots, d
         self.memory_encoder, self.memory_transfer = args.memory_encoder, args.memory_transfer
         self.rnn = nn.GRU(e, hd, batch_first=True)
         from_zeros = args.memory_decoder and not (args.memory_encoder and args.memory_transfer)
-        self.reader = MemoryReader(hd, d, attend=not from_zeros) if (args.memory_encoder or args.memory_decoder) else None
+        self.reader = (MemoryReader(hd, d, attend=not from_zeros)
+                       if (args.memory_encoder or args.memory_decoder) else None)
         self.writer = MemoryWriter(hd, d) if args.memory_decoder else None
         # token attention (M2M eq. 17) and sentence attention
         self.attn_key = nn.Linear(d, a, bias=False)  # W_e
@@ -264,7 +269,8 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         state = self.get_incremental_state(incremental_state, "state")
         if state is None:
             return
-        state = {k: (v.index_select(0, new_order) if v is not None else None) for k, v in state.items()}
+        state = {k: (v.index_select(0, new_order) if v is not None else None)
+                 for k, v in state.items()}
         self.set_incremental_state(incremental_state, "state", state)
 
     # --- forward -----------------------------------------------------------------------------
@@ -276,7 +282,8 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
             pre = pre + cov.unsqueeze(-1) * self.attn_cov.weight.view(1, 1, -1)
         return self.attn_v(torch.tanh(pre)).squeeze(-1)
 
-    def forward(self, prev_output_tokens, encoder_out, incremental_state=None, features_only=False, **kwargs):
+    def forward(self, prev_output_tokens, encoder_out, incremental_state=None, features_only=False,
+                **kwargs):
         state = None
         if incremental_state is not None:
             prev_output_tokens = prev_output_tokens[:, -1:]
@@ -291,7 +298,8 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         beta, gamma, ctx = self._sentence_attention(hm, alpha, encoder_out)
         output = self._output_distribution(hm, ctx, gamma, x, encoder_out)
 
-        extra = {"attn": [None], "alpha": alpha, "beta": beta, "gamma": gamma, "read_attn": steps["read_attn"]}
+        extra = {"attn": [None], "alpha": alpha, "beta": beta, "gamma": gamma,
+                 "read_attn": steps["read_attn"]}
         if self.need_attn and not self.training:
             extra["attn"] = [self._source_attention(gamma, encoder_out)]
         if incremental_state is not None:
@@ -376,8 +384,9 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
             logits = self.output_projection(out)
         if self.p_gen is not None:  # M2M eq. 13-15
             z = torch.sigmoid(self.p_gen(torch.cat([ctx, hm, x], dim=-1)))
-            # log P as the decoder's scores: log_softmax(log P / T) is P^(1/T) renormalised, so fairseq's
-            # --temperature (it divides the scores by T) tempers the mixture; at T = 1 it is P itself
+            # log P as the decoder's scores: log_softmax(log P / T) is P^(1/T) renormalised, so
+            # fairseq's --temperature (it divides the scores by T) tempers the mixture; at T = 1 it
+            # is P itself
             probs = mix_copy_distribution(logits, z, gamma, encoder_out["src_ids"],
                                           len(self.dictionary))
             return probs.clamp(min=1e-10).log()
@@ -419,18 +428,17 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
     def add_args(parser):
         # fmt: off
         b = bool_flag
-        parser.add_argument("--dropout", type=float, metavar="D", help="on embeddings and the "
-                                                                       "readout")
+        parser.add_argument("--dropout", type=float, metavar="D",
+                            help="on embeddings and the readout")
         parser.add_argument("--embed-dim", type=int, metavar="N", help="token embeddings (128)")
         parser.add_argument("--encoder-hidden-size", type=int, metavar="N",
                             help="hidden size per direction of the sentence and document bi-GRUs")
-        parser.add_argument("--decoder-hidden-size", type=int, metavar="N", help="decoder GRU "
-                                                                                 "(256)")
-        parser.add_argument("--attention-dim", type=int, metavar="N", help="token attention width "
-                                                                           "(M2M eq. 17)")
-        parser.add_argument("--decoder-out-embed-dim", type=int, metavar="N", help="readout "
-                                                                                   "before the "
-                                                                                   "softmax")
+        parser.add_argument("--decoder-hidden-size", type=int, metavar="N",
+                            help="decoder GRU (256)")
+        parser.add_argument("--attention-dim", type=int, metavar="N",
+                            help="token attention width (M2M eq. 17)")
+        parser.add_argument("--decoder-out-embed-dim", type=int, metavar="N",
+                            help="readout before the softmax")
         parser.add_argument("--share-embeddings", type=b, metavar="BOOL",
                             help="one embedding table for source and target (joined dictionary)")
         parser.add_argument("--share-decoder-input-output-embed", type=b, metavar="BOOL")
@@ -440,28 +448,31 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
                             help="keep at most M tokens per sentence (0: all, the default)")
         parser.add_argument("--max-source-positions", type=int, metavar="N")
         parser.add_argument("--max-target-positions", type=int, metavar="N")
-        parser.add_argument("--pointer-generator", type=b, metavar="BOOL", help="copy mechanism "
-                                                                                "(M2M eq. 13-15)")
+        parser.add_argument("--pointer-generator", type=b, metavar="BOOL",
+                            help="copy mechanism (M2M eq. 13-15)")
         parser.add_argument("--source-position-markers", type=int, metavar="K",
                             help="trailing <unk-N> entries of the dictionary (-1: count them)")
-        parser.add_argument("--coverage-attention", "--coverage", dest="coverage_attention", type=b, metavar="BOOL",
-                            help="model coverage: the coverage vector in token attention (M2M eq. "
-                                 "16-17)")
+        parser.add_argument("--coverage-attention", "--coverage", dest="coverage_attention",
+                            type=b, metavar="BOOL",
+                            help="model coverage: the coverage vector in token attention "
+                                 "(M2M eq. 16-17)")
         parser.add_argument("--coverage-loss", type=b, metavar="BOOL",
                             help="return See et al.'s coverage loss (aux loss 'coverage', "
                                  "weighted by the criterion's --coverage-loss-weight)")
         # the memory flags share the --memory- prefix; --encoder-memory / --decoder-memory are the
         # earlier spellings
-        parser.add_argument("--memory-encoder", "--encoder-memory", dest="memory_encoder", type=b, metavar="BOOL",
+        parser.add_argument("--memory-encoder", "--encoder-memory", dest="memory_encoder",
+                            type=b, metavar="BOOL",
                             help="memory compression M_E (M2M eq. 5-6)")
-        parser.add_argument("--memory-decoder", "--decoder-memory", dest="memory_decoder", type=b, metavar="BOOL",
+        parser.add_argument("--memory-decoder", "--decoder-memory", dest="memory_decoder",
+                            type=b, metavar="BOOL",
                             help="decoder memory with writes (M2M eq. 8-10)")
-        parser.add_argument("--memory-transfer", type=b, metavar="BOOL", help="M_D starts from "
-                                                                              "M_E (else zeros)")
-        parser.add_argument("--memory-slots", type=int, metavar="R", help="r, memory heads/slots "
-                                                                          "(10)")
-        parser.add_argument("--memory-attn-dim", type=int, metavar="N", help="d_a of M2M eq. 5 "
-                                                                             "(128)")
+        parser.add_argument("--memory-transfer", type=b, metavar="BOOL",
+                            help="M_D starts from M_E (else zeros)")
+        parser.add_argument("--memory-slots", type=int, metavar="R",
+                            help="r, memory heads/slots (10)")
+        parser.add_argument("--memory-attn-dim", type=int, metavar="N",
+                            help="d_a of M2M eq. 5 (128)")
         # fairseq's transformer options: refused here by name (base_architecture)
         add_checkpoint_args(parser)
         add_dropout_mask_arg(parser)
@@ -507,7 +518,8 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
         from ...data_folder import hub_text_kwargs
 
         kwargs = hub_text_kwargs(model_name_or_path, data_name_or_path, kwargs)
-        return super().from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path, **kwargs)
+        return super().from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path,
+                                       **kwargs)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, **kwargs):
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, **kwargs)
