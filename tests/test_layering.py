@@ -79,6 +79,15 @@ def test_the_package_root_holds_at_most_eight_modules():
     assert len(modules) <= 8, modules
 
 
+def test_every_line_of_the_package_is_at_most_100_characters():
+    root = os.path.join(REPO, "fairseq_sum_plugins")
+    long = [f"{os.path.relpath(os.path.join(d, name), REPO)}:{i}"
+            for d, _, files in os.walk(root) for name in sorted(files) if name.endswith(".py")
+            for i, line in enumerate(open(os.path.join(d, name), encoding="utf-8"), 1)
+            if len(line.rstrip("\n")) > 100]
+    assert not long, long
+
+
 def private_names_used_across_modules(root=None):
     """``from M import _name`` and ``M._name`` of a plugin module ``M`` in another module (``__dunder__`` aside)."""
     import ast
