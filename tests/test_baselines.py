@@ -441,3 +441,39 @@ def test_the_extracts_written_with_outputs_score_again_to_the_json_exactly(tmp_p
     (tmp_path / "afile").write_text("")
     proc = cli("--jsonl", test, "--outputs", tmp_path / "afile")
     assert proc.returncode != 0 and "--outputs" in proc.stderr and "not a folder" in proc.stderr
+
+
+def test_outputs_never_overwrite_an_input_or_write_through_a_link(tmp_path):
+    """--json may not be the test file or an extract, nor a folder; a folder or a link in the
+    place of an extract is refused before anything runs; text that is not valid Unicode (a lone
+    surrogate from a JSON escape) is an error naming the system and document, and no extract is
+    written."""
+    test = jsonl_splits(tmp_path)
+    before = test.read_text()
+    out = tmp_path / "extracts"
+    out.mkdir()
+    for argv, message in (
+        (("--json", test), "the same file as an input"),
+        (("--outputs", out, "--json", out / "lead3.txt"), "the same file as an input or an extract"),
+        (("--json", tmp_path), "a folder"),
+    ):
+        proc = cli("--jsonl", test, *argv)
+        assert proc.returncode != 0 and message in proc.stderr, (argv, proc.stderr)
+    assert test.read_text() == before
+    (out / "lead3.txt").mkdir()
+    proc = cli("--jsonl", test, "--outputs", out)
+    assert proc.returncode != 0 and "lead3.txt is not a plain file" in proc.stderr
+    (out / "lead3.txt").rmdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    (out / "lead1.txt").symlink_to(victim)
+    proc = cli("--jsonl", test, "--outputs", out)
+    assert proc.returncode != 0 and "lead1.txt is not a plain file" in proc.stderr
+    assert victim.read_text() == "keep me\n"
+    (out / "lead1.txt").unlink()
+    records = [json.loads(x) for x in test.read_text().splitlines()]
+    records[1]["document"] = "\ud800 One day came. Two men went."
+    write_jsonl(tmp_path / "bad.jsonl", records)
+    proc = cli("--jsonl", tmp_path / "bad.jsonl", "--outputs", out, "--bootstrap-samples", "0")
+    assert proc.returncode != 0 and "lead1, document 2: text that is not valid Unicode" in proc.stderr
+    assert list(out.iterdir()) == []

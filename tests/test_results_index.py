@@ -311,20 +311,33 @@ def test_swapped_seed_folders_of_the_committed_runs_fail_the_check(tmp_path):
         results_index.main([str(root), "--check"])
 
 
-def test_a_tables_baselines_are_copied_into_the_index_and_its_table(recomputable, tmp_path):
+def test_a_tables_baselines_need_their_extracts_and_the_bag_of_pieces_is_copied(recomputable, tmp_path):
+    """A system of baselines.json without its committed extract fails the check (and --write
+    refuses), so a baseline row cannot turn from recomputed into copied; the bag of pieces, which
+    has no text, is copied into the index and its row says so."""
     root = _copy(recomputable, tmp_path)
     lead3 = {"rouge1": 0.31234, "rouge2": 0.1, "rougeL": 0.25, "verdict": {"label": "summarizes"},
              "specificity": {"own": 10.0, "other": 2.0, "delta": 8.004, "p": 0.001}}
     json.dump({"systems": {"lead3": lead3, "leadk": None}}, open(root / "t/baselines.json", "w"))
-    with pytest.raises(SystemExit, match="index.json is stale"):
+    with pytest.raises(SystemExit, match="t/baselines.json without its extracts"):
+        results_index.main([str(root), "--write"])
+    shutil.rmtree(root / "t/baselines", ignore_errors=True)
+    _with_lead3(root)
+    data = json.load(open(root / "t/baselines.json"))
+    data["systems"]["oracle"] = dict(data["systems"]["lead3"])  # in the JSON, no extract
+    json.dump(data, open(root / "t/baselines.json", "w"))
+    with pytest.raises(SystemExit, match="baselines/oracle.txt missing: baselines.json has oracle"):
         results_index.main([str(root), "--check"])
+    del data["systems"]["oracle"]
+    data["bag_of_pieces"] = {"nll": 9.87654, "gain": 0.5, "verdict": {"label": "does not summarize"}}
+    json.dump(data, open(root / "t/baselines.json", "w"))
     assert results_index.main([str(root), "--write"]) == 0
     record = json.load(open(root / "index.json"))["records"][0]
-    assert record["baselines"] == {"lead3": {"rouge1": pytest.approx(31.234), "rouge2": 10.0, "rougeL": 25.0,
-                                             "specificity": {"delta": 8.004, "p": 0.001},
-                                             "distinct": None, "verdict": "summarizes"}}
-    assert ("| baseline: Lead-3 | - | - | - | 31.23 | 10.00 | 25.00 | - | - | - | - | - | - | +8.00 (p 0.0010) | "
-            "yes | copied from baselines.json |") in (root / "t/results.md").read_text()
+    assert record["baselines"]["bag_of_pieces"]["nll"] == 9.87654
+    assert record["baselines"]["lead3"]["recomputed"] is True
+    text = (root / "t/results.md").read_text()
+    assert ("| baseline: bag of pieces (no training) | - | - | - | - | - | - | 9.877 | 0.500 | - | - | - | - | - "
+            "| no | copied from baselines.json |") in text
     assert results_index.main([str(root), "--check"]) == 0
 
 
@@ -394,7 +407,7 @@ def test_the_parity_table_pairs_each_cell_with_its_peer_by_hand(tmp_path):
 
 
 def _hand_table(root, rows, name="t/seed1-notes.md", first="model"):
-    lines = [f"| {first} | ROUGE-1/2/L | source gain (bits) | distinct | METEOR |", "|---|---|---|---|---|"]
+    lines = [f"| {first} | ROUGE-1/2/L | source gain (bits) | distinct | words |", "|---|---|---|---|---|"]
     (root / name).write_text("# notes\n\n" + "\n".join(lines + rows) + "\n")
 
 
@@ -416,8 +429,8 @@ def test_a_hand_written_table_of_a_run_is_checked_against_the_index(recomputable
     _hand_table(root, ["| 0.1 | 1.00/2.00/3.00 | 0.5 | 4 | - |"], name="t/sweep.md", first="threshold")
     assert results_index.main([str(root), "--check"]) == 0
     out = capsys.readouterr().out
-    assert ("1 hand-written tables checked against the index or the JSON their tool wrote them from; "
-            "1 with figures not checked") in out
+    assert "1 hand-written tables checked (their ROUGE, " in out
+    assert "tables of figures whose rows name no run: t/sweep.md:3" in out
     assert "t/sweep.md:3" in out
     f = index["records"][0]["models"]["a"]
     edited = good[0].replace(f"{f['rouge2'][0]:.2f}/", f"{f['rouge2'][0] + 0.01:.2f}/", 1)
@@ -532,8 +545,44 @@ def test_a_hand_written_row_may_name_its_run_folder(recomputable, tmp_path):
                 name="t/runs.md", first="run")
     with pytest.raises(SystemExit, match=r"t/runs.md:5 \(run folder `seed1/b`\): source_gain "):
         results_index.main([str(root), "--check"])
+    # a run folder's METEOR and interval bounds are checked too; a missing cell or a word fails
+    rouge["meteor"] = 0.123456  # as fairseq-sum-score --meteor records it
+    json.dump(rouge, open(root / "t/seed1/b/test.out.rouge.json", "w"))
+    ci = rouge["rouge1_ci"]
+    (root / "t/runs.md").write_text(
+        "| run | ROUGE-1 | METEOR |\n|---|---|---|\n"
+        f"| `seed1/b` | {100 * rouge['rouge1']:.2f} [{100 * ci[0]:.2f}, {100 * ci[1]:.2f}] | "
+        f"{100 * rouge['meteor']:.2f} |\n")
+    assert results_index.main([str(root), "--check"]) == 0
+    text = (root / "t/runs.md").read_text()
+    (root / "t/runs.md").write_text(text.replace(f"[{100 * ci[0]:.2f}, ", f"[{100 * ci[0] - 0.01:.2f}, "))
+    with pytest.raises(SystemExit, match="rouge1 interval bound"):
+        results_index.main([str(root), "--check"])
+    (root / "t/runs.md").write_text(text.replace(f"| {100 * rouge['meteor']:.2f} |", "| 99.99 |"))
+    with pytest.raises(SystemExit, match="meteor 99.99, recorded"):
+        results_index.main([str(root), "--check"])
+    (root / "t/runs.md").write_text(text.replace(f"| {100 * rouge['meteor']:.2f} |", "|"))
+    with pytest.raises(SystemExit, match="2 cells, its header 3"):
+        results_index.main([str(root), "--check"])
+    (root / "t/runs.md").write_text(text.replace(f"| {100 * rouge['rouge1']:.2f} [", "| nan ["))
+    with pytest.raises(SystemExit, match="rouge1 'nan .*' is not a number"):
+        results_index.main([str(root), "--check"])
     (root / "other").mkdir()
     _hand_table(root, [row.replace("`seed1/b`", "`../t/seed1/b`")], name="other/notes.md", first="run")
     (root / "t/runs.md").unlink()
     with pytest.raises(SystemExit, match="names no run folder"):
+        results_index.main([str(root), "--check"])
+
+
+def test_the_overview_page_must_hold_a_generated_table_of_every_table(recomputable, tmp_path):
+    """results/README.md says every table on it is generated: deleting one of its blocks fails,
+    although the table keeps its block in its own folder."""
+    root = _copy(recomputable, tmp_path)
+    block = ("<!-- BEGIN results_index table=t (generated by results_index --write; do not edit) -->\n"
+             "<!-- END results_index -->\n")
+    (root / "README.md").write_text("# results\n\n" + block)
+    assert results_index.main([str(root), "--write"]) == 0
+    assert results_index.main([str(root), "--check"]) == 0
+    (root / "README.md").write_text("# results\n\nThe table was here.\n")
+    with pytest.raises(SystemExit, match="README.md has no generated table of 't'"):
         results_index.main([str(root), "--check"])

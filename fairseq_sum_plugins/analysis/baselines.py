@@ -627,6 +627,21 @@ def main(argv=None):
         parser.error(f"--json {args.json}: its folder does not exist")
     if args.outputs and os.path.exists(args.outputs) and not os.path.isdir(args.outputs):
         parser.error(f"--outputs {args.outputs}: not a folder")
+    for name in SYSTEMS if args.outputs else ():
+        path = os.path.join(args.outputs, f"{name}.txt")
+        if os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path)):
+            parser.error(
+                f"--outputs {args.outputs}: {path} is not a plain file (a link or a folder)"
+            )
+    if args.json and os.path.isdir(args.json):
+        parser.error(f"--json {args.json}: a folder")
+    if args.json:  # the output must not replace an input or an extract
+        inputs = [args.jsonl, args.valid_jsonl, args.train_jsonl]
+        if args.outputs:
+            inputs += [os.path.join(args.outputs, f"{name}.txt") for name in SYSTEMS]
+        same = [p for p in inputs if p and os.path.abspath(p) == os.path.abspath(args.json)]
+        if same:
+            parser.error(f"--json {args.json}: the same file as an input or an extract ({same[0]})")
     texts = {} if args.outputs else None
 
     def log(msg):
@@ -699,18 +714,37 @@ def main(argv=None):
         sys.exit(f"fairseq-sum-baselines: error: {e}")
     print(format_table(result))
     if texts is not None:
-        os.makedirs(args.outputs, exist_ok=True)
-        for name in SYSTEMS:  # a system not computed now leaves no file of an earlier run behind
-            path = os.path.join(args.outputs, f"{name}.txt")
-            if name in texts:
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write("".join(line + "\n" for line in texts[name]))
-            elif os.path.exists(path):
-                os.remove(path)
+        write_outputs(args.outputs, texts)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=2)
     return result
+
+
+def write_outputs(folder, texts):
+    """Writes ``folder/NAME.txt`` of each system in ``texts`` (encoded first: text that is not
+    valid Unicode, e.g. a lone surrogate from a JSON escape, is an error naming the system and
+    document before any file is written), each through a temporary file replaced in one step (a
+    link in its place is replaced, not written through); a system not computed now loses the file
+    of an earlier run."""
+    encoded = {}
+    for name, lines in texts.items():
+        for i, line in enumerate(lines):
+            try:
+                line.encode("utf-8")
+            except UnicodeEncodeError as e:
+                sys.exit(f"fairseq-sum-baselines: error: {name}, document {i + 1}: text that is "
+                         f"not valid Unicode ({e.reason} at character {e.start})")
+        encoded[name] = "".join(line + "\n" for line in lines).encode("utf-8")
+    os.makedirs(folder, exist_ok=True)
+    for name in SYSTEMS:
+        path = os.path.join(folder, f"{name}.txt")
+        if name in encoded:
+            with open(path + ".tmp", "wb") as f:
+                f.write(encoded[name])
+            os.replace(path + ".tmp", path)
+        elif os.path.exists(path):
+            os.remove(path)
 
 
 def cli_main():

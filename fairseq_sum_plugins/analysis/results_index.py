@@ -291,11 +291,17 @@ def recompute_baselines(table_dir, base, notes, cache):
     """{name: per-document F1s} of the extracts committed in ``TABLE/baselines/NAME.txt``, each
     scored again against the table's ``references.txt`` and compared with ``baselines.json``
     (ROUGE to 1e-6 of F1, distinct outputs, the specificity delta to 0.005; a difference goes to
-    ``notes``); each such system of ``base`` gets ``"recomputed": True``. {} without the folder."""
+    ``notes``); each such system of ``base`` gets ``"recomputed": True``. Every system of
+    ``baselines.json`` needs its extract: a missing one (or the folder) fails, so a baseline's
+    figures cannot turn from recomputed into copied."""
     from .decodings import REFERENCES, read_decodings, scorer
 
     folder = os.path.join(table_dir, BASELINE_OUTPUTS)
+    systems = [name for name in base if name != "bag_of_pieces"]
     if not os.path.isdir(folder):
+        if systems:
+            notes["fail"].append(f"{table_dir}/baselines.json without its extracts "
+                                 f"({BASELINE_OUTPUTS}/NAME.txt: fairseq-sum-baselines --outputs)")
         return {}
     key = ("baselines", os.path.normpath(folder))
     if key not in cache:
@@ -329,6 +335,8 @@ def recompute_baselines(table_dir, base, notes, cache):
                     and abs(spec["delta"] - want["specificity"]["delta"]) > 0.005):
                 fails.append(f"{path}: specificity delta {spec['delta']:+.2f}, baselines.json "
                              f"{want['specificity']['delta']:+.2f}")
+        fails += [f"{os.path.join(folder, name + '.txt')} missing: baselines.json has {name}"
+                  for name in systems if not os.path.exists(os.path.join(folder, name + ".txt"))]
         cache[key] = (out, fails)
         notes["fail"].extend(fails)
     out, _ = cache[key]
@@ -675,9 +683,14 @@ def check_blocks(root, index):
                 fails.append(f"{path}: the generated table of {table!r} differs from index.json "
                              "(edited by hand? rerun with --write)")
     have = tables_with_blocks(root)
-    missing = [t for t in dict.fromkeys(r["table"] for r in index["records"]) if t not in have]
+    tables = list(dict.fromkeys(r["table"] for r in index["records"]))
     fails += [f"table {t!r} has no generated block in any .md file (rerun with --write)"
-              for t in missing]
+              for t in tables if t not in have]
+    overview = os.path.join(root, "README.md")  # the page of every table: a block each
+    if os.path.exists(overview):
+        there = {t for t, _, _ in blocks(open(overview, encoding="utf-8").read(), overview)}
+        fails += [f"{overview} has no generated table of {t!r} (every table has one there)"
+                  for t in tables if t not in there]
     return fails
 
 
@@ -692,6 +705,7 @@ HAND_COLUMNS = (
     (re.compile(r"distinct( \(of \d+\)| of \d+)?$"), ("distinct",)),
     (re.compile(r"test nll(, own( / other)? paper)? \(bits\)$"), ("nll",)),
     (re.compile(r"specificity delta \(p\)$"), ("specificity",)),
+    (re.compile(r"meteor( \(.*\))?$"), ("meteor",)),
 )
 ROW_HEADERS = ("model", "label", "system", "run")  # a first column naming runs: every row checked
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
@@ -754,8 +768,11 @@ def _folder_figures(folder):
         return None
     use_path = os.path.join(folder, "source_use.json")
     use = _load(use_path) if os.path.exists(use_path) else {}
-    return {**{k: [100 * rouge[k] if k in rouge else None] for k in ROUGE_KEYS},
-            "source_gain": [use.get("gain")], "distinct": [use.get("distinct")],
+    out = {k: [100 * rouge[k] if k in rouge else None] for k in ROUGE_KEYS + ("meteor",)}
+    for k in ROUGE_KEYS + ("meteor",):  # 95% bootstrap intervals, where scored with them
+        if isinstance(rouge.get(f"{k}_ci"), list) and len(rouge[f"{k}_ci"]) == 2:
+            out[f"{k}_ci"] = [[100 * x for x in rouge[f"{k}_ci"]]]
+    return {**out, "source_gain": [use.get("gain")], "distinct": [use.get("distinct")],
             "nll": [use.get("nll_own")], "specificity": [rouge.get("specificity")]}
 
 
@@ -821,7 +838,18 @@ def _check_cell(cell, keys, figures, where):
         return [f"{where}: {cell!r} is not {'/'.join(keys)}"]
     fails = []
     for part, key in zip(parts, keys):
-        m = NUMBER.search(part)
+        m = NUMBER.match(part.strip().strip("*").strip())
+        if m is None:
+            fails.append(f"{where}: {key} {part.strip()!r} is not a number")
+            continue
+        ci = re.search(r"\[\s*(" + NUMBER.pattern + r")\s*,\s*(" + NUMBER.pattern + r")\s*\]", part)
+        recorded_ci = (figures.get(f"{key}_ci") or [None])[0]
+        if ci and recorded_ci:
+            for shown, value in zip(ci.groups(), recorded_ci):
+                digits = len(shown.partition(".")[2])
+                if float(shown) != float(f"{value:.{digits}f}"):
+                    fails.append(f"{where}: {key} interval bound {shown}, recorded "
+                                 f"{value:.{digits}f}")
         value = (figures.get(key) or [None])[0]
         if key == "specificity" and value is not None:
             value = value["delta"]
@@ -919,6 +947,9 @@ def check_hand_tables(root, index):
             checked += 1
             for number, cells in rows:
                 where = f"{rel}:{number}"
+                if len(cells) != len(header):
+                    fails.append(f"{where}: {len(cells)} cells, its header {len(header)}")
+                    continue
                 figures, what = _resolve(cells[0], records,
                                          runs.get(records[0]["table"], {}) if records else {},
                                          path)
@@ -1070,10 +1101,14 @@ def main(argv=None):
     except (ValueError, OSError) as e:
         fails.append(str(e))
         hand_checked, unchecked = 0, []
-    print(f"results_index: {hand_checked} hand-written tables checked against the index or "
-          f"the JSON their tool wrote them from; "
-          f"{len(unchecked)} with figures not checked (rows of thresholds, probes, or outside "
-          f"a table folder): {', '.join(unchecked) or 'none'}")
+    print(f"results_index: {hand_checked} hand-written tables checked (their ROUGE, METEOR, "
+          "interval, source gain, distinct, test NLL and specificity cells against the index or "
+          "the run folders' JSONs, or whole against what their tool writes); their other columns "
+          "(validation loss and NLL, wall times, hashes, words) are not; tables of figures whose "
+          f"rows name no run: {', '.join(unchecked) or 'none'}")
+    bags = {r["table"] for r in index["records"] if "bag_of_pieces" in (r.get("baselines") or {})}
+    print(f"results_index: copied, not recomputed: the bag of pieces' test NLL and source gain "
+          f"(baselines.json of {len(bags)} tables; the verdicts' NLL check rests on them)")
     for run in legacy:
         nospec = os.path.normpath(os.path.join(args.results, run)) in notes["nospec"]
         print(f"results_index: {run}: not recomputable: no decodings (listed in {ALLOWANCE})"
