@@ -415,7 +415,9 @@ def bag_of_pieces(bin_dir, split="test", max_examples=1000, lambdas=LAMBDAS, tra
 def output_lines(hyps, refs, scorer):
     """One line per document of a system's sentence lists: the sentences as ``scorer`` cleans
     them, joined by `` <sep> `` (a committed ``decodings.txt``'s format)."""
-    return [f" {SENT_SEP} ".join(s) for s in scorer.pairs(hyps, refs)[0]]
+    from .decodings import JOIN
+
+    return [JOIN.join(s) for s in scorer.pairs(hyps, refs)[0]]
 
 
 def run(
@@ -722,12 +724,12 @@ def main(argv=None):
 
 
 def write_outputs(folder, texts):
-    """Writes ``folder/NAME.txt`` of each system in ``texts`` (encoded first: text that is not
-    valid Unicode, e.g. a lone surrogate from a JSON escape, is an error naming the system and
-    document before any file is written), each through a temporary file replaced in one step (a
-    link in its place is replaced, not written through); a system not computed now loses the file
-    of an earlier run."""
-    encoded = {}
+    """Writes ``folder/NAME.txt`` of each system in ``texts`` (:func:`.decodings.write_lines`, as
+    a run's decodings are written), after checking that every line is valid Unicode (a lone
+    surrogate from a JSON escape is an error naming the system and document, before any file is
+    written); a system not computed now loses the file of an earlier run."""
+    from .decodings import write_lines
+
     for name, lines in texts.items():
         for i, line in enumerate(lines):
             try:
@@ -735,14 +737,11 @@ def write_outputs(folder, texts):
             except UnicodeEncodeError as e:
                 sys.exit(f"fairseq-sum-baselines: error: {name}, document {i + 1}: text that is "
                          f"not valid Unicode ({e.reason} at character {e.start})")
-        encoded[name] = "".join(line + "\n" for line in lines).encode("utf-8")
     os.makedirs(folder, exist_ok=True)
     for name in SYSTEMS:
         path = os.path.join(folder, f"{name}.txt")
-        if name in encoded:
-            with open(path + ".tmp", "wb") as f:
-                f.write(encoded[name])
-            os.replace(path + ".tmp", path)
+        if name in texts:
+            write_lines(path, texts[name])
         elif os.path.exists(path):
             os.remove(path)
 

@@ -113,7 +113,9 @@ def extract(gen_path, args):
             data, split)
 
 
-def _write(path, lines):
+def write_lines(path, lines):
+    """``lines`` to ``path``, one a line, through a temporary file replaced in one step (a link in
+    its place is replaced, not written through; a killed write leaves the old file)."""
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8", newline="\n") as f:
         f.writelines(line + "\n" for line in lines)
@@ -135,7 +137,7 @@ def _same_or_write(path, lines, what):
                                   f"({len(lines)} lines) at line {k + 1}: a run of another data "
                                   "set or split (use another table folder)")
         return
-    _write(path, lines)
+    write_lines(path, lines)
 
 
 def write(gen_path, out, args, table_dir=None, checkpoint=None):
@@ -151,7 +153,7 @@ def write(gen_path, out, args, table_dir=None, checkpoint=None):
     refs_path, src_path = os.path.join(table_dir, REFERENCES), os.path.join(table_dir, SOURCES)
     _same_or_write(refs_path, refs, "references")
     _same_or_write(src_path, sources, "sources")
-    _write(os.path.join(out, DECODINGS), hyps)
+    write_lines(os.path.join(out, DECODINGS), hyps)
     splitter = args.sentence_splitter if args.split_sentences else None
     manifest = {"split": split, "examples": len(ids),
                 "decodings": sha256_file(os.path.join(out, DECODINGS)),
@@ -162,7 +164,7 @@ def write(gen_path, out, args, table_dir=None, checkpoint=None):
                            "sentence_sep": list(args.sentence_sep or ()),
                            "split_sentences": splitter,
                            "references": "t-lines (cut)" if args.refs else "untruncated"}}
-    _write(os.path.join(out, MANIFEST), [json.dumps(manifest, indent=1)])
+    write_lines(os.path.join(out, MANIFEST), [json.dumps(manifest, indent=1)])
     return manifest
 
 

@@ -709,6 +709,7 @@ HAND_COLUMNS = (
 )
 ROW_HEADERS = ("model", "label", "system", "run")  # a first column naming runs: every row checked
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+INTERVAL = re.compile(rf"\[\s*({NUMBER.pattern})\s*,\s*({NUMBER.pattern})\s*\]")  # "[lo, hi]"
 
 
 def _cells(line):
@@ -842,7 +843,7 @@ def _check_cell(cell, keys, figures, where):
         if m is None:
             fails.append(f"{where}: {key} {part.strip()!r} is not a number")
             continue
-        ci = re.search(r"\[\s*(" + NUMBER.pattern + r")\s*,\s*(" + NUMBER.pattern + r")\s*\]", part)
+        ci = INTERVAL.search(part)
         recorded_ci = (figures.get(f"{key}_ci") or [None])[0]
         if ci and recorded_ci:
             for shown, value in zip(ci.groups(), recorded_ci):
