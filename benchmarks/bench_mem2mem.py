@@ -38,6 +38,9 @@ from fairseq.trainer import Trainer
 
 from fairseq_sum_plugins.tasks.summarization import SummarizationTask  # also registers the models
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the scripts beside this one
+from profile_breakdown import breakdown, gemm_ceiling, table as breakdown_table  # noqa: E402
+
 BASELINE = "lstm"
 LSTM_DIMS = ["--encoder-embed-dim", "128", "--encoder-hidden-size", "128", "--encoder-bidirectional",
              "--decoder-embed-dim", "128", "--decoder-hidden-size", "256", "--decoder-out-embed-dim", "128",
@@ -149,15 +152,16 @@ def run_steps(m, batches, steps, cuda):
 def profile(m, batches, out, steps, cuda):
     """Op tables (by device time on CUDA, by self CPU time) of ``steps`` training steps, then the
     forward time of each module class (``bench_train.module_ranges``: nested classes overlap)."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_train's hooks
-    from bench_train import module_ranges
+    from bench_train import module_ranges  # bench_train's hooks
 
     activity = torch.profiler.ProfilerActivity
     acts = [activity.CPU] + ([activity.CUDA] if cuda else [])
     with torch.profiler.profile(activities=acts) as prof:
-        run_steps(m, batches, steps, cuda)
+        seconds, _ = run_steps(m, batches, steps, cuda)
     wall = 1e3 * m["time"] / m["words"] * batches[0]["ntokens"]
     out.write(f"\n===== {m['name']}: wall {wall:.1f} ms/step unprofiled =====\n")
+    m["wall_ms"], m["profiled_ms"] = wall, 1e3 * seconds / steps
+    m["breakdown_ms"] = breakdown(prof.events(), steps, m["profiled_ms"], device=cuda)
     for key in (["self_device_time_total"] if cuda else []) + ["self_cpu_time_total"]:
         out.write(f"\n----- {m['name']}: top ops by {key} over {steps} steps -----\n")
         out.write(prof.key_averages().table(sort_by=key, row_limit=25, max_name_column_width=70))
@@ -226,6 +230,18 @@ def main():
             out.write(head + "\n")
             for m in models:
                 profile(m, batches, out, a.profile_steps, cuda)
+        table += "\n\n" + breakdown_table({m["name"]: m["breakdown_ms"] for m in models},
+                                           {m["name"]: m["profiled_ms"] for m in models},
+                                           "Where the time goes: ms per training step (self time of "
+                                           "ATen ops in a profiled pass; share of its wall time)",
+                                           unprofiled={m["name"]: m["wall_ms"] for m in models})
+        for m, r in zip(models[1:], rows[1:]):
+            r["breakdown_ms"], r["gemm_ceiling"] = m["breakdown_ms"], gemm_ceiling(
+                m["breakdown_ms"], base["profiled_ms"])
+            ceiling = "-" if r["gemm_ceiling"] is None else f"{r['gemm_ceiling']:.2f}x"
+            table += f"\n- {m['name']} over {BASELINE}: measured {r['train_x']:.2f}x, GEMM ceiling {ceiling}"
+        rows[0]["breakdown_ms"] = base["breakdown_ms"]
+        print("\n" + table[table.index("Where the time goes"):])
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(env=head, args=vars(a), results=rows, table=table), f, indent=2)

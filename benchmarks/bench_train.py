@@ -56,6 +56,7 @@ import json
 import logging
 import os
 import platform
+import sys
 import tempfile
 import time
 from argparse import Namespace
@@ -71,6 +72,9 @@ from torch.autograd import DeviceType
 from fairseq_sum_plugins.models.sum_transformer import is_t5_cell
 from fairseq_sum_plugins.features.topic_assistant.layers import ta_enabled
 from fairseq_sum_plugins.tasks.summarization import SummarizationTask  # also registers the presets
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the scripts beside this one
+from profile_breakdown import breakdown, gemm_ceiling, table as breakdown_table  # noqa: E402
 
 BASELINE = "transformer"
 SHARED_DIMS = [f"{side}_{name}" for side in ("encoder", "decoder")
@@ -535,12 +539,14 @@ def profile(m, batches, out, steps=3, gen_steps=None):
     cuda = m["cuda"]
     acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
     with torch.profiler.profile(activities=acts) as prof:
-        train(m, batches, steps)
+        seconds, _ = train(m, batches, steps)
     kernels = [e for e in prof.events() if e.device_type == DeviceType.CUDA and not e.is_user_annotation]
     busy = sum(e.device_time_total for e in kernels) / 1e3 / steps
     wall = 1e3 * m["time"] / m["words"] * batches[0]["ntokens"] if m["words"] else float("nan")
     gpu = f", GPU kernels {busy:.1f} ms/step ({len(kernels) / steps:.0f} kernels/step)" if cuda else ""
     out.write(f"\n===== {m['name']}: wall {wall:.1f} ms/step unprofiled{gpu} =====\n")
+    m["wall_ms"], m["profiled_ms"] = wall, 1e3 * seconds / steps
+    m["breakdown_ms"] = breakdown(prof.events(), steps, m["profiled_ms"], device=cuda)
     for key in (["self_device_time_total"] if cuda else []) + ["self_cpu_time_total"]:
         out.write(f"\n----- {m['name']}: top ops by {key} over {steps} steps -----\n")
         out.write(prof.key_averages().table(sort_by=key, row_limit=25, max_name_column_width=70))
@@ -554,7 +560,11 @@ def profile(m, batches, out, steps=3, gen_steps=None):
                   f"   GPU kernels {e.device_time_total / 1e3 / steps:8.2f} ms\n")
     if gen_steps:
         with torch.profiler.profile(activities=acts) as prof:
-            generate(m, batches[:1])
+            seconds, _ = generate(m, batches[:1])
+        timed = m.get("gen_batches_timed") or 0  # unprofiled wall time per decoding step
+        m["gen_wall_ms"] = 1e3 * m["gen_time"] / (timed * gen_steps) if timed and m["gen_time"] else None
+        m["gen_profiled_ms"] = 1e3 * seconds / gen_steps
+        m["gen_breakdown_ms"] = breakdown(prof.events(), gen_steps, m["gen_profiled_ms"], device=cuda)
         out.write(f"\n----- {m['name']}: beam search on one batch, {len(kernel_ops(prof)) / gen_steps:.0f} "
                   f"kernel-running ops per decoding step ({gen_steps} steps), top ops by self CPU time -----\n")
         out.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25, max_name_column_width=70))
@@ -595,7 +605,10 @@ def report(models, a, env):
                  train_wps=per_s(m["words"], m["time"]), peak_gib=m["peak_gib"], ops=m.get("ops"), gflops=m.get("gflops"),
                  gen_wps=per_s(m["gen_words"], m["gen_time"]), gen_tokens=m["gen_words"], skipped_updates=m["steps"] - m["updates"](),
                  steps=m["steps"], error=m.get("error"), notes=m["notes"], dims=m["dims"],
-                 compile_s=m.get("compile_s"), gen_compile_s=m.get("gen_compile_s"))
+                 compile_s=m.get("compile_s"), gen_compile_s=m.get("gen_compile_s"),
+                 wall_ms=m.get("wall_ms"), profiled_ms=m.get("profiled_ms"),
+                 breakdown_ms=m.get("breakdown_ms"), gen_wall_ms=m.get("gen_wall_ms"),
+                 gen_profiled_ms=m.get("gen_profiled_ms"), gen_breakdown_ms=m.get("gen_breakdown_ms"))
             for m in models]
     for r in rows:  # "vs transformer": over the transformer of the row's dims
         base = next((p for p in rows if p["peer"] == BASELINE and p["dims"] == r["dims"]), {})
@@ -628,18 +641,53 @@ def report(models, a, env):
             lines.append(f"| {arch} | {peer} | " + " | ".join(
                 fmt(x[k], ".2f", "x") for k in ("train_ratio", "gen_ratio", "mem_ratio", "ops_ratio")) + " | "
                 + fmt(x["flops_ratio"], ".3f", "x") + " |")
+    if a.profile:
+        lines += where_the_time_goes(rows, ratios, a.generate)
     table = "\n".join(lines)
     print(env["summary"] + "\n\n" + table)
     if a.json:
         def figures(r):
             return dict(train_wps=r["train_wps"], gen_tps=r["gen_wps"], peak_mem=r["peak_gib"], ops_per_step=r["ops"],
                         gflops_per_step=r["gflops"],
-                        compile_s=r["compile_s"], gen_compile_s=r["gen_compile_s"])
+                        compile_s=r["compile_s"], gen_compile_s=r["gen_compile_s"],
+                        **{k: r[k] for k in ("wall_ms", "profiled_ms", "breakdown_ms", "gen_wall_ms",
+                                             "gen_profiled_ms", "gen_breakdown_ms")})
 
         archs = {r["arch"]: dict(figures(r), peers={p["peer"]: figures(p) for p in rows if is_peer_of(p, r)})
                  for r in rows if r["peer"] is None}
         with open(a.json, "w") as f:
             json.dump(dict(env=env, args=vars(a), results=rows, archs=archs, ratios=ratios, table=table), f, indent=2)
+
+
+def where_the_time_goes(rows, ratios, generate):
+    """``--profile``: per arch, the kinds of work of a training step (and of a decoding step) of the
+    arch and its peers, ms per step of the profiled pass (profile_breakdown.py), and each pair's GEMM
+    ceiling (the ratio the arch would reach over the peer if all but its matrix products took no
+    time: the peer's profiled wall over the arch's GEMM time), which ``ratios[arch][peer]`` also
+    holds as ``gemm_ceiling`` / ``gen_gemm_ceiling``."""
+    lines = []
+    for r in (r for r in rows if r["peer"] is None and r["breakdown_ms"]):
+        group = [r] + [p for p in rows if is_peer_of(p, r) and p["breakdown_ms"]]
+        phases = [("training step", "", "train_ratio", "gemm_ceiling")]
+        phases += [("decoding step (beam search)", "gen_", "gen_ratio", "gen_gemm_ceiling")
+                   ] if generate else []
+        for phase, pre, measured, ceiling in phases:
+            key = pre + "breakdown_ms"
+            cols = {p["model"]: p[key] for p in group if p[key]}
+            if not cols:
+                continue
+            lines += ["", breakdown_table(
+                cols, {p["model"]: p[pre + "profiled_ms"] for p in group},
+                f"Where the time goes, {r['arch']}: ms per {phase} (self time of ATen ops in a "
+                "profiled pass; share of its wall time)",
+                unprofiled={p["model"]: p[pre + "wall_ms"] for p in group})]
+            for p in group[1:]:
+                x = ratios[r["arch"]][p["peer"]]
+                x[ceiling] = gemm_ceiling(r[key], p[pre + "profiled_ms"])
+                lines.append(f"- {r['arch']} over {p['model']}: measured {fmt(x[measured], '.2f', 'x')}, "
+                             f"GEMM ceiling {fmt(x[ceiling], '.2f', 'x')} (GEMM {r[key]['GEMM']:,.1f} vs "
+                             f"{p[key]['GEMM']:,.1f} ms)")
+    return lines
 
 
 def compiled_hf_t5(arch, cfg, d, a):
@@ -734,6 +782,7 @@ def main():
                 seconds, words = generate(m, [m["batches"][i]])
                 m["gen_time"] += seconds
                 m["gen_words"] += words
+                m["gen_batches_timed"] = i + 1
 
     if a.generate and a.compile:  # the warm-up's time beyond a timed batch's
         for m in decoding:

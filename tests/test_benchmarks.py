@@ -1,5 +1,6 @@
 """benchmarks/: bench_log_softmax.py's fused variants compute the unfused gradients; bench_train.py's
---ablate compile builds a compiled peer per arch (and of HF's T5) in the same run."""
+--ablate compile builds a compiled peer per arch (and of HF's T5) in the same run; profile_breakdown.py
+charges each profiled op to its kind of work and --profile names each pair's GEMM ceiling."""
 import importlib.util
 import os
 
@@ -75,3 +76,68 @@ def test_the_compile_switch_compiles_every_layer_in_place():
     layers = list(model.encoder.layers) + list(model.decoder.layers)
     assert all(layer._compiled_call_impl is not None for layer in layers)
     assert [n for n, _ in model.named_parameters()] == names
+
+
+def test_breakdown_charges_each_op_to_its_kind_of_work():
+    """A profiled matmul, softmax, mask draw, backward and Adam step: each op's self time lands in its
+    kind (the optimizer's by the range torch's optimizers record), and the kinds sum to every ATen
+    op's self time, the rest of the wall time being 'other'."""
+    pb = load("profile_breakdown")
+    w = torch.nn.Parameter(torch.randn(64, 64))
+    opt = torch.optim.Adam([w])
+    x = torch.randn(32, 64)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(2):
+            probs = (x @ w).softmax(-1)
+            mask = torch.empty_like(probs).bernoulli_(0.5)
+            (probs * mask).sum().backward()
+            opt.step()
+    aten = [e for e in prof.events() if e.name.startswith("aten::")]
+    names = {}
+    for e in aten:
+        names.setdefault(pb.kind_of(e), set()).add(e.name)
+    assert "aten::mm" in names["GEMM"]
+    assert {"aten::_softmax", "aten::_softmax_backward_data"} <= names["softmax"]
+    assert "aten::bernoulli_" in names["dropout masks"]
+    assert "aten::addcdiv_" in names["optimizer"]  # Adam's update, inside Optimizer.step
+    assert not any("aten::addcdiv_" in v for k, v in names.items() if k != "optimizer")
+    wall = 1e6
+    ms = pb.breakdown(prof.events(), 2, wall_ms=wall)
+    by_hand = sum(e.self_cpu_time_total for e in aten) / 1e3 / 2
+    assert sum(ms[k] for k in pb.KINDS) == pytest.approx(by_hand)
+    assert ms[pb.OTHER] == pytest.approx(wall - by_hand)
+    with pytest.raises(ValueError, match="steps 0: at least 1"):
+        pb.breakdown(prof.events(), 0)
+
+
+def test_gemm_ceiling_is_the_peer_wall_over_the_models_gemm_time():
+    pb = load("profile_breakdown")
+    assert pb.gemm_ceiling({"GEMM": 80.0, "memory": 5.0}, 100.0) == 1.25
+    assert pb.gemm_ceiling({"GEMM": 0.0}, 100.0) is None
+    assert pb.gemm_ceiling(None, 100.0) is None
+
+
+def test_bench_train_profile_tables_name_each_pairs_ceiling():
+    """--profile's section: one table per arch (its column and its peers'), shares of the profiled
+    pass's wall time, the timed rounds' wall beside it, and per peer the measured ratio beside the
+    GEMM ceiling (peer's profiled wall / arch's GEMM), also written into the ratios."""
+    bench = load("bench_train")
+
+    def row(model, arch, peer, gemm, wall):
+        bd = dict.fromkeys(("optimizer", "memory"), 1.0) | {"GEMM": gemm}
+        return dict(model=model, arch=arch, peer=peer, dims=(1,), breakdown_ms=bd, profiled_ms=wall,
+                    wall_ms=wall + 10, gen_breakdown_ms=None, gen_profiled_ms=None, gen_wall_ms=None)
+
+    rows = [row("transformer", "t5_small", "transformer", 70.0, 100.0),
+            row("t5_small", "t5_small", None, 80.0, 96.0),
+            row("hf_t5 (t5_small)", "t5_small", "hf_t5", 80.0, 104.0)]
+    ratios = {"t5_small": {"transformer": dict(train_ratio=1.04), "hf_t5": dict(train_ratio=0.92)}}
+    text = "\n".join(bench.where_the_time_goes(rows, ratios, generate=False))
+    assert "| kind of work | t5_small | transformer | hf_t5 (t5_small) |" in text
+    assert "| GEMM | 80.0 (83%) | 70.0 (70%) | 80.0 (77%) |" in text  # of the profiled pass
+    assert "| other (outside ATen ops) |" not in text  # no wall given to the breakdown by hand
+    assert "| wall, profiled pass | 96.0 | 100.0 | 104.0 |" in text
+    assert "| wall, timed rounds | 106.0 | 110.0 | 114.0 |" in text
+    assert "t5_small over hf_t5 (t5_small): measured 0.92x, GEMM ceiling 1.30x" in text
+    assert ratios["t5_small"]["transformer"]["gemm_ceiling"] == pytest.approx(100 / 80)
+    assert ratios["t5_small"]["hf_t5"]["gemm_ceiling"] == pytest.approx(104 / 80)

@@ -304,3 +304,31 @@ def test_bench_packed_mask_ablation_switches_every_dropping_module():
     assert drops and not any(m.packed_mask for m in drops) and bench.FAST_PATHS["packed_mask"]() is False
     bench.FAST_PATHS["packed_mask"](model)
     assert all(m.packed_mask for m in drops)
+
+
+@pytest.mark.parametrize("arch", ["etads_base", "t5_small"])
+def test_incremental_steps_copy_no_cached_key_or_value(arch):
+    """Cross-attention keys/values (and ETADS's gate keys W_s K) are cached contiguous, so a later
+    decoding step reads them in place: no copy of a source-sized tensor in the step (a head-split
+    view of the fused projection made every step's batched matmul copy them, half of ETADS's
+    decoding time). The step's output is the full forward's last position, as before."""
+    d = make_dictionary()
+    model, _ = build_model(arch, d, encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=1,
+                           decoder_layers=2, encoder_attention_heads=4)
+    model.eval()
+    n, s = 4, 13  # a source length no other dimension has
+    src = torch.randint(4, len(d), (n, s))
+    prev = torch.randint(4, len(d), (n, 3))
+    enc = model.encoder(src, torch.full((n,), s))
+    state = {}
+    with torch.no_grad():
+        for t in range(2):
+            model.decoder(prev[:, : t + 1], encoder_out=enc, incremental_state=state)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                    record_shapes=True) as prof:
+            step, _ = model.decoder(prev, encoder_out=enc, incremental_state=state)
+        full, _ = model.decoder(prev, encoder_out=enc)
+    copies = [e.input_shapes for e in prof.events() if e.name == "aten::copy_"
+              and e.input_shapes and s in e.input_shapes[0]]
+    assert copies == []
+    assert fp32_close(step[:, -1], full[:, -1], full, MODEL_ULPS)

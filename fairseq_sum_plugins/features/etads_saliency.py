@@ -69,7 +69,8 @@ class SaliencyGate(InputBuffer, nn.Module):
             sk = saved["gate_key"]
         else:
             sk = self._project(self.w_s, k)  # W_s K: static per source
-            if saved is not None:
+            if saved is not None:  # contiguous, as the cached keys (modules/attention.py)
+                sk = sk.contiguous()
                 saved["gate_key"] = sk
                 self._set_input_buffer(incremental_state, saved)
         # g = sigmoid(hq sk^T), formed by the attention

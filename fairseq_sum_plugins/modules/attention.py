@@ -253,7 +253,9 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         k, v = (self._heads(t) for t in self.kv_proj(key_value).chunk(2, dim=-1))
         if kv_scale is not None:  # g_j K_j, g_j V_j
             k, v = k * kv_scale, v * kv_scale
-        if saved is not None:
+        if saved is not None:  # cached contiguous: every later step's matmul reads them without
+            # a copy (a head-split view of the fused projection cannot be batched as one N*H batch)
+            k, v = k.contiguous(), v.contiguous()
             saved["prev_key"], saved["prev_value"] = k, v
             if g > 1:  # the source (block) of each row; reordered with the rows
                 saved["beam_source"] = torch.arange(k.size(0), device=k.device).repeat_interleave(g)
