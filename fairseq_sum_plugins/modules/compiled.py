@@ -8,7 +8,11 @@ the model from the checkpoint's args. The embedding, the stack-level features (i
 topic model, the T5 cell's position bias) and the output projection stay eager.
 
 Sequence lengths are dynamic (one graph for every length >= 2: torch specialises lengths 0 and 1),
-so a beam search compiles its first steps, then reuses them. A layer carrying a feature in
+so a beam search compiles its first steps, then reuses them. Layers of one class share their code,
+and dynamo keeps at most ``recompile_limit`` graphs per function (8 by default) before it runs the
+function eagerly without an error: training, validation and the decoding steps of layers with and
+without a feature (ETADS's saliency layers) need more, so compiling raises the limit to
+:data:`RECOMPILE_LIMIT`. A layer carrying a feature in
 :data:`EAGER_FEATURES` is left eager, with one logged line naming the feature; a layer whose
 compilation fails at its first call (a dynamo or backend error) falls back to eager the same way,
 the error named in the log, and the call is run again eagerly. Compiled and eager layers compute the
@@ -22,6 +26,10 @@ import torch
 from .features import FEATURES
 
 logger = logging.getLogger(__name__)
+
+# graphs per function before dynamo silently runs it eagerly (its default, 8, was reached by one
+# ETADS model: training, evaluation and incremental steps of layers with and without saliency)
+RECOMPILE_LIMIT = 64
 
 # feature (or layer wrapper) -> why its layers run eagerly
 EAGER_FEATURES = {
@@ -58,6 +66,10 @@ def _falls_back(layer, where):
 def compile_layers(layers, where, backend="inductor"):
     """Compiles each layer of ``layers`` in place unless it carries an :data:`EAGER_FEATURES` entry;
     ``where`` names the stack in the log. Returns the indices of the compiled layers."""
+    config = torch._dynamo.config
+    config.recompile_limit = max(config.recompile_limit, RECOMPILE_LIMIT)
+    config.accumulated_recompile_limit = max(config.accumulated_recompile_limit,
+                                             16 * RECOMPILE_LIMIT)
     compiled = []
     for i, layer in enumerate(layers):
         eager = [f for f in layer_features(layer) if f in EAGER_FEATURES]
