@@ -682,6 +682,8 @@ def where_the_time_goes(rows, ratios, generate):
                 "profiled pass; share of its wall time)",
                 unprofiled={p["model"]: p[pre + "wall_ms"] for p in group})]
             for p in group[1:]:
+                if not (r[key] and p[key]):  # a beam search that failed (noted in its row)
+                    continue
                 x = ratios[r["arch"]][p["peer"]]
                 x[ceiling] = gemm_ceiling(r[key], p[pre + "profiled_ms"])
                 lines.append(f"- {r['arch']} over {p['model']}: measured {fmt(x[measured], '.2f', 'x')}, "

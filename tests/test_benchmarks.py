@@ -141,3 +141,9 @@ def test_bench_train_profile_tables_name_each_pairs_ceiling():
     assert "t5_small over hf_t5 (t5_small): measured 0.92x, GEMM ceiling 1.30x" in text
     assert ratios["t5_small"]["transformer"]["gemm_ceiling"] == pytest.approx(100 / 80)
     assert ratios["t5_small"]["hf_t5"]["gemm_ceiling"] == pytest.approx(104 / 80)
+    # a beam search that failed for the arch (fp16, no EOS by max_len) but not for a peer: the
+    # peer's column is shown, and no ceiling is claimed for the pair
+    rows[0].update(gen_breakdown_ms={"GEMM": 5.0}, gen_profiled_ms=9.0, gen_wall_ms=9.0)
+    ratios["t5_small"]["transformer"]["gen_ratio"] = None
+    text = "\n".join(bench.where_the_time_goes(rows, ratios, generate=True))
+    assert "| kind of work | transformer |" in text and "gen_gemm_ceiling" not in ratios["t5_small"]["transformer"]
