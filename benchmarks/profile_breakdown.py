@@ -23,7 +23,7 @@ ops it calls), under the first kind of work that claims it:
 Times are self CPU time (on CUDA: the ops' kernels' device time), per step. What the ATen ops do
 not cover of the profiled pass's wall time per step is reported as **other (outside ATen ops)**:
 the interpreter, module calls, the autograd engine's and the profiler's own bookkeeping and, on a
-loaded machine, time the process waited. The wall time of the benchmark's timed (unprofiled)
+loaded machine, time the process waited (on CUDA: the time the GPU ran no kernel of these ops). The wall time of the benchmark's timed (unprofiled)
 rounds is shown beside it: interleaving models in rounds costs each some cache warm-up, so it can
 exceed the profiled pass's.
 
