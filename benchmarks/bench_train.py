@@ -287,8 +287,9 @@ def compile_stacks(*stacks):
     kind rather than a whole unrolled stack (on an H100 the stack-level compilation of ``t5_base`` and
     HF's T5 ran past 215 s), and the same layers serve training and beam search in every model; the
     embeddings, the output projection and fairseq's / HF's search loops stay eager."""
-    from fairseq_sum_plugins.modules.compiled import compile_layers
+    from fairseq_sum_plugins.modules.compiled import compile_layers, raise_recompile_limit
 
+    raise_recompile_limit()  # for the peers' layers too (compile_layers raises it for the plugin's)
     for stack in stacks:
         layers = getattr(stack, "layers", None)
         layers = layers if layers is not None else getattr(stack, "block")  # HF's T5Stack
@@ -747,11 +748,6 @@ def main():
         logging.getLogger(name).setLevel(logging.WARNING)
     if a.threads:
         torch.set_num_threads(a.threads)
-    if a.compile:  # models of one class share its code objects: cache entries per model and mode;
-        # a function that still recompiles past the limit runs eagerly (so it cannot stall a run)
-        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
-        torch._dynamo.config.accumulated_recompile_limit = max(
-            torch._dynamo.config.accumulated_recompile_limit, 1024)
     cuda = a.device == "cuda"
     d = make_dictionary(a.dict_size)
     tmp = tempfile.TemporaryDirectory(prefix="bench-topic-model-")

@@ -511,8 +511,18 @@ def test_compile_flag_compiles_layers_and_names_eager_features(caplog):
     :data:`EAGER_FEATURES` entry (activation checkpointing) stays eager, a logged line naming it."""
     import logging
 
+    import torch._dynamo
+
+    from fairseq_sum_plugins.modules.compiled import RECOMPILE_LIMIT
+
     dims = DIMS["transformer"]
-    model, _ = build_model("t5_transformer_small", make_dictionary(), **dims, compile=True)
+    default_limit = torch._dynamo.config.recompile_limit
+    torch._dynamo.config.recompile_limit = 8  # dynamo's default: a function past it runs eagerly
+    try:
+        model, _ = build_model("t5_transformer_small", make_dictionary(), **dims, compile=True)
+        assert torch._dynamo.config.recompile_limit == RECOMPILE_LIMIT
+    finally:
+        torch._dynamo.config.recompile_limit = default_limit
     layers = [*model.encoder.layers, *model.decoder.layers]
     assert all(layer._compiled_call_impl is not None for layer in layers)
     eager, _ = build_model("t5_transformer_small", make_dictionary(), **dims)

@@ -63,13 +63,19 @@ def _falls_back(layer, where):
     layer._compiled_call_impl = call
 
 
-def compile_layers(layers, where, backend="inductor"):
-    """Compiles each layer of ``layers`` in place unless it carries an :data:`EAGER_FEATURES` entry;
-    ``where`` names the stack in the log. Returns the indices of the compiled layers."""
+def raise_recompile_limit():
+    """Dynamo's graphs per function (and in all) raised to at least :data:`RECOMPILE_LIMIT`, for
+    every layer compiled in this process (the plugin's and, in benchmarks, its peers')."""
     config = torch._dynamo.config
     config.recompile_limit = max(config.recompile_limit, RECOMPILE_LIMIT)
     config.accumulated_recompile_limit = max(config.accumulated_recompile_limit,
                                              16 * RECOMPILE_LIMIT)
+
+
+def compile_layers(layers, where, backend="inductor"):
+    """Compiles each layer of ``layers`` in place unless it carries an :data:`EAGER_FEATURES` entry;
+    ``where`` names the stack in the log. Returns the indices of the compiled layers."""
+    raise_recompile_limit()
     compiled = []
     for i, layer in enumerate(layers):
         eager = [f for f in layer_features(layer) if f in EAGER_FEATURES]
