@@ -32,6 +32,11 @@ import os
 import re
 import sys
 
+from .page import COLORS  # noqa: F401  (part of this module's interface)
+from .page import CSS as _CSS
+from .page import color as _color
+from .page import document
+
 _NUM = r"([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
 _VALID = re.compile(r"valid on '[^']+' subset")
 _PARAMS = re.compile(r"num\. (?:shared )?model params: ([\d,]+)")
@@ -244,8 +249,6 @@ if __name__ == "__main__":
 
 # --------------------------------------------------------------------------------- HTML report
 COPY_N = 3  # a run of COPY_N words shared by the source and an output counts as copied
-COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
-          "#bcbd22", "#7f7f7f")  # tab10: ten systems before a colour repeats
 _WORD_KEY = re.compile(r"[^\w]+")
 SORT_KEYS = (("id", "document order"), ("r2", "largest ROUGE-2 spread between systems"),
              ("r1", "largest ROUGE-1 spread between systems"),
@@ -341,29 +344,6 @@ def system_summary(name, hyps, refs, scorer, source_use=None, baselines=None):
     return out
 
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.2em 2em;
-  color:#222}
-h1{font-size:1.35em;margin:.2em 0}h2{font-size:1.1em;margin:1.2em 0 .4em}
-table.t{border-collapse:collapse;margin:.4em 0}
-table.t td,table.t th{border:1px solid #ccc;padding:3px 8px;text-align:right}
-table.t td:first-child,table.t th:first-child{text-align:left}
-tr.base td{color:#555;background:#f6f6f6}
-.ok{color:#176d1b;font-weight:600}.no{color:#b3261e;font-weight:600}.na{color:#777}
-.doc{border:1px solid #bbb;border-radius:6px;margin:1em 0;padding:.5em .8em}
-.doc h3{font-size:1em;margin:.2em 0 .5em}
-.grid{display:grid;gap:.6em;grid-template-columns:repeat(auto-fit,minmax(260px,1fr))}
-.box{background:#fafafa;border:1px solid #e2e2e2;border-radius:4px;padding:.3em .6em}
-.box h4{margin:.1em 0 .3em;font-size:.92em}.box p{margin:.25em 0}
-.src{max-height:16em;overflow:auto;font-size:.93em}
-.sc{font-size:.85em;color:#444}
-.controls{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ddd;
-  z-index:1}
-.key{display:inline-block;width:.9em;height:.9em;border-radius:2px;vertical-align:middle;
-  margin-right:.2em}
-.note{color:#555;font-size:.9em;max-width:70em}
-"""
-
 _JS = """
 (function(){
   var box=document.getElementById('docs');
@@ -385,10 +365,6 @@ _JS = """
   document.body.setAttribute('data-ready','1');
 })();
 """
-
-
-def _color(i):
-    return COLORS[i % len(COLORS)]
 
 
 def _css(k):
@@ -512,9 +488,6 @@ def html_report(systems, refs, sources, baselines=None, pairs=None,
                 '<span id="sorted">document order</span>) &nbsp; Highlight copies of: '
                 f"{legend}</div>")
     docs = "".join(_document(i, refs[i], sources[i], systems, n) for i in shown)
-    page = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-            f"<title>{escape(title)}</title><style>{_css(k)}</style></head>", '<body class="h0">',
-            f"<h1>{escape(title)}</h1>", intro, _table(systems, baselines, pairs),
-            _verdict_note(baselines), controls, f'<div id="docs">{docs}</div>',
-            f"<script>{_JS}</script>", "</body></html>"]
-    return "\n".join(page)
+    return document(title, _css(k), [intro, _table(systems, baselines, pairs),
+                                     _verdict_note(baselines), controls,
+                                     f'<div id="docs">{docs}</div>'], _JS, body_class="h0")
