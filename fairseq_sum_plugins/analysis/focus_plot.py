@@ -22,6 +22,7 @@ import statistics
 import torch
 
 from .decodings import sha256_file
+from .inspect import check_documents
 
 logger = logging.getLogger("fairseq_sum_plugins.focus_plot")
 
@@ -168,6 +169,10 @@ def main(argv=None):
         path = getattr(args, flag)
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             parser.error(f"--{flag.replace('_', '-')} {path}: its folder does not exist")
+    try:
+        check_documents(args.data, args.split, [args.index])
+    except ValueError as e:
+        parser.error(str(e))
     import fairseq_sum_plugins  # noqa: F401  (registers the task and models)
     from fairseq import checkpoint_utils
 

@@ -1,0 +1,26 @@
+"""focus_plot's document choice: a split the data lacks and an index outside the split are refused
+by name before the checkpoint is loaded (the checkpoint path below does not exist: loading it would
+fail otherwise)."""
+import pytest
+
+from fairseq_sum_plugins.analysis import focus_plot
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--split", "test", "--index", "50"], "--index 50: the test split of {data} has 12 documents"),
+    (["--split", "test", "--index", "-1"], "--index -1: the test split of {data} has 12 documents"),
+    (["--split", "validation"],
+     "--split validation: no binarized split validation in {data} (it has: test, train, valid)"),
+])
+def test_a_bad_document_is_refused_before_loading(toy_data, tmp_path, extra, message, capsys):
+    with pytest.raises(SystemExit):
+        focus_plot.main([toy_data, "--path", str(tmp_path / "no-such.pt"),
+                         "--png", str(tmp_path / "f.png"), *extra])
+    assert message.format(data=toy_data) in capsys.readouterr().err
+
+
+def test_a_missing_data_folder_is_refused_by_name(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        focus_plot.main([str(tmp_path / "nodata"), "--path", "x.pt", "--png",
+                         str(tmp_path / "f.png")])
+    assert f"{tmp_path / 'nodata'}: no such data folder" in capsys.readouterr().err
