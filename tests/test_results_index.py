@@ -215,7 +215,7 @@ def _swap(a, b):
      "seed1/a: not recomputable: no decodings, and not listed"),
     (lambda r: _edit(r / "t/references.txt", "mat", "rug"), "sha256 of .*references.txt"),
     (lambda r: _edit(r / "t/seed2/b/test.out.rouge.json", '"rouge2": 0.', '"rouge2": 0.0'),
-     "test.out.rouge.json has rouge2 .*its decodings score"),
+     "test.out.rouge.json: rouge2 .*its lines give"),
     (lambda r: _edit(r / "t/seed1/b/source_use.json", '"distinct": 3', '"distinct": 4'),
      "source_use.json has 4 distinct decodings, decodings.txt 3"),
     (lambda r: _edit(r / "t/seed1/b/source_use.json", '"gain": 0.6', '"gain": 0.7'),
@@ -490,10 +490,14 @@ def _with_lead3(root):
     fairseq-sum-baselines --outputs writes them); returns the extract lines."""
     from fairseq_sum_plugins.analysis.decodings import scorer
 
-    lines = ["The cat sat on the mat .", "A dog barked .", "Rain fell on the city .",
-             "The council met on Monday ."]
+    from fairseq_sum_plugins.analysis.baseline_extracts import write_sums
+
+    # the first three sentences of each committed source (the documents of _generate)
+    sources = (root / "t/sources.txt").read_text().splitlines()
+    lines = [" <sep> ".join(s.split(" <sep> ")[:3]) for s in sources]
     (root / "t/baselines").mkdir()
     (root / "t/baselines/lead3.txt").write_text("".join(x + "\n" for x in lines))
+    write_sums(str(root / "t/baselines"))
     per = scorer().document_f1(lines, REFS, ("rouge1", "rouge2", "rougeL"))
     spec = results_index.specificity_of(lines, REFS)
     lead3 = {**{k: float(per[k].mean()) for k in ("rouge1", "rouge2", "rougeL")},
@@ -521,10 +525,10 @@ def test_committed_baseline_extracts_are_rescored_and_each_run_is_compared_with_
     assert got["diff"] == pytest.approx(100 * want["diff"]) and got["p"] == want["p"]
     text = (root / "t/results.md").read_text()
     assert "| baseline: Lead-3 | - | - | - | " in text and "recomputed from baselines/lead3.txt |" in text
-    _edit(root / "t/baselines/lead3.txt", "A dog barked .", "A dog barked at the postman .")
-    with pytest.raises(SystemExit, match=r"baselines/lead3.txt: scores rouge1 .*, baselines.json"):
+    _edit(root / "t/baselines/lead3.txt", "A dog barked at the postman", "A dog barked")
+    with pytest.raises(SystemExit, match=r"baselines/lead3.txt \(baselines.json lead3\): rouge1 "):
         results_index.main([str(root), "--check"])
-    _edit(root / "t/baselines/lead3.txt", "A dog barked at the postman .", "A dog barked .")
+    _edit(root / "t/baselines/lead3.txt", "A dog barked", "A dog barked at the postman")
     (root / "t/baselines/lead9.txt").write_text("x\n")
     with pytest.raises(SystemExit, match="lead9.txt: not the extract of a system of baselines.json"):
         results_index.main([str(root), "--check"])

@@ -86,6 +86,9 @@ import os
 import re
 import sys
 
+from .results_paths import check_paths
+from .results_prose import ALLOWED as ALLOWED_FIGURES, check_prose
+
 PAPERS = ("tpt", "gate", "etads", "ta", "mem2mem", "parity", "recipe")
 ALLOWANCE = "not_recomputable.txt"
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
@@ -93,6 +96,12 @@ FIGURES = ("rouge1", "rouge2", "rougeL", "source_gain", "distinct", "specificity
            "verdict", "vs_first", "vs_lead3")
 PAIRED = {"samples": 1000, "seed": 1}  # the paired bootstrap of vs_first (fairseq-sum-compare's)
 TOLERANCE = 1e-6  # recomputed ROUGE F1 (in [0, 1]) vs the committed JSON
+BOOTSTRAP = {"samples": 1000, "seed": 1}  # fairseq-sum-score's (and -baselines') interval defaults
+# the scorers of a score JSON whose figures are not the default scorer's (which the check uses)
+OTHER_SCORERS = ("official", "files2rouge")
+# a baselines.json system's fields that are not figures: what the extract was made with
+SYSTEM_EXTRAS = ("sentences", "distinct", "verdict", "k", "valid_scores", "seed", "train_index",
+                 "candidates", "max_sentences")
 BEGIN = re.compile(r"<!-- BEGIN results_index table=(\S+) [^>]*-->\n")
 END = "<!-- END results_index -->"
 
@@ -173,12 +182,64 @@ def recompute(folder, table_dir):
     hyps, refs = read_decodings(dec, "decodings"), read_decodings(refs_path, "references")
     if len(hyps) != len(refs):
         raise ResultsError(f"{dec} has {len(hyps)} lines, {refs_path} {len(refs)}")
-    per = scorer().document_f1(hyps, refs, ROUGE_KEYS)
+    out = score_lines(hyps, refs)
+    out["sha256"], out["problems"] = sha, problems
+    return out
+
+
+def score_lines(hyps, refs):
+    """{rouge1, rouge2, rougeL (F1 in [0, 1]), distinct, specificity, corpus, per_document} of
+    committed lines: ``corpus`` is every figure of fairseq-sum-score's JSON that ROUGE gives
+    (means, recall, precision, their bootstrap intervals: :data:`BOOTSTRAP`), recomputed."""
+    from .decodings import scorer
+    from ..scoring.rouge import aggregate
+
+    s = scorer()
+    rows = s.documents(*s.pairs(hyps, refs))
+    per = {k: rows[k][:, 2].copy() for k in ROUGE_KEYS}
     out = {k: float(per[k].mean()) for k in ROUGE_KEYS}
+    out["corpus"] = aggregate(rows, BOOTSTRAP["samples"], BOOTSTRAP["seed"])
+    out["corpus"]["num_summaries"] = len(hyps)
     out["distinct"] = len({h.replace(" <sep> ", " ") for h in hyps})
     out["specificity"] = specificity_of(hyps, refs)
-    out["sha256"], out["problems"], out["per_document"] = sha, problems, per
+    out["per_document"] = per
     return out
+
+
+# what the check does not recompute in a score JSON: METEOR (nltk's WordNet, not a dependency)
+COPIED_SCORES = ("meteor", "meteor_ci", "meteor_impl", "scorer")
+
+
+def compare_scores(committed, again, where):
+    """Failures of a committed score JSON (fairseq-sum-score's ``test.out.rouge.json``, a system of
+    ``baselines.json``) against :func:`score_lines`: every ROUGE mean, recall, precision and
+    interval to :data:`TOLERANCE`, the summary count, and the specificity's own, other, delta and
+    p to 1e-6; a key the check neither recomputes nor names as copied fails."""
+    fails, corpus = [], again["corpus"]
+    for key, value in committed.items():
+        if key in COPIED_SCORES or not key.startswith(("rouge", "num_", "specificity")):
+            if key not in COPIED_SCORES and key not in SYSTEM_EXTRAS:
+                fails.append(f"{where}: {key} is a figure the check neither recomputes nor names "
+                             "as copied")
+            continue
+        if key == "specificity":
+            for k in ("own", "other", "delta", "p"):
+                got = (value or {}).get(k)
+                if not isinstance(got, (int, float)) or abs(got - again[key][k]) > 1e-6:
+                    fails.append(f"{where}: specificity {k} {got}, its lines give "
+                                 f"{again[key][k]:.6f}")
+            continue
+        want = corpus.get(key)
+        if want is None:
+            fails.append(f"{where}: {key} is a figure the check neither recomputes nor names as "
+                         "copied")
+            continue
+        got, want = (value, want) if isinstance(value, list) else ([value], [want])
+        if (len(got) != len(want) or not all(isinstance(g, (int, float)) for g in got)
+                or any(abs(g - w) > TOLERANCE for g, w in zip(got, want))):
+            shown = ", ".join(f"{w:.6f}" for w in want)
+            fails.append(f"{where}: {key} {value}, its lines give {shown}")
+    return fails
 
 
 def read_run_spec(folder):
@@ -230,21 +291,17 @@ def _read_run(folder, table_dir, seed, updates, notes):
         notes["fail"].append(f"{folder}: decodings without run_spec.txt (its seed and updates "
                              "cannot be checked)")
     notes["fail"].extend(again["problems"])
-    if rouge.get("scorer", "rouge-score") != "rouge-score":
+    if rouge.get("scorer") in OTHER_SCORERS:
         notes["fail"].append(f"{folder}: test.out.rouge.json was scored with {rouge['scorer']}; "
-                             "the check recomputes rouge-score's figures")
-    for k in ROUGE_KEYS:
-        if k not in rouge or not math.isclose(rouge[k], again[k], rel_tol=0, abs_tol=TOLERANCE):
-            notes["fail"].append(f"{folder}: test.out.rouge.json has {k} {rouge.get(k)}, its "
-                                 f"decodings score {again[k]:.6f}")
+                             "the check recomputes the default scorer's figures")
+    where = os.path.join(folder, "test.out.rouge.json")
+    notes["fail"].extend(f"{where}: has no {k}" for k in ROUGE_KEYS if k not in rouge)
+    notes["fail"].extend(compare_scores(rouge, again, where))
     if use.get("distinct") is not None and use["distinct"] != again["distinct"]:
         notes["fail"].append(f"{folder}: source_use.json has {use['distinct']} distinct decodings, "
                              f"decodings.txt {again['distinct']}")
-    committed = rouge.get("specificity")
-    delta = again["specificity"]["delta"]
-    if committed is not None and abs(committed.get("delta", math.inf) - delta) > 0.005:
-        notes["fail"].append(f"{folder}: test.out.rouge.json has specificity delta "
-                             f"{committed.get('delta')}, its decodings {delta}")
+    if use:
+        notes["copied"].append(os.path.normpath(use_path))
     figures.update({k: 100 * again[k] for k in ROUGE_KEYS})
     figures.update(distinct=again["distinct"], specificity=again["specificity"],
                    sha256=again["sha256"], per_document=again["per_document"])
@@ -294,7 +351,8 @@ def recompute_baselines(table_dir, base, notes, cache):
     ``notes``); each such system of ``base`` gets ``"recomputed": True``. Every system of
     ``baselines.json`` needs its extract: a missing one (or the folder) fails, so a baseline's
     figures cannot turn from recomputed into copied."""
-    from .decodings import REFERENCES, read_decodings, scorer
+    from . import baseline_extracts as extracts
+    from .decodings import REFERENCES, SOURCES, read_decodings
 
     folder = os.path.join(table_dir, BASELINE_OUTPUTS)
     systems = [name for name in base if name != "bag_of_pieces"]
@@ -309,36 +367,40 @@ def recompute_baselines(table_dir, base, notes, cache):
         if not os.path.exists(refs_path):
             raise ResultsError(f"{folder}: the table has no {REFERENCES} to score it against")
         refs = read_decodings(refs_path, "references")
-        out, fails = {}, []
+        src_path = os.path.join(table_dir, SOURCES)
+        if not os.path.exists(src_path):
+            raise ResultsError(f"{folder}: the table has no {SOURCES} to compare it with")
+        sources = read_decodings(src_path, "sources")
+        committed = _load(os.path.join(table_dir, "baselines.json"))["systems"]
+        out, fails, unseen = {}, extracts.check_sums(folder), 0
         for name in sorted(os.listdir(folder)):
             stem, ext = os.path.splitext(name)
             path = os.path.join(folder, name)
+            if name == extracts.SUMS:
+                continue
             if ext != ".txt" or stem not in base or stem == "bag_of_pieces":
                 fails.append(f"{path}: not the extract of a system of baselines.json")
                 continue
             hyps = read_decodings(path, f"{stem} extracts")
-            if len(hyps) != len(refs):
-                fails.append(f"{path} has {len(hyps)} lines, {refs_path} {len(refs)}")
+            if len(hyps) != len(refs) or len(hyps) != len(sources):
+                fails.append(f"{path} has {len(hyps)} lines, {refs_path} {len(refs)}, "
+                             f"{src_path} {len(sources)}")
                 continue
-            out[stem] = per = scorer().document_f1(hyps, refs, ROUGE_KEYS)
+            again = score_lines(hyps, refs)
+            out[stem] = again["per_document"]
+            fails += compare_scores(committed[stem], again, f"{path} (baselines.json {stem})")
             want = base[stem]
-            for k in ROUGE_KEYS:
-                got = 100 * float(per[k].mean())
-                if abs(got - want[k]) > 100 * TOLERANCE:
-                    fails.append(f"{path}: scores {k} {got:.4f}, baselines.json {want[k]:.4f}")
-            distinct = len({h.replace(" <sep> ", " ") for h in hyps})
-            if want.get("distinct") is not None and distinct != want["distinct"]:
-                fails.append(f"{path}: {distinct} distinct extracts, baselines.json "
+            if want.get("distinct") is not None and again["distinct"] != want["distinct"]:
+                fails.append(f"{path}: {again['distinct']} distinct extracts, baselines.json "
                              f"{want['distinct']}")
-            spec = specificity_of(hyps, refs)
-            if (want.get("specificity")
-                    and abs(spec["delta"] - want["specificity"]["delta"]) > 0.005):
-                fails.append(f"{path}: specificity delta {spec['delta']:+.2f}, baselines.json "
-                             f"{want['specificity']['delta']:+.2f}")
+            doc_fails, n = extracts.check_documents(stem, hyps, sources, committed[stem], path)
+            fails += doc_fails
+            unseen += n
         fails += [f"{os.path.join(folder, name + '.txt')} missing: baselines.json has {name}"
                   for name in systems if not os.path.exists(os.path.join(folder, name + ".txt"))]
         cache[key] = (out, fails)
         notes["fail"].extend(fails)
+        notes["unseen"].append((os.path.normpath(folder), unseen))
     out, _ = cache[key]
     for name in out:
         base[name]["recomputed"] = True
@@ -402,7 +464,7 @@ def _parity_figures(record, root):
 
 
 def _notes():
-    return {"fail": [], "legacy": [], "nospec": [], "recomputed": []}
+    return {"fail": [], "legacy": [], "nospec": [], "recomputed": [], "copied": [], "unseen": []}
 
 
 def build(root, notes=None):
@@ -705,6 +767,9 @@ HAND_COLUMNS = (
     (re.compile(r"distinct( \(of \d+\)| of \d+)?$"), ("distinct",)),
     (re.compile(r"test nll(, own( / other)? paper)? \(bits\)$"), ("nll",)),
     (re.compile(r"specificity delta \(p\)$"), ("specificity",)),
+    (re.compile(r"verdict$"), ("verdict",)),
+    (re.compile(r"vs lead-3: a - b, rouge-1 / 2 / l \(p\)$"), ("vs_lead3",)),
+    (re.compile(r"vs (\S+): a - b(, rouge-1 / 2 / l)? \(p\)$"), ("vs_first",)),
     (re.compile(r"meteor( \(.*\))?$"), ("meteor",)),
 )
 ROW_HEADERS = ("model", "label", "system", "run")  # a first column naming runs: every row checked
@@ -740,8 +805,9 @@ def _columns(header):
     for i, h in enumerate(header):
         h = h.lower().replace("`", "").replace("*", "").strip()
         for pattern, keys in HAND_COLUMNS:
-            if pattern.match(h):
-                found[i] = keys
+            m = pattern.match(h)
+            if m:
+                found[i] = keys + ((m.group(1),) if keys == ("vs_first",) else ())
                 break
     return found
 
@@ -777,6 +843,26 @@ def _folder_figures(folder):
             "nll": [use.get("nll_own")], "specificity": [rouge.get("specificity")]}
 
 
+def _indexed_run(records, runs, name):
+    """{verdict, vs_first, vs_lead3: [value]} the index holds for the run folder at path ``name``
+    (inside the table's folder; figures its JSONs do not have), or None."""
+    if records is None:
+        return None
+    parts = os.path.normpath(name).split(os.sep)
+    if records[0]["table"] not in parts:
+        return None
+    rel = "/".join(parts[len(parts) - parts[::-1].index(records[0]["table"]):])
+    if rel not in runs:
+        return None
+    label, seed = runs[rel]
+    for r in records:
+        if label in r["models"] and seed in r["seeds"]:
+            i = r["seeds"].index(seed)
+            return {k: [r["models"][label].get(k, [None] * len(r["seeds"]))[i]]
+                    for k in ("verdict", "vs_first", "vs_lead3")}
+    return None
+
+
 def _resolve(label_cell, records, runs, path):
     """(figures {key: value}, what) of the model, run or baseline a row names, or (None, why): a
     run folder named relative to the file (its JSONs), else a model or run folder of the table (the
@@ -790,6 +876,7 @@ def _resolve(label_cell, records, runs, path):
                 os.path.realpath(os.path.dirname(path)):
             figures = _folder_figures(folder)
             if figures is not None:
+                figures.update(_indexed_run(records, runs, folder) or {})
                 return figures, f"run folder `{name}`"
         if records is None:
             break
@@ -825,8 +912,77 @@ def _resolve(label_cell, records, runs, path):
     return None, f"names no model, run or baseline of table {records[0]['table']!r}"
 
 
+# a verdict's polarity, whatever its wording: the current labels and those of earlier tables
+VERDICT_POLARITY = {"summarizes": True, "does not summarize": False, "not measured": None}
+P_VALUE = re.compile(r"\((?:p\s*)?(\d+(?:\.\d+)?)\)")  # "(p 0.531)", "(0.001)"
+
+
+def _polarity(label):
+    """True / False / None (not measured) of a verdict label; a label this module does not know:
+    True unless it says "not" (e.g. "specific to its document" / "not specific to ...")."""
+    label = label.strip().lower()
+    if label in VERDICT_POLARITY:
+        return VERDICT_POLARITY[label]
+    if "measured" in label:
+        return None
+    return not re.search(r"\bnot\b", label)
+
+
+def _at_digits(shown, value, what, where):
+    """[] when ``value`` rounds to the figure ``shown`` at its digits, else the failure."""
+    digits = len(shown.partition(".")[2])
+    if float(shown) == float(f"{value:.{digits}f}"):
+        return []
+    return [f"{where}: {what} {shown}, recorded {value:.{digits}f}"]
+
+
+def _check_verdict(cell, figures, where):
+    label = cell.replace("*", "").replace("`", "").strip()
+    want = (figures.get("verdict") or [None])[0]
+    if not label or label == "-":
+        return []
+    if want is None:
+        return [f"{where}: verdict {label!r}, which is not recorded"]
+    if label != want and (label.lower() not in VERDICT_POLARITY
+                          or _polarity(label) != _polarity(want)):
+        return [f"{where}: verdict {label!r}, recorded {want!r}"]
+    return []
+
+
+def _check_paired(cell, keys, figures, where):
+    """A paired-test cell "diff (p P)" (one, or ROUGE-1 / 2 / L) against ``vs_lead3`` or
+    ``vs_first``: each difference and p at the digits shown."""
+    key, against = keys[0], (keys[1:] or [None])[0]
+    parts = cell.split(" / ")
+    if not NUMBER.search(cell):
+        return []
+    value = (figures.get(key) or [None])[0]
+    if value is None:
+        return [f"{where}: shows a paired test {cell!r}, which is not recorded"]
+    if against is not None and value.get("model") != against:
+        return [f"{where}: the column is against {against!r}, the index pairs with "
+                f"{value.get('model')!r}"]
+    if len(parts) != 3:
+        return [f"{where}: {cell!r} is not 'diff (p P)' per ROUGE-1 / 2 / L"]
+    fails = []
+    for part, metric in zip(parts, ROUGE_KEYS):
+        m, p = NUMBER.match(part.strip().strip("*").strip()), P_VALUE.search(part)
+        if m is None or p is None:
+            fails.append(f"{where}: {part.strip()!r} is not 'diff (p P)'")
+            continue
+        fails += _at_digits(m.group(0), value[metric]["diff"], f"{key} {metric}", where)
+        fails += _at_digits(p.group(1), value[metric]["p"], f"{key} {metric} p", where)
+    return fails
+
+
 def _check_cell(cell, keys, figures, where):
     """Failures of one cell against the index's figures (a mean +- sd cell: the generated text)."""
+    if keys[0] in ("verdict", "vs_lead3", "vs_first"):
+        if len(figures.get(keys[0]) or [None]) > 1:
+            return [f"{where}: a per-run {keys[0]} cell in a row of several seeds"]
+        if keys[0] == "verdict":
+            return _check_verdict(cell, figures, where)
+        return _check_paired(cell, keys, figures, where)
     if cell in ("", "-") or not NUMBER.search(cell):
         return []
     # over seeds: the generated mean +- sd (values) text
@@ -857,10 +1013,12 @@ def _check_cell(cell, keys, figures, where):
         if value is None:
             fails.append(f"{where}: shows {key} {m.group(0)}, which is not recorded")
             continue
-        digits = len(m.group(0).partition(".")[2])
-        want = f"{value:.{digits}f}"
-        if float(m.group(0)) != float(want):
-            fails.append(f"{where}: {key} {m.group(0)}, recorded {want}")
+        fails += _at_digits(m.group(0), value, key, where)
+        if key == "specificity" and isinstance(figures["specificity"][0], dict):
+            p = P_VALUE.search(part)
+            if p is not None:
+                fails += _at_digits(p.group(1), figures["specificity"][0]["p"],
+                                    "specificity p", where)
     return fails
 
 
@@ -1099,17 +1257,28 @@ def main(argv=None):
         fails += check_pages(args.results, index)
         hand_fails, hand_checked, unchecked = check_hand_tables(args.results, index)
         fails += hand_fails
+        fails += check_paths(args.results) + check_prose(args.results, index)
     except (ValueError, OSError) as e:
         fails.append(str(e))
         hand_checked, unchecked = 0, []
     print(f"results_index: {hand_checked} hand-written tables checked (their ROUGE, METEOR, "
-          "interval, source gain, distinct, test NLL and specificity cells against the index or "
-          "the run folders' JSONs, or whole against what their tool writes); their other columns "
-          "(validation loss and NLL, wall times, hashes, words) are not; tables of figures whose "
-          f"rows name no run: {', '.join(unchecked) or 'none'}")
+          "interval, source gain, distinct, test NLL, specificity (delta and p), verdict and "
+          "paired-test (difference and p) cells against the index or the run folders' JSONs, or "
+          "whole against what their tool writes); their other columns (validation loss and NLL, "
+          "wall times, hashes, words) are not; tables of figures whose rows name no run: "
+          f"{', '.join(unchecked) or 'none'}")
+    print("results_index: the prose of results/README.md and of each table's results.md and "
+          "README.md: every figure against its section's index figures or "
+          f"{ALLOWED_FIGURES}, \"significant\" against its p; every file under "
+          f"{args.results}: no machine path")
     bags = {r["table"] for r in index["records"] if "bag_of_pieces" in (r.get("baselines") or {})}
-    print(f"results_index: copied, not recomputed: the bag of pieces' test NLL and source gain "
-          f"(baselines.json of {len(bags)} tables; the verdicts' NLL check rests on them)")
+    unseen = sum(n for _, n in notes["unseen"])
+    print("results_index: copied, not recomputed: each run's test NLL and source gain "
+          f"(source_use.json of {len(notes['copied'])} runs: the checkpoints are not committed; "
+          "the verdicts' NLL and reading checks rest on them), METEOR (test.out.rouge.json), the "
+          f"bag of pieces' test NLL and source gain (baselines.json of {len(bags)} tables); the "
+          "baseline extracts' sentences past the committed sources' cut "
+          f"({unseen} sentences) are checked by their SHA256SUMS only")
     for run in legacy:
         nospec = os.path.normpath(os.path.join(args.results, run)) in notes["nospec"]
         print(f"results_index: {run}: not recomputable: no decodings (listed in {ALLOWANCE})"
