@@ -201,9 +201,29 @@ def test_cli_on_jsonl_writes_every_system_with_specificity_and_verdicts(tmp_path
             "rougeL",
         } <= set(s)
     generic = res["systems"]["generic"]
-    assert generic["distinct"] == 1 and generic["verdict"]["summarizes"] is False
-    assert res["bar"] == max(0.5, res["systems"]["random3"]["specificity"]["delta"] / 2)
+    assert generic["distinct"] == 1 and generic["verdict"]["specific"] is False
+    assert generic["verdict"]["label"] == "not specific to its document"
+    # the bar: half the mean delta of 20 random extracts, seeds 1..20, each recomputed here
+    draws = res["random_draws"]
+    assert draws["seeds"] == list(range(1, 21)) and len(draws["deltas"]) == 20
+    docs, refs = bl.read_jsonl(test)
+    scorer = bl.rouge.Scorer()
+    ref_sents = scorer.pairs(refs, refs)[1]
+    for seed, delta in zip(draws["seeds"], draws["deltas"]):
+        hyp_sents = scorer.pairs(bl.random_extract(docs, 3, seed), refs)[0]
+        assert delta == approx64(bl.sp.specificity(hyp_sents, ref_sents)["delta"])
+    assert draws["mean"] == approx64(np.mean(draws["deltas"])) and res["random_delta"] == draws[
+        "mean"]
+    assert res["bar"] == max(0.5, draws["mean"] / 2)
+    assert res["systems"]["random3"]["specificity"]["delta"] == approx64(draws["deltas"][0])
     assert "leadk(k=2)" in proc.stdout and "bar of the verdict" in proc.stdout
+    # what identifies the data, and no path of this machine
+    assert res["source"] == "test.jsonl" and res["options"]["jsonl"] == "test.jsonl"
+    assert sorted(res["inputs"]) == ["test.jsonl", "train.jsonl", "valid.jsonl"]
+    from fairseq_sum_plugins.analysis.decodings import sha256_file
+
+    assert res["inputs"]["train.jsonl"] == sha256_file(tmp_path / "train.jsonl")
+    assert str(tmp_path) not in (tmp_path / "b.json").read_text()
 
 
 def test_cli_without_sibling_splits_notes_what_it_left_out(tmp_path):
@@ -453,7 +473,7 @@ def test_outputs_never_overwrite_an_input_or_write_through_a_link(tmp_path):
     out = tmp_path / "extracts"
     out.mkdir()
     for argv, message in (
-        (("--json", test), "the same file as an input"),
+        (("--json", test), "is a file it reads (test.jsonl)"),
         (("--outputs", out, "--json", out / "lead3.txt"), "the same file as an input or an extract"),
         (("--json", tmp_path), "a folder"),
     ):
@@ -477,3 +497,54 @@ def test_outputs_never_overwrite_an_input_or_write_through_a_link(tmp_path):
     proc = cli("--jsonl", tmp_path / "bad.jsonl", "--outputs", out, "--bootstrap-samples", "0")
     assert proc.returncode != 0 and "lead1, document 2: text that is not valid Unicode" in proc.stderr
     assert list(out.iterdir()) == []
+
+
+def test_json_and_outputs_may_not_replace_a_split_read_beside_the_test_file(tmp_path):
+    """--jsonl RAW/test.jsonl reads RAW/train.jsonl and RAW/valid.jsonl beside it: --json on
+    either (or on a link to one) is refused before anything runs, and so is --outputs whose
+    NAME.txt is a file it reads (--valid-jsonl DIR/lead3.txt)."""
+    test = jsonl_splits(tmp_path)
+    train, valid = tmp_path / "train.jsonl", tmp_path / "valid.jsonl"
+    before = {p: p.read_text() for p in (train, valid)}
+    (tmp_path / "link.json").symlink_to(train)
+    extracts = tmp_path / "extracts"
+    extracts.mkdir()
+    (extracts / "lead3.txt").write_text(valid.read_text())
+    for argv, named in (
+        (("--json", train), "train.jsonl"),
+        (("--json", valid), "valid.jsonl"),
+        (("--json", tmp_path / "link.json"), "train.jsonl"),
+        (("--outputs", extracts, "--valid-jsonl", extracts / "lead3.txt"), "lead3.txt"),
+    ):
+        proc = cli("--jsonl", test, *argv, "--bootstrap-samples", "0")
+        assert proc.returncode != 0, argv
+        assert "a file it reads" in proc.stderr and named in proc.stderr, (argv, proc.stderr)
+    assert {p: p.read_text() for p in (train, valid)} == before
+    assert (extracts / "lead3.txt").read_text() == valid.read_text()
+
+
+def fake_prepared(work):
+    """The files fairseq-sum-baselines --data opens, as names (refused before it reads them)."""
+    (work / "bin").mkdir(parents=True)
+    (work / "raw").mkdir()
+    (work / "bin" / "prepare_args.json").write_text("{}")
+    for split in ("train", "valid", "test"):
+        (work / "bin" / f"{split}.ref.jsonl").write_text('{"summary": ["x"]}\n')
+        (work / "raw" / f"{split}.src").write_text("x\n")
+        for lang in ("src", "tgt"):
+            for ext in ("bin", "idx"):
+                (work / "bin" / f"{split}.src-tgt.{lang}.{ext}").write_text("")
+    (work / "bin" / "dict.tgt.txt").write_text("")
+    return work
+
+
+@pytest.mark.parametrize("name", ["bin/test.ref.jsonl", "raw/valid.src", "bin/train.ref.jsonl",
+                                  "bin/dict.tgt.txt", "bin/valid.src-tgt.tgt.bin",
+                                  "bin/prepare_args.json"])
+def test_json_may_not_replace_a_file_of_the_prepared_folder_it_reads(tmp_path, name):
+    work = fake_prepared(tmp_path / "work")
+    before = (work / name).read_text()
+    proc = cli("--data", work, "--json", work / name)
+    assert proc.returncode != 0 and "a file it reads" in proc.stderr and name in proc.stderr, \
+        proc.stderr
+    assert (work / name).read_text() == before

@@ -138,8 +138,10 @@ def test_the_table_shows_each_systems_specificity(tmp_path, capsys):
                   "--bootstrap-samples", "10", "--json", str(tmp_path / "c.json"), "--seed", "3"])
     printed = capsys.readouterr().out
     assert "A: ROUGE-2 specificity own 82.22, other 15.00, delta +67.22" in printed
-    assert "B: ROUGE-2 specificity own 50.00, other 50.00, delta +0.00 (permutation p 1.0000)" \
-        in printed
+    # B by hand: contributions 50 - 50, 100 - 25, 0 - 75; of 27 resamples one has mean -75, three
+    # -50 (-75, -75, 0): the 5th percentile of 1,000 resampled means is -50
+    assert ("B: ROUGE-2 specificity own 50.00, other 50.00, delta +0.00, 95% one-sided lower bound "
+            "-50.00 (permutation p 1.0000 against 0)") in printed
     saved = json.loads((tmp_path / "c.json").read_text())["specificity"]
     assert saved["a"] == res["specificity"]["a"] == specificity([["a b c"], ["b c d e"], ["x y"]],
                                                                   [[r] for r in refs], seed=3)

@@ -32,7 +32,10 @@ def _files(tmp_path):
         folder.mkdir()
         paths[name] = folder / "lines.txt"
         paths[name].write_text("\n".join(lines) + "\n")
-    use = {"gain": 0.9, "distinct": 3, "hypotheses": 3, "nll_own": 5.0}
+    from fairseq_sum_plugins.analysis.decodings import sha256_file
+
+    use = {"gain": 0.9, "distinct": 3, "hypotheses": 3, "nll_own": 5.0,
+           "generate_output_sha256": sha256_file(paths["copy"])}
     json.dump(use, open(tmp_path / "copy" / "source_use.json", "w"))
     return paths
 
@@ -113,7 +116,10 @@ def test_the_page_shows_every_system_and_loads_nothing(tmp_path):
     assert '<span class="c0">approved</span>' in page
     assert "c1" not in re.sub(r"\.c1|c1\{", "", page.split("<body")[1])
     # the generic summary: one output for three documents, specificity 0 and p 1
-    assert "1/3" in page and "+0.00 (1.0000)" in page
+    # by hand: "on monday" is its one bigram of 3 in reference 0's 7: F1 20 there, 0 elsewhere;
+    # contributions 20 - 0, 0 - 10, 0 - 10 (mean 0); 8 of 27 resamples hold only the last two,
+    # so the 5th percentile of the resampled means is -10
+    assert "1/3" in page and "+0.00 [&ge; -10.00] (1.0000)" in page
     assert "0.900" in page  # the copy system's source gain from its source_use.json
 
 
@@ -131,7 +137,9 @@ def test_a_page_with_baselines_shows_their_rows_and_the_verdicts(tmp_path):
             "--bootstrap-samples", "100"])
     page = html.read_text()
     assert "baseline: lead3" in page and "leadk" not in page and "+8.00 (0.0010)" in page
-    assert 'class="no"' in page  # the generic summary does not summarize
+    # a label of a file written before the rename is shown by its new name
+    assert ">specific to its document</span>" in page and "summarizes" not in page
+    assert 'class="no"' in page  # the generic summary is not specific to its documents
     assert "the bag of pieces' 6.000 bits" in page
 
 
@@ -224,3 +232,76 @@ def test_documents_of_another_split_are_refused_against_the_s_lines(tmp_path):
     assert not (tmp_path / "x.html").exists()
     C.main(args)  # without --src: the S- lines themselves
     assert "Critics were unhappy." in (tmp_path / "x.html").read_text()
+
+
+QUICKSTART = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results",
+                          "quickstart")
+
+
+def _two_in_one_folder(tmp_path, manifest=True):
+    """The committed decodings of the 150-update and the 2-update quickstart models in one folder,
+    with the 150-update run's source_use.json (and its decodings.json)."""
+    folder = tmp_path / "both"
+    folder.mkdir()
+    run = os.path.join(QUICKSTART, "seed1-150")
+    shutil.copy(os.path.join(run, "decodings.txt"), folder / "u150.txt")
+    shutil.copy(os.path.join(QUICKSTART, "seed1-2", "decodings.txt"), folder / "u2.txt")
+    shutil.copy(os.path.join(run, "source_use.json"), folder / "source_use.json")
+    if manifest:
+        shutil.copy(os.path.join(run, "decodings.json"), folder / "decodings.json")
+    return folder
+
+
+def _page(tmp_path, folder, *extra):
+    html = tmp_path / "r.html"
+    C.main([str(folder / "u150.txt"), str(folder / "u2.txt"), "--no-detok",
+            "--ref", os.path.join(QUICKSTART, "references.txt"),
+            "--src", os.path.join(QUICKSTART, "sources.txt"), "--names", "u150,u2",
+            "--html", str(html), "--bootstrap-samples", "100", *extra])
+    return html.read_text()
+
+
+def test_a_source_use_json_beside_two_outputs_is_used_only_for_its_own(tmp_path):
+    """Before: both systems of one folder got its source_use.json, the 2-update model the
+    150-update model's source gain 0.636 (its own is 1.434) and its verdict the other's test NLL
+    8.112 (its own 9.917). Now the run manifest (decodings.json) names the 150-update decodings
+    only: the 2-update model's gain and NLL are not measured, with the reason shown."""
+    folder = _two_in_one_folder(tmp_path)
+    page = _page(tmp_path, folder, "--baselines", os.path.join(QUICKSTART, "baselines.json"))
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"<tr><td>(u150|u2)</td>.*?</tr>", page)}
+    assert "<td>0.636</td>" in rows["u150"] and "0.636" not in rows["u2"]
+    assert "not measured: source_use.json beside u2.txt records no hash of it" in rows["u2"]
+    assert "test NLL not measured" in rows["u2"] and "8.112" not in rows["u2"]
+    assert "test NLL 8.112" not in rows["u150"]  # its own NLL, below the bag's: no reason
+
+
+def test_a_source_use_json_that_records_another_outputs_hash_is_not_used(tmp_path):
+    """The file records the sha256 of the output it measured: another file of the folder is told
+    apart by it, even without a manifest; a file without hash and manifest is used for none."""
+    from fairseq_sum_plugins.analysis.decodings import sha256_file
+
+    folder = _two_in_one_folder(tmp_path, manifest=False)
+    use, why = C.source_use_for(str(folder / "u150.txt"))
+    assert use is None and "records no hash of it" in why
+    data = json.loads((folder / "source_use.json").read_text())
+    data["generate_output_sha256"] = sha256_file(folder / "u150.txt")
+    (folder / "source_use.json").write_text(json.dumps(data))
+    assert C.source_use_for(str(folder / "u150.txt"))[0]["gain"] == data["gain"]
+    use, why = C.source_use_for(str(folder / "u2.txt"))
+    assert use is None and "is of another output" in why
+    assert C.source_use_for(str(tmp_path / "nowhere" / "x.txt")) == (None, None)
+
+
+def test_the_page_shows_the_tables_test_and_p_and_names_it(tmp_path, capsys):
+    """Before: with --method ar the table printed approximate randomization's p and the page the
+    bootstrap's, without naming either."""
+    folder = _two_in_one_folder(tmp_path)
+    page = _page(tmp_path, folder, "--method", "ar", "--ar-trials", "2000")
+    printed = capsys.readouterr().out
+    p_table = re.search(r"^ROUGE-2\s.*\s(\d\.\d{4})$", printed, re.M).group(1)
+    assert "p-values by approximate randomization" in printed
+    assert "ROUGE-2 diff [95% CI], p (approximate randomization)" in page
+    row = re.search(r"<tr><td>u2</td>.*?</tr>", page).group(0)
+    assert f", p {p_table}</td>" in row
+    page = _page(tmp_path, folder)
+    assert "ROUGE-2 diff [95% CI], p (paired bootstrap)" in page

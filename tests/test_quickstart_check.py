@@ -15,11 +15,18 @@ qc = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(qc)
 
 
-def rouge(r1, r2, rl, delta=None, p=0.001):
+def rouge(r1, r2, rl, delta=None, p=0.001, lower=None):
     out = {"rouge1": r1 / 100, "rouge2": r2 / 100, "rougeL": rl / 100}
     if delta is not None:
-        out["specificity"] = {"own": delta + 1, "other": 1.0, "delta": delta, "p": p}
+        out["specificity"] = {"own": delta + 1, "other": 1.0, "delta": delta, "p": p,
+                              "lower": delta - 0.4 if lower is None else lower, "level": 0.95}
     return out
+
+
+def vs(r2, p2=0.01):
+    """A paired result against Lead-3 in ROUGE points (ROUGE-1 and L fixed)."""
+    return {"rouge1": {"diff": -3.03, "p": 0.001}, "rouge2": {"diff": r2, "p": p2},
+            "rougeL": {"diff": -2.65, "p": 0.002}}
 
 
 def use(gain, distinct, n=100, nll=8.11):
@@ -32,6 +39,8 @@ def baselines(random_delta=4.6, bag_nll=8.74):
     return {
         "documents": 100,
         "random_delta": random_delta,
+        "random_draws": {"seeds": list(range(1, 21)), "mean": random_delta,
+                         "min": random_delta - 1, "max": random_delta + 1},
         "bag_of_pieces": {"nll": bag_nll},
         "systems": {
             "lead3": {**rouge(29.72, 7.41, 26.37), "specificity": {"delta": 6.26}},
@@ -72,8 +81,10 @@ def test_the_last_lines_give_rouge_beside_lead3_and_the_generic_summary_and_the_
         "papers"
     )
     assert out[2].startswith(
-        "[quickstart] summarizes: yes (ROUGE-2 specificity +3.00 (p 0.0010) above the bar 2.30"
+        "[quickstart] specific to its document: yes (ROUGE-2 specificity +3.00, its 95% one-sided "
+        "lower bound +2.60 above the bar 2.30 = max(0.5, mean of 20 random extracts' +4.60 / 2)"
     )
+    assert out[2].endswith("against Lead-3: no paired test (no decodings or data given)")
     assert (
         "test NLL 8.110 bits below the bag of pieces' 8.740" in out[2]
         and "reads its papers: yes" in out[2]
@@ -88,7 +99,8 @@ def test_a_model_below_the_bar_says_no_and_where_it_stands_between_generic_and_l
         rouge(26.69, 5.10, 23.72, delta=1.37, p=0.0005), use(0.636, 100), True, True, baselines()
     )
     assert out[2].startswith(
-        "[quickstart] summarizes: NO (ROUGE-2 specificity +1.37 (p 0.0005) NOT above the bar 2.30"
+        "[quickstart] specific to its document: NO (ROUGE-2 specificity +1.37, its 95% one-sided "
+        "lower bound +0.97 NOT above the bar 2.30"
     )
     r2, spec_at = (5.10 - 3.82) / (7.41 - 3.82), 1.37 / 6.26
     assert out[2].endswith(
@@ -108,15 +120,44 @@ def test_a_model_below_the_bar_says_no_and_where_it_stands_between_generic_and_l
         (use(0.5, 89), "reads its papers: NO"),  # 89 of 100 distinct
     ],
 )
-def test_a_model_that_fails_the_nll_or_the_reading_check_does_not_summarize(model_use, failed):
+def test_a_model_that_fails_the_nll_or_the_reading_check_is_not_specific(model_use, failed):
     out = qc.lines(rouge(26.69, 5.10, 23.72, delta=3.0), model_use, True, True, baselines())
-    assert out[2].startswith("[quickstart] summarizes: NO") and failed in out[2]
+    assert out[2].startswith("[quickstart] specific to its document: NO") and failed in out[2]
+
+
+def test_a_delta_above_the_bar_whose_lower_bound_is_not_is_not_specific():
+    """The bar is the lower bound's: delta 2.5 > 2.3 with a lower bound of 2.0 fails."""
+    out = qc.lines(rouge(26.69, 5.10, 23.72, delta=2.5, lower=2.0), use(0.636, 100), True, True,
+                   baselines())
+    assert out[2].startswith("[quickstart] specific to its document: NO (ROUGE-2 specificity "
+                             "+2.50, its 95% one-sided lower bound +2.00 NOT above the bar 2.30")
+
+
+def test_the_last_line_carries_the_paired_test_against_lead3_and_says_below_first():
+    """Specific but below Lead-3 in ROUGE-2: the line begins so; not specific: the verdict first,
+    the test after; a p above 0.05 is no significant difference."""
+    out = qc.lines(rouge(26.69, 5.10, 23.72, delta=3.0), use(0.636, 100), True, True, baselines(),
+                   vs(-2.31, 0.001))
+    assert out[2].startswith("[quickstart] specific to its document but below Lead-3 in ROUGE-2 (")
+    assert out[2].endswith("against Lead-3 (paired bootstrap, 1,000 resamples): ROUGE-1/2/L "
+                           "-3.03/-2.31/-2.65 (p 0.001/0.001/0.002), ROUGE-2 significantly below")
+    out = qc.lines(rouge(26.69, 5.10, 23.72, delta=1.37), use(0.636, 100), True, True, baselines(),
+                   vs(-0.31, 0.4))
+    assert out[2].startswith("[quickstart] specific to its document: NO (")
+    assert "(p 0.001/0.400/0.002), no significant ROUGE-2 difference; between" in out[2]
+    out = qc.lines(rouge(26.69, 5.10, 23.72, delta=3.0), use(0.636, 100), True, True, baselines(),
+                   vs(+0.5, 0.03))
+    assert out[2].startswith("[quickstart] specific to its document: yes (")
+    assert out[2].endswith("ROUGE-2 significantly above")
+    out = qc.lines(rouge(26.69, 5.10, 23.72, delta=3.0), use(0.636, 100), True, True, baselines(),
+                   "not measured (test.out covers 0 sample ids)")
+    assert out[2].endswith("against Lead-3: not measured (test.out covers 0 sample ids)")
 
 
 def test_without_baselines_the_verdict_is_not_measured():
     out = qc.lines(rouge(26.69, 5.10, 23.72, delta=3.0), use(0.636, 100), True, True)
     assert "no baselines to compare with" in out[1] and out[2].startswith(
-        "[quickstart] summarizes: not measured"
+        "[quickstart] specific to its document: not measured"
     )
 
 
@@ -143,4 +184,4 @@ def test_the_script_prints_the_lines_from_the_json_files(tmp_path):
         and proc.stdout.count("[quickstart]") == 3
         and "the same as" in proc.stdout
     )
-    assert proc.stdout.splitlines()[-1].startswith("[quickstart] summarizes: NO")
+    assert proc.stdout.splitlines()[-1].startswith("[quickstart] specific to its document: NO")

@@ -1,5 +1,5 @@
-"""ROUGE-2 reference specificity and the verdict "summarizes" (scoring/specificity.py), checked by
-hand."""
+"""ROUGE-2 reference specificity and the verdict "specific to its document"
+(scoring/specificity.py), checked by hand."""
 
 import json
 
@@ -83,6 +83,51 @@ def test_the_diagonal_equals_the_scorers_rouge2_and_the_sparse_path_the_dense_on
     assert sparse == pytest.approx(dense, abs=fp64_tol(100))
 
 
+def test_the_contributions_and_the_one_sided_lower_bound_of_three_documents_by_hand():
+    """c_i = M[i, i] - mean_{j != i} M[i, j] of HAND: 100 - 25 = 75, 80 - 20 = 60, 66.67 - 0;
+    their mean is the delta. The lower bound is the 5th percentile of the means of 1,000
+    resamples of the three documents drawn as numpy's default_rng(3).integers draws them; of the
+    27 equally likely resamples one (all document 1) has mean 60, three mean 62.22 (1, 1, 2)."""
+    c = sp.contributions(np.diag(HAND), HAND.sum(1))
+    np.testing.assert_allclose(c, [75, 60, 200 / 3], rtol=0, atol=fp64_tol(100))
+    res = sp.specificity_from_counts(counts(HYPS), counts(REFS), permutations=1000, seed=3)
+    assert c.mean() == pytest.approx(res["delta"], abs=fp64_tol(100))
+    rng = np.random.default_rng(3)
+    means = sorted(c[rng.integers(0, 3, 3)].mean() for _ in range(1000))
+    # np.percentile's linear rule at position 0.05 * 999 = 49.95
+    want = means[49] + 0.95 * (means[50] - means[49])
+    assert res["lower"] == pytest.approx(want, abs=fp64_tol(100))
+    assert sum(m == 60 for m in means) < 50 and res["lower"] == pytest.approx(
+        (60 + 60 + 200 / 3) / 3, abs=fp64_tol(100))
+    assert (res["level"], res["resamples"]) == (0.95, 1000)
+
+
+def test_equal_contributions_have_a_lower_bound_equal_to_the_delta():
+    """Two documents, each output its own reference and nothing of the other's: c = [100, 100],
+    every resample's mean is 100."""
+    res = sp.specificity([["a b c"], ["x y z"]], [["a b c"], ["x y z"]], permutations=1000)
+    assert res["delta"] == approx64(100.0) and res["lower"] == approx64(100.0)
+
+
+def test_the_delta_alone_and_the_random_draws_mean():
+    """specificity_delta is the delta of specificity_from_counts; random_draws averages the
+    draws it is given, one per seed (here a fake extract: seed s -> the outputs of HYPS or the
+    fixed text, by hand 67.22 and 0)."""
+    assert sp.specificity_delta(counts(HYPS), counts(REFS)) == pytest.approx(
+        (100 + 80 + 200 / 3) / 3 - 15, abs=fp64_tol(100))
+    fixed = [["b c d"]] * 3
+    draws = sp.random_draws(HYPS, REFS, lambda s: HYPS if s % 2 else fixed, seeds=[1, 2, 3, 4])
+    delta = (100 + 80 + 200 / 3) / 3 - 15
+    assert draws["seeds"] == [1, 2, 3, 4]
+    np.testing.assert_allclose(draws["deltas"], [delta, 0, delta, 0], rtol=0, atol=fp64_tol(100))
+    assert draws["mean"] == pytest.approx(delta / 2, abs=fp64_tol(100))
+    assert draws["min"] == pytest.approx(0, abs=fp64_tol(100)) and draws["max"] == approx64(
+        draws["deltas"][0])
+    assert len(sp.random_draws(HYPS, REFS, lambda s: HYPS)["seeds"]) == sp.RANDOM_DRAWS == 20
+    with pytest.raises(ValueError, match="at least one random draw"):
+        sp.random_draws(HYPS, REFS, lambda s: HYPS, seeds=[])
+
+
 def test_a_fixed_text_has_delta_zero_and_p_one():
     hyps = [["b c d"]] * 3
     res = sp.specificity(hyps, REFS, permutations=1000)
@@ -97,17 +142,23 @@ def test_fewer_than_two_documents_or_unpaired_lists_are_refused():
 
 
 # ----------------------------------------------------------------------------------- verdict
-def spec(delta, p=0.001):
-    return {"own": delta, "other": 0.0, "delta": delta, "p": p}
+def spec(delta, lower=None, p=0.001):
+    lower = delta - 0.5 if lower is None else lower
+    return {"own": delta, "other": 0.0, "delta": delta, "lower": lower, "level": 0.95, "p": p}
 
 
-def test_the_bar_is_half_the_random_extracts_delta_with_a_floor_of_half_a_point():
+def test_the_bar_is_half_the_random_extracts_mean_delta_with_a_floor_of_half_a_point():
     assert sp.specificity_bar(4.6) == approx64(2.3) and sp.specificity_bar(0.6) == 0.5
     assert sp.specificity_bar(None) is None
+    # the mean of the recorded draws; a file without them: its one draw
+    assert sp.random_mean({"random_draws": {"mean": 2.12}, "random_delta": 1.79}) == 2.12
+    assert sp.random_mean({"random_delta": 1.79}) == 1.79 and sp.random_mean(None) is None
+    assert sp.label_of("summarizes") == "specific to its document"
+    assert sp.label_of("does not summarize") == "not specific to its document"
 
 
 @pytest.mark.parametrize(
-    "kwargs,summarizes,failed",
+    "kwargs,specific,failed",
     [
         (dict(spec=spec(3.0), nll=8.0, bag_nll=9.0, gain=0.6, distinct=100, outputs=100), True, []),
         # the trained quickstart model's delta 1.37 under a bar of 2.3 (ACLSum's random extract:
@@ -115,24 +166,33 @@ def test_the_bar_is_half_the_random_extracts_delta_with_a_floor_of_half_a_point(
         (
             dict(spec=spec(1.37), nll=8.0, bag_nll=9.0, gain=0.6, distinct=100, outputs=100),
             False,
-            ["specific"],
+            ["above_bar"],
+        ),
+        # a delta above the bar whose lower bound is not: not specific; the permutation p against
+        # 0 plays no part (p 0.5 with a lower bound above the bar passes)
+        (
+            dict(spec=spec(3.0, lower=2.3), nll=8.0, bag_nll=9.0, gain=0.6, distinct=100,
+                 outputs=100),
+            False,
+            ["above_bar"],
         ),
         (
-            dict(spec=spec(3.0, p=0.02), nll=8.0, bag_nll=9.0, gain=0.6, distinct=100, outputs=100),
-            False,
-            ["specific"],
+            dict(spec=spec(3.0, lower=2.31, p=0.5), nll=8.0, bag_nll=9.0, gain=0.6, distinct=100,
+                 outputs=100),
+            True,
+            [],
         ),
         # a 2-update copy model: reads (gain 1.43, 100 distinct), NLL above the bag of pieces
         (
             dict(spec=spec(0.27), nll=9.92, bag_nll=9.0, gain=1.43, distinct=100, outputs=100),
             False,
-            ["specific", "beats_bag"],
+            ["above_bar", "beats_bag"],
         ),
         # a generic summary: one text
         (
             dict(spec=spec(0.0, p=1.0), nll=8.0, bag_nll=9.0, gain=0.0, distinct=1, outputs=100),
             False,
-            ["specific", "reads"],
+            ["above_bar", "reads"],
         ),
         (
             dict(spec=spec(3.0), nll=None, bag_nll=9.0, gain=0.6, distinct=100, outputs=100),
@@ -147,17 +207,19 @@ def test_the_bar_is_half_the_random_extracts_delta_with_a_floor_of_half_a_point(
         (
             dict(spec=spec(0.1), nll=None, bag_nll=None, gain=None, distinct=None, outputs=None),
             False,
-            ["specific"],
+            ["above_bar"],
         ),
     ],
 )
-def test_the_verdict_needs_specificity_nll_below_the_bag_and_reading(kwargs, summarizes, failed):
+def test_the_verdict_needs_the_lower_bound_above_the_bar_nll_below_the_bag_and_reading(
+        kwargs, specific, failed):
     v = sp.verdict(random_delta=4.6, **kwargs)
-    assert v["summarizes"] is summarizes
+    assert v["specific"] is specific
     assert sorted(k for k, c in v["checks"].items() if c is False) == sorted(failed)
     assert (
         v["label"]
-        == {True: "summarizes", False: "does not summarize", None: "not measured"}[summarizes]
+        == {True: "specific to its document", False: "not specific to its document",
+            None: "not measured"}[specific]
     )
     assert v["bar"] == approx64(2.3) and len(v["reasons"]) == sum(
         c is not True for c in v["checks"].values()
@@ -167,7 +229,14 @@ def test_the_verdict_needs_specificity_nll_below_the_bag_and_reading(kwargs, sum
 
 def test_without_a_random_extract_the_specificity_check_is_not_measured():
     v = sp.verdict(spec(3.0), None, nll=8.0, bag_nll=9.0, gain=0.6, distinct=100, outputs=100)
-    assert v["summarizes"] is None and v["checks"]["specific"] is None and v["bar"] is None
+    assert v["specific"] is None and v["checks"]["above_bar"] is None and v["bar"] is None
+
+
+def test_a_score_file_without_the_lower_bound_is_not_measured_not_guessed():
+    old = {"own": 3.0, "other": 0.0, "delta": 3.0, "p": 0.001}  # written before the bound
+    v = sp.verdict(old, 4.6, nll=8.0, bag_nll=9.0, gain=0.6, distinct=100, outputs=100)
+    assert v["specific"] is None and v["checks"]["above_bar"] is None
+    assert "no bootstrap lower bound" in v["reasons"][0]
 
 
 def test_position_between_the_generic_summary_and_lead3():

@@ -1,4 +1,5 @@
-"""The baselines and the verdict "summarizes" beside the models of a ``recipes/compare.sh`` run.
+"""The baselines and the verdict "specific to its document" beside the models of a
+``recipes/compare.sh`` run.
 
 ::
 
@@ -15,7 +16,9 @@ and ``source_use.json`` (source gain, the model's own test NLL, distinct outputs
   (:func:`fairseq_sum_plugins.scoring.specificity.verdict`), and for each model its paired
   bootstrap against Lead-3 (:func:`fairseq_sum_plugins.analysis.compare.compare_systems`, 1,000
   resamples, seed 1: A - B in ROUGE points with p) beside its paired difference from the first label
-  (compare.sh's baseline);
+  (compare.sh's baseline), and under the table per model the sentence of
+  :func:`.lead3_statement.statement` (the paired test against Lead-3 and against the first label,
+  with p; "specific to its document but below Lead-3" first where that holds);
 * ``OUT/verdicts.json``: ``{label: {"verdict", "vs_lead3", "vs_first"}}`` (``vs_*``:
   compare_systems' ``metrics``) and ``baselines`` (the JSON read);
 * the same table appended to ``OUT/results.md`` under "## Baselines and the verdict" (replacing an
@@ -43,6 +46,7 @@ import sys
 
 from ..scoring import rouge
 from . import baselines as bl
+from . import lead3_statement as ls
 from ..scoring import specificity as sp
 
 SECTION = "## Baselines and the verdict"
@@ -78,6 +82,19 @@ def model_outputs(gen_output, data_bin, n):
     return [system[i][0] for i in range(n)], [system[i][1] for i in range(n)]
 
 
+def vs_lead3_of(gen_output, work, split="test", samples=1000, seed=1):
+    """The paired bootstrap of a generate output's ROUGE minus Lead-3's on ``work``'s ``split``
+    (:func:`.lead3_statement.points`: ROUGE points with p), as :func:`build` computes it."""
+    from .compare import compare_systems
+
+    docs, refs = bl.read_prepared(work, split)
+    hyps, model_refs = model_outputs(gen_output, bl.prepared_folders(work)[1], len(docs))
+    if model_refs != refs:
+        raise ValueError(f"{gen_output}: its references differ from {work}'s {split} references")
+    return ls.points(compare_systems(hyps, bl.lead(docs, 3), refs, samples=samples, seed=seed,
+                                     scorer=rouge.Scorer())["metrics"])
+
+
 def _points(metrics):
     """'+1.23 (p 0.004)' per ROUGE-1/2/L of compare_systems' metrics, joined by ' / '."""
     return " / ".join(
@@ -86,7 +103,25 @@ def _points(metrics):
 
 
 def _spec_cell(spec):
+    """'delta (p)': the delta and its permutation p against 0 (the column the results check reads);
+    the verdict's lower bound is in the bar's note and the verdict's reasons."""
     return f"{round(spec['delta'], 9) + 0.0:+.2f} ({spec['p']:.3f})" if spec else "-"
+
+
+def bar_note(base):
+    """How the bar of ``base`` (fairseq-sum-baselines' JSON) was set, one sentence."""
+    draws = base.get("random_draws")
+    mean = sp.random_mean(base)
+    if mean is None:
+        return "no random extracts to set the bar"
+    if draws:
+        made = (f"the mean delta {mean:+.2f} of {len(draws['seeds'])} random extracts (seeds "
+                f"{draws['seeds'][0]}-{draws['seeds'][-1]}, range {draws['min']:+.2f} .. "
+                f"{draws['max']:+.2f})")
+    else:
+        made = f"the delta {mean:+.2f} of one random extract (a file without its draws)"
+    return (f"the bar {sp.specificity_bar(mean):.2f} = max({sp.BAR_FLOOR}, "
+            f"{sp.BAR_RANDOM_SHARE} x {made})")
 
 
 def _f(value, fmt):
@@ -135,7 +170,7 @@ def build(out_dir, work, labels, baselines_path=None, samples=1000, seed=1):
                 "-",
                 "-",
                 f"{s['distinct']}/{base['documents']}",
-                s["verdict"]["label"],
+                sp.label_of(s["verdict"]["label"]),
                 "",
                 "",
             ]
@@ -151,7 +186,7 @@ def build(out_dir, work, labels, baselines_path=None, samples=1000, seed=1):
                 f"{bag['nll']:.3f}",
                 f"{bag['gain']:.3f}",
                 "-",
-                bag["verdict"]["label"],
+                sp.label_of(bag["verdict"]["label"]),
                 "",
                 "",
             ]
@@ -167,7 +202,7 @@ def build(out_dir, work, labels, baselines_path=None, samples=1000, seed=1):
             raise ValueError(f"{run}/test.out: its references differ from {work}'s test references")
         v = sp.verdict(
             scores.get("specificity"),
-            base.get("random_delta"),
+            sp.random_mean(base),
             nll=use.get("nll_own"),
             bag_nll=bag.get("nll"),
             gain=use.get("gain"),
@@ -194,7 +229,7 @@ def build(out_dir, work, labels, baselines_path=None, samples=1000, seed=1):
                 _f(use.get("nll_own"), ".3f"),
                 _f(use.get("gain"), ".3f"),
                 f"{use['distinct']}/{use['hypotheses']}" if "distinct" in use else "-",
-                f"**{v['label']}**" if v["summarizes"] else v["label"],
+                f"**{v['label']}**" if v["specific"] else v["label"],
                 _points(vs_lead3),
                 _points(vs_first) if vs_first else "(itself)",
             ]
@@ -202,20 +237,19 @@ def build(out_dir, work, labels, baselines_path=None, samples=1000, seed=1):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + [
         "| " + " | ".join(r) + " |" for r in rows
     ]
-    bar = base.get("bar")
-    notes = [
+    statements = [
+        ls.statement(label, [v["verdict"]["label"]], [ls.points(v["vs_lead3"])],
+                     [ls.points(v["vs_first"]) if v["vs_first"] else None], labels[0])
+        for label, v in verdicts.items()
+    ]
+    notes = statements + [
+        "",
         f"{base['documents']} test documents. Baselines: fairseq-sum-baselines "
         "(analysis/baselines.py); "
         "ROUGE F1 x 100; specificity: ROUGE-2 F1 against the own reference minus against the other "
-        'documents\' (points), permutation p. Verdict "summarizes" (scoring/specificity.py): '
-        "specificity "
-        + (
-            f"delta above {bar:.2f} (max(0.5, half the random extract's "
-            f"{base['random_delta']:+.2f})) "
-            if bar is not None
-            else "delta above max(0.5, half the random extract's) "
-        )
-        + f"with p <= {sp.MAX_P}, test NLL below the bag of pieces'"
+        "documents' (points), permutation p against 0. Verdict \"specific to its document\" "
+        f"(scoring/specificity.py): the {sp.LEVEL:.0%} one-sided document-bootstrap lower bound of "
+        f"the specificity delta above {bar_note(base)}, test NLL below the bag of pieces'"
         + (f" {bag['nll']:.3f} bits" if bag else "")
         + f", and reading (source gain >= {sp.READ_GAIN} bits, >= {sp.READ_DISTINCT:.0%} "
         "distinct). "
@@ -226,7 +260,7 @@ def build(out_dir, work, labels, baselines_path=None, samples=1000, seed=1):
     failed = {
         label: v["verdict"]["reasons"]
         for label, v in verdicts.items()
-        if v["verdict"]["summarizes"] is not True
+        if v["verdict"]["specific"] is not True
     }
     notes += [f"- `{label}`: " + "; ".join(reasons) for label, reasons in failed.items()]
     return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n", {
@@ -246,7 +280,7 @@ def _baseline_rows(base):
                     *(f"{100 * s[m]:.2f}" for m in rouge.MAIN_METRICS),
                     _spec_cell(s["specificity"]),
                     f"{s['distinct']}/{base['documents']}",
-                    s["verdict"]["label"],
+                    sp.label_of(s["verdict"]["label"]),
                     "",
                 ]
             )
@@ -262,7 +296,7 @@ def _baseline_rows(base):
                 "-",
                 "-",
                 "-",
-                bag["verdict"]["label"],
+                sp.label_of(bag["verdict"]["label"]),
                 "",
             ]
         )
@@ -332,20 +366,27 @@ def across_seeds(seed_dirs):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + [
         "| " + " | ".join(r) + " |" for r in rows
     ]
+    seeds = [os.path.basename(d) for d in seed_dirs]
+    statements = [
+        ls.statement(label, [run[label]["verdict"]["label"] for run in runs],
+                     [ls.points(run[label]["vs_lead3"]) for run in runs],
+                     [ls.points(run[label]["vs_first"]) if run[label].get("vs_first") else None
+                      for run in runs], labels[0], seeds=seeds)
+        for label in labels
+    ]
     note = (
         f"{base['documents']} test documents, {len(seed_dirs)} seeds "
-        f"({', '.join(os.path.basename(d) for d in seed_dirs)}): "
+        f"({', '.join(seeds)}): "
         "models as mean +- sd over seeds, the verdict and the paired bootstrap against Lead-3 of "
         "each seed; "
-        'baselines (fairseq-sum-baselines, no training) once. Verdict "summarizes" '
-        "(scoring/specificity.py): "
-        f"ROUGE-2 specificity delta above {base['bar']:.2f} (max(0.5, half the random extract's "
-        f"{base['random_delta']:+.2f})) with p <= {sp.MAX_P}, test NLL below the bag of pieces', "
+        'baselines (fairseq-sum-baselines, no training) once. Verdict "specific to its document" '
+        f"(scoring/specificity.py): the {sp.LEVEL:.0%} one-sided document-bootstrap lower bound of "
+        f"the ROUGE-2 specificity delta above {bar_note(base)}, test NLL below the bag of pieces', "
         "source gain "
         f">= {sp.READ_GAIN} bits and >= {sp.READ_DISTINCT:.0%} distinct; each seed's table: "
         "SEED/baselines.md."
     )
-    return "\n".join(lines) + "\n\n" + note + "\n"
+    return ("\n".join(lines) + "\n\n" + "\n".join(statements) + "\n\n" + note + "\n")
 
 
 def _replace_section(results, table):

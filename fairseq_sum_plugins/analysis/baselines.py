@@ -15,8 +15,9 @@ reference specificity (:mod:`.specificity`, own / other / delta / permutation p)
   smallest k on a tie);
 * ``random3``: 3 sentences drawn without replacement from each document (``numpy.random.default_rng(
   --seed)``, one generator over the documents in order), kept in document order; all of a shorter
-  document. Its specificity delta sets the bar of the verdict "summarizes"
-  (:func:`.specificity.verdict`);
+  document. The mean specificity delta of ``--random-draws`` (20) such extracts, seeds ``--seed``,
+  ``--seed`` + 1, ..., sets the bar of the verdict "specific to its document"
+  (:func:`.specificity.random_draws`, :func:`.specificity.verdict`);
 * ``oracle``: the greedy extractive oracle (Nallapati et al., 2017, SummaRuNNer §4; Kedzie et al.,
   2018): starting from no sentence, add the sentence whose addition gives the largest ROUGE-1 F1 +
   ROUGE-2 F1 of the selection against the reference, stop when no sentence improves it (or at
@@ -56,12 +57,21 @@ each model's paired bootstrap against Lead-3.
 
 JSON (``--json``; the keys are stable): ``systems`` {``lead1``, ``lead3``, ``leadk``, ``random3``,
 ``oracle``, ``generic``: each ``rouge1`` / ``rouge2`` / ``rougeL`` (F1 in [0, 1]) with ``_ci``,
-``specificity`` {``own``, ``other``, ``delta``, ``p``, ...} (points), ``sentences`` (mean
-extracted), ``distinct`` (different outputs), ``verdict``
-(:func:`.specificity.verdict`), and ``k`` / ``seed`` / ``train_index`` where they apply; or null},
-``bag_of_pieces`` {``nll``, ``nll_other``, ``gain``, ``lambda``, ``valid_nll``, ``examples``,
-``tokens``, ``verdict``} or null, ``random_delta``, ``bar``, ``documents``, ``split``, ``source``,
-``notes``.
+``specificity`` {``own``, ``other``, ``delta``, ``lower``, ``p``, ...} (points), ``sentences``
+(mean extracted), ``distinct`` (different outputs), ``verdict`` (:func:`.specificity.verdict`),
+and ``k`` / ``seed`` / ``train_index`` where they apply; or null}, ``bag_of_pieces`` {``nll``,
+``nll_other``, ``gain``, ``lambda``, ``valid_nll``, ``examples``, ``tokens``, ``verdict``} or
+null, ``random_draws`` {``seeds``, ``deltas``, ``mean``, ``min``, ``max``}, ``random_delta`` (their
+mean), ``bar``, ``documents``, ``split``, ``notes``, and what identifies the data without a path of
+the machine that ran it: ``source`` (the name of the ``--jsonl`` file or of the ``--data``
+folder), ``inputs`` {name relative to the data: sha256} of every file read, ``data_sha256``
+(``--data``: :func:`.decodings.data_sha256` of the split, the hash a run's ``decodings.json``
+records) and ``options`` (the command line's options, paths as those names).
+
+Outputs: ``--json`` and the extracts of ``--outputs`` may not be a file the command reads (resolved
+through links): the ``--jsonl`` files, the splits found beside it, and every file of ``--data`` it
+opens (its sources, references, binaries, dictionaries, ``prepare_args.json``); refused before
+anything is read or written.
 """
 
 import argparse
@@ -145,6 +155,46 @@ def prepared_folders(folder):
         f"--data {folder}: no prepare_args.json in it or in its bin/ (a folder of "
         "fairseq-sum-prepare)"
     )
+
+
+def prepared_inputs(folder, split):
+    """{name relative to WORK: path} of every file of a prepared folder that ``--data`` reads:
+    ``raw/{split,valid}.src``, ``bin/{split,valid,train}.ref.jsonl``, ``bin/prepare_args.json``,
+    the dictionaries and the binaries of the three splits (those present)."""
+    work, bin_dir = prepared_folders(folder)
+    out = {}
+    for sub, d in (("raw", os.path.join(work, "raw")), ("bin", bin_dir)):
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            if sub == "raw":
+                read = name in (f"{split}.src", "valid.src")
+            else:
+                read = (name == "prepare_args.json" or name.startswith("dict.")
+                        or any(name.startswith(f"{s}.") and name.endswith((".bin", ".idx"))
+                               or name == f"{s}.ref.jsonl" for s in (split, "valid", "train")))
+            if read and os.path.isfile(os.path.join(d, name)):
+                out[f"{sub}/{name}"] = os.path.join(d, name)
+    return out
+
+
+def jsonl_inputs(test, valid, train):
+    """{name: path} of the --jsonl files read (names relative to the test file's folder)."""
+    here = os.path.dirname(os.path.abspath(test))
+    return {os.path.relpath(os.path.abspath(p), here): p for p in (test, valid, train) if p}
+
+
+def refuse_overwriting_inputs(inputs, json_path, outputs_dir):
+    """An error naming the flag and the input when ``--json`` or an extract of ``--outputs`` is
+    (through links) a file read (``inputs``: {name: path})."""
+    real = {os.path.realpath(p): name for name, p in inputs.items()}
+    targets = [("--json", json_path)] if json_path else []
+    if outputs_dir:
+        targets += [("--outputs", os.path.join(outputs_dir, f"{n}.txt")) for n in SYSTEMS]
+    for flag, path in targets:
+        name = real.get(os.path.realpath(path))
+        if name is not None:
+            raise BaselineError(f"{flag}: {path} is a file it reads ({name}); nothing written")
 
 
 def read_prepared(folder, split, documents=True):
@@ -301,6 +351,15 @@ def generic_summary(train_refs, max_summaries=1000, seed=1):
 
 
 # ------------------------------------------------------------------------------------ scoring
+def random_bar_draws(docs, refs, scorer, seed=1, draws=sp.RANDOM_DRAWS):
+    """:func:`.specificity.random_draws` of :func:`random_extract` with seeds ``seed`` ..
+    ``seed + draws - 1``, cleaned as ``scorer`` cleans a system's outputs."""
+    ref_sents = scorer.pairs(refs, refs)[1]
+    return sp.random_draws(
+        docs, ref_sents, lambda s: scorer.pairs(random_extract(docs, 3, s), refs)[0],
+        range(seed, seed + draws))
+
+
 def score_system(hyps, refs, scorer, permutations=sp.DEFAULT_PERMUTATIONS, seed=1):
     """ROUGE-1/2/L (``Scorer.corpus``) and ``specificity`` of one system's outputs (sentence
     lists)."""
@@ -434,9 +493,10 @@ def run(
     oracle_max_sentences=None,
     log=None,
     texts=None,
+    draws=sp.RANDOM_DRAWS,
 ):
-    """The ``systems`` of the JSON (module docstring) and its notes; ``texts``, a dict, receives
-    each system's :func:`output_lines`."""
+    """The ``systems`` of the JSON (module docstring), its notes and the random draws of the bar;
+    ``texts``, a dict, receives each system's :func:`output_lines`."""
     log = log or (lambda msg: None)
     systems, notes = {}, []
     outputs = {"lead1": (lead(docs, 1), {}), "lead3": (lead(docs, 3), {})}
@@ -469,14 +529,15 @@ def run(
         systems[name] = {**score_system(hyps, refs, scorer, permutations, seed), **extra}
         if texts is not None:
             texts[name] = output_lines(hyps, refs, scorer)
-    return systems, notes
+    log(f"the bar: {draws} random extracts")
+    return systems, notes, random_bar_draws(docs, refs, scorer, seed, draws)
 
 
 def add_verdicts(result):
-    """The verdict of every system (and of the bag of pieces) against this test set's random
-    extract."""
-    random3 = result["systems"].get("random3")
-    result["random_delta"] = random3["specificity"]["delta"] if random3 else None
+    """The verdict of every system (and of the bag of pieces) against the bar of this test set's
+    random draws (``result["random_draws"]``)."""
+    result["random_delta"] = sp.random_mean(
+        {"random_draws": result.get("random_draws")})
     result["bar"] = sp.specificity_bar(result["random_delta"])
     bag = result.get("bag_of_pieces")
     bag_nll = bag["nll"] if bag else None
@@ -498,9 +559,10 @@ def add_verdicts(result):
 def format_table(result):
     """Text table: ROUGE-1/2/L F1 x 100 and specificity of every system, and the bag of pieces."""
     lines = [
-        f"{result['documents']} documents of {result['split']} ({result['source']}); scores x 100",
+        f"{result['documents']} documents of {result['split']} ({result['source']}); scores x 100; "
+        f"specificity delta with its {sp.LEVEL:.0%} one-sided document-bootstrap lower bound",
         f"{'system':12s} {'R-1':>6s} {'R-2':>6s} {'R-L':>6s} {'own':>6s} {'other':>6s} "
-        f"{'delta':>7s} {'p':>7s}",
+        f"{'delta':>7s} {'lower':>7s}",
     ]
     for name, s in result["systems"].items():
         if s is None:
@@ -512,12 +574,16 @@ def format_table(result):
             f"{label:12s} {100 * s['rouge1']:6.2f} {100 * s['rouge2']:6.2f} "
             f"{100 * s['rougeL']:6.2f} "
             f"{spec['own']:6.2f} {spec['other']:6.2f} {round(spec['delta'], 9) + 0.0:+7.2f} "
-            f"{spec['p']:7.4f}"
+            f"{round(spec['lower'], 9) + 0.0:+7.2f}"
         )
     if result.get("bar") is not None:
+        draws = result["random_draws"]
         lines.append(
-            f"bar of the verdict 'summarizes': specificity delta > {result['bar']:.2f} "
-            f"(max(0.5, random3's {result['random_delta']:+.2f} / 2)) with p <= {sp.MAX_P}"
+            f"bar of the verdict 'specific to its document': the lower bound above "
+            f"{result['bar']:.2f} = max({sp.BAR_FLOOR}, {sp.BAR_RANDOM_SHARE} x the mean delta "
+            f"{draws['mean']:+.2f} of {len(draws['seeds'])} random extracts, seeds "
+            f"{draws['seeds'][0]}-{draws['seeds'][-1]}, range {draws['min']:+.2f} .. "
+            f"{draws['max']:+.2f})"
         )
     bag = result.get("bag_of_pieces")
     if bag:
@@ -602,6 +668,12 @@ def get_parser():
         default=1000,
         help="examples of the bag-of-pieces NLL (source_use.py's default)",
     )
+    p.add_argument(
+        "--random-draws",
+        type=int_at_least(sp.RANDOM_DRAWS),
+        default=sp.RANDOM_DRAWS,
+        help="random extracts whose mean specificity delta sets the bar (seeds --seed on; >= 20)",
+    )
     p.add_argument("--json", metavar="FILE", help="write the numbers here")
     p.add_argument(
         "--outputs",
@@ -637,11 +709,9 @@ def main(argv=None):
             )
     if args.json and os.path.isdir(args.json):
         parser.error(f"--json {args.json}: a folder")
-    if args.json:  # the output must not replace an input or an extract
-        inputs = [args.jsonl, args.valid_jsonl, args.train_jsonl]
-        if args.outputs:
-            inputs += [os.path.join(args.outputs, f"{name}.txt") for name in SYSTEMS]
-        same = [p for p in inputs if p and os.path.abspath(p) == os.path.abspath(args.json)]
+    if args.json and args.outputs:  # the output must not replace an extract
+        same = [p for p in (os.path.join(args.outputs, f"{n}.txt") for n in SYSTEMS)
+                if os.path.realpath(p) == os.path.realpath(args.json)]
         if same:
             parser.error(f"--json {args.json}: the same file as an input or an extract ({same[0]})")
     texts = {} if args.outputs else None
@@ -650,12 +720,17 @@ def main(argv=None):
         print(f"[baselines] {msg}", file=sys.stderr)
 
     try:
+        if args.jsonl:  # every file read, resolved before anything is read or written
+            valid_path = args.valid_jsonl or sibling(args.jsonl, VALID_NAMES)
+            train_path = args.train_jsonl or sibling(args.jsonl, ("train",))
+            inputs = jsonl_inputs(args.jsonl, valid_path, train_path)
+        else:
+            inputs = prepared_inputs(args.data, args.split)
+        refuse_overwriting_inputs(inputs, args.json, args.outputs)
         if args.jsonl:
             docs, refs = read_jsonl(
                 args.jsonl, args.src_field, args.tgt_field, args.sentence_splitter
             )
-            valid_path = args.valid_jsonl or sibling(args.jsonl, VALID_NAMES)
-            train_path = args.train_jsonl or sibling(args.jsonl, ("train",))
             valid = (
                 read_jsonl(valid_path, args.src_field, args.tgt_field, args.sentence_splitter)
                 if valid_path
@@ -668,12 +743,13 @@ def main(argv=None):
                 if train_path
                 else None
             )
-            source, split = os.path.abspath(args.jsonl), "test"
+            source, split = os.path.basename(args.jsonl), "test"
         else:
             docs, refs = read_prepared(args.data, args.split)
             valid = read_prepared(args.data, "valid")
             train_refs = read_prepared(args.data, "train", documents=False)[1]
-            source, split = os.path.abspath(args.data), args.split
+            work = prepared_folders(args.data)[0]
+            source, split = os.path.basename(os.path.normpath(work)), args.split
         if len(docs) < 2:
             raise BaselineError(
                 f"{source}: {len(docs)} document; the baselines' specificity needs at least 2"
@@ -681,7 +757,7 @@ def main(argv=None):
         scorer = rouge.scorer_from_args(
             args, refs, bootstrap_samples=args.bootstrap_samples, seed=args.seed
         ).check()
-        systems, notes = run(
+        systems, notes, draws = run(
             docs,
             refs,
             scorer,
@@ -695,9 +771,11 @@ def main(argv=None):
             args.oracle_max_sentences,
             log,
             texts,
+            args.random_draws,
         )
         result = {
             "source": source,
+            **provenance(args, inputs, split),
             "split": split,
             "documents": len(docs),
             "scorer": args.scorer,
@@ -705,6 +783,7 @@ def main(argv=None):
             "systems": systems,
             "notes": notes,
             "bag_of_pieces": None,
+            "random_draws": draws,
         }
         if args.data:
             log("bag of pieces")
@@ -721,6 +800,26 @@ def main(argv=None):
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=2)
     return result
+
+
+PATH_OPTIONS = ("jsonl", "data", "valid_jsonl", "train_jsonl", "json", "outputs")
+
+
+def provenance(args, inputs, split):
+    """``inputs`` {name: sha256}, ``data_sha256`` (``--data``) and ``options`` (module docstring):
+    what identifies the data and the command, with no path of this machine."""
+    from .decodings import data_sha256, sha256_file
+
+    out = {"inputs": {name: sha256_file(path) for name, path in sorted(inputs.items())}}
+    if args.data:
+        out["data_sha256"] = data_sha256(prepared_folders(args.data)[1], split)
+    options = {k: v for k, v in sorted(vars(args).items()) if k not in PATH_OPTIONS}
+    for k in PATH_OPTIONS:  # which path flags were given, as names
+        value = getattr(args, k, None)
+        if value is not None:
+            options[k] = os.path.basename(os.path.normpath(value))
+    out["options"] = options
+    return out
 
 
 def write_outputs(folder, texts):

@@ -25,7 +25,15 @@ per metric ``m`` (ROUGE-1/2/L F1 by default; the scorer's per-document numbers,
           p = (1 + #{r : |delta_r| >= |delta|}) / (1 + R)
 
 Below the table, each system's ROUGE-2 reference specificity (:mod:`.specificity`: own, other, delta
-in ROUGE points, permutation p; ``--json`` key ``specificity`` {``a``, ``b``}).
+in ROUGE points, its one-sided document-bootstrap lower bound, permutation p; ``--json`` key
+``specificity`` {``a``, ``b``}).
+
+``--html`` compares every system with the first by the same test as the table (``--method``,
+named on the page), and shows a system's source gain and test NLL (:mod:`.source_use`) only from a
+``source_use.json`` that belongs to it (:func:`source_use_for`): the file beside it must record the
+sha256 of that output (``generate_output_sha256``), or the folder's run manifest
+(``decodings.json``'s ``decodings``, ``hashes.json``'s values) must name that output's sha256;
+otherwise the figures are "not measured" with the reason, never another system's.
 
 The CI is the bootstrap one with either method. Identical systems give delta = 0, CI [0, 0] and
 p = 1 under both tests; the smallest p reachable is 1 / (1 + B) (or 1 / (1 + R)).
@@ -192,9 +200,11 @@ def format_comparison(res, name_a="A", name_b="B"):
         spec = res.get("specificity", {}).get(side)
         if spec:
             delta = round(spec["delta"], 9) + 0.0  # no "-0.00" for a float-noise zero
+            lower = (f", {spec['level']:.0%} one-sided lower bound {spec['lower']:+.2f}"
+                     if spec.get("lower") is not None else "")
             lines.append(f"{name[:10]}: ROUGE-2 specificity own {spec['own']:.2f}, "
-                         f"other {spec['other']:.2f}, delta {delta:+.2f} "
-                         f"(permutation p {spec['p']:.4f})")
+                         f"other {spec['other']:.2f}, delta {delta:+.2f}{lower} "
+                         f"(permutation p {spec['p']:.4f} against 0)")
     return "\n".join(lines)
 
 
@@ -378,6 +388,44 @@ def _read_baselines(path, n):
     return baselines
 
 
+def source_use_for(path):
+    """(source_use.json's figures or None, why not or None) of the system in ``path``: the
+    ``source_use.json`` beside it counts only when it, or the folder's run manifest, records the
+    sha256 of ``path`` (module docstring)."""
+    import os
+
+    from .decodings import MANIFEST, sha256_file
+
+    folder = os.path.dirname(os.path.abspath(path))
+    use_path = os.path.join(folder, "source_use.json")
+    if not os.path.isfile(use_path):
+        return None, None
+    with open(use_path, encoding="utf-8") as f:
+        use = json.load(f)
+    if not isinstance(use, dict):
+        return None, f"{use_path}: not a JSON object of analysis/source_use.py"
+    mine = sha256_file(path)
+    recorded = use.get("generate_output_sha256")
+    if recorded is not None:
+        if recorded == mine:
+            return use, None
+        return None, (f"source_use.json beside {os.path.basename(path)} is of another output "
+                      f"(it records sha256 {str(recorded)[:12]}, this file's is {mine[:12]})")
+    manifests = []
+    for name in (MANIFEST, "hashes.json"):
+        manifest_path = os.path.join(folder, name)
+        if os.path.isfile(manifest_path):
+            with open(manifest_path, encoding="utf-8") as f:
+                manifest = json.load(f)
+            if isinstance(manifest, dict):
+                manifests.append(manifest)
+    named = {v for m in manifests for k, v in m.items() if isinstance(v, str)}
+    if manifests and mine in named:
+        return use, None
+    return None, (f"source_use.json beside {os.path.basename(path)} records no hash of it "
+                  "(nor does a run manifest there): whose figures they are cannot be told")
+
+
 def html_page(args, res):
     """Writes --html (:func:`fairseq_sum_plugins.analysis.compare_report.html_report`) for every
     system."""
@@ -401,14 +449,14 @@ def html_page(args, res):
     baselines = _read_baselines(args.baselines, len(ids)) if args.baselines else None
     systems = []
     for p, name, sysm in zip(paths, names, loaded):
-        use_path = os.path.join(os.path.dirname(os.path.abspath(p)), "source_use.json")
-        use = json.load(open(use_path, encoding="utf-8")) if os.path.isfile(use_path) else None
+        use, why = source_use_for(p)
         hyps = [sysm[i][0] for i in ids]
-        systems.append(system_summary(name, hyps, refs, scorer, use, baselines))
+        systems.append(system_summary(name, hyps, refs, scorer, use, baselines, why))
     first = [loaded[0][i][0] for i in ids]
+    # the table's test (--method), so that the page shows the p the table printed
     pairs = {s["name"]: compare_systems([sysm[i][0] for i in ids], first, refs, ("rouge2",),
-                                        samples=args.bootstrap_samples, seed=args.seed,
-                                        scorer=scorer)
+                                        method=args.method, samples=args.bootstrap_samples,
+                                        trials=args.ar_trials, seed=args.seed, scorer=scorer)
              for s, sysm in zip(systems[1:], loaded[1:])}
     ref_lines = [" <sep> ".join(r) for r in scorer.pairs(refs, refs)[1]]
     page = html_report(systems, ref_lines, html_sources(args, paths, len(ids)), baselines, pairs,

@@ -317,13 +317,18 @@ def _fmt(x, digits=2, sign=False):
 
 
 def _spec_cell(spec):
-    return f"{spec['delta']:+.2f} ({spec['p']:.4f})" if spec else "-"
+    if not spec:
+        return "-"
+    lower = (f" [&ge; {round(spec['lower'], 9) + 0.0:+.2f}]" if spec.get("lower") is not None
+             else "")  # rounded: a float-noise zero prints as +0.00
+    return f"{round(spec['delta'], 9) + 0.0:+.2f}{lower} ({spec['p']:.4f})"
 
 
-def system_summary(name, hyps, refs, scorer, source_use=None, baselines=None):
+def system_summary(name, hyps, refs, scorer, source_use=None, baselines=None, source_use_note=None):
     """What the HTML report shows of one system: corpus and per-document ROUGE-1/2/L F1 x 100,
     specificity and its per-document contributions, distinct outputs and, with ``baselines``
-    (fairseq-sum-baselines' JSON), the verdict (:func:`.specificity.verdict`)."""
+    (fairseq-sum-baselines' JSON), the verdict (:func:`.specificity.verdict`). ``source_use_note``:
+    why the system has no source_use figures (a file beside it that is not its own), shown."""
     from ..scoring import specificity as sp
 
     hyp_sents, ref_sents = scorer.pairs(hyps, refs)
@@ -333,14 +338,16 @@ def system_summary(name, hyps, refs, scorer, source_use=None, baselines=None):
     out = {"name": name, "lines": [" <sep> ".join(s) for s in hyp_sents],
            "per": {m: [100 * float(v) for v in per[m]] for m in per}, "spec": spec,
            "spec_rows": rows, "distinct": len({" ".join(s) for s in hyp_sents}),
-           "outputs": len(hyps), "source_use": source_use}
+           "outputs": len(hyps), "source_use": source_use, "source_use_note": source_use_note}
     out["rouge"] = {m: sum(v) / len(v) for m, v in out["per"].items()}
     if baselines is not None:
         bag = baselines.get("bag_of_pieces") or {}
         use = source_use or {}
-        out["verdict"] = sp.verdict(spec, baselines.get("random_delta"), use.get("nll_own"),
+        out["verdict"] = sp.verdict(spec, sp.random_mean(baselines), use.get("nll_own"),
                                     bag.get("nll"), use.get("gain"), out["distinct"],
                                     out["outputs"])
+        if source_use_note:
+            out["verdict"]["reasons"].append(source_use_note)
     return out
 
 
@@ -380,17 +387,24 @@ def _table(systems, baselines, pairs):
     """The table of systems (and baselines) as HTML."""
     from html import escape
 
+    from ..scoring.specificity import label_of
+
     k = len(systems)
-    head = ["system", "ROUGE-1", "ROUGE-2", "ROUGE-L", "ROUGE-2 specificity delta (p)", "distinct",
+    head = ["system", "ROUGE-1", "ROUGE-2", "ROUGE-L",
+            "ROUGE-2 specificity delta [one-sided 95% lower bound] (permutation p)", "distinct",
             "source gain (bits)"]
-    head += [f"vs {systems[0]['name']}: ROUGE-2 diff [95% CI], p"] if k > 1 else []
+    method = next((r.get("method") for r in (pairs or {}).values()), "bootstrap")
+    test = "approximate randomization" if method == "ar" else "paired bootstrap"
+    head += [f"vs {systems[0]['name']}: ROUGE-2 diff [95% CI], p ({test})"] if k > 1 else []
     head += ["verdict"] if baselines is not None else []
     rows = []
     for s in systems:
         use = s.get("source_use") or {}
         cells = [escape(s["name"])] + [_fmt(s["rouge"][m]) for m in ("rouge1", "rouge2", "rougeL")]
-        cells += [_spec_cell(s["spec"]), f"{s['distinct']}/{s['outputs']}",
-                  _fmt(use.get("gain"), 3)]
+        gain = _fmt(use.get("gain"), 3)
+        if s.get("source_use_note"):
+            gain = f'<span class="na">not measured: {escape(s["source_use_note"])}</span>'
+        cells += [_spec_cell(s["spec"]), f"{s['distinct']}/{s['outputs']}", gain]
         if k > 1:
             r = (pairs or {}).get(s["name"])
             m = r["metrics"]["rouge2"] if r else None
@@ -398,7 +412,7 @@ def _table(systems, baselines, pairs):
             cells.append(f"{100 * m['diff']:+.2f} {ci}, p {m['p']:.4f}" if m else "-")
         if baselines is not None:
             v = s.get("verdict")
-            cls = {True: "ok", False: "no"}.get(v["summarizes"], "na") if v else "na"
+            cls = {True: "ok", False: "no"}.get(v["specific"], "na") if v else "na"
             why = escape("; ".join(v["reasons"])) if v else ""
             label = escape(v["label"]) if v else "-"
             cells.append(f'<span class="{cls}" title="{why}">{label}</span>')
@@ -411,7 +425,7 @@ def _table(systems, baselines, pairs):
         cells += [_fmt(100 * b[m]) for m in ("rouge1", "rouge2", "rougeL")]
         cells += [_spec_cell(b.get("specificity")), str(b.get("distinct", "-")), "-"]
         cells += ["-"] if k > 1 else []
-        cells.append(f'<span class="na">{escape(v["label"]) if v else "-"}</span>')
+        cells.append(f'<span class="na">{escape(label_of(v["label"])) if v else "-"}</span>')
         rows.append('<tr class="base">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return ('<table class="t"><tr>' + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"
             + "".join(rows) + "</table>")
@@ -420,12 +434,17 @@ def _table(systems, baselines, pairs):
 def _verdict_note(baselines):
     if baselines is None:
         return ""
+    from html import escape
+
+    from .baseline_table import bar_note
+
     bag = baselines.get("bag_of_pieces") or {}
-    return ('<p class="note">Verdict "summarizes": ROUGE-2 specificity delta above the bar '
-            f"{_fmt(baselines.get('bar'))} (half the random extract's delta "
-            f"{_fmt(baselines.get('random_delta'))}, at least 0.5) with p &le; 0.01, test NLL "
-            f"below the bag of pieces' {_fmt(bag.get('nll'), 3)} bits, and reading "
-            "(source gain &ge; 0.3 bits, &ge; 90% distinct). Hover a verdict for its reasons.</p>")
+    return ('<p class="note">Verdict "specific to its document" (what it measures: outputs that '
+            "match their own document's reference beyond random extracts, not that they summarize "
+            "it): the one-sided 95% document-bootstrap lower bound of the ROUGE-2 specificity "
+            f"delta above {escape(bar_note(baselines))}, test NLL below the bag of pieces' "
+            f"{_fmt(bag.get('nll'), 3)} bits, and reading (source gain &ge; 0.3 bits, &ge; 90% "
+            "distinct). Hover a verdict for its reasons.</p>")
 
 
 def _document(i, ref, src, systems, n):
@@ -481,7 +500,9 @@ def html_report(systems, refs, sources, baselines=None, pairs=None,
     intro = (f'<p class="note">{len(refs)} documents, {k} systems{subset}. ROUGE F1 x 100 '
              "(fairseq-sum-score's scorer, ROUGE-L summary-level); ROUGE-2 specificity: ROUGE-2 "
              "against the document's own reference minus the mean against the other documents' "
-             "references (permutation p); a document's specificity contribution is that difference "
+             "references (its one-sided 95% document-bootstrap lower bound in brackets, the "
+             "permutation p against 0 in parentheses); a document's specificity contribution is "
+             "that difference "
              "for it alone (their mean is the delta).</p>")
     options = "".join(f'<option value="{v}">{escape(t)}</option>' for v, t in SORT_KEYS)
     controls = (f'<div class="controls">Sort: <select id="sort">{options}</select> (now: '

@@ -16,10 +16,12 @@
 # gain 0.64 bits per abstract token, 100 distinct summaries). The last lines (quickstart_check.py)
 # say whether its figures are the expected ones, give its ROUGE beside Lead-3 and the generic
 # summary on the same 100 test papers (fairseq-sum-baselines, analysis/baselines.py), and the
-# verdict "summarizes" (scoring/specificity.py: ROUGE-2 reference specificity above max(0.5, half
-# the random extract's) with p <= 0.01, test NLL below the no-training bag of pieces', and it reads
-# its papers: source gain >= 0.3 bits, >= 90 distinct summaries), with where it stands between the
-# generic summary and Lead-3 if not.
+# verdict "specific to its document" (scoring/specificity.py: the one-sided 95% document-bootstrap
+# lower bound of its ROUGE-2 reference specificity above max(0.5, half the mean of 20 random
+# extracts'), test NLL below the no-training bag of pieces', and it reads its papers: source gain
+# >= 0.3 bits, >= 90 distinct summaries) with its paired bootstrap against Lead-3 (ROUGE
+# differences and p; "specific to its document but below Lead-3" first where that holds), and
+# where it stands between the generic summary and Lead-3 if not specific.
 # PINNED (1) pins the arithmetic (recipes/common.sh pin_arithmetic: MKL's
 # reproducible branch, ATen's baseline kernels), meant to give the same bits on every x86-64 CPU
 # (measured: 150 updates on one physical CPU model; 1 update and 2 decodings under QEMU's emulation of
@@ -98,6 +100,7 @@ python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$CKPT/chec
 # the specificity bar, the bag of pieces), once per prepared data
 BASELINES="$WORK/baselines.test.json"
 baselines_once "$WORK" "$BASELINES"
-# the last lines: are the figures the expected ones, ROUGE beside the baselines, the verdict
+# the last lines: are the figures the expected ones, ROUGE beside the baselines, the verdict with
+# the paired test against Lead-3
 python "$(dirname "$0")/quickstart_check.py" "$OUT.rouge.json" "$OUT.source_use.json" "$PINNED" \
-  "$DEFAULTS" "$BASELINES"
+  "$DEFAULTS" "$BASELINES" "$OUT" "$WORK"

@@ -1,28 +1,34 @@
 """The quickstart's last lines: are the figures the expected ones, how does ROUGE compare with
-Lead-3 and the generic summary on the same test papers, and does the model summarize?
+Lead-3 and the generic summary on the same test papers, are the model's outputs specific to their
+papers, and how does it fare against Lead-3 by a paired test?
 
     python recipes/aclsum/quickstart_check.py ROUGE_JSON SOURCE_USE_JSON PINNED DEFAULTS \\
-        [BASELINES_JSON]
+        [BASELINES_JSON [GENERATE_OUTPUT WORK]]
 
 ROUGE_JSON: ``fairseq-sum-score --specificity --json``; SOURCE_USE_JSON: analysis/source_use.py's
 (source gain, the model's own test NLL ``nll_own``, distinct summaries); BASELINES_JSON:
 ``fairseq-sum-baselines --data WORK --json`` of the same prepared data (Lead-3, the generic summary,
-the random extract, the bag of pieces). PINNED (1/0): recipes/common.sh pin_arithmetic was in force;
-DEFAULTS (1/0): the quickstart ran at its default settings (the only ones with expected figures).
+the random extracts, the bag of pieces); GENERATE_OUTPUT and WORK: the model's fairseq-generate
+output and the prepared folder, for the paired bootstrap of its ROUGE minus Lead-3's
+(:func:`fairseq_sum_plugins.analysis.baseline_table.vs_lead3_of`). PINNED (1/0):
+recipes/common.sh pin_arithmetic was in force; DEFAULTS (1/0): the quickstart ran at its default settings (the only ones with expected figures).
 With PINNED=1 the figures were the same bits on every CPU model checked (150 updates on one physical
 model, 1 update and 2 decodings on three emulated ones: results/quickstart-cpus/), so they must
 equal the expected ones to the last digit; with PINNED=0 the rounding follows the CPU's code
 paths, and ROUGE-1 must lie within TOLERANCE, the largest deviation measured across six code paths
 on one machine (2.03) rounded up. The verdict is
-:func:`fairseq_sum_plugins.scoring.specificity.verdict`; when the model does not summarize, the
-last line says where its ROUGE-2 and its specificity delta lie between the generic summary's (0) and
-Lead-3's (1). Exit status 0 either way.
+:func:`fairseq_sum_plugins.scoring.specificity.verdict` ("specific to its document": what it
+measures, not that the model summarizes); the last line gives it with the paired test against
+Lead-3 (ROUGE-1/2/L differences and p), begins "specific to its document but below Lead-3" where
+that holds, and, when the model is not specific, says where its ROUGE-2 and its specificity delta
+lie between the generic summary's (0) and Lead-3's (1). Exit status 0 either way.
 """
 
 import json
 import sys
 
-from fairseq_sum_plugins.scoring.specificity import position_between, verdict
+from fairseq_sum_plugins.scoring.specificity import (LEVEL, position_between, random_mean,
+                                                     verdict)
 
 # README: ROUGE-1/2/L F1, source gain (bits), distinct summaries of the default run in each mode
 EXPECTED = {
@@ -70,7 +76,7 @@ def model_verdict(rouge, use, baselines):
     bag = (baselines or {}).get("bag_of_pieces") or {}
     return verdict(
         rouge.get("specificity"),
-        (baselines or {}).get("random_delta"),
+        random_mean(baselines),
         nll=use.get("nll_own"),
         bag_nll=bag.get("nll"),
         gain=use.get("gain"),
@@ -79,9 +85,12 @@ def model_verdict(rouge, use, baselines):
     )
 
 
-def verdict_lines(rouge, use, baselines):
-    """ROUGE beside Lead-3 and the generic summary, then the verdict (and the model's standing if
-    it fails)."""
+def verdict_lines(rouge, use, baselines, vs_lead3=None):
+    """ROUGE beside Lead-3 and the generic summary, then the verdict with the paired test against
+    Lead-3 (``vs_lead3``: :func:`fairseq_sum_plugins.analysis.lead3_statement.points`, None, or
+    a string saying why it is not measured), and the model's standing if it is not specific."""
+    from fairseq_sum_plugins.analysis.lead3_statement import paired_text, significance
+
     systems = (baselines or {}).get("systems") or {}
     lead3, generic = systems.get("lead3"), systems.get("generic")
     out = []
@@ -100,12 +109,14 @@ def verdict_lines(rouge, use, baselines):
     v = model_verdict(rouge, use, baselines)
     spec = rouge.get("specificity")
     parts = []
-    if spec is not None and v["bar"] is not None:
+    if spec is not None and v["bar"] is not None and v["checks"]["above_bar"] is not None:
+        draws = (baselines or {}).get("random_draws") or {}
+        made = (f"mean of {len(draws['seeds'])} random extracts' {random_mean(baselines):+.2f}"
+                if draws else f"one random extract's {random_mean(baselines):+.2f}")
         parts.append(
-            f"ROUGE-2 specificity {spec['delta']:+.2f} (p {spec['p']:.4f}) "
-            f"{'above' if v['checks']['specific'] else 'NOT above'} the bar {v['bar']:.2f} = "
-            "max(0.5, "
-            f"random extract's {baselines['random_delta']:+.2f} / 2)"
+            f"ROUGE-2 specificity {spec['delta']:+.2f}, its {LEVEL:.0%} one-sided lower bound "
+            f"{spec['lower']:+.2f} {'above' if v['checks']['above_bar'] else 'NOT above'} the "
+            f"bar {v['bar']:.2f} = max(0.5, {made} / 2)"
         )
     bag = (baselines or {}).get("bag_of_pieces") or {}
     if v["checks"]["beats_bag"] is not None:
@@ -121,9 +132,18 @@ def verdict_lines(rouge, use, baselines):
             f"bits >= 0.3, {use['distinct']} distinct of {use['hypotheses']} >= 90%)"
         )
     parts += [r for r in v["reasons"] if "not measured" in r or r.startswith("no ")]
-    word = {True: "yes", False: "NO", None: "not measured"}[v["summarizes"]]
-    line = f"[quickstart] summarizes: {word} ({'; '.join(parts)})"
-    if v["summarizes"] is False and lead3 and generic:
+    word = {True: "yes", False: "NO", None: "not measured"}[v["specific"]]
+    below = (v["specific"] is True and isinstance(vs_lead3, dict)
+             and vs_lead3["rouge2"]["diff"] < 0)
+    head = ("specific to its document but below Lead-3 in ROUGE-2" if below
+            else f"specific to its document: {word}")
+    line = f"[quickstart] {head} ({'; '.join(parts)})"
+    if isinstance(vs_lead3, dict):
+        line += (f"; against Lead-3 (paired bootstrap, 1,000 resamples): "
+                 f"{paired_text(vs_lead3)}, {significance(vs_lead3)}")
+    else:  # None: no decodings or data given; a string: why the test could not run
+        line += f"; against Lead-3: {vs_lead3 or 'no paired test (no decodings or data given)'}"
+    if v["specific"] is False and lead3 and generic:
         r2 = position_between(rouge["rouge2"], generic["rouge2"], lead3["rouge2"])
         delta = (
             position_between(
@@ -143,19 +163,30 @@ def verdict_lines(rouge, use, baselines):
     return out
 
 
-def lines(rouge, use, pinned, defaults, baselines=None):
-    """The last lines: expected figures, ROUGE beside the baselines, the verdict."""
-    return [figures_line(rouge, use, pinned, defaults)] + verdict_lines(rouge, use, baselines)
+def lines(rouge, use, pinned, defaults, baselines=None, vs_lead3=None):
+    """The last lines: expected figures, ROUGE beside the baselines, the verdict and the paired
+    test against Lead-3."""
+    return [figures_line(rouge, use, pinned, defaults)] + verdict_lines(rouge, use, baselines,
+                                                                        vs_lead3)
 
 
 def main(argv):
-    if len(argv) not in (4, 5):
+    if len(argv) not in (4, 5, 7):
         sys.exit(
-            "usage: quickstart_check.py ROUGE_JSON SOURCE_USE_JSON PINNED DEFAULTS [BASELINES_JSON]"
+            "usage: quickstart_check.py ROUGE_JSON SOURCE_USE_JSON PINNED DEFAULTS "
+            "[BASELINES_JSON [GENERATE_OUTPUT WORK]]"
         )
     rouge, use = (json.load(open(p, encoding="utf-8")) for p in argv[:2])
-    baselines = json.load(open(argv[4], encoding="utf-8")) if len(argv) == 5 else None
-    print("\n".join(lines(rouge, use, argv[2] == "1", argv[3] == "1", baselines)))
+    baselines = json.load(open(argv[4], encoding="utf-8")) if len(argv) >= 5 else None
+    vs_lead3 = None
+    if len(argv) == 7:
+        from fairseq_sum_plugins.analysis.baseline_table import vs_lead3_of
+
+        try:
+            vs_lead3 = vs_lead3_of(argv[5], argv[6], (baselines or {}).get("split", "test"))
+        except (OSError, ValueError) as e:  # said on the last line, not a traceback
+            vs_lead3 = f"not measured ({e})"
+    print("\n".join(lines(rouge, use, argv[2] == "1", argv[3] == "1", baselines, vs_lead3)))
 
 
 if __name__ == "__main__":
