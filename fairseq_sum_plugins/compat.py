@@ -24,6 +24,9 @@ everything.)
    torchrun and ``--distributed-world-size N`` start gloo workers, ``--ddp-backend fully_sharded``
    is refused (see :func:`cpu_training_options`); ``fairseq-generate --bf16`` is refused on CPU
    (see :func:`refuse_ignored_bf16_in_generation`).
+7. Load a checkpoint saved under an arch name that now builds another model as the preset that
+   builds its model, and without the flags added after it was saved (see
+   :func:`upgrade_checkpoint_config`).
 """
 import argparse
 import logging
@@ -586,9 +589,73 @@ def flat_bart_config(cfg):
     return argparse.Namespace(**flat)
 
 
+# arch names that now build another model -> the preset that builds what they built before, for a
+# checkpoint saved under them with the default cell (TP-Transformer's names became App. B's models
+# on the T5 cell; the default-cell models kept their weights under these names)
+RENAMED_ARCHS = {
+    "t5_transformer_base": "t5_transformer_default_cell_base",
+    "tp_transformer_base": "tp_transformer_default_cell_base",
+    "tp_transformer_continuous_base": "tp_transformer_continuous_default_cell_base",
+}
+
+
+# model -> flags added after checkpoints of it were saved, with the value that builds the model
+# those checkpoints hold (fairseq runs the preset again on load, and a preset may switch a new flag
+# on)
+LATER_FLAGS = {
+    "sum_transformer": {"output_bias": False},  # ETADS eq. 4's b^o (on in the etads presets)
+}
+
+
+def _saved(cfg, key):
+    """``cfg``'s value of ``key`` (a Namespace or a DictConfig), or None where it has none."""
+    from omegaconf import OmegaConf
+
+    return cfg.get(key) if OmegaConf.is_config(cfg) else getattr(cfg, key, None)
+
+
+def _set_saved(cfg, values):
+    from omegaconf import OmegaConf, open_dict
+
+    with open_dict(cfg) if OmegaConf.is_config(cfg) else _nothing():
+        for key, value in values.items():
+            setattr(cfg, key, value)
+
+
+def upgrade_checkpoint_config(cfg):
+    """A checkpoint's model config, before fairseq runs its preset again on it: renamed arch names
+    (:func:`upgrade_renamed_arch`), and each flag of :data:`LATER_FLAGS` that the config lacks set
+    to the value the checkpoint was trained with."""
+    from fairseq.models import ARCH_MODEL_NAME_REGISTRY
+
+    upgrade_renamed_arch(cfg)
+    arch = _saved(cfg, "_name") or _saved(cfg, "arch")
+    later = LATER_FLAGS.get(ARCH_MODEL_NAME_REGISTRY.get(arch), {})
+    _set_saved(cfg, {k: v for k, v in later.items() if _saved(cfg, k) is None})
+
+
+def upgrade_renamed_arch(cfg):
+    """A checkpoint's model config (Namespace or DictConfig) saved under a name of
+    :data:`RENAMED_ARCHS` with the default cell (``cell`` ``default``, or absent: saved before the
+    T5 cell existed) is renamed to the preset that builds that model, so its saved args say what it
+    is: fairseq runs the preset of the saved name again on load, and the new preset would set the
+    T5 cell where the saved args lack ``cell``. A T5-cell checkpoint keeps its name. Returns the new
+    name or None."""
+    arch = _saved(cfg, "_name") or _saved(cfg, "arch")
+    new = RENAMED_ARCHS.get(arch)
+    if new is None or _saved(cfg, "cell") not in (None, "default"):
+        return None
+    _set_saved(cfg, {**{k: new for k in ("_name", "arch") if _saved(cfg, k) == arch},
+                     "cell": "default"})
+    logger.info(f"checkpoint of --arch {arch} on the default cell: loaded as {new} ({arch} is now "
+                "TP-Transformer App. B's model on the T5 cell)")
+    return new
+
+
 def refuse_unknown_model_keys():
     """Wrap ``fairseq.models.build_model`` (what ``FairseqTask.build_model`` calls) with
-    :func:`check_model_config_keys` for configs built from scratch (not ``from_checkpoint``)."""
+    :func:`check_model_config_keys` for configs built from scratch (not ``from_checkpoint``), and
+    :func:`upgrade_checkpoint_config` for checkpoints' configs."""
     from omegaconf import OmegaConf, open_dict
     from fairseq import models
 
@@ -597,6 +664,8 @@ def refuse_unknown_model_keys():
         return
 
     def build_model(cfg, task, from_checkpoint=False):
+        if from_checkpoint:
+            upgrade_checkpoint_config(cfg)
         if not (OmegaConf.is_config(cfg) and plugin_arch(cfg)):
             return original(cfg, task, from_checkpoint)
         if not from_checkpoint:

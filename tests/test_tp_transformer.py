@@ -50,7 +50,7 @@ def test_continuous_binding_starts_as_identity_and_learns():
 def test_continuous_base_model_is_finite_at_initialisation():
     """R = F W + b is quadratic in the stream: a random W overflowed 6 layers (see TPRBinding)."""
     torch.manual_seed(0)
-    model, d = build_model("tp_transformer_continuous_base", dropout=0.0)
+    model, d = build_model("tp_transformer_continuous_default_cell_base", dropout=0.0)
     src, lengths, prev = random_batch(d, bsz=2, src_len=64, tgt_len=16)
     with torch.no_grad():
         out, _ = model(src, lengths, prev)
@@ -180,7 +180,8 @@ def expected_params(vocab, d, f, layers, heads, tpr, n_roles=50, d_r=64):
 
 @pytest.mark.parametrize(
     "arch,tpr",
-    [("t5_transformer_base", "none"), ("tp_transformer_base", "discrete"), ("tp_transformer_continuous_base", "continuous")],
+    [("t5_transformer_default_cell_base", "none"), ("tp_transformer_default_cell_base", "discrete"),
+     ("tp_transformer_continuous_default_cell_base", "continuous")],
 )
 def test_parameter_count_formula(arch, tpr):
     from helpers import make_dictionary
@@ -189,6 +190,46 @@ def test_parameter_count_formula(arch, tpr):
     model, _ = build_model(arch, dictionary)
     got = sum(p.numel() for p in model.parameters())
     assert got == expected_params(len(dictionary), 512, 2048, 6, 8, tpr)
+
+
+def param_count_at_32128(arch):
+    from fairseq.data import Dictionary
+
+    d = Dictionary()
+    for i in range(32128 - 4):
+        d.add_symbol(f"w{i}")
+    with torch.device("meta"):  # shapes only
+        model, _ = build_model(arch, d)
+    return sum(p.numel() for p in model.parameters()), model
+
+
+@pytest.mark.parametrize("arch,alias,tpr,count", [
+    ("t5_transformer_base", "t5_transformer_t5_small", "none", 60_506_880),  # Transformer
+    ("tp_transformer_continuous_base", "tp_transformer_continuous_t5_small", "continuous", 65_234_688),  # TPT-c
+    ("tp_transformer_base", "tp_transformer_t5_small", "discrete", 64_258_080),  # TPT-d
+])
+def test_the_papers_names_build_app_b_models_exactly(arch, alias, tpr, count):
+    """App. B: "The total number of parameter of the Transformer, TP-TRANSFORMER with continuous
+    roles, and our TP-TRANSFORMER with discrete roles are 60506880, 65234688, and 64258080": the
+    names the design card uses are those models, on the T5 cell; the earlier names build the same."""
+    for name in (arch, alias):
+        got, model = param_count_at_32128(name)
+        assert got == count, name
+        assert model.encoder.t5 and model.decoder.cross_position is not None
+        binding = model.encoder.layers[0].binding_features
+        assert getattr(binding[0], "mode", "none") == tpr
+
+
+@pytest.mark.parametrize("arch,count", [
+    ("t5_transformer_default_cell_base", 60_590_080),
+    ("tp_transformer_continuous_default_cell_base", 65_317_888),
+    ("tp_transformer_default_cell_base", 64_341_280),
+])
+def test_default_cell_variants_keep_their_models(arch, count):
+    """The default cell (LayerNorm with bias, sinusoidal positions, feed-forward biases) at App. B's
+    dims: the models the names above built before they meant App. B's."""
+    got, model = param_count_at_32128(arch)
+    assert got == count and not model.encoder.t5 and model.encoder.embed_positions is not None
 
 
 def test_role_binding_parameter_overhead_equals_the_papers():

@@ -2,17 +2,23 @@
 
 Each paper is a named preset (``--arch``) over the same code path, so features also combine::
 
-    t5_transformer_base             TP-Transformer paper's baseline: pre-LN (T5) cell, no binding
+    t5_transformer_base             TP-Transformer paper's baseline (App. B: T5 cell, 60,506,880)
     tp_transformer_base             TPT-d: discrete role dictionary in every attention sublayer
-    tp_transformer_continuous_base  TPT-c: continuous roles (Schlag et al., 2019)
+                                    (App. B: T5 cell, 64,258,080)
+    tp_transformer_continuous_base  TPT-c: continuous roles (Schlag et al., 2019; App. B: T5
+                                    cell, 65,234,688)
+    *_default_cell_base             the same three on this module's default cell (below)
     transformer_gated_base          information selection: encoder gate + gated cross-attention
     tp_transformer_gated_base       information selection composed with TPT-d
     etads_base                      ETADS: focus attention (encoder), saliency selection
-                                    (cross-attn), post-LN
+                                    (cross-attn), post-LN, output bias b^o (ETADS eq. 4)
     etads_baseline                  ETADS paper's "Basic model": the same 4+4 post-LN cell
                                     without them
     transformer_ta_base             Topic Assistant: SIA + TEMA + DRM
                                     (features/topic_assistant/layers.py) on the T5-style cell
+
+Parameter counts are at vocabulary 32,128 (TP-Transformer's) unless said; each preset's docstring
+gives what its paper states, where the paper is silent or ambiguous and what was chosen.
 
 The cell (TP-Transformer §2.2-2.3, TPT eq. 3 and 6-9), pre-LN by default::
 
@@ -33,8 +39,10 @@ examples/pointer_generator; source gain with and without it: results/xsum-read/r
 sinusoidal embeddings and the norms are LayerNorm with bias. Every parameter takes part in every
 forward pass.
 
-The T5 cell (``--cell t5``; presets ``t5_small``, ``t5_base``, ``t5_*_gated`` and the App. B
-``*_t5_small`` below) is T5 v1.0 exactly (Raffel et al., 2020; HF ``modeling_t5.py``)::
+The T5 cell (``--cell t5``; presets ``t5_small``, ``t5_base``, ``t5_*_gated`` and App. B's
+``t5_transformer_base``, ``tp_transformer_base``, ``tp_transformer_continuous_base``, also
+registered under their earlier names ``*_t5_small``) is T5 v1.0 exactly (Raffel et al., 2020;
+HF ``modeling_t5.py``)::
 
     X_0           = dropout(E[x])                    no absolute positions, no sqrt(d) scale
     Self(X)       = X + dropout(W_o Attn(RMS(X)))    Attn logits: Q K^T + B_rel (no 1/sqrt(d_k))
@@ -437,6 +445,9 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         else:
             self.output_projection = nn.Linear(d, len(dictionary), bias=False)
             nn.init.normal_(self.output_projection.weight, mean=0, std=d**-0.5)
+        # ETADS eq. 4's b^o (--output-bias), tied or untied projection alike
+        self.output_bias = (nn.Parameter(torch.zeros(len(dictionary)))
+                            if getattr(args, "output_bias", False) else None)
         # When True (and not training), the last layer's head-averaged cross-attention is returned
         # in ``extra["attn"]`` (for alignment printing / coverage); it disables the fused kernel
         # there.
@@ -527,8 +538,9 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         # T5: d_m^-0.5
         features = features * self.output_scale if self.output_scale != 1.0 else features
         if self.output_projection is None:
-            return F.linear(features, self.embed_tokens.weight)
-        return self.output_projection(features)
+            return F.linear(features, self.embed_tokens.weight, self.output_bias)
+        logits = self.output_projection(features)
+        return logits if self.output_bias is None else logits + self.output_bias
 
     def max_positions(self):
         return self.max_target_positions
@@ -575,6 +587,10 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
                             help="T5 cell: multiply the decoder's output by d_m^-1/2 before the "
                                  "output projection (default: True with a tied projection, as T5 "
                                  "v1.0; False with an untied one)")
+        parser.add_argument("--output-bias", type=bool_flag, metavar="BOOL",
+                            help="a bias b^o on the output logits, softmax(W^o S + b^o) (ETADS eq. "
+                                 "4; on in the etads presets, off elsewhere and in checkpoints "
+                                 "saved without it)")
         parser.add_argument("--max-source-positions", type=int, metavar="N")
         parser.add_argument("--max-target-positions", type=int, metavar="N")
         add_checkpoint_args(parser)  # fairseq's --checkpoint-activations, --offload-activations
@@ -638,6 +654,7 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         (``--t5-scale-decoder-output``)."""
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
+        refuse_default_cell_weights(self, state_dict, prefix)
         mark = state_dict.pop(prefix + IMPORT_MARKER, None)
         if mark is not None:
             # T5's output scale, as imported
@@ -648,6 +665,25 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, **side)
         return self.decoder(prev_output_tokens, encoder_out=encoder_out)
 
+
+
+def refuse_default_cell_weights(model, state_dict, prefix):
+    """A T5-cell model given a default-cell checkpoint (LayerNorm biases, which the T5 cell has
+    not): e.g. ``--restore-file`` of a model trained as ``tp_transformer_base`` before that name
+    meant App. B's T5-cell model. The error names the preset that builds the checkpoint's model
+    (loading the checkpoint on its own renames it: compat.upgrade_renamed_arch)."""
+    if not model.encoder.t5:
+        return
+    norm_bias = prefix + "encoder.layers.0.self_attn_sublayer.layer_norm.bias"
+    if norm_bias in state_dict:
+        from ..compat import RENAMED_ARCHS
+
+        presets = ", ".join(f"{new} (trained as {old})" for old, new in RENAMED_ARCHS.items())
+        raise ValueError(
+            "this checkpoint holds a default-cell model (LayerNorm biases, sinusoidal positions) "
+            "and this model is the T5 cell; t5_transformer_base, tp_transformer_base and "
+            "tp_transformer_continuous_base are TP-Transformer App. B's T5-cell models, their "
+            f"earlier default-cell models are: {presets}; pass that --arch")
 
 
 @register_model_architecture("sum_transformer", "sum_transformer")
@@ -691,6 +727,9 @@ def base_architecture(args):
     args.t5_cross_position_bias = getattr(args, "t5_cross_position_bias", False)
     args.t5_d_kv = getattr(args, "t5_d_kv", None)
     args.t5_scale_decoder_output = getattr(args, "t5_scale_decoder_output", None)
+    # ETADS eq. 4's b^o: off unless a preset (etads_*) or the flag sets it, so a checkpoint saved
+    # before the flag existed (its args lack it) builds without it, as it was trained
+    args.output_bias = getattr(args, "output_bias", False)
     if args.cell == "t5" and not (args.encoder_normalize_before and args.decoder_normalize_before):
         raise ValueError(
             "--cell t5 is a pre-norm cell: --encoder/decoder-normalize-before must be True")
@@ -703,27 +742,34 @@ def base_architecture(args):
     feature_defaults(args, args.cell)
 
 
-# --- TP-Transformer presets (paper §3.2 / App. B: 6 layers, 8 heads, d_k 64, d_m 512,
-# d_f 2048) ---
+# --- TP-Transformer's dims on this module's default cell (paper §3.2 / App. B: 6 layers, 8 heads,
+# d_k 64, d_m 512, d_f 2048). The paper's own models, on the T5 cell, are ``t5_transformer_base``,
+# ``tp_transformer_base`` and ``tp_transformer_continuous_base`` below. ---
 
 
-@register_model_architecture("sum_transformer", "t5_transformer_base")
-def t5_transformer_base(args):
-    """The paper's Transformer baseline: the same cell with no role binding."""
+@register_model_architecture("sum_transformer", "t5_transformer_default_cell_base")
+def t5_transformer_default_cell_base(args):
+    """TP-Transformer's Transformer baseline dims on the default cell (pre-LN LayerNorm with bias,
+    sinusoidal positions, feed-forward biases): 60,590,080 parameters at vocab 32,128, where App. B
+    states 60,506,880 for the paper's model on the T5 cell (``t5_transformer_base``). Checkpoints
+    trained as ``t5_transformer_base`` before that name meant the T5 cell load as this preset
+    (compat.py)."""
     args.tpr = getattr(args, "tpr", "none")
     base_architecture(args)
 
 
-@register_model_architecture("sum_transformer", "tp_transformer_base")
-def tp_transformer_base(args):
-    """TPT-d: N_r = 50 roles of d_r = 64 in every attention sublayer."""
+@register_model_architecture("sum_transformer", "tp_transformer_default_cell_base")
+def tp_transformer_default_cell_base(args):
+    """TPT-d (N_r = 50 roles of d_r = 64 in every attention sublayer) on the default cell:
+    64,341,280 at vocab 32,128 (App. B's 64,258,080 is ``tp_transformer_base``, T5 cell)."""
     args.tpr = getattr(args, "tpr", "discrete")
     base_architecture(args)
 
 
-@register_model_architecture("sum_transformer", "tp_transformer_continuous_base")
-def tp_transformer_continuous_base(args):
-    """TPT-c (Schlag et al., 2019): R = F W + b."""
+@register_model_architecture("sum_transformer", "tp_transformer_continuous_default_cell_base")
+def tp_transformer_continuous_default_cell_base(args):
+    """TPT-c (Schlag et al., 2019: R = F W + b) on the default cell: 65,317,888 at vocab 32,128
+    (App. B's 65,234,688 is ``tp_transformer_continuous_base``, T5 cell)."""
     args.tpr = getattr(args, "tpr", "continuous")
     base_architecture(args)
 
@@ -738,7 +784,9 @@ def _dims(args, embed_dim, ffn_dim, layers, heads):
 
 
 def _small(args):
-    """CPU-sized dims for the quickstart and tests: 3+3 layers, d_m 256, 4 heads, d_f 1024.
+    """The project's small models (not a paper's): the default cell at CPU-sized dims, 3+3 layers,
+    d_m 256, 4 heads, d_f 1024, for the quickstart and tests (the quickstart's expected figures
+    depend on them).
 
     The quickstart and ``recipes/compare.sh`` (``COPY=1``) run them with ``--pointer-generator
     True`` (source gain with and without it: results/xsum-read/results.md)."""
@@ -747,20 +795,23 @@ def _small(args):
 
 @register_model_architecture("sum_transformer", "t5_transformer_small")
 def t5_transformer_small(args):
+    """The project's small Transformer (default cell, :func:`_small`'s dims)."""
     _small(args)
-    t5_transformer_base(args)
+    t5_transformer_default_cell_base(args)
 
 
 @register_model_architecture("sum_transformer", "tp_transformer_small")
 def tp_transformer_small(args):
+    """The project's small TPT-d (default cell, :func:`_small`'s dims, 50 roles of d_r 64)."""
     _small(args)
-    tp_transformer_base(args)
+    tp_transformer_default_cell_base(args)
 
 
 @register_model_architecture("sum_transformer", "tp_transformer_continuous_small")
 def tp_transformer_continuous_small(args):
+    """The project's small TPT-c (default cell, :func:`_small`'s dims)."""
     _small(args)
-    tp_transformer_continuous_base(args)
+    tp_transformer_continuous_default_cell_base(args)
 
 
 # --- T5 cell presets (Raffel et al., 2020: v1.0 small / base; App. B of TP-Transformer) ---
@@ -816,33 +867,61 @@ def t5_base_gated(args):
     t5_base(args)
 
 
-@register_model_architecture("sum_transformer", "t5_transformer_t5_small")
-def t5_transformer_t5_small(args):
-    """App. B's Transformer: T5-small plus TPT's cross-attention position table (60,506,880 at
-    32,128)."""
+# --- TP-Transformer's models (App. B), on the T5 cell the paper builds on ("the Transformer
+# architecture used in Raffel et al. (2020)"); their earlier names ``*_t5_small`` stay registered
+# (old commands and checkpoints) ---
+
+
+@register_model_architecture("sum_transformer", "t5_transformer_base")
+def t5_transformer_base(args):
+    """App. B's Transformer: T5-small plus TPT's cross-attention position table, 60,506,880
+    parameters at vocab 32,128 as App. B states (6+6 layers, 8 heads, d_k 64, d_m 512, d_f 2048,
+    dropout 0.1). The paper names the cell only through Raffel et al. (2020); the 256 parameters of
+    the cross-attention table are what makes App. B's count (module docstring, "The T5 cell")."""
     args.t5_cross_position_bias = getattr(args, "t5_cross_position_bias", True)
     t5_small(args)
 
 
-@register_model_architecture("sum_transformer", "tp_transformer_t5_small")
-def tp_transformer_t5_small(args):
-    """App. B's TPT-d on the T5 cell: 50 roles of d_r 64 (64,258,080 at 32,128)."""
+@register_model_architecture("sum_transformer", "tp_transformer_base")
+def tp_transformer_base(args):
+    """App. B's TPT-d on the T5 cell: N_r = 50 roles of d_r = 64 in every attention sublayer,
+    64,258,080 parameters at vocab 32,128 as App. B states."""
     args.tpr = getattr(args, "tpr", "discrete")
-    t5_transformer_t5_small(args)
+    t5_transformer_base(args)
 
 
-@register_model_architecture("sum_transformer", "tp_transformer_continuous_t5_small")
-def tp_transformer_continuous_t5_small(args):
-    """App. B's TPT-c on the T5 cell (65,234,688 at 32,128)."""
+@register_model_architecture("sum_transformer", "tp_transformer_continuous_base")
+def tp_transformer_continuous_base(args):
+    """App. B's TPT-c (Schlag et al., 2019: R = F W + b) on the T5 cell, 65,234,688 parameters at
+    vocab 32,128 as App. B states."""
     args.tpr = getattr(args, "tpr", "continuous")
-    t5_transformer_t5_small(args)
+    t5_transformer_base(args)
 
 
-# --- ETADS presets (You et al., 2019, §4.1: 4+4 layers, 8 heads, d_m 512, d_f 2048, post-LN §3.1,
-# one vocabulary shared by documents and summaries) ---
+for _name, _preset in (("t5_transformer_t5_small", t5_transformer_base),
+                       ("tp_transformer_t5_small", tp_transformer_base),
+                       ("tp_transformer_continuous_t5_small", tp_transformer_continuous_base)):
+    register_model_architecture("sum_transformer", _name)(_preset)
+
+
+# --- ETADS presets (You et al., 2019, §4.1: 4+4 layers, 8 heads, d_e = d_m 512, d_f 2048,
+# post-LN §3.1, one 50,000-word vocabulary shared by documents and summaries, output bias b^o of
+# eq. 4) ---
 
 
 def _etads(args):
+    """What ETADS states: §3.1 (post-LN ``LayerNorm(t + SubLayer(t))``, feed-forward biases b^1,
+    b^2, output layer ``softmax(W^o S + b^o)``, eq. 4), §4.1 (N = 4, h = 8, d_m 512, d_f 2048, a
+    dictionary of 50,000 shared by documents and summaries). Silent or ambiguous, and chosen here:
+    positions (not described: fairseq's sinusoidal ones), whether ``W^o`` is tied to the embeddings
+    (not said: tied, as the one shared dictionary allows), the dropout "0.8" (read in the recipe as
+    a keep probability). Table 4's "# of paras" (3,406K / 4,246K / 5,087K with 2 / 4 / 6 encoder or
+    decoder layers) cannot be whole models at these dims (two layers of d_m 512, d_f 2048 alone
+    hold 6.3M) and the paper does not say what they count; they are of the order of the two
+    extensions' parameters (ours: 4,227,072 at 4+4 layers; 3,162,112 / 5,292,032 with 2 / 6 encoder
+    layers). Whole models at vocab 50,000: ``etads_base`` 59,302,736, ``etads_baseline``
+    55,075,664 (b^o included; tests/test_etads.py)."""
+    args.output_bias = getattr(args, "output_bias", True)  # b^o (eq. 4)
     args.encoder_layers = getattr(args, "encoder_layers", 4)
     args.decoder_layers = getattr(args, "decoder_layers", args.encoder_layers)
     args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
@@ -872,22 +951,27 @@ def etads_baseline(args):
 
 
 # --- Information selection presets (Ishimwe & Grave: gate layer between encoder and decoder,
-# gated cross-attention in every decoder layer; the paper's T5-base shape scaled to this
-# transformer: 6+6 layers, d_m 512, 8 heads, d_f 2048, pre-LN, tied embeddings) ---
+# gated cross-attention in every decoder layer). The paper fine-tunes T5-base (§4.2: 12 blocks,
+# 12 heads, d_kv 64, d_ff 3072, dropout 0.1, the gate with PyTorch's default Linear init): that is
+# ``t5_base_gated`` (T5 cell, ``fairseq-sum-import-t5``), or ``bart_*_gated``. The presets below
+# are the project's from-scratch variants (the paper trains none): TP-Transformer's dims on the
+# default cell, 6+6 layers, d_m 512, 8 heads, d_f 2048, pre-LN, tied embeddings ---
 
 
 @register_model_architecture("sum_transformer", "transformer_gated_base")
 def transformer_gated_base(args):
-    """Information selection on the T5-style baseline (no role binding)."""
+    """Information selection on ``t5_transformer_default_cell_base`` (no role binding); the
+    project's from-scratch variant, not the paper's T5-base (``t5_base_gated``)."""
     switch_on(args, "information selection")  # unless given (also as an old checkpoint's info_gate)
-    t5_transformer_base(args)
+    t5_transformer_default_cell_base(args)
 
 
 @register_model_architecture("sum_transformer", "tp_transformer_gated_base")
 def tp_transformer_gated_base(args):
-    """Information selection composed with TPT-d role binding."""
+    """Information selection composed with TPT-d role binding on the default cell (the project's
+    composition; neither paper trains it)."""
     switch_on(args, "information selection")  # unless given (also as an old checkpoint's info_gate)
-    tp_transformer_base(args)
+    tp_transformer_default_cell_base(args)
 
 
 @register_model_architecture("sum_transformer", "transformer_gated_small")
@@ -902,16 +986,20 @@ def tp_transformer_gated_small(args):
     tp_transformer_gated_base(args)
 
 
-# --- Topic Assistant presets (§4, Table 7: SIA + TEMA + DRM on the T5-style transformer of this
-# family; each module switchable with --ta-sia / --ta-tema / --ta-drm for the ablation) ---
+# --- Topic Assistant presets (SIA + TEMA + DRM; each module switchable with --ta-sia / --ta-tema
+# / --ta-drm for the ablation). The paper plugs TA into pre-trained models (BertSUM, MASS, UNILM,
+# BART: ``bart_*_ta``; Table 8 gives the parameters TA adds to each) and reports no Transformer+TA
+# figure: its "Transformer" rows are Liu and Lapata's (2019) TransformerAbs without TA, whose dims
+# it does not restate ---
 
 
 @register_model_architecture("sum_transformer", "transformer_ta_base")
 def transformer_ta_base(args):
-    """Transformer + TA: 6+6 layers, d_m 512, 8 heads, d_f 2048, K from the topic model, top-5
-    topics."""
+    """Transformer + TA, the project's from-scratch variant: TP-Transformer's dims on the default
+    cell (6+6 layers, d_m 512, 8 heads, d_f 2048), K from the topic model (the paper's 256), top-5
+    topics (TA App.: "we choose top-5 topics")."""
     switch_on(args, "Topic Assistant")
-    t5_transformer_base(args)
+    t5_transformer_default_cell_base(args)
 
 
 @register_model_architecture("sum_transformer", "transformer_ta_small")
