@@ -42,6 +42,7 @@ setup(
             "fairseq-sum-compare = fairseq_sum_plugins.analysis.compare:cli_main",
             "fairseq-sum-baselines = fairseq_sum_plugins.analysis.baselines:cli_main",
             "fairseq-sum-probe = fairseq_sum_plugins.analysis.probe:cli_main",
+            "fairseq-sum-inspect = fairseq_sum_plugins.analysis.inspect:cli_main",
             "fairseq-sum-import-t5 = fairseq_sum_plugins.convert.t5_import:cli_main",
             "fairseq-sum-export-hf = fairseq_sum_plugins.convert.t5_export:cli_main",
         ]

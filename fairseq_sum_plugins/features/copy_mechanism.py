@@ -23,7 +23,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..flags import bool_flag
-from ..modules.features import DECODER_OUT, FeatureSpec, flags_set, register_feature
+from ..modules.features import DECODER_OUT, FeatureSpec, Inspection, flags_set, register_feature
 
 MARKER_RE = re.compile(r"^<unk-(\d+)>$")
 
@@ -126,10 +126,31 @@ def _copy_check(args, task, src_dict, tgt_dict):
     return None  # no model-level module: the check only
 
 
+def watch_copy(model, probe):
+    """Inspection: ``p_gen``, the switch ``z_t`` of every output token (PG eq. 9: the share of
+    generating from the vocabulary), and ``copy_source``, the source position its copy
+    distribution ``gamma`` weighs most; recomputed from the module's inputs at its forward."""
+    found = [m for m in model.decoder.modules() if isinstance(m, TransformerCopy)]
+    if not found:
+        return
+    kept = {}
+
+    def hook(mod, inputs, out):
+        logits, features, prev_embed, gamma, _src = inputs
+        kept["z"] = torch.sigmoid(mod.p_gen(torch.cat([features, prev_embed.type_as(features)],
+                                                      dim=-1)))
+        kept["gamma"] = gamma
+
+    probe.hook(found[0], hook)
+    probe.read(lambda run: {"p_gen": kept["z"][0, :, 0].tolist(),
+                            "copy_source": kept["gamma"][0].argmax(-1).tolist()})
+
+
 register_feature(
     FeatureSpec(
         "copy mechanism (--pointer-generator)", {DECODER_OUT: "copy"},
         lambda args, site, dims: TransformerCopy(dims.embed_dim)
         if getattr(args, "pointer_generator", False) else None, stage="output", add_args=_copy_args,
         defaults=_copy_defaults, refuse=_copy_refuse, build_model_feature=_copy_check,
-        on=lambda args: flags_set(args, "pointer_generator")))
+        on=lambda args: flags_set(args, "pointer_generator"),
+        inspect=Inspection({"p_gen": "output", "copy_source": "output"}, watch_copy)))

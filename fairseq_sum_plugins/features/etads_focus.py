@@ -35,7 +35,7 @@ import torch
 import torch.nn as nn
 
 # parse_layers: re-exported here, its old home
-from ..modules.features import layers_feature, parse_layers  # noqa: F401
+from ..modules.features import Inspection, layers_feature, parse_layers  # noqa: F401
 
 SIGMA_MIN = 0.1
 F_MAX = 1e4
@@ -140,6 +140,26 @@ class FocalBias(torch.autograd.Function):
         return grad_mu, grad_sigma, None
 
 
+def watch_focus(model, probe):
+    """Inspection: ``focus`` ``{layer name: {"mu": H x m, "sigma": H x m, "m": m}}``, the centre
+    ``mu~_i`` and scope ``sigma~_i`` (ETADS eq. 6, 1-based positions) of every query position of
+    every focus layer of the encoder, recomputed from the layer's queries by
+    :meth:`FocusBias.centres_and_scopes` at its forward."""
+    kept = {}
+    found = [(n, m) for n, m in model.encoder.named_modules() if isinstance(m, FocusBias)]
+    for name, m in found:
+        probe.hook(m, lambda mod, inputs, out, name=name: kept.__setitem__(
+            name, mod.centres_and_scopes(*inputs)[:3]))
+
+    def read(run):
+        return {"focus": {name: {"mu": mu[0].tolist(), "sigma": sigma[0].tolist(), "m": int(m[0])}
+                          for name, (mu, sigma, m) in kept.items()}}
+
+    if found:
+        probe.read(read)
+
+
 # ETADS eq. 5-8 in the encoder self-attention of the --focus-layers
 layers_feature("ETADS focus attention", "--focus-layers", "encoder_self", "focus", FocusBias,
-               "encoder layers with focus attention (ETADS eq. 5-8)")
+               "encoder layers with focus attention (ETADS eq. 5-8)",
+               inspect=Inspection({"focus": "band"}, watch_focus))

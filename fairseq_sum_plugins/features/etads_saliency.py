@@ -29,7 +29,7 @@ from torch import Tensor
 
 from ..modules.attention import InputBuffer
 from ..modules.dropout import dropout
-from ..modules.features import layers_feature
+from ..modules.features import Inspection, layers_feature
 
 
 @with_incremental_state
@@ -155,7 +155,19 @@ def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, tra
     return GatedAttention.apply(q, k, v, factors.hq, factors.sk, mask, scale)
 
 
+def watch_saliency(model, probe):
+    """Inspection: ``saliency``, per source token the gate ``g_ij`` (ETADS eq. 9) averaged over the
+    heads, the target positions and the saliency layers (read from each layer's :class:`GateFactors`
+    at its forward; the mean is a choice of this page, the paper plots none)."""
+    gates, found = [], [m for m in model.decoder.modules() if isinstance(m, SaliencyGate)]
+    for m in found:
+        probe.hook(m, lambda mod, inputs, out: gates.append(out.gate()[0].mean((0, 1))))
+    if found:
+        probe.read(lambda run: {"saliency": torch.stack(gates).mean(0).tolist()})
+
+
 # ETADS eq. 9-10 in the decoder cross-attention of the --saliency-layers
 layers_feature("ETADS saliency selection", "--saliency-layers", "decoder_cross", "saliency",
                SaliencyGate,
-               "decoder layers with saliency selection in cross-attention (ETADS eq. 9-10)")
+               "decoder layers with saliency selection in cross-attention (ETADS eq. 9-10)",
+               inspect=Inspection({"saliency": "token"}, watch_saliency))

@@ -83,7 +83,7 @@ import torch.nn as nn
 from ..aux_losses import AuxLoss, RatioMetric, register_aux_loss, register_ratio_metric
 from ..flags import bool_flag, renamed_flag
 from ..side_data import register_generator_hook
-from ..modules.features import ENCODER_OUT, FeatureSpec, flags_set, register_feature
+from ..modules.features import ENCODER_OUT, FeatureSpec, Inspection, flags_set, register_feature
 
 logger = logging.getLogger(__name__)
 
@@ -309,11 +309,40 @@ def _decoder_outputs(view):
     return {"gate_counts": view.state.get("gate_counts")}
 
 
+def watch_gate(model, probe):
+    """Inspection: ``gate``, each source token's ``G`` (IS eq. 3, before the threshold; with a
+    gate per head, the largest: a token stays while one head keeps it open), and ``removed``, 1
+    where Algorithm 1 took the token out of the encoder output (closed in every head), read from the
+    encoder output's kept rows or its mask."""
+    found = [m for m in model.encoder.modules() if isinstance(m, InformationGate)]
+    if not found:
+        return
+    scores = []
+    probe.hook(found[0].proj, lambda mod, inputs, out: scores.append(torch.sigmoid(out)))
+
+    def read(run):
+        from ..modules.encoder_out import EncoderOut
+
+        view = EncoderOut.of(run.encoder_out)
+        n = run.src.numel()
+        removed = torch.ones(n, dtype=torch.bool)
+        if view.kept_index is not None:
+            removed[view.kept_index[0][~view.padding_mask[0]].cpu()] = False
+        elif view.padding_mask is not None:
+            removed = view.padding_mask[0].cpu()
+        else:
+            removed[:] = False
+        return {"gate": scores[-1][0].max(-1).values.tolist(), "removed": removed.int().tolist()}
+
+    probe.read(read)
+
+
 register_feature(
     FeatureSpec("information selection (--gate)", {ENCODER_OUT: "info_gate"}, _build_gate,
                 stage="encoder", add_args=add_gate_args, defaults=gate_defaults,
                 cross_inputs=_cross_inputs, decoder_outputs=_decoder_outputs,
-                on=lambda args: flags_set(args, "gate")))
+                on=lambda args: flags_set(args, "gate"),
+                inspect=Inspection({"gate": "token", "removed": "token"}, watch_gate)))
 register_aux_loss(AuxLoss(
     "gate_l1", 0.1, "weight of the gate L1 loss (IS eq. 9)", norms=("token", "document"),
     units=_source_tokens,

@@ -32,7 +32,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..modules.features import FeatureSpec, flags_set, register_feature
+from ..modules.features import FeatureSpec, Inspection, flags_set, register_feature
 
 
 class DiscreteBinding(torch.autograd.Function):
@@ -257,6 +257,28 @@ def _tpr_refuse(args, backbone):
     return None
 
 
+def watch_roles(model, probe):
+    """Inspection: ``roles`` ``{sublayer name: positions x H x N_r}``, the role attention
+    ``softmax(F W_r^h)`` (TPT eq. 5) of every position of every sublayer with discrete roles
+    (``--tpr discrete``; the one the forward computes, kept by :attr:`TPRBinding.keep_role_attn`;
+    encoder sublayers over source positions, decoder ones over output positions), and ``role``, per
+    output token the argmax of the last decoder sublayer's role attention averaged over the heads (a
+    choice of this page: the paper reads roles per head, §4.4)."""
+    found = [(n, m) for n, m in model.named_modules()
+             if isinstance(m, TPRBinding) and m.mode == "discrete"]
+    for _, m in found:
+        probe.switch(m, "keep_role_attn")
+
+    def read(run):
+        roles = {n: m.role_attn[0] for n, m in found}
+        last = [a for n, a in roles.items() if n.startswith("decoder.")][-1]
+        return {"roles": {n: a.tolist() for n, a in roles.items()},
+                "role": last.mean(1).argmax(-1).tolist()}
+
+    if found:
+        probe.read(read)
+
+
 register_feature(
     FeatureSpec(
         "TP-Transformer role binding (--tpr)", {
@@ -265,4 +287,5 @@ register_feature(
             "decoder_cross": "cross_attn_binding"
         }, _build_binding, stage="binding", add_args=_tpr_args, defaults=_tpr_defaults,
         refuse=_tpr_refuse, on=lambda args: flags_set(args, "tpr"),
-        stack_context=shared_role_normalization, recompute_context=role_units_context))
+        stack_context=shared_role_normalization, recompute_context=role_units_context,
+        inspect=Inspection({"roles": "output", "role": "output"}, watch_roles)))

@@ -95,6 +95,27 @@ class SiteDims:
     heads: int
 
 
+# how a page draws an inspected value (fairseq-sum-inspect): a shade per source token, a band of
+# source positions (a centre and a scope), marks on source sentences, a value per output token
+LAYERS = ("token", "band", "sentence", "output")
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """What a feature shows of one document (:mod:`..analysis.inspect`, ``fairseq-sum-inspect``).
+
+    ``exposes``: name -> the layer a page draws it as (:data:`LAYERS`); ``watch(model, probe)``
+    prepares one teacher-forced forward pass of one document on ``model`` and does nothing where
+    the feature has no module in it: ``probe.hook(module, fn)`` calls ``fn(module, inputs,
+    output)`` at the module's forward (a hook that lives for the pass only: nothing runs when nobody
+    inspects), ``probe.switch(module, attr)`` sets a module's recording flag for the pass, and
+    ``probe.read(fn)`` calls ``fn(run)`` after it (``run``: the document's ``src`` ``(S,)``, the
+    ``encoder_out`` and the decoder's ``extra``), which returns ``{name: value}`` of JSON types."""
+
+    exposes: Dict[str, str]
+    watch: Callable
+
+
 @dataclass(frozen=True)
 class FeatureSpec:
     """One feature (see the module docstring).
@@ -110,7 +131,8 @@ class FeatureSpec:
     in ``args`` (``("--gate True",)``; empty: off; without it, any of its flags set,
     :func:`features_on`); ``defaults(args, on=False)`` fills its flags (``on``: a preset's switch,
     :func:`switch_on`); ``cross_inputs``, ``build_model_feature``, ``stack_context``,
-    ``recompute_context`` and ``decoder_outputs``: see the module docstring."""
+    ``recompute_context`` and ``decoder_outputs``: see the module docstring; ``inspect``: what
+    the feature shows of a document (:class:`Inspection`)."""
 
     name: str
     attrs: Dict[str, str]
@@ -126,6 +148,7 @@ class FeatureSpec:
     stack_context: Optional[Callable] = None
     recompute_context: Optional[Callable] = None
     decoder_outputs: Optional[Callable] = None
+    inspect: Optional[Inspection] = None
 
 
 FEATURES: Dict[str, FeatureSpec] = {}
@@ -169,9 +192,10 @@ def parse_layers(spec, num_layers, flag="--layers"):
     return {i - 1 for i in layers}
 
 
-def layers_feature(name, flag, site, attr, module, help):
+def layers_feature(name, flag, site, attr, module, help, inspect=None):
     """Registers the feature ``"NAME (FLAG)"``: ``module(attn_dim, heads)`` as ``attr`` at ``site``
-    of the layers that ``FLAG`` lists (:func:`parse_layers`; default ``none``)."""
+    of the layers that ``FLAG`` lists (:func:`parse_layers`; default ``none``), with what it shows
+    of a document (``inspect``, :class:`Inspection`)."""
     dest = flag[2:].replace("-", "_")
 
     def build(args, site_, dims):
@@ -191,7 +215,7 @@ def layers_feature(name, flag, site, attr, module, help):
         return (f"{flag} {value}",) if parse_layers(value, depth, flag) else ()
 
     return register_feature(FeatureSpec(f"{name} ({flag})", {site: attr}, build, add_args=add_args,
-                                        defaults=defaults, on=on))
+                                        defaults=defaults, on=on, inspect=inspect))
 
 
 def flags_set(args, *dests):

@@ -85,6 +85,7 @@ from ...aux_losses import AuxLoss, register_aux_loss
 from ...flags import bool_flag, parse_bool_options, renamed_flag
 from ...modules.checkpointing import add_checkpoint_args
 from ...modules.dropout import Drops, add_dropout_mask_arg, check_dropout_mask, set_dropout_mask
+from ...modules.features import Inspection
 from .memory import (MemoryCompression, MemoryReader, MemoryWriter, compression_loss,
                      masked_softmax, read_loss)
 from ...features.copy_mechanism import (MarkerEmbedding, count_position_markers,
@@ -420,9 +421,27 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         return self.max_target_positions
 
 
+def watch_memory(model, probe):
+    """Inspection: ``memory``, slots x sentences, the memory write attention ``A`` (M2M eq. 5) over
+    the document's sentences as the model sees them (capped by ``--max-doc-sentences``), read from
+    the encoder output; nothing without an encoder memory."""
+
+    def read(run):
+        A = run.encoder_out.get("write_attn")
+        if A is None:
+            return {}
+        n = int(run.encoder_out["sent_mask"][0].sum())
+        return {"memory": A[0, :, :n].tolist()}
+
+    if model.encoder.compression is not None:
+        probe.read(read)
+
+
 @register_model("mem2mem")
 class Mem2MemModel(FairseqEncoderDecoderModel):
     """Hierarchical GRU encoder-decoder with Mem2Mem memories; see the module docstring."""
+
+    inspection = Inspection({"memory": "sentence"}, watch_memory)  # fairseq-sum-inspect
 
     @staticmethod
     def add_args(parser):

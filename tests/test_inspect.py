@@ -1,0 +1,360 @@
+"""The inspection stage (analysis/inspect.py, ``FeatureSpec.inspect``) and ``fairseq-sum-inspect``.
+
+Every feature's values, read through the stage, equal what a direct forward pass computes (the
+module's own recording flag, a hand computation from the layer's inputs, or the encoder's output);
+a toy feature registered here with an inspection declaration shows on the page; bad input is refused
+by name before any model runs; the page loads in headless Chromium with no network resource.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from helpers import DIMS, build_model, make_dictionary, save_fresh_checkpoint
+from fairseq_sum_plugins.analysis import inspect as I
+from fairseq_sum_plugins.modules.features import (ENCODER_OUT, FEATURES, FeatureSpec, Inspection,
+                                                  register_feature)
+
+torch.set_num_threads(1)
+
+FEATURE_SET = dict(focus_layers="1", saliency_layers="2", gate=True, pointer_generator=True)
+
+
+def document(d, n=11, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(d.nspecial, len(d) - 1, (n,), generator=g)
+    src[4] = d.index("<sep>")
+    src[-1] = d.eos()
+    tgt = torch.randint(d.nspecial, len(d) - 1, (5,), generator=g)
+    tgt[-1] = d.eos()
+    return src, tgt
+
+
+def tiny(arch="tp_transformer_small", **features):
+    torch.manual_seed(0)
+    model, d = build_model(arch, make_dictionary(), **dict(DIMS["transformer"], **features))
+    return model.eval(), d
+
+
+def test_focus_equals_the_layers_own_record():
+    model, d = tiny(**FEATURE_SET)
+    src, tgt = document(d)
+    values = I.teacher_forced(model, src, tgt, d.eos())
+    from fairseq_sum_plugins.features.etads_focus import FocusBias
+
+    focus, = [m for m in model.encoder.modules() if isinstance(m, FocusBias)]  # --focus-layers 1
+    focus.keep_focus = True  # the module's own record of ETADS eq. 6
+    with torch.no_grad():
+        model.encoder(src[None], torch.tensor([src.numel()]))
+    mu, sigma, m = focus.last_focus
+    focus.keep_focus, focus.last_focus = False, None
+    (name, got), = values["focus"].items()
+    assert got == {"mu": mu[0].tolist(), "sigma": sigma[0].tolist(), "m": src.numel()}
+    assert len(got["mu"]) == 4 and len(got["mu"][0]) == src.numel()  # heads x positions
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.5])
+def test_gate_and_removed_tokens_equal_the_encoder_and_algorithm_1(threshold):
+    model, d = tiny(**dict(FEATURE_SET, gate_threshold=threshold))
+    src, tgt = document(d, n=15)
+    values = I.teacher_forced(model, src, tgt, d.eos())
+    gate = model.encoder.info_gate
+    from fairseq_sum_plugins.modules.encoder_out import EncoderOut
+
+    gate.threshold = 0.0  # nothing removed: the encoder output holds every position's state
+    with torch.no_grad():
+        view = EncoderOut.of(model.encoder(src[None], torch.tensor([src.numel()])))
+        g = torch.sigmoid(gate.proj(view.enc))[0, :, 0]  # IS eq. 3, one gate
+    gate.threshold = threshold
+    assert values["gate"] == g.tolist()
+    # Algorithm 1 by hand: removed where G <= t, except the document's largest gate
+    removed = [int(v <= threshold and i != int(g.argmax())) for i, v in enumerate(g.tolist())]
+    assert values["removed"] == removed
+    assert (sum(removed) > 0) == (threshold > 0)  # tol: random gates straddle 0.5 on 15 tokens
+
+
+def test_p_gen_and_copy_source_equal_the_copy_distributions_inputs(monkeypatch):
+    from fairseq_sum_plugins.features import copy_mechanism
+
+    model, d = tiny(**FEATURE_SET)
+    src, tgt = document(d)
+    seen = {}
+    mix = copy_mechanism.mix_copy_distribution
+
+    def spy(logits, p_gen, gamma, src_ids, vocab_size):
+        seen.update(p_gen=p_gen, gamma=gamma)
+        return mix(logits, p_gen, gamma, src_ids, vocab_size)
+
+    values = I.teacher_forced(model, src, tgt, d.eos())
+    monkeypatch.setattr(copy_mechanism, "mix_copy_distribution", spy)
+    prev = torch.cat([tgt.new_tensor([d.eos()]), tgt[:-1]])[None]
+    model.decoder.need_attn = True
+    with torch.no_grad():
+        _, extra = model(src[None], torch.tensor([src.numel()]), prev)
+    assert values["p_gen"] == seen["p_gen"][0, :, 0].tolist() and len(values["p_gen"]) == 5
+    assert values["copy_source"] == seen["gamma"][0].argmax(-1).tolist()
+    # the hover: the top source positions of the last layer's cross-attention
+    attn = extra["attn"][0][0]
+    assert values["attention"] == I.top_attention(attn)
+    assert [p for p, _ in values["attention"][0]] == attn[0].topk(I.TOP_K).indices.tolist()
+
+
+def test_roles_equal_tpt_eq_5_from_each_sublayers_input():
+    model, d = tiny(**FEATURE_SET)
+    src, tgt = document(d)
+    from fairseq_sum_plugins.features.tp_transformer import TPRBinding
+
+    fillers, handles = {}, []
+    for name, m in model.named_modules():
+        if isinstance(m, TPRBinding):
+            handles.append(m.register_forward_hook(
+                lambda mod, inputs, out, name=name: fillers.__setitem__(name, inputs[0])))
+    values = I.teacher_forced(model, src, tgt, d.eos())
+    for h in handles:
+        h.remove()
+    assert set(values["roles"]) == set(fillers) and len(fillers) == 6  # 2 enc + 2 x 2 dec
+    for name, filler in fillers.items():
+        m = model.get_submodule(name)
+        assert not m.keep_role_attn  # switched off after the pass: nothing kept when not inspecting
+        by_hand = F.softmax(m.role_proj(filler).unflatten(-1, (m.num_heads, m.num_roles)), -1)
+        assert torch.allclose(torch.tensor(values["roles"][name]), by_hand[0], atol=1e-6)
+    last = torch.tensor(values["roles"]["decoder.layers.1.cross_attn_binding"])
+    assert values["role"] == last.mean(1).argmax(-1).tolist() and len(values["role"]) == 5
+
+
+def test_saliency_equals_etads_eq_9_from_the_layers_queries_and_keys():
+    model, d = tiny(**FEATURE_SET)
+    src, tgt = document(d)
+    from fairseq_sum_plugins.features.etads_saliency import SaliencyGate
+
+    seen, handles = [], []
+    for m in model.decoder.modules():
+        if isinstance(m, SaliencyGate):
+            handles.append(m.register_forward_hook(
+                lambda mod, inputs, out: seen.append((mod, inputs[0], inputs[1]))))
+    values = I.teacher_forced(model, src, tgt, d.eos())
+    for h in handles:
+        h.remove()
+
+    def heads(mod, lin, x):  # W x on the concatenated heads, split again
+        merged = x.transpose(1, 2).flatten(2) @ lin.weight.T
+        return merged.unflatten(-1, (mod.num_heads, mod.head_dim)).transpose(1, 2)
+
+    per_layer = [torch.sigmoid(heads(mod, mod.w_h, q) @ heads(mod, mod.w_s, k).transpose(-1, -2))
+                 [0].mean((0, 1)) for mod, q, k in seen]
+    assert len(seen) == 1  # --saliency-layers 2
+    assert torch.allclose(torch.tensor(values["saliency"]), torch.stack(per_layer).mean(0),
+                          atol=1e-6)
+
+
+def test_memory_equals_the_encoders_write_attention():
+    torch.manual_seed(0)
+    model, d = build_model("mem2mem", make_dictionary(), **DIMS["mem2mem"])
+    model.eval()
+    src, tgt = document(d)
+    values = I.teacher_forced(model, src, tgt, d.eos())
+    with torch.no_grad():
+        enc = model.encoder(src[None], torch.tensor([src.numel()]))
+    assert values["memory"] == enc["write_attn"][0, :, :2].tolist()  # 4 slots x 2 sentences
+    assert I.exposed(model) == {"memory": "sentence"}
+
+
+def test_a_model_without_the_features_exposes_none():
+    model, _ = tiny(arch="t5_transformer_small")
+    assert I.exposed(model) == {}
+    model, _ = tiny(**FEATURE_SET)
+    assert set(I.exposed(model)) == {"focus", "saliency", "gate", "removed", "p_gen",
+                                     "copy_source", "roles", "role"}
+
+
+# --- a toy feature declares what it shows, and the page shows it -------------------------------
+
+
+class KeepAll(nn.Module):
+    """Toy encoder-output feature: changes nothing."""
+
+    def encoder_output(self, view):
+        return view
+
+
+def _watch_norm(model, probe):
+    """The toy's inspection: the norm of every source position's encoder state."""
+    from fairseq_sum_plugins.modules.encoder_out import EncoderOut
+
+    if getattr(model.encoder, "toy_keep", None) is not None:
+        probe.read(lambda run: {"toy_norm": EncoderOut.of(run.encoder_out).enc[0].norm(
+            dim=-1).tolist()})
+
+
+def _toy_args(parser):
+    from fairseq_sum_plugins.flags import bool_flag
+
+    parser.add_argument("--toy-keep", type=bool_flag, metavar="BOOL")
+
+
+def _toy_defaults(args, on=False):
+    args.toy_keep = getattr(args, "toy_keep", on)
+
+
+TOY = FeatureSpec("toy keep-all (--toy-keep)", {ENCODER_OUT: "toy_keep"},
+                  lambda args, site, dims: KeepAll() if args.toy_keep else None, stage="encoder",
+                  add_args=_toy_args, defaults=_toy_defaults,
+                  inspect=Inspection({"toy_norm": "token"}, _watch_norm))
+
+
+@pytest.fixture
+def toy_feature():
+    register_feature(TOY)
+    yield TOY
+    FEATURES.pop(TOY.name)
+
+
+def values_of(page):
+    m = re.search(r'<script type="application/json" id="values">(.*?)</script>', page, re.S)
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+def fresh(toy_data, path, arch, *extra):
+    return save_fresh_checkpoint(
+        [toy_data, "--task", "summarization", "--arch", arch, "--encoder-layers", "2",
+         "--decoder-layers", "2", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
+         "--encoder-attention-heads", "4", *extra, "--criterion", "summarization_loss",
+         "--optimizer", "adam", "--lr", "0.001"], str(path), "SummarizationLoss")
+
+
+def test_a_new_feature_shows_on_the_page(toy_feature, toy_data, tmp_path):
+    ckpt = fresh(toy_data, tmp_path / "toy.pt", "t5_transformer_small", "--toy-keep", "True")
+    page, out = tmp_path / "p.html", tmp_path / "v.json"
+    I.main([ckpt, "--data", toy_data, "--split", "test", "--documents", "2,0", "--html", str(page),
+            "--json", str(out), "--max-len-b", "4", "--beam", "2", "--names", "toy"])
+    html = page.read_text()
+    docs = values_of(html)
+    assert docs == json.loads(out.read_text()) and [doc["index"] for doc in docs] == [2, 0]
+    assert docs[0]["models"][0]["layers"] == {"toy_norm": "token"}
+    assert 'value="0:toy_norm">toy: toy_norm (token)</label>' in html  # a layer to switch on
+    model, task = I.load(ckpt, toy_data)
+    task.load_dataset("test")
+    item = task.dataset("test")[2]
+    with torch.no_grad():
+        enc = model.encoder(item["source"][None], torch.tensor([item["source"].numel()]))
+    from fairseq_sum_plugins.modules.encoder_out import EncoderOut
+
+    norms = EncoderOut.of(enc).enc[0].norm(dim=-1).tolist()
+    for run in ("output", "reference"):  # the encoder's, whichever target the decoder reads
+        assert docs[0]["models"][0]["runs"][run]["values"]["toy_norm"] == norms
+    assert docs[0]["source"] == [task.source_dictionary[int(t)] for t in item["source"]]
+    assert docs[0]["models"][0]["runs"]["reference"]["tokens"] == docs[0]["reference"]
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--split", "validation"], "--split validation: no binarized split validation in {data} "
+     "(it has: test, train, valid)"),
+    (["--documents", "0,12"], "--documents 12: the test split of {data} has 12 documents"),
+    (["--documents", "-1"], "--documents -1: the test split of {data} has 12 documents"),
+    (["--documents", "0,x"], "--documents '0,x': comma-separated document numbers"),
+    (["--documents", "3,3"], "--documents '3,3' names a document twice"),
+    (["--documents", ","], "--documents: name at least one document"),
+    (["--beam", "0"], "--beam 0 / --max-len-b 60: at least 1"),
+    (["--names", "a,b"], "--names gives 2 names for 1 checkpoints"),
+    (["--html", "/no/such/p.html"], "--html /no/such/p.html: its folder does not exist"),
+    (["--html", "{data}/test.src-tgt.src.idx"], "would overwrite an input"),
+    (["--html", "{ckpt}"], "would overwrite an input"),
+    (["--html", "{tmp}/x", "--json", "{tmp}/x"], "--html and --json name one file"),
+    ([], "give --html PAGE and/or --json OUT"),
+])
+def test_bad_input_is_refused_by_name_before_loading(toy_data, tmp_path, extra, message, capsys):
+    ckpt = tmp_path / "not-a-checkpoint.pt"
+    ckpt.write_text("loading this would fail")
+    fmt = dict(data=toy_data, ckpt=ckpt, tmp=tmp_path)
+    args = [str(ckpt), "--data", toy_data, "--split", "test"]
+    args += [a.format(**fmt) for a in extra]
+    if extra and "--html" not in extra:
+        args += ["--json", str(tmp_path / "v.json")]
+    with pytest.raises(SystemExit):
+        I.main(args)
+    assert message.format(**fmt) in capsys.readouterr().err
+
+
+def test_a_missing_checkpoint_is_refused_by_name(toy_data, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        I.main([str(tmp_path / "no.pt"), "--data", toy_data, "--json", str(tmp_path / "v.json")])
+    assert f"{tmp_path / 'no.pt'}: no such checkpoint file" in capsys.readouterr().err
+
+
+def test_a_checkpoint_without_the_asked_feature_is_refused_before_running(
+        toy_data, tmp_path, monkeypatch, capsys):
+    ckpt = fresh(toy_data, tmp_path / "plain.pt", "t5_transformer_small")
+
+    def run(*args, **kwargs):
+        raise AssertionError("a model ran")
+
+    monkeypatch.setattr(I, "inspect_documents", run)
+    with pytest.raises(SystemExit):
+        I.main([ckpt, "--data", toy_data, "--show", "gate", "--json", str(tmp_path / "v.json")])
+    assert f"{ckpt} shows no gate (it shows: only attention)" in capsys.readouterr().err
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def long_document(n=3000):
+    """A document of ``n`` source tokens with every kind of layer (values made up: the page only
+    draws them)."""
+    src = [f"w{i % 50}" for i in range(n - 1)] + ["</s>"]
+    for i in range(100, n - 1, 200):
+        src[i] = "<sep>"
+    out = ["w1", "w2", "</s>"]
+    attention = [[[i * 7 % n, 0.5]] for i in range(3)]
+    values = {"gate": [(i % 10) / 10 for i in range(n)], "removed": [int(i % 10 == 0)
+                                                                       for i in range(n)],
+              "focus": {"layers.0.focus": {"mu": [[i + 1.0 for i in range(n)]],
+                                           "sigma": [[2.0] * n], "m": n}},
+              "memory": [[0.1] * 15, [0.9] + [0.0] * 14], "p_gen": [0.9, 0.2, 0.5],
+              "copy_source": [3, 5, 7], "role": [0, 1, 2], "attention": attention}
+    layers = {"gate": "token", "removed": "token", "focus": "band", "memory": "sentence",
+              "p_gen": "output", "copy_source": "output", "role": "output"}
+    return {"index": 0, "source": src, "reference": out, "models": [
+        {"name": "m</script>", "layers": layers,
+         "runs": {"output": {"tokens": out, "values": values},
+                  "reference": {"tokens": out, "values": values}}}]}
+
+
+def test_the_page_escapes_text_and_keeps_its_values():
+    doc = long_document(40)
+    html = I.html_page([doc])
+    assert values_of(html) == [doc]  # "</script>" in a name does not end the data
+    assert "m&lt;/script&gt;" in html and "m</script>" not in html
+
+
+@pytest.mark.skipif(CHROMIUM is None,
+                    reason="no chromium (Debian: apt-get install chromium) to load the page")
+def test_a_long_page_runs_in_a_headless_browser_without_network(tmp_path):
+    from test_compare_html import external_references
+
+    page = tmp_path / "p.html"
+    html = I.html_page([long_document()])
+    page.write_text(html)
+    assert external_references(html) == []
+    for layer in ("gate", "focus", "memory", "copy_source"):
+        proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                               "--proxy-server=127.0.0.1:9",
+                               "--user-data-dir=" + str(tmp_path / "profile"), "--dump-dom",
+                               page.as_uri() + f"#l0=0:{layer}&hover=0,0,output,1"],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "HOME": str(tmp_path)})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        dom = proc.stdout
+        assert 'data-ready="1"' in dom  # the script ran to its end on 3000 tokens
+        assert 'class="t att"' in dom  # the hovered output token's attended source token
+        marks = {"gate": "line-through", "focus": "31, 119, 180", "memory": "sm pick",
+                 "copy_source": "background: rgba(214, 39, 40"}
+        assert marks[layer] in dom, layer
