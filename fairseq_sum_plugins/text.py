@@ -5,7 +5,7 @@ A document becomes one line of Moses tokens in which sentences are separated by 
 
     "The cat sat. It purred."  ->  "The cat sat . <sep> It purred ."
 
-The same function is exposed to fairseq as the tokenizer ``sum_moses`` so that
+The same function is exposed to fairseq as the tokenizer ``sum_moses`` (:mod:`.sum_moses`) so that
 ``fairseq-interactive --tokenizer sum_moses --bpe sentencepiece`` sees raw text exactly as
 the training data was seen by ``fairseq-sum-prepare``.
 
@@ -24,7 +24,6 @@ data prepared with one splitter should be decoded with the same one (``prepare_a
 it in ``interactive_args``).
 """
 import re
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 SENT_SEP = "<sep>"
@@ -188,52 +187,3 @@ def detokenize(text, lang="en"):
     segs = (detok.detokenize(seg.split(), return_str=True).strip() for seg in text.split(SENT_SEP))
     return f" {SENT_SEP} ".join(s for s in segs if s)
 
-
-FairseqDataclass = None
-# fairseq is optional for the text utilities themselves (the scorer and the converters need none)
-try:
-    from fairseq.data.encoders import TOKENIZER_REGISTRY, register_tokenizer
-    from fairseq.dataclass import FairseqDataclass
-except ImportError:
-    pass
-
-if FairseqDataclass is not None:
-
-    @dataclass
-    class SumMosesTokenizerConfig(FairseqDataclass):
-        moses_lang: str = field(default="en", metadata={"help": "language for sacremoses"})
-        sum_lowercase: bool = field(default=False, metadata={"help": "lower-case the text"})
-        sum_sentence_split: bool = field(
-            default=True,
-            metadata={
-                "help": "split sentences and join them with <sep> (fairseq turns a bool that "
-                "defaults to True into a flag that sets it to False)"
-            },
-        )
-        sentence_splitter: str = field(
-            default=DEFAULT_SENTENCE_SPLITTER,
-            metadata={"help": "sentence splitter, as fairseq-sum-prepare --sentence-splitter: "
-                      + " | ".join(SENTENCE_SPLITTERS)},
-        )
-
-    class SumMosesTokenizer(object):
-        """Document tokenizer of ``fairseq-sum-prepare``: Moses + ``<sep>`` between sentences."""
-
-        def __init__(self, cfg):
-            self.cfg = cfg
-            _line_splitter(getattr(cfg, "sentence_splitter", None), cfg.moses_lang)  # early error
-
-        def encode(self, x: str) -> str:
-            return tokenize_document(
-                x,
-                lang=self.cfg.moses_lang,
-                lowercase=self.cfg.sum_lowercase,
-                sentence_split=self.cfg.sum_sentence_split,
-                splitter=getattr(self.cfg, "sentence_splitter", None) or DEFAULT_SENTENCE_SPLITTER,
-            )
-
-        def decode(self, x: str) -> str:
-            return detokenize(x, lang=self.cfg.moses_lang)
-
-    if "sum_moses" not in TOKENIZER_REGISTRY:
-        register_tokenizer("sum_moses", dataclass=SumMosesTokenizerConfig)(SumMosesTokenizer)

@@ -69,6 +69,7 @@ import sys
 import torch
 
 from ..data_folder import PREPARE_ARGS, read_prepare_args
+from ..scoring.rouge import DEFAULT_BACKEND, backend_name
 
 MAX_LEN_B = 200  # fairseq-generate's default --max-len-b
 
@@ -644,8 +645,9 @@ def model_card(name, ckpt, args, info, prepare, cfg, t5_vocab, scores, scores_pa
             lines.append(f"- examples: {counts}")
     lines += ["", "## Scores", ""]
     if scores:
+        scorer = backend_name(scores.get("scorer", DEFAULT_BACKEND), False)
         lines += [f"From `{os.path.basename(scores_path)}` (`fairseq-sum-score --json`, scorer "
-                  f"`{scores.get('scorer', 'rouge-score')}`), this model decoded with fairseq:", "",
+                  f"`{scorer}`), this model decoded with fairseq:", "",
                   "| metric | score | 95% CI |", "|---|---|---|", *_score_rows(scores)]
     else:
         lines.append("No scores were given to the export (`--scores`).")

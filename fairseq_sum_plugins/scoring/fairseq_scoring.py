@@ -2,7 +2,7 @@
 
 fairseq hands every scorer the detokenized target (the ``T-`` line) and hypothesis (``D-``) of each
 test example through ``add_string``; this one cleans and scores them as ``fairseq-sum-score`` does
-(:class:`fairseq_sum_plugins.scoring.rouge.Scorer`, with the same ``--scorer rouge-score|official``
+(:class:`fairseq_sum_plugins.scoring.rouge.Scorer`, with the same ``--scorer rouge155-py|official``
 and ``--sentence-sep TOKEN`` (here one value, tokens separated by spaces: ``--sentence-sep '<q>
 <t>'``), and prints ``ROUGE-1/2/L F1`` in generate's closing ``Generate ... with beam=N:`` line. The
 references are the binarized targets, so they are truncated where ``fairseq-sum-prepare
@@ -20,14 +20,14 @@ from typing import Optional
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.scoring import SCORER_REGISTRY, BaseScorer, register_scorer
 
-from .rouge import DOCUMENT_BACKENDS, MAIN_METRICS, Scorer, separator_tokens
+from .rouge import DEFAULT_BACKEND, DOCUMENT_BACKEND_NAMES, MAIN_METRICS, Scorer, separator_tokens
 from .rouge_text import countable
 
 
 @dataclass
 class RougeScorerConfig(FairseqDataclass):
-    scorer: ChoiceEnum(DOCUMENT_BACKENDS) = field(
-        default="rouge-score", metadata={"help": "ROUGE backend, as fairseq-sum-score --scorer"})
+    scorer: ChoiceEnum(DOCUMENT_BACKEND_NAMES) = field(
+        default=DEFAULT_BACKEND, metadata={"help": "ROUGE backend, as fairseq-sum-score --scorer"})
     sentence_sep: Optional[str] = field(
         default=None, metadata={
             "help": "extra sentence separator tokens, space-separated (e.g. '<q>'), as "
@@ -39,7 +39,7 @@ class RougeScorer(BaseScorer):
     def scorer(self):
         """The :class:`~fairseq_sum_plugins.scoring.rouge.Scorer` of ``--scorer`` /
         ``--sentence-sep``."""
-        return Scorer(str(getattr(self.cfg, "scorer", None) or "rouge-score"),
+        return Scorer(str(getattr(self.cfg, "scorer", None) or DEFAULT_BACKEND),
                       separator_tokens(getattr(self.cfg, "sentence_sep", None)))
 
     def _split(self):

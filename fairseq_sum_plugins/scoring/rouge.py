@@ -23,12 +23,17 @@ keyword options.
 
 Backends (``--scorer``):
 
-* ``rouge-score`` (default): Google's ``rouge_score`` package (n-gram and LCS counting) over
-  :func:`~fairseq_sum_plugins.scoring.rouge_text.rouge_tokens`. ROUGE-L is the SUMMARY-LEVEL
-  ``rougeLsum`` (union LCS over sentences), which is what ROUGE-1.5.5 and the papers report; plain
-  ``rougeL`` (one LCS over the concatenated text) is reported as ``rougeL_plain`` and is not
-  comparable to papers. Its per-document scores equal ROUGE-1.5.5's (tests/test_scorer_cli.py
-  checks this on the lead sentences of XSum documents).
+* ``rouge155-py`` (default): this package's Python ROUGE-1.5.5, the counting of
+  :mod:`~fairseq_sum_plugins.scoring.rouge_counts` over ROUGE-1.5.5's tokenizer and stemmer
+  (:func:`~fairseq_sum_plugins.scoring.rouge_text.rouge_tokens`). Named for what it is: ROUGE-1.5.5
+  in Python, with no dependency (Google's ``rouge_score`` package is neither imported nor needed,
+  and its default tokenizer, which drops non-ASCII words and stems with nltk's extended Porter,
+  gives other figures). ``rouge-score``, the name it had when it counted with that package, is a
+  deprecated alias (a warning says so; JSON files that record it still read: :func:`backend_name`).
+  ROUGE-L is the SUMMARY-LEVEL ``rougeLsum`` (union LCS over sentences), which is what ROUGE-1.5.5
+  and the papers report; plain ``rougeL`` (one LCS over the concatenated text) is reported as
+  ``rougeL_plain`` and is not comparable to papers. Its per-document scores equal ROUGE-1.5.5's
+  (tests/test_scorer_cli.py checks this on the lead sentences of XSum documents).
 * ``official``: ROUGE-1.5.5 itself (:mod:`fairseq_sum_plugins.scoring.rouge155`), per document, over
   ``workers`` processes; also ROUGE-3/4, -W, -S*, -SU*.
 * ``files2rouge``: the ``files2rouge`` executable; corpus averages only (no per-document scores).
@@ -38,13 +43,13 @@ its sample id or line (:meth:`Scorer.pairs`), or, where no id is known (validati
 a document scored 0 (:meth:`Scorer.documents` with ``wordless_zero``).
 """
 import argparse
-import functools
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
 from .bootstrap import bootstrap_ci
+from .rouge_counts import pair_scores
 from .rouge155 import (MAIN_METRICS, OFFICIAL_ARGS, build_exception_db, per_document_official,
                        rouge155_home, score_files2rouge)
 from .rouge_text import as_sentences, clean_summary, countable, sentence_separators, split_summary
@@ -60,32 +65,36 @@ from .rouge_text import (  # noqa: F401
 from .score_inputs import (  # noqa: F401
     read_generate_output, read_generate_sources, read_jsonl_field, read_lines, warn)
 
-BACKENDS = ("rouge-score", "official", "files2rouge")
-DOCUMENT_BACKENDS = ("rouge-score", "official")  # the backends with per-document scores
+DEFAULT_BACKEND = "rouge155-py"
+BACKENDS = (DEFAULT_BACKEND, "official", "files2rouge")
+DOCUMENT_BACKENDS = (DEFAULT_BACKEND, "official")  # the backends with per-document scores
+DEPRECATED_BACKENDS = {"rouge-score": DEFAULT_BACKEND}  # old name -> name
+# what fairseq's options (--eval-rouge-scorer, --scoring rouge's --scorer) accept
+DOCUMENT_BACKEND_NAMES = DOCUMENT_BACKENDS + tuple(DEPRECATED_BACKENDS)
+_WARNED = set()
 # (letter ROUGE-1.5.5 prints, result-key suffix) of each column of a per-document row; F is the bare
 # key
 MEASURES = (("R", "recall"), ("P", "precision"), ("F", None))
 
 
-# ---------------------------------------------------------------------------------- rouge-score
-@functools.lru_cache(maxsize=None)
-def _rouge_scorer():
-    from rouge_score import rouge_scorer
-
-    return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"],
-                                    tokenizer=RougeTokenizer())
-
-
-def _pair_scores(hyp_sents, ref_sents):
-    """{metric: (precision, recall, fmeasure)} for one pair of sentence lists."""
-    s = _rouge_scorer().score("\n".join(ref_sents), "\n".join(hyp_sents))  # (target, prediction)
-    return {"rouge1": s["rouge1"], "rouge2": s["rouge2"], "rougeL": s["rougeLsum"],
-            "rougeL_plain": s["rougeL"]}
+def backend_name(name, warn_deprecated=True):
+    """The backend ``name`` stands for: itself, or the backend a deprecated name is an alias of
+    (with a warning on stderr unless ``warn_deprecated`` is False); an unknown name is returned
+    unchanged (the caller refuses it)."""
+    new = DEPRECATED_BACKENDS.get(name)
+    if new is None:
+        return name
+    if warn_deprecated and name not in _WARNED:  # once per process (validation builds many)
+        _WARNED.add(name)
+        warn(f"scorer {name!r} is a deprecated name of {new!r} (this package's ROUGE-1.5.5 in "
+             "Python; Google's rouge_score package is not used)")
+    return new
 
 
-def _per_doc_rouge_score(hyps, refs):
+# ---------------------------------------------------------------------------------- rouge155-py
+def _per_doc_rouge155_py(hyps, refs):
     """{metric: (n, 3) array of per-document (recall, precision, F1)}."""
-    per = [_pair_scores(h, r) for h, r in zip(hyps, refs)]
+    per = [pair_scores(h, r) for h, r in zip(hyps, refs)]
     return {
         m: np.array([[s[m].recall, s[m].precision, s[m].fmeasure]
                      for s in per], dtype=np.float64).reshape(-1, 3)
@@ -115,7 +124,7 @@ class Scorer:
     ``detok`` (not ``--no-detok``), ``splitter`` (``--split-sentences`` with this
     ``--sentence-splitter``, None: off), ``rouge_args`` / ``workers`` (ROUGE-1.5.5), the bootstrap
     (``bootstrap_samples``, 0: no CIs; ``seed``) and ``meteor`` (None, ``nltk`` or ``1.5``)."""
-    backend: str = "rouge-score"
+    backend: str = DEFAULT_BACKEND
     seps: tuple = ()
     detok: bool = True
     splitter: Optional[str] = None
@@ -126,6 +135,7 @@ class Scorer:
     meteor: Optional[str] = None
 
     def __post_init__(self):
+        object.__setattr__(self, "backend", backend_name(self.backend))
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown scorer {self.backend!r} ({', '.join(BACKENDS)})")
         if self.splitter is not None and self.splitter not in SENTENCE_SPLITTERS:
@@ -173,7 +183,7 @@ class Scorer:
         (the backend does not see it), where no sample id can name it."""
         if self.backend == "files2rouge":
             raise ValueError(
-                "files2rouge gives no per-document scores (use rouge-score or official)")
+                f"files2rouge gives no per-document scores (use {DEFAULT_BACKEND} or official)")
         keep = [i for i, r in enumerate(ref_sents)
                 if countable(r)] if wordless_zero else range(len(ref_sents))
         if len(keep) == len(ref_sents):
@@ -189,13 +199,13 @@ class Scorer:
     def _per_doc(self, hyp_sents, ref_sents):
         if self.backend == "official":
             return per_document_official(hyp_sents, ref_sents, self.rouge_args, self.workers)
-        return _per_doc_rouge_score(hyp_sents, ref_sents)
+        return _per_doc_rouge155_py(hyp_sents, ref_sents)
 
     def corpus(self, hyps, refs, ids=None):
         """Flat dict: ``rouge1``, ``rouge2``, ``rougeL`` (summary-level) F1s in [0, 1], plus
         ``<metric>_precision`` / ``<metric>_recall``, ``<key>_ci`` = [low, high] 95% intervals (the
         seeded bootstrap over documents when ``bootstrap_samples``; files2rouge: ROUGE-1.5.5's own),
-        ``rougeL_plain`` for rouge-score, the extra ROUGE-1.5.5 metrics for the perl scorers,
+        ``rougeL_plain`` for rouge155-py, the extra ROUGE-1.5.5 metrics for the perl scorers,
         ``meteor`` / ``meteor_impl`` / ``meteor_ci`` with ``meteor``, and ``num_summaries``."""
         hyp_sents, ref_sents = self.pairs(hyps, refs, ids)
         if self.backend == "files2rouge":
@@ -236,9 +246,10 @@ def add_scorer_options(p, backends=BACKENDS):
     """The scorer's options, the same in ``fairseq-sum-score``, ``fairseq-sum-compare`` and the gate
     sweep: ``--scorer`` (among ``backends``), ``--workers``, ``--rouge-args``, ``--sentence-sep``,
     ``--no-detok``, ``--split-sentences``, ``--sentence-splitter`` (:func:`scorer_from_args`)."""
-    p.add_argument("--scorer", default="rouge-score", choices=list(backends),
-                   help="ROUGE backend: rouge-score (default; equals ROUGE-1.5.5 per document), "
-                        "official (ROUGE-1.5.5 itself)"
+    p.add_argument("--scorer", default=DEFAULT_BACKEND, choices=list(backends), type=backend_name,
+                   help=f"ROUGE backend: {DEFAULT_BACKEND} (default; this package's ROUGE-1.5.5 "
+                        "in Python, equal to it per document; 'rouge-score' is its deprecated "
+                        "name), official (ROUGE-1.5.5 itself)"
                         + (", files2rouge (corpus averages only)" if "files2rouge" in backends
                            else ""))
     p.add_argument("--workers", type=int_at_least(1), default=None,
@@ -294,11 +305,11 @@ def rouge_pair(hyp_sents, ref_sents):
         hyp_sents = clean_summary(hyp_sents, detok=False)
     if isinstance(ref_sents, str):
         ref_sents = clean_summary(ref_sents, detok=False)
-    s = _pair_scores(hyp_sents, ref_sents)
+    s = pair_scores(hyp_sents, ref_sents)
     return s["rouge1"].fmeasure, s["rouge2"].fmeasure, s["rougeL"].fmeasure
 
 
-def score_summaries(hyps, refs, scorer="rouge-score", detok=True, bootstrap=False,
+def score_summaries(hyps, refs, scorer=DEFAULT_BACKEND, detok=True, bootstrap=False,
                     bootstrap_samples=1000, seed=1, rouge_args=OFFICIAL_ARGS, seps=(), workers=None,
                     ids=None):
     """:meth:`Scorer.corpus` of parallel summaries (strings with ``<sep>``/newlines, or sentence
@@ -308,8 +319,8 @@ def score_summaries(hyps, refs, scorer="rouge-score", detok=True, bootstrap=Fals
                   bootstrap_samples=samples, seed=seed).corpus(hyps, refs, ids)
 
 
-def document_scores(hyps, refs, scorer="rouge-score", detok=True, rouge_args=OFFICIAL_ARGS, seps=(),
-                    workers=None, ids=None):
+def document_scores(hyps, refs, scorer=DEFAULT_BACKEND, detok=True, rouge_args=OFFICIAL_ARGS,
+                    seps=(), workers=None, ids=None):
     """Per-document scores: ``{metric: [one dict per document]}`` with ``{"precision", "recall",
     "fmeasure", "score"}`` (``score`` = ``fmeasure``), in the order of ``hyps``; the corpus score is
     the mean of ``score`` (:meth:`Scorer.documents` of :meth:`Scorer.pairs`)."""

@@ -36,7 +36,7 @@ turned back into text as ``--eval-rouge-bpe`` says (by default the BPE recorded 
 ``DATA/prepare_args.json``, i.e. sentencepiece, else GPT-2 BPE for a dictionary of GPT-2 ids such
 as BART's, else none), then cleaned and scored like ``fairseq-sum-score`` does, by the same
 :class:`fairseq_sum_plugins.scoring.rouge.Scorer`: ``--eval-rouge-scorer`` is its ``--scorer``
-(``rouge-score`` or ``official``), ``--eval-rouge-sentence-sep`` its ``--sentence-sep`` (tokens
+(``rouge155-py`` or ``official``), ``--eval-rouge-sentence-sep`` its ``--sentence-sep`` (tokens
 separated by spaces); a reference without a word scores 0.
 """
 import json
@@ -56,7 +56,8 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from ..data_folder import dictionary_checksum, read_prepare_args, text_encoding_for
-from ..scoring.rouge import DOCUMENT_BACKENDS, MAIN_METRICS, Scorer, separator_tokens
+from ..scoring.rouge import (DEFAULT_BACKEND, DOCUMENT_BACKEND_NAMES, MAIN_METRICS, Scorer,
+                             separator_tokens)
 from ..side_data import (  # noqa: F401  (register_side_data_provider: part of the task's interface)
     GENERATOR_HOOKS,
     SIDE_DATA_CHECKS,
@@ -126,8 +127,8 @@ class SummarizationConfig(TranslationConfig):
     )
     eval_rouge_print_samples: bool = field(
         default=False, metadata={"help": "log one summary per validation batch"})
-    eval_rouge_scorer: ChoiceEnum(DOCUMENT_BACKENDS) = field(
-        default="rouge-score",
+    eval_rouge_scorer: ChoiceEnum(DOCUMENT_BACKEND_NAMES) = field(
+        default=DEFAULT_BACKEND,
         metadata={"help": "ROUGE backend of --eval-rouge, as fairseq-sum-score --scorer"})
     eval_rouge_sentence_sep: Optional[str] = field(
         default=None, metadata={"help": "extra sentence separator tokens of --eval-rouge, "
@@ -523,7 +524,7 @@ class SummarizationTask(TranslationTask):
     def rouge_scorer(self):
         """The :class:`~fairseq_sum_plugins.scoring.rouge.Scorer` of ``--eval-rouge-scorer`` /
         ``--eval-rouge-sentence-sep``."""
-        return Scorer(str(self.cfg.eval_rouge_scorer or "rouge-score"),
+        return Scorer(str(self.cfg.eval_rouge_scorer or DEFAULT_BACKEND),
                       separator_tokens(self.cfg.eval_rouge_sentence_sep))
 
     def build_rouge_decoder(self):

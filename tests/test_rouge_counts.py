@@ -1,0 +1,94 @@
+"""The default backend ``rouge155-py`` (scoring/rouge_counts.py) counts as Google's ``rouge_score``
+package did over the same tokenizer, bit for bit; ``rouge-score`` stays its deprecated name
+(command line, fairseq options, JSON files that record it)."""
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fairseq_sum_plugins.scoring import rouge as R
+from fairseq_sum_plugins.scoring import rouge_counts as C
+from tolerances import approx64
+
+REPO = Path(__file__).resolve().parents[1]
+QUICKSTART = REPO / "results" / "quickstart"
+METRICS = {"rouge1": "rouge1", "rouge2": "rouge2", "rougeL": "rougeLsum", "rougeL_plain": "rougeL"}
+
+
+def google_scores(hyp_sents, ref_sents):
+    """Google's package over this package's tokenizer: what the backend computed before."""
+    rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
+    scorer = rouge_scorer.RougeScorer(list(METRICS.values()), tokenizer=R.RougeTokenizer())
+    s = scorer.score("\n".join(ref_sents), "\n".join(hyp_sents))
+    return {ours: tuple(s[theirs]) for ours, theirs in METRICS.items()}
+
+
+def ours(hyp_sents, ref_sents):
+    return {m: tuple(score) for m, score in C.pair_scores(hyp_sents, ref_sents).items()}
+
+
+def random_summary(rng, words):
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(0, 9)))
+            for _ in range(rng.randint(1, 4))]
+
+
+def test_random_pairs_score_as_google_rouge_score_bit_for_bit():
+    rng = random.Random(7)
+    words = "the a cat cats sat sits on mat mats . , dog running runs ran 2 é über".split()
+    for _ in range(400):  # few words, so that pairs share words and LCSs tie
+        hyp, ref = random_summary(rng, words), random_summary(rng, words)
+        assert ours(hyp, ref) == google_scores(hyp, ref), (hyp, ref)
+
+
+def test_committed_decodings_score_as_google_rouge_score_bit_for_bit():
+    scorer = R.Scorer(detok=False)
+    hyps = (QUICKSTART / "seed1-150" / "decodings.txt").read_text(encoding="utf-8").splitlines()
+    refs = (QUICKSTART / "references.txt").read_text(encoding="utf-8").splitlines()
+    hyp_sents, ref_sents = scorer.pairs(hyps, refs)
+    for h, r in zip(hyp_sents, ref_sents):
+        assert ours(h, r) == google_scores(h, r)
+
+
+def test_summary_level_lcs_by_hand():
+    # reference sentence "a b c d" against hypothesis sentences "a b x" and "c y d": the union of
+    # the two LCSs covers all four words; "e f" has no match: 4 hits of 6 reference and 6
+    # hypothesis tokens
+    s = C.rouge_lsum([["a", "b", "c", "d"], ["e", "f"]], [["a", "b", "x"], ["c", "y", "d"]])
+    assert (s.precision, s.recall, s.fmeasure) == (4 / 6, 4 / 6, 2 * (4 / 6) ** 2 / (8 / 6))
+    # a word matched in two hypothesis sentences counts once per copy in the reference
+    s = C.rouge_lsum([["a", "b"]], [["a"], ["a", "b"]])
+    assert (s.precision, s.recall) == (2 / 3, 1.0)
+    assert C.rouge_lsum([], [["a"]]) == C.ZERO and C.rouge_lsum([[]], [["a"]]) == C.ZERO
+
+
+def test_the_old_name_is_an_alias():
+    assert R.Scorer("rouge-score") == R.Scorer() and R.Scorer().backend == "rouge155-py"
+    with pytest.raises(ValueError, match="unknown scorer 'rouge_score'"):
+        R.Scorer("rouge_score")
+
+
+@pytest.mark.parametrize("name", ["rouge155-py", "rouge-score", None])
+def test_the_command_line_takes_both_names_and_records_the_new_one(tmp_path, name):
+    hyp, ref, out = tmp_path / "hyp.txt", tmp_path / "ref.txt", tmp_path / "out.json"
+    hyp.write_text("the cat sat on the mat\na dog ran\n")
+    ref.write_text("the cat lay on the mat\na dog runs fast\n")
+    argv = ["--hyp", str(hyp), "--ref", str(ref), "--json", str(out), "--bootstrap-samples", "0"]
+    proc = subprocess.run([sys.executable, "-m", "fairseq_sum_plugins.scoring.score", *argv]
+                          + (["--scorer", name] if name else []),
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert ("deprecated name of 'rouge155-py'" in proc.stderr) == (name == "rouge-score")
+    saved = json.loads(out.read_text())
+    assert saved["scorer"] == "rouge155-py"
+    # line 1: 5 of 6 words each side; line 2: "a dog" of 3 and 4 words (ran/runs: "ran" is too
+    # short to stem) -> F1 2/3 * 1/2 * 2 / (2/3 + 1/2) = 4/7
+    assert saved["rouge1"] == approx64((5 / 6 + 4 / 7) / 2)
+
+
+def test_a_json_that_records_the_old_name_reads_as_the_new_one():
+    old = json.loads((QUICKSTART / "seed1-150" / "test.out.rouge.json").read_text())
+    assert old["scorer"] == "rouge-score"  # as committed
+    assert R.backend_name(old["scorer"], False) == "rouge155-py"
