@@ -111,10 +111,10 @@ CELLS = [
          nonzero=ETADS + "|" + ROLES + r"|sia|drm", theta=True),
     # the exact T5 v1.0 cell (--cell t5) with every feature (tests/test_t5_cell.py)
     Cell("t5_small", nonzero=ALL),
-    Cell("tp_transformer_t5_small", nonzero=ROLES),  # + TPT's cross-attention position table
-    Cell("tp_transformer_continuous_t5_small", nonzero=ROLES),
+    Cell("tp_transformer_base", nonzero=ROLES),  # App. B: + TPT's cross-attention position table
+    Cell("tp_transformer_continuous_base", nonzero=ROLES),
     Cell("t5_small_gated", nonzero=GATE, prune=True),
-    Cell("t5_transformer_t5_small", dict(gate=True, gate_per_head=True), nonzero=GATE, prune=True),
+    Cell("t5_transformer_base", dict(gate=True, gate_per_head=True), nonzero=GATE, prune=True),
     Cell("t5_small", dict(focus_layers="all", saliency_layers="all"), nonzero=ETADS),
     Cell("t5_small", dict(ta_sia=True, ta_tema=True, ta_drm=True), nonzero=ALL, theta=True),
     Cell("t5_small", dict(t5_d_kv=12, focus_layers="all", saliency_layers="all"), nonzero=ALL),  # H d_kv != d_m
