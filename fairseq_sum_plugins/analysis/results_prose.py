@@ -3,8 +3,9 @@ recomputes (or what a listed file holds), and "significant" only with its p.
 
 Which prose: ``results/README.md`` (each ``## `` section belongs to the tables its heading links
 to, ``[...](TABLE/...)``) and each table folder's ``results.md`` and ``README.md`` (the folder's
-table); outside the generated blocks, tables (``|`` lines), fenced or indented code, headings,
-inline code spans and link targets.
+table), a sentence that links to a table adding that table to its section; outside the generated
+blocks, tables (``|`` lines), fenced or indented code, headings, inline code spans and link
+targets.
 
 **The rule** (:func:`check_prose`). A figure is a number with a decimal point (``2.47``,
 ``+0.12``, ``p 0.001``; integers, which count documents, updates, dims, seeds or dates, are not
@@ -17,8 +18,8 @@ verdict's bar and random delta (``baselines.json``); or be listed for that file 
 ``results/prose_figures.txt`` (figures that are not the index's: validation NLL and wall times
 from training logs, dims, probe accuracies, earlier runs' figures), one ``FILE FIGURE...  # why``
 a line. A sentence that says "significant" (or "significantly") must show a p-value (``p X``),
-and one that says it without a negation ("no", "not", "none", "nor", "without" just before) must
-show a p of at most 0.05. A failure names the file, line and figure.
+and one that says it without a negation ("no", "not", "none", "nor", "without" at most three words
+before) must show a p of at most 0.05. A failure names the file, line and figure.
 """
 import json
 import math
@@ -29,7 +30,7 @@ ALLOWED = "prose_figures.txt"
 FIGURE = re.compile(r"(?<![\w.\-/])[-+]?\d+\.\d+(?![\w]|\.\d)")
 P_SHOWN = re.compile(r"\bp\s*(?:=|<=|<|>)?\s*(\d+\.\d+)")
 SIGNIFICANT = re.compile(r"\b(significant|significantly|significance)\b", re.I)
-NEGATION = re.compile(r"\b(no|not|none|nor|without)\s+(\w+\s+){0,2}$", re.I)
+NEGATION = re.compile(r"\b(no|not|none|nor|without)\s+(\S+\s+){0,3}$", re.I)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(*`\[])")
 TABLE_LINK = re.compile(r"\]\(([\w.+-]+)/")
 BLOCK_BEGIN = "<!-- BEGIN results_index"
@@ -124,7 +125,7 @@ def prose_lines(text):
             out.append((number, None, heading))
             continue
         line = re.sub(r"`[^`]*`", "`", line)
-        line = re.sub(r"\]\([^)]*\)", "]", line)
+        line = re.sub(r"\]\(([\w.+-]+/)?[^)]*\)", lambda m: f"]({m.group(1) or ''})", line)
         out.append((number, line, heading))
     return out
 
@@ -213,11 +214,9 @@ def check_prose(root, index):
         for number, line, heading in lines:
             by_heading[number] = heading
         for first, sentence in sentences(lines):
-            section = tables
-            if section is None:
-                section = frozenset(t for t in TABLE_LINK.findall(by_heading[first])
-                                    if t in known)
-            key = frozenset(section)
+            section = set(tables) if tables is not None else {
+                t for t in TABLE_LINK.findall(by_heading[first]) if t in known}
+            key = frozenset(section | {t for t in TABLE_LINK.findall(sentence) if t in known})
             if key not in cache:
                 cache[key] = index_figures(index, key, root)
             fails += check_sentence(sentence, cache[key], listed, f"{rel}:{first}")
