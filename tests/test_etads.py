@@ -264,9 +264,11 @@ def _hand_score(model, src, hyp, alpha, beta, kind="wu", lenpen=None):
     return log_p / lp + cp, log_p
 
 
-@pytest.mark.parametrize("left_pad_source,kind,alpha", [(False, "wu", 0.9), (True, "summary", 0.9),
-                                                        (False, "summary", None)])
-def test_beam_scores_equal_hand_computed_gnmt_scores(left_pad_source, kind, alpha):
+@pytest.mark.parametrize("left_pad_source,kind,alpha,beta,max_len", [
+    (False, "wu", 0.9, 5.0, 5), (True, "summary", 0.9, 5.0, 5), (False, "summary", None, 5.0, 5),
+    (True, "wu", 0.9, 1.0, 3),  # ETADS §4.1 read as GNMT's penalty, coverage weight 1 (2-3 steps)
+])
+def test_beam_scores_equal_hand_computed_gnmt_scores(left_pad_source, kind, alpha, beta, max_len):
     """Every finished hypothesis of a tiny beam (ragged, padded batch) is scored by
     log P / lp + cp, recomputed by hand on the unpadded source; hypotheses come best first, and the
     positional scores stay the per-token log-probabilities (they sum to log P, EOS included).
@@ -278,8 +280,8 @@ def test_beam_scores_equal_hand_computed_gnmt_scores(left_pad_source, kind, alph
     model.eval()
     model.decoder.need_attn = True
     src, lengths, _ = random_batch(d, bsz=3, src_len=7, left_pad_source=left_pad_source)
-    gen = GNMTSequenceGenerator([model], d, beam_size=3, max_len_a=0, max_len_b=5, min_len=2, len_penalty=1.5,
-                                lenpen_gnmt=alpha, coverage_penalty=5.0, coverage_penalty_type=kind)
+    gen = GNMTSequenceGenerator([model], d, beam_size=3, max_len_a=0, max_len_b=max_len, min_len=2, len_penalty=1.5,
+                                lenpen_gnmt=alpha, coverage_penalty=beta, coverage_penalty_type=kind)
     with torch.no_grad():
         hypos = gen.forward({"net_input": {"src_tokens": src, "src_lengths": lengths}})
     for b, beam in enumerate(hypos):
@@ -290,12 +292,53 @@ def test_beam_scores_equal_hand_computed_gnmt_scores(left_pad_source, kind, alph
         assert scores == sorted(scores, reverse=True)
         for h in beam:
             assert len(h["tokens"]) >= 3  # min_len 2 + EOS
-            score, log_p = _hand_score(model, alone, h["tokens"], alpha, 5.0, kind, lenpen=1.5)
+            assert 3 <= len(h["tokens"]) <= max_len + 1
+            score, log_p = _hand_score(model, alone, h["tokens"], alpha, beta, kind, lenpen=1.5)
             # per-token log-probs of another batch (padded, incremental) add their rounding
             tol = fp32_tol(abs(score) + abs(log_p), MODEL_ULPS)
             assert h["score"].item() == pytest.approx(score, abs=tol)
             assert h["positional_scores"].sum().item() == pytest.approx(log_p, abs=tol)
             assert (h["positional_scores"] <= 0).all()
+
+
+def test_etads_coverage_weight_1_from_the_command_line_flags():
+    """The flags ETADS's decoding is read as (sequence_generator.py): --coverage-penalty 1
+    --coverage-penalty-type wu --lenpen-gnmt 0.9, through fairseq-generate's parser."""
+    from fairseq import options
+
+    from fairseq_sum_plugins.tasks.sequence_generator import GNMTSequenceGenerator
+    from fairseq_sum_plugins.tasks.summarization import SummarizationConfig, SummarizationTask
+
+    parser = options.get_generation_parser(default_task="summarization")
+    args = options.parse_args_and_arch(parser, [
+        "data", "--user-dir", os.path.join(REPO, "fairseq_sum_plugins"), "--task", "summarization",
+        "--beam", "10", "--min-len", "35", "--lenpen-gnmt", "0.9", "--coverage-penalty", "1",
+        "--coverage-penalty-type", "wu"])
+    assert (args.coverage_penalty, args.coverage_penalty_type, args.lenpen_gnmt) == (1.0, "wu", 0.9)
+    d = make_dictionary()
+    model, _ = build_model("etads_base", d, **ETADS)
+    task = SummarizationTask(SummarizationConfig(), d, d)
+    gen = task.build_generator([model], args)
+    assert isinstance(gen, GNMTSequenceGenerator)
+    assert (gen.coverage_beta, gen.coverage_kind, gen.lenpen_gnmt, gen.beam_size) == (1.0, "wu", 0.9, 10)
+
+
+def test_parameter_counts_at_the_papers_vocabulary():
+    """ETADS §4.1 at its 50,000-word vocabulary (the counts its presets' docstring states), b^o
+    (eq. 4) included; the two extensions at 4+4 layers hold 4,227,072 (Table 4's "4246K" is of that
+    order; the paper does not say what it counts)."""
+    from fairseq.data import Dictionary
+
+    d = Dictionary()
+    for i in range(50000 - 4):
+        d.add_symbol(f"w{i}")
+    with torch.device("meta"):
+        full, _ = build_model("etads_base", d)
+        basic, _ = build_model("etads_baseline", d)
+    n = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert (n(full), n(basic)) == (59_302_736, 55_075_664)
+    assert full.decoder.output_bias.numel() == basic.decoder.output_bias.numel() == 50000
+    assert n(full) - n(basic) == 4_227_072
 
 
 def test_task_builds_the_gnmt_generator_from_its_flags():
