@@ -142,7 +142,8 @@ converted() {
 # corpus statistics beside the papers'), skipped when OUT is complete. DATASET: xsum (RAW: HF JSONL,
 # or the raw BBC directory with AUX = the split file), cnn_dm (RAW: HF JSONL file/directory, or the
 # stories directories with AUX = the url lists), wikihow (RAW: wikihowAll.csv, AUX: split lists),
-# arxiv | pubmed (RAW: Cohan et al.'s directory).
+# arxiv | pubmed (RAW: Cohan et al.'s directory), nyt (RAW: the licensed corpus extracted to JSONL,
+# filtered to summaries of at least 50 words as Topic Assistant App. A).
 convert_dataset() {
   local dataset=$1 raw=$2 aux=$3 out=$4
   converted "$out" "$raw" && return
@@ -159,6 +160,8 @@ convert_dataset() {
       fi ;;
     wikihow)
       python -m preprocess.wikihow_to_jsonl --csv "$raw" ${aux:+--split-lists "$aux"} --out "$out" --stats ;;
+    nyt)
+      python -m preprocess.nyt_to_jsonl --jsonl "$raw" --out "$out" --min-summary-words 50 --stats ;;
     arxiv|pubmed)
       python -m preprocess.arxiv_pubmed_to_jsonl --in "$raw" --dataset "$dataset" --out "$out" --stats ;;
     *) echo "convert_dataset: unknown dataset $dataset" >&2; return 2 ;;
@@ -246,4 +249,51 @@ score() {
   if [ "$gen.rouge.json" -nt "$gen" ]; then log "score: $gen.rouge.json exists, skipped"; return; fi
   log "score: $gen"
   fairseq-sum-score --generate-output "$gen" --json "$gen.rouge.json" "$@" | tee "$gen.rouge.txt"
+}
+
+# ta_decode_top_checkpoints WORK NAME MAX_LEN_B "LENPENS" TOP_K [BPE] [fairseq-generate options...]:
+# the Topic Assistant's test protocol (App. B, after Liu & Lapata 2019). The length penalty alpha is
+# tuned on the validation set: checkpoint_best decodes it (beam 5) at each alpha of LENPENS and the
+# alpha with the highest mean ROUGE-1/2/L F1 is kept (WORK/NAME/lenpen.txt). Then each of the TOP_K
+# checkpoints with the lowest validation loss (fairseq's checkpoint.best_loss_*.pt of
+# --keep-best-checkpoints) decodes the test set with it and is scored; WORK/NAME/test.mean.json is
+# the mean of their scores (the paper's "averaged results"). Scorer options: the array
+# TA_SCORE_FLAGS (default none; "{split}" in them becomes valid or test); the length-penalty flag:
+# TA_LENPEN_FLAG (--lenpen-gnmt, GNMT's alpha; BART's recipe: fairseq's --lenpen). Decodings are named by checkpoint and alpha, so a resumed training
+# or another alpha decodes again instead of reusing an older file.
+ta_decode_top_checkpoints() {
+  local work=$1 name=$2 max_len_b=$3 lenpens=$4 top_k=$5 alpha best out ckpt
+  shift 5
+  local save="$work/checkpoints/$name" res="$work/$name" outs=() ckpts=()
+  local flag=${TA_LENPEN_FLAG:---lenpen-gnmt} score_flags=() f
+  for f in "${TA_SCORE_FLAGS[@]+"${TA_SCORE_FLAGS[@]}"}"; do score_flags+=("${f//\{split\}/valid}"); done
+  local common=(--beam 5 --max-len-a 0 --max-len-b "$max_len_b" --batch-size 32)
+  mkdir -p "$res"
+  for alpha in $lenpens; do
+    out="$res/valid.lenpen$alpha.out"
+    generate "$work/bin" "$save/checkpoint_best.pt" "$out" "$@" --gen-subset valid "${common[@]}" "$flag" "$alpha"
+    score "$out" "${score_flags[@]+"${score_flags[@]}"}"
+    outs+=("$alpha=$out.rouge.json")
+  done
+  best=$(python -m fairseq_sum_plugins.analysis.paper_tables pick-lenpen "$res/lenpen.txt" "${outs[@]}")
+  log "length penalty: alpha $best (validation, $res/lenpen.txt)"
+  mapfile -t ckpts < <(find "$save" -maxdepth 1 -name 'checkpoint.best_loss_*.pt' -printf '%f\n' \
+    | sed -n 's/^checkpoint\.best_loss_\([0-9][0-9.]*\)\.pt$/\1 &/p' | sort -g | head -n "$top_k" | cut -d' ' -f2)
+  if [ ${#ckpts[@]} -eq 0 ]; then
+    echo "no checkpoint.best_loss_*.pt in $save (fairseq-train --keep-best-checkpoints)" >&2; exit 1
+  fi
+  [ ${#ckpts[@]} -eq "$top_k" ] || log "warning: ${#ckpts[@]} checkpoint(s) by validation loss, not $top_k" >&2
+  outs=() score_flags=()
+  for f in "${TA_SCORE_FLAGS[@]+"${TA_SCORE_FLAGS[@]}"}"; do score_flags+=("${f//\{split\}/test}"); done
+  for ckpt in "${ckpts[@]}"; do
+    out="$res/test.${ckpt%.pt}.lenpen$best.out"
+    generate "$work/bin" "$save/$ckpt" "$out" "$@" --gen-subset test "${common[@]}" "$flag" "$best"
+    score "$out" "${score_flags[@]+"${score_flags[@]}"}"
+    outs+=("$out.rouge.json")
+  done
+  python -m fairseq_sum_plugins.analysis.paper_tables mean "$res/test.mean.json" "${outs[@]}"
+  # the first of them (checkpoint_best's weights: the lowest validation loss) also under the name a
+  # single decoding had, WORK/test.NAME.beam5.out (and its scores)
+  cp -p "${outs[0]%.rouge.json}" "$work/test.$name.beam5.out"
+  cp -p "${outs[0]}" "$work/test.$name.beam5.out.rouge.json"
 }

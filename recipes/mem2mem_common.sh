@@ -1,6 +1,12 @@
 # Shared steps of the Mem2Mem recipes (recipes/{pubmed,arxiv,newsroom}): App. A.2's setup for both
 # archs -- Adam at 2e-4, batch 16, gradient norm clipped at 2, 15 epochs, beam 4 at test time;
-# vocabulary 50k, summaries cut at 200 tokens. Source this after common.sh.
+# vocabulary 50k, summaries cut at 200 tokens. HRED and Mem2Mem are See et al.'s pointer-generator
+# *with coverage* (Mem2Mem §3.3): coverage attention (the model's default) and See et al.'s coverage
+# loss, sum_i min(a_ti, c_ti) per target token, with See et al.'s weight lambda = 1
+# (--coverage-loss True --coverage-loss-weight COVERAGE_WEIGHT). See et al. add the loss only for a
+# last phase of training (3,000 iterations after convergence); Mem2Mem does not say when: here it is
+# on from the first update (the project's choice; COVERAGE_WEIGHT=0 turns it off).
+# Source this after common.sh.
 #
 # Environment: WORK (data dir), VOCAB (50000), MAX_SRC (4000: source pieces kept by
 # fairseq-sum-prepare; PubMed / arXiv come truncated to App. A.2's 4 sections x 500 words by their
@@ -10,7 +16,8 @@
 # sentence and every piece that prepare kept; N caps the sentences per document / pieces per
 # sentence, --max-doc-sentences / --max-sentence-tokens), EPOCHS (15), BATCH (16), FP16 (0; 1 adds
 # --fp16 on a GPU), EXTRA (more fairseq-train flags, e.g. smaller dims "--embed-dim 32
-# --decoder-hidden-size 64" for a CPU smoke run).
+# --decoder-hidden-size 64" for a CPU smoke run), COVERAGE_WEIGHT (1: See et al.'s lambda; 0: no
+# coverage loss).
 VOCAB=${VOCAB:-50000}
 MAX_SRC=${MAX_SRC:-4000}
 MAX_TGT=${MAX_TGT:-200}
@@ -18,6 +25,13 @@ MAX_SENTS=${MAX_SENTS:-0}
 SENT_TOKENS=${SENT_TOKENS:-0}
 EPOCHS=${EPOCHS:-15}
 BATCH=${BATCH:-16}
+COVERAGE_WEIGHT=${COVERAGE_WEIGHT:-1}
+require_number COVERAGE_WEIGHT
+if awk -v x="$COVERAGE_WEIGHT" 'BEGIN { exit !(x + 0 < 0) }'; then
+  echo "${0##*/}: COVERAGE_WEIGHT must be >= 0, got $COVERAGE_WEIGHT" >&2; exit 2
+fi
+COVERAGE_FLAGS=(--coverage-loss True --coverage-loss-weight "$COVERAGE_WEIGHT")
+if awk -v x="$COVERAGE_WEIGHT" 'BEGIN { exit !(x + 0 == 0) }'; then COVERAGE_FLAGS=(--coverage-loss False); fi
 for v in VOCAB MAX_SRC MAX_TGT EPOCHS BATCH; do require_int "$v" 1; done
 for v in MAX_SENTS SENT_TOKENS; do require_int "$v" 0; done
 FP16_FLAG=$(FP16=${FP16:-0} fp16_flag)  # off by default here
@@ -42,7 +56,7 @@ mem2mem_run() {
   train "$WORK/bin" "$WORK/checkpoints/$name" --arch "$arch" $FP16_FLAG $positions \
     --max-doc-sentences "$MAX_SENTS" --max-sentence-tokens "$SENT_TOKENS" \
     --optimizer adam --lr 2e-4 --clip-norm 2 --batch-size $(( BATCH / WORLD )) --max-epoch "$EPOCHS" "${DIST_FLAGS[@]}" \
-    --skip-invalid-size-inputs-valid-test --num-workers 4 --no-epoch-checkpoints ${EXTRA:-} "$@"
+    --skip-invalid-size-inputs-valid-test --num-workers 4 --no-epoch-checkpoints "${COVERAGE_FLAGS[@]}" ${EXTRA:-} "$@"
   local out="$WORK/test.$name.beam4.out"
   generate "$WORK/bin" "$WORK/checkpoints/$name/checkpoint_best.pt" "$out" $positions $FP16_FLAG \
     --gen-subset test --beam 4 --batch-size 16 --max-len-b "$max_len_b"

@@ -21,7 +21,9 @@
 # TOTAL_NUM_UPDATES), FP16 (1: --fp16 on a GPU), MAX_SRC (1023 GPT-2 tokens + </s> = BART's 1024
 # positions), MAX_TGT (0: summaries are not truncated), EXTRA (more fairseq-train flags, last, so they
 # override the recipe's: e.g. "--ta-sia False", or model dimensions matching a smaller model.pt),
-# GEN_EXTRA (more fairseq-generate flags), BATCH (generation batch size, 32).
+# GEN_EXTRA (more fairseq-generate flags), BATCH (generation batch size, 32), LENPENS (fairseq's
+# --lenpen values tried on validation), TOP_K (3), NAME (ARCH: checkpoints WORK/checkpoints/NAME,
+# decodings WORK/NAME/).
 #
 # Paper / fairseq -> flags:
 #   PFA, 256 topics, stop words removed,           python -m preprocess.topic_model fit --topics 256
@@ -32,13 +34,17 @@
 #                                                    --label-smoothing 0.1 --max-tokens 2048 --update-freq
 #                                                    --clip-norm 0.1 --weight-decay 0.01 --dropout 0.1
 #   checkpoints saved and validated every 1000     --save-interval-updates 1000 --keep-best-checkpoints 3
-#    updates, top-3 by validation loss               (loss; average them with fairseq's
-#                                                    scripts/average_checkpoints.py if wanted; a
+#    updates, top-3 by validation loss, results      (loss); each decodes the test set and is scored,
+#    averaged (App. B)                               WORK/NAME/test.mean.json their mean
+#                                                    (ta_decode_top_checkpoints in common.sh; a
 #                                                    bart.large checkpoint with its Adam state is ~5 GB)
-#   beam search, size 5                            --beam 5, with fairseq's BART decoding: CNN/DM
-#                                                    --lenpen 2.0 --min-len 55 --max-len-b 140, XSum
-#                                                    --lenpen 1.0 --min-len 10 --max-len-b 60,
-#                                                    --no-repeat-ngram-size 3
+#   beam search, size 5; length penalty tuned on   --beam 5, with fairseq's BART decoding: CNN/DM
+#    validation                                      --min-len 55 --max-len-b 140, XSum --min-len 10
+#                                                    --max-len-b 60, --no-repeat-ngram-size 3; fairseq's
+#                                                    --lenpen tuned over LENPENS on the validation set
+#                                                    (default: fairseq's published value alone, CNN/DM
+#                                                    2.0, XSum 1.0: "following their settings in public
+#                                                    codes"; the paper's [0.6, 1] grid is GNMT's alpha)
 # The summaries are one line of text (GPT-2 BPE has no sentence marker): they are scored against the
 # converted references (--ref-jsonl) with --split-sentences, so that ROUGE-L is summary-level.
 source "$(dirname "$0")/common.sh"
@@ -48,8 +54,8 @@ RAW=${2:?$USAGE}
 BART=${3:?$USAGE}
 AUX=${4:-}
 case $DATASET in
-  cnn_dm) FAIRSEQ_FREQ=4; DEFAULT_UPDATES=20000; GEN=(--lenpen 2.0 --min-len 55 --max-len-b 140) ;;
-  xsum)   FAIRSEQ_FREQ=2; DEFAULT_UPDATES=15000; GEN=(--lenpen 1.0 --min-len 10 --max-len-b 60) ;;
+  cnn_dm) FAIRSEQ_FREQ=4; DEFAULT_UPDATES=20000; DEFAULT_LENPENS=2.0; MAX_LEN_B=140; GEN=(--min-len 55) ;;
+  xsum)   FAIRSEQ_FREQ=2; DEFAULT_UPDATES=15000; DEFAULT_LENPENS=1.0; MAX_LEN_B=60; GEN=(--min-len 10) ;;
   *) echo "unknown DATASET $DATASET (cnn_dm xsum)" >&2; exit 2 ;;
 esac
 ARCH=${ARCH:-bart_large_ta}
@@ -61,10 +67,18 @@ MAX_UPDATE=${MAX_UPDATE:-$DEFAULT_UPDATES}
 MAX_SRC=${MAX_SRC:-1023}
 MAX_TGT=${MAX_TGT:-0}
 BATCH=${BATCH:-32}
-for v in TOPICS TOPICS_N MAX_UPDATE MAX_SRC BATCH; do require_int "$v" 1; done
+LENPENS=${LENPENS:-$DEFAULT_LENPENS}
+TOP_K=${TOP_K:-3}
+NAME=${NAME:-$ARCH}
+for v in TOPICS TOPICS_N MAX_UPDATE MAX_SRC BATCH TOP_K; do require_int "$v" 1; done
+[ -n "${LENPENS// /}" ] || { echo "${0##*/}: LENPENS is empty" >&2; exit 2; }
+for LENPEN in $LENPENS; do require_number LENPEN positive; done
+if ! [[ $NAME =~ ^[A-Za-z0-9_][A-Za-z0-9_.+-]*$ ]]; then
+  echo "${0##*/}: NAME must be letters, digits and _ . + - (not starting with . or -), got '$NAME'" >&2; exit 2
+fi
 require_int MAX_TGT 0
 FP16_FLAG=$(fp16_flag)
-SAVE="$WORK/checkpoints/$ARCH"
+SAVE="$WORK/checkpoints/$NAME"
 check_bart "$BART"
 GPT2=(--gpt2-encoder-json "$BART/encoder.json" --gpt2-vocab-bpe "$BART/vocab.bpe")
 
@@ -92,12 +106,11 @@ train "$WORK/bin" "$SAVE" --arch "$ARCH" "${RESTORE[@]}" --source-lang src --tar
   --lr-scheduler polynomial_decay --lr 3e-05 --total-num-update "$MAX_UPDATE" --warmup-updates 500 \
   --max-update "$MAX_UPDATE" --max-tokens 2048 --update-freq "$UPDATE_FREQ" $FP16_FLAG "${DIST_FLAGS[@]}" \
   --skip-invalid-size-inputs-valid-test --no-epoch-checkpoints \
-  --save-interval-updates 1000 --validate-interval-updates 1000 --keep-interval-updates 1 --keep-best-checkpoints 3 \
+  --save-interval-updates 1000 --validate-interval-updates 1000 --keep-interval-updates 1 --keep-best-checkpoints "$TOP_K" \
   ${EXTRA:-}
 
-OUT="$WORK/test.$ARCH.beam5.out"
+TA_LENPEN_FLAG=--lenpen
+TA_SCORE_FLAGS=(--no-detok --split-sentences --ref-jsonl "$WORK/jsonl/{split}.jsonl")
 # shellcheck disable=SC2086
-generate "$WORK/bin" "$SAVE/checkpoint_best.pt" "$OUT" "gpt2:$BART" --source-lang src --target-lang tgt \
-  --side-data theta --truncate-source --gen-subset test --beam 5 "${GEN[@]}" --max-len-a 0 \
-  --no-repeat-ngram-size 3 --batch-size "$BATCH" $FP16_FLAG ${GEN_EXTRA:-}
-score "$OUT" --no-detok --split-sentences --ref-jsonl "$WORK/jsonl/test.jsonl"
+ta_decode_top_checkpoints "$WORK" "$NAME" "$MAX_LEN_B" "$LENPENS" "$TOP_K" "gpt2:$BART" --source-lang src \
+  --target-lang tgt --side-data theta --truncate-source "${GEN[@]}" --no-repeat-ngram-size 3 $FP16_FLAG ${GEN_EXTRA:-}

@@ -9,7 +9,11 @@
 # Environment: ARCH (etads_base; etads_baseline.sh sets the paper's "Basic model"), WORK (data/cnn_dm-etads: 400/100-token data of its own),
 # NGPU (GPUs here, 1), PAPER_GPUS (4: the paper's 4 Titan Xp, emulated with --update-freq),
 # MAX_UPDATE (200000), VOCAB (50000), FP16 (1 on GPU), COVERAGE_TYPE (wu | summary), BEAM (10),
-# EXTRA (more fairseq-train flags, e.g. "--focus-layers 1,2" for the placements of Tables 5-6).
+# EXTRA (more fairseq-train flags, e.g. "--focus-layers 1,2" for the placements of Tables 5-6),
+# NAME (ARCH: the checkpoint folder WORK/checkpoints/NAME and the output WORK/test.NAME.beamB.out;
+# recipes/papers.sh names each row of Tables 2 and 4-6), SCORER (official: ROUGE-1.5.5 through
+# fairseq-sum-score --scorer official, as Table 2's "computed by the official ROUGE script";
+# rouge-score where the perl script is not installed).
 #
 # Paper -> flags:
 #   N = 4 layers, h = 8, d_m 512, d_f 2048, post-LN,     --arch etads_base (etads_baseline: no focus /
@@ -43,7 +47,8 @@
 #       loss (-lambda_coverage 1, with -coverage_attn; See et al., 2017), defined on its RNN decoders'
 #       coverage attention. Not reproduced: this transformer has no coverage attention; the decoding
 #       coverage penalty above is what acts at inference.
-#   ROUGE F1 (pyrouge)                                   fairseq-sum-score (--scorer official: ROUGE-1.5.5)
+#   ROUGE F1 (pyrouge, "official ROUGE script")          fairseq-sum-score --scorer official (ROUGE-1.5.5)
+#                                                          --report prf (Tables 5-6: precision, recall)
 # Paper's ROUGE-1/2/L: 41.75/19.01/38.89 (beam 10); paper's hardware: 4 Titan Xp, 200k steps.
 # Data: https://cs.nyu.edu/~kcho/DMQA/ stories + https://github.com/abisee/cnn-dailymail url lists (HF: abisee/cnn_dailymail 3.0.0). More in recipes/README.md, "Reproducing a paper".
 source "$(dirname "$0")/../common.sh"
@@ -56,6 +61,12 @@ MAX_UPDATE=${MAX_UPDATE:-200000}
 VOCAB=${VOCAB:-50000}
 COVERAGE_TYPE=${COVERAGE_TYPE:-summary}
 BEAM=${BEAM:-10}
+NAME=${NAME:-$ARCH}
+SCORER=${SCORER:-official}
+case $SCORER in official|rouge-score) ;; *) echo "${0##*/}: SCORER must be official or rouge-score, got '$SCORER'" >&2; exit 2 ;; esac
+if ! [[ $NAME =~ ^[A-Za-z0-9_][A-Za-z0-9_.+-]*$ ]]; then
+  echo "${0##*/}: NAME must be letters, digits and _ . + - (not starting with . or -), got '$NAME'" >&2; exit 2
+fi
 for v in PAPER_GPUS MAX_UPDATE VOCAB BEAM; do require_int "$v" 1; done
 gpu_setup "$PAPER_GPUS"
 FP16_FLAG=$(fp16_flag)
@@ -72,7 +83,7 @@ fi
 prepare "$WORK/jsonl" "$WORK" --vocab-size "$VOCAB" --max-src-tokens 400 --max-tgt-tokens 100 --workers "$(nproc)"
 
 # shellcheck disable=SC2086
-train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" $FP16_FLAG "${DIST_FLAGS[@]}" ${EXTRA:-} \
+train "$WORK/bin" "$WORK/checkpoints/$NAME" --arch "$ARCH" $FP16_FLAG "${DIST_FLAGS[@]}" ${EXTRA:-} \
   --optimizer adam --adam-betas '(0.9, 0.998)' --adam-eps 1e-8 --clip-norm 2 \
   --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates 8000 \
   --dropout 0.2 --label-smoothing 0 --max-tokens 4096 --update-freq "$UPDATE_FREQ" --max-update "$MAX_UPDATE" \
@@ -81,8 +92,8 @@ train "$WORK/bin" "$WORK/checkpoints/$ARCH" --arch "$ARCH" $FP16_FLAG "${DIST_FL
   --best-checkpoint-metric rouge_l --maximize-best-checkpoint-metric \
   --save-interval-updates 10000 --validate-interval-updates 10000 --keep-interval-updates 2 --no-epoch-checkpoints
 
-OUT="$WORK/test.$ARCH.beam$BEAM.out"
-generate "$WORK/bin" "$WORK/checkpoints/$ARCH/checkpoint_best.pt" "$OUT" \
+OUT="$WORK/test.$NAME.beam$BEAM.out"
+generate "$WORK/bin" "$WORK/checkpoints/$NAME/checkpoint_best.pt" "$OUT" \
   --gen-subset test --beam "$BEAM" --min-len 35 --max-len-a 0 --max-len-b 100 --batch-size 32 $FP16_FLAG \
   --lenpen-gnmt 0.9 --coverage-penalty 5 --coverage-penalty-type "$COVERAGE_TYPE"
-score "$OUT"
+score "$OUT" --scorer "$SCORER" --report prf

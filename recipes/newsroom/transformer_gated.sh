@@ -13,7 +13,11 @@
 # train flags, e.g. "--gate-per-head True" for the paper's "different gates"), GATE_WARMUP (5000:
 # --gate-warmup-updates, gates held open for the first N updates, until the first checkpoint; 0: the
 # paper's gate from the start), GATE_NORM (token: --gate-l1-norm; document: IS eq. 7-9 as written, summary
-# NLL summed + LAMBDA x the document's gate sum).
+# NLL summed + LAMBDA x the document's gate sum), NAME (ARCH.lLAMBDA: checkpoints WORK/checkpoints/NAME,
+# decodings WORK/test.NAME.tT.out, the sweep WORK/gate_sweep.NAME; recipes/papers.sh names its
+# rows), SWEEP_SUBSET (test: the split of the threshold sweep, written to WORK/gate_sweep.NAME;
+# valid for Table 3's dev set, to WORK/gate_sweep.NAME.valid), SWEEP_THRESHOLDS (the sweep's
+# thresholds; default gate_sweep.py's 0 .. 0.2).
 #
 # Why a gate warm-up and lambda 0.03. Trained from scratch without warm-up the gates close at every
 # lambda, 0 included, before the decoder has learnt to read the source, and stay closed: the model is
@@ -90,7 +94,13 @@ require_int GATE_WARMUP 0
 require_number LAMBDA
 require_number THRESHOLD
 FP16_FLAG=$(fp16_flag)
-SAVE="$WORK/checkpoints/$ARCH.l$LAMBDA"
+NAME=${NAME:-$ARCH.l$LAMBDA}
+SWEEP_SUBSET=${SWEEP_SUBSET:-test}
+case $SWEEP_SUBSET in valid|test) ;; *) echo "${0##*/}: SWEEP_SUBSET must be valid or test, got '$SWEEP_SUBSET'" >&2; exit 2 ;; esac
+if ! [[ $NAME =~ ^[A-Za-z0-9_][A-Za-z0-9_.+-]*$ ]]; then
+  echo "${0##*/}: NAME must be letters, digits and _ . + - (not starting with . or -), got '$NAME'" >&2; exit 2
+fi
+SAVE="$WORK/checkpoints/$NAME"
 
 if ! converted "$WORK/jsonl" "$NEWSROOM"; then
   python -m preprocess.newsroom_to_jsonl --in "$NEWSROOM" --out "$WORK/jsonl" \
@@ -111,7 +121,7 @@ CKPT="$SAVE/checkpoint_best.pt"
 DECODE_THRESHOLDS="0 $THRESHOLD"  # without and with pruning (THRESHOLD=0: one decoding, no pruning)
 if [ "$THRESHOLD" = 0 ]; then DECODE_THRESHOLDS=0; fi
 for T in $DECODE_THRESHOLDS; do
-  OUT="$WORK/test.$ARCH.l$LAMBDA.t$T.out"
+  OUT="$WORK/test.$NAME.t$T.out"
   generate "$WORK/bin" "$CKPT" "$OUT" --gen-subset test --beam 4 --max-len-a 0 --max-len-b 128 --batch-size 32 \
     $FP16_FLAG --model-overrides "{'gate_threshold': $T}"
   grep "sparsity rate" "$OUT.log" || true
@@ -123,11 +133,18 @@ python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$CKPT" --s
 
 # Table 2 / Fig. 4 (sparsity vs ROUGE over thresholds 0..0.2) and Fig. 3 (one document's gates,
 # gate_scores.png: written last)
-SWEEP="$WORK/gate_sweep.$ARCH.l$LAMBDA"
+SWEEP="$WORK/gate_sweep.$NAME"
+if [ "$SWEEP_SUBSET" = valid ]; then SWEEP="$SWEEP.valid"; fi
+THRESHOLD_FLAGS=()
+if [ -n "${SWEEP_THRESHOLDS:-}" ]; then
+  for t in $SWEEP_THRESHOLDS; do require_number t; done
+  # shellcheck disable=SC2206
+  THRESHOLD_FLAGS=(--thresholds $SWEEP_THRESHOLDS)
+fi
 if [ -f "$SWEEP/gate_scores.png" ]; then
   log "gate sweep: $SWEEP exists, skipped"
 else
   log "gate sweep"
-  python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$CKPT" --gen-subset test \
-    --max-examples "$TEST_SUBSET" --beam 4 --max-len-b 128 --out-dir "$SWEEP"
+  python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$CKPT" --gen-subset "$SWEEP_SUBSET" \
+    --max-examples "$TEST_SUBSET" --beam 4 --max-len-b 128 --out-dir "$SWEEP" "${THRESHOLD_FLAGS[@]+"${THRESHOLD_FLAGS[@]}"}"
 fi

@@ -20,7 +20,7 @@
 #   Topic Assistant  fairseq-sum-score --topic-model (semantic similarity), analysis/topics.py attention
 #   Mem2Mem          fairseq-sum-score --novel-ngrams, analysis/implicit_extraction.py (vs the oracle)
 # and analysis/paper_evidence.py writes OUT/results.md (mean +- sd and each seed), with the
-# baselines and each model's verdict "summarizes" over the seeds (analysis/baseline_table.py
+# baselines and each model's verdict "specific to its document" over the seeds (analysis/baseline_table.py
 # --across). Steps whose output exists are skipped, so a re-run resumes; compare.sh refuses a re-run
 # whose spec changed.
 # Environment: SEEDS ("1 2 3"), MAX_UPDATE (500), TRAIN_CONLLU (WORK/probe/train.conllu; without it the
@@ -138,7 +138,7 @@ python -m fairseq_sum_plugins.analysis.compare "${outs[@]}" --src "$OUT/sources.
   --title "Every model of seed $first on the test documents" > /dev/null
 python -m fairseq_sum_plugins.analysis.paper_evidence "$OUT" > /dev/null
 # the baseline rows (fairseq-sum-baselines of the test set, compare.sh's OUT/seed*/baselines.json)
-# and every model's verdict "summarizes" and paired bootstrap against Lead-3, per seed, as a section
+# and every model's verdict "specific to its document" and paired bootstrap against Lead-3, per seed, as a section
 # of OUT/results.md and OUT/baselines.md (analysis/baseline_table.py)
 seed_outs=()
 for S in $SEEDS; do seed_outs+=("$OUT/seed$S"); done

@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# One command per table of each paper: runs the table's systems with the paper's settings (through
+# the recipes of this folder), the baselines (fairseq-sum-baselines) and the table's analyses, then
+# writes OUT/PAPER-TABLE.md: every row and column of the paper's table, the paper's figures (each
+# cited by table and row) beside the run's, and for what cannot run here the reason in its row.
+#
+#   bash recipes/papers.sh PAPER TABLE [DATASET=RAW ...] [DATASET.aux=AUX ...] [RAW]
+#     PAPER TABLE  tpt t2 | tpt t4 | tpt roles            TP-Transformer Table 2, Table 4, §4.4
+#                  mem2mem t1 | mem2mem t3 | mem2mem t4   Mem2Mem Tables 1, 3, 4
+#                  etads t2 | etads t4 | etads t5 | etads t6
+#                  ta main | ta ss | ta topics            Topic Assistant Tables 2-5, 6, topics
+#                  is t2 | is t3 | is sweep               information selection Tables 2, 3, Fig. 4
+#                  list                                   the tables, with their datasets
+#     DATASET=RAW  the raw data of a dataset of the table, in the format of its recipe (xsum,
+#                  wikihow, arxiv, cnn_dm: recipes/tp_transformer_run.sh; pubmed, arxiv, newsroom:
+#                  recipes/mem2mem_run.sh; nyt: recipes/nyt/transformer_ta.sh), DATASET.aux its AUX
+#                  (the XSum split file, the CNN/DM url lists, the Wikihow split lists); a bare RAW
+#                  is the table's first dataset. A dataset without RAW is not run: its rows say so.
+#                  bart=BART_DIR adds the BART rows of "ta main" (recipes/topic_assistant_bart_run.sh).
+#
+# Datasets: tpt t2: xsum wikihow arxiv cnn_dm; tpt t4, roles: xsum; mem2mem t1: pubmed arxiv
+# newsroom; t3: pubmed arxiv; t4: pubmed; etads: cnn_dm; ta: cnn_dm xsum (nyt: refused without the
+# licensed corpus); is: newsroom.
+#
+# Environment: OUT (papers/PAPER: one folder per paper, so that its tables share their runs;
+# OUT/DATASET is each dataset's WORK), SMOKE (1: tiny models, a few updates, small beams, for a CPU
+# run of every step in minutes; the written table says so in its header), PRESET (base; small: the
+# *_small presets), PROBE_LABELS (tpt t4: a folder with pos.conllu, dep.conllu and nel.conllu, the
+# labels of the training summaries written by any tagger over `fairseq-sum-probe --write-words`; or
+# SPACY_MODEL, an installed spaCy pipeline), SCORER (official: ROUGE-1.5.5 where a paper used it --
+# Mem2Mem, ETADS; rouge-score otherwise), and every variable of the recipes it calls (MAX_UPDATE,
+# EXTRA, NGPU, ...), passed on.
+#
+# Rows without a run here: published systems this project does not implement (the other rows of
+# Mem2Mem Table 1 and ETADS Table 2), BertSUM / UNILM / MASS (+TA) (no weights here), NYT (licensed:
+# recipes/nyt/transformer_ta.sh says what it needs), SRL probing (needs SRL labels of the summaries).
+# The information selection tables train this project's gated transformer from scratch with the
+# paper's lambdas (the paper fine-tunes T5-base: recipes/newsroom/t5_gated.sh).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/common.sh"
+USAGE="usage: papers.sh PAPER TABLE [DATASET=RAW ...] [RAW]   (papers.sh list: the tables)"
+PAPER=${1:?$USAGE}
+if [ "$PAPER" = list ]; then exec python -m fairseq_sum_plugins.analysis.paper_tables list; fi
+TABLE=${2:?$USAGE}
+shift 2
+DATASETS=$(python -m fairseq_sum_plugins.analysis.paper_tables datasets "$PAPER" "$TABLE") || exit 2
+OUT=${OUT:-papers/$PAPER}
+PRESET=${PRESET:-base}
+case $PRESET in base|small) ;; *) echo "${0##*/}: PRESET must be base or small, got '$PRESET'" >&2; exit 2 ;; esac
+
+declare -A RAW_OF=() AUX_OF=()
+FIRST=${DATASETS%% *}
+GIVEN=0
+for arg in "$@"; do
+  case $arg in
+    *.aux=*) key=${arg%%.aux=*}; AUX_OF[$key]=${arg#*.aux=} ;;
+    *=*) key=${arg%%=*}; RAW_OF[$key]=${arg#*=}; GIVEN=$((GIVEN + 1)) ;;
+    *) key=$FIRST; RAW_OF[$key]=$arg; GIVEN=$((GIVEN + 1)) ;;
+  esac
+  case " $DATASETS bart " in
+    *" $key "*) ;;
+    *) echo "${0##*/}: $PAPER $TABLE has no dataset '$key' (its datasets: $DATASETS)" >&2; exit 2 ;;
+  esac
+  if [ "$key" != nyt ] && [ -z "${RAW_OF[$key]:-}${AUX_OF[$key]:-}" ]; then
+    echo "${0##*/}: '$arg': an empty path" >&2; exit 2
+  fi
+done
+for key in ${AUX_OF[@]+"${!AUX_OF[@]}"}; do
+  [ -n "${RAW_OF[$key]:-}" ] || { echo "${0##*/}: $key.aux given without $key=RAW" >&2; exit 2; }
+done
+[ "$GIVEN" -gt 0 ] || { echo "$USAGE" >&2; echo "${0##*/}: no data given (datasets of $PAPER $TABLE: $DATASETS)" >&2; exit 2; }
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+# SMOKE=1: every step at a scale a CPU runs in minutes (tiny dims, a few updates, small beams)
+if [ "${SMOKE:-0}" = 1 ]; then
+  PRESET=small
+  export FP16=0 NGPU=1 PAPER_GPUS=1 PAPER_ACCUM=1 VOCAB=${VOCAB:-500} MAX_UPDATE=${MAX_UPDATE:-3}
+  export SAVE_INTERVAL=${SAVE_INTERVAL:-1} BATCH=${BATCH:-8} EPOCHS=${EPOCHS:-1} TOPICS=${TOPICS:-8}
+  export TOPICS_N=${TOPICS_N:-2} MAX_SRC=${MAX_SRC:-200} MAX_TGT=${MAX_TGT:-40} BEAM=${BEAM:-2}
+  export TEST_SUBSET=${TEST_SUBSET:-8} GATE_WARMUP=${GATE_WARMUP:-0} METEOR=${METEOR:-nltk}
+  export SCORER=${SCORER:-rouge-score}
+  SMOKE_DIMS="--encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 2"
+  SMOKE_LAYERS="--encoder-layers 1 --decoder-layers 1"
+  SMOKE_MEM2MEM="--embed-dim 32 --encoder-hidden-size 32 --decoder-hidden-size 64 --memory-attn-dim 32"
+else
+  SMOKE_DIMS="" SMOKE_LAYERS="" SMOKE_MEM2MEM=""
+fi
+SCORER=${SCORER:-official}
+case $SCORER in official|rouge-score) ;; *) echo "${0##*/}: SCORER must be official or rouge-score, got '$SCORER'" >&2; exit 2 ;; esac
+
+given() { [ -n "${RAW_OF[$1]:-}" ]; }
+raw_args() {  # RA=(RAW [AUX]) of dataset $1 (a RAW of several words, "cnn/stories dm/stories", stays one)
+  RA=("${RAW_OF[$1]}")
+  if [ -n "${AUX_OF[$1]:-}" ]; then RA+=("${AUX_OF[$1]}"); fi
+}
+recipe() {  # recipe SCRIPT DATASET ENV... -- ARGS...: one recipe run, WORK = OUT/DATASET
+  local script=$1 ds=$2 envs=()
+  shift 2
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  log "papers: $PAPER $TABLE: $script on $ds (${envs[*]})"
+  env WORK="$OUT/$ds" "${envs[@]}" bash "$HERE/$script" "$@"
+}
+baselines() { baselines_once "$OUT/$1" "$OUT/$1/baselines.json"; }
+
+# ------------------------------------------------------------------------------ TP-Transformer
+tpt_models() {  # the three models of Table 2 on dataset $1
+  local ds=$1 model
+  raw_args "$ds"
+  for model in t5_transformer tp_transformer_continuous tp_transformer; do
+    recipe tp_transformer_run.sh "$ds" NAME="$model" "EXTRA=$SMOKE_DIMS $SMOKE_LAYERS ${EXTRA:-}" \
+      -- "$ds" "${model}_$PRESET" "${RA[@]}"
+  done
+  baselines "$ds"
+}
+
+tpt_t4() {
+  local task model ckpt labels
+  tpt_models xsum
+  for task in pos dep nel; do
+    labels=()
+    if [ -n "${PROBE_LABELS:-}" ] && [ -f "$PROBE_LABELS/$task.conllu" ]; then labels=(--labels "$PROBE_LABELS/$task.conllu")
+    elif [ -n "${SPACY_MODEL:-}" ]; then labels=(--spacy-model "$SPACY_MODEL")
+    else log "probe $task: no PROBE_LABELS/$task.conllu nor SPACY_MODEL: its rows say 'not run'"; continue; fi
+    for model in t5_transformer tp_transformer; do
+      ckpt="$OUT/xsum/checkpoints/$model/checkpoint_best.pt"
+      if [ -f "$OUT/xsum/probe.$task.$model.json" ]; then log "probe $task $model: exists, skipped"; continue; fi
+      log "probe $task $model"
+      fairseq-sum-probe "$OUT/xsum/bin" --path "$ckpt" --task "$task" "${labels[@]}" \
+        ${PROBE_EXTRA:-} --json "$OUT/xsum/probe.$task.$model.json.tmp"
+      mv "$OUT/xsum/probe.$task.$model.json.tmp" "$OUT/xsum/probe.$task.$model.json"
+    done
+  done
+}
+
+tpt_roles() {
+  tpt_models xsum
+  log "roles: tp_transformer on xsum valid"
+  fairseq-sum-roles "$OUT/xsum/bin" --path "$OUT/xsum/checkpoints/tp_transformer/checkpoint_best.pt" \
+    --split valid --json "$OUT/xsum/roles.tp_transformer.json" --png "$OUT/xsum/roles.tp_transformer.png"
+}
+
+# ------------------------------------------------------------------------------------- Mem2Mem
+mem2mem_models() {
+  local ds=$1 arch
+  raw_args "$ds"
+  for arch in hred_base mem2mem_base; do
+    recipe mem2mem_run.sh "$ds" "EXTRA=$SMOKE_MEM2MEM ${EXTRA:-}" -- "$ds" "$arch" "${RA[@]}"
+  done
+  baselines "$ds"
+}
+
+lexrank() {
+  local ds=$1
+  if [ "$OUT/$ds/lexrank.rouge.json" -nt "$OUT/$ds/bin/prepare_args.json" ]; then log "lexrank: $ds exists, skipped"; return; fi
+  log "lexrank: $ds (10 sentences, threshold 0.1)"
+  python -m fairseq_sum_plugins.analysis.lexrank --data "$OUT/$ds" --sentences 10 \
+    --out "$OUT/$ds/lexrank.txt" --json "$OUT/$ds/lexrank.rouge.json" --scorer "$SCORER"
+}
+
+novel() {  # copied n-grams of a Mem2Mem decoding (Table 4)
+  local gen="$OUT/pubmed/test.$1.beam4.out"
+  if [ "$gen.novel.json" -nt "$gen" ]; then log "novel n-grams: $1 exists, skipped"; return; fi
+  log "novel n-grams: $1"
+  fairseq-sum-score --generate-output "$gen" --novel-ngrams 5,10,15,20 --bootstrap-samples 0 \
+    --json "$gen.novel.json" >/dev/null
+}
+
+# --------------------------------------------------------------------------------------- ETADS
+etads_models() {
+  local name flags
+  raw_args cnn_dm
+  while read -r name flags; do
+    recipe cnn_dm/etads.sh cnn_dm ARCH=etads_baseline NAME="etads_$name" \
+      "EXTRA=$SMOKE_DIMS ${EXTRA:-} $flags" -- "${RA[@]}"
+    python -m fairseq_sum_plugins.analysis.paper_tables params \
+      "$OUT/cnn_dm/checkpoints/etads_$name/checkpoint_best.pt" "$OUT/cnn_dm/etads_$name.params.json"
+  done < <(python -m fairseq_sum_plugins.analysis.paper_tables etads-systems "$TABLE")
+  baselines cnn_dm
+}
+
+# ----------------------------------------------------------------------------- Topic Assistant
+ta_models() {
+  local ds=$1 name arch
+  raw_args "$ds"
+  for name in transformer transformer_ta; do
+    arch=t5_transformer; [ "$name" = transformer ] || arch=transformer_ta
+    recipe topic_assistant_run.sh "$ds" NAME="$name" ARCH="${arch}_$PRESET" \
+      "EXTRA=$SMOKE_DIMS $SMOKE_LAYERS ${EXTRA:-}" -- "$ds" "${RA[@]}"
+  done
+  baselines "$ds"
+  if given bart; then
+    for name in bart bart_ta; do
+      recipe topic_assistant_bart_run.sh "$ds/bart" NAME="$name" \
+        "EXTRA=${EXTRA:-} $([ "$name" = bart ] && echo '--ta-sia False --ta-tema False --ta-drm False')" \
+        -- "$ds" "${RAW_OF[$ds]}" "${RAW_OF[bart]}" ${AUX_OF[$ds]:-}
+      mkdir -p "$OUT/$ds/$name"
+      cp -p "$OUT/$ds/bart/$name/test.mean.json" "$OUT/$ds/$name/test.mean.json"
+    done
+  fi
+}
+
+ta_ss() {
+  local ds=$1 name first
+  for name in transformer transformer_ta; do
+    first="$OUT/$ds/test.$name.beam5.out"
+    if [ "$OUT/$ds/$name.ss.json" -nt "$first" ]; then log "semantic similarity: $ds $name exists, skipped"; continue; fi
+    log "semantic similarity (TA eq. 10): $ds $name"
+    fairseq-sum-score --generate-output "$first" --topic-model "$OUT/$ds/bin/topic_model.npz" \
+      --bootstrap-samples 0 --json "$OUT/$ds/$name.ss.json" >/dev/null
+  done
+}
+
+# ------------------------------------------------------------------------ information selection
+is_model() {  # is_model NAME LAMBDA SWEEP_SUBSET [THRESHOLDS] [train flags]
+  recipe newsroom/transformer_gated.sh newsroom NAME="$1" LAMBDA="$2" SWEEP_SUBSET="$3" \
+    SWEEP_THRESHOLDS="$4" ARCH="transformer_gated_$PRESET" THRESHOLD=0.1 \
+    "EXTRA=$SMOKE_DIMS $SMOKE_LAYERS ${EXTRA:-} ${5:-}" -- "${RAW_OF[newsroom]}"
+}
+
+# -------------------------------------------------------------------------------------- tables
+run_table() {
+  local ds
+  case $PAPER:$TABLE in
+    tpt:t2) for ds in $DATASETS; do if given "$ds"; then tpt_models "$ds"; fi; done ;;
+    tpt:t4) given xsum && tpt_t4 ;;
+    tpt:roles) given xsum && tpt_roles ;;
+    mem2mem:t1|mem2mem:t3|mem2mem:t4)
+      for ds in $DATASETS; do
+        given "$ds" || continue
+        mem2mem_models "$ds"
+        if [ "$TABLE" = t3 ]; then lexrank "$ds"; fi
+        if [ "$TABLE" = t4 ]; then novel hred_base; novel mem2mem_base; fi
+      done ;;
+    etads:*) given cnn_dm && etads_models ;;
+    ta:main|ta:ss|ta:topics)
+      for ds in cnn_dm xsum; do
+        given "$ds" || continue
+        ta_models "$ds"
+        if [ "$TABLE" = ss ]; then ta_ss "$ds"; fi
+        if [ "$TABLE" = topics ]; then
+          python -m fairseq_sum_plugins.analysis.paper_tables topic-words "$OUT/$ds/bin" "$OUT/$ds/topics.json"
+        fi
+      done
+      if [ -n "${RAW_OF[nyt]+x}" ]; then recipe nyt/transformer_ta.sh nyt -- "${RAW_OF[nyt]}"; fi ;;
+    is:t2|is:sweep)
+      given newsroom || return 0
+      is_model same 0.1 test ""
+      [ "$TABLE" = sweep ] || is_model diff 0.2 test "" "--gate-per-head True" ;;
+    is:t3)
+      given newsroom || return 0
+      for lam in 0 0.1 0.2 0.4 0.7; do
+        name=l$lam; [ "$lam" != 0.1 ] || name=same
+        is_model "$name" "$lam" valid 0.1
+      done ;;
+  esac
+}
+
+run_table
+HEADER=()
+if [ "${SMOKE:-0}" = 1 ]; then
+  HEADER+=("SMOKE=1: tiny models ($SMOKE_DIMS), $MAX_UPDATE updates (Mem2Mem: $EPOCHS epoch), ETADS at beam $BEAM: the run's figures check the pipeline, not the paper.")
+fi
+python -m fairseq_sum_plugins.analysis.paper_tables write "$PAPER" "$TABLE" "$OUT" \
+  "${HEADER[@]/#/--header=}" --train-logs "$OUT"

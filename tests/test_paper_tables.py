@@ -1,0 +1,250 @@
+"""recipes/papers.sh, one command per table of each paper, and analysis/paper_tables.py, the tables
+it writes (the paper's figures beside the run's).
+
+The slow tests run each table's command end to end at smoke scale (``SMOKE=1``: tiny models, a few
+updates) on real text: ACLSum's papers (the ``aclsum`` package, through preprocess.aclsum_to_jsonl),
+bodies cut to their first paragraphs, shaped as each dataset's raw release (XSum and CNN/DM's
+Hugging Face JSONL, Newsroom's jsonl.gz, Cohan et al.'s PubMed files). One prepared corpus and one
+output folder per paper are shared by the tests of that paper (session fixtures), as a user running
+a paper's tables one after another shares them. Each test checks that the written table has every
+row of the paper's table with the paper's figures, and the run's figures where this project runs
+the row."""
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from fairseq_sum_plugins.analysis import paper_tables as pt
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIZES = {"train": 100, "valid": 8, "test": 8}  # ACLSum's 100 training papers, 8 + 8 held out
+PARAGRAPHS = 8  # first paragraphs of each paper body kept (a short document)
+PAPER_ENV_DROP = ("WORK ARCH NAME EXTRA BATCH BEAM BEAMS UPDATE_FREQ MAX_SRC MAX_TGT EPOCHS "
+                  "SAVE_INTERVAL TOPICS TOPICS_N LENPENS LAMBDA THRESHOLD TEST_SUBSET MAX_UPDATE "
+                  "VOCAB OUT SMOKE PRESET SCORER METEOR PROBE_LABELS SPACY_MODEL SPLITS").split()
+
+
+# ------------------------------------------------------------------------- tables, fast checks
+def test_every_table_lists_its_rows_with_the_papers_figures_and_cites_them(tmp_path):
+    for (paper, table), build in pt.TABLES.items():
+        t = build()
+        assert t.rows, (paper, table)
+        for row in t.rows:
+            assert len(row.paper) == len(t.columns), (paper, table, row.label)
+            assert row.source or row.reason, row.label
+        text = pt.render(t, str(tmp_path))
+        rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+        assert len(rows) == len(t.rows) + 1  # + the header row
+        for line in rows[1:]:
+            assert line.count("|") == 2 * len(t.columns) + 3, line
+
+
+def test_tpt_table2_holds_all_48_cells_and_reads_a_run(tmp_path):
+    t = pt.get_table("tpt", "t2")
+    cells = [r for r in t.rows if "Lead-3" not in r.label]
+    assert len(cells) == 4 * 2 * 2 * 3  # datasets x dev/test x beams x models
+    xsum_test4_tptd = next(r for r in cells if r.label.startswith("XSum / Test / beam 4 / TPT-d"))
+    assert xsum_test4_tptd.paper == (35.84, 14.06, 28.40, 25.79)
+    assert 'Table 2, row "XSum Test 4", TPT-d' in xsum_test4_tptd.label
+    (tmp_path / "xsum").mkdir()
+    (tmp_path / "xsum" / "test.tp_transformer.beam4.out.rouge.json").write_text(json.dumps(
+        {"rouge1": 0.1234, "rouge2": 0.05, "rougeL": 0.1, "meteor": 0.2}))
+    text = pt.render(t, str(tmp_path))
+    line = next(x for x in text.splitlines() if x.startswith("| XSum / Test / beam 4 / TPT-d"))
+    assert "| 35.84 | 12.34 | 14.06 | 5.00 | 28.40 | 10.00 | 25.79 | 20.00 |" in line
+    wiki = next(x for x in text.splitlines() if x.startswith("| Wikihow / Dev / beam 1 / TPT-c"))
+    assert "not run (wikihow/valid.tp_transformer_continuous.beam1.out.rouge.json missing)" in wiki
+
+
+def test_rows_without_a_run_say_why(tmp_path):
+    text = pt.render(pt.get_table("ta", "main"), str(tmp_path))
+    bertsum = next(x for x in text.splitlines() if x.startswith("| CNN/DM / BertSUM+TA"))
+    assert "43.06" in bertsum and "weights are not available" in bertsum
+    nyt = next(x for x in text.splitlines() if x.startswith("| NYT / Transformer+TA"))
+    assert "the paper reports no Transformer+TA figure" in nyt and "LDC2008T19" in nyt
+    srl = pt.render(pt.get_table("tpt", "t4"), str(tmp_path))
+    assert "SRL / layer 3 / TPT-d" in srl and "SRL tagger" in srl
+
+
+def test_topic_assistant_mean_and_length_penalty_choice(tmp_path):
+    a = {"rouge1": 0.30, "rouge2": 0.10, "rougeL": 0.20, "rouge1_precision": 0.5}
+    b = {"rouge1": 0.40, "rouge2": 0.20, "rougeL": 0.30, "rouge1_precision": 0.7}
+    mean = pt.mean_scores([a, b], ["a", "b"])
+    assert mean["rouge1"] == pytest.approx(0.35) and mean["rouge1_precision"] == pytest.approx(0.6)
+    assert mean["averaged"] == 2 and "meteor" not in mean
+    best, lines = pt.pick_lenpen([("0.6", a), ("0.7", b), ("0.8", b)])
+    assert best == "0.7" and len(lines) == 3  # the highest mean; the earlier alpha on a tie
+
+
+def test_gate_and_baseline_and_extraction_sources(tmp_path):
+    (tmp_path / "newsroom" / "gate_sweep.same").mkdir(parents=True)
+    (tmp_path / "newsroom" / "gate_sweep.same" / "gate_sweep.json").write_text(json.dumps(
+        [{"threshold": 0.1, "sparsity": 50.0, "rouge1": 30.0, "rouge2": 10.0, "rougeL": 25.0}]))
+    text = pt.render(pt.get_table("is", "sweep"), str(tmp_path))
+    line = next(x for x in text.splitlines() if x.startswith("| threshold 0.1 "))
+    assert "| 58.20 | 50.00 | 41.11 | 30.00 |" in line
+    missing = next(x for x in text.splitlines() if x.startswith("| threshold 0.2 "))
+    assert "threshold 0.2 not in" in missing
+
+
+def test_papers_sh_refuses_bad_commands(tmp_path):
+    def run(*args, **env):
+        full = {k: v for k, v in os.environ.items() if k not in PAPER_ENV_DROP}
+        full.update(env, OUT=str(tmp_path / "out"))
+        full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
+        return subprocess.run(["bash", os.path.join(REPO, "recipes", "papers.sh"), *args], cwd=REPO,
+                              env=full, capture_output=True, text=True, timeout=120)
+
+    for args, message in ((("tpt", "t9", "x"), "no table 'tpt t9'"),
+                          (("nope", "t2", "x"), "no table 'nope t2'"),
+                          (("tpt", "t2", "pubmed=x"), "has no dataset 'pubmed'"),
+                          (("tpt", "t2", "xsum="), "an empty path"),
+                          (("tpt", "t2", "xsum.aux=y"), "xsum.aux given without xsum=RAW"),
+                          (("tpt", "t2"), "no data given")):
+        proc = run(*args)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr[-500:])
+    proc = run("etads", "t2", "x", PRESET="large")
+    assert proc.returncode == 2 and "PRESET must be base or small" in proc.stderr
+    assert "tpt t2" in run("list").stdout
+
+
+# ------------------------------------------------------------------------- smoke-scale tables
+def _aclsum_pairs(folder):
+    """ACLSum (aclsum package) as (document paragraphs, summary sentences) per split."""
+    subprocess.run([sys.executable, "-m", "preprocess.aclsum_to_jsonl", "--out", str(folder)],
+                   cwd=REPO, check=True, capture_output=True)
+    out = {}
+    for split, n in SIZES.items():
+        with open(folder / f"{split}.jsonl", encoding="utf-8") as f:
+            records = [json.loads(line) for line in f][:n]
+        out[split] = [(r["document"].split("\n")[:PARAGRAPHS], r["summary"]) for r in records]
+    return out
+
+
+def _write_xsum(folder, pairs):
+    folder.mkdir(parents=True)
+    names = {"train": "train", "valid": "validation", "test": "test"}
+    for split, items in pairs.items():
+        with open(folder / f"{names[split]}.jsonl", "w", encoding="utf-8") as f:
+            for i, (paras, summ) in enumerate(items):
+                f.write(json.dumps({"document": "\n".join(paras), "summary": " ".join(summ),
+                                    "id": f"{split}{i}"}) + "\n")
+
+
+def _write_cnndm(folder, pairs):
+    folder.mkdir(parents=True)
+    names = {"train": "train", "valid": "validation", "test": "test"}
+    for split, items in pairs.items():
+        with open(folder / f"{names[split]}.jsonl", "w", encoding="utf-8") as f:
+            for i, (paras, summ) in enumerate(items):
+                f.write(json.dumps({"article": "\n".join(paras), "highlights": "\n".join(summ),
+                                    "id": f"{split}{i}"}) + "\n")
+
+
+def _write_newsroom(folder, pairs):
+    folder.mkdir(parents=True)
+    names = {"train": "train", "valid": "dev", "test": "test"}
+    for split, items in pairs.items():
+        with gzip.open(folder / f"{names[split]}.jsonl.gz", "wt", encoding="utf-8") as f:
+            for i, (paras, summ) in enumerate(items):
+                f.write(json.dumps({
+                    "url": f"http://example.com/{split}/{i}", "archive": "", "title": summ[0][:40],
+                    "date": "20150101000000", "text": "\n\n".join(paras), "summary": " ".join(summ),
+                    "compression": 10.0, "coverage": 0.9, "density": 1.0,
+                    "compression_bin": "medium", "coverage_bin": "high",
+                    "density_bin": "abstractive"}) + "\n")
+
+
+def _write_cohan(folder, pairs):
+    folder.mkdir(parents=True)
+    names = {"train": "train", "valid": "val", "test": "test"}
+    sentence_end = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+    for split, items in pairs.items():
+        with open(folder / f"{names[split]}.txt", "w", encoding="utf-8") as f:
+            for i, (paras, summ) in enumerate(items):
+                sections = [[s.lower() for s in sentence_end.split(p) if s.strip()] for p in paras]
+                sections = [s for s in sections if s][:4]
+                f.write(json.dumps({
+                    "article_id": f"{split}{i}", "article_text": [s for sec in sections for s in sec],
+                    "abstract_text": [f"<S> {s.lower()} </S>" for s in summ], "labels": None,
+                    "section_names": [f"section {k}" for k in range(len(sections))],
+                    "sections": sections}) + "\n")
+
+
+@pytest.fixture(scope="session")
+def raw_corpora(tmp_path_factory):
+    """The same real pairs in each dataset's raw format: {dataset: path}."""
+    root = tmp_path_factory.mktemp("paper_corpora")
+    pairs = _aclsum_pairs(root / "aclsum")
+    paths = {"xsum": root / "xsum", "cnn_dm": root / "cnn_dm", "newsroom": root / "newsroom",
+             "pubmed": root / "pubmed"}
+    _write_xsum(paths["xsum"], pairs)
+    _write_cnndm(paths["cnn_dm"], pairs)
+    _write_newsroom(paths["newsroom"], pairs)
+    _write_cohan(paths["pubmed"], pairs)
+    return {k: str(v) for k, v in paths.items()}
+
+
+@pytest.fixture(scope="session")
+def papers_out(tmp_path_factory):
+    """One output folder per paper, shared by its tables (as papers.sh's default OUT)."""
+    root = tmp_path_factory.mktemp("papers")
+    return lambda paper: str(root / paper)
+
+
+def papers_sh(out, paper, table, *args, **env):
+    full = {k: v for k, v in os.environ.items() if k not in PAPER_ENV_DROP}
+    full.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", VISIBLE_GPUS="0", SMOKE="1", OUT=out)
+    full.update(env)
+    full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
+    proc = subprocess.run(["bash", os.path.join(REPO, "recipes", "papers.sh"), paper, table, *args],
+                          cwd=REPO, env=full, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    with open(os.path.join(out, f"{paper}-{table}.md"), encoding="utf-8") as f:
+        return f.read()
+
+
+def table_rows(text):
+    """{label prefix (before " ("): [cells]} of a written table."""
+    rows = {}
+    for line in text.splitlines():
+        if line.startswith("| ") and not line.startswith("| row |"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def check_table(text, paper, table, run_rows):
+    """Every row of the paper's table is there with the paper's figures; the rows ``run_rows``
+    (label prefixes, or (prefix, columns) for a row with figures in its first columns only: a
+    baseline has no METEOR) have finite run figures in every column."""
+    t = pt.get_table(paper, table)
+    rows = table_rows(text)
+    assert len(rows) == len(t.rows)
+    for row in t.rows:
+        cells = rows[row.label]
+        for k, value in enumerate(row.paper):
+            assert cells[2 * k] == ("-" if value is None else pt._cells([value], 3 if t.keys[0]
+                                                                        .startswith("ss_") else 2)[0])
+    for prefix in run_rows:
+        prefix, ncols = prefix if isinstance(prefix, tuple) else (prefix, len(t.columns))
+        hits = [cells for label, cells in rows.items() if label.startswith(prefix)]
+        assert hits, prefix
+        for cells in hits:
+            runs = cells[1:2 * ncols:2]
+            assert all(re.fullmatch(r"-?\d+\.\d+", c) for c in runs), (prefix, cells)
+    assert "SMOKE=1" in text and "s/update" in text
+    return rows
+
+
+@pytest.mark.slow
+def test_tpt_table2_on_xsum_at_smoke_scale(raw_corpora, papers_out):
+    text = papers_sh(papers_out("tpt"), "tpt", "t2", f"xsum={raw_corpora['xsum']}")
+    rows = check_table(text, "tpt", "t2", [f"XSum / {s} / beam {b} / {m}" for s in ("Dev", "Test")
+                                           for b in (1, 4) for m in ("Transformer", "TPT-c", "TPT-d")]
+                       + [("XSum / Test / Lead-3", 3)])
+    assert "not run (cnn_dm/" in rows["CNN/DM / Test / beam 4 / TPT-d"][-1]
