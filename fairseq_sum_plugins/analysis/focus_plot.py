@@ -22,38 +22,21 @@ import statistics
 import torch
 
 from .decodings import sha256_file
-from .inspect import check_documents
+from .inspect import check_documents, teacher_forced
 
 logger = logging.getLogger("fairseq_sum_plugins.focus_plot")
 
 
-def focus_modules(model):
-    """``(name, FocusBias)`` pairs of the encoder, in layer order."""
-    return [(n, m) for n, m in model.encoder.named_modules() if type(m).__name__ == "FocusBias"]
-
-
 def collect_focus(model, src_tokens):
-    """Runs the encoder on one unpadded document ``(S,)``; returns ``{layer name: {"mu": H x m,
-    "sigma": H x m, "m": m}}`` (positions are 1-based, as in ETADS eq. 7)."""
-    mods = focus_modules(model)
-    if not mods:
+    """Runs one unpadded document ``(S,)`` through the inspection stage (:mod:`.inspect`: ETADS
+    focus's ``focus``; the decoder reads the document's final EOS only); returns ``{layer name:
+    {"mu": H x m, "sigma": H x m, "m": m}}`` (positions are 1-based, as in ETADS eq. 7)."""
+    eos = src_tokens[-1:]
+    focus = teacher_forced(model, src_tokens, eos, int(eos)).get("focus")
+    if not focus:
         raise ValueError(
             "this model has no focus attention (train with --focus-layers or --arch etads_base)")
-    model.eval()
-    for _, m in mods:
-        m.keep_focus = True
-    try:
-        with torch.no_grad():
-            model.encoder(src_tokens[None], src_lengths=torch.tensor([src_tokens.numel()]))
-        out = {}
-        for name, m in mods:
-            mu, sigma, length = m.last_focus
-            out[name] = {"mu": mu[0].cpu().tolist(), "sigma": sigma[0].cpu().tolist(),
-                         "m": int(length[0])}
-        return out
-    finally:
-        for _, m in mods:
-            m.keep_focus, m.last_focus = False, None
+    return focus
 
 
 def focus_stats(focus):

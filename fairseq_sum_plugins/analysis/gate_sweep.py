@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from ..scoring import rouge
-from ..modules.encoder_out import EncoderOut
+from .inspect import teacher_forced
 from .source_use import source_gain
 
 logger = logging.getLogger("fairseq_sum_plugins.gate_sweep")
@@ -235,27 +235,14 @@ def plot_curve(rows, png):
     plt.close(fig)
 
 
-def document_gates(model, task, gates, subset, index, cuda):
-    """Raw gate scores (no threshold) of one example: ``(tokens, scores)``; per-head: max over
-    heads."""
+def document_gates(model, task, subset, index):
+    """Raw gate scores (no threshold; per-head: max over heads) of one example, read through the
+    inspection stage (:func:`.inspect.teacher_forced`, information selection's ``gate``):
+    ``(tokens, scores)``."""
     task.load_dataset(subset)
-    ds = task.dataset(subset)
-    sample = ds.collater([ds[index]])
-    src = sample["net_input"]["src_tokens"]
-    saved = [g.threshold for g in gates]
-    for g in gates:
-        g.threshold = -1.0  # nothing closed: the scores of IS eq. 3 for every token
-    try:
-        with torch.no_grad():
-            enc = model.encoder(src.cuda() if cuda else src, sample["net_input"]["src_lengths"])
-    finally:
-        for g, t in zip(gates, saved):
-            g.threshold = t
-    # either model's layout
-    scores = EncoderOut.of(enc).state["gates"][0].float().max(-1).values.cpu()
-    keep = src[0].ne(task.source_dictionary.pad())
-    tokens = [task.source_dictionary[int(t)] for t in src[0][keep]]
-    return tokens, scores[keep.to(scores.device)].tolist()
+    item = task.dataset(subset)[index]
+    values = teacher_forced(model, item["source"], item["target"], task.target_dictionary.eos())
+    return [task.source_dictionary[int(t)] for t in item["source"]], values["gate"]
 
 
 def plot_gates(tokens, scores, png, max_words=80, threshold=0.1, title=""):
@@ -349,7 +336,7 @@ def main(argv=None):
     if args.reference:
         return rows
     plot_curve(rows, os.path.join(args.out_dir, "sparsity_rouge.png"))
-    tokens, scores = document_gates(model, task, gates, args.gen_subset, args.doc_index, cuda)
+    tokens, scores = document_gates(model, task, args.gen_subset, args.doc_index)
     if args.gpt2_encoder_json and args.gpt2_vocab_bpe:
         tokens = gpt2_pieces(tokens, args.gpt2_encoder_json, args.gpt2_vocab_bpe)
     plot_gates(tokens, scores, os.path.join(args.out_dir, "gate_scores.png"), args.max_doc_tokens,

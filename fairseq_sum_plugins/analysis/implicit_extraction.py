@@ -21,7 +21,6 @@ import argparse
 import json
 import logging
 import os
-from argparse import Namespace
 
 import numpy as np
 import torch
@@ -169,30 +168,24 @@ def extract(model, task, split, lead, batch_size, max_docs=0, use_cuda=False, or
             [results[i][2] for i in ids], [results[i][3] for i in ids], agreement)
 
 
-def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200, use_cuda=False):
-    """Write-attention and read-attention heatmaps of one document (dataset index ``index``)."""
-    from fairseq import utils
+def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200):
+    """Write-attention and read-attention heatmaps of one document (dataset index ``index``), read
+    through the inspection stage (:mod:`.inspect`: Mem2Mem's ``memory`` and ``memory_read``, the
+    model teacher-forced on its beam-search summary)."""
+    from .inspect import beam_output, teacher_forced
 
     dataset = task.dataset(split)
-    sample = dataset.collater([dataset[index]])
-    sample = utils.move_to_cuda(sample) if use_cuda else sample
-    net_input = sample["net_input"]
-    with torch.no_grad():
-        enc = model.encoder(net_input["src_tokens"], net_input["src_lengths"])
-        n = int(enc["sent_mask"].sum())
-        A = enc["write_attn"][0, :, :n].float().cpu()
-        paths = [os.path.join(out_dir, "write_attn.png")]
-        plot_matrix(
-            A, paths[0], "input sentence (1-based, document order)",
-            f"memory write attention A: slot x sentence\n({split} document #{index}, {n} sentences)"
-        )
-        generator = task.build_generator([model], Namespace(beam=beam, max_len_b=max_len_b))
-        hypo = task.inference_step(generator, [model], sample)[0][0]["tokens"]
-        eos = task.target_dictionary.eos()
-        prev = torch.cat([hypo.new_tensor([eos]), hypo[:-1]]).unsqueeze(0)
-        _, extra = model(net_input["src_tokens"], net_input["src_lengths"], prev)
-    if extra.get("read_attn") is not None:
-        psi = extra["read_attn"][0].float().cpu().T  # slots x steps
+    item = dataset[index]
+    hypo = beam_output(model, task, dataset.collater([item]), beam, max_len_b)
+    values = teacher_forced(model, item["source"], hypo, task.target_dictionary.eos())
+    A = torch.tensor(values["memory"])
+    paths = [os.path.join(out_dir, "write_attn.png")]
+    plot_matrix(
+        A, paths[0], "input sentence (1-based, document order)",
+        f"memory write attention A: slot x sentence\n({split} document #{index}, {A.shape[1]} "
+        "sentences)")
+    if "memory_read" in values:
+        psi = torch.tensor(values["memory_read"]).T  # slots x steps
         paths.append(os.path.join(out_dir, "read_attn.png"))
         plot_matrix(psi, paths[-1], "decoding step (1-based)",
                     f"memory read attention Psi: slot x step\n({split} document #{index}, "
@@ -279,7 +272,7 @@ def cli_main(argv=None):
               f"{100 * agr['chance_precision']:.1f}%), recall {100 * agr['recall']:.1f}%")
     if args.png_index is not None:
         for path in plot_document(model, task, args.split, args.png_index, args.out, args.beam,
-                                  args.max_len_b, use_cuda):
+                                  args.max_len_b):
             print(f"wrote {path}")
 
 

@@ -137,6 +137,8 @@ def teacher_forced(model, src, target, eos):
     """``{name: value}`` of one document: ``model`` run once on ``src`` ``(S,)`` with ``target``
     ``(T,)`` (ending in EOS) as the decoder's input shifted right, every declared watch on; plus
     ``attention`` (:func:`top_attention`) when the backbone returns its cross-attention."""
+    device = next(model.parameters()).device
+    src, target = src.to(device), target.to(device)
     prev = torch.cat([target.new_tensor([eos]), target[:-1]])[None]
     probe, run = Probe(), Run(src)
     for _, inspection in declarations(model):
@@ -147,7 +149,7 @@ def teacher_forced(model, src, target, eos):
     model.eval()
     try:
         with torch.no_grad():
-            _, run.extra = model(src[None], torch.tensor([src.numel()]), prev)
+            _, run.extra = model(src[None], torch.tensor([src.numel()], device=device), prev)
         values = {}
         for read in probe.readers:
             values.update(read(run))
@@ -163,7 +165,11 @@ def teacher_forced(model, src, target, eos):
 
 def beam_output(model, task, sample, beam, max_len_b):
     """The model's beam-search output of a one-document ``sample`` (token ids, ending in EOS)."""
+    from fairseq import utils
+
     generator = task.build_generator([model], Namespace(beam=beam, max_len_b=max_len_b))
+    if next(model.parameters()).is_cuda:
+        sample = utils.move_to_cuda(sample)
     with torch.no_grad():
         return task.inference_step(generator, [model], sample)[0][0]["tokens"].cpu()
 

@@ -14,39 +14,27 @@ import re
 import numpy as np
 import torch
 
+from .inspect import teacher_forced
+
 logger = logging.getLogger("fairseq_sum_plugins.roles")
 
 
-def collect_role_usage(model, batches, threshold=0.98, pad=1):
+def collect_role_usage(model, documents, threshold=0.98):
     """Returns ``{sublayer name: {"peaked": share, "usage": per-role argmax frequency, "n":
-    count}}``."""
-    bindings = [(n, m) for n, m in model.named_modules() if type(m).__name__ == "TPRBinding"]
-    if not bindings or bindings[0][1].mode != "discrete":
-        raise ValueError(
-            "role analysis needs a TP-Transformer with discrete roles (--tpr discrete)")
-    for _, m in bindings:
-        m.keep_role_attn = True
-    stats = {n: {"peaked": 0, "n": 0, "usage": np.zeros(m.num_roles)} for n, m in bindings}
-    model.eval()
-    try:
-        with torch.no_grad():
-            for sample in batches:
-                net_input = sample["net_input"]
-                model(**net_input)
-                masks = {
-                    "encoder": net_input["src_tokens"].ne(pad),
-                    "decoder": sample["target"].ne(pad),
-                }
-                for name, m in bindings:
-                    attn = m.role_attn[masks[name.split(".")[0]]]  # (tokens, H, N_r)
-                    best, idx = attn.float().max(dim=-1)
-                    s = stats[name]
-                    s["peaked"] += int((best > threshold).sum())
-                    s["n"] += best.numel()
-                    s["usage"] += np.bincount(idx.flatten().cpu().numpy(), minlength=m.num_roles)
-    finally:
-        for _, m in bindings:
-            m.keep_role_attn, m.role_attn = False, None
+    count}}`` over ``documents`` (``(source, target)`` token pairs, the target teacher-forced), read
+    through the inspection stage (:mod:`.inspect`: the TP-Transformer's ``roles``)."""
+    stats = {}
+    for src, tgt in documents:
+        roles = teacher_forced(model, src, tgt, int(tgt[-1])).get("roles")
+        if roles is None:
+            raise ValueError(
+                "role analysis needs a TP-Transformer with discrete roles (--tpr discrete)")
+        for name, attn in roles.items():
+            best, idx = torch.tensor(attn).max(dim=-1)  # (positions, H)
+            s = stats.setdefault(name, {"peaked": 0, "n": 0, "usage": np.zeros(len(attn[0][0]))})
+            s["peaked"] += int((best > threshold).sum())
+            s["n"] += best.numel()
+            s["usage"] += np.bincount(idx.flatten().numpy(), minlength=len(s["usage"]))
     return {
         n: {"peaked": s["peaked"] / max(s["n"], 1), "n": s["n"],
             "usage": (s["usage"] / max(s["usage"].sum(), 1)).tolist()}
@@ -95,34 +83,28 @@ def cli_main():
     parser.add_argument("data", help="binarized data dir (fairseq-sum-prepare's OUT/bin)")
     parser.add_argument("--path", required=True, help="checkpoint")
     parser.add_argument("--split", default="valid")
-    parser.add_argument("--max-tokens", type=int, default=4096)
-    parser.add_argument("--max-batches", type=int, default=0, help="0 = the whole split")
+    parser.add_argument("--max-docs", type=int, default=0, help="0 = the whole split")
     parser.add_argument("--threshold", type=float, default=0.98)
     parser.add_argument("--png", help="write the role-usage heatmap here")
     parser.add_argument("--json", help="write the statistics here")
     parser.add_argument("--cpu", action="store_true")
     args = parser.parse_args()
 
+    if args.max_docs < 0:
+        parser.error(f"--max-docs must be >= 0, got {args.max_docs}")
     import fairseq_sum_plugins  # noqa: F401  (registers the model and the task)
-    from fairseq import checkpoint_utils, utils
+    from fairseq import checkpoint_utils
 
     models, _, task = checkpoint_utils.load_model_ensemble_and_task(
         [args.path], arg_overrides={"data": args.data})
     model = models[0]
-    use_cuda = torch.cuda.is_available() and not args.cpu
-    if use_cuda:
+    if torch.cuda.is_available() and not args.cpu:
         model.cuda()
     task.load_dataset(args.split)
-    itr = task.get_batch_iterator(task.dataset(args.split),
-                                  max_tokens=args.max_tokens).next_epoch_itr(shuffle=False)
-
-    def batches():
-        for i, sample in enumerate(itr):
-            if args.max_batches and i >= args.max_batches:
-                break
-            yield utils.move_to_cuda(sample) if use_cuda else sample
-
-    stats = collect_role_usage(model, batches(), args.threshold, task.target_dictionary.pad())
+    dataset = task.dataset(args.split)
+    n = min(len(dataset), args.max_docs or len(dataset))
+    documents = ((dataset[i]["source"], dataset[i]["target"]) for i in range(n))
+    stats = collect_role_usage(model, documents, args.threshold)
     total_peaked = sum(s["peaked"] * s["n"]
                        for s in stats.values()) / max(sum(s["n"] for s in stats.values()), 1)
     print(f"{'sublayer':45s} {'max>' + str(args.threshold):>10s} {'roles used':>10s}")

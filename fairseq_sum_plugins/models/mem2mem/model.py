@@ -424,14 +424,15 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
 def watch_memory(model, probe):
     """Inspection: ``memory``, slots x sentences, the memory write attention ``A`` (M2M eq. 5) over
     the document's sentences as the model sees them (capped by ``--max-doc-sentences``), read from
-    the encoder output; nothing without an encoder memory."""
+    the encoder output, and ``memory_read``, output tokens x slots, the read attention ``Psi`` of
+    the decoder memory where the model has one; nothing without an encoder memory."""
 
     def read(run):
-        A = run.encoder_out.get("write_attn")
-        if A is None:
-            return {}
         n = int(run.encoder_out["sent_mask"][0].sum())
-        return {"memory": A[0, :, :n].tolist()}
+        out = {"memory": run.encoder_out["write_attn"][0, :, :n].tolist()}
+        if run.extra.get("read_attn") is not None:
+            out["memory_read"] = run.extra["read_attn"][0].tolist()
+        return out
 
     if model.encoder.compression is not None:
         probe.read(read)
@@ -441,7 +442,8 @@ def watch_memory(model, probe):
 class Mem2MemModel(FairseqEncoderDecoderModel):
     """Hierarchical GRU encoder-decoder with Mem2Mem memories; see the module docstring."""
 
-    inspection = Inspection({"memory": "sentence"}, watch_memory)  # fairseq-sum-inspect
+    # fairseq-sum-inspect
+    inspection = Inspection({"memory": "sentence", "memory_read": "output"}, watch_memory)
 
     @staticmethod
     def add_args(parser):
