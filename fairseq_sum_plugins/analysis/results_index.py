@@ -86,6 +86,8 @@ import os
 import re
 import sys
 
+from ..scoring.specificity import label_of
+
 from .results_paths import check_paths
 from .results_prose import ALLOWED as ALLOWED_FIGURES, check_prose
 
@@ -126,12 +128,13 @@ def _load(path):
 
 # ------------------------------------------------------------------------------------ recomputation
 def specificity_of(hyps, refs):
-    """{own, other, delta, p} of ROUGE-2 reference specificity (:mod:`.specificity`)."""
+    """{own, other, delta, lower, p} of ROUGE-2 reference specificity (:mod:`.specificity`;
+    ``lower``: the one-sided 95% document-bootstrap bound the verdict tests against its bar)."""
     from .decodings import scorer
     from ..scoring.specificity import specificity
 
     s = specificity(*scorer().pairs(hyps, refs))
-    return {k: float(s[k]) for k in ("own", "other", "delta", "p")}
+    return {k: float(s[k]) for k in ("own", "other", "delta", "lower", "p")}
 
 
 def references_of(folder, root_table):
@@ -326,17 +329,17 @@ def baseline_figures(table_dir):
             continue
         spec = b.get("specificity") or None
         if spec:
-            spec = {"delta": spec["delta"], "p": spec["p"]}
+            spec = {k: spec[k] for k in ("delta", "lower", "p") if k in spec}
         out[name] = {**{k: 100 * b[k] for k in ROUGE_KEYS}, "specificity": spec,
                      "distinct": b.get("distinct"),
-                     "verdict": (b.get("verdict") or {}).get("label")}
+                     "verdict": label_of((b.get("verdict") or {}).get("label"))}
     bag = data.get("bag_of_pieces")
     if bag is not None and not isinstance(bag, dict):
         raise ResultsError(f"{path}: 'bag_of_pieces' is not an object")
     if bag:  # no text: a test NLL and a source gain only
         out["bag_of_pieces"] = {**{k: None for k in ROUGE_KEYS}, "specificity": None,
                                 "distinct": None,
-                                "verdict": (bag.get("verdict") or {}).get("label"),
+                                "verdict": label_of((bag.get("verdict") or {}).get("label")),
                                 "nll": bag.get("nll"), "source_gain": bag.get("gain")}
     return out
 
@@ -433,20 +436,27 @@ def add_paired(models, per_document):
 
 
 def add_verdicts(models, table_dir):
-    """Each run with decodings gets its verdict (:func:`.specificity.verdict`: "summarizes" or "does
-    not summarize") from its specificity, test NLL, source gain and distinct outputs against the
-    table's ``baselines.json`` (the random extract's delta sets the bar; the bag of pieces' NLL)."""
-    from ..scoring.specificity import verdict
+    """Each run with decodings gets its verdict (:func:`.specificity.verdict`: "specific to its
+    document" or "not specific to its document") from its specificity's lower bound, test NLL,
+    source gain and distinct outputs against the table's ``baselines.json`` (the mean delta of its
+    random draws sets the bar; the bag of pieces' NLL), and per run ``bar`` {``bar``, ``mean``,
+    ``min``, ``max``, ``draws``} (the draws' figures; ``draws`` 1 for a file with one draw)."""
+    from ..scoring.specificity import random_mean, specificity_bar, verdict
 
     data = _load(os.path.join(table_dir, "baselines.json"))
     bag = (data.get("bag_of_pieces") or {}).get("nll")
-    random_delta, documents = data.get("random_delta"), data.get("documents")
+    mean, documents = random_mean(data), data.get("documents")
+    draws = data.get("random_draws") or {}
+    bar = None if mean is None else {
+        "bar": specificity_bar(mean), "mean": mean, "min": draws.get("min", mean),
+        "max": draws.get("max", mean), "draws": len(draws.get("seeds") or [None])}
     for f in models.values():
         f["verdict"] = [
-            verdict(spec, random_delta, nll, bag, gain, distinct,
+            verdict(spec, mean, nll, bag, gain, distinct,
                     documents)["label"] if spec else None for spec, nll, gain, distinct in zip(
                         f["specificity"], f["nll"], f["source_gain"], f["distinct"])
         ]
+        f["bar"] = [bar if spec else None for spec in f["specificity"]]
 
 
 def _parity_figures(record, root):
@@ -568,18 +578,26 @@ def _cell(values, digits):
 
 
 def _spec_cell(specs):
+    """Per seed: "delta [lower bound] (p against 0)" (the lower bound where recorded)."""
     if all(s is None for s in specs):
         return "-"
-    return ", ".join("-" if s is None else f"{s['delta']:+.2f} (p {s['p']:.4f})" for s in specs)
+
+    def one(s):
+        lower = f" [{round(s['lower'], 9) + 0.0:+.2f}]" if s.get("lower") is not None else ""
+        return f"{round(s['delta'], 9) + 0.0:+.2f}{lower} (p {s['p']:.4f})"
+
+    return ", ".join("-" if s is None else one(s) for s in specs)
 
 
 def _verdict_cell(labels):
-    """Per seed: "yes" (summarizes), "no" (does not), "not measured" (a check without its figure,
-    e.g. an extract, which has no NLL), "-" (no decodings)."""
+    """Per seed: "yes" (specific to its document), "no" (not), "not measured" (a check without its
+    figure, e.g. an extract, which has no NLL), "-" (no decodings)."""
+    from ..scoring.specificity import LABELS, label_of
+
     if not labels or all(v is None for v in labels):
         return "-"
-    word = {"summarizes": "yes", "does not summarize": "no", "not measured": "not measured"}
-    return ", ".join(word.get(v, "-") for v in labels)
+    word = {LABELS[True]: "yes", LABELS[False]: "no", LABELS[None]: "not measured"}
+    return ", ".join(word.get(label_of(v), "-") for v in labels)
 
 
 def _paired_cell(values, key):
@@ -597,7 +615,8 @@ SUMMARY_HEADER = (
     "| model | papers | updates | seeds | ROUGE-1 | ROUGE-2 | ROUGE-L | test NLL (bits) | "
     "source gain (bits) | distinct | ROUGE-1 - first model [95% CI] (p), per seed | "
     "ROUGE-2 - first model [95% CI] (p), per seed | ROUGE-2 - Lead-3 [95% CI] (p), per seed | "
-    "ROUGE-2 specificity delta (p), per seed | summarizes? per seed | recomputed from decodings |")
+    "ROUGE-2 specificity delta [one-sided 95% lower bound] (permutation p against 0), per seed | "
+    "specific to its document? per seed | recomputed from decodings |")
 
 
 def _parity_block(record):
@@ -662,7 +681,39 @@ def table_block(index, table):
                       f"recomputed from {BASELINE_OUTPUTS}/{name}.txt" if f.get("recomputed")
                       else "copied from baselines.json"]
             lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    statements = _statements(records, rows)
+    return "\n".join(lines + ([""] + statements if statements else []))
+
+
+def _statements(records, rows):
+    """The sentences under a generated table: the bar, then per model its verdict with the paired
+    test against Lead-3 and against its record's first model
+    (:func:`.lead3_statement.statement`)."""
+    from .lead3_statement import statement
+
+    out = []
+    bars = [b for (_, _, _), (f, _) in rows.items() for b in f.get("bar") or [] if b]
+    if bars:
+        b = bars[0]
+        draws = (f"the mean delta {b['mean']:+.2f} of {b['draws']} random extracts (range "
+                 f"{b['min']:+.2f} .. {b['max']:+.2f})" if b["draws"] > 1
+                 else f"one random extract's delta {b['mean']:+.2f}")
+        out.append(f"Specific to its document: the one-sided 95% document-bootstrap lower bound "
+                   f"of the ROUGE-2 specificity delta (in brackets) above the bar {b['bar']:.2f} "
+                   f"= max(0.5, 0.5 x {draws}), test NLL below the bag of pieces', source gain "
+                   ">= 0.3 bits and >= 90% distinct outputs; it says the outputs depend on their "
+                   "documents, not that they summarize them. Per model, the paired bootstrap "
+                   "against Lead-3's extracts and against the record's first model (1,000 "
+                   "resamples; significant at p <= 0.05):")
+    firsts = {label: list(r["models"])[0] for r in records for label in r["models"]}
+    for (label, _, seeds), (f, _) in rows.items():
+        if not any(v is not None for v in f.get("verdict") or []):
+            continue
+        vs_first = f.get("vs_first") or [None] * len(seeds)
+        first = next((v.get("model") for v in vs_first if v), firsts.get(label))
+        out.append("- " + statement(label, f["verdict"], f.get("vs_lead3") or [None] * len(seeds),
+                                    vs_first, first if first != label else None, seeds))
+    return out
 
 
 def _begin(table):
