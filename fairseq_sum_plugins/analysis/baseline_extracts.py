@@ -15,9 +15,10 @@ their hashes and their documents, so that an extract edited without moving a sco
   summary of the check (chosen: a source cut inside a lead extract's sentence compares the part
   that is there).
 """
-import hashlib
 import os
 import re
+
+from .decodings import sha256_file
 
 SUMS = "SHA256SUMS"
 SEP = " <sep> "
@@ -25,19 +26,12 @@ LEADS = {"lead1": 1, "lead3": 3}
 SUM_LINE = re.compile(r"^([0-9a-f]{64}) [ *](\S+)$")
 
 
-def sha256_text(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        h.update(f.read())
-    return h.hexdigest()
-
-
 def write_sums(folder):
     """Writes ``folder/SHA256SUMS`` of every ``NAME.txt`` in ``folder``; returns its path."""
     names = sorted(n for n in os.listdir(folder) if n.endswith(".txt"))
     path = os.path.join(folder, SUMS)
     with open(path, "w", encoding="utf-8") as f:
-        f.writelines(f"{sha256_text(os.path.join(folder, n))}  {n}\n" for n in names)
+        f.writelines(f"{sha256_file(os.path.join(folder, n))}  {n}\n" for n in names)
     return path
 
 
@@ -66,7 +60,7 @@ def check_sums(folder):
     fails = [f"{os.path.join(folder, n)}: no line in {SUMS}" for n in names if n not in sums]
     fails += [f"{path}: names {n}, which is not there" for n in sums if n not in names]
     for n in names:
-        if n in sums and sha256_text(os.path.join(folder, n)) != sums[n]:
+        if n in sums and sha256_file(os.path.join(folder, n)) != sums[n]:
             fails.append(f"{os.path.join(folder, n)}: sha256 differs from {SUMS}'s (edited?)")
     return fails
 

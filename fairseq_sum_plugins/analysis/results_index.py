@@ -45,7 +45,10 @@ What ``--check`` does, every failure printed (exit 1 if any):
 * recomputes, for each run with ``decodings.txt``, ROUGE-1/2/L (``Scorer(detok=False)`` of the
   committed lines: ``fairseq-sum-score``'s own per-document scores, :mod:`.decodings`), the
   distinct decodings and the specificity, and compares them with the run's
-  ``test.out.rouge.json`` (to 1e-6), ``source_use.json`` and the index; the sha256 of
+  ``test.out.rouge.json`` (every ROUGE mean, recall, precision and bootstrap interval to 1e-6,
+  :data:`BOOTSTRAP`; the specificity's own, other, delta and p; a key neither recomputed nor named
+  in :data:`COPIED_SCORES` fails: :func:`compare_scores`), ``source_use.json`` and the index; the
+  sha256 of
   ``decodings.txt`` and of the references with ``decodings.json``; a run with ``decodings.json``
   and no ``decodings.txt`` fails (deleted); every run of a record must hold the same data hash;
 * reads ``run_spec.txt``: ``train.SEED`` must be the seed ``tables.json`` files the run under
@@ -67,8 +70,15 @@ What ``--check`` does, every failure printed (exit 1 if any):
   writes from the committed runs): each row's model, run folder or baseline, every ROUGE, source
   gain, distinct, test NLL and specificity cell at the digits it shows, for the seed of the file's
   ``seedN`` folder (a mean +- sd cell over seeds: the generated text), or a row naming its run
-  folder beside the file against that folder's JSONs; a row naming nothing fails. Figure tables
-  of other rows are printed as not checked;
+  folder beside the file against that folder's JSONs; a row naming nothing fails. A specificity
+  cell's p, a verdict cell (its polarity, whatever its wording) and a paired-test cell ("diff (p P)"
+  per ROUGE-1 / 2 / L, against Lead-3 or the named model) are compared too. Figure tables of other
+  rows are printed as not checked;
+* rescores each baseline extract (:func:`recompute_baselines`) and compares every figure of its
+  ``baselines.json`` system as a run's; checks the extracts against ``baselines/SHA256SUMS`` and
+  against the table's ``sources.txt`` (:mod:`.baseline_extracts`);
+* fails on a machine path in any file under ``results/`` (:mod:`.results_paths`) and on a figure
+  of the results' prose that is not its section's (:mod:`.results_prose`);
 * regenerates ``results/TABLE/report.html`` (:func:`table_page`: fairseq-sum-compare's page of
   the first seed of every model, from the committed decodings) of each table whose runs have
   decodings, and compares it with the committed one (``--write`` writes it);
@@ -78,6 +88,10 @@ What ``--check`` does, every failure printed (exit 1 if any):
   checkpoints are gone); a listed run that has decodings now, or a listed folder no record names,
   fails, so the list only shrinks as runs are re-done. Without a ``run_spec.txt`` a listed run's
   seed and update count are unchecked (printed); a run with decodings must have one.
+
+Not recomputed, and named in the summary of every check: each run's test NLL and source gain
+(``source_use.json``: the checkpoints are not committed), METEOR, the bag of pieces' test NLL and
+source gain, and the extracts' sentences past the committed sources' cut (their hash only).
 """
 import argparse
 import json
@@ -982,9 +996,10 @@ def _polarity(label):
 def _at_digits(shown, value, what, where):
     """[] when ``value`` rounds to the figure ``shown`` at its digits, else the failure."""
     digits = len(shown.partition(".")[2])
+    sign = "+" if shown[:1] in "+-" else ""
     if float(shown) == float(f"{value:.{digits}f}"):
         return []
-    return [f"{where}: {what} {shown}, recorded {value:.{digits}f}"]
+    return [f"{where}: {what} {shown}, recorded {value:{sign}.{digits}f}"]
 
 
 def _check_verdict(cell, figures, where):

@@ -131,13 +131,11 @@ def prose_lines(text):
 
 
 def sentences(lines):
-    """[(first line number, {line number: text}, sentence)] of :func:`prose_lines`: paragraphs
-    (runs of prose lines) split at sentence ends."""
+    """[(first line number, sentence)] of :func:`prose_lines`: paragraphs (runs of prose lines)
+    split at sentence ends."""
     out, para = [], []
 
     def flush():
-        if not para:
-            return
         text, starts = "", []
         for number, line in para:
             starts.append((len(text), number))
@@ -146,17 +144,18 @@ def sentences(lines):
         for piece in SENTENCE_END.split(text):
             start = text.index(piece, pos)
             pos = start + len(piece)
-            first = max(n for s, n in starts if s <= start)
-            out.append((first, piece, [(s, n) for s, n in starts]))
+            if piece.strip():
+                out.append((max(n for s, n in starts if s <= start), piece))
         para.clear()
 
     for number, line, _ in lines:
-        if line is None:
-            flush()
-        else:
+        if line is not None:
             para.append((number, line))
-    flush()
-    return [(first, piece) for first, piece, _ in out]
+        elif para:
+            flush()
+    if para:
+        flush()
+    return out
 
 
 def _matches(shown, figures):
