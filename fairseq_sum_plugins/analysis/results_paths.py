@@ -79,9 +79,9 @@ def check_paths(root):
                 except ValueError:
                     data = None
                 if data is not None:
-                    fails += [f"{rel}: key {key!r} holds the machine path {p!r}"
+                    fails += [f"{rel}: key {key!r} holds the machine path '{p}'"
                               for key, s in _json_strings(data) for p in paths_in(s)]
                     continue
             for number, line in enumerate(text.splitlines(), 1):
-                fails += [f"{rel}:{number}: the machine path {p!r}" for p in paths_in(line)]
+                fails += [f"{rel}:{number}: the machine path '{p}'" for p in paths_in(line)]
     return fails
