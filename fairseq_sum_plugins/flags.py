@@ -5,7 +5,13 @@ fairseq's ``utils.eval_bool`` runs its argument through ``eval``: ``--pointer-ge
 in a ``NameError`` traceback and any expression given as the value is executed. :func:`bool_flag`
 reads a value as data only: ``True/False``, ``true/false``, ``1/0``, ``yes/no``; anything else is an
 argparse error naming the flag and the value.
+
+The layer-list flags (``--focus-layers``, ``--saliency-layers``) take a string on the command line;
+a hydra config's YAML gives ``focus_layers: 1`` as an int and ``[1, 2]`` as a list:
+:func:`layers_flag` turns both into the flag's string form.
 """
+from collections.abc import Mapping, Sequence
+
 import argparse
 import logging
 
@@ -25,6 +31,24 @@ def bool_flag(text):
     if key in FALSE:
         return False
     raise argparse.ArgumentTypeError(f"expected True or False, got {text!r}")
+
+
+def layers_flag(value, flag="--layers"):
+    """A layer-list flag's value in the string form the flag takes: a string or None as given; an
+    int as its digits (``1`` -> ``"1"``); a list or tuple (an omegaconf ListConfig too) of ints and
+    strings joined by commas (``[1, 2]`` -> ``"1,2"``; empty: ``"none"``). Anything else (a bool, a
+    float, a mapping, a nested list) is a ValueError naming the flag and the value."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, Sequence) and not isinstance(value, Mapping):
+        items = list(value)
+        if all(isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool))
+               for v in items):
+            return ",".join(str(v) for v in items) or "none"
+    raise ValueError(f"{flag}: expected 'all', 'none', 1-based layers like '1,2' or '1-4', an int "
+                     f"or a list of them, got {value!r}")
 
 
 def renamed_flag(args, name, old, default=_UNSET):

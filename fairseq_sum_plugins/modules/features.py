@@ -72,7 +72,7 @@ from argparse import ArgumentParser, Namespace
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional
 
-from ..flags import parse_bool_options
+from ..flags import layers_flag, parse_bool_options
 
 SITES = ("encoder_self", "decoder_self", "decoder_cross")
 ENCODER_OUT = "encoder_out"  # modules on the encoder, transforming its output
@@ -165,8 +165,9 @@ def register_feature(spec: FeatureSpec):
 
 def parse_layers(spec, num_layers, flag="--layers"):
     """``"all"``, ``"none"``/``""``, or 1-based indices and ranges (``"1,2"``, ``"1-2"``,
-    ``"[1-4]"``) -> sorted set of 0-based layer indices."""
-    spec = (spec or "none").strip().strip("[]").strip().lower()
+    ``"[1-4]"``; a hydra config's int or list: :func:`~fairseq_sum_plugins.flags.layers_flag`) ->
+    sorted set of 0-based layer indices."""
+    spec = (layers_flag(spec, flag) or "none").strip().strip("[]").strip().lower()
     if spec == "all":
         return set(range(num_layers))
     if spec in ("none", "", "-"):
@@ -206,8 +207,8 @@ def layers_feature(name, flag, site, attr, module, help, inspect=None):
         parser.add_argument(flag, type=str, metavar="LAYERS",
                             help=f"{help}: 'all', 'none', or 1-based layers like '1,2' / '1-2'")
 
-    def defaults(args):
-        setattr(args, dest, getattr(args, dest, "none"))
+    def defaults(args):  # a hydra config's int or list in the flag's string form
+        setattr(args, dest, layers_flag(getattr(args, dest, "none"), flag))
 
     def on(args):
         depth = args.encoder_layers if site.startswith("encoder") else args.decoder_layers
