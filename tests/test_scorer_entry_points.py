@@ -20,7 +20,8 @@ HYPS = ["e f a b x <q> g h c d", "the cat sat on the mat <q> it was happy",
 OTHER = ["a b c d", "the cat sat", "Two men were arrested .", "some text"]
 REFS = ["a b c d <q> e f g h", "the cat sat on a mat <q> the dog was happy",
         "Two men were arrested by police . <q> The men face theft charges .", "some reference text"]
-BACKENDS = ["rouge-score", pytest.param("official", marks=pytest.mark.skipif(
+# rouge-score: the default's deprecated name, an alias in every entry point
+BACKENDS = ["rouge155-py", "rouge-score", pytest.param("official", marks=pytest.mark.skipif(
     _perl_ready() is not None, reason=str(_perl_ready())))]
 
 
@@ -100,6 +101,17 @@ def test_fairseq_flags_reach_the_scorer(toy_data):
     task = load_task(toy_data, eval_rouge=True, eval_rouge_scorer=args.eval_rouge_scorer,
                      eval_rouge_sentence_sep=args.eval_rouge_sentence_sep)
     assert task.rouge_scorer() == R.Scorer("official", ("<q>",))
+    # the default, by its name and by its deprecated name, in both fairseq options
+    for flags in ([], ["--scorer", "rouge155-py"], ["--scorer", "rouge-score"]):
+        args = options.parse_args_and_arch(options.get_generation_parser(default_task="summarization"),
+                                           [toy_data, "--path", "x.pt", "--scoring", "rouge", *flags])
+        scorer = scoring.build_scorer(convert_namespace_to_omegaconf(args).scoring, None)
+        assert scorer.scorer() == R.Scorer("rouge155-py") and scorer.scorer().backend == "rouge155-py"
+        args = options.parse_args_and_arch(options.get_training_parser(), [
+            toy_data, "--task", "summarization", "--arch", "transformer_ta_small", "--optimizer", "adam",
+            "--eval-rouge", *[f.replace("--scorer", "--eval-rouge-scorer") for f in flags]])
+        task = load_task(toy_data, eval_rouge=True, eval_rouge_scorer=args.eval_rouge_scorer)
+        assert task.rouge_scorer() == R.Scorer("rouge155-py")
     with pytest.raises(SystemExit):
         options.parse_args_and_arch(options.get_training_parser(), [toy_data, "--task", "summarization", "--arch",
                                                                     "transformer_ta_small", "--eval-rouge-scorer", "perl"])
@@ -113,7 +125,7 @@ def test_validation_scores_a_reference_without_a_word_zero_as_before(toy_data, m
     val = task_rouge(toy_data, monkeypatch, hyps, refs)
     assert val == pytest.approx([sum(d["fmeasure"] for d in both[m]) / 3 for m in R.MAIN_METRICS],
                                 abs=fp64_tol(1))
-    assert R.rouge_pair(["a b"], []) == (0.0, 0.0, 0.0)  # what rouge-score gives such a pair
+    assert R.rouge_pair(["a b"], []) == (0.0, 0.0, 0.0)  # what rouge_score's counting gives such a pair
 
 
 def test_compare_with_official_scorer_and_meteor_impl(tmp_path, capsys):

@@ -20,7 +20,8 @@ Measurements (all also in ``--json``):
 
 * ROUGE (:class:`fairseq_sum_plugins.scoring.rouge.Scorer`, the options of
   :func:`~fairseq_sum_plugins.scoring.rouge.add_scorer_options` shared with ``fairseq-sum-compare``
-  and the gate sweep): ``--scorer rouge-score`` (default) | ``official`` (ROUGE-1.5.5, ``--workers``
+  and the gate sweep): ``--scorer rouge155-py`` (default: ROUGE-1.5.5 in Python, equal to it per
+  document; ``rouge-score`` is its deprecated name) | ``official`` (ROUGE-1.5.5, ``--workers``
   processes) | ``files2rouge``; ``--report prf`` adds a precision / recall / F1 table of every ROUGE
   variant (ETADS Tables 5-6).
 * ``--meteor``: METEOR (:mod:`fairseq_sum_plugins.scoring.meteor`, TP-Transformer Table 2): nltk's,
