@@ -309,6 +309,37 @@ def test_memory_write_timing(setting):
 # --- size -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("arch", ["hred_base", "mem2mem_base"])
+def test_coverage_loss_matches_hand_computation(arch):
+    """See et al. (2017) eq. 12-13, as the 'coverage' aux loss: c_t = sum_{t' < t} alpha_t' (zero at
+    the first step), covloss_t = sum_i min(alpha_ti, c_ti), averaged over the batch's real target
+    steps (the padded step excluded), computed in float64 from the model's own token attention."""
+    from fairseq_sum_plugins.aux_losses import AUX_LOSSES
+
+    assert AUX_LOSSES["coverage"].weight == 1.0  # --coverage-weight: See et al.'s lambda = 1
+    torch.manual_seed(0)
+    model, d = build_model(arch, **TINY, coverage_loss=True)
+    model.eval()
+    src, lens, prev = doc_batch(d, [[3, 4, 2], [5], [2, 2]], tgt_len=4)
+    with torch.no_grad():
+        _, extra = model(src, lens, prev)
+    alpha = extra["alpha"].double().tolist()  # B x T x S (kept source tokens)
+    total, steps = 0.0, 0
+    for b, rows in enumerate(alpha):
+        cov = [0.0] * len(rows[0])
+        for t, row in enumerate(rows):
+            loss_t = sum(min(a, c) for a, c in zip(row, cov))
+            cov = [c + a for c, a in zip(cov, row)]
+            if prev[b, t] != d.pad():
+                total, steps = total + loss_t, steps + 1
+    assert steps == 3 * 4 - 1 and total > 0
+    assert extra["aux_losses"]["coverage"].item() == approx32(total / steps, magnitude=4.0)
+    without, _ = build_model(arch, d, **TINY)  # the loss is off unless asked (first phase)
+    assert "coverage" not in without(src, lens, prev)[1]["aux_losses"]
+    # See et al.'s last phase restores the first phase's checkpoint: no parameter added
+    model.load_state_dict(without.state_dict(), strict=True)
+
+
 def test_parameter_count_at_paper_dims():
     """Paper Table 1: 14.7M parameters (50k vocabulary, embeddings 128, GRUs 256, r = 10, d_a = 128)."""
     d = make_dictionary(50000 - 5)  # 4 specials + <sep> + 49995 words
@@ -316,6 +347,8 @@ def test_parameter_count_at_paper_dims():
     counts = {arch: sum(p.numel() for p in build_model(arch, d)[0].parameters()) for arch in ("hred_base", "mem2mem_base")}
     print(f"parameters at 50k vocabulary: {counts}")
     assert abs(counts["mem2mem_base"] - 14.7e6) / 14.7e6 < 0.02
+    # stated in the presets' docstrings: 14.60M against the paper's "14.7M"
+    assert counts == {"hred_base": 13_970_513, "mem2mem_base": 14_595_153}
     assert 0.4e6 < counts["mem2mem_base"] - counts["hred_base"] < 0.8e6  # the memories
 
 

@@ -49,6 +49,23 @@ Auxiliary losses (``net_output[1]["aux_losses"]``, weighted by ``summarization_l
 document, the mean over its target steps of ``||psi_t M_E - beta_t H||_2``), and with
 ``--coverage-loss`` See et al.'s ``coverage`` = ``sum_i min(alpha_ti, cov_ti)`` per target token.
 
+Sizes (App. A.2: single-layer bi-GRUs, "all GRUs have the hidden size of 256", token embeddings
+128, a 50,000-word vocabulary, memory compression with 10 heads and a self-attention hidden size of
+128; Table 1: Mem2Mem "14.7M"). The bi-GRUs are read as 256 wide in all (128 per direction): at
+vocab 50,000 ``mem2mem_base`` has 14,595,153 parameters (14.60M, 0.1M under the stated 14.7M; 256
+per direction gives 17.2M) and ``hred_base`` 13,970,513 (tests/test_mem2mem.py); the paper does not
+say where the other 0.1M lie.
+
+Coverage. §2: "the pointer generator and decoder coverage method in See et al. (2017) are used for
+the baseline HRED" (and Mem2Mem builds on it); App. A.1.2 describes the coverage vector in the token
+attention (M2M eq. 16-17) and says nothing of See et al.'s coverage loss, its weight or when it
+starts. See et al. add that loss with weight lambda = 1 for a last phase, after training without it
+has converged. Here it is the auxiliary loss ``coverage`` (``--coverage-loss True``; the criterion's
+``--coverage-weight``, also ``--coverage-loss-weight``, default 1), off unless asked, so both
+schedules are commands: from the first update (the recipes' choice), or See et al.'s last phase
+(``--restore-file`` the converged checkpoint with ``--coverage-loss True``: the loss adds no
+parameter).
+
 Ablations of Table 2 (PubMed), all on ``--arch mem2mem_base``:
 
     Baseline HRED      --memory-encoder False --memory-decoder False   (= --arch hred_base)
