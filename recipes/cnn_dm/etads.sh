@@ -8,7 +8,8 @@
 #
 # Environment: ARCH (etads_base; etads_baseline.sh sets the paper's "Basic model"), WORK (data/cnn_dm-etads: 400/100-token data of its own),
 # NGPU (GPUs here, 1), PAPER_GPUS (4: the paper's 4 Titan Xp, emulated with --update-freq),
-# MAX_UPDATE (200000), VOCAB (50000), FP16 (1 on GPU), COVERAGE_TYPE (wu | summary), BEAM (10),
+# MAX_UPDATE (200000), VOCAB (50000), FP16 (1 on GPU), COVERAGE_TYPE (wu | summary) and COVERAGE_BETA
+# (wu and 1: the paper's coverage weight 1, below), BEAM (10),
 # EXTRA (more fairseq-train flags, e.g. "--focus-layers 1,2" for the placements of Tables 5-6),
 # NAME (ARCH: the checkpoint folder WORK/checkpoints/NAME and the output WORK/test.NAME.beamB.out;
 # recipes/papers.sh names each row of Tables 2 and 4-6), SCORER (official: ROUGE-1.5.5 through
@@ -36,17 +37,20 @@
 #   NLL loss (ETADS eq. 11), no label smoothing mentioned      --criterion summarization_loss --label-smoothing 0
 #   beam 10, minimum length 35                           --beam 10 --min-len 35 (--max-len-b 100)
 #   length penalty alpha 0.9 (Wu et al.)                 --lenpen-gnmt 0.9       = OpenNMT-py -length_penalty wu -alpha 0.9
-#   "beta 5" (coverage penalty)                          --coverage-penalty 5 --coverage-penalty-type summary
-#       = OpenNMT-py -coverage_penalty summary -beta 5: beam 10, min length 35, alpha 0.9, beta 5 are
-#       OpenNMT-py's published CNN/DM decoding command, which uses the "summary" penalty
-#       -beta * sum_j (max(cov_j, 1) - 1). GNMT's own "wu" penalty beta * sum_j log min(cov_j, 1)
-#       (COVERAGE_TYPE=wu) is ~-10^3 on 400-token sources with beta 5 and would rank hypotheses by
-#       coverage alone. OpenNMT-py applies it at every step (-stepwise_penalty); here it rescores
-#       finished hypotheses (fairseq_sum_plugins/tasks/sequence_generator.py).
-#   "coverage weight 1" (Tu et al. coverage)             OpenNMT-py's weight of the coverage *training*
-#       loss (-lambda_coverage 1, with -coverage_attn; See et al., 2017), defined on its RNN decoders'
-#       coverage attention. Not reproduced: this transformer has no coverage attention; the decoding
-#       coverage penalty above is what acts at inference.
+#   beam search "with coverage technique (Tu et    --coverage-penalty COVERAGE_BETA (1) --coverage-penalty-type
+#    al.) ... the coverage weight is set to 1",       COVERAGE_TYPE (wu) --lenpen-gnmt 0.9: GNMT's coverage
+#    length penalty (Wu et al.) alpha 0.9, beta 5      penalty beta * sum_j log min(sum_i a_ij, 1), Tu et al.'s
+#                                                      coverage C_j with fertility 1, weight 1, and "beta 5"
+#                                                      read as the constant 5 of GNMT's lp
+#                                                      (tasks/sequence_generator.py's docstring). The other
+#                                                      reading, OpenNMT-py's published CNN/DM decoding
+#                                                      (-coverage_penalty summary -beta 5, which matches
+#                                                      every other decoding number of §4.1):
+#                                                      COVERAGE_TYPE=summary COVERAGE_BETA=5. With wu at
+#                                                      beta 1 on 400-token sources the coverage term is
+#                                                      hundreds of nats and ranks the hypotheses.
+#                                                      The penalty rescores finished hypotheses (OpenNMT-py:
+#                                                      at every step, -stepwise_penalty).
 #   ROUGE F1 (pyrouge, "official ROUGE script")          fairseq-sum-score --scorer official (ROUGE-1.5.5)
 #                                                          --report prf (Tables 5-6: precision, recall)
 # Paper's ROUGE-1/2/L: 41.75/19.01/38.89 (beam 10); paper's hardware: 4 Titan Xp, 200k steps.
@@ -59,7 +63,10 @@ WORK=${WORK:-data/cnn_dm-etads}
 PAPER_GPUS=${PAPER_GPUS:-4}
 MAX_UPDATE=${MAX_UPDATE:-200000}
 VOCAB=${VOCAB:-50000}
-COVERAGE_TYPE=${COVERAGE_TYPE:-summary}
+COVERAGE_TYPE=${COVERAGE_TYPE:-wu}
+COVERAGE_BETA=${COVERAGE_BETA:-1}
+case $COVERAGE_TYPE in wu|summary) ;; *) echo "${0##*/}: COVERAGE_TYPE must be wu or summary, got '$COVERAGE_TYPE'" >&2; exit 2 ;; esac
+require_number COVERAGE_BETA
 BEAM=${BEAM:-10}
 NAME=${NAME:-$ARCH}
 SCORER=${SCORER:-official}
@@ -95,5 +102,5 @@ train "$WORK/bin" "$WORK/checkpoints/$NAME" --arch "$ARCH" $FP16_FLAG "${DIST_FL
 OUT="$WORK/test.$NAME.beam$BEAM.out"
 generate "$WORK/bin" "$WORK/checkpoints/$NAME/checkpoint_best.pt" "$OUT" \
   --gen-subset test --beam "$BEAM" --min-len 35 --max-len-a 0 --max-len-b 100 --batch-size 32 $FP16_FLAG \
-  --lenpen-gnmt 0.9 --coverage-penalty 5 --coverage-penalty-type "$COVERAGE_TYPE"
+  --lenpen-gnmt 0.9 --coverage-penalty "$COVERAGE_BETA" --coverage-penalty-type "$COVERAGE_TYPE"
 score "$OUT" --scorer "$SCORER" --report prf
