@@ -21,10 +21,10 @@ parameters TA adds: BertSUM+SIA 7.09M, BertSUM+DRM 3.16M, BART+TA 38.91M (9.58%)
 7,866,624 to ``bart_large`` (406,291,456; 1.94%): SIA 4,720,896 (36 attention blocks of
 ``W^v_add`` ``d_m x d_v`` with a bias and ``W^a_add`` ``d_v x d_m``, d_v 64; TA eq. 7) and DRM
 3,145,728 (``W_b``, ``K x d_m`` in each of 12 decoder layers; TA eq. 9); ``bart_base_ta`` adds
-2,950,272 to 139,420,416 (2.12%). Table 8's figures do not follow from eq. 7 and 9 as written:
+2,950,272 to 139,420,416 (2.12%). Table 8's figures do not follow from TA eq. 7 and 9 as written:
 at BertSUM's dims (24 attention blocks and 6 decoder layers of d_m 768) they give 2,360,832 (SIA)
-and 1,179,648 (DRM) against its 7.09M and 3.16M, and the paper gives no other form, so eq. 7 and 9
-are kept as written (tests/test_paper_sizes.py). Information selection fine-tunes T5-base in its
+and 1,179,648 (DRM) against its 7.09M and 3.16M, and the paper gives no other form, so TA eq. 7 and
+9 are kept as written (tests/test_paper_sizes.py). Information selection fine-tunes T5-base in its
 paper (``t5_base_gated`` in ``sum_transformer``); the BART presets ``bart_*_gated`` are the
 project's.
 

@@ -906,22 +906,22 @@ for _name, _preset in (("t5_transformer_t5_small", t5_transformer_base),
 
 # --- ETADS presets (You et al., 2019, §4.1: 4+4 layers, 8 heads, d_e = d_m 512, d_f 2048,
 # post-LN §3.1, one 50,000-word vocabulary shared by documents and summaries, output bias b^o of
-# eq. 4) ---
+# ETADS eq. 4) ---
 
 
 def _etads(args):
     """What ETADS states: §3.1 (post-LN ``LayerNorm(t + SubLayer(t))``, feed-forward biases b^1,
-    b^2, output layer ``softmax(W^o S + b^o)``, eq. 4), §4.1 (N = 4, h = 8, d_m 512, d_f 2048, a
-    dictionary of 50,000 shared by documents and summaries). Silent or ambiguous, and chosen here:
+    b^2, output layer ``softmax(W^o S + b^o)``, ETADS eq. 4), §4.1 (N = 4, h = 8, d_m 512, d_f 2048,
+    a dictionary of 50,000 shared by documents and summaries). Silent or ambiguous, and chosen here:
     positions (not described: fairseq's sinusoidal ones), whether ``W^o`` is tied to the embeddings
     (not said: tied, as the one shared dictionary allows), the dropout "0.8" (read in the recipe as
     a keep probability). Table 4's "# of paras" (3,406K / 4,246K / 5,087K with 2 / 4 / 6 encoder or
-    decoder layers) cannot be whole models at these dims (two layers of d_m 512, d_f 2048 alone
-    hold 6.3M) and the paper does not say what they count; they are of the order of the two
-    extensions' parameters (ours: 4,227,072 at 4+4 layers; 3,162,112 / 5,292,032 with 2 / 6 encoder
-    layers). Whole models at vocab 50,000: ``etads_base`` 59,302,736, ``etads_baseline``
-    55,075,664 (b^o included; tests/test_etads.py)."""
-    args.output_bias = getattr(args, "output_bias", True)  # b^o (eq. 4)
+    decoder layers) cannot be whole models at these dims (two layers of d_m 512, d_f 2048 alone hold
+    6.3M) and the paper does not say what they count; they are of the order of the two extensions'
+    parameters (ours: 4,227,072 at 4+4 layers; 3,162,112 / 5,292,032 with 2 / 6 encoder layers).
+    Whole models at vocab 50,000: ``etads_base`` 59,302,736, ``etads_baseline`` 55,075,664 (b^o
+    included; tests/test_etads.py)."""
+    args.output_bias = getattr(args, "output_bias", True)  # b^o (ETADS eq. 4)
     args.encoder_layers = getattr(args, "encoder_layers", 4)
     args.decoder_layers = getattr(args, "decoder_layers", args.encoder_layers)
     args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)

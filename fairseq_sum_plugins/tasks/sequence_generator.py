@@ -19,21 +19,21 @@ without ``--lenpen-gnmt``, ``log P`` is normalized by fairseq's ``|Y| ** lenpen`
 added after it. The coverage of a source token is floored at ``1e-10`` before the log (a token whose
 attention underflowed to exactly 0 would otherwise make the score -inf).
 
-ETADS §4.1 decodes with "beam search ... with coverage technique (Tu et al., 2016) ..., the
-coverage weight is set to 1" and "length penalty (Wu et al., 2016) ... alpha 0.9 and beta 5". Tu et
-al.'s coverage is part of a model, not of a search: a coverage vector ``C_j = sum_i a_ij / Phi_j``
-fed back into an RNN's attention and trained with it, which ETADS's transformer (its eq. 1-11) does
+ETADS §4.1 decodes with "beam search ... with coverage technique (Tu et al., 2016) ..., the coverage
+weight is set to 1" and "length penalty (Wu et al., 2016) ... alpha 0.9 and beta 5". Tu et al.'s
+coverage is part of a model, not of a search: a coverage vector ``C_j = sum_i a_ij / Phi_j`` fed
+back into an RNN's attention and trained with it, which ETADS's transformer (ETADS eq. 1-11) does
 not have. Its use in beam search with one weight is GNMT's coverage penalty above (Wu et al., 2016,
 the paper ETADS cites in the same paragraph; OpenNMT-py's ``-coverage_penalty wu -beta``), whose
 ``sum_i a_ij`` is Tu et al.'s ``C_j`` with fertility ``Phi_j = 1``. So the paper's setting is read
-as ``--coverage-penalty 1 --coverage-penalty-type wu --lenpen-gnmt 0.9``, with "beta 5" the
-constant 5 of GNMT's ``lp``, which the paper lists with alpha (GNMT writes ``lp`` with it). The
-other reading, OpenNMT-py's published CNN/DM decoding (beam 10, min length 35, ``-length_penalty wu
--alpha 0.9 -coverage_penalty summary -beta 5``, which matches all of ETADS's decoding numbers but
-the coverage weight), is ``--coverage-penalty 5 --coverage-penalty-type summary``. A T-step summary
-of a 400-token source spreads T units of attention over 400 tokens, so at most T of them reach
-``C_j = 1``: with beta 1, ``wu`` adds ``-760`` when 60 steps attend uniformly (``400 log 0.15``),
-against a ``log P / lp`` of tens, and the coverage term ranks the hypotheses.
+as ``--coverage-penalty 1 --coverage-penalty-type wu --lenpen-gnmt 0.9``, with "beta 5" the constant
+5 of GNMT's ``lp``, which the paper lists with alpha (GNMT writes ``lp`` with it). The other
+reading, OpenNMT-py's published CNN/DM decoding (beam 10, min length 35, ``-length_penalty wu -alpha
+0.9 -coverage_penalty summary -beta 5``, which matches all of ETADS's decoding numbers but the
+coverage weight), is ``--coverage-penalty 5 --coverage-penalty-type summary``. A T-step summary of a
+400-token source spreads T units of attention over 400 tokens, so at most T of them reach ``C_j =
+1``: with beta 1, ``wu`` adds ``-760`` when 60 steps attend uniformly (``400 log 0.15``), against a
+``log P / lp`` of tens, and the coverage term ranks the hypotheses.
 """
 import torch
 from fairseq.sequence_generator import SequenceGenerator
