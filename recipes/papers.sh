@@ -27,9 +27,11 @@
 # run of every step in minutes; the written table says so in its header), PRESET (base; small: the
 # *_small presets), PROBE_LABELS (tpt t4: a folder with pos.conllu, dep.conllu and nel.conllu, the
 # labels of the training summaries written by any tagger over `fairseq-sum-probe --write-words`; or
-# SPACY_MODEL, an installed spaCy pipeline), SCORER (official: ROUGE-1.5.5 where a paper used it --
-# Mem2Mem, ETADS; rouge-score otherwise), and every variable of the recipes it calls (MAX_UPDATE,
-# EXTRA, NGPU, ...), passed on.
+# SPACY_MODEL, an installed spaCy pipeline), PROBE_EXTRA (more fairseq-sum-probe flags), SCORER
+# (ETADS: official, ROUGE-1.5.5 as its Table 2; rouge155-py, the Python port, where the perl script
+# is not installed; the other tables score with fairseq-sum-score's default, rouge155-py, equal to
+# ROUGE-1.5.5 per document), and every variable of the recipes it calls (MAX_UPDATE, EXTRA, NGPU,
+# LENPENS, ...), passed on.
 #
 # Rows without a run here: published systems this project does not implement (the other rows of
 # Mem2Mem Table 1 and ETADS Table 2), BertSUM / UNILM / MASS (+TA) (no weights here), NYT (licensed:
@@ -79,8 +81,8 @@ if [ "${SMOKE:-0}" = 1 ]; then
   export FP16=0 NGPU=1 PAPER_GPUS=1 PAPER_ACCUM=1 VOCAB=${VOCAB:-500} MAX_UPDATE=${MAX_UPDATE:-3}
   export SAVE_INTERVAL=${SAVE_INTERVAL:-1} BATCH=${BATCH:-8} EPOCHS=${EPOCHS:-1} TOPICS=${TOPICS:-8}
   export TOPICS_N=${TOPICS_N:-2} MAX_SRC=${MAX_SRC:-200} MAX_TGT=${MAX_TGT:-40} BEAM=${BEAM:-2}
-  export TEST_SUBSET=${TEST_SUBSET:-8} GATE_WARMUP=${GATE_WARMUP:-0} METEOR=${METEOR:-nltk}
-  export SCORER=${SCORER:-rouge-score}
+  export TEST_SUBSET=${TEST_SUBSET:-8} GATE_WARMUP=${GATE_WARMUP:-0}
+  export SCORER=${SCORER:-rouge155-py}
   SMOKE_DIMS="--encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 2"
   SMOKE_LAYERS="--encoder-layers 1 --decoder-layers 1"
   SMOKE_MEM2MEM="--embed-dim 32 --encoder-hidden-size 32 --decoder-hidden-size 64 --memory-attn-dim 32"
@@ -88,7 +90,7 @@ else
   SMOKE_DIMS="" SMOKE_LAYERS="" SMOKE_MEM2MEM=""
 fi
 SCORER=${SCORER:-official}
-case $SCORER in official|rouge-score) ;; *) echo "${0##*/}: SCORER must be official or rouge-score, got '$SCORER'" >&2; exit 2 ;; esac
+case $SCORER in official|rouge155-py|rouge-score) ;; *) echo "${0##*/}: SCORER must be official or rouge155-py, got '$SCORER'" >&2; exit 2 ;; esac
 
 given() { [ -n "${RAW_OF[$1]:-}" ]; }
 raw_args() {  # RA=(RAW [AUX]) of dataset $1 (a RAW of several words, "cnn/stories dm/stories", stays one)
@@ -157,7 +159,7 @@ lexrank() {
   if [ "$OUT/$ds/lexrank.rouge.json" -nt "$OUT/$ds/bin/prepare_args.json" ]; then log "lexrank: $ds exists, skipped"; return; fi
   log "lexrank: $ds (10 sentences, threshold 0.1)"
   python -m fairseq_sum_plugins.analysis.lexrank --data "$OUT/$ds" --sentences 10 \
-    --out "$OUT/$ds/lexrank.txt" --json "$OUT/$ds/lexrank.rouge.json" --scorer "$SCORER"
+    --out "$OUT/$ds/lexrank.txt" --json "$OUT/$ds/lexrank.rouge.json"
 }
 
 novel() {  # copied n-grams of a Mem2Mem decoding (Table 4)

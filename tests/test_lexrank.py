@@ -42,3 +42,28 @@ def test_extract_keeps_the_best_in_document_order_and_refuses_bad_arguments():
     for bad in (dict(k=0), dict(threshold=1.0), dict(threshold=-0.1), dict(damping=0)):
         with pytest.raises(ValueError):
             lexrank_extract(SENTS, **bad)
+
+
+def test_cli_writes_each_documents_extract_and_refuses_to_overwrite_its_inputs(tmp_path):
+    import json
+    import os
+
+    import corpora
+    from fairseq_sum_plugins.analysis import lexrank
+    from fairseq_sum_plugins.analysis.baselines import read_prepared
+
+    work = corpora.prepared_jsonl_work(tmp_path)
+    out, scores = tmp_path / "lexrank.txt", tmp_path / "lexrank.json"
+    assert lexrank.main(["--data", str(work), "--sentences", "2", "--out", str(out), "--json", str(scores)]) == 0
+    docs, refs = read_prepared(str(work), "test")
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines == [" <sep> ".join(lexrank_extract(d, 2)) for d in docs]
+    result = json.loads(scores.read_text())
+    assert result["num_summaries"] == len(refs) and 0 < result["rouge1"] <= 1 and result["sentences"] == 2
+    src = os.path.join(str(work), "raw", "test.src")
+    before = open(src, encoding="utf-8").read()
+    for argv in (["--out", src], ["--out", str(out), "--json", str(out)], ["--out", str(out), "--sentences", "0"]):
+        with pytest.raises(SystemExit) as e:
+            lexrank.main(["--data", str(work), *argv])
+        assert e.value.code == 2
+    assert open(src, encoding="utf-8").read() == before

@@ -196,9 +196,21 @@ def papers_out(tmp_path_factory):
     return lambda paper: str(root / paper)
 
 
+def meteor_impl():
+    """1.5 (TP-Transformer Table 2's) when Meteor 1.5's jar is installed, else nltk."""
+    from fairseq_sum_plugins.scoring.meteor import meteor15_jar
+
+    try:
+        meteor15_jar()
+        return "1.5"
+    except (OSError, RuntimeError, ValueError):
+        return "nltk"
+
+
 def papers_sh(out, paper, table, *args, **env):
     full = {k: v for k, v in os.environ.items() if k not in PAPER_ENV_DROP}
-    full.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", VISIBLE_GPUS="0", SMOKE="1", OUT=out)
+    full.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", VISIBLE_GPUS="0", SMOKE="1", OUT=out,
+                METEOR=meteor_impl())
     full.update(env)
     full["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full.get("PATH", "")
     proc = subprocess.run(["bash", os.path.join(REPO, "recipes", "papers.sh"), paper, table, *args],
@@ -248,3 +260,102 @@ def test_tpt_table2_on_xsum_at_smoke_scale(raw_corpora, papers_out):
                                            for b in (1, 4) for m in ("Transformer", "TPT-c", "TPT-d")]
                        + [("XSum / Test / Lead-3", 3)])
     assert "not run (cnn_dm/" in rows["CNN/DM / Test / beam 4 / TPT-d"][-1]
+
+
+def _probe_labels(out, folder):
+    """pos / dep / nel .conllu over the training summaries' words (--write-words), labelled by a
+    rule (a stand-in for a tagger: the probe's input format is what is tested here)."""
+    import torch  # noqa: F401  (fairseq-sum-probe's import cost is paid once here)
+
+    words = folder / "words.txt"
+    ckpt = os.path.join(out, "xsum", "checkpoints", "tp_transformer", "checkpoint_best.pt")
+    subprocess.run(["fairseq-sum-probe", os.path.join(out, "xsum", "bin"), "--path", ckpt, "--split", "train",
+                    "--write-words", str(words)], check=True, capture_output=True,
+                   env={**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]})
+
+    def label(w):
+        return "NUM" if any(c.isdigit() for c in w) else "PUNCT" if not w.isalnum() else \
+            "LONG" if len(w) > 4 else "SHORT"
+
+    for task in ("pos", "dep", "nel"):
+        with open(words, encoding="utf-8") as f, open(folder / f"{task}.conllu", "w", encoding="utf-8") as out_f:
+            for n, line in enumerate(f):
+                out_f.write(f"# sent_id = {n}\n")
+                ws = line.split()
+                for i, w in enumerate(ws):
+                    misc = (f"NER={'B' if i == 1 else 'I'}-{label(ws[1])}" if i else "NER=O") if task == "nel" else "_"
+                    out_f.write(f"{i + 1}\t{w}\t_\tX\t{label(w)}\t_\t{0 if i == 0 else 1}\t{label(w)}\t_\t{misc}\n")
+                out_f.write("\n")
+    return str(folder)
+
+
+@pytest.mark.slow
+def test_tpt_table4_probes_and_role_analysis_at_smoke_scale(raw_corpora, papers_out, tmp_path):
+    out = papers_out("tpt")
+    papers_sh(out, "tpt", "roles", raw_corpora["xsum"])  # trains the XSum models unless Table 2 did
+    labels = _probe_labels(out, tmp_path)
+    text = papers_sh(out, "tpt", "t4", raw_corpora["xsum"], PROBE_LABELS=labels, PROBE_EXTRA="--epochs 3")
+    rows = table_rows(text)
+    for task in ("POS", "DEP", "NEL"):
+        for layer in range(1, 3):  # SMOKE's models have 1 layer... the rows of deeper layers say so
+            tptd = rows[f'{task} / layer {layer} / TPT-d (Table 4, row "{task} {layer}", TPT-d)']
+            base = rows[f'{task} / layer {layer} / Transformer (Table 4, row "{task} {layer}", Transformer)']
+            if layer == 1:
+                assert all(re.fullmatch(r"\d+\.\d+", c) for c in tptd[1:6:2]), tptd
+                assert base[1] == "-" and re.fullmatch(r"\d+\.\d+", base[3]) and base[3] == base[5]
+    assert "SRL tagger" in rows['SRL / layer 1 / TPT-d (Table 4, row "SRL 1", TPT-d)'][-1]
+    roles = table_rows(open(os.path.join(out, "tpt-roles.md"), encoding="utf-8").read())
+    (cells,) = roles.values()
+    assert cells[0] == "90.00" and 0 <= float(cells[1]) <= 100
+
+
+@pytest.mark.slow
+def test_mem2mem_tables_1_3_4_on_pubmed_at_smoke_scale(raw_corpora, papers_out):
+    out = papers_out("mem2mem")
+    text = papers_sh(out, "mem2mem", "t3", f"pubmed={raw_corpora['pubmed']}")
+    check_table(text, "mem2mem", "t3", ["PubMed / Lead-10", "PubMed / LexRank", "PubMed / Mem2Mem",
+                                        "PubMed / Gold Ext"])
+    text = papers_sh(out, "mem2mem", "t4", raw_corpora["pubmed"])
+    rows = check_table(text, "mem2mem", "t4", ["Reference", "Baseline HRED", "Mem2Mem"])
+    assert "not available here" in rows['TLM-hybrid (Table 4, row "TLM-hybrid")'][-1]
+    text = papers_sh(out, "mem2mem", "t1", f"pubmed={raw_corpora['pubmed']}")
+    rows = check_table(text, "mem2mem", "t1", ["PubMed / Lead-10", "PubMed / Mem2Mem", "PubMed / HRED"])
+    assert "not run (arxiv/" in rows['arXiv / Mem2Mem (Table 1, row "Mem2Mem", arXiv)'][-1]
+    assert "does not implement" in rows['PubMed / Sent-PTR (Table 1, row "Sent-PTR", PubMed)'][-1]
+
+
+@pytest.mark.slow
+def test_etads_tables_2_and_5_at_smoke_scale(raw_corpora, papers_out):
+    out = papers_out("etads")
+    text = papers_sh(out, "etads", "t2", f"cnn_dm={raw_corpora['cnn_dm']}")
+    check_table(text, "etads", "t2", ["Basic model", "+Focus-Attention", "+Saliency-Selection", "ETADS",
+                                      "Lead-3"])
+    text = papers_sh(out, "etads", "t5", raw_corpora["cnn_dm"])  # 2 more models: [1-2], [3-4]
+    check_table(text, "etads", "t5", ["-", "[1-2]", "[3-4]", "[1-4]"])
+
+
+@pytest.mark.slow
+def test_topic_assistant_main_ss_and_topics_at_smoke_scale(raw_corpora, papers_out):
+    out = papers_out("ta")
+    text = papers_sh(out, "ta", "main", f"xsum={raw_corpora['xsum']}", LENPENS="0.6 1.0")
+    rows = check_table(text, "ta", "main", ["XSum / Transformer (", "XSum / Transformer+TA", "XSum / Lead-3"])
+    assert "bart" in rows['XSum / BART (Table 5, row "BART")'][-1]
+    mean = json.load(open(os.path.join(out, "xsum", "transformer_ta", "test.mean.json"), encoding="utf-8"))
+    assert mean["averaged"] == 3  # the top-3 checkpoints by validation loss
+    assert open(os.path.join(out, "xsum", "transformer_ta", "lenpen.txt")).read().count("alpha ") == 2
+    text = papers_sh(out, "ta", "ss", raw_corpora["xsum"], LENPENS="0.6 1.0")
+    check_table(text, "ta", "ss", ["XSum / Transformer (", "XSum / Transformer+TA"])
+    text = papers_sh(out, "ta", "topics", raw_corpora["xsum"], LENPENS="0.6 1.0")
+    assert "## Topics of xsum/topics.json" in text and "- topic 0: " in text
+
+
+@pytest.mark.slow
+def test_information_selection_tables_at_smoke_scale(raw_corpora, papers_out):
+    out = papers_out("is")
+    text = papers_sh(out, "is", "t2", f"newsroom={raw_corpora['newsroom']}")
+    check_table(text, "is", "t2", [f"{g} / threshold {t}" for g in ("same gates", "diff gates")
+                                   for t in ("0 ", "0.04", "0.08", "0.1 ", "0.2")])
+    text = papers_sh(out, "is", "sweep", raw_corpora["newsroom"])
+    check_table(text, "is", "sweep", ["threshold 0.1 ", "threshold 0.15"])
+    text = papers_sh(out, "is", "t3", raw_corpora["newsroom"])
+    check_table(text, "is", "t3", [f"lambda {x} " for x in ("0", "0.1", "0.2", "0.4", "0.7")])

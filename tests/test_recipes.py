@@ -44,7 +44,8 @@ def test_xsum_tp_transformer_and_resume(tmp_path):
     """TP-Transformer (TPT-d) on XSum in the Hugging Face layout; a second run redoes nothing."""
     raw = corpora.write_xsum_hf(tmp_path / "xsum")
     work = tmp_path / "work"
-    env = dict(WORK=str(work), ARCH="tp_transformer_small", BATCH="8", BEAMS="1", SAVE_INTERVAL="3",
+    env = dict(WORK=str(work), ARCH="tp_transformer_small", BATCH="8", BEAMS="1", SPLITS="test", METEOR="0",
+               SAVE_INTERVAL="3",
                MAX_SRC="128", MAX_TGT="32", EXTRA=TINY_TRANSFORMER + " --tpr-roles 4")
     first = run_recipe("xsum/tp_transformer.sh", raw, **env)
     assert "statistics of xsum" in first  # the converter's --stats table

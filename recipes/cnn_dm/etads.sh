@@ -14,7 +14,7 @@
 # NAME (ARCH: the checkpoint folder WORK/checkpoints/NAME and the output WORK/test.NAME.beamB.out;
 # recipes/papers.sh names each row of Tables 2 and 4-6), SCORER (official: ROUGE-1.5.5 through
 # fairseq-sum-score --scorer official, as Table 2's "computed by the official ROUGE script";
-# rouge-score where the perl script is not installed).
+# rouge155-py, its Python port, where the perl script is not installed).
 #
 # Paper -> flags:
 #   N = 4 layers, h = 8, d_m 512, d_f 2048, post-LN,     --arch etads_base (etads_baseline: no focus /
@@ -70,7 +70,7 @@ require_number COVERAGE_BETA
 BEAM=${BEAM:-10}
 NAME=${NAME:-$ARCH}
 SCORER=${SCORER:-official}
-case $SCORER in official|rouge-score) ;; *) echo "${0##*/}: SCORER must be official or rouge-score, got '$SCORER'" >&2; exit 2 ;; esac
+case $SCORER in official|rouge155-py|rouge-score) ;; *) echo "${0##*/}: SCORER must be official or rouge155-py, got '$SCORER'" >&2; exit 2 ;; esac
 if ! [[ $NAME =~ ^[A-Za-z0-9_][A-Za-z0-9_.+-]*$ ]]; then
   echo "${0##*/}: NAME must be letters, digits and _ . + - (not starting with . or -), got '$NAME'" >&2; exit 2
 fi
