@@ -1,5 +1,6 @@
-"""Less banner noise on fairseq's command lines, applied when the plugin is imported
-(``--user-dir``).
+"""Less banner noise on fairseq's command lines, applied when the plugin registers
+(``--user-dir``), and before fairseq's package executes where the plugin is imported first
+(:mod:`fairseq_sum_plugins.registration`).
 
 * Hydra's deprecation warnings, which fairseq 0.12 triggers on every start (``hydra.experimental``,
   ``version_base``, ``@package _group_``, schema matching, the ``strict`` flag), are ignored.
@@ -11,10 +12,11 @@
   every font it considers (~150 lines per figure), and Hugging Face ``datasets``
   (``fairseq-sum-prepare --hf-dataset``) with ``fsspec`` and ``filelock`` log every file they open:
   their loggers are set to WARNING.
-* The same module logs "Please install tensorboardX" at import (INFO), which the plugin's own
-  command lines (``fairseq-sum-compare``, ``fairseq-sum-score``, ...) printed first, into the
-  reports they write: that module's logger is set to WARNING as well, which takes effect when the
-  plugin is imported before fairseq (fairseq's own command lines import fairseq first).
+* The same module logs "Please install tensorboardX" at import (INFO), which a command line that
+  imports the plugin and then fairseq would print first, into the reports it writes: that module's
+  logger is set to WARNING as well, which takes effect when the plugin is imported before fairseq
+  (fairseq's own command lines import fairseq first; ``fairseq-sum-score``, ``-compare`` and
+  ``-baselines`` import no fairseq at all).
 
 ``FAIRSEQ_SUM_VERBOSE=1`` keeps fairseq's output unchanged.
 """
