@@ -230,8 +230,9 @@ COPIED_SCORES = ("meteor", "meteor_ci", "meteor_impl", "scorer")
 def compare_scores(committed, again, where):
     """Failures of a committed score JSON (fairseq-sum-score's ``test.out.rouge.json``, a system of
     ``baselines.json``) against :func:`score_lines`: every ROUGE mean, recall, precision and
-    interval to :data:`TOLERANCE`, the summary count, and the specificity's own, other, delta and
-    p to 1e-6; a key the check neither recomputes nor names as copied fails."""
+    interval to :data:`TOLERANCE`, the summary count, and the specificity's own, other, delta, p
+    (and the bootstrap's lower bound, where the file has it) to 1e-6; a key the check neither
+    recomputes nor names as copied fails."""
     fails, corpus = [], again["corpus"]
     for key, value in committed.items():
         if key in COPIED_SCORES or not key.startswith(("rouge", "num_", "specificity")):
@@ -240,8 +241,9 @@ def compare_scores(committed, again, where):
                              "as copied")
             continue
         if key == "specificity":
-            for k in ("own", "other", "delta", "p"):
-                got = (value or {}).get(k)
+            value = value or {}
+            for k in ("own", "other", "delta", "p") + (("lower",) if "lower" in value else ()):
+                got = value.get(k)
                 if not isinstance(got, (int, float)) or abs(got - again[key][k]) > 1e-6:
                     fails.append(f"{where}: specificity {k} {got}, its lines give "
                                  f"{again[key][k]:.6f}")

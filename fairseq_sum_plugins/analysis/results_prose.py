@@ -13,13 +13,15 @@ figures here). Every figure of a sentence must be, at the digits it shows and wi
 (prose says "behind" or "below"), one of the section's index figures
 (:func:`index_figures`): each run's ROUGE (x 100), test NLL, source gain, specificity delta and
 p, each paired test's difference, interval bounds and p (against the record's first model and
-against Lead-3), each of these as mean and sd over the seeds, the baselines' figures and the
-verdict's bar and random delta (``baselines.json``); or be listed for that file in
+against Lead-3), each of these as mean and sd over the seeds, the specificity's lower bound and
+the verdict's bar, the baselines' figures and the random draws' deltas, mean, min and max
+(``baselines.json``); or be listed for that file in
 ``results/prose_figures.txt`` (figures that are not the index's: validation NLL and wall times
 from training logs, dims, probe accuracies, earlier runs' figures), one ``FILE FIGURE...  # why``
 a line. A sentence that says "significant" (or "significantly") must show a p-value (``p X``),
 and one that says it without a negation ("no", "not", "none", "nor", "without" at most three words
-before) must show a p of at most 0.05. A failure names the file, line and figure.
+before) must show a p of at most 0.05; a word in double quotes is named, not said. A failure
+names the file, line and figure.
 """
 import json
 import math
@@ -69,21 +71,25 @@ def index_figures(index, tables, root):
                 values = f.get(key) or []
                 out += [v for v in values if isinstance(v, (int, float))] + _spread(values)
             specs = [s for s in f.get("specificity") or [] if s]
-            out += [s[k] for s in specs for k in ("own", "other", "delta", "p")]
+            out += [s[k] for s in specs for k in ("own", "other", "delta", "lower", "p") if k in s]
+            out += [v for b in f.get("bar") or [] if b for v in b.values()]
             out += _spread([s["delta"] for s in specs])
             out += _paired_figures(f.get("vs_first")) + _paired_figures(f.get("vs_lead3"))
         for b in (r.get("baselines") or {}).values():
             out += [b[k] for k in ("rouge1", "rouge2", "rougeL", "nll", "source_gain")
                     if isinstance(b.get(k), (int, float))]
-            if b.get("specificity"):
-                out += [b["specificity"]["delta"], b["specificity"]["p"]]
+            out += list((b.get("specificity") or {}).values())
     for table in tables:
         path = os.path.join(root, table, "baselines.json")
         if os.path.exists(path):
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
+            draws = data.get("random_draws") or {}
             out += [data[k] for k in ("bar", "random_delta")
                     if isinstance(data.get(k), (int, float))]
+            out += [draws[k] for k in ("mean", "min", "max") if k in draws]
+            out += list(draws.get("deltas") or [])
+    out = [v for v in out if isinstance(v, (int, float)) and not isinstance(v, bool)]
     return out
 
 
@@ -173,10 +179,11 @@ def check_sentence(sentence, figures, allowed, where):
             continue
         fails.append(f"{where}: {shown} is not a figure of this section's index (nor listed in "
                      f"{ALLOWED})")
-    said = list(SIGNIFICANT.finditer(sentence))
+    unquoted = re.sub(r'"[^"]*"', '""', sentence)  # a word in quotes is named, not said
+    said = list(SIGNIFICANT.finditer(unquoted))
     if said:
         ps = [float(p) for p in P_SHOWN.findall(sentence)]
-        affirmed = [m for m in said if not NEGATION.search(sentence[:m.start()])]
+        affirmed = [m for m in said if not NEGATION.search(unquoted[:m.start()])]
         if not ps:
             fails.append(f"{where}: says {said[0].group(0)!r} without its p (p X)")
         elif affirmed and not any(p <= 0.05 for p in ps):
@@ -186,7 +193,8 @@ def check_sentence(sentence, figures, allowed, where):
 
 
 def _files(root, index):
-    """[(path, {heading or None: tables})] of the prose files and the tables of their sections."""
+    """([(path, its table as a set, or None for README.md, whose sections name theirs)], every
+    table)."""
     tables = list(dict.fromkeys(r["table"] for r in index["records"]))
     out = [(os.path.join(root, "README.md"), None)]
     for table in sorted(set(tables)):
