@@ -161,8 +161,12 @@ def test_memory_equals_the_encoders_write_attention():
     values = I.teacher_forced(model, src, tgt, d.eos())
     with torch.no_grad():
         enc = model.encoder(src[None], torch.tensor([src.numel()]))
+        prev = torch.cat([tgt.new_tensor([d.eos()]), tgt[:-1]])[None]
+        _, extra = model(src[None], torch.tensor([src.numel()]), prev)
     assert values["memory"] == enc["write_attn"][0, :, :2].tolist()  # 4 slots x 2 sentences
-    assert I.exposed(model) == {"memory": "sentence"}
+    assert values["memory_read"] == extra["read_attn"][0].tolist()  # 5 steps x 4 slots
+    assert len(values["memory_read"]) == 5
+    assert I.exposed(model) == {"memory": "sentence", "memory_read": "output"}
 
 
 def test_a_model_without_the_features_exposes_none():
@@ -358,3 +362,37 @@ def test_a_long_page_runs_in_a_headless_browser_without_network(tmp_path):
         marks = {"gate": "line-through", "focus": "31, 119, 180", "memory": "sm pick",
                  "copy_source": "background: rgba(214, 39, 40"}
         assert marks[layer] in dom, layer
+
+
+@pytest.mark.parametrize("arch, family, extra", [
+    ("t5_small", "transformer", {}),  # the T5 cell
+    ("bart_base_gated", "bart", dict(encoder_normalize_before=False,
+                                     decoder_normalize_before=False)),
+])
+def test_every_backbone_shows_its_gate_and_roles(arch, family, extra):
+    """BART's layers run time-first: the values are still one per source token and output token."""
+    from fairseq_sum_plugins.features.tp_transformer import TPRBinding
+    from fairseq_sum_plugins.modules.encoder_out import EncoderOut
+
+    torch.manual_seed(0)
+    feats = dict(gate=True, gate_threshold=0.0, tpr="discrete", tpr_roles=5, **extra)
+    model, d = build_model(arch, make_dictionary(), **dict(DIMS[family], **feats))
+    model.eval()
+    src, tgt = document(d)
+    fillers, handles = {}, []
+    for name, m in model.named_modules():
+        if isinstance(m, TPRBinding):
+            handles.append(m.register_forward_hook(
+                lambda mod, inputs, out, name=name: fillers.__setitem__(name, inputs[0])))
+    values = I.teacher_forced(model, src, tgt, d.eos())
+    for h in handles:
+        h.remove()
+    with torch.no_grad():
+        view = EncoderOut.of(model.encoder(src[None], torch.tensor([src.numel()])))
+        g = torch.sigmoid(model.encoder.info_gate.proj(view.enc))[0, :, 0]
+    assert values["gate"] == g.tolist() and len(values["gate"]) == src.numel()
+    last = [n for n in fillers if n.startswith("decoder.")][-1]
+    m = model.get_submodule(last)
+    by_hand = F.softmax(m.role_proj(fillers[last]).unflatten(-1, (m.num_heads, m.num_roles)), -1)
+    assert torch.allclose(torch.tensor(values["roles"][last]), by_hand.reshape(5, 4, 5), atol=1e-6)
+    assert len(values["role"]) == 5 and len(values["attention"]) == 5

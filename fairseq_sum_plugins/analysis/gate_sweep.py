@@ -35,6 +35,7 @@ import torch
 
 from ..scoring import rouge
 from .inspect import teacher_forced
+from .plotting import gpt2_pieces
 from .source_use import source_gain
 
 logger = logging.getLogger("fairseq_sum_plugins.gate_sweep")
@@ -274,24 +275,6 @@ def plot_gates(tokens, scores, png, max_words=80, threshold=0.1, title=""):
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)
-
-
-def gpt2_pieces(tokens, encoder_json, vocab_bpe):
-    """GPT-2 BPE ids (BART's dictionary symbols) as text pieces, a word start marked ``▁`` like
-    sentencepiece's, so that :func:`~.plotting.join_pieces` joins them into words; other symbols
-    are kept."""
-    from fairseq.data.encoders.gpt2_bpe_utils import get_encoder
-
-    bpe = get_encoder(encoder_json, vocab_bpe)
-    out = []
-    for t in tokens:
-        if not (t.isdigit() and int(t) in bpe.decoder):
-            out.append(t)
-            continue
-        text = bytearray(bpe.byte_decoder[c]
-                         for c in bpe.decoder[int(t)]).decode("utf-8", errors="replace")
-        out.append("▁" + text.strip() if text[:1].isspace() else text)
-    return out
 
 
 def document_title(subset, index, tokens, words=8):

@@ -35,6 +35,7 @@ import torch
 
 from ..scoring.score_inputs import split_size
 from . import page
+from .plotting import gpt2_pieces
 
 TOP_K = 5  # source positions kept per output token for the hover
 
@@ -133,10 +134,12 @@ def top_attention(attn, k=TOP_K):
             for ii, ww in zip(index.tolist(), weights.tolist())]
 
 
-def teacher_forced(model, src, target, eos):
+def teacher_forced(model, src, target, eos, side=None):
     """``{name: value}`` of one document: ``model`` run once on ``src`` ``(S,)`` with ``target``
     ``(T,)`` (ending in EOS) as the decoder's input shifted right, every declared watch on; plus
-    ``attention`` (:func:`top_attention`) when the backbone returns its cross-attention."""
+    ``attention`` (:func:`top_attention`) when the backbone returns its cross-attention. ``side``:
+    the document's other model inputs (a collated sample's ``net_input`` side data, e.g. the Topic
+    Assistant's ``theta``)."""
     device = next(model.parameters()).device
     src, target = src.to(device), target.to(device)
     prev = torch.cat([target.new_tensor([eos]), target[:-1]])[None]
@@ -149,7 +152,8 @@ def teacher_forced(model, src, target, eos):
     model.eval()
     try:
         with torch.no_grad():
-            _, run.extra = model(src[None], torch.tensor([src.numel()], device=device), prev)
+            _, run.extra = model(src[None], torch.tensor([src.numel()], device=device), prev,
+                                 **{k: v.to(device) for k, v in (side or {}).items()})
         values = {}
         for read in probe.readers:
             values.update(read(run))
@@ -178,6 +182,15 @@ def pieces(dictionary, ids):
     return [dictionary[int(i)] for i in ids]
 
 
+def as_text(docs, convert):
+    """Replaces every token list of ``docs`` by ``convert(tokens)`` (e.g. GPT-2 ids as text)."""
+    for doc in docs:
+        doc["source"], doc["reference"] = convert(doc["source"]), convert(doc["reference"])
+        for model in doc["models"]:
+            for run in model["runs"].values():
+                run["tokens"] = convert(run["tokens"])
+
+
 def inspect_documents(models, task, split, indices, beam=4, max_len_b=60):
     """Per document of ``indices`` in ``split``: ``{"index", "source", "reference", "models":
     [{"name", "layers", "runs": {"output": {"tokens", "values"}, "reference": {...}}}]}``, token
@@ -192,11 +205,14 @@ def inspect_documents(models, task, split, indices, beam=4, max_len_b=60):
         doc = {"index": i, "source": pieces(src_dict, src), "reference": pieces(tgt_dict, ref),
                "models": []}
         for name, model in models:
-            hypo = beam_output(model, task, dataset.collater([item]), beam, max_len_b)
+            sample = dataset.collater([item])
+            side = {k: v for k, v in sample["net_input"].items()
+                    if k not in ("src_tokens", "src_lengths", "prev_output_tokens")}
+            hypo = beam_output(model, task, sample, beam, max_len_b)
             runs = {}
             for run, target in (("output", hypo), ("reference", ref)):
                 runs[run] = {"tokens": pieces(tgt_dict, target),
-                             "values": teacher_forced(model, src, target, tgt_dict.eos())}
+                             "values": teacher_forced(model, src, target, tgt_dict.eos(), side)}
             doc["models"].append({"name": name, "layers": exposed(model), "runs": runs})
         docs.append(doc)
     return docs
@@ -396,6 +412,8 @@ def get_parser():
     p.add_argument("--names", help="comma-separated model names (default: checkpoint files)")
     p.add_argument("--show", help="mechanisms every checkpoint must show, e.g. gate,focus "
                    "(default: what each has)")
+    p.add_argument("--gpt2-encoder-json", help="with --gpt2-vocab-bpe: BART's GPT-2 ids as text")
+    p.add_argument("--gpt2-vocab-bpe")
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--max-len-b", type=int, default=60)
     return p
@@ -422,6 +440,9 @@ def _check_args(parser, args):
         if any(os.path.realpath(path) == os.path.realpath(x) for x in inputs) or \
                 os.path.realpath(path).startswith(os.path.realpath(args.data) + os.sep):
             parser.error(f"--{flag} {path} would overwrite an input (a checkpoint or the data)")
+    gpt2 = [args.gpt2_encoder_json, args.gpt2_vocab_bpe]
+    if any(gpt2) and not all(f and os.path.isfile(f) for f in gpt2):
+        parser.error("--gpt2-encoder-json and --gpt2-vocab-bpe: give both, as existing files")
     if len(outs) == 2 and os.path.realpath(outs[0]) == os.path.realpath(outs[1]):
         parser.error("--html and --json name one file")
     names = args.names.split(",") if args.names else [os.path.basename(os.path.dirname(
@@ -465,6 +486,8 @@ def main(argv=None):
             parser.error(f"{path}: another dictionary than {args.checkpoints[0]}")
         models.append((name, model))
     docs = inspect_documents(models, task, args.split, indices, args.beam, args.max_len_b)
+    if args.gpt2_encoder_json:
+        as_text(docs, lambda ids: gpt2_pieces(ids, args.gpt2_encoder_json, args.gpt2_vocab_bpe))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(docs, f)

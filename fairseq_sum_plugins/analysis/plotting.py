@@ -1,5 +1,5 @@
 """Helpers shared by the analysis figures: a headless pyplot, labels that do not overlap, and
-sentencepiece pieces joined into whole words."""
+sentencepiece pieces joined into whole words, GPT-2 ids (BART's dictionary) as pieces."""
 import logging
 
 WORD_START = "\u2581"
@@ -64,3 +64,21 @@ def save(fig, path, dpi=120):
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     pyplot().close(fig)
+
+
+def gpt2_pieces(tokens, encoder_json, vocab_bpe):
+    """GPT-2 BPE ids (BART's dictionary symbols) as text pieces, a word start marked ``▁`` like
+    sentencepiece's, so that :func:`~.plotting.join_pieces` joins them into words; other symbols
+    are kept."""
+    from fairseq.data.encoders.gpt2_bpe_utils import get_encoder
+
+    bpe = get_encoder(encoder_json, vocab_bpe)
+    out = []
+    for t in tokens:
+        if not (t.isdigit() and int(t) in bpe.decoder):
+            out.append(t)
+            continue
+        text = bytearray(bpe.byte_decoder[c]
+                         for c in bpe.decoder[int(t)]).decode("utf-8", errors="replace")
+        out.append("▁" + text.strip() if text[:1].isspace() else text)
+    return out

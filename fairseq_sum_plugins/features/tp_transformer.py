@@ -270,7 +270,8 @@ def watch_roles(model, probe):
         probe.switch(m, "keep_role_attn")
 
     def read(run):
-        roles = {n: m.role_attn[0] for n, m in found}
+        # one document: (1, P, H, N_r) batch-first or (P, 1, H, N_r) on BART's time-first layers
+        roles = {n: m.role_attn.reshape(-1, m.num_heads, m.num_roles) for n, m in found}
         last = [a for n, a in roles.items() if n.startswith("decoder.")][-1]
         return {"roles": {n: a.tolist() for n, a in roles.items()},
                 "role": last.mean(1).argmax(-1).tolist()}
