@@ -113,3 +113,15 @@ def test_new_etads_presets_have_the_output_bias_and_it_shifts_the_logits():
         model.decoder.output_bias.copy_(torch.arange(len(d), dtype=torch.float) / 10)
         after = model.decoder.output_layer(features)
     assert fp32_close(after - before, (torch.arange(len(d)) / 10).expand_as(after), 1.0 + before.abs().max())
+
+
+def test_app_b_presets_on_the_default_cell_are_refused_by_name():
+    """``--arch tp_transformer_base --cell default`` would build the default cell with T5's dropouts
+    and ignore TPT's cross-attention table: refused, naming the default-cell presets."""
+    with pytest.raises(ValueError, match="_default_cell_base"):
+        build_model("tp_transformer_base", cell="default")
+    with pytest.raises(ValueError, match="--t5-cross-position-bias"):
+        build_model("t5_transformer_small", t5_cross_position_bias=True)
+    model, _ = build_model("t5_transformer_base", cell="t5", encoder_embed_dim=16, encoder_layers=1,
+                           encoder_attention_heads=2)
+    assert model.encoder.t5 and model.decoder.cross_position is not None
