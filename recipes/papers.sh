@@ -222,6 +222,30 @@ is_model() {  # is_model NAME LAMBDA SWEEP_SUBSET [THRESHOLDS] [train flags]
     "EXTRA=$SMOKE_DIMS $SMOKE_LAYERS ${EXTRA:-} ${5:-}" -- "${RAW_OF[newsroom]}"
 }
 
+# MEASURE=N (>= 2): after the table, N updates of the paper's first model at its paper dims (PRESET
+# base, whatever SMOKE says) with MEASURE_BATCH (4) documents a batch on the first given dataset's
+# prepared data, no checkpoint written: the table's header gives its seconds per update and per
+# document and the paper's schedule at that speed (paper_tables.PAPER_SCALE), in hours.
+MEASURE_ARGS=()
+measure_speed() {
+  local ds arch log extra=()
+  [ "${MEASURE:-0}" != 0 ] || return 0
+  require_int MEASURE 2
+  MEASURE_BATCH=${MEASURE_BATCH:-4}
+  require_int MEASURE_BATCH 1
+  for ds in $DATASETS; do given "$ds" && break; done
+  [ -f "$OUT/$ds/bin/prepare_args.json" ] || { log "measure: no prepared data in $OUT/$ds"; return 0; }
+  arch=$(python -m fairseq_sum_plugins.analysis.paper_tables scale-arch "$PAPER")
+  if [ "$PAPER" = ta ]; then extra=(--side-data theta); fi
+  log="$OUT/$ds/measure.$arch.log"
+  log "measure: $MEASURE updates of $arch, $MEASURE_BATCH documents a batch -> $log"
+  fairseq-train "$OUT/$ds/bin" --user-dir "$USER_DIR" --task summarization --criterion summarization_loss \
+    --arch "$arch" "${extra[@]+"${extra[@]}"}" --optimizer adam --lr 1e-4 --batch-size "$MEASURE_BATCH" \
+    --max-update "$MEASURE" --no-save --disable-validation --log-format simple --log-interval 1 \
+    --max-source-positions 1100 --max-target-positions 300 --num-workers 0 --seed 1 > "$log" 2>&1
+  MEASURE_ARGS=(--measure "$log" "$MEASURE_BATCH" "${OMP_NUM_THREADS:-$(nproc)}")
+}
+
 # -------------------------------------------------------------------------------------- tables
 run_table() {
   local ds
@@ -261,9 +285,10 @@ run_table() {
 }
 
 run_table
+measure_speed
 HEADER=()
 if [ "${SMOKE:-0}" = 1 ]; then
   HEADER+=("SMOKE=1: tiny models ($SMOKE_DIMS), $MAX_UPDATE updates (Mem2Mem: $EPOCHS epoch), ETADS at beam $BEAM: the run's figures check the pipeline, not the paper.")
 fi
 python -m fairseq_sum_plugins.analysis.paper_tables write "$PAPER" "$TABLE" "$OUT" \
-  "${HEADER[@]/#/--header=}" --train-logs "$OUT"
+  "${HEADER[@]/#/--header=}" "${MEASURE_ARGS[@]+"${MEASURE_ARGS[@]}"}" --train-logs "$OUT"

@@ -25,7 +25,7 @@ SIZES = {"train": 100, "valid": 8, "test": 8}  # ACLSum's 100 training papers, 8
 PARAGRAPHS = 8  # first paragraphs of each paper body kept (a short document)
 PAPER_ENV_DROP = ("WORK ARCH NAME EXTRA BATCH BEAM BEAMS UPDATE_FREQ MAX_SRC MAX_TGT EPOCHS "
                   "SAVE_INTERVAL TOPICS TOPICS_N LENPENS LAMBDA THRESHOLD TEST_SUBSET MAX_UPDATE "
-                  "VOCAB OUT SMOKE PRESET SCORER METEOR PROBE_LABELS SPACY_MODEL SPLITS").split()
+                  "VOCAB OUT SMOKE PRESET SCORER METEOR PROBE_LABELS SPACY_MODEL SPLITS MEASURE MEASURE_BATCH PROBE_EXTRA LENPENS TOP_K").split()
 
 
 # ------------------------------------------------------------------------- tables, fast checks
@@ -91,6 +91,21 @@ def test_gate_and_baseline_and_extraction_sources(tmp_path):
     assert "threshold 0.2 not in" in missing
 
 
+def test_measured_speed_and_the_paper_scale_estimate(tmp_path):
+    log = tmp_path / "measure.log"
+    inner = "2026-11-29 00:13:1{} | INFO | train_inner | epoch 001:      {} / 50 loss=7.0, ups={}, wall={}\n"
+    log.write_text(inner.format(4, 1, "0.05", 20) + inner.format(6, 2, "0.5", 22) + inner.format(8, 3, "0.25", 26)
+                   + "2026-11-29 | INFO | train | epoch 001 | ups 0.1 | num_updates 3 | wall 26\n")
+    # the first update (warm-up) is left out: mean of 1/0.5 and 1/0.25 = 3 s/update
+    assert pt.measured_speed(str(log)) == pytest.approx(3.0)
+    lines = pt.scale_lines("tpt", str(log), 4, 2)
+    # 3 s / 4 documents x 128 documents x 200,000 updates / 3600 = 5,333 hours on 2 threads
+    assert "3.00 s/update on 2 thread(s), 1.500 core-seconds per document" in lines[0]
+    assert "5,333 hours on 2 thread(s), 10,667 core-hours per model" in lines[1]
+    log.write_text(inner.format(4, 1, "0.05", 20))
+    assert pt.measured_speed(str(log)) is None and "not measured" in pt.scale_lines("tpt", str(log), 4, 1)[0]
+
+
 def test_papers_sh_refuses_bad_commands(tmp_path):
     def run(*args, **env):
         full = {k: v for k, v in os.environ.items() if k not in PAPER_ENV_DROP}
@@ -109,6 +124,8 @@ def test_papers_sh_refuses_bad_commands(tmp_path):
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr[-500:])
     proc = run("etads", "t2", "x", PRESET="large")
     assert proc.returncode == 2 and "PRESET must be base or small" in proc.stderr
+    proc = run("etads", "t2", "x", SCORER="bleu")
+    assert proc.returncode == 2 and "SCORER must be official or rouge155-py" in proc.stderr
     assert "tpt t2" in run("list").stdout
 
 
@@ -255,7 +272,12 @@ def check_table(text, paper, table, run_rows):
 
 @pytest.mark.slow
 def test_tpt_table2_on_xsum_at_smoke_scale(raw_corpora, papers_out):
-    text = papers_sh(papers_out("tpt"), "tpt", "t2", f"xsum={raw_corpora['xsum']}")
+    text = papers_sh(papers_out("tpt"), "tpt", "t2", f"xsum={raw_corpora['xsum']}", MEASURE="3",
+                     MEASURE_BATCH="2")
+    # the paper-dims model measured for the header's paper-scale estimate
+    assert re.search(r"Paper scale, measured: t5_transformer_base at its paper dims, 2 documents .* "
+                     r"\d+\.\d\d s/update on 1 thread", text)
+    assert "core-hours per model" in text
     rows = check_table(text, "tpt", "t2", [f"XSum / {s} / beam {b} / {m}" for s in ("Dev", "Test")
                                            for b in (1, 4) for m in ("Transformer", "TPT-c", "TPT-d")]
                        + [("XSum / Test / Lead-3", 3)])

@@ -478,6 +478,60 @@ def _unknown(paper, table):
     return ValueError(f"no table '{paper} {table}' (the tables: {known})")
 
 
+# the paper-scale schedule of each paper's first model, for MEASURE's estimate: (arch, documents per
+# update, updates, where the numbers come from)
+PAPER_SCALE = {
+    "tpt": ("t5_transformer_base", 128, 200000,
+            "32 documents x 4 GPUs per update (App. B); 200,000 updates: the recipe's choice, the "
+            "paper states none"),
+    "mem2mem": ("mem2mem_base", 16, 112429,
+                "16 documents per update, 15 epochs of PubMed's 119,924 training documents "
+                "(App. A.2)"),
+    "etads": ("etads_base", 33, 200000,
+              "4,096 tokens x 4 GPUs per update, ~33 documents of 400 + 100 tokens; 200,000 "
+              "steps (§4.1)"),
+    "ta": ("transformer_ta_base", 168, 250000,
+           "200 summary tokens a batch (~7 XSum summaries) x 6 accumulated x 4 GPUs (App. B); "
+           "250,000 updates"),
+    "is": ("transformer_gated_base", 40, 100000,
+           "8,192 tokens x 4 batches per update, ~40 documents of 700 + 128 tokens; 100,000 "
+           "updates: the recipe's choice, the paper states none"),
+}
+
+
+def measured_speed(log):
+    """Seconds per update of a ``fairseq-train --log-interval 1`` log: the mean of 1 / ``ups`` over
+    its per-update lines (``train_inner``) after the first (which pays the warm-up); None with
+    fewer than two such lines."""
+    ups = []
+    with open(log, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if "train_inner" in line:
+                m = re.search(r"\bups=(\d+(?:\.\d+)?)", line)
+                if m and float(m.group(1)) > 0:
+                    ups.append(float(m.group(1)))
+    if len(ups) < 2:
+        return None
+    return sum(1 / u for u in ups[1:]) / len(ups[1:])
+
+
+def scale_lines(paper, log, batch, threads):
+    """The header's paper-scale lines of a MEASURE run of ``batch`` documents a batch."""
+    arch, docs, updates, source = PAPER_SCALE[paper]
+    speed = measured_speed(log)
+    if speed is None:
+        return [f"Paper scale: {arch} not measured ({log} has fewer than two logged updates)."]
+    per_doc = speed / batch
+    hours = per_doc * docs * updates / 3600
+    return [f"Paper scale, measured: {arch} at its paper dims, {batch} documents of this run's data "
+            "a batch: "
+            f"{speed:.2f} s/update on {threads} thread(s), {per_doc * threads:.3f} core-seconds "
+            f"per document.",
+            f"The paper's schedule ({source}) at that speed: {hours:,.0f} hours on "
+            f"{threads} thread(s), {hours * threads:,.0f} core-hours per model (linear in the "
+            "documents; GPUs are what the papers used)."]
+
+
 def get_table(paper, table):
     if (paper, table) not in TABLES:
         raise _unknown(paper, table)
@@ -656,6 +710,8 @@ def main(argv=None):
     w.add_argument("out", help="the table command's output folder")
     w.add_argument("--header", action="append", default=[],
                    help="a line for the table's header (scale, throughput); repeatable")
+    w.add_argument("--measure", nargs=3, metavar=("LOG", "BATCH", "THREADS"),
+                   help="a MEASURE training log of BATCH documents a batch on THREADS threads")
     w.add_argument("--train-logs", metavar="DIR",
                    help="add the seconds per update of each train.log under DIR to the header")
     sub.add_parser("list", help="the tables, one 'PAPER TABLE' a line")
@@ -665,6 +721,8 @@ def main(argv=None):
     k = sub.add_parser("pick-lenpen", help="the alpha whose validation ROUGE-1/2/L mean is highest")
     k.add_argument("record", help="the grid and the choice are written here")
     k.add_argument("scores", nargs="+", metavar="ALPHA=JSON")
+    ms = sub.add_parser("scale-arch", help="the paper-dims arch whose speed MEASURE measures")
+    ms.add_argument("paper")
     d = sub.add_parser("datasets", help="the datasets of a table, space-separated")
     d.add_argument("paper")
     d.add_argument("table")
@@ -679,6 +737,11 @@ def main(argv=None):
     t.add_argument("--topics", type=int, default=10)
     t.add_argument("--words", type=int, default=8)
     args = p.parse_args(argv)
+    if args.cmd == "scale-arch":
+        if args.paper not in PAPER_SCALE:
+            p.error(f"no paper {args.paper} ({' '.join(PAPER_SCALE)})")
+        print(PAPER_SCALE[args.paper][0])
+        return 0
     if args.cmd == "datasets":
         if (args.paper, args.table) not in TABLE_DATASETS:
             p.error(str(_unknown(args.paper, args.table)))
@@ -726,6 +789,9 @@ def main(argv=None):
         if measured:
             header += [f"Measured here ({os.cpu_count()} CPU cores visible, OMP_NUM_THREADS="
                        f"{os.environ.get('OMP_NUM_THREADS', 'unset')}):"] + measured
+    if args.measure:
+        header += scale_lines(args.paper, args.measure[0], int(args.measure[1]),
+                              int(args.measure[2]))
     text = render(table, args.out, header)
     dest = os.path.join(args.out, f"{args.paper}-{args.table}.md")
     with open(dest + ".tmp", "w", encoding="utf-8") as f:
