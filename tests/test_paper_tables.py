@@ -25,7 +25,9 @@ SIZES = {"train": 100, "valid": 8, "test": 8}  # ACLSum's 100 training papers, 8
 PARAGRAPHS = 8  # first paragraphs of each paper body kept (a short document)
 PAPER_ENV_DROP = ("WORK ARCH NAME EXTRA BATCH BEAM BEAMS UPDATE_FREQ MAX_SRC MAX_TGT EPOCHS "
                   "SAVE_INTERVAL TOPICS TOPICS_N LENPENS LAMBDA THRESHOLD TEST_SUBSET MAX_UPDATE "
-                  "VOCAB OUT SMOKE PRESET SCORER METEOR PROBE_LABELS SPACY_MODEL SPLITS MEASURE MEASURE_BATCH PROBE_EXTRA LENPENS TOP_K").split()
+                  "VOCAB OUT SMOKE PRESET SCORER METEOR PROBE_LABELS SPACY_MODEL SPLITS MEASURE "
+                  "MEASURE_BATCH PROBE_EXTRA TOP_K COVERAGE_WEIGHT COVERAGE_TYPE COVERAGE_BETA "
+                  "SWEEP_SUBSET SWEEP_THRESHOLDS GATE_WARMUP").split()
 
 
 # ------------------------------------------------------------------------- tables, fast checks
