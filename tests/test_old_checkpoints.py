@@ -125,3 +125,31 @@ def test_app_b_presets_on_the_default_cell_are_refused_by_name():
     model, _ = build_model("t5_transformer_base", cell="t5", encoder_embed_dim=16, encoder_layers=1,
                            encoder_attention_heads=2)
     assert model.encoder.t5 and model.decoder.cross_position is not None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["tp_transformer_base", "etads_base"])
+def test_fairseq_generate_decodes_the_old_checkpoints_as_their_code_did(toy_data, arch):
+    """fairseq-generate (this code) on the toy test split against the H- lines the old code's
+    fairseq-generate wrote with the same flags (make_old_checkpoints.py): same summaries, same
+    scores."""
+    import subprocess
+    import sys
+
+    from helpers import REPO
+
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "fairseq-generate"), toy_data, "--user-dir",
+         os.path.join(REPO, "fairseq_sum_plugins"), "--task", "summarization", "--path",
+         os.path.join(OLD, f"{arch}.pt"), "--gen-subset", "test", "--beam", "2", "--max-len-b", "6",
+         "--batch-size", "4", "--cpu"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = sorted((l.split("\t") for l in proc.stdout.splitlines() if l.startswith("H-")),
+                 key=lambda h: int(h[0][2:]))
+    with open(os.path.join(OLD, f"{arch}.generate.txt")) as f:
+        old = [l.rstrip("\n").split("\t") for l in f]
+    assert len(got) == len(old) == 12
+    assert [(h[0], h[2]) for h in got] == [(h[0], h[2]) for h in old]
+    assert [float(h[1]) for h in got] == pytest.approx([float(h[1]) for h in old], rel=1e-5, abs=1e-6)

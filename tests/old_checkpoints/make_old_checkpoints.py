@@ -1,5 +1,12 @@
-"""Train tiny checkpoints with the code on PYTHONPATH (run from the old worktree) and save, for a
-fixed batch, the full-forward log-probabilities and a beam search's outputs."""
+"""Train tiny checkpoints with the code of another worktree and save, for a fixed batch, the
+full-forward log-probabilities and a beam search's outputs (expected.json).
+
+    python3 tests/old_checkpoints/make_old_checkpoints.py OLD_WORKTREE OUT_DIR
+
+ARCH.generate.txt holds the H- lines of that code's fairseq-generate on the toy data's test split
+(tests/helpers.write_toy_parallel, binarized): PYTHONPATH=OLD_WORKTREE fairseq-generate BIN
+--user-dir OLD_WORKTREE/fairseq_sum_plugins --task summarization --path OUT_DIR/ARCH.pt
+--gen-subset test --beam 2 --max-len-b 6 --batch-size 4 --cpu | grep ^H- | sort -t- -k2 -n"""
 import json, os, shutil, subprocess, sys
 import torch
 
