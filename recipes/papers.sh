@@ -274,7 +274,7 @@ run_table() {
     is:t2|is:sweep)
       given newsroom || return 0
       is_model same 0.1 test ""
-      [ "$TABLE" = sweep ] || is_model diff 0.2 test "" "--gate-per-head True" ;;
+      [ "$TABLE" = sweep ] || is_model diff 0.2 test "0 0.04 0.08 0.1 0.2" "--gate-per-head True" ;;
     is:t3)
       given newsroom || return 0
       for lam in 0 0.1 0.2 0.4 0.7; do

@@ -445,7 +445,8 @@ def is_sweep():
     paper = {0.0: (0.0, 40.13, 28.26, 36.09), 0.04: (33.18, 40.11, 28.17, 35.97),
              0.08: (49.15, 40.02, 28.10, 35.85), 0.1: (58.20, 41.11, 28.96, 36.88),
              0.2: (88.51, 36.65, 23.40, 32.77)}
-    for threshold in (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2):
+    # gate_sweep.py's default thresholds, 0 .. 0.2 by 0.02
+    for threshold in (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.14, 0.16, 0.18, 0.2):
         cite = "Table 2, same gates" if threshold in paper else "Fig. 4 only"
         t.rows.append(Row(f"threshold {threshold:g} ({cite})",
                           paper.get(threshold, (None,) * 4),
@@ -523,8 +524,8 @@ def scale_lines(paper, log, batch, threads):
         return [f"Paper scale: {arch} not measured ({log} has fewer than two logged updates)."]
     per_doc = speed / batch
     hours = per_doc * docs * updates / 3600
-    return [f"Paper scale, measured: {arch} at its paper dims, {batch} documents of this run's data "
-            "a batch: "
+    return [f"Paper scale, measured: {arch} at its paper dims, {batch} documents of this run's "
+            "data a batch: "
             f"{speed:.2f} s/update on {threads} thread(s), {per_doc * threads:.3f} core-seconds "
             f"per document.",
             f"The paper's schedule ({source}) at that speed: {hours:,.0f} hours on "
