@@ -257,6 +257,10 @@ def test_machine_paths_under_results_fail_naming_file_and_key(recomputable, tmp_
     # the texts of documents and outputs are data: a paper's "/people/person/place" is words
     _edit(root / "t/references.txt", "The cat", "The /people/person/place cat")
     assert len(results_paths.check_paths(str(root))) == 2
+    (root / "t/run_info.txt").unlink()
+    os.symlink("/work/runs/xsum", root / "t/data")  # a link out of results/
+    assert results_paths.check_paths(str(root)) == [
+        "t/data: a link to the machine path '/work/runs/xsum'"]
 
 
 def test_the_committed_results_hold_no_machine_path_once_baselines_say_what_their_data_is(
@@ -290,8 +294,8 @@ def test_prose_figures_are_the_index_figures_of_their_section(recomputable, tmp_
     mean = sum(a["rouge2"]) / 2
     _prose(root, f"Model a has ROUGE-1 {r1:.2f} (and {r1:.1f}), source gain {gain:.3f}, "
                  f"ROUGE-2 {mean:.2f} on average; b is {abs(vs['diff']):.2f} behind a (p "
-                 f"{vs['p']:.3f}), no significant difference. It ran with dropout 0.1.",
-           "t/results.md 0.1  # dropout\n")
+                 f"{vs['p']:.3f}), no significant difference. It ran with lr 0.00917.",
+           "t/results.md 0.00917  # learning rate\n")
     assert results_prose.check_prose(str(root), index) == []
     assert results_index.main([str(root), "--check"]) == 0
     _prose(root, f"Model a has ROUGE-1 {r1 + 1:.2f}.\n\nA second paragraph.")
@@ -303,6 +307,30 @@ def test_prose_figures_are_the_index_figures_of_their_section(recomputable, tmp_
     # inline code, code blocks and tables are not prose; integers are not figures
     _prose(root, "Run `x 9.99` with 800 documents.\n\n    lr 9.99\n\n| x | 9.99 |\n|---|---|\n")
     assert results_prose.check_prose(str(root), index) == []
+    # every number of a range, a triple or in e-notation is a figure
+    for text, shown in ((f"ROUGE-1 {r1:.2f}-9.99.", "9.99"), (f"ROUGE-1/2 {r1:.2f}/9.99.", "9.99"),
+                        ("lr 9.99e-3.", "9.99e-3")):
+        _prose(root, text)
+        assert results_prose.check_prose(str(root), index) == [
+            f"t/results.md:3: {shown} is not a figure of this section's index (nor listed in "
+            "prose_figures.txt)"], text
+
+
+def test_the_allow_list_holds_only_what_the_prose_needs(recomputable, tmp_path):
+    root = _copy(recomputable, tmp_path)
+    index = json.load(open(root / "index.json"))
+    r1 = index["records"][0]["models"]["a"]["rouge1"][0]
+    _prose(root, "It ran with lr 0.00917.", "t/results.md 0.00917  # learning rate\n")
+    assert results_prose.check_prose(str(root), index) == []
+    _prose(root, "It ran with lr 0.00917.",
+           f"t/results.md 0.00917 0.7 {r1:.2f}  # 0.7 and an index figure need no line\n"
+           "gone/results.md 0.5\n")
+    assert sorted(results_prose.check_prose(str(root), index)) == sorted([
+        f"prose_figures.txt lists {r1:.2f} for t/results.md, which no sentence there needs (an "
+        "index figure, or gone)",
+        "prose_figures.txt lists 0.7 for t/results.md, which no sentence there needs (an index "
+        "figure, or gone)",
+        "prose_figures.txt lists gone/results.md, whose prose the check does not read"])
 
 
 @pytest.mark.parametrize("sentence, fails", [

@@ -124,7 +124,7 @@ def check_documents(name, lines, sources, system, path):
                     "training summary for every document"], 0
         return [], 0
     k = LEADS.get(name) or ((system or {}).get("k") if name == "leadk" else None)
-    if name == "leadk" and (not isinstance(k, int) or k < 1):
+    if name == "leadk" and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
         return [f"{path}: baselines.json gives leadk no k"], 0
     fails, unseen = [], 0
     for number, (line, src) in enumerate(zip(lines, sources), 1):

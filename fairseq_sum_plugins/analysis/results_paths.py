@@ -4,14 +4,14 @@ the machine that wrote it (``/work/runs/xsum``, ``/home/me/x``, ``~/data``, ``C:
 line. What identifies data in a result is its hash and the command that made it, with the folders
 as placeholders (``WORK``, ``RUN``), never where it lay.
 
-Every file is read except those that are not text (a NUL byte or not UTF-8: images) and the
-texts of documents and outputs (:data:`TEXTS`: ``decodings.txt``, ``references.txt``,
-``sources.txt`` and the extracts ``baselines/NAME.txt``), whose words are data ("the relation
-/people/person/place" of a paper) and whose hashes tie them to their runs. An absolute
-path is a ``/`` that no letter, digit, ``.``, ``~``, ``:``, ``/``, ``<`` or ``-`` precedes,
-followed by at least two names (``/tmp/qs``: a single ``/name`` is too often a unit, as in
-"tokens /s"); a URL's path (``https://host/a/b``) and an HTML closing tag (``</td>``) are not
-one.
+A link whose target is absolute fails too. Every file is read except those that are not text (a
+NUL byte or not UTF-8: images) and the texts of documents and outputs (:data:`TEXTS`:
+``decodings.txt``, ``references.txt``, ``sources.txt`` and the extracts ``baselines/NAME.txt``),
+whose words are data ("the relation /people/person/place" of a paper) and whose hashes tie them to
+their runs. An absolute path is a ``/`` that no letter, digit, ``.``, ``~``, ``:``, ``/``, ``<``,
+``\\`` or ``-`` precedes, followed by at least two names (``/tmp/qs``: a single ``/name`` is too
+often a unit, as in "tokens /s"); a URL's path (``https://host/a/b``) and an HTML closing tag
+(``</td>``) are not one.
 """
 import json
 import os
@@ -67,12 +67,17 @@ def check_paths(root):
         dirs.sort()
         for name in sorted(files):
             path = os.path.join(folder, name)
-            if os.path.islink(path) or not os.path.isfile(path) or _is_text_data(path):
+            rel = os.path.relpath(path, root)
+            if os.path.islink(path):
+                target = os.readlink(path)
+                if os.path.isabs(target) or paths_in(target):
+                    fails.append(f"{rel}: a link to the machine path '{target}'")
+                continue
+            if not os.path.isfile(path) or _is_text_data(path):
                 continue
             text = _text(path)
             if text is None:
                 continue
-            rel = os.path.relpath(path, root)
             if name.endswith(".json"):
                 try:
                     data = json.loads(text)

@@ -18,10 +18,15 @@ the verdict's bar, the baselines' figures and the random draws' deltas, mean, mi
 (``baselines.json``); or be listed for that file in
 ``results/prose_figures.txt`` (figures that are not the index's: validation NLL and wall times
 from training logs, dims, probe accuracies, earlier runs' figures), one ``FILE FIGURE...  # why``
-a line. A sentence that says "significant" (or "significantly") must show a p-value (``p X``),
-and one that says it without a negation ("no", "not", "none", "nor", "without" at most three words
+a line; a listed figure that no sentence of its file needs (one the index holds, or gone from the
+prose), or a listed file whose prose is not read, fails, so the list holds only what it must. A
+sentence that says "significant" (or "significantly") must show a p-value (``p X``), and one
+that says it without a negation ("no", "not", "none", "nor", "without" at most three words
 before) must show a p of at most 0.05; a word in double quotes is named, not said. A failure
-names the file, line and figure.
+names the file, line and figure. Every number of a range (``0.983-1.089``), a triple
+(``18.66/3.00/14.83``) or in e-notation is a figure. Chosen: a figure is matched against every
+figure of its section, not against the model its sentence names: an edit that turns a figure
+into another of the section's values at the digits shown passes (a limit of this rule).
 """
 import json
 import math
@@ -29,7 +34,7 @@ import os
 import re
 
 ALLOWED = "prose_figures.txt"
-FIGURE = re.compile(r"(?<![\w.\-/])[-+]?\d+\.\d+(?![\w]|\.\d)")
+FIGURE = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:e[-+]?\d+)?(?![\w]|\.\d)")
 P_SHOWN = re.compile(r"\bp\s*(?:=|<=|<|>)?\s*(\d+\.\d+)")
 SIGNIFICANT = re.compile(r"\b(significant|significantly|significance)\b", re.I)
 NEGATION = re.compile(r"\b(no|not|none|nor|without)\s+(\S+\s+){0,3}$", re.I)
@@ -170,12 +175,16 @@ def _matches(shown, figures):
     return any(abs(float(f"{abs(v):.{digits}f}") - target) < 1e-12 for v in figures)
 
 
-def check_sentence(sentence, figures, allowed, where):
-    """Failures of one sentence (module docstring)."""
+def check_sentence(sentence, figures, allowed, where, used=None):
+    """Failures of one sentence (module docstring); the listed figures it needs go to ``used``."""
     fails = []
     for m in FIGURE.finditer(sentence):
         shown = m.group(0)
-        if shown.lstrip("+-") in allowed or _matches(shown, figures):
+        if _matches(shown, figures):
+            continue
+        if shown.lstrip("+-") in allowed:
+            if used is not None:
+                used.add(shown.lstrip("+-"))
             continue
         fails.append(f"{where}: {shown} is not a figure of this section's index (nor listed in "
                      f"{ALLOWED})")
@@ -209,12 +218,13 @@ def check_prose(root, index):
     """Failures of every prose figure of the results (module docstring)."""
     allowed = read_allowed(root)
     files, known = _files(root, index)
-    fails, cache = [], {}
+    fails, cache, used = [], {}, {}
     for path, tables in files:
         if not os.path.exists(path):
             continue
         rel = os.path.normpath(os.path.relpath(path, root))
         listed = allowed.get(rel, set())
+        used[rel] = set()
         with open(path, encoding="utf-8") as f:
             lines = prose_lines(f.read())
         by_heading = {}
@@ -226,5 +236,11 @@ def check_prose(root, index):
             key = frozenset(section | {t for t in TABLE_LINK.findall(sentence) if t in known})
             if key not in cache:
                 cache[key] = index_figures(index, key, root)
-            fails += check_sentence(sentence, cache[key], listed, f"{rel}:{first}")
+            fails += check_sentence(sentence, cache[key], listed, f"{rel}:{first}", used[rel])
+    for rel, figures in sorted(allowed.items()):  # the list only holds what the prose needs
+        if rel not in used:
+            fails.append(f"{ALLOWED} lists {rel}, whose prose the check does not read")
+            continue
+        fails += [f"{ALLOWED} lists {figure} for {rel}, which no sentence there needs (an index "
+                  "figure, or gone)" for figure in sorted(figures - used[rel])]
     return fails
