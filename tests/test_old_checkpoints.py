@@ -153,3 +153,17 @@ def test_fairseq_generate_decodes_the_old_checkpoints_as_their_code_did(toy_data
     assert len(got) == len(old) == 12
     assert [(h[0], h[2]) for h in got] == [(h[0], h[2]) for h in old]
     assert [float(h[1]) for h in got] == pytest.approx([float(h[1]) for h in old], rel=1e-5, abs=1e-6)
+
+
+def test_restoring_an_old_etads_checkpoint_into_the_preset_with_b_o_names_the_flag():
+    """``--restore-file`` of a checkpoint saved before ``--output-bias`` with today's etads_base
+    (b^o on): an error naming ``--output-bias False`` (was fairseq's bare missing-key error)."""
+    from fairseq.data import Dictionary
+
+    state = torch.load(os.path.join(OLD, "etads_base.pt"), weights_only=True)
+    d = Dictionary.load(os.path.join(OLD, "dict.src.txt"))
+    tiny = dict(encoder_embed_dim=16, encoder_ffn_embed_dim=32, encoder_layers=1, encoder_attention_heads=2)
+    model, _ = build_model("etads_base", d, **tiny)
+    with pytest.raises(ValueError, match="--output-bias False"):
+        model.load_state_dict(state["model"], strict=True)
+    build_model("etads_base", d, output_bias=False, **tiny)[0].load_state_dict(state["model"], strict=True)

@@ -655,6 +655,13 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
         refuse_default_cell_weights(self, state_dict, prefix)
+        bias = prefix + "decoder.output_bias"
+        if (self.decoder.output_bias is not None and bias not in state_dict
+                and prefix + IMPORT_MARKER not in state_dict):
+            raise ValueError(
+                "this checkpoint has no output bias b^o (ETADS eq. 4; saved before --output-bias "
+                "existed, or trained with --output-bias False) and this model has one (the etads "
+                "presets switch it on): load it with --output-bias False")
         mark = state_dict.pop(prefix + IMPORT_MARKER, None)
         if mark is not None:
             # T5's output scale, as imported
