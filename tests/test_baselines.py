@@ -310,7 +310,13 @@ def test_cli_on_a_prepared_folder_adds_the_bag_of_pieces(tmp_path_factory):
     res = json.loads(out.read_text())
     bag = res["bag_of_pieces"]
     assert bag["examples"] == 4 and bag["lambda"] in bl.LAMBDAS and math.isfinite(bag["nll"])
-    assert bag["verdict"]["summarizes"] is False and bag["verdict"]["checks"]["beats_bag"] is False
+    assert bag["verdict"]["specific"] is False and bag["verdict"]["checks"]["beats_bag"] is False
+    # no path of this machine; the data's hash is the one a run's decodings.json records
+    from fairseq_sum_plugins.analysis.decodings import data_sha256
+
+    assert str(work.parent) not in out.read_text() and res["source"] == work.name
+    assert res["data_sha256"] == data_sha256(str(work / "bin"), "test")
+    assert {"raw/test.src", "bin/test.ref.jsonl", "bin/prepare_args.json"} <= set(res["inputs"])
     with open(work / "bin" / "test.ref.jsonl") as f:
         assert res["documents"] == sum(1 for _ in f)
 
@@ -321,9 +327,9 @@ def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_agai
     tmp_path_factory,
 ):
     """A 'model' that writes Lead-3 and one that writes the generic summary, through the files
-    compare.sh leaves: the first is 0 from Lead-3 with p 1; the second does not summarize (one text:
-    specificity 0,
-    1 distinct), and the table says why."""
+    compare.sh leaves: the first is 0 from Lead-3 with p 1; the second is not specific to its
+    document (one text: specificity 0, 1 distinct), and the table says why and states each
+    model's paired test against Lead-3."""
     import corpora
     from fairseq_sum_plugins.scoring import score
     from fairseq_sum_plugins.analysis import baseline_table
@@ -385,8 +391,8 @@ def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_agai
     )
     same = verdicts["same"]["verdict"]
     assert (
-        same["summarizes"] is False
-        and same["checks"]["specific"] is False
+        same["specific"] is False
+        and same["checks"]["above_bar"] is False
         and same["checks"]["reads"] is False
     )
     assert (
@@ -395,6 +401,11 @@ def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_agai
         and "| `same` |" in table
     )
     assert "- `same`: ROUGE-2 specificity delta" in table
+    assert ("`lead`: " in table and "against Lead-3 ROUGE-1/2/L +0.00/+0.00/+0.00 (p 1.000/1.000/"
+            "1.000), no significant ROUGE-2 difference." in table)
+    assert "`same`: not specific to its document; against Lead-3" in table
+    assert "Against `lead` (the table's baseline model): ROUGE-1/2/L" in table
+    assert "lower bound of the specificity delta above the bar" in table
     results = (out / "results.md").read_text()
     assert results.count(baseline_table.SECTION) == 1 and results.index(
         "## Settings"
@@ -416,7 +427,11 @@ def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_agai
         "| `lead` | 47.19 +- 0.00 | 44.56 +- 0.00 | 47.19 +- 0.00 | 43.81 +- 0.00 (p <= 0.039)"
         in across
     )
-    assert "does not summarize / does not summarize | +0.00 (1.000) / +0.00 (1.000) |" in across
+    # `lead` writes Lead-3: its lower bound clears the bar (half the 20 draws' mean), its NLL the
+    # bag's and it reads; its permutation p (0.039 with 4 documents) plays no part any more
+    assert ("| - | specific to its document / specific to its document | +0.00 (1.000) / +0.00 "
+            "(1.000) |") in across
+    assert "`same`: seed seed1: not specific to its document; against Lead-3" in across
     assert (top / "results.md").read_text().count(baseline_table.SECTION) == 1
 
 
@@ -521,6 +536,9 @@ def test_json_and_outputs_may_not_replace_a_split_read_beside_the_test_file(tmp_
         assert "a file it reads" in proc.stderr and named in proc.stderr, (argv, proc.stderr)
     assert {p: p.read_text() for p in (train, valid)} == before
     assert (extracts / "lead3.txt").read_text() == valid.read_text()
+    for flag in ("--valid-jsonl", "--train-jsonl"):  # the test file as its own validation split
+        proc = cli("--jsonl", test, flag, test)
+        assert proc.returncode == 2 and "the test file itself (--jsonl)" in proc.stderr
 
 
 def fake_prepared(work):

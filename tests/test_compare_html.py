@@ -290,6 +290,10 @@ def test_a_source_use_json_that_records_another_outputs_hash_is_not_used(tmp_pat
     use, why = C.source_use_for(str(folder / "u2.txt"))
     assert use is None and "is of another output" in why
     assert C.source_use_for(str(tmp_path / "nowhere" / "x.txt")) == (None, None)
+    for bad, why in (("{not json", "cannot be read"), ("[1, 2]", "is not a JSON object")):
+        (folder / "source_use.json").write_text(bad)
+        use, got = C.source_use_for(str(folder / "u150.txt"))
+        assert use is None and why in got and "u150.txt" in got
 
 
 def test_the_page_shows_the_tables_test_and_p_and_names_it(tmp_path, capsys):

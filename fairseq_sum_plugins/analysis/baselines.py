@@ -697,6 +697,11 @@ def main(argv=None):
         path = getattr(args, flag)
         if path is not None and not os.path.isfile(path):
             parser.error(f"--{flag.replace('_', '-')} {path}: no such file")
+    for flag in ("valid_jsonl", "train_jsonl"):  # a split of its own, not the test file again
+        path = getattr(args, flag)
+        if path is not None and args.jsonl and os.path.realpath(path) == os.path.realpath(
+                args.jsonl):
+            parser.error(f"--{flag.replace('_', '-')} {path}: the test file itself (--jsonl)")
     if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
         parser.error(f"--json {args.json}: its folder does not exist")
     if args.outputs and os.path.exists(args.outputs) and not os.path.isdir(args.outputs):

@@ -400,10 +400,13 @@ def source_use_for(path):
     use_path = os.path.join(folder, "source_use.json")
     if not os.path.isfile(use_path):
         return None, None
-    with open(use_path, encoding="utf-8") as f:
-        use = json.load(f)
+    try:
+        with open(use_path, encoding="utf-8") as f:
+            use = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        return None, f"source_use.json beside {os.path.basename(path)} cannot be read ({e})"
     if not isinstance(use, dict):
-        return None, f"{use_path}: not a JSON object of analysis/source_use.py"
+        return None, f"source_use.json beside {os.path.basename(path)} is not a JSON object"
     mine = sha256_file(path)
     recorded = use.get("generate_output_sha256")
     if recorded is not None:
@@ -415,8 +418,11 @@ def source_use_for(path):
     for name in (MANIFEST, "hashes.json"):
         manifest_path = os.path.join(folder, name)
         if os.path.isfile(manifest_path):
-            with open(manifest_path, encoding="utf-8") as f:
-                manifest = json.load(f)
+            try:
+                with open(manifest_path, encoding="utf-8") as f:
+                    manifest = json.load(f)
+            except (OSError, UnicodeDecodeError, ValueError):
+                continue  # an unreadable manifest names nothing
             if isinstance(manifest, dict):
                 manifests.append(manifest)
     named = {v for m in manifests for k, v in m.items() if isinstance(v, str)}
