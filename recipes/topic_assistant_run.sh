@@ -91,7 +91,12 @@ else
 fi
 
 # shellcheck disable=SC2086
-train "$WORK/bin" "$WORK/checkpoints/$NAME" --arch "$ARCH" --side-data theta --ta-topics-n "$TOPICS_N" $FP16_FLAG "${DIST_FLAGS[@]}" ${EXTRA:-} \
+# the topic proportions feed the Topic Assistant's archs (*_ta_*); the baseline (t5_transformer_base)
+# trains on the same data, prepared the same way, without them
+case $ARCH in *_ta|*_ta_*) TRAIN_SIDE=(--side-data theta --ta-topics-n "$TOPICS_N"); GEN_SIDE=(--side-data theta) ;;
+  *) TRAIN_SIDE=(); GEN_SIDE=() ;;
+esac
+train "$WORK/bin" "$WORK/checkpoints/$NAME" --arch "$ARCH" "${TRAIN_SIDE[@]+"${TRAIN_SIDE[@]}"}" $FP16_FLAG "${DIST_FLAGS[@]}" ${EXTRA:-} \
   --optimizer adam --adam-betas '(0.9, 0.998)' --lr 0.0007 --lr-scheduler inverse_sqrt --warmup-updates 8000 \
   --clip-norm 1 --dropout 0.1 --label-smoothing 0.1 --max-tokens 4096 --update-freq "$UPDATE_FREQ" \
   --max-update "$MAX_UPDATE" --max-source-positions $((MAX_SRC + 8)) --max-target-positions $((MAX_TGT + 16)) \
@@ -99,4 +104,4 @@ train "$WORK/bin" "$WORK/checkpoints/$NAME" --arch "$ARCH" --side-data theta --t
   --keep-best-checkpoints "$TOP_K" \
   --no-epoch-checkpoints --num-workers 4
 
-ta_decode_top_checkpoints "$WORK" "$NAME" "$MAX_TGT" "$LENPENS" "$TOP_K" --side-data theta $FP16_FLAG
+ta_decode_top_checkpoints "$WORK" "$NAME" "$MAX_TGT" "$LENPENS" "$TOP_K" "${GEN_SIDE[@]+"${GEN_SIDE[@]}"}" $FP16_FLAG

@@ -246,3 +246,14 @@ def test_cnndm_etads_decodes_with_the_papers_coverage_weight_and_scores_with_rou
     score = only(commands, "fairseq-sum-score")
     assert flag(score, "--scorer") == "official" and flag(score, "--report") == "prf"
     assert flag(score, "--generate-output") == str(work / "test.etads_basic.beam10.out")
+
+
+def test_topic_assistant_baseline_trains_without_the_topic_side_data(tmp_path):
+    """The Transformer of Tables 2-4 (t5_transformer_*) on the Topic Assistant's data: no theta (the
+    model refuses side data it does not read), the same decoding protocol."""
+    raw = corpora.write_xsum_hf(tmp_path / "xsum")
+    commands, _ = recipe_commands(tmp_path, "xsum/transformer_ta.sh", raw, WORK=str(tmp_path / "w"),
+                                  ARCH="t5_transformer_small", TOPICS="8", EXTRA=TINY_TRANSFORMER,
+                                  BEST_LOSSES="3.1", PICK="0.6", LENPENS="0.6")
+    for cmd in [only(commands, "fairseq-train")] + [c for c in commands if c[0] == "fairseq-generate"]:
+        assert "--side-data" not in cmd and "--ta-topics-n" not in cmd
