@@ -22,7 +22,7 @@
 # newsroom; t3: pubmed arxiv; t4: pubmed; etads: cnn_dm; ta: cnn_dm xsum (nyt: refused without the
 # licensed corpus); is: newsroom.
 #
-# Environment: OUT (papers/PAPER: one folder per paper, so that its tables share their runs;
+# Environment: OUT (data/papers/PAPER: one folder per paper, so that its tables share their runs;
 # OUT/DATASET is each dataset's WORK), SMOKE (1: tiny models, a few updates, small beams, for a CPU
 # run of every step in minutes; the written table says so in its header), PRESET (base; small: the
 # *_small presets), PROBE_LABELS (tpt t4: a folder with pos.conllu, dep.conllu and nel.conllu, the
@@ -47,7 +47,7 @@ if [ "$PAPER" = list ]; then exec python -m fairseq_sum_plugins.analysis.paper_t
 TABLE=${2:?$USAGE}
 shift 2
 DATASETS=$(python -m fairseq_sum_plugins.analysis.paper_tables datasets "$PAPER" "$TABLE") || exit 2
-OUT=${OUT:-papers/$PAPER}
+OUT=${OUT:-data/papers/$PAPER}
 PRESET=${PRESET:-base}
 case $PRESET in base|small) ;; *) echo "${0##*/}: PRESET must be base or small, got '$PRESET'" >&2; exit 2 ;; esac
 
