@@ -167,3 +167,19 @@ def test_restoring_an_old_etads_checkpoint_into_the_preset_with_b_o_names_the_fl
     with pytest.raises(ValueError, match="--output-bias False"):
         model.load_state_dict(state["model"], strict=True)
     build_model("etads_base", d, output_bias=False, **tiny)[0].load_state_dict(state["model"], strict=True)
+
+
+@pytest.mark.parametrize("arch", ["tp_transformer_base", "etads_base"])
+def test_hydra_saved_configs_are_upgraded_too(tmp_path, arch):
+    """fairseq-hydra-train saves the model config as a dict with ``_name`` (a DictConfig on load)."""
+    state = torch.load(os.path.join(OLD, f"{arch}.pt"), weights_only=True)
+    saved = {k: v for k, v in vars(state["cfg"]["model"]).items()
+             if isinstance(v, (str, int, float, bool, type(None)))}
+    saved["_name"] = saved.pop("arch")
+    state["cfg"]["model"] = saved
+    path = str(tmp_path / "hydra.pt")
+    torch.save(state, path)
+    model, cfg, task = load(path)
+    assert cfg.model._name == {"tp_transformer_base": "tp_transformer_default_cell_base"}.get(arch, arch)
+    assert model.decoder.output_bias is None and not model.encoder.t5
+    assert_same_outputs(model, task, EXPECTED[arch])
