@@ -171,6 +171,11 @@ def test_sha256sums_missing_malformed_or_naming_no_file_fails(tmp_path):
         f.write(f"{'0' * 64}  oracle.txt\n")
     assert baseline_extracts.check_sums(str(tmp_path)) == [
         f"{tmp_path / 'SHA256SUMS'}: names oracle.txt, which is not there"]
+    (tmp_path / "SHA256SUMS").unlink()
+    (tmp_path / "SHA256SUMS").mkdir()
+    assert baseline_extracts.check_sums(str(tmp_path)) == [
+        f"{tmp_path / 'SHA256SUMS'}: not a plain file"]
+    (tmp_path / "SHA256SUMS").rmdir()
     (tmp_path / "SHA256SUMS").write_text("not a hash line\n")
     assert baseline_extracts.check_sums(str(tmp_path)) == [
         f"{tmp_path / 'SHA256SUMS'}:1: not 'SHA256  NAME.txt'"]
@@ -250,14 +255,17 @@ def test_machine_paths_under_results_fail_naming_file_and_key(recomputable, tmp_
         "t/baselines.json: key 'notes.made[0]' holds the machine path '~/runs'"]
     json.dump(data | {"notes": []}, open(root / "t/baselines.json", "w"))
     (root / "t/run_info.txt").write_text("work=WORK\nlog C:\\runs\\x and /home/me/x.log\n")
-    (root / "t/page.html").write_text("<td>ROUGE-1/2/L</td> https://example.org/a/b </p>\n")
+    (root / "t/page.html").write_text("<td>ROUGE-1/2/L</td> https://example.org/a/b </p>\n"
+                                      '<a href="file:///home/me/x.html">x</a>\n')
     assert results_paths.check_paths(str(root)) == [
+        "t/page.html:2: the machine path 'file:///home/me/x.html'",
         "t/run_info.txt:2: the machine path 'C:\\runs'",
         "t/run_info.txt:2: the machine path '/home/me/x.log'"]
     # the texts of documents and outputs are data: a paper's "/people/person/place" is words
     _edit(root / "t/references.txt", "The cat", "The /people/person/place cat")
-    assert len(results_paths.check_paths(str(root))) == 2
+    assert len(results_paths.check_paths(str(root))) == 3
     (root / "t/run_info.txt").unlink()
+    (root / "t/page.html").unlink()
     os.symlink("/work/runs/xsum", root / "t/data")  # a link out of results/
     assert results_paths.check_paths(str(root)) == [
         "t/data: a link to the machine path '/work/runs/xsum'"]
@@ -356,5 +364,9 @@ def test_a_bad_allow_list_line_is_an_error_naming_it(recomputable, tmp_path):
     (root / results_prose.ALLOWED).write_text("# why\nt/results.md 0.1 dropout\n")
     with pytest.raises(ValueError, match="prose_figures.txt:2: not 'FILE FIGURE...  # why'"):
         results_prose.read_allowed(str(root))
+    (root / results_prose.ALLOWED).write_bytes(b"t/results.md 0.1 \xff\n")
+    with pytest.raises(ValueError, match="prose_figures.txt:1: not UTF-8 text"):
+        results_prose.read_allowed(str(root))
+    (root / results_prose.ALLOWED).write_text("# why\nt/results.md 0.1 dropout\n")
     with pytest.raises(SystemExit, match="prose_figures.txt:2"):
         results_index.main([str(root), "--check"])

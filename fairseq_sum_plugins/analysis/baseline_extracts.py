@@ -38,9 +38,9 @@ def write_sums(folder):
 def read_sums(path):
     """{NAME.txt: hash} of a SHA256SUMS file; a malformed line raises ValueError naming it."""
     out = {}
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:
         for number, line in enumerate(f, 1):
-            m = SUM_LINE.match(line.rstrip("\n"))
+            m = SUM_LINE.match(line.decode("utf-8", "replace").rstrip("\n"))
             if m is None:
                 raise ValueError(f"{path}:{number}: not 'SHA256  NAME.txt'")
             out[m.group(2)] = m.group(1)
@@ -52,6 +52,8 @@ def check_sums(folder):
     path = os.path.join(folder, SUMS)
     if not os.path.exists(path):
         return [f"{path} missing: the extracts' hashes (sha256sum *.txt > {SUMS})"]
+    if os.path.islink(path) or not os.path.isfile(path):
+        return [f"{path}: not a plain file"]
     try:
         sums = read_sums(path)
     except ValueError as e:

@@ -10,15 +10,15 @@ NUL byte or not UTF-8: images) and the texts of documents and outputs (:data:`TE
 whose words are data ("the relation /people/person/place" of a paper) and whose hashes tie them to
 their runs. An absolute path is a ``/`` that no letter, digit, ``.``, ``~``, ``:``, ``/``, ``<``,
 ``\\`` or ``-`` precedes, followed by at least two names (``/tmp/qs``: a single ``/name`` is too
-often a unit, as in "tokens /s"); a URL's path (``https://host/a/b``) and an HTML closing tag
-(``</td>``) are not one.
+often a unit, as in "tokens /s"); a ``file://`` URL is one; a web URL's path
+(``https://host/a/b``) and an HTML closing tag (``</td>``) are not.
 """
 import json
 import os
 import re
 
 ABSOLUTE = re.compile(r"(?<![\w.~:/<\\-])/[\w.+-]+(?:/[\w.+-]+)+|(?<![\w.])~/[\w.+-]+"
-                      r"|\b[A-Za-z]:\\\\?[\w.+-]+")
+                      r"|\b[A-Za-z]:\\\\?[\w.+-]+|\bfile://[^\s\"'<>)]+")
 
 
 TEXTS = ("decodings.txt", "references.txt", "sources.txt")

@@ -104,8 +104,12 @@ def read_allowed(root):
     out = {}
     if not os.path.exists(path):
         return out
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"{path}:{number}: not UTF-8 text") from None
             words = line.split("#", 1)[0].split()
             if not words:
                 continue
