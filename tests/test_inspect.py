@@ -235,12 +235,13 @@ def fresh(toy_data, path, arch, *extra):
 def test_a_new_feature_shows_on_the_page(toy_feature, toy_data, tmp_path):
     ckpt = fresh(toy_data, tmp_path / "toy.pt", "t5_transformer_small", "--toy-keep", "True")
     page, out = tmp_path / "p.html", tmp_path / "v.json"
-    I.main([ckpt, "--data", toy_data, "--split", "test", "--documents", "2,0", "--html", str(page),
-            "--json", str(out), "--max-len-b", "4", "--beam", "2", "--names", "toy"])
+    I.main([ckpt, ckpt, "--data", toy_data, "--split", "test", "--documents", "2,0", "--html",
+            str(page), "--json", str(out), "--max-len-b", "4", "--beam", "2", "--names", "toy,toy"])
     html = page.read_text()
     docs = values_of(html)
     assert docs == json.loads(out.read_text()) and [doc["index"] for doc in docs] == [2, 0]
     assert docs[0]["models"][0]["layers"] == {"toy_norm": "token"}
+    assert [m["name"] for m in docs[0]["models"]] == ["toy", "toy (2)"]  # one name each
     assert 'value="0:toy_norm">toy: toy_norm (token)</label>' in html  # a layer to switch on
     model, task = I.load(ckpt, toy_data)
     task.load_dataset("test")
@@ -270,8 +271,8 @@ def test_a_new_feature_shows_on_the_page(toy_feature, toy_data, tmp_path):
     (["--beam", "0"], "--beam 0 / --max-len-b 60: at least 1"),
     (["--names", "a,b"], "--names gives 2 names for 1 checkpoints"),
     (["--html", "/no/such/p.html"], "--html /no/such/p.html: its folder does not exist"),
-    (["--html", "{data}/test.src-tgt.src.idx"], "would overwrite an input"),
-    (["--html", "{ckpt}"], "would overwrite an input"),
+    (["--html", "{data}/test.src-tgt.src.idx"], "a checkpoint or inside the data folder"),
+    (["--html", "{ckpt}"], "a checkpoint or inside the data folder"),
     (["--html", "{tmp}/x", "--json", "{tmp}/x"], "--html and --json name one file"),
     ([], "give --html PAGE and/or --json OUT"),
 ])
@@ -292,6 +293,14 @@ def test_a_missing_checkpoint_is_refused_by_name(toy_data, tmp_path, capsys):
     with pytest.raises(SystemExit):
         I.main([str(tmp_path / "no.pt"), "--data", toy_data, "--json", str(tmp_path / "v.json")])
     assert f"{tmp_path / 'no.pt'}: no such checkpoint file" in capsys.readouterr().err
+
+
+def test_a_file_that_is_no_checkpoint_is_refused_by_name(toy_data, tmp_path, capsys):
+    junk = tmp_path / "junk.pt"
+    junk.write_text("junk")  # was fairseq's KeyError traceback
+    with pytest.raises(SystemExit):
+        I.main([str(junk), "--data", toy_data, "--json", str(tmp_path / "v.json")])
+    assert f"{junk}: not a checkpoint of this plugin for {toy_data} (" in capsys.readouterr().err
 
 
 def test_a_checkpoint_without_the_asked_feature_is_refused_before_running(

@@ -439,7 +439,7 @@ def _check_args(parser, args):
         inputs = [*args.checkpoints, args.data]
         if any(os.path.realpath(path) == os.path.realpath(x) for x in inputs) or \
                 os.path.realpath(path).startswith(os.path.realpath(args.data) + os.sep):
-            parser.error(f"--{flag} {path} would overwrite an input (a checkpoint or the data)")
+            parser.error(f"--{flag} {path}: a checkpoint or inside the data folder (an input)")
     gpt2 = [args.gpt2_encoder_json, args.gpt2_vocab_bpe]
     if any(gpt2) and not all(f and os.path.isfile(f) for f in gpt2):
         parser.error("--gpt2-encoder-json and --gpt2-vocab-bpe: give both, as existing files")
@@ -449,6 +449,7 @@ def _check_args(parser, args):
         os.path.abspath(c))) + "/" + os.path.basename(c) for c in args.checkpoints]
     if len(names) != len(args.checkpoints):
         parser.error(f"--names gives {len(names)} names for {len(args.checkpoints)} checkpoints")
+    names = [n if names.index(n) == i else f"{n} ({i + 1})" for i, n in enumerate(names)]
     try:
         docs = parse_documents(args.documents)
         check_documents(args.data, args.split, docs, "--documents")
@@ -473,7 +474,11 @@ def main(argv=None):
     show = [s.strip() for s in (args.show or "").split(",") if s.strip()]
     models, task = [], None
     for name, path in zip(names, args.checkpoints):
-        model, model_task = load(path, args.data)
+        try:
+            model, model_task = load(path, args.data)
+        except Exception as e:  # fairseq's errors name neither the file nor what it expected
+            parser.error(f"{path}: not a checkpoint of this plugin for {args.data} "
+                         f"({type(e).__name__}: {e})")
         has = exposed(model)
         missing = [s for s in show if s not in has]
         if missing:
