@@ -1,6 +1,6 @@
 """Less banner noise on fairseq's command lines, applied when the plugin registers
 (``--user-dir``), and before fairseq's package executes where the plugin is imported first
-(:mod:`fairseq_sum_plugins.registration`).
+(:mod:`fairseq_sum_plugins`).
 
 * Hydra's deprecation warnings, which fairseq 0.12 triggers on every start (``hydra.experimental``,
   ``version_base``, ``@package _group_``, schema matching, the ``strict`` flag), are ignored.

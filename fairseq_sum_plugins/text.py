@@ -5,9 +5,9 @@ A document becomes one line of Moses tokens in which sentences are separated by 
 
     "The cat sat. It purred."  ->  "The cat sat . <sep> It purred ."
 
-The same function is exposed to fairseq as the tokenizer ``sum_moses`` (:mod:`.sum_moses`) so that
-``fairseq-interactive --tokenizer sum_moses --bpe sentencepiece`` sees raw text exactly as
-the training data was seen by ``fairseq-sum-prepare``.
+The same function is exposed to fairseq as the tokenizer ``sum_moses``
+(:mod:`.tasks.sum_moses`) so that ``fairseq-interactive --tokenizer sum_moses --bpe
+sentencepiece`` sees raw text exactly as the training data was seen by ``fairseq-sum-prepare``.
 
 Sentence splitting (:func:`split_sentences`) is the one function that ``fairseq-sum-prepare``, the
 converters (truncation, ``--stats``), the ``sum_moses`` tokenizer and ``fairseq-sum-score

@@ -1,5 +1,5 @@
 """Registration with fairseq happens whenever fairseq is used, never before
-(fairseq_sum_plugins/registration.py): the fairseq-free commands (fairseq-sum-score, -compare,
+(fairseq_sum_plugins/__init__.py): the fairseq-free commands (fairseq-sum-score, -compare,
 -baselines) run without importing torch, fairseq or Google's rouge_score; the plugin registers in
 every order of import (plugin then fairseq, fairseq then plugin, ``--user-dir``, a model module
 first as the hub does, a converter first) and never runs a module twice; with fairseq blocked
@@ -23,7 +23,7 @@ from fairseq.criterions import CRITERION_REGISTRY
 from fairseq.scoring import SCORER_REGISTRY
 from fairseq.data.encoders import TOKENIZER_REGISTRY
 from fairseq_sum_plugins.modules.features import FEATURES
-from fairseq_sum_plugins.registration import Hook, registered
+from fairseq_sum_plugins import Hook, registered
 print(json.dumps({
     "arch": "tp_transformer_base" in ARCH_CONFIG_REGISTRY, "task": "summarization" in TASK_REGISTRY,
     "criterion": "summarization_loss" in CRITERION_REGISTRY, "scoring": "rouge" in SCORER_REGISTRY,
@@ -124,7 +124,7 @@ def test_a_module_registration_imports_runs_once():
 def test_with_fairseq_blocked_nothing_registers_and_the_scorer_imports():
     code = ("import sys; sys.modules['fairseq'] = None\nimport fairseq_sum_plugins\n"
             "import fairseq_sum_plugins.scoring.score\n"
-            "from fairseq_sum_plugins.registration import Hook, registered\n"
+            "from fairseq_sum_plugins import Hook, registered\n"
             "print(registered(), any(isinstance(f, Hook) for f in sys.meta_path))")
     assert python(code)[-1] == "False False"
 
@@ -134,7 +134,7 @@ def test_the_fairseq_free_modules_import_no_fairseq():
     analysis commands, some of which import fairseq themselves) imports alone."""
     code = f"""
 import importlib, json, pathlib, sys
-from fairseq_sum_plugins import registration as r
+import fairseq_sum_plugins as r
 root = pathlib.Path(r.__file__).parent
 names = [".".join(("fairseq_sum_plugins",) + p.relative_to(root).with_suffix("").parts)
          .removesuffix(".__init__") for p in sorted(root.rglob("*.py"))]

@@ -1,7 +1,7 @@
 """The ``sum_moses`` tokenizer of fairseq (``fairseq-interactive --tokenizer sum_moses --bpe
 sentencepiece``): :func:`~fairseq_sum_plugins.text.tokenize_document`, the text normalisation of
 ``fairseq-sum-prepare``, as a fairseq tokenizer. Imports fairseq, so it is registered with the rest
-of the plugin (:mod:`fairseq_sum_plugins.registration`), apart from the fairseq-free
+of the plugin (:mod:`fairseq_sum_plugins`), apart from the fairseq-free
 :mod:`fairseq_sum_plugins.text`.
 """
 from dataclasses import dataclass, field
@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from fairseq.data.encoders import TOKENIZER_REGISTRY, register_tokenizer
 from fairseq.dataclass import FairseqDataclass
 
-from .text import (DEFAULT_SENTENCE_SPLITTER, SENTENCE_SPLITTERS, _line_splitter, detokenize,
-                   tokenize_document)
+from ..text import (DEFAULT_SENTENCE_SPLITTER, SENTENCE_SPLITTERS, detokenize, split_sentences,
+                    tokenize_document)
 
 
 @dataclass
@@ -36,7 +36,9 @@ class SumMosesTokenizer(object):
 
     def __init__(self, cfg):
         self.cfg = cfg
-        _line_splitter(getattr(cfg, "sentence_splitter", None), cfg.moses_lang)  # early error
+        # early error: an unknown splitter, pysbd not installed or without the language
+        split_sentences("A check.", getattr(cfg, "sentence_splitter", None) or "regex",
+                        cfg.moses_lang)
 
     def encode(self, x: str) -> str:
         return tokenize_document(
