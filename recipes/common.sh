@@ -293,7 +293,7 @@ ta_decode_top_checkpoints() {
   done
   python -m fairseq_sum_plugins.analysis.paper_tables mean "$res/test.mean.json" "${outs[@]}"
   # the first of them (checkpoint_best's weights: the lowest validation loss) also under the name a
-  # single decoding had, WORK/test.NAME.beam5.out (and its scores)
-  cp -p "${outs[0]%.rouge.json}" "$work/test.$name.beam5.out"
-  cp -p "${outs[0]}" "$work/test.$name.beam5.out.rouge.json"
+  # single decoding had, WORK/test.NAME.beam5.out (with its log, where the scorer finds the data, and
+# its scores)
+  for out in "" .log .rouge.json; do cp -p "${outs[0]%.rouge.json}$out" "$work/test.$name.beam5.out$out"; done
 }

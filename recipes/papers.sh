@@ -210,7 +210,7 @@ ta_ss() {
     first="$OUT/$ds/test.$name.beam5.out"
     if [ "$OUT/$ds/$name.ss.json" -nt "$first" ]; then log "semantic similarity: $ds $name exists, skipped"; continue; fi
     log "semantic similarity (TA eq. 10): $ds $name"
-    fairseq-sum-score --generate-output "$first" --topic-model "$OUT/$ds/bin/topic_model.npz" \
+    fairseq-sum-score --generate-output "$first" --data "$OUT/$ds/bin" --topic-model "$OUT/$ds/bin/topic_model.npz" \
       --bootstrap-samples 0 --json "$OUT/$ds/$name.ss.json" >/dev/null
   done
 }
