@@ -746,8 +746,8 @@ def base_architecture(args):
     if args.cell != "t5" and args.t5_cross_position_bias:
         raise ValueError(
             "--t5-cross-position-bias is a flag of the T5 cell (--cell t5), and App. B's presets "
-            "(t5_transformer_base, tp_transformer_base, tp_transformer_continuous_base) set it: for "
-            "these models on the default cell use --arch *_default_cell_base (a checkpoint: "
+            "(t5_transformer_base, tp_transformer_base, tp_transformer_continuous_base) set it: "
+            "for these models on the default cell use --arch *_default_cell_base (a checkpoint: "
             "--model-overrides \"{'t5_cross_position_bias': False}\")")
     if args.t5_d_kv is not None and args.t5_d_kv < 1:
         raise ValueError(f"--t5-d-kv {args.t5_d_kv}: a per-head dim is a positive integer")
