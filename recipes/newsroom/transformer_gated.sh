@@ -101,6 +101,12 @@ if ! [[ $NAME =~ ^[A-Za-z0-9_][A-Za-z0-9_.+-]*$ ]]; then
   echo "${0##*/}: NAME must be letters, digits and _ . + - (not starting with . or -), got '$NAME'" >&2; exit 2
 fi
 SAVE="$WORK/checkpoints/$NAME"
+THRESHOLD_FLAGS=()
+if [ -n "${SWEEP_THRESHOLDS:-}" ]; then
+  for t in $SWEEP_THRESHOLDS; do require_number t; done
+  # shellcheck disable=SC2206
+  THRESHOLD_FLAGS=(--thresholds $SWEEP_THRESHOLDS)
+fi
 
 if ! converted "$WORK/jsonl" "$NEWSROOM"; then
   python -m preprocess.newsroom_to_jsonl --in "$NEWSROOM" --out "$WORK/jsonl" \
@@ -135,12 +141,6 @@ python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$CKPT" --s
 # gate_scores.png: written last)
 SWEEP="$WORK/gate_sweep.$NAME"
 if [ "$SWEEP_SUBSET" = valid ]; then SWEEP="$SWEEP.valid"; fi
-THRESHOLD_FLAGS=()
-if [ -n "${SWEEP_THRESHOLDS:-}" ]; then
-  for t in $SWEEP_THRESHOLDS; do require_number t; done
-  # shellcheck disable=SC2206
-  THRESHOLD_FLAGS=(--thresholds $SWEEP_THRESHOLDS)
-fi
 if [ -f "$SWEEP/gate_scores.png" ]; then
   log "gate sweep: $SWEEP exists, skipped"
 else
