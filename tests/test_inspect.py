@@ -238,8 +238,14 @@ def test_a_new_feature_shows_on_the_page(toy_feature, toy_data, tmp_path):
     I.main([ckpt, ckpt, "--data", toy_data, "--split", "test", "--documents", "2,0", "--html",
             str(page), "--json", str(out), "--max-len-b", "4", "--beam", "2", "--names", "toy,toy"])
     html = page.read_text()
-    docs = values_of(html)
-    assert docs == json.loads(out.read_text()) and [doc["index"] for doc in docs] == [2, 0]
+    docs = json.loads(out.read_text())
+    shown = values_of(html)
+    for doc in shown:  # the page draws the output run's source layers
+        for m in doc["models"]:
+            ref = m["runs"]["reference"]["values"]
+            assert "toy_norm" not in ref
+            ref["toy_norm"] = m["runs"]["output"]["values"]["toy_norm"]
+    assert shown == docs and [doc["index"] for doc in docs] == [2, 0]
     assert docs[0]["models"][0]["layers"] == {"toy_norm": "token"}
     assert [m["name"] for m in docs[0]["models"]] == ["toy", "toy (2)"]  # one name each
     assert 'value="0:toy_norm">toy: toy_norm (token)</label>' in html  # a layer to switch on
@@ -344,7 +350,14 @@ def long_document(n=3000):
 def test_the_page_escapes_text_and_keeps_its_values():
     doc = long_document(40)
     html = I.html_page([doc])
-    assert values_of(html) == [doc]  # "</script>" in a name does not end the data
+    shown = values_of(html)[0]  # "</script>" in a name does not end the data
+    assert shown["models"][0]["runs"]["output"] == doc["models"][0]["runs"]["output"]
+    assert set(shown["models"][0]["runs"]["reference"]["values"]) == {
+        "p_gen", "copy_source", "role", "attention"}  # its source layers: the output run's
+    run = doc["models"][0]["runs"]["output"]
+    run["values"] = dict(run["values"], roles={"decoder.layers.0.self_attn_binding": [[[1.0]]]})
+    shown = values_of(I.html_page([doc]))[0]["models"][0]["runs"]["output"]["values"]
+    assert "roles" not in shown and shown["role"] == [0, 1, 2]  # --json keeps them
     assert "m&lt;/script&gt;" in html and "m</script>" not in html
 
 

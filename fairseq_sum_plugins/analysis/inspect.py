@@ -38,6 +38,10 @@ from . import page
 from .plotting import gpt2_pieces
 
 TOP_K = 5  # source positions kept per output token for the hover
+# values a page leaves out (--json has them): TPT's role distributions of every sublayer and
+# position (N_r per head; megabytes on a long document); the page shows each output token's role
+PAGE_OMITS = ("roles",)
+SOURCE = ("token", "band", "sentence")  # the layers drawn on the source
 
 
 def binarized_splits(data):
@@ -349,7 +353,7 @@ def _document_html(d, doc):
     radios = [f'<label><input type="radio" name="l{d}" value="none" checked>none</label>']
     for m, model in enumerate(doc["models"]):
         for name, kind in model["layers"].items():
-            if kind in ("token", "band", "sentence") and name != "removed" or \
+            if kind in SOURCE and name != "removed" or \
                     name == "copy_source":
                 label = LAYER_NAMES.get(name, f"{name} ({kind})")
                 radios.append(f'<label><input type="radio" name="l{d}" value="{m}:{name}">'
@@ -372,15 +376,26 @@ def _document_html(d, doc):
 
 
 def html_page(docs, title="Mechanisms at work"):
-    """The page of :func:`inspect_documents`' ``docs`` (values embedded as JSON)."""
-    data = json.dumps(docs).replace("</", "<\\/")
+    """The page of :func:`inspect_documents`' ``docs``, its values embedded as JSON except those of
+    :data:`PAGE_OMITS` and the source layers of the reference run (the page draws the source layers
+    of the output run; ``--json`` has them all)."""
+
+    def kept(m, r, k):
+        return k not in PAGE_OMITS and not (r == "reference" and m["layers"].get(k) in SOURCE)
+
+    shown = [dict(doc, models=[dict(m, runs={r: dict(run, values={
+        k: v for k, v in run["values"].items() if kept(m, r, k)})
+        for r, run in m["runs"].items()}) for m in doc["models"]]) for doc in docs]
+    data = json.dumps(shown).replace("</", "<\\/")
     intro = ('<p class="note">Per document: switch a layer on to see a mechanism on the source; '
              "hover an output token to outline (red) the source tokens its last-layer "
              f"cross-attention weighs most (top {TOP_K}). Output tokens are shaded red by their "
              "copy share 1 - p_gen and carry their role raised (argmax of the last decoder "
              "sublayer's head-averaged role attention) where the model has them (title: values). "
              "Values: the model run teacher-forced on its beam output and on "
-             "the reference.</p>")
+             f"the reference, embedded below as JSON (without {', '.join(PAGE_OMITS)} and, "
+             "for the reference run, the source layers: fairseq-sum-inspect --json has "
+             "them).</p>")
     parts = [intro, f'<script type="application/json" id="values">{data}</script>',
              "".join(_document_html(d, doc) for d, doc in enumerate(docs))]
     return page.document(title, page.CSS + CSS, parts, JS)
