@@ -103,7 +103,7 @@ fi
 SAVE="$WORK/checkpoints/$NAME"
 THRESHOLD_FLAGS=()
 if [ -n "${SWEEP_THRESHOLDS:-}" ]; then
-  for t in $SWEEP_THRESHOLDS; do require_number t; done
+  for SWEEP_THRESHOLD in $SWEEP_THRESHOLDS; do require_number SWEEP_THRESHOLD; done
   # shellcheck disable=SC2206
   THRESHOLD_FLAGS=(--thresholds $SWEEP_THRESHOLDS)
 fi
