@@ -92,3 +92,15 @@ def test_a_json_that_records_the_old_name_reads_as_the_new_one():
     old = json.loads((QUICKSTART / "seed1-150" / "test.out.rouge.json").read_text())
     assert old["scorer"] == "rouge-score"  # as committed
     assert R.backend_name(old["scorer"], False) == "rouge155-py"
+
+
+def test_a_parser_that_names_only_the_old_name_takes_both():
+    """A command that offers only ``("rouge-score",)`` (decodings.py) offers the backend itself."""
+    import argparse
+
+    p = argparse.ArgumentParser()
+    R.add_scorer_options(p, ("rouge-score",))
+    for argv in ([], ["--scorer", "rouge155-py"], ["--scorer", "rouge-score"]):
+        assert p.parse_args(argv).scorer == "rouge155-py"
+    with pytest.raises(SystemExit):
+        p.parse_args(["--scorer", "official"])
