@@ -1,6 +1,7 @@
 """ETADS (You et al., 2019): focus attention (ETADS eq. 5-8), saliency selection (ETADS eq. 9-10), placement
 flags, presets, GNMT length / coverage penalties in beam search (§4.1) and a CLI round trip."""
 import math
+import re
 import os
 import subprocess
 import sys
@@ -417,3 +418,19 @@ def test_focus_stats_and_their_spread_by_hand():
     mean, sd = mean_sd([0.2, 0.4])
     assert mean == approx64(0.3) and sd == approx64(0.02 ** 0.5)
     assert mean_sd([0.7]) == (0.7, 0.0)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(coverage_penalty=-1.0), "--coverage-penalty -1.0"),
+    (dict(coverage_penalty=float("nan")), "--coverage-penalty nan"),
+    (dict(coverage_penalty=float("inf")), "--coverage-penalty inf"),
+    (dict(lenpen_gnmt=float("nan")), "--lenpen-gnmt nan"),
+])
+def test_gnmt_generator_refuses_a_negative_or_non_finite_weight(kwargs, message):
+    """A negative beta rewarded leaving the source uncovered (fairseq-generate --coverage-penalty -1
+    scored hypotheses +49); NaN made every score NaN."""
+    from fairseq_sum_plugins.tasks.sequence_generator import GNMTSequenceGenerator
+
+    model, d = build_model("etads_base", **ETADS)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        GNMTSequenceGenerator([model], d, beam_size=2, **kwargs)

@@ -35,6 +35,8 @@ coverage weight), is ``--coverage-penalty 5 --coverage-penalty-type summary``. A
 1``: with beta 1, ``wu`` adds ``-760`` when 60 steps attend uniformly (``400 log 0.15``), against a
 ``log P / lp`` of tens, and the coverage term ranks the hypotheses.
 """
+import math
+
 import torch
 from fairseq.sequence_generator import SequenceGenerator
 
@@ -73,6 +75,11 @@ class GNMTSequenceGenerator(SequenceGenerator):
         if coverage_penalty_type not in ("wu", "summary"):
             raise ValueError(
                 f"--coverage-penalty-type {coverage_penalty_type!r}: expected wu or summary")
+        if not (math.isfinite(coverage_penalty) and coverage_penalty >= 0):
+            raise ValueError(f"--coverage-penalty {coverage_penalty}: a weight >= 0 (GNMT's beta; "
+                             "a negative one rewards leaving the source uncovered)")
+        if lenpen_gnmt is not None and not math.isfinite(lenpen_gnmt):
+            raise ValueError(f"--lenpen-gnmt {lenpen_gnmt}: a finite alpha (GNMT's lp exponent)")
         super().__init__(models, tgt_dict, **kwargs)
         self.lenpen_gnmt = lenpen_gnmt
         self.coverage_beta = coverage_penalty
