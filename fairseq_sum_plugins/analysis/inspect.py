@@ -230,7 +230,8 @@ CSS = """
 .t.centre{outline:2px solid #1f77b4}
 .sm{font-size:.72em;color:#777;border:1px solid #ccc;border-radius:3px;padding:0 2px;margin:0 2px}
 .sm.pick{color:#fff;background:#2ca02c;border-color:#2ca02c}
-.out{line-height:1.9}.out .t{border-bottom:1px dotted #999}.out sup{color:#1f77b4;font-size:.7em}
+.out{line-height:1.9;overflow-wrap:anywhere}.out .t{border-bottom:1px dotted #999}
+.out sup{color:#1f77b4;font-size:.7em}
 .layers label{margin-right:.8em;white-space:nowrap}
 """
 
@@ -238,7 +239,8 @@ JS = r"""
 (function(){
   var V=JSON.parse(document.getElementById('values').textContent);
   function toks(d){return document.querySelectorAll('#doc'+d+' .src .t');}
-  function clear(d){toks(d).forEach(function(t){t.style.background='';
+  function clear(d){toks(d).forEach(function(t){t.style.background='';t.title='';
+    t.style.textDecoration='';
     t.classList.remove('band','centre','att');});
     document.querySelectorAll('#doc'+d+' .sm').forEach(function(s){s.classList.remove('pick');
       s.title='';});}
@@ -260,8 +262,10 @@ JS = r"""
       vals.copy_source.forEach(function(j,t){n[j]+=1-vals.p_gen[t];});
       var mx=Math.max.apply(null,n.concat([1e-9]));
       n.forEach(function(v,i){if(ts[i])shade(ts[i],v/mx,'214,39,40');});}
-    else if(kind==='token'){var mx=Math.max.apply(null,vals[name].map(Math.abs).concat([1]));
-      vals[name].forEach(function(v,i){if(ts[i])shade(ts[i],Math.abs(v)/mx,'255,170,0');});
+    else if(kind==='token'){var lo=Math.min.apply(null,vals[name]),
+      span=Math.max.apply(null,vals[name])-lo||1;
+      vals[name].forEach(function(v,i){if(ts[i]){shade(ts[i],(v-lo)/span,'255,170,0');
+        ts[i].title=name+' '+v.toFixed(4);}});
       if(name==='gate')(vals.removed||[]).forEach(function(r,i){
         if(r&&ts[i])ts[i].style.textDecoration='line-through';});}
     else if(kind==='band'){var f=focus(d,m),n=new Array(ts.length).fill(0);
@@ -302,20 +306,31 @@ JS = r"""
 """
 
 # the labels of the shipped features' layers (another feature's layer is labelled by its name)
-LAYER_NAMES = {"gate": "information-selection gate (struck out: removed)",
-               "saliency": "ETADS saliency", "copy_source": "copy attention (1 - p_gen)",
+LAYER_NAMES = {"gate": "information-selection gate (shade: from the document's smallest to its "
+                       "largest; struck out: removed)",
+               "saliency": "ETADS saliency (shade: from the document's smallest to its largest)",
+               "copy_source": "copy attention (1 - p_gen)",
                "focus": "ETADS focus (hover a token: its band)",
                "memory": "Mem2Mem memory extraction (green marks: a slot's sentence)"}
 
 
-def word_text(piece):
-    """How a piece reads inside the text: sentencepiece's word mark as a space."""
-    return piece.replace("\u2581", " ") if "\u2581" in piece else " " + piece
+def word_text(piece, marked):
+    """How a piece reads inside the text: with sentencepiece's word marks (``marked``), the mark
+    as a space and a piece without one joined to the word before; else every token a word."""
+    if marked:
+        return piece.replace("\u2581", " ") if piece.startswith("\u2581") else piece
+    return " " + piece
+
+
+def sentencepiece_marked(doc):
+    """Whether the document's pieces carry sentencepiece's word mark."""
+    return any(p.startswith("\u2581") for p in doc["source"])
 
 
 def _source_html(d, doc, sep="<sep>"):
     from html import escape
 
+    marked = sentencepiece_marked(doc)
     out, sent = [f'<span class="sm">1</span>'], 0
     for i, p in enumerate(doc["source"]):
         if p == sep:
@@ -323,11 +338,11 @@ def _source_html(d, doc, sep="<sep>"):
             out.append(f' <span class="sm">{sent + 1}</span>')
             continue
         out.append(f'<span class="t" data-d="{d}" data-i="{i}" data-s="{sent}">'
-                   f"{escape(word_text(p))}</span>")
+                   f"{escape(word_text(p, marked))}</span>")
     return "".join(out)
 
 
-def _output_html(d, m, run, tokens, values):
+def _output_html(d, m, run, tokens, values, marked):
     """Output tokens: shaded red by their copy share ``1 - p_gen``, their role (1-based) raised
     after them, both in the title."""
     from html import escape
@@ -342,14 +357,15 @@ def _output_html(d, m, run, tokens, values):
             notes.append(f"role {values['role'][i] + 1}")
             sup = f"<sup>{values['role'][i] + 1}</sup>"
         spans.append(f'<span class="t" data-d="{d}" data-m="{m}" data-r="{run}" data-i="{i}" '
-                     f'title="{escape("; ".join(notes))}"{style}>{escape(word_text(p))}{sup}'
-                     "</span>")
+                     f'title="{escape("; ".join(notes))}"{style}>'
+                     f"{escape(word_text(p, marked))}{sup}</span>")
     return "".join(spans)
 
 
 def _document_html(d, doc):
     from html import escape
 
+    marked = sentencepiece_marked(doc)
     radios = [f'<label><input type="radio" name="l{d}" value="none" checked>none</label>']
     for m, model in enumerate(doc["models"]):
         for name, kind in model["layers"].items():
@@ -359,14 +375,15 @@ def _document_html(d, doc):
                 radios.append(f'<label><input type="radio" name="l{d}" value="{m}:{name}">'
                               f'{escape(model["name"])}: {escape(label)}</label>')
     boxes = [f'<div class="box"><h4>reference</h4><p>'
-             f'{escape("".join(word_text(p) for p in doc["reference"]))}</p></div>']
+             f'{escape("".join(word_text(p, marked) for p in doc["reference"]))}</p></div>']
     for m, model in enumerate(doc["models"]):
         key = f'<span class="key" style="background:{page.color(m)}"></span>'
+        runs = model["runs"]
         rows = "".join(
             f'<p class="out"><b>{label}:</b> '
-            f'{_output_html(d, m, run, model["runs"][run]["tokens"], model["runs"][run]["values"])}'
-            "</p>" for run, label in (("output", "beam output"),
-                                      ("reference", "reference, teacher-forced")))
+            + _output_html(d, m, run, runs[run]["tokens"], runs[run]["values"], marked) + "</p>"
+            for run, label in (("output", "beam output"),
+                               ("reference", "reference, teacher-forced")))
         boxes.append(f'<div class="box"><h4>{key}{escape(model["name"])}</h4>{rows}</div>')
     return (f'<div class="doc" id="doc{d}"><h3>document {doc["index"]} '
             f'({len(doc["source"])} source tokens)</h3>'
