@@ -43,6 +43,14 @@ require_int() {
   printf -v "$name" %d "$value"
 }
 
+# require_name VAR: stops (exit 2) naming VAR unless $VAR can name a file: letters, digits and
+# _ . + -, not starting with . or - (a run's NAME: its checkpoint folder and outputs)
+require_name() {
+  if ! [[ ${!1-} =~ ^[A-Za-z0-9_][A-Za-z0-9_.+-]*$ ]]; then
+    echo "${0##*/}: $1 must be letters, digits and _ . + - (not starting with . or -), got '${!1-}'" >&2; exit 2
+  fi
+}
+
 # require_number NAME [positive]: stops (exit 2) naming NAME unless $NAME is a decimal number (2e-3,
 # 1.0, -0.5), above 0 when "positive" is given
 require_number() {

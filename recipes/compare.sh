@@ -296,16 +296,8 @@ for i in "${!LABELS[@]}"; do
   if [ ! "$OUT/$label/source_use.json" -nt "$OUT/$label/test.out" ]; then
     python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$ckpt/checkpoint_last.pt" \
       --subset test --generate-output "$OUT/$label/test.out" --json "$OUT/$label/source_use.json" "${side[@]}"
-    # which output it measured, by sha256: fairseq-sum-compare --html uses the file for that one only
-    python - "$OUT/$label/source_use.json" "$OUT/$label/test.out" <<'EOF'
-import json, sys
-from fairseq_sum_plugins.analysis.decodings import sha256_file
-with open(sys.argv[1], encoding="utf-8") as f:
-    use = json.load(f)
-use["generate_output_sha256"] = sha256_file(sys.argv[2])
-with open(sys.argv[1], "w", encoding="utf-8") as f:
-    json.dump(use, f, indent=2)
-EOF
+    # source_use.json records the sha256 of the output it measured: fairseq-sum-compare --html uses it
+    # for that output only
   fi
   # the test outputs as committed (analysis/decodings.py): OUT/LABEL/decodings.txt and .json (sha256 of
   # decodings, checkpoint, data), OUT/references.txt and OUT/sources.txt (the same for every label)

@@ -73,9 +73,7 @@ NAME=${NAME:-$ARCH}
 for v in TOPICS TOPICS_N MAX_UPDATE MAX_SRC BATCH TOP_K; do require_int "$v" 1; done
 [ -n "${LENPENS// /}" ] || { echo "${0##*/}: LENPENS is empty" >&2; exit 2; }
 for LENPEN in $LENPENS; do require_number LENPEN positive; done
-if ! [[ $NAME =~ ^[A-Za-z0-9_][A-Za-z0-9_.+-]*$ ]]; then
-  echo "${0##*/}: NAME must be letters, digits and _ . + - (not starting with . or -), got '$NAME'" >&2; exit 2
-fi
+require_name NAME
 require_int MAX_TGT 0
 FP16_FLAG=$(fp16_flag)
 SAVE="$WORK/checkpoints/$NAME"

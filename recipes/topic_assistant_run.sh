@@ -75,9 +75,7 @@ NAME=${NAME:-$ARCH}
 for v in MAX_UPDATE VOCAB TOP_K SAVE_INTERVAL; do require_int "$v" 1; done
 [ -n "${LENPENS// /}" ] || { echo "${0##*/}: LENPENS is empty" >&2; exit 2; }
 for LENPEN in $LENPENS; do require_number LENPEN positive; done
-if ! [[ $NAME =~ ^[A-Za-z0-9_][A-Za-z0-9_.+-]*$ ]]; then
-  echo "${0##*/}: NAME must be letters, digits and _ . + - (not starting with . or -), got '$NAME'" >&2; exit 2
-fi
+require_name NAME
 FP16_FLAG=$(fp16_flag)
 
 convert_dataset "$DATASET" "$RAW" "$AUX" "$WORK/jsonl"

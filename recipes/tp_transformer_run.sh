@@ -78,9 +78,7 @@ for split in $SPLITS; do
   case $split in valid|test) ;; *) echo "${0##*/}: SPLITS: unknown split '$split' (valid test)" >&2; exit 2 ;; esac
 done
 for BEAM in $BEAMS; do require_int BEAM 1; done
-if ! [[ $NAME =~ ^[A-Za-z0-9_][A-Za-z0-9_.+-]*$ ]]; then
-  echo "${0##*/}: NAME must be letters, digits and _ . + - (not starting with . or -), got '$NAME'" >&2; exit 2
-fi
+require_name NAME
 for v in BATCH MAX_UPDATE VOCAB MAX_SRC MAX_TGT SAVE_INTERVAL; do require_int "$v" 1; done
 FP16_FLAG=$(fp16_flag)
 

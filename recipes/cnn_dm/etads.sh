@@ -71,9 +71,7 @@ BEAM=${BEAM:-10}
 NAME=${NAME:-$ARCH}
 SCORER=${SCORER:-official}
 case $SCORER in official|rouge155-py|rouge-score) ;; *) echo "${0##*/}: SCORER must be official or rouge155-py, got '$SCORER'" >&2; exit 2 ;; esac
-if ! [[ $NAME =~ ^[A-Za-z0-9_][A-Za-z0-9_.+-]*$ ]]; then
-  echo "${0##*/}: NAME must be letters, digits and _ . + - (not starting with . or -), got '$NAME'" >&2; exit 2
-fi
+require_name NAME
 for v in PAPER_GPUS MAX_UPDATE VOCAB BEAM; do require_int "$v" 1; done
 gpu_setup "$PAPER_GPUS"
 FP16_FLAG=$(fp16_flag)

@@ -97,9 +97,7 @@ FP16_FLAG=$(fp16_flag)
 NAME=${NAME:-$ARCH.l$LAMBDA}
 SWEEP_SUBSET=${SWEEP_SUBSET:-test}
 case $SWEEP_SUBSET in valid|test) ;; *) echo "${0##*/}: SWEEP_SUBSET must be valid or test, got '$SWEEP_SUBSET'" >&2; exit 2 ;; esac
-if ! [[ $NAME =~ ^[A-Za-z0-9_][A-Za-z0-9_.+-]*$ ]]; then
-  echo "${0##*/}: NAME must be letters, digits and _ . + - (not starting with . or -), got '$NAME'" >&2; exit 2
-fi
+require_name NAME
 SAVE="$WORK/checkpoints/$NAME"
 THRESHOLD_FLAGS=()
 if [ -n "${SWEEP_THRESHOLDS:-}" ]; then
