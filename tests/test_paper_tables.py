@@ -363,7 +363,11 @@ def test_topic_assistant_main_ss_and_topics_at_smoke_scale(raw_corpora, papers_o
     rows = check_table(text, "ta", "main", ["XSum / Transformer (", "XSum / Transformer+TA", "XSum / Lead-3"])
     assert "bart" in rows['XSum / BART (Table 5, row "BART")'][-1]
     mean = json.load(open(os.path.join(out, "xsum", "transformer_ta", "test.mean.json"), encoding="utf-8"))
-    assert mean["averaged"] == 3  # the top-3 checkpoints by validation loss
+    # the checkpoints fairseq kept by validation loss (--keep-best-checkpoints 3 saves a new one when
+    # it beats the kept ones: 3 validations of 3 updates may keep fewer), each decoded and averaged
+    kept = [f for f in os.listdir(os.path.join(out, "xsum", "checkpoints", "transformer_ta"))
+            if f.startswith("checkpoint.best_loss_")]
+    assert 1 <= mean["averaged"] == min(len(kept), 3) and len(mean["files"]) == mean["averaged"]
     assert open(os.path.join(out, "xsum", "transformer_ta", "lenpen.txt")).read().count("alpha ") == 2
     text = papers_sh(out, "ta", "ss", raw_corpora["xsum"], LENPENS="0.6 1.0")
     check_table(text, "ta", "ss", ["XSum / Transformer (", "XSum / Transformer+TA"])
