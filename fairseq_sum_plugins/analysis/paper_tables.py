@@ -13,13 +13,23 @@ source kind     file and figures
                 (F1 in [0, 1], x 100), ``found_N`` = 100 (1 - ``novel_Ngram_hyp``), ``found_ref_N``
                 (of the references), ``ss_sum_doc`` / ``ss_sum_gold`` (TA eq. 10, as they are);
                 ``params_k`` from the JSON the argument names (ETADS Table 4's parameters / 1000);
-                the mean of the Topic Assistant's top-3 checkpoints (``mean``, below) alike
+                the Topic Assistant's ``test.mean.json`` (subcommand ``mean``: the mean of its
+                top-3 checkpoints' scores) alike
 ``baseline``    ``fairseq-sum-baselines --json``: ``systems[NAME]``'s ROUGE (x 100)
 ``extraction``  ``implicit_extraction`` ``scores.json``: ``scores[NAME]``'s ROUGE (x 100)
 ``gate``        ``gate_sweep.json``: the row of a threshold (sparsity %, ROUGE in points)
 ``probe``       ``fairseq-sum-probe --json``: the cells of a layer (role / filler / final F1 x 100)
 ``roles``       ``fairseq-sum-roles --json``: % of role attention distributions with max > 0.98
+``topics``      ``paper_tables topic-words``: the number of topics, and their top words listed
+                below the table
 ==============  ===============================================================================
+
+The shell's helpers: ``list``, ``datasets PAPER TABLE``, ``etads-systems TABLE`` (each ETADS row's
+flags over ``etads_baseline``), ``params CKPT DEST``, ``topic-words DATA DEST``, ``mean DEST
+JSON...``, ``pick-lenpen RECORD ALPHA=JSON...`` (the alpha with the highest validation mean of
+ROUGE-1/2/L F1: the project's choice, the Topic Assistant does not say which ROUGE it tuned) and
+``scale-arch PAPER`` (the model ``MEASURE`` times; ``PAPER_SCALE`` holds each paper's documents per
+update and updates, from the paper or, where it is silent, the recipe).
 
 A row the project cannot run (BertSUM, UNILM or MASS weights, licensed data, labelled data that is
 not here) carries its reason instead of a source; the written table says it in that row. A row
