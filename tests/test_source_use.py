@@ -8,6 +8,7 @@ import torch
 
 from helpers import save_fresh_checkpoint
 from tolerances import MODEL_ULPS, fp32_tol
+from fairseq_sum_plugins.analysis.decodings import sha256_file
 from fairseq_sum_plugins.analysis.source_use import distinct_outputs, main, source_gain
 
 
@@ -79,6 +80,8 @@ def test_cli_writes_json_with_distinct_outputs(toy_data, tmp_path, capsys):
     saved = json.load(open(tmp_path / "s.json"))
     assert saved["examples"] == 5 and saved["distinct"] == 2 and saved["hypotheses"] == 3
     assert "source gain" in capsys.readouterr().out
+    # which output it measured: fairseq-sum-compare --html uses the file for that output only
+    assert saved["generate_output_sha256"] == sha256_file(str(gen))
 
 
 def test_one_example_is_refused(toy_data, tmp_path):

@@ -35,6 +35,8 @@ import sys
 
 import torch
 
+from .decodings import sha256_file
+
 
 def _other_source(ds, i, j):
     """Example ``i`` of ``ds`` with the source (and every side-data field) of example ``j``."""
@@ -137,6 +139,8 @@ def main(argv=None):
         sys.exit(f"source_use: {e}")
     if args.generate_output:
         out["distinct"], out["hypotheses"] = distinct_outputs(args.generate_output)
+        # which output it measured: fairseq-sum-compare --html uses this file for that output only
+        out["generate_output_sha256"] = sha256_file(args.generate_output)
     line = (f"{args.subset}: NLL {out['nll_own']:.3f} bits/token with its own document, "
             f"{out['nll_other']:.3f} with another: source gain {out['gain']:.3f} over "
             f"{out['examples']} examples")
