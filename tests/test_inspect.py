@@ -5,6 +5,7 @@ module's own recording flag, a hand computation from the layer's inputs, or the 
 a toy feature registered here with an inspection declaration shows on the page; bad input is refused
 by name before any model runs; the page loads in headless Chromium with no network resource.
 """
+import dataclasses
 import json
 import os
 import re
@@ -13,13 +14,12 @@ import subprocess
 
 import pytest
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
+import test_features
 from helpers import DIMS, build_model, make_dictionary, save_fresh_checkpoint
 from fairseq_sum_plugins.analysis import inspect as I
-from fairseq_sum_plugins.modules.features import (ENCODER_OUT, FEATURES, FeatureSpec, Inspection,
-                                                  register_feature)
+from fairseq_sum_plugins.modules.features import FEATURES, Inspection, register_feature
 
 torch.set_num_threads(1)
 
@@ -34,6 +34,21 @@ def document(d, n=11, seed=0):
     tgt = torch.randint(d.nspecial, len(d) - 1, (5,), generator=g)
     tgt[-1] = d.eos()
     return src, tgt
+
+
+def inspected_with_inputs(model, cls, src, tgt, eos):
+    """The stage's values of one pass, and ``{module name: its forward's inputs}`` of every module
+    of type ``cls`` in that pass (recorded independently of the stage)."""
+    seen, handles = {}, []
+    for name, m in model.named_modules():
+        if isinstance(m, cls):
+            handles.append(m.register_forward_hook(
+                lambda mod, inputs, out, name=name: seen.__setitem__(name, inputs)))
+    try:
+        return I.teacher_forced(model, src, tgt, eos), seen
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def tiny(arch="tp_transformer_small", **features):
@@ -110,14 +125,8 @@ def test_roles_equal_tpt_eq_5_from_each_sublayers_input():
     src, tgt = document(d)
     from fairseq_sum_plugins.features.tp_transformer import TPRBinding
 
-    fillers, handles = {}, []
-    for name, m in model.named_modules():
-        if isinstance(m, TPRBinding):
-            handles.append(m.register_forward_hook(
-                lambda mod, inputs, out, name=name: fillers.__setitem__(name, inputs[0])))
-    values = I.teacher_forced(model, src, tgt, d.eos())
-    for h in handles:
-        h.remove()
+    values, inputs = inspected_with_inputs(model, TPRBinding, src, tgt, d.eos())
+    fillers = {name: x[0] for name, x in inputs.items()}
     assert set(values["roles"]) == set(fillers) and len(fillers) == 6  # 2 enc + 2 x 2 dec
     for name, filler in fillers.items():
         m = model.get_submodule(name)
@@ -133,14 +142,8 @@ def test_saliency_equals_etads_eq_9_from_the_layers_queries_and_keys():
     src, tgt = document(d)
     from fairseq_sum_plugins.features.etads_saliency import SaliencyGate
 
-    seen, handles = [], []
-    for m in model.decoder.modules():
-        if isinstance(m, SaliencyGate):
-            handles.append(m.register_forward_hook(
-                lambda mod, inputs, out: seen.append((mod, inputs[0], inputs[1]))))
-    values = I.teacher_forced(model, src, tgt, d.eos())
-    for h in handles:
-        h.remove()
+    values, inputs = inspected_with_inputs(model, SaliencyGate, src, tgt, d.eos())
+    seen = [(model.get_submodule(name), x[0], x[1]) for name, x in inputs.items()]
 
     def heads(mod, lin, x):  # W x on the concatenated heads, split again
         merged = x.transpose(1, 2).flatten(2) @ lin.weight.T
@@ -180,36 +183,19 @@ def test_a_model_without_the_features_exposes_none():
 # --- a toy feature declares what it shows, and the page shows it -------------------------------
 
 
-class KeepAll(nn.Module):
-    """Toy encoder-output feature: changes nothing."""
-
-    def encoder_output(self, view):
-        return view
-
-
 def _watch_norm(model, probe):
-    """The toy's inspection: the norm of every source position's encoder state."""
+    """The toy's inspection: the norm of every row of the encoder output it leaves."""
     from fairseq_sum_plugins.modules.encoder_out import EncoderOut
 
-    if getattr(model.encoder, "toy_keep", None) is not None:
+    if getattr(model.encoder, "toy_drop", None) is not None:
         probe.read(lambda run: {"toy_norm": EncoderOut.of(run.encoder_out).enc[0].norm(
             dim=-1).tolist()})
 
 
-def _toy_args(parser):
-    from fairseq_sum_plugins.flags import bool_flag
-
-    parser.add_argument("--toy-keep", type=bool_flag, metavar="BOOL")
-
-
-def _toy_defaults(args, on=False):
-    args.toy_keep = getattr(args, "toy_keep", on)
-
-
-TOY = FeatureSpec("toy keep-all (--toy-keep)", {ENCODER_OUT: "toy_keep"},
-                  lambda args, site, dims: KeepAll() if args.toy_keep else None, stage="encoder",
-                  add_args=_toy_args, defaults=_toy_defaults,
-                  inspect=Inspection({"toy_norm": "token"}, _watch_norm))
+# tests/test_features.py's toy encoder-output feature (drops each document's last position), with
+# an inspection declared
+TOY = dataclasses.replace(test_features.DROP,
+                          inspect=Inspection({"toy_norm": "token"}, _watch_norm))
 
 
 @pytest.fixture
@@ -233,7 +219,7 @@ def fresh(toy_data, path, arch, *extra):
 
 
 def test_a_new_feature_shows_on_the_page(toy_feature, toy_data, tmp_path):
-    ckpt = fresh(toy_data, tmp_path / "toy.pt", "t5_transformer_small", "--toy-keep", "True")
+    ckpt = fresh(toy_data, tmp_path / "toy.pt", "t5_transformer_small", "--toy-drop-last", "True")
     page, out = tmp_path / "p.html", tmp_path / "v.json"
     I.main([ckpt, ckpt, "--data", toy_data, "--split", "test", "--documents", "2,0", "--html",
             str(page), "--json", str(out), "--max-len-b", "4", "--beam", "2", "--names", "toy,toy"])
@@ -257,6 +243,7 @@ def test_a_new_feature_shows_on_the_page(toy_feature, toy_data, tmp_path):
     from fairseq_sum_plugins.modules.encoder_out import EncoderOut
 
     norms = EncoderOut.of(enc).enc[0].norm(dim=-1).tolist()
+    assert len(norms) == item["source"].numel() - 1  # the toy dropped the last position
     for run in ("output", "reference"):  # the encoder's, whichever target the decoder reads
         assert docs[0]["models"][0]["runs"][run]["values"]["toy_norm"] == norms
     assert docs[0]["source"] == [task.source_dictionary[int(t)] for t in item["source"]]
@@ -401,14 +388,8 @@ def test_every_backbone_shows_its_gate_and_roles(arch, family, extra):
     model, d = build_model(arch, make_dictionary(), **dict(DIMS[family], **feats))
     model.eval()
     src, tgt = document(d)
-    fillers, handles = {}, []
-    for name, m in model.named_modules():
-        if isinstance(m, TPRBinding):
-            handles.append(m.register_forward_hook(
-                lambda mod, inputs, out, name=name: fillers.__setitem__(name, inputs[0])))
-    values = I.teacher_forced(model, src, tgt, d.eos())
-    for h in handles:
-        h.remove()
+    values, inputs = inspected_with_inputs(model, TPRBinding, src, tgt, d.eos())
+    fillers = {name: x[0] for name, x in inputs.items()}
     with torch.no_grad():
         view = EncoderOut.of(model.encoder(src[None], torch.tensor([src.numel()])))
         g = torch.sigmoid(model.encoder.info_gate.proj(view.enc))[0, :, 0]
