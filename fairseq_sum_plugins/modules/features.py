@@ -66,6 +66,11 @@ The default transformer cell and the T5 cell (:mod:`..models.sum_transformer`) a
 switched-on feature means nothing is refused by ``spec.refuse(args, backbone)`` with a message
 naming the feature. Adding a feature is its module with its spec and flags, and a row of the
 contract table (tests/test_model_contract.py); tests/test_features.py adds one that way.
+
+A spec may also say what the feature shows of a document (``inspect``, an :class:`Inspection`:
+value names, the page layer of each, and a watch of forward hooks and recording flags set for one
+forward pass only), read by :mod:`..analysis.inspect` and ``fairseq-sum-inspect``;
+tests/test_inspect.py declares one for a toy feature.
 """
 import contextlib
 from argparse import ArgumentParser, Namespace
