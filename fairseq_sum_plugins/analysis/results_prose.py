@@ -24,7 +24,8 @@ sentence that says "significant" (or "significantly") must show a p-value (``p X
 that says it without a negation ("no", "not", "none", "nor", "without" at most three words
 before) must show a p of at most 0.05; a word in double quotes is named, not said. A failure
 names the file, line and figure. Every number of a range (``0.983-1.089``), a triple
-(``18.66/3.00/14.83``) or in e-notation is a figure. Chosen: a figure is matched against every
+(``18.66/3.00/14.83``) or in e-notation is a figure; one with a letter attached (a speed-up,
+``1.49x``) is not. Chosen: a figure is matched against every
 figure of its section, not against the model its sentence names: an edit that turns a figure
 into another of the section's values at the digits shown passes (a limit of this rule).
 """
