@@ -108,22 +108,6 @@ def _spec_cell(spec):
     return f"{round(spec['delta'], 9) + 0.0:+.2f} ({spec['p']:.3f})" if spec else "-"
 
 
-def bar_note(base):
-    """How the bar of ``base`` (fairseq-sum-baselines' JSON) was set, one sentence."""
-    draws = base.get("random_draws")
-    mean = sp.random_mean(base)
-    if mean is None:
-        return "no random extracts to set the bar"
-    if draws:
-        made = (f"the mean delta {mean:+.2f} of {len(draws['seeds'])} random extracts (seeds "
-                f"{draws['seeds'][0]}-{draws['seeds'][-1]}, range {draws['min']:+.2f} .. "
-                f"{draws['max']:+.2f})")
-    else:
-        made = f"the delta {mean:+.2f} of one random extract (a file without its draws)"
-    return (f"the bar {sp.specificity_bar(mean):.2f} = max({sp.BAR_FLOOR}, "
-            f"{sp.BAR_RANDOM_SHARE} x {made})")
-
-
 def _f(value, fmt):
     return "-" if value is None else format(value, fmt)
 
@@ -249,7 +233,7 @@ def build(out_dir, work, labels, baselines_path=None, samples=1000, seed=1):
         "ROUGE F1 x 100; specificity: ROUGE-2 F1 against the own reference minus against the other "
         "documents' (points), permutation p against 0. Verdict \"specific to its document\" "
         f"(scoring/specificity.py): the {sp.LEVEL:.0%} one-sided document-bootstrap lower bound of "
-        f"the specificity delta above {bar_note(base)}, test NLL below the bag of pieces'"
+        f"the specificity delta above {sp.bar_note(base)}, test NLL below the bag of pieces'"
         + (f" {bag['nll']:.3f} bits" if bag else "")
         + f", and reading (source gain >= {sp.READ_GAIN} bits, >= {sp.READ_DISTINCT:.0%} "
         "distinct). "
@@ -381,8 +365,8 @@ def across_seeds(seed_dirs):
         "each seed; "
         'baselines (fairseq-sum-baselines, no training) once. Verdict "specific to its document" '
         f"(scoring/specificity.py): the {sp.LEVEL:.0%} one-sided document-bootstrap lower bound of "
-        f"the ROUGE-2 specificity delta above {bar_note(base)}, test NLL below the bag of pieces', "
-        "source gain "
+        f"the ROUGE-2 specificity delta above {sp.bar_note(base)}, test NLL below the bag of "
+        "pieces', source gain "
         f">= {sp.READ_GAIN} bits and >= {sp.READ_DISTINCT:.0%} distinct; each seed's table: "
         "SEED/baselines.md."
     )

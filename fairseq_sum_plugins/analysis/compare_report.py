@@ -436,7 +436,7 @@ def _verdict_note(baselines):
         return ""
     from html import escape
 
-    from .baseline_table import bar_note
+    from ..scoring.specificity import bar_note
 
     bag = baselines.get("bag_of_pieces") or {}
     return ('<p class="note">Verdict "specific to its document" (what it measures: outputs that '

@@ -425,3 +425,19 @@ def position_between(value, low, high):
     if value is None or low is None or high is None or high == low:
         return None
     return (value - low) / (high - low)
+
+
+def bar_note(base):
+    """How the bar of ``base`` (fairseq-sum-baselines' JSON) was set, one sentence."""
+    draws = base.get("random_draws")
+    mean = random_mean(base)
+    if mean is None:
+        return "no random extracts to set the bar"
+    if draws:
+        made = (f"the mean delta {mean:+.2f} of {len(draws['seeds'])} random extracts (seeds "
+                f"{draws['seeds'][0]}-{draws['seeds'][-1]}, range {draws['min']:+.2f} .. "
+                f"{draws['max']:+.2f})")
+    else:
+        made = f"the delta {mean:+.2f} of one random extract (a file without its draws)"
+    return (f"the bar {specificity_bar(mean):.2f} = max({BAR_FLOOR}, "
+            f"{BAR_RANDOM_SHARE} x {made})")
