@@ -24,3 +24,13 @@ def test_a_missing_data_folder_is_refused_by_name(tmp_path, capsys):
         focus_plot.main([str(tmp_path / "nodata"), "--path", "x.pt", "--png",
                          str(tmp_path / "f.png")])
     assert f"{tmp_path / 'nodata'}: no such data folder" in capsys.readouterr().err
+
+
+def test_a_model_without_focus_attention_is_refused_by_name(toy_data, tmp_path, capsys):
+    from test_inspect import fresh
+
+    ckpt = fresh(toy_data, tmp_path / "plain.pt", "t5_transformer_small")
+    with pytest.raises(SystemExit):  # was a ValueError traceback
+        focus_plot.main([toy_data, "--path", ckpt, "--split", "test", "--png",
+                         str(tmp_path / "f.png")])
+    assert f"{ckpt}: this model has no focus attention" in capsys.readouterr().err

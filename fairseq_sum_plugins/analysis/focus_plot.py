@@ -22,7 +22,7 @@ import statistics
 import torch
 
 from .decodings import sha256_file
-from .inspect import check_documents, teacher_forced
+from .inspect import check_documents, exposed, teacher_forced
 
 logger = logging.getLogger("fairseq_sum_plugins.focus_plot")
 
@@ -162,6 +162,9 @@ def main(argv=None):
     models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task(
         [args.path], arg_overrides={"data": args.data})
     model = models[0].cpu().float()
+    if "focus" not in exposed(model):
+        parser.error(f"{args.path}: this model has no focus attention (train with --focus-layers "
+                     "or --arch etads_base)")
     task.load_dataset(args.split)
     src = task.dataset(args.split)[args.index]["source"]
     focus = collect_focus(model, src)

@@ -14,7 +14,7 @@ import re
 import numpy as np
 import torch
 
-from .inspect import teacher_forced
+from .inspect import check_documents, exposed, teacher_forced
 
 logger = logging.getLogger("fairseq_sum_plugins.roles")
 
@@ -77,7 +77,7 @@ def plot_role_usage(stats, path, threshold=0.98):
     plt.close(fig)
 
 
-def cli_main():
+def cli_main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("data", help="binarized data dir (fairseq-sum-prepare's OUT/bin)")
@@ -88,16 +88,23 @@ def cli_main():
     parser.add_argument("--png", help="write the role-usage heatmap here")
     parser.add_argument("--json", help="write the statistics here")
     parser.add_argument("--cpu", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     if args.max_docs < 0:
         parser.error(f"--max-docs must be >= 0, got {args.max_docs}")
+    try:
+        check_documents(args.data, args.split, [])
+    except ValueError as e:
+        parser.error(str(e))
     import fairseq_sum_plugins  # noqa: F401  (registers the model and the task)
     from fairseq import checkpoint_utils
 
     models, _, task = checkpoint_utils.load_model_ensemble_and_task(
         [args.path], arg_overrides={"data": args.data})
     model = models[0]
+    if "roles" not in exposed(model):
+        parser.error(f"{args.path}: role analysis needs a TP-Transformer with discrete roles "
+                     "(--tpr discrete)")
     if torch.cuda.is_available() and not args.cpu:
         model.cuda()
     task.load_dataset(args.split)
