@@ -58,6 +58,20 @@ def test_aux_weights_flag_and_unknown_aux_loss(toy_data, tiny_overrides):
         SummarizationLoss(task, False, 0.1, aux_weights="oops")
 
 
+@pytest.mark.parametrize("flags, message", [
+    ({"gate_l1_weight": -1.0}, r"--gate-l1-weight must be a finite weight >= 0, got -1.0"),
+    ({"gate_l1_weight": float("nan")}, r"--gate-l1-weight must be a finite weight >= 0"),
+    ({"aux_weights": "gate_l1=-0.5"}, r"--aux-weights gate_l1= must be a finite weight >= 0"),
+    ({"aux_weights": "gate_l1=inf"}, r"--aux-weights gate_l1= must be a finite weight >= 0"),
+    ({"aux_weights": "gate_l1=lots"}, r"--aux-weights gate_l1= expects a number, got 'lots'"),
+])
+def test_a_negative_or_non_finite_aux_loss_weight_is_refused_by_its_flag(toy_data, flags, message):
+    """A negative weight would reward the loss its paper minimises (e.g. Mem2Mem's coverage)."""
+    task = load_task(toy_data)
+    with pytest.raises(ValueError, match=message):
+        SummarizationLoss(task, False, 0.1, **flags)
+
+
 # --- side data ---------------------------------------------------------------------------------
 
 

@@ -25,6 +25,7 @@ logged ``nll_loss`` stays per target token in both.
 """
 import argparse
 import difflib
+import math
 from dataclasses import field, make_dataclass
 
 from fairseq import metrics, utils
@@ -104,8 +105,20 @@ def parse_aux_weights(weights, aux_weights):
             raise ValueError(
                 f"--aux-weights: unknown auxiliary loss {name!r} (did you mean {close[0]!r}?); "
                 f"the models' losses are {', '.join(AUX_LOSSES)}")
-        weights[name] = float(value)
+        weights[name] = _weight(value, f"--aux-weights {name}=")
     return weights
+
+
+def _weight(value, flag):
+    """``value`` as a weight: a finite number >= 0 (a negative weight would reward the loss the
+    paper minimises), else a ValueError naming ``flag``."""
+    try:
+        w = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{flag} expects a number, got {value!r}") from None
+    if not math.isfinite(w) or w < 0:
+        raise ValueError(f"{flag} must be a finite weight >= 0, got {value!r}")
+    return w
 
 
 def feature_flags():
@@ -125,7 +138,9 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
             raise TypeError(f"summarization_loss: unknown arguments {unknown} (the losses' flags "
                             f"are {feature_flags()})")
         self.aux_weights = parse_aux_weights(
-            {n: flags.get(loss.weight_flag, loss.weight) for n, loss in AUX_LOSSES.items()},
+            {n: _weight(flags.get(loss.weight_flag, loss.weight),
+                        f"--{loss.weight_flag.replace('_', '-')}")
+             for n, loss in AUX_LOSSES.items()},
             aux_weights)
         self.norms = {}  # loss name -> its normalisation
         for name, loss in AUX_LOSSES.items():
