@@ -28,10 +28,11 @@ case "$SMOKE" in 0|1) ;; *) echo "gpu_table.sh: SMOKE must be 0 or 1, got '$SMOK
 mkdir -p "$OUT" || exit 2
 : > "$OUT/status.txt"
 
-# The families: the default cell's paper presets, the T5 cell (plain, gated, TPR), Mem2Mem below.
-ARCHS="tp_transformer_base tp_transformer_continuous_base transformer_gated_base tp_transformer_gated_base
-       etads_base transformer_ta_base t5_base t5_base_gated"
-BF16_ARCHS="tp_transformer_base t5_base"
+# The families: the default cell's presets (the tables before 2026-11-29 ran them as *_base), the T5
+# cell (plain, gated, TPR), Mem2Mem below.
+ARCHS="tp_transformer_default_cell_base tp_transformer_continuous_default_cell_base transformer_gated_base
+       tp_transformer_gated_base etads_base transformer_ta_base t5_base t5_base_gated"
+BF16_ARCHS="tp_transformer_default_cell_base t5_base"
 COMPILED="t5_base"
 if [ "$SMOKE" = 1 ]; then
   DEV=(--device cpu --threads 1)

@@ -335,6 +335,7 @@ def _edited_checkpoint(ckpt, path, **changes):
     (dict(focus_layers="1"), "ETADS focus attention (--focus-layers 1)"),
     (dict(saliency_layers="all"), "ETADS saliency selection (--saliency-layers all)"),
     (dict(t5_cross_position_bias=True), "TPT's cross-attention position table (--t5-cross-position-bias True)"),
+    (dict(output_bias=True), "ETADS's output bias b^o (--output-bias True)"),
     (dict(cell="default"), "--cell default, not the T5 cell"),
     (dict(arch="hred_base"), "--arch hred_base is not a sum_transformer"),
     (dict(pointer_generator=True), "copy mechanism (--pointer-generator True)"),

@@ -94,7 +94,8 @@ class T5ExportError(Exception):
 
 
 # options of the sum_transformer cell (not features of the registry) that HF's T5 has no place for
-CELL_OPTIONS = (("TPT's cross-attention position table", "t5_cross_position_bias"),)
+CELL_OPTIONS = (("TPT's cross-attention position table", "t5_cross_position_bias"),
+                ("ETADS's output bias b^o", "output_bias"))
 
 
 def _features(args):
