@@ -399,3 +399,31 @@ def test_every_backbone_shows_its_gate_and_roles(arch, family, extra):
     by_hand = F.softmax(m.role_proj(fillers[last]).unflatten(-1, (m.num_heads, m.num_roles)), -1)
     assert torch.allclose(torch.tensor(values["roles"][last]), by_hand.reshape(5, 4, 5), atol=1e-6)
     assert len(values["role"]) == 5 and len(values["attention"]) == 5
+
+
+def test_topics_and_topic_share_equal_theta_and_the_topics_tool(tmp_path, tiny_overrides):
+    """The Topic Assistant: the document's top topics are theta's largest (TEMA's n = 3 of this
+    model), and the mean of the per-token topic share equals analysis/topics.py's share of the last
+    layer over the same summary tokens."""
+    from helpers import theta_for, write_topic_model
+    from fairseq_sum_plugins.analysis.topics import topic_attention
+
+    d = make_dictionary()
+    torch.manual_seed(0)
+    model, _ = build_model("transformer_ta_small", d, **dict(
+        tiny_overrides, topic_model=write_topic_model(d, str(tmp_path / "phi.npz"))))
+    model.eval()
+    src, tgt = document(d)
+    theta = theta_for(1)
+    values = I.teacher_forced(model, src, tgt, d.eos(), side={"theta": theta})
+    top = theta[0].sort(descending=True, stable=True)
+    n = model.decoder.topic.n
+    assert values["topics"] == [[int(k), float(v)] for k, v in zip(top.indices[:n],
+                                                                    top.values[:n])]
+    prev = torch.cat([tgt.new_tensor([d.eos()]), tgt[:-1]])[None]
+    sample = {"net_input": {"src_tokens": src[None], "src_lengths": torch.tensor([src.numel()]),
+                            "prev_output_tokens": prev, "theta": theta}, "target": tgt[None]}
+    share = topic_attention(model, [sample], d.pad())["share"][-1]
+    assert len(values["topic_share"]) == 5
+    assert sum(values["topic_share"]) / 5 == pytest.approx(share, rel=1e-6)
+    assert set(I.exposed(model)) >= {"topics", "topic_share"}

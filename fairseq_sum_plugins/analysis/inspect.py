@@ -88,6 +88,9 @@ class Probe:
     def hook(self, module, fn):
         self.handles.append(module.register_forward_hook(fn))
 
+    def pre_hook(self, module, fn):
+        self.handles.append(module.register_forward_pre_hook(fn, with_kwargs=True))
+
     def switch(self, module, attr):
         setattr(module, attr, True)
         self.switched.append((module, attr))
@@ -353,6 +356,8 @@ def _output_html(d, m, run, tokens, values, marked):
         if "p_gen" in values:
             notes.append(f"p_gen {values['p_gen'][i]:.3f}")
             style = f' style="background:rgba(214,39,40,{1 - values["p_gen"][i]:.3f})"'
+        if "topic_share" in values:
+            notes.append(f"self-attention on topics {values['topic_share'][i]:.3f}")
         if "role" in values:
             notes.append(f"role {values['role'][i] + 1}")
             sup = f"<sup>{values['role'][i] + 1}</sup>"
@@ -384,6 +389,10 @@ def _document_html(d, doc):
             + _output_html(d, m, run, runs[run]["tokens"], runs[run]["values"], marked) + "</p>"
             for run, label in (("output", "beam output"),
                                ("reference", "reference, teacher-forced")))
+        topics = runs["output"]["values"].get("topics")
+        if topics:  # the document's topics (0-based, as analysis/topics.py numbers them)
+            rows = ('<p class="sc">topics (theta): ' + ", ".join(
+                f"{k} ({v:.2f})" for k, v in topics) + "</p>" + rows)
         boxes.append(f'<div class="box"><h4>{key}{escape(model["name"])}</h4>{rows}</div>')
     return (f'<div class="doc" id="doc{d}"><h3>document {doc["index"]} '
             f'({len(doc["source"])} source tokens)</h3>'

@@ -101,8 +101,9 @@ class SiteDims:
 
 
 # how a page draws an inspected value (fairseq-sum-inspect): a shade per source token, a band of
-# source positions (a centre and a scope), marks on source sentences, a value per output token
-LAYERS = ("token", "band", "sentence", "output")
+# source positions (a centre and a scope), marks on source sentences, a value per output token,
+# values of the whole document
+LAYERS = ("token", "band", "sentence", "output", "document")
 
 
 @dataclass(frozen=True)
@@ -113,9 +114,11 @@ class Inspection:
     prepares one teacher-forced forward pass of one document on ``model`` and does nothing where
     the feature has no module in it: ``probe.hook(module, fn)`` calls ``fn(module, inputs,
     output)`` at the module's forward (a hook that lives for the pass only: nothing runs when nobody
-    inspects), ``probe.switch(module, attr)`` sets a module's recording flag for the pass, and
-    ``probe.read(fn)`` calls ``fn(run)`` after it (``run``: the document's ``src`` ``(S,)``, the
-    ``encoder_out`` and the decoder's ``extra``), which returns ``{name: value}`` of JSON types."""
+    inspects), ``probe.pre_hook(module, fn)`` calls ``fn(module, args, kwargs)`` before it (and may
+    return changed ``(args, kwargs)``), ``probe.switch(module, attr)`` sets a module's recording
+    flag for the pass, and ``probe.read(fn)`` calls ``fn(run)`` after it (``run``: the document's
+    ``src`` ``(S,)``, the ``encoder_out`` and the decoder's ``extra``), which returns ``{name:
+    value}`` of JSON types."""
 
     exposes: Dict[str, str]
     watch: Callable
@@ -177,24 +180,23 @@ def parse_layers(spec, num_layers, flag="--layers"):
         return set(range(num_layers))
     if spec in ("none", "", "-"):
         return set()
-    layers = set()
+    layers, bad = set(), set()
     for part in spec.split(","):
         part = part.strip()
         if not part:
             continue
         try:
-            if "-" in part:
-                lo, hi = (int(x) for x in part.split("-", 1))
-                layers.update(range(lo, hi + 1))
-            else:
-                layers.add(int(part))
+            lo, hi = (int(x) for x in part.split("-", 1)) if "-" in part else (int(part),) * 2
         except ValueError:
             raise ValueError(
                 f"{flag} {spec!r}: expected 'all', 'none' or 1-based layers like '1,2' or '1-4'"
             ) from None
-    bad = sorted(i for i in layers if not 1 <= i <= num_layers)
+        if lo > hi:  # was: no layer, silently
+            raise ValueError(f"{flag} {spec!r}: the range {part!r} runs backwards")
+        bad.update(i for i in (lo, hi) if not 1 <= i <= num_layers)  # ends only: '1-10**9'
+        layers.update(range(max(lo, 1), min(hi, num_layers) + 1))
     if bad:
-        raise ValueError(f"{flag} {spec!r}: layers {bad} are outside 1..{num_layers}")
+        raise ValueError(f"{flag} {spec!r}: layers {sorted(bad)} are outside 1..{num_layers}")
     return {i - 1 for i in layers}
 
 

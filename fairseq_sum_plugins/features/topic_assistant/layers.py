@@ -79,7 +79,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from ...flags import bool_flag, renamed_flag
 from ...side_data import register_side_data
 from .topic_model import FIT_COMMAND, PoissonFactorAnalysis, check_theta_file
-from ...modules.features import MODEL, FeatureSpec, flags_set, register_feature
+from ...modules.features import MODEL, FeatureSpec, Inspection, flags_set, register_feature
 
 logger = logging.getLogger(__name__)
 
@@ -410,13 +410,43 @@ def _build_sia(args, site, dims):
                    probs=_SIA_PROBS[site])
 
 
+def watch_topics(model, probe):
+    """Inspection: ``topics``, the document's largest topic proportions ``[[topic (0-based),
+    theta_k]]`` (the ``n`` TEMA reads, TA eq. 8; 5 without TEMA), from its side data ``theta``
+    as the model reads it (the prior where the document has no topic evidence); with TEMA,
+    ``topic_share``: per output token, the share of the last decoder layer's self-attention
+    (head-averaged) on the topic positions (analysis/topics.py's measure, per token)."""
+    topic = getattr(model.decoder, "topic", None)
+    if topic is None or not (topic.tema or topic.drm):
+        return
+    kept = {}
+    if topic.tema:
+        attn = model.decoder.layers[-1].self_attn
+        probe.pre_hook(attn, lambda mod, args, kwargs: (args, dict(kwargs, need_weights=True)))
+        probe.hook(attn, lambda mod, inputs, out: kept.__setitem__("w", out[1]))
+
+    def read(run):
+        from ...modules.encoder_out import EncoderOut
+
+        theta = topic.theta(EncoderOut.of(run.encoder_out).side.get("theta"))[0]
+        top = theta.sort(descending=True, stable=True)
+        n = topic.n if topic.tema else min(5, theta.numel())
+        out = {"topics": [[int(k), float(v)] for k, v in zip(top.indices[:n], top.values[:n])]}
+        if "w" in kept:
+            out["topic_share"] = kept["w"][0, topic.n:, :topic.n].sum(-1).tolist()
+        return out
+
+    probe.read(read)
+
+
 register_feature(
     FeatureSpec(
         "Topic Assistant (--ta-sia, --ta-tema, --ta-drm)", {MODEL: "topic"}, stage="model",
         add_args=add_topic_args, defaults=topic_defaults,
         on=lambda args: flags_set(args, "ta_sia", "ta_tema", "ta_drm"),
         build_model_feature=lambda args, task, src_dict, tgt_dict: build_topic_assistant(
-            args, task, src_dict, tgt_dict)))
+            args, task, src_dict, tgt_dict),
+        inspect=Inspection({"topics": "document", "topic_share": "output"}, watch_topics)))
 register_feature(
     FeatureSpec(
         "Topic Assistant SIA (--ta-sia)", {
