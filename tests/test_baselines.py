@@ -459,7 +459,8 @@ def test_the_extracts_written_with_outputs_score_again_to_the_json_exactly(tmp_p
     assert proc.returncode == 0, proc.stderr
     res = json.loads((tmp_path / "b.json").read_text())
     refs = [r["summary"] for r in map(json.loads, test.read_text().splitlines())]
-    assert sorted(p.name for p in out.iterdir()) == sorted(f"{n}.txt" for n in bl.SYSTEMS)
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [f"{n}.txt" for n in bl.SYSTEMS] + ["SHA256SUMS"])
     lead3 = (out / "lead3.txt").read_text().splitlines()
     assert lead3[1] == "One day came. <sep> Two men went. <sep> Three hours passed."
     for name in bl.SYSTEMS:
@@ -473,6 +474,11 @@ def test_the_extracts_written_with_outputs_score_again_to_the_json_exactly(tmp_p
     assert cli("--jsonl", test, "--json", tmp_path / "b.json", "--outputs", out,
                "--bootstrap-samples", "0").returncode == 0
     assert not (out / "leadk.txt").exists()
+    # the extracts' hashes the results check compares follow the extracts written this time
+    from fairseq_sum_plugins.analysis.baseline_extracts import read_sums
+    from fairseq_sum_plugins.analysis.decodings import sha256_file
+
+    assert read_sums(out / "SHA256SUMS") == {p.name: sha256_file(p) for p in out.glob("*.txt")}
     (tmp_path / "afile").write_text("")
     proc = cli("--jsonl", test, "--outputs", tmp_path / "afile")
     assert proc.returncode != 0 and "--outputs" in proc.stderr and "not a folder" in proc.stderr

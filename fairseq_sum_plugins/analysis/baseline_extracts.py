@@ -18,7 +18,7 @@ their hashes and their documents, so that an extract edited without moving a sco
 import os
 import re
 
-from .decodings import sha256_file
+from .decodings import sha256_file, write_lines
 
 SUMS = "SHA256SUMS"
 SEP = " <sep> "
@@ -29,9 +29,9 @@ SUM_LINE = re.compile(r"^([0-9a-f]{64}) [ *](\S+)$")
 def write_sums(folder):
     """Writes ``folder/SHA256SUMS`` of every ``NAME.txt`` in ``folder``; returns its path."""
     names = sorted(n for n in os.listdir(folder) if n.endswith(".txt"))
-    path = os.path.join(folder, SUMS)
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(f"{sha256_file(os.path.join(folder, n))}  {n}\n" for n in names)
+    path = os.path.join(str(folder), SUMS)
+    # as the extracts are written: through a temporary file, a link in its place replaced
+    write_lines(path, [f"{sha256_file(os.path.join(folder, n))}  {n}" for n in names])
     return path
 
 

@@ -831,7 +831,10 @@ def write_outputs(folder, texts):
     """Writes ``folder/NAME.txt`` of each system in ``texts`` (:func:`.decodings.write_lines`, as
     a run's decodings are written), after checking that every line is valid Unicode (a lone
     surrogate from a JSON escape is an error naming the system and document, before any file is
-    written); a system not computed now loses the file of an earlier run."""
+    written); a system not computed now loses the file of an earlier run. Then
+    ``folder/SHA256SUMS``, the extracts' hashes that the results check compares
+    (:mod:`.baseline_extracts`)."""
+    from .baseline_extracts import write_sums
     from .decodings import write_lines
 
     for name, lines in texts.items():
@@ -848,6 +851,7 @@ def write_outputs(folder, texts):
             write_lines(path, texts[name])
         elif os.path.exists(path):
             os.remove(path)
+    write_sums(folder)
 
 
 def cli_main():
