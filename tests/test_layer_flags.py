@@ -62,6 +62,9 @@ def test_a_hydra_model_config_takes_layers_as_an_int_or_a_list(value, layers):
     (0, r"--focus-layers '0': layers \[0\] are outside 1..3"),
     (-1, r"--focus-layers '-1': expected"),
     ([4], r"--focus-layers '4': layers \[4\] are outside 1..3"),
+    ("2-1", r"--focus-layers '2-1': the range '2-1' runs backwards"),  # was: no layer, silently
+    ("1-99", r"--focus-layers '1-99': layers \[99\] are outside 1..3"),  # not 4, 5, ..., 99
+    ("2-1000000000000", r"layers \[1000000000000\] are outside 1..3"),  # not built, then refused
 ])
 def test_a_bad_layers_value_in_a_hydra_config_is_refused_by_name(value, message):
     with pytest.raises(ValueError, match=message):
