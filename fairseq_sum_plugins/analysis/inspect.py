@@ -198,21 +198,23 @@ def as_text(docs, convert):
                 run["tokens"] = convert(run["tokens"])
 
 
-def inspect_documents(models, task, split, indices, beam=4, max_len_b=60):
+def inspect_documents(models, split, indices, beam=4, max_len_b=60):
     """Per document of ``indices`` in ``split``: ``{"index", "source", "reference", "models":
     [{"name", "layers", "runs": {"output": {"tokens", "values"}, "reference": {...}}}]}``, token
     lists as dictionary pieces, ``layers`` the values the model shows (:func:`exposed`);
-    ``models``: ``[(name, model)]`` sharing ``task``'s dictionaries."""
-    dataset = task.dataset(split)
-    src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
+    ``models``: ``[(name, model, task)]``, each task with ``split`` loaded (its side data, e.g.
+    the Topic Assistant's theta), their dictionaries one."""
+    first = models[0][2]
+    src_dict, tgt_dict = first.source_dictionary, first.target_dictionary
     docs = []
     for i in indices:
-        item = dataset[i]
+        item = first.dataset(split)[i]
         src, ref = item["source"], item["target"]
         doc = {"index": i, "source": pieces(src_dict, src), "reference": pieces(tgt_dict, ref),
                "models": []}
-        for name, model in models:
-            sample = dataset.collater([item])
+        for name, model, task in models:
+            dataset = task.dataset(split)
+            sample = dataset.collater([dataset[i]])
             side = {k: v for k, v in sample["net_input"].items()
                     if k not in ("src_tokens", "src_lengths", "prev_output_tokens")}
             hypo = beam_output(model, task, sample, beam, max_len_b)
@@ -525,13 +527,13 @@ def main(argv=None):
         if missing:
             parser.error(f"{path} shows no {', '.join(missing)} (it shows: "
                          f"{', '.join(has) or 'only attention'})")
-        if task is None:
-            task = model_task
-            task.load_dataset(args.split)
-        elif model_task.source_dictionary.symbols != task.source_dictionary.symbols:
+        if task is not None and \
+                model_task.source_dictionary.symbols != task.source_dictionary.symbols:
             parser.error(f"{path}: another dictionary than {args.checkpoints[0]}")
-        models.append((name, model))
-    docs = inspect_documents(models, task, args.split, indices, args.beam, args.max_len_b)
+        task = task or model_task
+        model_task.load_dataset(args.split)  # with the side data this model reads
+        models.append((name, model, model_task))
+    docs = inspect_documents(models, args.split, indices, args.beam, args.max_len_b)
     if args.gpt2_encoder_json:
         as_text(docs, lambda ids: gpt2_pieces(ids, args.gpt2_encoder_json, args.gpt2_vocab_bpe))
     if args.json:
