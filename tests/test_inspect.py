@@ -427,3 +427,26 @@ def test_topics_and_topic_share_equal_theta_and_the_topics_tool(tmp_path, tiny_o
     assert len(values["topic_share"]) == 5
     assert sum(values["topic_share"]) / 5 == pytest.approx(share, rel=1e-6)
     assert set(I.exposed(model)) >= {"topics", "topic_share"}
+
+
+def test_each_checkpoint_reads_the_split_with_its_own_side_data(toy_data, tmp_path):
+    """A plain model first, then a Topic Assistant model that reads theta: the second is run with
+    its own task's data (the first's has no theta; was the Topic Assistant's 'need the document's
+    topic proportions' error), and its topics are the document's theta."""
+    import numpy as np
+    from preprocess.topic_model import main as topic_model_main
+
+    data = str(tmp_path / "bin")
+    shutil.copytree(toy_data, data)
+    topic_model_main(["fit", data, "--topics", "4", "--iters", "5"])
+    plain = fresh(data, tmp_path / "plain.pt", "t5_transformer_small")
+    ta = fresh(data, tmp_path / "ta.pt", "transformer_ta_small", "--side-data", "theta",
+               "--ta-topics-n", "2")
+    out = tmp_path / "v.json"
+    I.main([plain, ta, "--data", data, "--documents", "3", "--json", str(out), "--beam", "1",
+            "--max-len-b", "3"])
+    values = json.loads(out.read_text())[0]["models"][1]["runs"]["output"]["values"]
+    theta = torch.from_numpy(np.load(os.path.join(data, "test.theta.npy"))[3])
+    top = theta.sort(descending=True, stable=True)
+    assert values["topics"] == [[int(k), float(v)] for k, v in zip(top.indices[:2],
+                                                                    top.values[:2])]
