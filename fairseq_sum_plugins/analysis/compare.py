@@ -47,7 +47,7 @@ dropped by ``--skip-empty`` stay aligned), each checked against the ``T-`` lines
 compares against the cut ``T-`` lines by name. Both systems must cover the same sample ids with
 identical references, else it is an error naming the first difference; sample ids missing from an
 output are reported against the split's size. The scoring options are ``fairseq-sum-score``'s
-(:func:`fairseq_sum_plugins.scoring.rouge.add_scorer_options`: ``--scorer rouge-score|official``,
+(:func:`fairseq_sum_plugins.scoring.rouge.add_scorer_options`: ``--scorer rouge155-py|official``,
 ``--workers``, ``--sentence-sep`` and its warning, ``--no-detok``, ``--split-sentences``), and
 ``--meteor-impl`` picks the METEOR of ``--metrics meteor`` (nltk's, or Meteor 1.5's segment scores).
 """
@@ -252,7 +252,7 @@ def get_parser():
     rouge.add_scorer_options(p, rouge.DOCUMENT_BACKENDS)
     p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
                    help="comma-separated: rouge1, rouge2, rougeL (summary-level), rougeL_plain "
-                        "(rouge-score only), meteor (--meteor-impl)")
+                        "(rouge155-py only), meteor (--meteor-impl)")
     p.add_argument("--meteor-impl", choices=("nltk", "1.5"),
                    help="METEOR of --metrics meteor: nltk (default; WordNet: Debian wordnet-base) "
                         "or 1.5 (Meteor Universal 1.5's segment scores, as fairseq-sum-score "

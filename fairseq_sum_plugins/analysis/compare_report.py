@@ -203,7 +203,7 @@ def write_report(out_dir, labels):
     rows = [collect(out_dir, label) for label in labels]
     plot(rows, os.path.join(out_dir, "learning_curve.png"))
     parts = ["# Comparison", "", "ROUGE F1 x 100 on the test split with 95% bootstrap intervals "
-             "(fairseq-sum-score, rouge-score, ROUGE-L summary-level); `words`: mean hypothesis "
+             "(fairseq-sum-score, rouge155-py, ROUGE-L summary-level); `words`: mean hypothesis "
              "length; `valid loss`: the training objective at the last validation (label-smoothed "
              "cross-entropy plus the model's weighted auxiliary terms, base 2), `valid nll`: its "
              "cross-entropy alone, comparable across models; the last validation is the decoded "

@@ -37,7 +37,7 @@ import json
 import os
 import sys
 
-from ..scoring.rouge import Scorer, add_scorer_options
+from ..scoring.rouge import DEFAULT_BACKEND, Scorer, add_scorer_options
 from ..scoring.rouge_text import clean_summary, sentence_separators, split_summary
 from ..scoring.score_inputs import (ScoreInputError, add_reference_options, find_data_dir,
                                     generate_inputs, read_lines)
@@ -181,7 +181,7 @@ def get_parser():
     p.add_argument("--checkpoint", metavar="FILE",
                    help="the decoded checkpoint (its sha256 goes into decodings.json)")
     add_reference_options(p)
-    add_scorer_options(p, ("rouge-score",))
+    add_scorer_options(p, (DEFAULT_BACKEND,))
     return p
 
 
