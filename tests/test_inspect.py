@@ -450,3 +450,41 @@ def test_each_checkpoint_reads_the_split_with_its_own_side_data(toy_data, tmp_pa
     top = theta.sort(descending=True, stable=True)
     assert values["topics"] == [[int(k), float(v)] for k, v in zip(top.indices[:2],
                                                                     top.values[:2])]
+
+
+def test_raw_text_documents_are_encoded_as_the_data_records_and_shown(toy_data, tmp_path):
+    """--text: a word-level data folder records no tokenizer or BPE, so a line's words are its
+    tokens; no reference, so only the beam output is run; the values equal a direct pass."""
+    ckpt = fresh(toy_data, tmp_path / "gate.pt", "transformer_gated_small")
+    text = tmp_path / "docs.txt"
+    text.write_text("the cat sat on mat\n\nred ball in park\n")
+    out, page = tmp_path / "v.json", tmp_path / "p.html"
+    I.main([ckpt, "--data", toy_data, "--text", str(text), "--documents", "2", "--json", str(out),
+            "--html", str(page), "--beam", "1", "--max-len-b", "3"])
+    doc, = json.loads(out.read_text())
+    assert doc["index"] == 2 and doc["source"] == ["red", "ball", "in", "park", "</s>"]
+    assert doc["reference"] == [] and list(doc["models"][0]["runs"]) == ["output"]
+    model, task = I.load(ckpt, toy_data)
+    d = task.source_dictionary
+    run = doc["models"][0]["runs"]["output"]
+    direct = I.teacher_forced(model, torch.tensor([d.index(p) for p in doc["source"]]),
+                              torch.tensor([d.index(p) for p in run["tokens"]]), d.eos())
+    assert run["values"] == direct and "gate" in direct
+    assert "<h4>reference</h4>" not in page.read_text()
+
+
+@pytest.mark.parametrize("documents, content, message", [
+    ("1", "a b\n\nc d\n", "line 2 (document 1) is empty"),
+    ("3", "a b\nc d\n", "--documents 3: {text} has 2 lines (0..1)"),
+    ("0", b"\xff\xfe bad", "--text {text}: 'utf-8' codec can't decode"),
+])
+def test_bad_raw_text_is_refused_by_name_before_loading(toy_data, tmp_path, documents, content,
+                                                        message, capsys):
+    text = tmp_path / "docs.txt"
+    text.write_bytes(content if isinstance(content, bytes) else content.encode())
+    ckpt = tmp_path / "not-a-checkpoint.pt"
+    ckpt.write_text("loading this would fail")
+    with pytest.raises(SystemExit):
+        I.main([str(ckpt), "--data", toy_data, "--text", str(text), "--documents", documents,
+                "--json", str(tmp_path / "v.json")])
+    assert message.format(text=text) in capsys.readouterr().err

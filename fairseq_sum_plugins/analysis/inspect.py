@@ -19,7 +19,9 @@ network): per document the source as text, each mechanism a layer the reader swi
 shading for the gate, saliency and copy attention; a band for focus centre and scope; sentence marks
 for memory extraction), the reference and every model's output with per-token ``p_gen`` and role;
 hovering an output token highlights the source tokens it attends to. The values are embedded in the
-page as JSON (``<script id="values">``), the same as ``--json`` writes.
+page as JSON (``<script id="values">``), the same as ``--json`` writes (less what
+:func:`html_page` leaves out). ``--text FILE`` takes raw documents instead, one a line, encoded with
+the tokenizer and BPE the data folder records (no reference: the beam output only).
 
 :func:`check_documents` refuses, before a checkpoint is loaded, a split the data folder lacks and a
 document index outside the split; a checkpoint without a mechanism named in ``--show`` is refused
@@ -38,6 +40,7 @@ from . import page
 from .plotting import gpt2_pieces
 
 TOP_K = 5  # source positions kept per output token for the hover
+RAW = "raw text"  # the split name of --text's documents
 # values a page leaves out (--json has them): TPT's role distributions of every sublayer and
 # position (N_r per head; megabytes on a long document); the page shows each output token's role
 PAGE_OMITS = ("roles",)
@@ -209,9 +212,9 @@ def inspect_documents(models, split, indices, beam=4, max_len_b=60):
     docs = []
     for i in indices:
         item = first.dataset(split)[i]
-        src, ref = item["source"], item["target"]
-        doc = {"index": i, "source": pieces(src_dict, src), "reference": pieces(tgt_dict, ref),
-               "models": []}
+        src, ref = item["source"], item["target"]  # no reference for raw text
+        doc = {"index": i, "source": pieces(src_dict, src),
+               "reference": [] if ref is None else pieces(tgt_dict, ref), "models": []}
         for name, model, task in models:
             dataset = task.dataset(split)
             sample = dataset.collater([dataset[i]])
@@ -219,7 +222,7 @@ def inspect_documents(models, split, indices, beam=4, max_len_b=60):
                     if k not in ("src_tokens", "src_lengths", "prev_output_tokens")}
             hypo = beam_output(model, task, sample, beam, max_len_b)
             runs = {}
-            for run, target in (("output", hypo), ("reference", ref)):
+            for run, target in (("output", hypo), ("reference", ref))[:1 if ref is None else 2]:
                 runs[run] = {"tokens": pieces(tgt_dict, target),
                              "values": teacher_forced(model, src, target, tgt_dict.eos(), side)}
             doc["models"].append({"name": name, "layers": exposed(model), "runs": runs})
@@ -382,7 +385,8 @@ def _document_html(d, doc):
                 radios.append(f'<label><input type="radio" name="l{d}" value="{m}:{name}">'
                               f'{escape(model["name"])}: {escape(label)}</label>')
     boxes = [f'<div class="box"><h4>reference</h4><p>'
-             f'{escape("".join(word_text(p, marked) for p in doc["reference"]))}</p></div>']
+             f'{escape("".join(word_text(p, marked) for p in doc["reference"]))}</p></div>'
+             ] if doc["reference"] else []
     for m, model in enumerate(doc["models"]):
         key = f'<span class="key" style="background:{page.color(m)}"></span>'
         runs = model["runs"]
@@ -390,7 +394,7 @@ def _document_html(d, doc):
             f'<p class="out"><b>{label}:</b> '
             + _output_html(d, m, run, runs[run]["tokens"], runs[run]["values"], marked) + "</p>"
             for run, label in (("output", "beam output"),
-                               ("reference", "reference, teacher-forced")))
+                               ("reference", "reference, teacher-forced")) if run in runs)
         topics = runs["output"]["values"].get("topics")
         if topics:  # the document's topics (0-based, as analysis/topics.py numbers them)
             rows = ('<p class="sc">topics (theta): ' + ", ".join(
@@ -448,6 +452,8 @@ def get_parser():
     p = argparse.ArgumentParser(prog="fairseq-sum-inspect", description=__doc__.split("\n")[0])
     p.add_argument("checkpoints", nargs="+", metavar="CKPT")
     p.add_argument("--data", required=True, help="binarized data folder (DATA/bin)")
+    p.add_argument("--text", help="raw documents, one a line (encoded as DATA records; no "
+                   "references): --documents are its line numbers, 0-based")
     p.add_argument("--split", default="test")
     p.add_argument("--documents", default="0", help="document numbers of the split: 0,3,7")
     p.add_argument("--html", help="write the page here")
@@ -495,10 +501,53 @@ def _check_args(parser, args):
     names = [n if names.index(n) == i else f"{n} ({i + 1})" for i, n in enumerate(names)]
     try:
         docs = parse_documents(args.documents)
-        check_documents(args.data, args.split, docs, "--documents")
+        if args.text:
+            texts = read_texts(args.text, docs)
+        else:
+            texts = None
+            check_documents(args.data, args.split, docs, "--documents")
     except ValueError as e:
         parser.error(str(e))
-    return names, docs
+    return names, docs, texts
+
+
+def read_texts(path, indices):
+    """The lines ``indices`` (0-based) of the raw-text file ``path``, one document a line; a
+    ``ValueError`` naming the file for a line it lacks, an empty line or a file that is not
+    UTF-8."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"--text {path}: {e}") from None
+    bad = [i for i in indices if not 0 <= i < len(lines)]
+    if bad:
+        raise ValueError(f"--documents {bad[0]}: {path} has {len(lines)} lines "
+                         f"(0..{len(lines) - 1})")
+    empty = [i for i in indices if not lines[i].strip()]
+    if empty:
+        raise ValueError(f"--text {path}: line {empty[0] + 1} (document {empty[0]}) is empty")
+    return {i: lines[i] for i in indices}
+
+
+def raw_text_dataset(task, data, texts):
+    """A dataset of the raw ``texts`` ({index: line}), encoded as the data folder records it
+    (:func:`~..data_folder.text_encoding_for`: its tokenizer and BPE), without references."""
+    from fairseq.data import encoders
+
+    from ..data_folder import text_encoding_for
+
+    tok, bpe = text_encoding_for(data, task.source_dictionary, False, False)
+    if bpe and bpe.get("sentencepiece_model") and not os.path.isabs(bpe["sentencepiece_model"]):
+        bpe = dict(bpe, sentencepiece_model=os.path.join(data, bpe["sentencepiece_model"]))
+    tokenizer = encoders.build_tokenizer(Namespace(**tok)) if tok else None
+    bpe = encoders.build_bpe(Namespace(**bpe)) if bpe else None
+    tokens = []
+    for i in sorted(texts):
+        line = tokenizer.encode(texts[i]) if tokenizer else texts[i]
+        line = bpe.encode(line) if bpe else line
+        tokens.append(task.source_dictionary.encode_line(line, add_if_not_exist=False).long())
+    return task.build_dataset_for_inference(tokens, [t.numel() for t in tokens]), sorted(texts)
 
 
 def load(path, data):
@@ -513,7 +562,7 @@ def load(path, data):
 def main(argv=None):
     parser = get_parser()
     args = parser.parse_args(argv)
-    names, indices = _check_args(parser, args)
+    names, indices, texts = _check_args(parser, args)
     show = [s.strip() for s in (args.show or "").split(",") if s.strip()]
     models, task = [], None
     for name, path in zip(names, args.checkpoints):
@@ -531,9 +580,21 @@ def main(argv=None):
                 model_task.source_dictionary.symbols != task.source_dictionary.symbols:
             parser.error(f"{path}: another dictionary than {args.checkpoints[0]}")
         task = task or model_task
-        model_task.load_dataset(args.split)  # with the side data this model reads
+        if texts is None:
+            model_task.load_dataset(args.split)  # with the side data this model reads
+        else:
+            try:
+                dataset, order = raw_text_dataset(model_task, args.data, texts)
+            except ValueError as e:
+                parser.error(f"--text {args.text}: {e}")
+            model_task.datasets[RAW] = dataset
         models.append((name, model, model_task))
-    docs = inspect_documents(models, args.split, indices, args.beam, args.max_len_b)
+    if texts is None:
+        docs = inspect_documents(models, args.split, indices, args.beam, args.max_len_b)
+    else:  # the raw dataset holds the documents in line order
+        docs = inspect_documents(models, RAW, range(len(order)), args.beam, args.max_len_b)
+        for doc, line in zip(docs, order):
+            doc["index"] = line
     if args.gpt2_encoder_json:
         as_text(docs, lambda ids: gpt2_pieces(ids, args.gpt2_encoder_json, args.gpt2_vocab_bpe))
     if args.json:
