@@ -429,19 +429,26 @@ def test_topics_and_topic_share_equal_theta_and_the_topics_tool(tmp_path, tiny_o
     assert set(I.exposed(model)) >= {"topics", "topic_share"}
 
 
-def test_each_checkpoint_reads_the_split_with_its_own_side_data(toy_data, tmp_path):
-    """A plain model first, then a Topic Assistant model that reads theta: the second is run with
-    its own task's data (the first's has no theta; was the Topic Assistant's 'need the document's
-    topic proportions' error), and its topics are the document's theta."""
-    import numpy as np
+def ta_checkpoint(toy_data, tmp_path):
+    """A copy of the toy data with a 4-topic model and its theta, and a fresh Topic Assistant
+    checkpoint (TEMA's n = 2) that reads it: ``(data, checkpoint)``."""
     from preprocess.topic_model import main as topic_model_main
 
     data = str(tmp_path / "bin")
     shutil.copytree(toy_data, data)
     topic_model_main(["fit", data, "--topics", "4", "--iters", "5"])
+    return data, fresh(data, tmp_path / "ta.pt", "transformer_ta_small", "--side-data", "theta",
+                       "--ta-topics-n", "2")
+
+
+def test_each_checkpoint_reads_the_split_with_its_own_side_data(toy_data, tmp_path):
+    """A plain model first, then a Topic Assistant model that reads theta: the second is run with
+    its own task's data (the first's has no theta; was the Topic Assistant's 'need the document's
+    topic proportions' error), and its topics are the document's theta."""
+    import numpy as np
+
+    data, ta = ta_checkpoint(toy_data, tmp_path)
     plain = fresh(data, tmp_path / "plain.pt", "t5_transformer_small")
-    ta = fresh(data, tmp_path / "ta.pt", "transformer_ta_small", "--side-data", "theta",
-               "--ta-topics-n", "2")
     out = tmp_path / "v.json"
     I.main([plain, ta, "--data", data, "--documents", "3", "--json", str(out), "--beam", "1",
             "--max-len-b", "3"])
@@ -488,3 +495,13 @@ def test_bad_raw_text_is_refused_by_name_before_loading(toy_data, tmp_path, docu
         I.main([str(ckpt), "--data", toy_data, "--text", str(text), "--documents", documents,
                 "--json", str(tmp_path / "v.json")])
     assert message.format(text=text) in capsys.readouterr().err
+
+
+def test_raw_text_is_refused_for_a_model_that_reads_side_data(toy_data, tmp_path, capsys):
+    data, ta = ta_checkpoint(toy_data, tmp_path)
+    text = tmp_path / "docs.txt"
+    text.write_text("the cat sat\n")
+    with pytest.raises(SystemExit):  # was the Topic Assistant's ValueError while running
+        I.main([ta, "--data", data, "--text", str(text), "--json", str(tmp_path / "v.json")])
+    assert f"{ta} reads side data (theta), which --text documents do not have" in \
+        capsys.readouterr().err

@@ -582,6 +582,9 @@ def main(argv=None):
         task = task or model_task
         if texts is None:
             model_task.load_dataset(args.split)  # with the side data this model reads
+        elif getattr(model_task, "side_data_names", None):
+            parser.error(f"{path} reads side data ({', '.join(model_task.side_data_names)}), "
+                         "which --text documents do not have: inspect a prepared split")
         else:
             try:
                 dataset, order = raw_text_dataset(model_task, args.data, texts)
