@@ -401,12 +401,12 @@ def test_every_backbone_shows_its_gate_and_roles(arch, family, extra):
     assert len(values["role"]) == 5 and len(values["attention"]) == 5
 
 
-def test_topics_and_topic_share_equal_theta_and_the_topics_tool(tmp_path, tiny_overrides):
+def test_topics_and_topic_share_equal_theta_and_a_hand_computation(tmp_path, tiny_overrides):
     """The Topic Assistant: the document's top topics are theta's largest (TEMA's n = 3 of this
-    model), and the mean of the per-token topic share equals analysis/topics.py's share of the last
-    layer over the same summary tokens."""
+    model); with every decoder self-attention query projection zeroed, output position t (1-based)
+    attends uniformly to the n topics and its t visible positions (TA Fig. 3(b)), so its share on
+    the topics is n / (n + t) in every layer."""
     from helpers import theta_for, write_topic_model
-    from fairseq_sum_plugins.analysis.topics import topic_attention
 
     d = make_dictionary()
     torch.manual_seed(0)
@@ -420,13 +420,15 @@ def test_topics_and_topic_share_equal_theta_and_the_topics_tool(tmp_path, tiny_o
     n = model.decoder.topic.n
     assert values["topics"] == [[int(k), float(v)] for k, v in zip(top.indices[:n],
                                                                     top.values[:n])]
-    prev = torch.cat([tgt.new_tensor([d.eos()]), tgt[:-1]])[None]
-    sample = {"net_input": {"src_tokens": src[None], "src_lengths": torch.tensor([src.numel()]),
-                            "prev_output_tokens": prev, "theta": theta}, "target": tgt[None]}
-    share = topic_attention(model, [sample], d.pad())["share"][-1]
-    assert len(values["topic_share"]) == 5
-    assert sum(values["topic_share"]) / 5 == pytest.approx(share, rel=1e-6)
-    assert set(I.exposed(model)) >= {"topics", "topic_share"}
+    with torch.no_grad():
+        for layer in model.decoder.layers:
+            inner = layer.self_attn.in_proj.out_features // 3
+            layer.self_attn.in_proj.weight[:inner] = 0
+            layer.self_attn.in_proj.bias[:inner] = 0
+    share = I.teacher_forced(model, src, tgt, d.eos(), side={"theta": theta})["topic_share"]
+    hand = [n / (n + t) for t in range(1, 6)]
+    assert len(share) == 2 and all(layer == pytest.approx(hand, rel=1e-6) for layer in share)
+    assert values["topic_share"][0] != pytest.approx(hand, rel=1e-3)  # random weights give another share
 
 
 def ta_checkpoint(toy_data, tmp_path):

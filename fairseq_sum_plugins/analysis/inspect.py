@@ -362,7 +362,8 @@ def _output_html(d, m, run, tokens, values, marked):
             notes.append(f"p_gen {values['p_gen'][i]:.3f}")
             style = f' style="background:rgba(214,39,40,{1 - values["p_gen"][i]:.3f})"'
         if "topic_share" in values:
-            notes.append(f"self-attention on topics {values['topic_share'][i]:.3f}")
+            notes.append(f"last layer's self-attention on topics "
+                         f"{values['topic_share'][-1][i]:.3f}")
         if "role" in values:
             notes.append(f"role {values['role'][i] + 1}")
             sup = f"<sup>{values['role'][i] + 1}</sup>"

@@ -186,53 +186,33 @@ def map_main(args):
 
 def topic_attention(model, batches, pad=1):
     """``{"share": per-layer mean prefix share, "uniform": float, "n_prefix": n, "tokens": count}``
-    over the summary positions of ``batches`` (fairseq samples, teacher-forced); the attention's
-    head-averaged probabilities (its ``need_weights`` output)."""
+    over the summary positions of ``batches`` (fairseq samples, teacher-forced, one document at a
+    time), read through the inspection stage (:mod:`.inspect`: the Topic Assistant's
+    ``topic_share``, the head-averaged self-attention on the topic positions)."""
     import torch
 
-    decoder = model.decoder
-    topic = getattr(decoder, "topic", None)  # set only on a model with the Topic Assistant
+    from .inspect import teacher_forced
+
+    topic = getattr(model.decoder, "topic", None)  # set only on a model with the Topic Assistant
     if topic is None or not topic.tema:
         raise ValueError("this model has no TEMA topic prefix (train with --arch transformer_ta_* "
                          "or --ta-tema True)")
     n = topic.n
-    layers = list(decoder.layers)
-    sums = [None] * len(layers)
-    captured = {}
-    originals = []
-    for i, layer in enumerate(layers):
-        attn = layer.self_attn
-        originals.append(attn.forward)
-
-        def wrapped(*a, _orig=attn.forward, _i=i, **kw):
-            kw["need_weights"] = True
-            out, weights = _orig(*a, **kw)
-            captured[_i] = weights
-            return out, weights
-
-        attn.forward = wrapped
-    tokens, uniform = 0, 0.0
-    model.eval()
-    try:
-        with torch.no_grad():
-            for sample in batches:
-                captured.clear()
-                net_input = sample["net_input"]
-                model(**net_input)
-                mask = sample["target"].ne(pad)  # (B, T) summary positions
-                t = torch.arange(1, mask.size(1) + 1, dtype=torch.float)
-                uniform += float((n / (n + t)).expand_as(mask)[mask].sum())
-                tokens += int(mask.sum())
-                for i in range(len(layers)):
-                    w = captured[i]  # (B, n + T, n + T), head-averaged
-                    total = float(w[:, n:, :n].sum(-1)[mask].sum())
-                    sums[i] = total if sums[i] is None else sums[i] + total
-    finally:
-        for layer in layers:
-            del layer.self_attn.forward  # the class's forward again
-    share = np.asarray(sums, dtype=np.float64) / max(tokens, 1)
-    return {"share": share.tolist(), "uniform": uniform / max(tokens, 1), "n_prefix": n,
-            "tokens": tokens}
+    sums, tokens, uniform = np.zeros(len(model.decoder.layers)), 0, 0.0
+    for sample in batches:
+        net_input = sample["net_input"]
+        for b in range(net_input["src_tokens"].size(0)):
+            src, tgt = net_input["src_tokens"][b], sample["target"][b]
+            side = {k: v[b:b + 1] for k, v in net_input.items()
+                    if k not in ("src_tokens", "src_lengths", "prev_output_tokens")}
+            share = teacher_forced(model, src[src.ne(pad)], tgt[tgt.ne(pad)], int(
+                net_input["prev_output_tokens"][b, 0]), side)["topic_share"]
+            sums += [sum(layer) for layer in share]
+            t = len(share[0])
+            tokens += t
+            uniform += float((n / (n + torch.arange(1, t + 1, dtype=torch.float))).sum())
+    return {"share": (sums / max(tokens, 1)).tolist(), "uniform": uniform / max(tokens, 1),
+            "n_prefix": n, "tokens": tokens}
 
 
 def attention_main(args):

@@ -414,16 +414,16 @@ def watch_topics(model, probe):
     """Inspection: ``topics``, the document's largest topic proportions ``[[topic (0-based),
     theta_k]]`` (the ``n`` TEMA reads, TA eq. 8; 5 without TEMA), from its side data ``theta``
     as the model reads it (the prior where the document has no topic evidence); with TEMA,
-    ``topic_share``: per output token, the share of the last decoder layer's self-attention
-    (head-averaged) on the topic positions (analysis/topics.py's measure, per token)."""
+    ``topic_share``: per decoder layer and output token, the share of the layer's self-attention
+    (head-averaged) on the topic positions (analysis/topics.py's measure)."""
     topic = getattr(model.decoder, "topic", None)
     if topic is None or not (topic.tema or topic.drm):
         return
     kept = {}
-    if topic.tema:
-        attn = model.decoder.layers[-1].self_attn
-        probe.pre_hook(attn, lambda mod, args, kwargs: (args, dict(kwargs, need_weights=True)))
-        probe.hook(attn, lambda mod, inputs, out: kept.__setitem__("w", out[1]))
+    for i, layer in enumerate(model.decoder.layers if topic.tema else []):
+        probe.pre_hook(layer.self_attn,
+                       lambda mod, args, kwargs: (args, dict(kwargs, need_weights=True)))
+        probe.hook(layer.self_attn, lambda mod, inputs, out, i=i: kept.__setitem__(i, out[1]))
 
     def read(run):
         from ...modules.encoder_out import EncoderOut
@@ -432,8 +432,9 @@ def watch_topics(model, probe):
         top = theta.sort(descending=True, stable=True)
         n = topic.n if topic.tema else min(5, theta.numel())
         out = {"topics": [[int(k), float(v)] for k, v in zip(top.indices[:n], top.values[:n])]}
-        if "w" in kept:
-            out["topic_share"] = kept["w"][0, topic.n:, :topic.n].sum(-1).tolist()
+        if kept:
+            out["topic_share"] = [kept[i][0, topic.n:, :topic.n].sum(-1).tolist()
+                                  for i in sorted(kept)]
         return out
 
     probe.read(read)
