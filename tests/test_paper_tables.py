@@ -375,9 +375,9 @@ def test_topic_assistant_main_ss_and_topics_at_smoke_scale(raw_corpora, papers_o
             if f.startswith("checkpoint.best_loss_")]
     assert 1 <= mean["averaged"] == min(len(kept), 3) and len(mean["files"]) == mean["averaged"]
     assert open(os.path.join(out, "xsum", "transformer_ta", "lenpen.txt")).read().count("alpha ") == 2
-    text = papers_sh(out, "ta", "ss", raw_corpora["xsum"], LENPENS="0.6 1.0")
+    text = papers_sh(out, "ta", "ss", f"xsum={raw_corpora['xsum']}", LENPENS="0.6 1.0")
     check_table(text, "ta", "ss", ["XSum / Transformer (", "XSum / Transformer+TA"])
-    text = papers_sh(out, "ta", "topics", raw_corpora["xsum"], LENPENS="0.6 1.0")
+    text = papers_sh(out, "ta", "topics", f"xsum={raw_corpora['xsum']}", LENPENS="0.6 1.0")
     assert "## Topics of xsum/topics.json" in text and "- topic 0: " in text
 
 
