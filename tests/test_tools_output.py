@@ -49,12 +49,13 @@ def test_banner_filter_shortens_config_and_module_tree():
 
 @pytest.mark.slow
 def test_a_figure_logs_no_font_search_although_fairseq_set_the_root_logger_to_debug(tmp_path):
-    """A fresh interpreter: the plugin imported (fairseq with it), then one figure drawn."""
+    """A fresh interpreter: the plugin imported, then fairseq (registering it), then one figure
+    drawn."""
     import os
     import subprocess
     import sys
 
-    code = ("import logging, fairseq_sum_plugins\n"
+    code = ("import logging, fairseq_sum_plugins, fairseq\n"
             "assert logging.getLogger().level == logging.DEBUG  # fairseq's doing\n"
             "from fairseq_sum_plugins.analysis.plotting import pyplot\n"
             "plt = pyplot(); fig, ax = plt.subplots(); ax.set_title('x'); fig.savefig(%r)\n" % str(tmp_path / "f.png"))
@@ -74,7 +75,8 @@ def test_importing_the_plugin_first_prints_no_tensorboardx_notice():
                           capture_output=True, text=True, env={**os.environ, "FAIRSEQ_SUM_VERBOSE": ""})
     assert proc.returncode == 0, proc.stderr
     assert "tensorboardX" not in proc.stderr
-    verbose = subprocess.run([sys.executable, "-c", "import fairseq_sum_plugins"], capture_output=True, text=True,
+    verbose = subprocess.run([sys.executable, "-c", "import fairseq_sum_plugins, fairseq.tasks"],
+                             capture_output=True, text=True,
                              env={**os.environ, "FAIRSEQ_SUM_VERBOSE": "1"})
     assert "tensorboardX" in verbose.stderr  # the notice exists: the filter, not its absence, hides it
 
