@@ -188,8 +188,13 @@ ta_models() {
   local ds=$1 name arch
   raw_args "$ds"
   for name in transformer transformer_ta; do
-    arch=t5_transformer; [ "$name" = transformer ] || arch=transformer_ta
-    recipe topic_assistant_run.sh "$ds" NAME="$name" ARCH="${arch}_$PRESET" \
+    # the baseline on transformer_ta's own (default) cell: at the base size the *_default_cell_
+    # preset (t5_transformer_base is TP-Transformer's T5-cell model)
+    arch=transformer_ta_$PRESET
+    if [ "$name" = transformer ]; then
+      arch=t5_transformer_small; [ "$PRESET" = small ] || arch=t5_transformer_default_cell_$PRESET
+    fi
+    recipe topic_assistant_run.sh "$ds" NAME="$name" ARCH="$arch" \
       "EXTRA=$SMOKE_DIMS $SMOKE_LAYERS ${EXTRA:-}" -- "$ds" "${RA[@]}"
   done
   baselines "$ds"

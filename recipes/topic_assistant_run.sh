@@ -12,8 +12,9 @@
 #   (nyt: the licensed corpus as JSONL, recipes/nyt/transformer_ta.sh; summaries cut at 128 pieces,
 #   the project's choice: NYT's abstracts average 45 words, Table 1)
 #
-# Environment: ARCH (transformer_ta_base; t5_transformer_base for the Transformer baseline of
-# Tables 2-4 -- the paper reports no Transformer+TA figure: its Table 7 is an ablation on BertSUM),
+# Environment: ARCH (transformer_ta_base; t5_transformer_default_cell_base, the same cell without TA,
+# for the Transformer baseline of Tables 2-4 -- the paper reports no Transformer+TA figure: its
+# Table 7 is an ablation on BertSUM),
 # EXTRA (more fairseq-train flags, e.g. "--ta-sia False" for Table 7's ablated modules), WORK
 # (data/DATASET-ta), TOPICS (256, App. B / Table 10), TOPICS_N (5), NGPU (1), NNODES (1),
 # PAPER_GPUS (4), PAPER_ACCUM (6), UPDATE_FREQ (PAPER_GPUS x PAPER_ACCUM / (NGPU x NNODES), rounded up), MAX_UPDATE (250000,
@@ -89,7 +90,7 @@ else
 fi
 
 # shellcheck disable=SC2086
-# the topic proportions feed the Topic Assistant's archs (*_ta_*); the baseline (t5_transformer_base)
+# the topic proportions feed the Topic Assistant's archs (*_ta_*); the baseline (t5_transformer_default_cell_base)
 # trains on the same data, prepared the same way, without them
 case $ARCH in *_ta|*_ta_*) TRAIN_SIDE=(--side-data theta --ta-topics-n "$TOPICS_N"); GEN_SIDE=(--side-data theta) ;;
   *) TRAIN_SIDE=(); GEN_SIDE=() ;;

@@ -247,7 +247,8 @@ TINY_TRANSFORMER = ("--encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 3
 # the recipes' other variables: not inherited from the caller's environment
 RECIPE_VARS = ("WORK ARCH EXTRA BATCH BEAM BEAMS UPDATE_FREQ MAX_SRC MAX_TGT MAX_SENTS SENT_TOKENS EPOCHS "
                "SAVE_INTERVAL TOPICS TOPICS_N LENPEN LAMBDA THRESHOLD TEST_SUBSET DENSITY_BIN COVERAGE_TYPE "
-               "MAX_SECTIONS SECTION_WORDS MAX_LEN_B").split()
+               "MAX_SECTIONS SECTION_WORDS MAX_LEN_B NAME METEOR SPLITS SCORER COVERAGE_WEIGHT "
+               "COVERAGE_BETA LENPENS TOP_K SWEEP_SUBSET SWEEP_THRESHOLDS MEASURE MEASURE_BATCH").split()
 
 
 STEP = re.compile(r"^\[\d\d:\d\d:\d\d\] ([a-z][a-z ]*?): (.*)$", re.M)
