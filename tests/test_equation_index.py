@@ -14,7 +14,8 @@ from helpers import REPO
 INDEX = os.path.join(REPO, "docs", "equations.md")
 # the numbered equations of each paper (shared/papers/*.txt)
 PAPERS = {"TPT": 10, "M2M": 17, "ETADS": 12, "TA": 10, "IS": 9}
-OTHERS = ("GNMT", "PG")  # Wu et al., 2016 and See et al., 2017: cited, not indexed
+OTHERS = ("GNMT", "PG", "E&R")  # Wu et al., 2016, See et al., 2017, Erkan & Radev, 2004 (LexRank):
+# cited, not indexed
 ROW = re.compile(r"^\| (TPT|M2M|ETADS|TA|IS) eq\. (\d+) \|.*\|(.*)\|\s*$")
 WHERE = re.compile(r"`([\w/]+\.py)::([\w.]+)`")
 REF = re.compile(r"\b[Ee]qs?\.(?=\s*\(?\d)")

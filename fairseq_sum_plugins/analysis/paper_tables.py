@@ -386,7 +386,7 @@ def ta_main():
 
 
 def ta_ss():
-    t = Table("ta", "ss", "Topic Assistant Table 6: mean semantic similarity (eq. 10) of the "
+    t = Table("ta", "ss", "Topic Assistant Table 6: mean semantic similarity (TA eq. 10) of the "
               "summary to the document and to the gold summary", ("Sum-Doc", "Sum-Gold"),
               ("ss_sum_doc", "ss_sum_gold"))
     paper = {"cnn_dm": ((0.622, 0.775), (0.651, 0.781)), "xsum": ((0.313, 0.727), (0.336, 0.757))}
