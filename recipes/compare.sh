@@ -255,7 +255,8 @@ mkdir -p "$OUT"
 METEOR_FLAG=$(fairseq-sum-score --help 2>/dev/null | grep -q -- '--meteor' && echo --meteor || true)
 {
   echo "# compare.sh $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "work=$WORK max_update=$MAX_UPDATE seed=$SEED valid_interval=$VALID_INTERVAL max_tokens=$MAX_TOKENS lr=$LR warmup=$WARMUP"
+  # the data folder by its name: results/ keeps no machine path (results_index --check)
+  echo "work=$(basename "$WORK") max_update=$MAX_UPDATE seed=$SEED valid_interval=$VALID_INTERVAL max_tokens=$MAX_TOKENS lr=$LR warmup=$WARMUP"
   echo "beam=$BEAM min_len=$MIN_LEN max_len_b=$MAX_LEN_B lenpen=$LENPEN no_repeat=$NO_REPEAT meteor=${METEOR_FLAG:-no}"
   echo "cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | xargs) cores=$(getconf _NPROCESSORS_ONLN) OMP_NUM_THREADS=${OMP_NUM_THREADS:-unset} load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
   echo "gpu=$(python -c 'import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")')"

@@ -132,7 +132,7 @@ def test_roles_equal_tpt_eq_5_from_each_sublayers_input():
         m = model.get_submodule(name)
         assert not m.keep_role_attn  # switched off after the pass: nothing kept when not inspecting
         by_hand = F.softmax(m.role_proj(filler).unflatten(-1, (m.num_heads, m.num_roles)), -1)
-        assert torch.allclose(torch.tensor(values["roles"][name]), by_hand[0], atol=1e-6)
+        assert torch.allclose(torch.tensor(values["roles"][name]), by_hand[0], atol=1e-6)  # tol: float32 softmax of the same logits in another order
     last = torch.tensor(values["roles"]["decoder.layers.1.cross_attn_binding"])
     assert values["role"] == last.mean(1).argmax(-1).tolist() and len(values["role"]) == 5
 
@@ -152,7 +152,7 @@ def test_saliency_equals_etads_eq_9_from_the_layers_queries_and_keys():
     per_layer = [torch.sigmoid(heads(mod, mod.w_h, q) @ heads(mod, mod.w_s, k).transpose(-1, -2))
                  [0].mean((0, 1)) for mod, q, k in seen]
     assert len(seen) == 1  # --saliency-layers 2
-    assert torch.allclose(torch.tensor(values["saliency"]), torch.stack(per_layer).mean(0),
+    assert torch.allclose(torch.tensor(values["saliency"]), torch.stack(per_layer).mean(0),  # tol: float32 mean over layers in another order
                           atol=1e-6)
 
 
@@ -397,7 +397,7 @@ def test_every_backbone_shows_its_gate_and_roles(arch, family, extra):
     last = [n for n in fillers if n.startswith("decoder.")][-1]
     m = model.get_submodule(last)
     by_hand = F.softmax(m.role_proj(fillers[last]).unflatten(-1, (m.num_heads, m.num_roles)), -1)
-    assert torch.allclose(torch.tensor(values["roles"][last]), by_hand.reshape(5, 4, 5), atol=1e-6)
+    assert torch.allclose(torch.tensor(values["roles"][last]), by_hand.reshape(5, 4, 5), atol=1e-6)  # tol: float32 softmax of the same logits in another order
     assert len(values["role"]) == 5 and len(values["attention"]) == 5
 
 
@@ -427,8 +427,8 @@ def test_topics_and_topic_share_equal_theta_and_a_hand_computation(tmp_path, tin
             layer.self_attn.in_proj.bias[:inner] = 0
     share = I.teacher_forced(model, src, tgt, d.eos(), side={"theta": theta})["topic_share"]
     hand = [n / (n + t) for t in range(1, 6)]
-    assert len(share) == 2 and all(layer == pytest.approx(hand, rel=1e-6) for layer in share)
-    assert values["topic_share"][0] != pytest.approx(hand, rel=1e-3)  # random weights give another share
+    assert len(share) == 2 and all(layer == pytest.approx(hand, rel=1e-6) for layer in share)  # tol: float32 softmax sums against the float64 hand share
+    assert values["topic_share"][0] != pytest.approx(hand, rel=1e-3)  # tol: a share that differs, not a rounding; random weights give another share
 
 
 def ta_checkpoint(toy_data, tmp_path):

@@ -16,7 +16,7 @@ def test_similarity_is_the_idf_modified_cosine_by_hand():
     cos12 = a * a / (math.sqrt(a * a + b * b) * math.sqrt(2 * a * a))  # shared x
     sim = similarity_matrix(SENTS)
     assert sim[0, 1] == pytest.approx(cos12) and sim[1, 2] == pytest.approx(cos12)
-    assert cos12 == pytest.approx(0.2448, abs=1e-4)
+    assert cos12 == pytest.approx(0.2448, abs=1e-4)  # tol: the hand value rounded to 4 digits
     assert sim[0, 2] == 0 and np.allclose(np.diag(sim), 1)
 
 
@@ -27,8 +27,8 @@ def test_power_iteration_reaches_the_hand_computed_stationary_scores():
     d = 0.15
     a = (1 / 3) / (1 - (1 - d) / 2 + 2 * (1 - d) / 3)
     scores = lexrank_scores(SENTS, threshold=0.1, damping=d)
-    assert scores == pytest.approx([a, 1 - 2 * a, a], abs=1e-7)
-    assert a == pytest.approx(0.291971, abs=1e-6)
+    assert scores == pytest.approx([a, 1 - 2 * a, a], abs=1e-7)  # tol: power iteration stops at its tolerance
+    assert a == pytest.approx(0.291971, abs=1e-6)  # tol: the hand value rounded to 6 digits
     # above the cosine no edge is left: every sentence is alone, the scores uniform
     assert lexrank_scores(SENTS, threshold=0.25) == pytest.approx([1 / 3] * 3)
 

@@ -15,7 +15,9 @@ figures here). Every figure of a sentence must be, at the digits it shows and wi
 p, each paired test's difference, interval bounds and p (against the record's first model and
 against Lead-3), each of these as mean and sd over the seeds, the specificity's lower bound and
 the verdict's bar, the baselines' figures and the random draws' deltas, mean, min and max
-(``baselines.json``); or be listed for that file in
+(``baselines.json``), and the verdict's own thresholds (:data:`VERDICT_CONSTANTS`: the level of
+the lower bound, the bar's floor and share, the reading check's gain and distinct share, as
+compare.sh's verdict legend states them); or be listed for that file in
 ``results/prose_figures.txt`` (figures that are not the index's: validation NLL and wall times
 from training logs, dims, probe accuracies, earlier runs' figures), one ``FILE FIGURE...  # why``
 a line; a listed figure that no sentence of its file needs (one the index holds, or gone from the
@@ -34,6 +36,8 @@ import math
 import os
 import re
 
+from ..scoring import specificity as sp
+
 ALLOWED = "prose_figures.txt"
 FIGURE = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:e[-+]?\d+)?(?![\w]|\.\d)")
 P_SHOWN = re.compile(r"\bp\s*(?:=|<=|<|>)?\s*(\d+\.\d+)")
@@ -43,6 +47,8 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(*`\[])")
 TABLE_LINK = re.compile(r"\]\(([\w.+-]+)/")
 BLOCK_BEGIN = "<!-- BEGIN results_index"
 BLOCK_END = "<!-- END results_index -->"
+# definitions of the verdict, not results: figures of every section
+VERDICT_CONSTANTS = (sp.LEVEL, sp.BAR_FLOOR, sp.BAR_RANDOM_SHARE, sp.READ_GAIN, sp.READ_DISTINCT)
 
 
 def _spread(values):
@@ -68,7 +74,7 @@ def _paired_figures(pairs):
 
 def index_figures(index, tables, root):
     """Every figure the index (and the tables' baselines.json) holds for ``tables``."""
-    out = []
+    out = list(VERDICT_CONSTANTS)
     for r in index["records"]:
         if r["table"] not in tables or r["paper"] == "parity":
             continue
