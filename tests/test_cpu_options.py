@@ -454,7 +454,11 @@ def test_fairseq_hydra_train_on_cpu_refuses_amp_and_a_torchrun_launch(toy_data, 
                  "2", *hydra)
     assert launch.returncode != 0
     alone = "ValueError: torchrun started WORLD_SIZE=2 processes, but this one would train alone"
-    assert launch.stderr.count(alone) == 2, launch.stderr[-3000:]
+    # each rank refuses on its own (test_a_torchrun_process_without_a_process_group_is_refused);
+    # torchrun stops the other rank with SIGTERM once the first one exits, so that one may be
+    # stopped before it prints: one refusal or two, never an update
+    assert 1 <= launch.stderr.count(alone) <= 2, launch.stderr[-3000:]
+    assert "num_updates" not in launch.stdout + launch.stderr
     assert not (tmp_path / "run" / "checkpoint_last.pt").exists()
 
 
