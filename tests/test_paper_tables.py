@@ -391,3 +391,30 @@ def test_information_selection_tables_at_smoke_scale(raw_corpora, papers_out):
     check_table(text, "is", "sweep", ["threshold 0.1 ", "threshold 0.12", "threshold 0.2 "])
     text = papers_sh(out, "is", "t3", raw_corpora["newsroom"])
     check_table(text, "is", "t3", [f"lambda {x} " for x in ("0", "0.1", "0.2", "0.4", "0.7")])
+
+
+class _Runs:
+    """Unpickling this runs code: a checkpoint must never be loaded with weights_only=False."""
+
+    def __reduce__(self):
+        return (os.system, ("touch RAN_CODE",))
+
+
+def test_parameter_count_reads_tensors_only_and_refuses_a_pickle_that_runs_code(tmp_path, monkeypatch):
+    import argparse
+
+    import torch
+
+    monkeypatch.chdir(tmp_path)
+    good = tmp_path / "good.pt"
+    torch.save({"args": argparse.Namespace(arch="x"), "model": {
+        "w": torch.zeros(3, 4), "b": torch.zeros(5), "steps": torch.tensor(7)}}, good)
+    assert pt.parameter_count(str(good))["params_k"] == pytest.approx(17 / 1000)  # the int not counted
+    bad = tmp_path / "bad.pt"
+    torch.save({"model": {"w": torch.zeros(1)}, "extra": _Runs()}, bad)
+    with pytest.raises(ValueError, match=r"bad\.pt: not a readable fairseq checkpoint"):
+        pt.parameter_count(str(bad))
+    proc = subprocess.run([sys.executable, "-m", "fairseq_sum_plugins.analysis.paper_tables", "params",
+                           str(bad), str(tmp_path / "p.json")], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 2 and "not a readable fairseq checkpoint" in proc.stderr
+    assert not (tmp_path / "RAN_CODE").exists() and not (tmp_path / "p.json").exists()

@@ -648,10 +648,20 @@ def topic_words(data, n_topics=10, n_words=8):
 
 
 def parameter_count(checkpoint):
-    """{"params_k": the model's parameters / 1000} of a fairseq checkpoint."""
+    """{"params_k": the model's parameters / 1000} of a fairseq checkpoint, loaded with
+    ``weights_only=True`` (tensors and the classes compat allow-lists: a pickle that would run
+    code is refused, with a ``ValueError`` naming the file)."""
     import torch
 
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False)["model"]
+    from .. import compat
+
+    compat.allow_fairseq_checkpoints()
+    try:
+        state = torch.load(checkpoint, map_location="cpu", weights_only=True)["model"]
+    except Exception as e:  # torch raises many kinds: unpickling, a zip error, a missing key
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise ValueError(f"{checkpoint}: not a readable fairseq checkpoint "
+                         f"({type(e).__name__}: {first})") from None
     return {"params_k": sum(v.numel() for v in state.values()
                             if v.is_floating_point()) / 1000, "checkpoint": checkpoint}
 
@@ -765,7 +775,10 @@ def main(argv=None):
         print("\n".join(f"{n} {ETADS_SYSTEMS[n]}".rstrip() for n in systems))
         return 0
     if args.cmd == "params":
-        _write_json(args.dest, parameter_count(args.checkpoint))
+        try:
+            _write_json(args.dest, parameter_count(args.checkpoint))
+        except ValueError as e:
+            p.error(str(e))
         return 0
     if args.cmd == "topic-words":
         if args.topics < 1 or args.words < 1:
