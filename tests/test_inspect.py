@@ -507,3 +507,30 @@ def test_raw_text_is_refused_for_a_model_that_reads_side_data(toy_data, tmp_path
         I.main([ta, "--data", data, "--text", str(text), "--json", str(tmp_path / "v.json")])
     assert f"{ta} reads side data (theta), which --text documents do not have" in \
         capsys.readouterr().err
+
+
+def test_the_page_lists_each_topic_with_the_words_of_the_data_folders_topic_model(toy_data, tmp_path):
+    """The Topic Assistant's topics come with their words (analysis/topics.py's top_words over the
+    data folder's topic model), in the JSON and on the page; a data folder whose topic model is
+    gone says so instead."""
+    from fairseq_sum_plugins.analysis.topics import load_topic_model, top_words, whole_words
+
+    data, ta = ta_checkpoint(toy_data, tmp_path)
+    out, page_path = tmp_path / "v.json", tmp_path / "p.html"
+    I.main([ta, "--data", data, "--documents", "3", "--json", str(out), "--html", str(page_path),
+            "--beam", "1", "--max-len-b", "3"])
+    doc = json.loads(out.read_text())[0]
+    topics = [k for k, _ in doc["models"][0]["runs"]["output"]["values"]["topics"]]
+    dictionary, model = load_topic_model(data)
+    mask = whole_words(model, dictionary, data)
+    assert doc["topic_words"] == {str(k): top_words(model, dictionary, k, I.TOPIC_WORDS, mask)
+                                  for k in sorted(topics)}
+    assert all(doc["topic_words"][str(k)] for k in topics)
+    html = page_path.read_text()
+    k = topics[0]
+    assert f"{k} (" in html and " ".join(doc["topic_words"][str(k)]) in html
+    # the model loads its topic model where it was trained; a data folder given without one
+    del doc["topic_words"]
+    I.add_topic_words([doc], str(tmp_path))
+    assert "topic_words" not in doc and "no topic model whose words can be read" in doc["topic_words_missing"]
+    assert "no topic model whose words" in I.html_page([doc])

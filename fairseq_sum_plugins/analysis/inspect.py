@@ -6,7 +6,9 @@ model class's ``inspection``): ETADS focus (centre and scope per encoder layer, 
 position), ETADS saliency (gate per source token), information selection (gate per source token and
 whether pruning removed it), the copy mechanism (``p_gen`` and the most-attended source position
 per output token), the TP-Transformer (role attention per decoder sublayer and output position) and
-Mem2Mem (each memory slot's write attention over the sentences). :func:`teacher_forced` runs one
+Mem2Mem (each memory slot's write attention over the sentences), the Topic Assistant (the
+document's top topics, their words read from the data folder's topic model by
+:func:`add_topic_words`). :func:`teacher_forced` runs one
 document through a model once, with every declared watch on, and returns ``{name: value}``; every
 model also gives ``attention``, the last decoder layer's cross-attention (head-averaged, as the
 backbone returns it) as the ``TOP_K`` source positions each output token weighs most.
@@ -186,6 +188,34 @@ def beam_output(model, task, sample, beam, max_len_b):
         sample = utils.move_to_cuda(sample)
     with torch.no_grad():
         return task.inference_step(generator, [model], sample)[0][0]["tokens"].cpu()
+
+
+TOPIC_WORDS = 8  # words shown per topic
+
+
+def add_topic_words(docs, data, n=TOPIC_WORDS):
+    """Each document's ``topic_words``, ``{topic: [word, ...]}``: the ``n`` most relevant whole
+    words (analysis/topics.py's :func:`~.topics.top_words`, as its PNG lists them) of every topic a
+    model shows for it (``topics``), from the topic model of the data folder ``data``; a note
+    instead (``topic_words_missing``) where the folder has none that loads."""
+    shown = {k for doc in docs for m in doc["models"] for run in m["runs"].values()
+             for k, _ in run["values"].get("topics", [])}
+    if not shown:
+        return
+    from .topics import load_topic_model, top_words, whole_words
+
+    try:
+        dictionary, model = load_topic_model(data)
+    except (OSError, ValueError, KeyError) as e:
+        for doc in docs:
+            doc["topic_words_missing"] = f"{data}: no topic model whose words can be read ({e})"
+        return
+    mask = whole_words(model, dictionary, data)
+    words = {k: top_words(model, dictionary, k, n, mask) for k in sorted(shown)}
+    for doc in docs:
+        mine = sorted({k for m in doc["models"] for run in m["runs"].values()
+                       for k, _ in run["values"].get("topics", [])})
+        doc["topic_words"] = {str(k): words[k] for k in mine}
 
 
 def pieces(dictionary, ids):
@@ -398,8 +428,12 @@ def _document_html(d, doc):
                                ("reference", "reference, teacher-forced")) if run in runs)
         topics = runs["output"]["values"].get("topics")
         if topics:  # the document's topics (0-based, as analysis/topics.py numbers them)
-            rows = ('<p class="sc">topics (theta): ' + ", ".join(
-                f"{k} ({v:.2f})" for k, v in topics) + "</p>" + rows)
+            words = doc.get("topic_words", {})
+            rows = ('<p class="sc">topics (theta): ' + "; ".join(
+                f"{k} ({v:.2f})" + (f": {escape(' '.join(words[str(k)]))}"
+                                    if str(k) in words else "") for k, v in topics)
+                + (f" ({escape(doc['topic_words_missing'])})"
+                   if "topic_words_missing" in doc else "") + "</p>" + rows)
         boxes.append(f'<div class="box"><h4>{key}{escape(model["name"])}</h4>{rows}</div>')
     return (f'<div class="doc" id="doc{d}"><h3>document {doc["index"]} '
             f'({len(doc["source"])} source tokens)</h3>'
@@ -599,6 +633,7 @@ def main(argv=None):
         docs = inspect_documents(models, RAW, range(len(order)), args.beam, args.max_len_b)
         for doc, line in zip(docs, order):
             doc["index"] = line
+    add_topic_words(docs, args.data)
     if args.gpt2_encoder_json:
         as_text(docs, lambda ids: gpt2_pieces(ids, args.gpt2_encoder_json, args.gpt2_vocab_bpe))
     if args.json:
