@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import test_features
-from helpers import DIMS, build_model, make_dictionary, save_fresh_checkpoint
+from helpers import DIMS, REPO, build_model, make_dictionary, save_fresh_checkpoint
 from fairseq_sum_plugins.analysis import inspect as I
 from fairseq_sum_plugins.modules.features import FEATURES, Inspection, register_feature
 
@@ -261,7 +261,7 @@ def test_a_new_feature_shows_on_the_page(toy_feature, toy_data, tmp_path):
     (["--documents", "0,x"], "--documents '0,x': comma-separated document numbers"),
     (["--documents", "3,3"], "--documents '3,3' names a document twice"),
     (["--documents", ","], "--documents: name at least one document"),
-    (["--beam", "0"], "--beam 0 / --max-len-b 60: at least 1"),
+    (["--beam", "0"], "--beam 0 / --max-len-b 60 / --min-len 1: at least 1"),
     (["--names", "a,b"], "--names gives 2 names for 1 checkpoints"),
     (["--html", "/no/such/p.html"], "--html /no/such/p.html: its folder does not exist"),
     (["--html", "{data}/test.src-tgt.src.idx"], "a checkpoint or inside the data folder"),
@@ -534,3 +534,49 @@ def test_the_page_lists_each_topic_with_the_words_of_the_data_folders_topic_mode
     I.add_topic_words([doc], str(tmp_path))
     assert "topic_words" not in doc and "no topic model whose words can be read" in doc["topic_words_missing"]
     assert "no topic model whose words" in I.html_page([doc])
+
+
+@pytest.mark.slow
+def test_the_beam_output_is_fairseq_generates_hypothesis_under_the_same_options(toy_data, tmp_path):
+    """--beam, --max-len-b, --min-len, --lenpen and --no-repeat-ngram-size are fairseq-generate's:
+    the page's beam output of each document is the H- line of fairseq-generate run with them."""
+    import sys
+
+    ckpt = fresh(toy_data, tmp_path / "m.pt", "tp_transformer_small")
+    options = ["--beam", "3", "--max-len-b", "9", "--min-len", "6", "--lenpen", "0.5",
+               "--no-repeat-ngram-size", "2"]
+    out = tmp_path / "v.json"
+    I.main([ckpt, "--data", toy_data, "--documents", "0,1,2,3", "--json", str(out), "--html",
+            str(tmp_path / "p.html"), *options])
+    docs = json.loads(out.read_text())
+    assert ("Beam output: fairseq-generate's --beam 3 --max-len-b 9 --min-len 6 --lenpen 0.5 "
+            "--no-repeat-ngram-size 2.") in (tmp_path / "p.html").read_text()
+    gen = subprocess.run([sys.executable, "-m", "fairseq_cli.generate", toy_data, "--user-dir",
+                          os.path.join(REPO, "fairseq_sum_plugins"), "--task", "summarization",
+                          "--path", ckpt, "--gen-subset", "test", "--batch-size", "1", "--cpu",
+                          *options], capture_output=True, text=True, cwd=str(tmp_path))
+    assert gen.returncode == 0, gen.stderr[-2000:]
+    hyps = {line.split("\t")[0][2:]: line.split("\t")[2] for line in gen.stdout.splitlines()
+            if line.startswith("H-")}
+    for doc in docs:
+        tokens = doc["models"][0]["runs"]["output"]["tokens"]
+        assert tokens[-1] == "</s>" and " ".join(tokens[:-1]) == hyps[str(doc["index"])]
+        assert len(tokens) - 1 >= 6  # --min-len held
+    # the options change the output (else this test would hold for any options)
+    I.main([ckpt, "--data", toy_data, "--documents", "0,1,2,3", "--json", str(out), "--beam", "3",
+            "--max-len-b", "9"])
+    plain = [d["models"][0]["runs"]["output"]["tokens"] for d in json.loads(out.read_text())]
+    assert plain != [d["models"][0]["runs"]["output"]["tokens"] for d in docs]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--min-len", "0"], "--min-len 0: at least 1"),
+    (["--min-len", "70"], "--min-len 70 is above --max-len-b 60"),
+    (["--no-repeat-ngram-size", "-1"], "--no-repeat-ngram-size -1 (0: off)"),
+    (["--lenpen", "nan"], "--lenpen nan: a count >= 0 and a finite number")])
+def test_bad_decoding_options_are_refused_by_name(toy_data, tmp_path, capsys, flags, message):
+    ckpt = tmp_path / "c.pt"
+    ckpt.write_bytes(b"x")
+    with pytest.raises(SystemExit):
+        I.main([str(ckpt), "--data", toy_data, "--json", str(tmp_path / "v.json"), *flags])
+    assert message in capsys.readouterr().err

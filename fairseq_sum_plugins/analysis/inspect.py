@@ -31,6 +31,7 @@ before any model runs.
 """
 import argparse
 import json
+import math
 import os
 from argparse import Namespace
 from dataclasses import dataclass
@@ -179,11 +180,14 @@ def teacher_forced(model, src, target, eos, side=None):
     return values
 
 
-def beam_output(model, task, sample, beam, max_len_b):
-    """The model's beam-search output of a one-document ``sample`` (token ids, ending in EOS)."""
+def beam_output(model, task, sample, beam, max_len_b, **decoding):
+    """The model's beam-search output of a one-document ``sample`` (token ids, ending in EOS);
+    ``decoding``: more of fairseq-generate's options by their names (``min_len``, ``lenpen``,
+    ``no_repeat_ngram_size``), read by the task's generator as fairseq-generate's are."""
     from fairseq import utils
 
-    generator = task.build_generator([model], Namespace(beam=beam, max_len_b=max_len_b))
+    generator = task.build_generator([model], Namespace(beam=beam, max_len_b=max_len_b,
+                                                        **decoding))
     if next(model.parameters()).is_cuda:
         sample = utils.move_to_cuda(sample)
     with torch.no_grad():
@@ -231,12 +235,12 @@ def as_text(docs, convert):
                 run["tokens"] = convert(run["tokens"])
 
 
-def inspect_documents(models, split, indices, beam=4, max_len_b=60):
+def inspect_documents(models, split, indices, beam=4, max_len_b=60, decoding=None):
     """Per document of ``indices`` in ``split``: ``{"index", "source", "reference", "models":
     [{"name", "layers", "runs": {"output": {"tokens", "values"}, "reference": {...}}}]}``, token
     lists as dictionary pieces, ``layers`` the values the model shows (:func:`exposed`);
     ``models``: ``[(name, model, task)]``, each task with ``split`` loaded (its side data, e.g.
-    the Topic Assistant's theta), their dictionaries one."""
+    the Topic Assistant's theta), their dictionaries one; ``decoding``: :func:`beam_output`'s."""
     first = models[0][2]
     src_dict, tgt_dict = first.source_dictionary, first.target_dictionary
     docs = []
@@ -250,7 +254,7 @@ def inspect_documents(models, split, indices, beam=4, max_len_b=60):
             sample = dataset.collater([dataset[i]])
             side = {k: v for k, v in sample["net_input"].items()
                     if k not in ("src_tokens", "src_lengths", "prev_output_tokens")}
-            hypo = beam_output(model, task, sample, beam, max_len_b)
+            hypo = beam_output(model, task, sample, beam, max_len_b, **(decoding or {}))
             runs = {}
             for run, target in (("output", hypo), ("reference", ref))[:1 if ref is None else 2]:
                 runs[run] = {"tokens": pieces(tgt_dict, target),
@@ -442,10 +446,12 @@ def _document_html(d, doc):
             f'<div class="grid">{"".join(boxes)}</div></div>')
 
 
-def html_page(docs, title="Mechanisms at work"):
+def html_page(docs, title="Mechanisms at work", decoding=""):
     """The page of :func:`inspect_documents`' ``docs``, its values embedded as JSON except those of
     :data:`PAGE_OMITS` and the source layers of the reference run (the page draws the source layers
-    of the output run; ``--json`` has them all)."""
+    of the output run; ``--json`` has them all); ``decoding``: the beam output's options, said in
+    the page's introduction."""
+    from html import escape
 
     def kept(m, r, k):
         return k not in PAGE_OMITS and not (r == "reference" and m["layers"].get(k) in SOURCE)
@@ -462,7 +468,7 @@ def html_page(docs, title="Mechanisms at work"):
              "Values: the model run teacher-forced on its beam output and on "
              f"the reference, embedded below as JSON (without {', '.join(PAGE_OMITS)} and, "
              "for the reference run, the source layers: fairseq-sum-inspect --json has "
-             "them).</p>")
+             "them)." + (f" Beam output: {escape(decoding, quote=False)}." if decoding else "") + "</p>")
     parts = [intro, f'<script type="application/json" id="values">{data}</script>',
              "".join(_document_html(d, doc) for d, doc in enumerate(docs))]
     return page.document(title, page.CSS + CSS, parts, JS)
@@ -500,14 +506,24 @@ def get_parser():
     p.add_argument("--gpt2-vocab-bpe")
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--max-len-b", type=int, default=60)
+    p.add_argument("--min-len", type=int, default=1, help="as fairseq-generate's (the beam "
+                   "output equals its hypothesis under the same options)")
+    p.add_argument("--lenpen", type=float, default=1.0)
+    p.add_argument("--no-repeat-ngram-size", type=int, default=0)
     return p
 
 
 def _check_args(parser, args):
     if not (args.html or args.json):
         parser.error("give --html PAGE and/or --json OUT")
-    if args.beam < 1 or args.max_len_b < 1:
-        parser.error(f"--beam {args.beam} / --max-len-b {args.max_len_b}: at least 1")
+    if args.beam < 1 or args.max_len_b < 1 or args.min_len < 1:
+        parser.error(f"--beam {args.beam} / --max-len-b {args.max_len_b} / --min-len "
+                     f"{args.min_len}: at least 1")
+    if args.min_len > args.max_len_b:
+        parser.error(f"--min-len {args.min_len} is above --max-len-b {args.max_len_b}")
+    if args.no_repeat_ngram_size < 0 or not math.isfinite(args.lenpen):
+        parser.error(f"--no-repeat-ngram-size {args.no_repeat_ngram_size} (0: off) / --lenpen "
+                     f"{args.lenpen}: a count >= 0 and a finite number")
     for path in args.checkpoints:
         if not os.path.isfile(path):
             parser.error(f"{path}: no such checkpoint file")
@@ -627,10 +643,13 @@ def main(argv=None):
                 parser.error(f"--text {args.text}: {e}")
             model_task.datasets[RAW] = dataset
         models.append((name, model, model_task))
+    decoding = dict(min_len=args.min_len, lenpen=args.lenpen,
+                    no_repeat_ngram_size=args.no_repeat_ngram_size)
     if texts is None:
-        docs = inspect_documents(models, args.split, indices, args.beam, args.max_len_b)
+        docs = inspect_documents(models, args.split, indices, args.beam, args.max_len_b, decoding)
     else:  # the raw dataset holds the documents in line order
-        docs = inspect_documents(models, RAW, range(len(order)), args.beam, args.max_len_b)
+        docs = inspect_documents(models, RAW, range(len(order)), args.beam, args.max_len_b,
+                                 decoding)
         for doc, line in zip(docs, order):
             doc["index"] = line
     add_topic_words(docs, args.data)
@@ -642,7 +661,10 @@ def main(argv=None):
         print(f"wrote {args.json}")
     if args.html:
         with open(args.html, "w", encoding="utf-8") as f:
-            f.write(html_page(docs))
+            f.write(html_page(docs, decoding=(
+                f"fairseq-generate's --beam {args.beam} --max-len-b {args.max_len_b} --min-len "
+                f"{args.min_len} --lenpen {args.lenpen:g} --no-repeat-ngram-size "
+                f"{args.no_repeat_ngram_size}")))
         print(f"wrote {args.html} ({len(docs)} documents, {len(models)} models)")
 
 
