@@ -547,7 +547,8 @@ def test_the_beam_output_is_fairseq_generates_hypothesis_under_the_same_options(
                "--no-repeat-ngram-size", "2"]
     out = tmp_path / "v.json"
     I.main([ckpt, "--data", toy_data, "--documents", "0,1,2,3", "--json", str(out), "--html",
-            str(tmp_path / "p.html"), *options])
+            str(tmp_path / "p.html"), "--title", "Seed <1>", *options])
+    assert "<h1>Seed &lt;1&gt;</h1>" in (tmp_path / "p.html").read_text()
     docs = json.loads(out.read_text())
     assert ("Beam output: fairseq-generate's --beam 3 --max-len-b 9 --min-len 6 --lenpen 0.5 "
             "--no-repeat-ngram-size 2.") in (tmp_path / "p.html").read_text()

@@ -500,6 +500,7 @@ def get_parser():
     p.add_argument("--html", help="write the page here")
     p.add_argument("--json", help="write the values here")
     p.add_argument("--names", help="comma-separated model names (default: checkpoint files)")
+    p.add_argument("--title", default="Mechanisms at work", help="the page's title")
     p.add_argument("--show", help="mechanisms every checkpoint must show, e.g. gate,focus "
                    "(default: what each has)")
     p.add_argument("--gpt2-encoder-json", help="with --gpt2-vocab-bpe: BART's GPT-2 ids as text")
@@ -661,7 +662,7 @@ def main(argv=None):
         print(f"wrote {args.json}")
     if args.html:
         with open(args.html, "w", encoding="utf-8") as f:
-            f.write(html_page(docs, decoding=(
+            f.write(html_page(docs, args.title, decoding=(
                 f"fairseq-generate's --beam {args.beam} --max-len-b {args.max_len_b} --min-len "
                 f"{args.min_len} --lenpen {args.lenpen:g} --no-repeat-ngram-size "
                 f"{args.no_repeat_ngram_size}")))

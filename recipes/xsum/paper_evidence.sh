@@ -19,12 +19,14 @@
 #   ETADS            analysis/focus_plot.py; focus-only and saliency-only ablations
 #   Topic Assistant  fairseq-sum-score --topic-model (semantic similarity), analysis/topics.py attention
 #   Mem2Mem          fairseq-sum-score --novel-ngrams, analysis/implicit_extraction.py (vs the oracle)
-# and analysis/paper_evidence.py writes OUT/results.md (mean +- sd and each seed), with the
-# baselines and each model's verdict "specific to its document" over the seeds (analysis/baseline_table.py
-# --across). Steps whose output exists are skipped, so a re-run resumes; compare.sh refuses a re-run
-# whose spec changed.
+# fairseq-sum-inspect writes OUT/inspect.html (each mechanism of the first seed's feature models on
+# the test documents INSPECT_DOCUMENTS, 0,1,2), and analysis/paper_evidence.py writes OUT/results.md
+# (mean +- sd and each seed), with the baselines and each model's verdict "specific to its document"
+# over the seeds (analysis/baseline_table.py --across). Steps whose output exists are skipped, so a
+# re-run resumes; compare.sh refuses a re-run whose spec changed.
 # Environment: SEEDS ("1 2 3"), MAX_UPDATE (500), TRAIN_CONLLU (WORK/probe/train.conllu; without it the
-# probe is skipped with a message), GATE_WARMUP (MAX_UPDATE / 2), and compare.sh's variables.
+# probe is skipped with a message), GATE_WARMUP (MAX_UPDATE / 2), INSPECT_DOCUMENTS (0,1,2), and
+# compare.sh's variables.
 set -euo pipefail
 source "$(dirname "$0")/../common.sh"
 USAGE="usage: paper_evidence.sh WORK OUT"
@@ -137,6 +139,17 @@ python -m fairseq_sum_plugins.analysis.compare "${outs[@]}" --src "$OUT/sources.
   --names "$(IFS=,; echo "${names[*]}")" "${base[@]}" --html "$OUT/report.html" \
   --title "Every model of seed $first on the test documents" > /dev/null
 python -m fairseq_sum_plugins.analysis.paper_evidence "$OUT" > /dev/null
+# each paper's mechanism on the first test documents (fairseq-sum-inspect): the feature models of
+# the first seed on one page, their beam output decoded with the table's options
+INSPECT=(tpt gate etads ta mem2mem)
+if [ ! -s "$OUT/inspect.html" ]; then
+  ckpts=()
+  for m in "${INSPECT[@]}"; do ckpts+=("$OUT/seed$first/$m/checkpoints/checkpoint_last.pt"); done
+  fairseq-sum-inspect "${ckpts[@]}" --names "$(IFS=,; echo "${INSPECT[*]}")" --data "$D" --split test \
+    --documents "${INSPECT_DOCUMENTS:-0,1,2}" --beam "$BEAM" --max-len-b "$MAX_LEN_B" --min-len "$MIN_LEN" \
+    --no-repeat-ngram-size 3 --title "Each paper's mechanism on test documents (seed $first)" \
+    --html "$OUT/inspect.html"
+fi
 # the baseline rows (fairseq-sum-baselines of the test set, compare.sh's OUT/seed*/baselines.json)
 # and every model's verdict "specific to its document" and paired bootstrap against Lead-3, per seed, as a section
 # of OUT/results.md and OUT/baselines.md (analysis/baseline_table.py)
