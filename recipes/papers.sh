@@ -16,7 +16,10 @@
 #                  recipes/mem2mem_run.sh; nyt: recipes/nyt/transformer_ta.sh), DATASET.aux its AUX
 #                  (the XSum split file, the CNN/DM url lists, the Wikihow split lists); a bare RAW
 #                  is the table's first dataset. A dataset without RAW is not run: its rows say so.
-#                  bart=BART_DIR adds the BART rows of "ta main" (recipes/topic_assistant_bart_run.sh).
+#                  bart=BART_DIR adds the BART rows of "ta main" (recipes/topic_assistant_bart_run.sh;
+#                  BART_ARCH, bart_large_ta, the BART row training it without _ta, and BART_EXTRA,
+#                  more flags of those two runs only, e.g. bart_base_ta and the dimensions of a
+#                  smaller model.pt).
 #
 # Datasets: tpt t2: xsum wikihow arxiv cnn_dm; tpt t4, roles: xsum; mem2mem t1: pubmed arxiv
 # newsroom; t3: pubmed arxiv; t4: pubmed; etads: cnn_dm; ta: cnn_dm xsum (nyt: refused without the
@@ -185,7 +188,7 @@ etads_models() {
 
 # ----------------------------------------------------------------------------- Topic Assistant
 ta_models() {
-  local ds=$1 name arch
+  local ds=$1 name arch ta
   raw_args "$ds"
   for name in transformer transformer_ta; do
     # the baseline on transformer_ta's own (default) cell: at the base size the *_default_cell_
@@ -200,8 +203,11 @@ ta_models() {
   baselines "$ds"
   if given bart; then
     for name in bart bart_ta; do
-      recipe topic_assistant_bart_run.sh "$ds/bart" NAME="$name" \
-        "EXTRA=${EXTRA:-} $([ "$name" = bart ] && echo '--ta-sia False --ta-tema False --ta-drm False')" \
+      # the BART row: fairseq's BART fine-tuned alone (TA=0, BART_ARCH without its _ta)
+      if [ "$name" = bart ]; then ta=0 arch=${BART_ARCH:-bart_large_ta}; arch=${arch%_ta}
+      else ta=1 arch=${BART_ARCH:-bart_large_ta}; fi
+      recipe topic_assistant_bart_run.sh "$ds/bart" NAME="$name" TA="$ta" ARCH="$arch" \
+        "EXTRA=${BART_EXTRA:-}" \
         -- "$ds" "${RAW_OF[$ds]}" "${RAW_OF[bart]}" ${AUX_OF[$ds]:-}
       mkdir -p "$OUT/$ds/$name"
       cp -p "$OUT/$ds/bart/$name/test.mean.json" "$OUT/$ds/$name/test.mean.json"

@@ -15,7 +15,9 @@
 #     BART_DIR  fairseq's bart.large (or bart.base) release: model.pt, dict.txt, plus the GPT-2 BPE
 #               files encoder.json and vocab.bpe (https://dl.fbaipublicfiles.com/fairseq/gpt2_bpe/)
 #
-# Environment: ARCH (bart_large_ta; bart_base_ta with bart.base), WORK (data/DATASET-bart-ta), TOPICS
+# Environment: TA (1; 0: the BART baseline of Table 5, fairseq's BART fine-tuned without the Topic
+# Assistant: no topic model, no theta), ARCH (bart_large_ta, with TA=0 bart_large; bart_base_ta or
+# bart_base with bart.base), WORK (data/DATASET-bart-ta), TOPICS
 # (256, App. B), TOPICS_N (5), NGPU (1), NNODES (1), UPDATE_FREQ (fairseq's batch of 8 GPUs x 4
 # (CNN/DM) or x 2 (XSum) accumulated steps, divided by NGPU x NNODES), MAX_UPDATE (20000 CNN/DM, 15000 XSum: fairseq's
 # TOTAL_NUM_UPDATES), FP16 (1: --fp16 on a GPU), MAX_SRC (1023 GPT-2 tokens + </s> = BART's 1024
@@ -58,7 +60,13 @@ case $DATASET in
   xsum)   FAIRSEQ_FREQ=2; DEFAULT_UPDATES=15000; DEFAULT_LENPENS=1.0; MAX_LEN_B=60; GEN=(--min-len 10) ;;
   *) echo "unknown DATASET $DATASET (cnn_dm xsum)" >&2; exit 2 ;;
 esac
-ARCH=${ARCH:-bart_large_ta}
+TA=${TA:-1}
+case $TA in
+  1) ARCH=${ARCH:-bart_large_ta}; TA_FLAGS=(--side-data theta) ;;
+  0) ARCH=${ARCH:-bart_large}; TA_FLAGS=()
+     case $ARCH in *_ta) echo "${0##*/}: TA=0 trains BART without the Topic Assistant: ARCH $ARCH is a Topic Assistant model (give ${ARCH%_ta})" >&2; exit 2 ;; esac ;;
+  *) echo "${0##*/}: TA must be 1 or 0, got '$TA'" >&2; exit 2 ;;
+esac
 WORK=${WORK:-data/$DATASET-bart-ta}
 TOPICS=${TOPICS:-256}
 TOPICS_N=${TOPICS_N:-5}
@@ -85,7 +93,8 @@ convert_dataset "$DATASET" "$RAW" "$AUX" "$WORK/jsonl"
 bart_binarize "$WORK/jsonl" "$WORK" "$BART" src tgt --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$MAX_TGT" \
   --full-src-out "$WORK/bpe_full"
 
-if [ -f "$WORK/bin/test.theta.npy" ]; then log "topic model: $WORK/bin/topic_model.npz exists, skipped"
+if [ "$TA" = 0 ]; then log "topic model: not used (TA=0)"
+elif [ -f "$WORK/bin/test.theta.npy" ]; then log "topic model: $WORK/bin/topic_model.npz exists, skipped"
 else
   log "topic model: K=$TOPICS on $WORK/bin train (GPT-2 symbols decoded; untruncated documents of $WORK/bpe_full)"
   python -m preprocess.topic_model fit "$WORK/bin" --topics "$TOPICS" "${GPT2[@]}" --full-src "$WORK/bpe_full"
@@ -97,7 +106,7 @@ if [ -f "$SAVE/checkpoint_last.pt" ]; then RESTORE=()
 else RESTORE=(--restore-file "$BART/model.pt" --reset-optimizer --reset-dataloader --reset-meters --reset-lr-scheduler); fi
 # shellcheck disable=SC2086
 train "$WORK/bin" "$SAVE" --arch "$ARCH" "${RESTORE[@]}" --source-lang src --target-lang tgt \
-  --side-data theta --ta-topics-n "$TOPICS_N" --truncate-source --layernorm-embedding --share-all-embeddings \
+  "${TA_FLAGS[@]}" ${TA_FLAGS[0]:+--ta-topics-n "$TOPICS_N"} --truncate-source --layernorm-embedding --share-all-embeddings \
   --share-decoder-input-output-embed --required-batch-size-multiple 1 \
   --label-smoothing 0.1 --dropout 0.1 --attention-dropout 0.1 --weight-decay 0.01 \
   --optimizer adam --adam-betas '(0.9, 0.999)' --adam-eps 1e-08 --clip-norm 0.1 \
@@ -111,4 +120,4 @@ TA_LENPEN_FLAG=--lenpen
 TA_SCORE_FLAGS=(--no-detok --split-sentences --ref-jsonl "$WORK/jsonl/{split}.jsonl")
 # shellcheck disable=SC2086
 ta_decode_top_checkpoints "$WORK" "$NAME" "$MAX_LEN_B" "$LENPENS" "$TOP_K" "gpt2:$BART" --source-lang src \
-  --target-lang tgt --side-data theta --truncate-source "${GEN[@]}" --no-repeat-ngram-size 3 $FP16_FLAG ${GEN_EXTRA:-}
+  --target-lang tgt "${TA_FLAGS[@]}" --truncate-source "${GEN[@]}" --no-repeat-ngram-size 3 $FP16_FLAG ${GEN_EXTRA:-}

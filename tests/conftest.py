@@ -35,3 +35,19 @@ def toy_data(tmp_path_factory):
 # --- helpers shared by several test files ------------------------------------------------------
 
 
+
+
+# recipes/papers.sh at smoke scale (tests/test_paper_table_*.py; tests/paper_smoke.py)
+@pytest.fixture(scope="session")
+def raw_corpora(tmp_path_factory):
+    """The same real pairs (ACLSum papers) in each dataset's raw format: {dataset: path}."""
+    from paper_smoke import write_raw_corpora
+
+    return write_raw_corpora(tmp_path_factory.mktemp("paper_corpora"))
+
+
+@pytest.fixture(scope="session")
+def papers_out(tmp_path_factory):
+    """One output folder per paper, shared by its tables (as papers.sh's default OUT)."""
+    root = tmp_path_factory.mktemp("papers")
+    return lambda paper: str(root / paper)

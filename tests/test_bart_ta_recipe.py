@@ -239,3 +239,17 @@ def test_recipe_resumes(recipe_run):
     for step in ("convert", "gpt2 bpe", "binarize", "topic model", "train", "generate", "score"):
         assert re.search(rf"\] {step}: .* skipped", second.stdout), (step, second.stdout)
     assert {p: os.path.getmtime(p) for p in before} == before
+
+
+@pytest.mark.parametrize("env, message", [
+    (dict(TA="2"), "TA must be 1 or 0, got '2'"),
+    (dict(TA="0", ARCH="bart_base_ta"), "TA=0 trains BART without the Topic Assistant: ARCH bart_base_ta is a "
+                                        "Topic Assistant model (give bart_base)")])
+def test_recipe_refuses_a_bad_ta_setting_by_name(tmp_path, env, message):
+    full = {k: v for k, v in os.environ.items() if k not in ("TA", "ARCH", "WORK")}
+    full.update(env, WORK=str(tmp_path / "work"))
+    proc = subprocess.run(["bash", os.path.join(REPO, "recipes", "topic_assistant_bart_run.sh"), "xsum",
+                           str(tmp_path / "raw"), str(tmp_path / "bart")], cwd=REPO, env=full,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "work").exists()
