@@ -156,6 +156,28 @@ def text_encoding_for(data_dir, dictionary, tokenizer_given, bpe_given, flag_sty
     return tok, bpe
 
 
+def text_encoder(data_dir, dictionary):
+    """A function ``text -> LongTensor`` (ending in EOS) that encodes raw text as ``data_dir``
+    records it (:func:`text_encoding_for`: its tokenizer and BPE; a relative sentencepiece model is
+    a file of ``data_dir``), with ``dictionary``'s symbols and no new ones."""
+    from argparse import Namespace
+
+    from fairseq.data import encoders
+
+    tok, bpe = text_encoding_for(data_dir, dictionary, False, False)
+    if bpe and bpe.get("sentencepiece_model") and not os.path.isabs(bpe["sentencepiece_model"]):
+        bpe = dict(bpe, sentencepiece_model=os.path.join(data_dir, bpe["sentencepiece_model"]))
+    tokenizer = encoders.build_tokenizer(Namespace(**tok)) if tok else None
+    bpe = encoders.build_bpe(Namespace(**bpe)) if bpe else None
+
+    def encode(text):
+        line = tokenizer.encode(text) if tokenizer else text
+        line = bpe.encode(line) if bpe else line
+        return dictionary.encode_line(line, add_if_not_exist=False).long()
+
+    return encode
+
+
 def hub_text_kwargs(model_name_or_path, data_name_or_path, kwargs):
     """``from_pretrained`` keyword arguments completed with the validated tokenizer / BPE of
     ``DATA/prepare_args.json`` (given ones win; a relative ``sentencepiece_model`` is a file of

@@ -29,8 +29,12 @@
 # OUT/DATASET is each dataset's WORK), SMOKE (1: tiny models, a few updates, small beams, for a CPU
 # run of every step in minutes; the written table says so in its header), PRESET (base; small: the
 # *_small presets), PROBE_LABELS (tpt t4: a folder with pos.conllu, dep.conllu and nel.conllu, the
-# labels of the training summaries written by any tagger over `fairseq-sum-probe --write-words`; or
-# SPACY_MODEL, an installed spaCy pipeline), PROBE_EXTRA (more fairseq-sum-probe flags), SCORER
+# labels of the training summaries written by any tagger over `fairseq-sum-probe --write-words`, and
+# TASK.valid.MODEL.conllu, the labels of each model's own dev summaries, the probes' evaluation set
+# as in App. C (their words: `fairseq-sum-probe --eval-split valid --eval-generate-output
+# OUT/xsum/valid.MODEL.beam4.out --write-words`; without them the probes are evaluated on held-out
+# training references, and the table says so); or SPACY_MODEL, an installed spaCy pipeline, which
+# labels both), PROBE_EXTRA (more fairseq-sum-probe flags), SCORER
 # (ETADS: official, ROUGE-1.5.5 as its Table 2; rouge155-py, the Python port, where the perl script
 # is not installed; the other tables score with fairseq-sum-score's default, rouge155-py, equal to
 # ROUGE-1.5.5 per document), and every variable of the recipes it calls (MAX_UPDATE, EXTRA, NGPU,
@@ -121,8 +125,8 @@ tpt_models() {  # the three models of Table 2 on dataset $1
   baselines "$ds"
 }
 
-tpt_t4() {
-  local task model ckpt labels
+tpt_t4() {  # probes trained on the training references, evaluated on each model's own dev summaries
+  local task model ckpt labels evaluation gen
   tpt_models xsum
   for task in pos dep nel; do
     labels=()
@@ -132,9 +136,22 @@ tpt_t4() {
     for model in t5_transformer tp_transformer; do
       ckpt="$OUT/xsum/checkpoints/$model/checkpoint_best.pt"
       if [ -f "$OUT/xsum/probe.$task.$model.json" ]; then log "probe $task $model: exists, skipped"; continue; fi
+      # App. C: evaluated on the model's own dev summaries (its beam-4 decoding of Table 2),
+      # labelled by the same tagger; without their labels, on held-out training references
+      gen="$OUT/xsum/valid.$model.beam4.out"
+      evaluation=()
+      if [ -n "${SPACY_MODEL:-}" ] && [ -z "${PROBE_LABELS:-}" ]; then
+        evaluation=(--eval-split valid --eval-generate-output "$gen")
+      elif [ -f "${PROBE_LABELS:-}/$task.valid.$model.conllu" ]; then
+        evaluation=(--eval-split valid --eval-generate-output "$gen" --eval-labels "$PROBE_LABELS/$task.valid.$model.conllu")
+      else
+        log "probe $task $model: no PROBE_LABELS/$task.valid.$model.conllu (labels of the words" \
+          "'fairseq-sum-probe --eval-split valid --eval-generate-output $gen --write-words' writes):" \
+          "evaluated on held-out training references"
+      fi
       log "probe $task $model"
       fairseq-sum-probe "$OUT/xsum/bin" --path "$ckpt" --task "$task" "${labels[@]}" \
-        ${PROBE_EXTRA:-} --json "$OUT/xsum/probe.$task.$model.json.tmp"
+        "${evaluation[@]+"${evaluation[@]}"}" ${PROBE_EXTRA:-} --json "$OUT/xsum/probe.$task.$model.json.tmp"
       mv "$OUT/xsum/probe.$task.$model.json.tmp" "$OUT/xsum/probe.$task.$model.json"
     done
   done

@@ -25,30 +25,42 @@ def test_tpt_table2_on_xsum_at_smoke_scale(raw_corpora, papers_out):
     assert "not run (cnn_dm/" in cnn[-1]
 
 
+def _label(w):
+    return "NUM" if any(c.isdigit() for c in w) else "PUNCT" if not w.isalnum() else \
+        "LONG" if len(w) > 4 else "SHORT"
+
+
+def _write_labels(words, path, task):
+    """CoNLL-U of ``words`` (--write-words' lines) labelled by a rule (a stand-in for a tagger:
+    the probe's input format is what is tested here)."""
+    with open(words, encoding="utf-8") as f, open(path, "w", encoding="utf-8") as out_f:
+        for n, line in enumerate(f):
+            out_f.write(f"# sent_id = {n}\n")
+            ws = line.split()
+            for i, w in enumerate(ws):
+                # NEL: each sentence one entity typed by its first word (a one-word sentence too:
+                # a 3-update model's own summaries are short)
+                misc = f"NER={'B' if i == 0 else 'I'}-{_label(ws[0])}" if task == "nel" else "_"
+                out_f.write(f"{i + 1}\t{w}\t_\tX\t{_label(w)}\t_\t{0 if i == 0 else 1}\t{_label(w)}\t_\t{misc}\n")
+            out_f.write("\n")
+
+
 def _probe_labels(out, folder):
-    """pos / dep / nel .conllu over the training summaries' words (--write-words), labelled by a
-    rule (a stand-in for a tagger: the probe's input format is what is tested here)."""
-    import torch  # noqa: F401  (fairseq-sum-probe's import cost is paid once here)
-
-    words = folder / "words.txt"
+    """pos / dep / nel .conllu over the training summaries' words, and TASK.valid.tp_transformer
+    .conllu over TPT-d's own dev summaries (its Table 2 decoding), none for the Transformer's: its
+    probes fall back to held-out training references."""
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+    data = os.path.join(out, "xsum", "bin")
     ckpt = os.path.join(out, "xsum", "checkpoints", "tp_transformer", "checkpoint_best.pt")
-    subprocess.run(["fairseq-sum-probe", os.path.join(out, "xsum", "bin"), "--path", ckpt, "--split", "train",
-                    "--write-words", str(words)], check=True, capture_output=True,
-                   env={**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]})
-
-    def label(w):
-        return "NUM" if any(c.isdigit() for c in w) else "PUNCT" if not w.isalnum() else \
-            "LONG" if len(w) > 4 else "SHORT"
-
+    words, own = folder / "words.txt", folder / "own.txt"
+    subprocess.run(["fairseq-sum-probe", data, "--path", ckpt, "--split", "train", "--write-words", str(words)],
+                   check=True, capture_output=True, env=env)
+    subprocess.run(["fairseq-sum-probe", data, "--path", ckpt, "--eval-split", "valid", "--eval-generate-output",
+                    os.path.join(out, "xsum", "valid.tp_transformer.beam4.out"), "--write-words", str(own)],
+                   check=True, capture_output=True, env=env)
     for task in ("pos", "dep", "nel"):
-        with open(words, encoding="utf-8") as f, open(folder / f"{task}.conllu", "w", encoding="utf-8") as out_f:
-            for n, line in enumerate(f):
-                out_f.write(f"# sent_id = {n}\n")
-                ws = line.split()
-                for i, w in enumerate(ws):
-                    misc = (f"NER={'B' if i == 1 else 'I'}-{label(ws[1])}" if i else "NER=O") if task == "nel" else "_"
-                    out_f.write(f"{i + 1}\t{w}\t_\tX\t{label(w)}\t_\t{0 if i == 0 else 1}\t{label(w)}\t_\t{misc}\n")
-                out_f.write("\n")
+        _write_labels(words, folder / f"{task}.conllu", task)
+        _write_labels(own, folder / f"{task}.valid.tp_transformer.conllu", task)
     return str(folder)
 
 
@@ -67,6 +79,10 @@ def test_tpt_table4_probes_and_role_analysis_at_smoke_scale(raw_corpora, papers_
                 assert all(re.fullmatch(r"\d+\.\d+", c) for c in tptd[1:6:2]), tptd
                 assert base[1] == "-" and re.fullmatch(r"\d+\.\d+", base[3]) and base[3] == base[5]
     assert "SRL tagger" in rows['SRL / layer 1 / TPT-d (Table 4, row "SRL 1", TPT-d)'][-1]
+    for task in ("pos", "dep", "nel"):  # App. C's evaluation set where its labels were given
+        assert (f"- xsum/probe.{task}.tp_transformer.json: the train summaries / the model's own valid "
+                "summaries (valid.tp_transformer.beam4.out)") in text
+        assert f"- xsum/probe.{task}.t5_transformer.json: the train summaries / 0.2 of the train summaries, held out" in text
     roles = table_rows(open(os.path.join(out, "tpt-roles.md"), encoding="utf-8").read())
     (cells,) = roles.values()
     assert cells[0] == "90.00" and 0 <= float(cells[1]) <= 100

@@ -584,21 +584,11 @@ def read_texts(path, indices):
 
 def raw_text_dataset(task, data, texts):
     """A dataset of the raw ``texts`` ({index: line}), encoded as the data folder records it
-    (:func:`~..data_folder.text_encoding_for`: its tokenizer and BPE), without references."""
-    from fairseq.data import encoders
+    (:func:`~..data_folder.text_encoder`: its tokenizer and BPE), without references."""
+    from ..data_folder import text_encoder
 
-    from ..data_folder import text_encoding_for
-
-    tok, bpe = text_encoding_for(data, task.source_dictionary, False, False)
-    if bpe and bpe.get("sentencepiece_model") and not os.path.isabs(bpe["sentencepiece_model"]):
-        bpe = dict(bpe, sentencepiece_model=os.path.join(data, bpe["sentencepiece_model"]))
-    tokenizer = encoders.build_tokenizer(Namespace(**tok)) if tok else None
-    bpe = encoders.build_bpe(Namespace(**bpe)) if bpe else None
-    tokens = []
-    for i in sorted(texts):
-        line = tokenizer.encode(texts[i]) if tokenizer else texts[i]
-        line = bpe.encode(line) if bpe else line
-        tokens.append(task.source_dictionary.encode_line(line, add_if_not_exist=False).long())
+    encode = text_encoder(data, task.source_dictionary)
+    tokens = [encode(texts[i]) for i in sorted(texts)]
     return task.build_dataset_for_inference(tokens, [t.numel() for t in tokens]), sorted(texts)
 
 

@@ -710,6 +710,13 @@ def render(table, out, header=()):
         cells = " | ".join(f"{p} | {r}" for p, r in zip(paper, run))
         lines.append(f"| {row.label} | {cells} | {note} |")
     lines += [""] + [f"Note: {n}" for n in table.notes]
+    probes = sorted({row.source[1] for row in table.rows if row.source and row.source[0] == "probe"
+                     and os.path.isfile(os.path.join(out, row.source[1]))})
+    if probes:  # Table 4 evaluates on each model's own dev summaries (App. C): which set each used
+        lines += ["", "Probes (fairseq-sum-probe): trained on / evaluated on", ""]
+        lines += [f"- {path}: the {_load(os.path.join(out, path)).get('trained_on', '?')} "
+                  f"summaries / {_load(os.path.join(out, path)).get('evaluated_on', 'not recorded')}"
+                  for path in probes]
     for row in table.rows:
         if row.source and row.source[0] == "topics":
             for path in sorted(glob.glob(os.path.join(out, row.source[1]))):

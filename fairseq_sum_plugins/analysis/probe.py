@@ -35,11 +35,15 @@ the first ``--max-summaries``) is an error naming both counts. They are aligned 
 word by word; the first word that disagrees is an error naming the file and line.
 ``--spacy-model NAME`` labels the summaries with an installed spaCy pipeline instead. Probes are
 trained on ``--split`` (the paper: training-set references) and evaluated on ``--eval-split`` with
-``--eval-labels`` (the paper: the model's own dev-set summaries, binarized with DATA's dictionaries
-into ``--eval-data DIR``), or on a held-out ``--heldout`` fraction of the summaries.
+``--eval-labels`` (the paper: the model's own dev-set summaries: ``--eval-generate-output GEN``, a
+fairseq-generate output of that split, whose words ``--write-words`` then writes for the tagger; or
+binarized with DATA's dictionaries into ``--eval-data DIR``), or on a held-out ``--heldout`` fraction
+of the summaries. The JSON records which (``evaluated_on``).
 """
 import argparse
+import copy
 import json
+import os
 import sys
 
 import numpy as np
@@ -106,8 +110,10 @@ def split_words(pieces, mode):
 
 
 def summary_words(task, split, max_summaries=0):
-    """[(sample id, sentences)] of a split's targets (:func:`split_words` of their pieces)."""
-    task.load_dataset(split)
+    """[(sample id, sentences)] of a split's targets (:func:`split_words` of their pieces); a split
+    the task holds already (e.g. :func:`use_generated_summaries`') is not loaded again."""
+    if split not in task.datasets:
+        task.load_dataset(split)
     dataset, dictionary = task.dataset(split), task.target_dictionary
     mode = piece_mode(dictionary.symbols)
     n = len(dataset) if not max_summaries else min(max_summaries, len(dataset))
@@ -118,6 +124,51 @@ def summary_words(task, split, max_summaries=0):
             target = target[:-1]
         out.append((i, split_words([dictionary[t] for t in target], mode)))
     return out
+
+
+def with_targets(dataset, targets):
+    """A shallow copy of ``dataset`` (a LanguagePairDataset, or a wrapper of one with a
+    ``dataset``) whose targets are ``targets`` (LongTensors ending in EOS)."""
+    new = copy.copy(dataset)
+    if hasattr(dataset, "tgt"):
+        new.tgt, new.tgt_sizes = targets, np.array([t.numel() for t in targets])
+    else:
+        new.dataset = with_targets(dataset.dataset, targets)
+    return new
+
+
+def use_generated_summaries(task, split, generate_output, data):
+    """Table 4's evaluation set ("the model-generated summaries for the XSum dev set", App. C):
+    ``split``'s documents with the model's own summaries as targets, ``generate_output``'s
+    hypotheses of that split (D- lines, else H-) encoded as ``data`` records them (its tokenizer and
+    BPE; hypotheses written as sentencepiece pieces are read as pieces). Held by ``task`` under
+    ``split``. A ``ValueError`` names the file when it misses an example of the split or has one
+    the split lacks."""
+    from ..data_folder import text_encoder
+    from ..scoring.score_inputs import GenerateOutput, ScoreInputError
+
+    task.load_dataset(split)
+    base = task.dataset(split)
+    try:
+        hyps = GenerateOutput(generate_output).hyps
+    except (OSError, ScoreInputError) as e:
+        raise ValueError(f"--eval-generate-output {generate_output}: {e}") from None
+    n = len(base)
+    missing = [i for i in range(n) if i not in hyps]
+    extra = sorted(i for i in hyps if not 0 <= i < n)
+    if missing or extra:
+        raise ValueError(
+            f"--eval-generate-output {generate_output}: not a decoding of the {split} split of "
+            f"{data} ({n} documents): " + (f"no hypothesis for ids {missing[:5]}" if missing else
+                                            f"hypotheses for ids {extra[:5]} it lacks"))
+    dictionary = task.target_dictionary
+    texts = [hyps[i] for i in range(n)]
+    if any("\u2581" in t for t in texts):  # pieces, as fairseq-generate prints them without --bpe
+        targets = [dictionary.encode_line(t, add_if_not_exist=False).long() for t in texts]
+    else:
+        encode = text_encoder(data, dictionary)
+        targets = [encode(t) for t in texts]
+    task.datasets[split] = with_targets(base, targets)
 
 
 def write_words(summaries, path):
@@ -480,6 +531,10 @@ def get_parser():
     p.add_argument("--eval-split",
                    help="summaries the probes are evaluated on (with --eval-labels)")
     p.add_argument("--eval-labels", help="labels of --eval-split")
+    p.add_argument("--eval-generate-output", metavar="GEN",
+                   help="evaluate on the model's own summaries of --eval-split (the paper's "
+                        "evaluation set): a fairseq-generate output of that split; with "
+                        "--write-words, write their words")
     p.add_argument("--eval-data", metavar="DIR",
                    help="binarized data dir of --eval-split (default: DATA), e.g. the model's own "
                         "summaries binarized with DATA's dictionaries")
@@ -543,15 +598,26 @@ def main(argv=None):
         if not (args.write_words or args.labels or args.spacy_model):
             raise ValueError(
                 "--labels FILE (or --spacy-model NAME, or --write-words FILE) is required")
-        if args.eval_split and not (args.eval_labels or args.spacy_model):
+        if args.eval_generate_output and not args.eval_split:
+            raise ValueError("--eval-generate-output needs --eval-split (the split it decodes)")
+        if args.eval_generate_output and args.eval_split == args.split:
+            raise ValueError(f"--eval-generate-output: --eval-split {args.eval_split} is --split "
+                             "too (the probes train on that split's references)")
+        if args.eval_generate_output and args.eval_data:
+            raise ValueError("--eval-generate-output and --eval-data: give one (the model's "
+                             "summaries as a decoding, or binarized)")
+        if args.eval_split and not (args.eval_labels or args.spacy_model or args.write_words):
             raise ValueError("--eval-split needs --eval-labels (or --spacy-model)")
         models, _, task = checkpoint_utils.load_model_ensemble_and_task(
             [args.path], arg_overrides={"data": args.data})
         model = models[0]
         if torch.cuda.is_available() and not args.cpu:
             model.cuda()
+        if args.eval_generate_output:
+            use_generated_summaries(task, args.eval_split, args.eval_generate_output, args.data)
         if args.write_words:
-            write_words(summary_words(task, args.split, args.max_summaries), args.write_words)
+            split = args.eval_split if args.eval_generate_output else args.split
+            write_words(summary_words(task, split, args.max_summaries), args.write_words)
             print(f"wrote {args.write_words}")
             return None
         num_layers = len(probe_points(model, args.sublayer))
@@ -567,7 +633,15 @@ def main(argv=None):
         grid = probe_grid(train, evaluation, args.probe_task, args.epochs, args.seed)
     except (ValueError, OSError) as e:
         sys.exit(f"fairseq-sum-probe: error: {e}")
-    print(f"{args.probe_task.upper()} probing of {args.path} ({args.sublayer}-attention bindings)")
+    evaluated_on = (f"the model's own {args.eval_split} summaries "
+                    f"({os.path.basename(args.eval_generate_output)})"
+                    if args.eval_generate_output else
+                    f"the {args.eval_split} summaries" + (f" of {args.eval_data}" if args.eval_data
+                                                          else "")
+                    if args.eval_split else
+                    f"{args.heldout:g} of the {args.split} summaries, held out")
+    print(f"{args.probe_task.upper()} probing of {args.path} ({args.sublayer}-attention bindings; "
+          f"trained on the {args.split} summaries, evaluated on {evaluated_on})")
     print(format_grid(grid, num_layers))
     if args.png:
         plot_grid(grid, num_layers, args.png,
@@ -576,7 +650,8 @@ def main(argv=None):
     if args.json:
         cells = {f"{layer + 1}/{rep}": v for (layer, rep), v in grid["cells"].items()}
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"task": args.probe_task, "sublayer": args.sublayer, **grid, "cells": cells},
+            json.dump({"task": args.probe_task, "sublayer": args.sublayer, "trained_on": args.split,
+                       "evaluated_on": evaluated_on, **grid, "cells": cells},
                       f, indent=1)
     return grid
 
