@@ -389,6 +389,16 @@ def test_probes_are_evaluated_on_the_models_own_summaries_of_a_decoding(chain, t
     write_decoding(gen, {i: own[i] for i in range(len(valid) - 1)})
     with pytest.raises(SystemExit, match=r"not a decoding of the valid split .* no hypothesis for ids \[15\]"):
         P.main(common + ["--eval-labels", str(tmp_path / "own.conllu"), "--labels", str(tmp_path / "train.conllu")])
+    write_decoding(gen, own)  # the closing line of a decoding of the test split
+    with open(gen, "a") as f:
+        f.write("Generate test with beam=4: BLEU4 = 1.00, 1/1/1/1 (BP=1.0, ratio=1.0, syslen=1, reflen=1)\n")
+    with pytest.raises(SystemExit, match=r"a decoding of the test split, not of --eval-split valid"):
+        P.main(common + ["--write-words", str(tmp_path / "w.txt")])
+    write_decoding(gen, own)  # fairseq's log line of another data folder
+    (tmp_path / "valid.out.log").write_text(
+        f"INFO:fairseq.tasks.translation:{tmp_path}/other valid src-tgt {len(valid)} examples\n")
+    with pytest.raises(SystemExit, match=rf"a decoding of {tmp_path}/other, not of "):
+        P.main(common + ["--write-words", str(tmp_path / "w.txt")])
     with pytest.raises(SystemExit, match=r"--eval-split train is --split too"):
         P.main([chain["data"], "--path", ckpt, "--eval-split", "train", "--eval-generate-output", str(gen),
                 "--labels", str(tmp_path / "train.conllu"), "--eval-labels", str(tmp_path / "own.conllu")])

@@ -150,9 +150,16 @@ def use_generated_summaries(task, split, generate_output, data):
     task.load_dataset(split)
     base = task.dataset(split)
     try:
-        hyps = GenerateOutput(generate_output).hyps
+        gen = GenerateOutput(generate_output)
     except (OSError, ScoreInputError) as e:
         raise ValueError(f"--eval-generate-output {generate_output}: {e}") from None
+    hyps = gen.hyps
+    if gen.subset is not None and gen.subset != split:  # its closing "Generate SPLIT with beam" line
+        raise ValueError(f"--eval-generate-output {generate_output}: a decoding of the {gen.subset} "
+                         f"split, not of --eval-split {split}")
+    if gen.loaded is not None and os.path.realpath(gen.loaded[0]) != os.path.realpath(data):
+        raise ValueError(f"--eval-generate-output {generate_output}: a decoding of "
+                         f"{gen.loaded[0]}, not of {data}")
     n = len(base)
     missing = [i for i in range(n) if i not in hyps]
     extra = sorted(i for i in hyps if not 0 <= i < n)
