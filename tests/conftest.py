@@ -51,3 +51,21 @@ def papers_out(tmp_path_factory):
     """One output folder per paper, shared by its tables (as papers.sh's default OUT)."""
     root = tmp_path_factory.mktemp("papers")
     return lambda paper: str(root / paper)
+
+
+# The suite's longest files first, longest first (minutes each, measured with --durations):
+# pytest-xdist's --dist loadfile hands files out in collection order, and long files left to the end
+# keep one process busy while the other idles. A stable sort: each file's tests stay together and in
+# their order.
+LONG_FILES = ("test_paper_table_etads.py", "test_paper_table_is.py", "test_paper_table_ta.py",
+              "test_results_index.py", "test_paper_table_tpt.py", "test_recipes.py",
+              "test_fingerprint.py", "test_cpu_options.py", "test_paper_table_mem2mem.py",
+              "test_bart_ta_recipe.py", "test_t5_recipe.py", "test_distributed.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        name = os.path.basename(str(item.fspath))
+        return LONG_FILES.index(name) if name in LONG_FILES else len(LONG_FILES)
+
+    items.sort(key=rank)

@@ -206,7 +206,8 @@ def add_topic_words(docs, data, n=TOPIC_WORDS):
              for k, _ in run["values"].get("topics", [])}
     if not shown:
         return
-    from .topics import load_topic_model, top_words, whole_words
+    from ..features.topic_assistant.similarity import load_topic_model
+    from ..features.topic_assistant.words import top_words, whole_words
 
     try:
         dictionary, model = load_topic_model(data)
@@ -468,7 +469,8 @@ def html_page(docs, title="Mechanisms at work", decoding=""):
              "Values: the model run teacher-forced on its beam output and on "
              f"the reference, embedded below as JSON (without {', '.join(PAGE_OMITS)} and, "
              "for the reference run, the source layers: fairseq-sum-inspect --json has "
-             "them)." + (f" Beam output: {escape(decoding, quote=False)}." if decoding else "") + "</p>")
+             "them)." + (f" Beam output: {escape(decoding, quote=False)}." if decoding else "")
+             + "</p>")
     parts = [intro, f'<script type="application/json" id="values">{data}</script>',
              "".join(_document_html(d, doc) for d, doc in enumerate(docs))]
     return page.document(title, page.CSS + CSS, parts, JS)

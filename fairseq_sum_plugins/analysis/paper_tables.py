@@ -639,7 +639,7 @@ def topic_words(data, n_topics=10, n_words=8):
     """{"num_topics": K, "topics": [{"k", "words"}, ...]}: the first ``n_topics`` topics of the
     topic model of ``data`` (a prepared bin folder) with their top words."""
     from ..features.topic_assistant.similarity import load_topic_model
-    from .topics import top_words
+    from ..features.topic_assistant.words import top_words
 
     dictionary, model = load_topic_model(data)
     k = model.phi.shape[1]
@@ -714,9 +714,10 @@ def render(table, out, header=()):
                      and os.path.isfile(os.path.join(out, row.source[1]))})
     if probes:  # Table 4 evaluates on each model's own dev summaries (App. C): which set each used
         lines += ["", "Probes (fairseq-sum-probe): trained on / evaluated on", ""]
-        lines += [f"- {path}: the {_load(os.path.join(out, path)).get('trained_on', '?')} "
-                  f"summaries / {_load(os.path.join(out, path)).get('evaluated_on', 'not recorded')}"
-                  for path in probes]
+        for path in probes:
+            record = _load(os.path.join(out, path))
+            lines.append(f"- {path}: the {record.get('trained_on', '?')} summaries / "
+                         f"{record.get('evaluated_on', 'not recorded')}")
     for row in table.rows:
         if row.source and row.source[0] == "topics":
             for path in sorted(glob.glob(os.path.join(out, row.source[1]))):

@@ -36,9 +36,9 @@ word by word; the first word that disagrees is an error naming the file and line
 ``--spacy-model NAME`` labels the summaries with an installed spaCy pipeline instead. Probes are
 trained on ``--split`` (the paper: training-set references) and evaluated on ``--eval-split`` with
 ``--eval-labels`` (the paper: the model's own dev-set summaries: ``--eval-generate-output GEN``, a
-fairseq-generate output of that split, whose words ``--write-words`` then writes for the tagger; or
-binarized with DATA's dictionaries into ``--eval-data DIR``), or on a held-out ``--heldout`` fraction
-of the summaries. The JSON records which (``evaluated_on``).
+fairseq-generate output of that split, whose words ``--write-words`` then writes for the tagger;
+or binarized with DATA's dictionaries into ``--eval-data DIR``), or on a held-out ``--heldout``
+fraction of the summaries. The JSON records which (``evaluated_on``).
 """
 import argparse
 import copy
@@ -154,9 +154,9 @@ def use_generated_summaries(task, split, generate_output, data):
     except (OSError, ScoreInputError) as e:
         raise ValueError(f"--eval-generate-output {generate_output}: {e}") from None
     hyps = gen.hyps
-    if gen.subset is not None and gen.subset != split:  # its closing "Generate SPLIT with beam" line
-        raise ValueError(f"--eval-generate-output {generate_output}: a decoding of the {gen.subset} "
-                         f"split, not of --eval-split {split}")
+    if gen.subset is not None and gen.subset != split:  # its closing "Generate SPLIT ..." line
+        raise ValueError(f"--eval-generate-output {generate_output}: a decoding of the "
+                         f"{gen.subset} split, not of --eval-split {split}")
     if gen.loaded is not None and os.path.realpath(gen.loaded[0]) != os.path.realpath(data):
         raise ValueError(f"--eval-generate-output {generate_output}: a decoding of "
                          f"{gen.loaded[0]}, not of {data}")
