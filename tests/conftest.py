@@ -54,9 +54,10 @@ def papers_out(tmp_path_factory):
 
 
 # The suite's longest files first, longest first (minutes each, measured with --durations):
-# pytest-xdist's --dist loadfile hands files out in collection order, and long files left to the end
-# keep one process busy while the other idles. A stable sort: each file's tests stay together and in
-# their order.
+# pytest-xdist's --dist loadfile hands files out in collection order once its own reordering (by
+# number of tests: these files have one to three) is off (pytest_configure), and long files left to
+# the end keep one process busy while the other idles. A stable sort: each file's tests stay
+# together and in their order.
 LONG_FILES = ("test_paper_table_etads.py", "test_paper_table_is.py", "test_paper_table_ta.py",
               "test_results_index.py", "test_paper_table_tpt.py", "test_recipes.py",
               "test_fingerprint.py", "test_cpu_options.py", "test_paper_table_mem2mem.py",
@@ -69,3 +70,8 @@ def pytest_collection_modifyitems(config, items):
         return LONG_FILES.index(name) if name in LONG_FILES else len(LONG_FILES)
 
     items.sort(key=rank)
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep the collection order
+        config.option.loadscopereorder = False
