@@ -199,12 +199,12 @@ TOPIC_WORDS = 8  # words shown per topic
 
 def add_topic_words(docs, data, n=TOPIC_WORDS):
     """Each document's ``topic_words``, ``{topic: [word, ...]}``: the ``n`` most relevant whole
-    words (analysis/topics.py's :func:`~.topics.top_words`, as its PNG lists them) of every topic a
-    model shows for it (``topics``), from the topic model of the data folder ``data``; a note
-    instead (``topic_words_missing``) where the folder has none that loads."""
-    shown = {k for doc in docs for m in doc["models"] for run in m["runs"].values()
-             for k, _ in run["values"].get("topics", [])}
-    if not shown:
+    words (:func:`~..features.topic_assistant.words.top_words`, as analysis/topics.py's PNG lists
+    them) of every topic a model shows for it (``topics``), from the topic model of the data folder
+    ``data``; a note instead (``topic_words_missing``) where the folder has none that loads."""
+    shown = [sorted({k for m in doc["models"] for run in m["runs"].values()
+                     for k, _ in run["values"].get("topics", [])}) for doc in docs]
+    if not any(shown):
         return
     from ..features.topic_assistant.similarity import load_topic_model
     from ..features.topic_assistant.words import top_words, whole_words
@@ -216,10 +216,8 @@ def add_topic_words(docs, data, n=TOPIC_WORDS):
             doc["topic_words_missing"] = f"{data}: no topic model whose words can be read ({e})"
         return
     mask = whole_words(model, dictionary, data)
-    words = {k: top_words(model, dictionary, k, n, mask) for k in sorted(shown)}
-    for doc in docs:
-        mine = sorted({k for m in doc["models"] for run in m["runs"].values()
-                       for k, _ in run["values"].get("topics", [])})
+    words = {k: top_words(model, dictionary, k, n, mask) for k in set().union(*shown)}
+    for doc, mine in zip(docs, shown):
         doc["topic_words"] = {str(k): words[k] for k in mine}
 
 
