@@ -59,7 +59,9 @@ def figures_line(rouge, use, pinned, defaults):
         same = got == want
         return (
             f"[quickstart] {figures}: {'the same as' if same else 'DIFFERENT from'} the expected "
-            f"{'/'.join(want[:3])}, {want[3]}, {want[4]} (PINNED=1: the same bits on the CPU models checked, results/quickstart-cpus/"
+            f"{'/'.join(want[:3])}, {want[3]}, {want[4]} (PINNED=1: "
+            "arithmetic pinned to compute the same bits on every CPU; which CPUs were measured: "
+            "docs/quickstart.md"
             + ("" if same else "; they need torch 2.13.0 and the embedded data")
             + ")"
         )
