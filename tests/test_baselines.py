@@ -572,3 +572,21 @@ def test_json_may_not_replace_a_file_of_the_prepared_folder_it_reads(tmp_path, n
     assert proc.returncode != 0 and "a file it reads" in proc.stderr and name in proc.stderr, \
         proc.stderr
     assert (work / name).read_text() == before
+
+
+def test_json_may_not_overwrite_an_input_through_a_hard_link(tmp_path):
+    """A hard link resolves to its own path: --json on one to the training split beside --jsonl
+    or to --data's references wrote through it (exit 0). Now refused by the file's inode."""
+    test = jsonl_splits(tmp_path)
+    train = tmp_path / "train.jsonl"
+    before = train.read_text()
+    os.link(train, tmp_path / "hard.json")
+    proc = cli("--jsonl", test, "--json", tmp_path / "hard.json", "--bootstrap-samples", "0")
+    assert proc.returncode != 0 and "a file it reads (train.jsonl)" in proc.stderr, proc.stderr
+    assert train.read_text() == before
+    work = fake_prepared(tmp_path / "work")
+    os.link(work / "bin" / "test.ref.jsonl", tmp_path / "refs.json")
+    proc = cli("--data", work, "--json", tmp_path / "refs.json")
+    assert proc.returncode != 0 and "a file it reads (bin/test.ref.jsonl)" in proc.stderr, \
+        proc.stderr
+    assert (work / "bin" / "test.ref.jsonl").read_text() == '{"summary": ["x"]}\n'

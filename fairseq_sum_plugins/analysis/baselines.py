@@ -69,9 +69,9 @@ folder), ``inputs`` {name relative to the data: sha256} of every file read, ``da
 records) and ``options`` (the command line's options, paths as those names).
 
 Outputs: ``--json`` and the extracts of ``--outputs`` may not be a file the command reads (resolved
-through links): the ``--jsonl`` files, the splits found beside it, and every file of ``--data`` it
-opens (its sources, references, binaries, dictionaries, ``prepare_args.json``); refused before
-anything is read or written.
+through links; a hard link by its inode): the ``--jsonl`` files, the splits found beside it, and
+every file of ``--data`` it opens (its sources, references, binaries, dictionaries,
+``prepare_args.json``); refused before anything is read or written.
 """
 
 import argparse
@@ -186,13 +186,21 @@ def jsonl_inputs(test, valid, train):
 
 def refuse_overwriting_inputs(inputs, json_path, outputs_dir):
     """An error naming the flag and the input when ``--json`` or an extract of ``--outputs`` is
-    (through links) a file read (``inputs``: {name: path})."""
+    (through links, hard links included) a file read (``inputs``: {name: path})."""
+    def identity(path):  # a hard link has its own path but the input's device and inode
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
     real = {os.path.realpath(p): name for name, p in inputs.items()}
+    same = {identity(p): name for name, p in inputs.items() if identity(p) is not None}
     targets = [("--json", json_path)] if json_path else []
     if outputs_dir:
         targets += [("--outputs", os.path.join(outputs_dir, f"{n}.txt")) for n in SYSTEMS]
     for flag, path in targets:
-        name = real.get(os.path.realpath(path))
+        name = real.get(os.path.realpath(path)) or same.get(identity(path))
         if name is not None:
             raise BaselineError(f"{flag}: {path} is a file it reads ({name}); nothing written")
 
