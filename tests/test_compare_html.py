@@ -296,6 +296,24 @@ def test_a_source_use_json_that_records_another_outputs_hash_is_not_used(tmp_pat
         assert use is None and why in got and "u150.txt" in got
 
 
+def test_a_file_the_manifest_records_besides_the_decodings_gets_no_figures(tmp_path):
+    """The run manifests also record the references, sources and checkpoint: before, the run's
+    sources.txt (or references.txt) compared as a system from its folder got the model's source
+    gain 0.636 and test NLL 8.112. Only the decodings (or generate output) they name count."""
+    folder = _two_in_one_folder(tmp_path)
+    run = os.path.join(QUICKSTART, "seed1-150")
+    shutil.copy(os.path.join(run, "hashes.json"), folder / "hashes.json")
+    for name in ("sources.txt", "references.txt"):
+        shutil.copy(os.path.join(QUICKSTART, name), folder / name)
+        use, why = C.source_use_for(str(folder / name))
+        assert use is None and f"beside {name} records no hash of it" in why
+    own = json.loads((folder / "source_use.json").read_text())
+    assert C.source_use_for(str(folder / "u150.txt"))[0] == own  # gain 0.636, its own
+    (folder / "decodings.json").unlink()  # hashes.json's decodings.txt alone names it
+    assert C.source_use_for(str(folder / "u150.txt"))[0] is not None
+    assert C.source_use_for(str(folder / "u2.txt"))[0] is None
+
+
 def test_the_page_shows_the_tables_test_and_p_and_names_it(tmp_path, capsys):
     """Before: with --method ar the table printed approximate randomization's p and the page the
     bootstrap's, without naming either."""

@@ -32,8 +32,9 @@ in ROUGE points, its one-sided document-bootstrap lower bound, permutation p; ``
 named on the page), and shows a system's source gain and test NLL (:mod:`.source_use`) only from a
 ``source_use.json`` that belongs to it (:func:`source_use_for`): the file beside it must record the
 sha256 of that output (``generate_output_sha256``), or the folder's run manifest
-(``decodings.json``'s ``decodings``, ``hashes.json``'s values) must name that output's sha256;
-otherwise the figures are "not measured" with the reason, never another system's.
+(``decodings.json``'s ``decodings``, ``hashes.json``'s ``decodings.txt`` or ``generate_output``)
+must name that output's sha256 (not the references, sources or checkpoint the manifest also
+records); otherwise the figures are "not measured" with the reason, never another system's.
 
 The CI is the bootstrap one with either method. Identical systems give delta = 0, CI [0, 0] and
 p = 1 under both tests; the smallest p reachable is 1 / (1 + B) (or 1 / (1 + R)).
@@ -415,7 +416,8 @@ def source_use_for(path):
         return None, (f"source_use.json beside {os.path.basename(path)} is of another output "
                       f"(it records sha256 {str(recorded)[:12]}, this file's is {mine[:12]})")
     manifests = []
-    for name in (MANIFEST, "hashes.json"):
+    outputs = {MANIFEST: ("decodings",), "hashes.json": ("decodings.txt", "generate_output")}
+    for name, keys in outputs.items():
         manifest_path = os.path.join(folder, name)
         if os.path.isfile(manifest_path):
             try:
@@ -424,8 +426,8 @@ def source_use_for(path):
             except (OSError, UnicodeDecodeError, ValueError):
                 continue  # an unreadable manifest names nothing
             if isinstance(manifest, dict):
-                manifests.append(manifest)
-    named = {v for m in manifests for k, v in m.items() if isinstance(v, str)}
+                manifests.append({k: manifest.get(k) for k in keys})
+    named = {v for m in manifests for v in m.values() if isinstance(v, str)}
     if manifests and mine in named:
         return use, None
     return None, (f"source_use.json beside {os.path.basename(path)} records no hash of it "
