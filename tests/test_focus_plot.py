@@ -11,6 +11,9 @@ from fairseq_sum_plugins.analysis import focus_plot
     (["--split", "test", "--index", "-1"], "--index -1: the test split of {data} has 12 documents"),
     (["--split", "validation"],
      "--split validation: no binarized split validation in {data} (it has: test, train, valid)"),
+    (["--split", "test.src-tgt"],  # was: its files' prefix, a traceback after loading
+     "--split test.src-tgt: no binarized split test.src-tgt in {data} (it has: test, train, "
+     "valid)"),
 ])
 def test_a_bad_document_is_refused_before_loading(toy_data, tmp_path, extra, message, capsys):
     with pytest.raises(SystemExit):

@@ -62,7 +62,8 @@ def check_documents(data, split, indices, flag="--index"):
     number)."""
     if not os.path.isdir(data):
         raise ValueError(f"{data}: no such data folder")
-    n = split_size(data, split)
+    # a split is a file name's part before its first dot: 'test.src-tgt' prefixes test's files
+    n = split_size(data, split) if split in binarized_splits(data) else None
     if n is None:
         have = ", ".join(binarized_splits(data)) or "none"
         raise ValueError(f"--split {split}: no binarized split {split} in {data} (it has: {have})")
