@@ -271,6 +271,20 @@ def test_machine_paths_under_results_fail_naming_file_and_key(recomputable, tmp_
         "t/data: a link to the machine path '/work/runs/xsum'"]
 
 
+def test_a_link_to_a_folder_and_a_drive_path_with_slashes_are_machine_paths(tmp_path):
+    """Before: os.walk lists a link to a folder among the folders (and does not enter it), so
+    results/x -> /work/runs/xsum passed; and C:/Users/me/runs (a drive path as Python on Windows
+    often prints it) passed where C:\\Users did not."""
+    root = tmp_path / "results"
+    (root / "t").mkdir(parents=True)
+    (tmp_path / "runs").mkdir()
+    os.symlink(tmp_path / "runs", root / "t" / "run")
+    (root / "t" / "run_info.txt").write_text("data C:/Users/me/runs/xsum\n")
+    assert results_paths.check_paths(str(root)) == [
+        f"t/run: a link to the machine path '{tmp_path / 'runs'}'",
+        "t/run_info.txt:1: the machine path 'C:/Users'"]
+
+
 def test_the_committed_results_hold_no_machine_path():
     """Every committed file under results/ (baselines.json names its data by hashes and a
     placeholder, the logs by WORK / OUT / REPO)."""

@@ -1,16 +1,17 @@
 """Machine paths in committed results: a file under ``results/`` that records an absolute path of
-the machine that wrote it (``/work/runs/xsum``, ``/home/me/x``, ``~/data``, ``C:\\runs``) fails
-``results_index --check``, naming the file and the JSON key (``systems.lead1.source``) or the
-line. What identifies data in a result is its hash and the command that made it, with the folders
-as placeholders (``WORK``, ``RUN``), never where it lay.
+the machine that wrote it (``/work/runs/xsum``, ``/home/me/x``, ``~/data``, ``C:\\runs``,
+``C:/runs``) fails ``results_index --check``, naming the file and the JSON key
+(``systems.lead1.source``) or the line. What identifies data in a result is its hash and the
+command that made it, with the folders as placeholders (``WORK``, ``RUN``), never where it lay.
 
-A link whose target is absolute fails too. Every file is read except those that are not text (a
-NUL byte or not UTF-8: images) and the texts of documents and outputs (:data:`TEXTS`:
-``decodings.txt``, ``references.txt``, ``sources.txt`` and the extracts ``baselines/NAME.txt``),
-whose words are data ("the relation /people/person/place" of a paper) and whose hashes tie them to
-their runs. An absolute path is a ``/`` that no letter, digit, ``.``, ``~``, ``:``, ``/``, ``<``,
-``\\`` or ``-`` precedes, followed by at least two names (``/tmp/qs``: a single ``/name`` is too
-often a unit, as in "tokens /s"); a ``file://`` URL is one; a web URL's path
+A link whose target is absolute fails too, a link to a folder included (the walk does not enter
+it). Every file is read except those that are not text (a NUL byte or not UTF-8: images) and the
+texts of documents and outputs (:data:`TEXTS`: ``decodings.txt``, ``references.txt``,
+``sources.txt`` and the extracts ``baselines/NAME.txt``), whose words are data ("the relation
+/people/person/place" of a paper) and whose hashes tie them to their runs. An absolute path is a
+``/`` that no letter, digit, ``.``, ``~``, ``:``, ``/``, ``<``, ``\\`` or ``-`` precedes, followed
+by at least two names (``/tmp/qs``: a single ``/name`` is too often a unit, as in "tokens /s"); a
+drive letter's ``C:\\`` or ``C:/`` and a ``file://`` URL are one; a web URL's path
 (``https://host/a/b``) and an HTML closing tag (``</td>``) are not.
 """
 import json
@@ -18,7 +19,7 @@ import os
 import re
 
 ABSOLUTE = re.compile(r"(?<![\w.~:/<\\-])/[\w.+-]+(?:/[\w.+-]+)+|(?<![\w.])~/[\w.+-]+"
-                      r"|\b[A-Za-z]:\\\\?[\w.+-]+|\bfile://[^\s\"'<>)]+")
+                      r"|\b[A-Za-z]:(?:\\\\?|/)[\w.+-]+|\bfile://[^\s\"'<>)]+")
 
 
 TEXTS = ("decodings.txt", "references.txt", "sources.txt")
@@ -65,7 +66,8 @@ def check_paths(root):
     fails = []
     for folder, dirs, files in os.walk(root):
         dirs.sort()
-        for name in sorted(files):
+        links = [d for d in dirs if os.path.islink(os.path.join(folder, d))]
+        for name in sorted(files + links):
             path = os.path.join(folder, name)
             rel = os.path.relpath(path, root)
             if os.path.islink(path):
