@@ -141,6 +141,8 @@ def test_a_page_with_baselines_shows_their_rows_and_the_verdicts(tmp_path):
     assert ">specific to its document</span>" in page and "summarizes" not in page
     assert 'class="no"' in page  # the generic summary is not specific to its documents
     assert "the bag of pieces' 6.000 bits" in page
+    # no extract beside the JSON: the page says the test against Lead-3 was not measured, and why
+    assert "Against Lead-3: not measured (no lead3.txt beside --baselines" in page
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -327,3 +329,42 @@ def test_the_page_shows_the_tables_test_and_p_and_names_it(tmp_path, capsys):
     assert f", p {p_table}</td>" in row
     page = _page(tmp_path, folder)
     assert "ROUGE-2 diff [95% CI], p (paired bootstrap)" in page
+
+
+def test_a_page_with_baselines_states_each_systems_paired_test_against_lead3(tmp_path):
+    """Before: the page had the verdicts but no test against Lead-3. Now, with the extracts
+    fairseq-sum-baselines wrote beside --baselines, each system's sentence of the generated tables
+    is under the page's table: the quickstart model's figures against Lead-3 are those of
+    results/quickstart/results (index.json), by the same test; then against the first system."""
+    from fairseq_sum_plugins.analysis.lead3_statement import paired_text
+
+    folder = _two_in_one_folder(tmp_path)
+    html = tmp_path / "r.html"
+    C.main([str(folder / "u150.txt"), str(folder / "u2.txt"), "--no-detok",
+            "--ref", os.path.join(QUICKSTART, "references.txt"),
+            "--src", os.path.join(QUICKSTART, "sources.txt"), "--names", "u150,u2",
+            "--baselines", os.path.join(QUICKSTART, "baselines.json"), "--html", str(html)])
+    page = html.read_text()
+    index = json.load(open(os.path.join(os.path.dirname(QUICKSTART), "index.json")))
+    runs = {label: f for r in index["records"] if r["table"] == "quickstart"
+            for label, f in r["models"].items()}
+    assert ("Per system, the paired bootstrap against Lead-3's extracts and against u150"
+            in page)
+    for name, label in (("u150", "quickstart"), ("u2", "copy-2-updates")):
+        said = (f"<li><code>{name}</code>: not specific to its document; against Lead-3 "
+                f"{paired_text(runs[label]['vs_lead3'][0])}, ROUGE-2 significantly below.")
+        assert said in page, name
+    assert "Against <code>u150</code> (the table&#x27;s baseline model): ROUGE-1/2/L " in page
+
+
+def test_a_lead3_extract_that_is_not_the_baselines_own_is_not_used(tmp_path):
+    base = tmp_path / "baselines.json"
+    shutil.copy(os.path.join(QUICKSTART, "baselines.json"), base)
+    shutil.copytree(os.path.join(QUICKSTART, "baselines"), tmp_path / "baselines")
+    data = json.load(open(base))
+    lines, why = C.lead3_extract(str(base), data, 100)
+    assert why is None and len(lines) == 100
+    assert C.lead3_extract(str(base), data, 99)[1].endswith("has 100 documents, the systems 99")
+    extract = tmp_path / "baselines" / "lead3.txt"
+    extract.write_text(extract.read_text().replace("If machine", "If a machine", 1))
+    assert C.lead3_extract(str(base), data, 100)[1].endswith("differs from its hash in SHA256SUMS")

@@ -1,6 +1,7 @@
 """results/index.json: every committed table's figures, checkable by a program against its run folders."""
 import json
 import os
+import re
 import shutil
 import struct
 
@@ -506,6 +507,41 @@ def _with_lead3(root):
     json.dump({"systems": {"lead3": lead3}, "random_delta": 1.0, "documents": 4},
               open(root / "t/baselines.json", "w"))
     return lines
+
+
+def test_a_tables_page_states_each_models_tests_against_lead3_and_baseline(recomputable, tmp_path):
+    """Before: report.html gave the verdicts and the ROUGE-2 difference from the first model, but
+    no test against Lead-3. Now each model's sentence of the generated table is on the page too:
+    its verdict, its index figures against Lead-3 and against its record's first model, with p."""
+    from fairseq_sum_plugins.analysis.lead3_statement import paired_text
+
+    root = _copy(recomputable, tmp_path)
+    _with_lead3(root)
+    assert results_index.main([str(root), "--write"]) == 0
+    page = (root / "t/report.html").read_text()
+    b = json.load(open(root / "index.json"))["records"][0]["models"]["b"]
+    assert "Per system, the paired bootstrap against Lead-3's extracts" in page
+    assert f"against Lead-3 {paired_text(b['vs_lead3'][0])}" in page
+    assert (f"Against <code>a</code> (the table&#x27;s baseline model): "
+            f"{paired_text(b['vs_first'][0])}") in page
+    assert results_index.main([str(root), "--check"]) == 0
+
+
+@pytest.mark.slow  # the committed pages
+def test_every_committed_page_with_baselines_states_the_paired_test_against_lead3():
+    for table in sorted(os.listdir(RESULTS)):
+        page = os.path.join(RESULTS, table, "report.html")
+        if not (os.path.isfile(page) and os.path.isfile(os.path.join(RESULTS, table,
+                                                                     "baselines.json"))):
+            continue
+        text = open(page, encoding="utf-8").read()
+        models = re.findall(r"<tr><td>([^<]+)</td>", text.split('<table class="t">')[1]
+                            .split("</table>")[0])
+        assert models, table
+        for model in models:
+            said = (rf"<li><code>{re.escape(model)}</code>: [^<]*; "
+                    r"against Lead-3 ROUGE-1/2/L [^<]* \(p ")
+            assert re.search(said, text), (table, model)
 
 
 def test_committed_baseline_extracts_are_rescored_and_each_run_is_compared_with_lead3(recomputable, tmp_path):

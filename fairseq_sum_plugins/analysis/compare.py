@@ -34,7 +34,11 @@ named on the page), and shows a system's source gain and test NLL (:mod:`.source
 sha256 of that output (``generate_output_sha256``), or the folder's run manifest
 (``decodings.json``'s ``decodings``, ``hashes.json``'s ``decodings.txt`` or ``generate_output``)
 must name that output's sha256 (not the references, sources or checkpoint the manifest also
-records); otherwise the figures are "not measured" with the reason, never another system's.
+records); otherwise the figures are "not measured" with the reason, never another system's. With
+``--baselines`` the page states under its table each system's verdict with its paired test
+against Lead-3 (the extract fairseq-sum-baselines wrote beside the JSON: :func:`lead3_extract`)
+and against the first system, ROUGE-1/2/L with p, by the same test; without the extract it says
+why not.
 
 The CI is the bootstrap one with either method. Identical systems give delta = 0, CI [0, 0] and
 p = 1 under both tests; the smallest p reachable is 1 / (1 + B) (or 1 / (1 + R)).
@@ -280,7 +284,8 @@ def get_parser():
     p.add_argument("--src-field", default="document",
                    help="document field of a --src .jsonl (default: document)")
     p.add_argument("--baselines", metavar="JSON",
-                   help="fairseq-sum-baselines' --json of the same test set (--html)")
+                   help="fairseq-sum-baselines' --json of the same test set (--html; its "
+                   "--outputs folder beside it gives Lead-3 for the paired test)")
     p.add_argument("--names", metavar="A,B,...",
                    help="names of the systems in --html (default: each file's folder, or "
                         "--name-a / --name-b)")
@@ -389,6 +394,39 @@ def _read_baselines(path, n):
     return baselines
 
 
+def lead3_extract(baselines_path, baselines, n):
+    """(lines, None) of the Lead-3 extract fairseq-sum-baselines wrote with the JSON
+    ``baselines_path`` (its ``--outputs`` folder beside the JSON, as recipes/common.sh writes
+    OUT/baselines.json with OUT/baselines/lead3.txt), or (None, why not). An extract whose
+    SHA256SUMS line does not match it, or of another number of documents, is not used."""
+    import os
+
+    from .baseline_extracts import SUMS, read_sums
+    from .decodings import read_decodings, sha256_file
+
+    folder = os.path.dirname(os.path.abspath(baselines_path))
+    outputs = (baselines.get("options") or {}).get("outputs")
+    names = [outputs] if isinstance(outputs, str) and outputs else []
+    names.append(os.path.splitext(os.path.basename(baselines_path))[0])
+    path = next((p for p in (os.path.join(folder, d, "lead3.txt") for d in names)
+                 if os.path.isfile(p)), None)
+    if path is None:
+        return None, (f"no lead3.txt beside --baselines (fairseq-sum-baselines --outputs "
+                      f"{os.path.join(folder, names[0])})")
+    sums = os.path.join(os.path.dirname(path), SUMS)
+    if os.path.isfile(sums):
+        try:
+            recorded = read_sums(sums).get("lead3.txt")
+        except ValueError as e:
+            return None, str(e)
+        if recorded is not None and recorded != sha256_file(path):
+            return None, f"{path} differs from its hash in {SUMS}"
+    lines = read_decodings(path, "the Lead-3 extract")
+    if len(lines) != n:
+        return None, f"{path} has {len(lines)} documents, the systems {n}"
+    return lines, None
+
+
 def source_use_for(path):
     """(source_use.json's figures or None, why not or None) of the system in ``path``: the
     ``source_use.json`` beside it counts only when it, or the folder's run manifest, records the
@@ -461,14 +499,25 @@ def html_page(args, res):
         hyps = [sysm[i][0] for i in ids]
         systems.append(system_summary(name, hyps, refs, scorer, use, baselines, why))
     first = [loaded[0][i][0] for i in ids]
-    # the table's test (--method), so that the page shows the p the table printed
-    pairs = {s["name"]: compare_systems([sysm[i][0] for i in ids], first, refs, ("rouge2",),
-                                        method=args.method, samples=args.bootstrap_samples,
-                                        trials=args.ar_trials, seed=args.seed, scorer=scorer)
+    # the table's test (--method), so that the page shows the p the table printed; each metric is
+    # tested alone with the same seed, so ROUGE-2's p is the table's whatever else is tested
+    test = dict(method=args.method, samples=args.bootstrap_samples, trials=args.ar_trials,
+                seed=args.seed, scorer=scorer)
+    pairs = {s["name"]: compare_systems([sysm[i][0] for i in ids], first, refs, DEFAULT_METRICS,
+                                        **test)
              for s, sysm in zip(systems[1:], loaded[1:])}
+    vs_lead3 = None
+    if baselines is not None:  # each system against the Lead-3 extract, by the same test
+        from .lead3_statement import points
+
+        lead3, vs_lead3 = lead3_extract(args.baselines, baselines, len(ids))
+        if lead3 is not None:
+            vs_lead3 = {s["name"]: points(compare_systems([sysm[i][0] for i in ids], lead3, refs,
+                                                          DEFAULT_METRICS, **test)["metrics"])
+                        for s, sysm in zip(systems, loaded)}
     ref_lines = [" <sep> ".join(r) for r in scorer.pairs(refs, refs)[1]]
     page = html_report(systems, ref_lines, html_sources(args, paths, len(ids)), baselines, pairs,
-                       args.title, max_docs=args.html_docs)
+                       args.title, max_docs=args.html_docs, vs_lead3=vs_lead3)
     with open(args.html, "w", encoding="utf-8") as f:
         f.write(page)
 

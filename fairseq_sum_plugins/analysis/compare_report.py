@@ -447,6 +447,44 @@ def _verdict_note(baselines):
             "distinct). Hover a verdict for its reasons.</p>")
 
 
+def _lead3_note(systems, baselines, pairs, vs_lead3, vs_base=None):
+    """Under the table: each system's verdict with its paired test against Lead-3 and against its
+    baseline model, with p (:func:`.lead3_statement.statement`). ``vs_lead3``: {name: ROUGE points
+    {rouge1, rouge2, rougeL: {diff, p}}} (:func:`.lead3_statement.points`), or a string saying why
+    it was not measured; nothing without it and without ``baselines``. ``vs_base``: {name:
+    (baseline model, ROUGE points)}; without it, the first system by ``pairs``."""
+    if vs_lead3 is None and baselines is None:
+        return ""
+    import re
+    from html import escape
+
+    from . import lead3_statement as ls
+
+    if not isinstance(vs_lead3, dict):
+        why = vs_lead3 or "no Lead-3 extract given"
+        return f'<p class="note">Against Lead-3: not measured ({escape(why)}).</p>'
+    method = next((r.get("method") for r in (pairs or {}).values()), "bootstrap")
+    test = "approximate randomization" if method == "ar" else "paired bootstrap"
+    first = systems[0]["name"]
+    items = []
+    for s in systems:
+        v = s.get("verdict")
+        if vs_base is not None:
+            base_name, base = vs_base.get(s["name"]) or (None, None)
+        else:
+            r = (pairs or {}).get(s["name"])
+            base_name = first
+            base = (ls.points(r["metrics"]) if r and all(k in r["metrics"] for k in ls.KEYS)
+                    else None)
+        text = ls.statement(s["name"], [v["label"] if v else None], [vs_lead3.get(s["name"])],
+                            [base], base_name if base is not None else None)
+        items.append("<li>" + re.sub(r"`([^`]*)`", r"<code>\1</code>", escape(text)) + "</li>")
+    against = ("its baseline model" if vs_base is not None else escape(first))
+    return (f'<div class="note">Per system, the {test} against Lead-3\'s extracts and against '
+            f"{against} (significant at p &le; {ls.SIGNIFICANT}):<ul>{''.join(items)}</ul>"
+            "</div>")
+
+
 def _document(i, ref, src, systems, n):
     """One document's card: the source, the reference and every output."""
     from html import escape
@@ -474,14 +512,17 @@ def _document(i, ref, src, systems, n):
 
 
 def html_report(systems, refs, sources, baselines=None, pairs=None,
-                title="Summaries side by side", n=COPY_N, max_docs=None):
+                title="Summaries side by side", n=COPY_N, max_docs=None, vs_lead3=None,
+                vs_base=None):
     """One self-contained HTML page (inline CSS and JS, no external resource): the table of systems
     (and baselines with their verdicts), then per document the source with the n-grams each system
     copied highlighted, the reference and every output with its ROUGE and specificity contribution;
     sortable by where the systems differ most. ``systems``: :func:`system_summary` dicts; ``refs``,
     ``sources``: ``<sep>``-joined lines; ``pairs``: {name: fairseq-sum-compare result against the
     first}; ``max_docs``: show only that many documents, those with the largest ROUGE-2 spread
-    between systems (the table is over all)."""
+    between systems (the table is over all); ``vs_lead3`` and ``vs_base``: each system's paired
+    tests against Lead-3 and against its baseline model, stated under the table
+    (:func:`_lead3_note`)."""
     from html import escape
 
     k = len(systems)
@@ -510,5 +551,7 @@ def html_report(systems, refs, sources, baselines=None, pairs=None,
                 f"{legend}</div>")
     docs = "".join(_document(i, refs[i], sources[i], systems, n) for i in shown)
     return document(title, _css(k), [intro, _table(systems, baselines, pairs),
-                                     _verdict_note(baselines), controls,
+                                     _verdict_note(baselines),
+                                     _lead3_note(systems, baselines, pairs, vs_lead3, vs_base),
+                                     controls,
                                      f'<div id="docs">{docs}</div>'], _JS, body_class="h0")

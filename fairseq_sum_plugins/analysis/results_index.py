@@ -1211,11 +1211,29 @@ def table_runs(root, table):
     return list(runs.items())
 
 
-def table_page(root, table):
+def _first_seed_tests(index, table):
+    """({label: vs_lead3}, {label: (its record's first model, vs_first)}) of ``table``'s models
+    in ``index``, of their first seed (each label from its first record, as :func:`table_runs`
+    takes them; a record's first model has no vs_first)."""
+    lead3, base = {}, {}
+    for record in (index or {}).get("records", []):
+        if record.get("table") != table or record.get("paper") == "parity":
+            continue
+        for label, f in record.get("models", {}).items():
+            if label not in lead3 and f.get("vs_lead3"):
+                lead3[label] = f["vs_lead3"][0]
+            first = (f.get("vs_first") or [None])[0]
+            if label not in base and first is not None:
+                base[label] = (first["model"], first)
+    return lead3, base
+
+
+def table_page(root, table, index=None):
     """The HTML page of ``table`` (:func:`.compare_report.html_report`) from the committed decodings
     of its models' first seed, scored as the index scores them; with
-    ``results/TABLE/baselines.json`` (fairseq-sum-baselines) its baselines and verdicts. None when
-    a run has no decodings."""
+    ``results/TABLE/baselines.json`` (fairseq-sum-baselines) its baselines and verdicts, and each
+    model's paired test against Lead-3 that ``index`` holds (recomputed from the extract). None
+    when a run has no decodings."""
     from .compare import compare_systems
     from .compare_report import html_report, system_summary
     from .decodings import REFERENCES, SOURCES, read_decodings, scorer
@@ -1241,16 +1259,21 @@ def table_page(root, table):
         systems.append(system_summary(label, hyps[-1], refs, s, use, baselines))
     pairs = {sm["name"]: compare_systems(h, hyps[0], refs, ("rouge2",), scorer=s)
              for sm, h in zip(systems[1:], hyps[1:])}
+    lead3, base = _first_seed_tests(index, table)
+    vs_lead3 = None
+    if baselines is not None:
+        vs_lead3 = lead3 or f"no Lead-3 extract in {BASELINE_OUTPUTS}/ (the index holds no test)"
     seeds = ", ".join(os.path.relpath(f, table_dir) for _, f in runs)
     return html_report(systems, refs, sources, baselines, pairs,
-                       f"{table}: every model's test outputs ({seeds})", max_docs=500)
+                       f"{table}: every model's test outputs ({seeds})", max_docs=500,
+                       vs_lead3=vs_lead3, vs_base=base)
 
 
 def write_pages(root, index):
     """Writes ``results/TABLE/report.html`` of every table whose first-seed runs have decodings."""
     written = []
     for table in dict.fromkeys(r["table"] for r in index["records"]):
-        page = table_page(root, table)
+        page = table_page(root, table, index)
         if page is not None:
             with open(os.path.join(root, table, REPORT), "w", encoding="utf-8") as f:
                 f.write(page)
@@ -1263,7 +1286,7 @@ def check_pages(root, index):
     its decodings."""
     fails = []
     for table in dict.fromkeys(r["table"] for r in index["records"]):
-        page = table_page(root, table)
+        page = table_page(root, table, index)
         if page is None:
             continue
         path = os.path.join(root, table, REPORT)
