@@ -104,3 +104,17 @@ def test_a_parser_that_names_only_the_old_name_takes_both():
         assert p.parse_args(argv).scorer == "rouge155-py"
     with pytest.raises(SystemExit):
         p.parse_args(["--scorer", "official"])
+
+
+def test_no_option_list_or_recipe_comment_names_the_default_backend_by_its_old_name():
+    """Before: gate_sweep's docstring listed ``--scorer rouge-score|official`` and the newsroom
+    sweep's header said it scored with rouge-score. The old name may stand as the deprecated alias
+    (a shell ``case`` that accepts it), not as what a command scores with."""
+    import re
+
+    said = re.compile(r"rouge-score\s*\||: rouge-score,")
+    paths = sorted((REPO / "fairseq_sum_plugins").rglob("*.py")) + sorted(
+        (REPO / "recipes").rglob("*.sh"))
+    found = [str(p.relative_to(REPO)) for p in paths
+             if said.search(" ".join(p.read_text(encoding="utf-8").split()))]
+    assert found == []

@@ -6,7 +6,7 @@ t`` closed and their positions removed (Algorithm 1); the table gives the sparsi
 total source tokens), ROUGE-1/2/L F1 (x 100, summary-level ROUGE-L) of the summaries against the
 binarized targets, scored by ``fairseq-sum-score``'s
 :class:`~fairseq_sum_plugins.scoring.rouge.Scorer` with its options (``--scorer
-rouge-score|official``, ``--sentence-sep``, ``--no-detok``, ``--split-sentences``; a target without
+rouge155-py|official``, ``--sentence-sep``, ``--no-detok``, ``--split-sentences``; a target without
 a word scores 0), and whether the model still reads its source at that threshold: the source gain
 (bits per summary token gained from its own document over another, :mod:`.source_use`) and the
 number of distinct summaries::

@@ -246,7 +246,7 @@ def add_scorer_options(p, backends=BACKENDS):
     """The scorer's options, the same in ``fairseq-sum-score``, ``fairseq-sum-compare`` and the gate
     sweep: ``--scorer`` (among ``backends``), ``--workers``, ``--rouge-args``, ``--sentence-sep``,
     ``--no-detok``, ``--split-sentences``, ``--sentence-splitter`` (:func:`scorer_from_args`)."""
-    # a deprecated name among ``backends`` stands for its backend (decodings.py's ("rouge-score",))
+    # a deprecated name among ``backends`` (a caller's ("rouge-score",)) stands for its backend
     backends = list(dict.fromkeys(backend_name(b, False) for b in backends))
     p.add_argument("--scorer", default=DEFAULT_BACKEND, choices=backends, type=backend_name,
                    help=f"ROUGE backend: {DEFAULT_BACKEND} (default; this package's ROUGE-1.5.5 "

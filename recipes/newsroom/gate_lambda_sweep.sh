@@ -27,7 +27,7 @@
 # Columns: sparsity = % of test source tokens whose gate is <= THRESHOLD (removed, Algorithm 1);
 # valid NLL = validation nll_loss (base 2, per target token, at THRESHOLD, without label smoothing or
 # the gate loss) of the last checkpoint; ROUGE-1/2/L F1 of greedy test summaries decoded at THRESHOLD
-# (fairseq_sum_plugins.analysis.gate_sweep: rouge-score, stemming, summary-level ROUGE-L); source gain =
+# (fairseq_sum_plugins.analysis.gate_sweep: rouge155-py, stemming, summary-level ROUGE-L); source gain =
 # bits per test summary token the model gains from its own document over another at THRESHOLD (0: the
 # source is ignored; analysis/source_use.py); distinct = different greedy summaries of the N_TEST.
 source "$(dirname "$0")/../common.sh"
