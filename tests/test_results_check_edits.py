@@ -1,7 +1,7 @@
-"""Edits of committed results that results_index --check must catch: a verdict word, a paired-test
-cell, a specificity p, a figure in the prose, a baseline extract that keeps its scores, a run's
-recall, precision and intervals, a baseline's specificity p; machine paths under results/; and
-what the check copies is named in its summary."""
+"""Edits of committed results that results_index --check must catch: a verdict word (in a table or
+in a report's verdict statement), a paired-test cell, a specificity p, a figure in the prose, a
+baseline extract that keeps its scores, a run's recall, precision and intervals, a baseline's
+specificity p; machine paths under results/; and what the check copies is named in its summary."""
 import json
 import os
 import shutil
@@ -114,6 +114,38 @@ def test_a_figure_edited_in_the_prose_fails_naming_file_and_line(committed):
     assert any("says 'significant' with no p at or below 0.05" in f for f in fails), fails
 
 
+
+def test_a_verdict_statement_outside_the_generated_block_is_the_indexs(committed):
+    """compare.sh's report repeats each model's verdict sentence under its hand-written table,
+    outside the generated block: its verdict word and its paired tests are the index's; in
+    results/README.md against the tables its section links to."""
+    root, index = committed
+    assert results_index.check_statements(str(root), index) == []
+    lines = (root / MEM2MEM).read_text().splitlines()
+    line = next(x for x in lines if x.startswith("`hred`: not specific to its document;"))
+    number = 1 + lines.index(line)
+    for new in (line.replace("not specific", "specific", 1),
+                line.replace("no significant ROUGE-2 difference", "ROUGE-2 significantly above")):
+        _edit(root / MEM2MEM, line, new)
+        assert results_index.check_statements(str(root), index) == [
+            f"{MEM2MEM}:{number}: the verdict statement of `hred` is not the index's: {line!r}"]
+        _edit(root / MEM2MEM, new, line)
+    readme = root / "README.md"
+    anchor = "\n\n(Wall times of the re-run:"
+    assert readme.read_text().count(anchor) == 1
+    _edit(readme, anchor, f"\n\n{line}{anchor}")
+    assert results_index.check_statements(str(root), index) == []
+    flipped = line.replace("not specific", "specific", 1)
+    _edit(readme, f"\n\n{line}{anchor}", f"\n\n{flipped}{anchor}")
+    number = 1 + readme.read_text().splitlines().index(flipped)
+    assert results_index.check_statements(str(root), index) == [
+        f"README.md:{number}: the verdict statement of `hred` is not the index's: {line!r}"]
+    _edit(readme, flipped, flipped.replace("`hred`", "`nobody`"))
+    assert results_index.check_statements(str(root), index) == [
+        f"README.md:{number}: a verdict statement of `nobody`, which has no recorded verdict in "
+        "table(s) xsum-1000-mem2mem"]
+
+
 def test_a_baseline_extract_edited_without_moving_a_score_fails(committed):
     """One word of Lead-3's first line: caught by the extracts' SHA256SUMS, and, with the hash
     written again, by the document whose first three sentences the line must be."""
@@ -190,7 +222,8 @@ def test_a_runs_recall_precision_and_intervals_are_recomputed(committed, key, de
     rouge = json.load(open(path))
     again = results_index.recompute(str(run), str(run.parent))
     assert results_index.compare_scores(rouge, again, str(path)) == []
-    rouge[key] = [x + delta for x in rouge[key]] if isinstance(rouge[key], list) else rouge[key] + delta
+    rouge[key] = ([x + delta for x in rouge[key]] if isinstance(rouge[key], list)
+                  else rouge[key] + delta)
     fails = results_index.compare_scores(rouge, again, str(path))
     assert len(fails) == 1 and fails[0].startswith(f"{path}: {key} "), fails
     rouge = json.load(open(path))

@@ -77,8 +77,11 @@ What ``--check`` does, every failure printed (exit 1 if any):
 * rescores each baseline extract (:func:`recompute_baselines`) and compares every figure of its
   ``baselines.json`` system as a run's; checks the extracts against ``baselines/SHA256SUMS`` and
   against the table's ``sources.txt`` (:mod:`.baseline_extracts`);
-* fails on a machine path in any file under ``results/`` (:mod:`.results_paths`) and on a figure
-  of the results' prose that is not its section's (:mod:`.results_prose`);
+* fails on a machine path in any file under ``results/`` (:mod:`.results_paths`), on a figure
+  of the results' prose that is not its section's (:mod:`.results_prose`) and on a verdict
+  statement written outside a generated block (compare.sh's "`MODEL`: not specific to its
+  document; against Lead-3 ..." lines) that is not the one the index gives
+  (:func:`check_statements`);
 * regenerates ``results/TABLE/report.html`` (:func:`table_page`: fairseq-sum-compare's page of
   the first seed of every model, from the committed decodings) of each table whose runs have
   decodings, and compares it with the committed one (``--write`` writes it);
@@ -1189,6 +1192,72 @@ def check_hand_tables(root, index):
     return fails, checked, unchecked
 
 
+
+# a verdict statement written outside a generated block (compare.sh's report under its table)
+STATEMENT = re.compile(r"^(?:- )?`([^`]+)`(?:: (?:seed \d+: )?(?:not specific to its document|"
+                       r"specific to its document|not measured)| is specific to its document "
+                       r"but below Lead-3)")
+
+
+def _statement_of(records, label, seed=None):
+    """The sentence the generated block writes for model ``label`` of ``records``
+    (:func:`_statements`; one seed's where ``seed`` is one of its record's), or None."""
+    from .lead3_statement import statement
+
+    for r in records:
+        f = r["models"].get(label)
+        if f is None or not any(v is not None for v in f.get("verdict") or []):
+            continue
+        seeds = r["seeds"]
+        at = [seeds.index(seed)] if seed in seeds else range(len(seeds))
+        vs_first = f.get("vs_first") or [None] * len(seeds)
+        vs_lead3 = f.get("vs_lead3") or [None] * len(seeds)
+        first = next((v.get("model") for v in vs_first if v), list(r["models"])[0])
+        return statement(label, [f["verdict"][i] for i in at], [vs_lead3[i] for i in at],
+                         [vs_first[i] for i in at], first if first != label else None,
+                         [seeds[i] for i in at])
+    return None
+
+
+def check_statements(root, index):
+    """Failures of the verdict statements written outside the generated blocks of the ``.md``
+    files under ``root`` (a line "`MODEL`: not specific to its document; against Lead-3 ...",
+    :data:`STATEMENT`): each must be the sentence the generated block writes for that model of
+    its file's table (of the tables its ``## `` section links to, in ``results/README.md``;
+    one seed's in a ``seedN`` folder), its verdict word and its paired tests."""
+    from .results_prose import TABLE_LINK, prose_lines
+
+    by_table = {}
+    for r in index["records"]:
+        by_table.setdefault(r["table"], []).append(r)
+    fails = []
+    for path in _markdown_files(root):
+        rel = os.path.relpath(path, root)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        raw = text.splitlines()
+        m = re.search(r"seed(\d+)", rel)
+        seed = int(m.group(1)) if m else None
+        for number, line, heading in prose_lines(text):
+            if line is None:
+                continue
+            found = STATEMENT.match(raw[number - 1])
+            if found is None:
+                continue
+            tables = ([rel.split(os.sep)[0]] if os.sep in rel
+                      else [t for t in TABLE_LINK.findall(heading) if t in by_table])
+            records = [r for t in tables for r in by_table.get(t, [])]
+            want = _statement_of(records, found.group(1), seed)
+            said = raw[number - 1][2:] if raw[number - 1].startswith("- ") else raw[number - 1]
+            if want is None:
+                fails.append(f"{rel}:{number}: a verdict statement of `{found.group(1)}`, which "
+                             f"has no recorded verdict in table(s) {', '.join(tables) or 'none'}")
+            elif said != want:
+                fails.append(f"{rel}:{number}: the verdict statement of `{found.group(1)}` is "
+                             f"not the index's: {want!r}")
+    return fails
+
+
 # ------------------------------------------------------------------------------------ HTML pages
 REPORT = "report.html"
 
@@ -1349,6 +1418,7 @@ def main(argv=None):
         hand_fails, hand_checked, unchecked = check_hand_tables(args.results, index)
         fails += hand_fails
         fails += check_paths(args.results) + check_prose(args.results, index)
+        fails += check_statements(args.results, index)
     except (ValueError, OSError) as e:
         fails.append(str(e))
         hand_checked, unchecked = 0, []
@@ -1360,8 +1430,9 @@ def main(argv=None):
           f"{', '.join(unchecked) or 'none'}")
     print("results_index: the prose of results/README.md and of each table's results.md and "
           "README.md: every figure against its section's index figures or "
-          f"{ALLOWED_FIGURES}, \"significant\" against its p; every file under "
-          f"{args.results}: no machine path")
+          f"{ALLOWED_FIGURES}, \"significant\" against its p, each verdict statement line "
+          "(\"`MODEL`: not specific to its document; against Lead-3 ...\") against the index's; "
+          f"every file under {args.results}: no machine path")
     bags = {r["table"] for r in index["records"] if "bag_of_pieces" in (r.get("baselines") or {})}
     unseen = sum(n for _, n in notes["unseen"])
     print("results_index: copied, not recomputed: each run's test NLL and source gain "
