@@ -106,6 +106,21 @@ def test_a_parser_that_names_only_the_old_name_takes_both():
         p.parse_args(["--scorer", "official"])
 
 
+def test_the_scorer_help_names_only_the_backends_the_command_offers():
+    """Before: decodings.py, which offers the default backend alone, said in its help that
+    ``official`` (ROUGE-1.5.5 itself) was one, and argparse then refused it."""
+    import argparse
+
+    def help_of(backends):
+        p = argparse.ArgumentParser()
+        R.add_scorer_options(p, backends)
+        return " ".join(p.format_help().split())
+
+    assert "official (ROUGE-1.5.5 itself)" not in help_of(("rouge-score",))
+    assert "rouge155-py (default" in help_of(("rouge-score",))
+    assert "official (ROUGE-1.5.5 itself)" in help_of(R.BACKENDS)
+
+
 def test_no_option_list_or_recipe_comment_names_the_default_backend_by_its_old_name():
     """Before: gate_sweep's docstring listed ``--scorer rouge-score|official`` and the newsroom
     sweep's header said it scored with rouge-score. The old name may stand as the deprecated alias

@@ -251,7 +251,8 @@ def add_scorer_options(p, backends=BACKENDS):
     p.add_argument("--scorer", default=DEFAULT_BACKEND, choices=backends, type=backend_name,
                    help=f"ROUGE backend: {DEFAULT_BACKEND} (default; this package's ROUGE-1.5.5 "
                         "in Python, equal to it per document; 'rouge-score' is its deprecated "
-                        "name), official (ROUGE-1.5.5 itself)"
+                        "name)"
+                        + (", official (ROUGE-1.5.5 itself)" if "official" in backends else "")
                         + (", files2rouge (corpus averages only)" if "files2rouge" in backends
                            else ""))
     p.add_argument("--workers", type=int_at_least(1), default=None,
