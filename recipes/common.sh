@@ -126,8 +126,9 @@ gpu_setup() {
 main_node() { [ "${NODE_RANK:-${SLURM_NODEID:-0}}" -eq 0 ]; }
 
 # pin_arithmetic: exports the settings meant to make torch compute the same bits on every x86-64 CPU
-# model (Intel or AMD, AVX-512 or not), given the same torch, data, seed and one thread (measured: 150
-# updates on one physical CPU model, 1 update and 2 decodings on three emulated ones). What differs
+# model (Intel or AMD, AVX-512 or not), given the same torch, data, seed and one thread (measured: 1
+# update and 2 decodings equal on one physical and three emulated CPU models; the quickstart's 150
+# updates differ between an AMD EPYC and an Intel Xeon: results/quickstart-cpus/). What differs
 # between CPU models is the code path a library picks for the CPU it finds: MKL's GEMM kernels and
 # cache blocking, ATen's AVX-512 / AVX2 / scalar kernels. MKL_CBWR=COMPATIBLE,STRICT is MKL's
 # reproducible branch for Intel and non-Intel CPUs alike (SSE2 kernels without the approximate

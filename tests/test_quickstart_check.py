@@ -49,12 +49,27 @@ def baselines(random_delta=4.6, bag_nll=8.74):
     }
 
 
-def test_pinned_run_must_equal_the_expected_figures_to_the_last_digit():
+def test_pinned_run_must_equal_a_measured_cpus_figures_to_the_last_digit():
     same = qc.lines(rouge(25.64, 4.70, 23.12), use(0.654, 100), pinned=True, defaults=True)
-    assert "the same as the expected 25.64/4.70/23.12, 0.654, 100" in same[0]
+    assert "the same as measured on the Intel Xeon, AVX-512" in same[0]
     # one hundredth of ROUGE-2 off, or the gain's third decimal: different
     assert "DIFFERENT from" in qc.lines(rouge(25.64, 4.71, 23.12), use(0.654, 100), True, True)[0]
     assert "DIFFERENT from" in qc.lines(rouge(25.64, 4.70, 23.12), use(0.655, 100), True, True)[0]
+
+
+def test_each_pinned_figure_is_named_with_the_cpu_it_was_measured_on():
+    """Before: one expected set (the Intel Xeon's), so the AMD EPYC's own pinned run, 26.69/5.10/
+    23.72 with gain 0.636, printed DIFFERENT; the two CPU models part after 150 updates."""
+    amd = qc.lines(rouge(26.69, 5.10, 23.72), use(0.636, 100), True, True)[0]
+    assert "the same as measured on the AMD EPYC, AVX-512" in amd
+    # the Intel figures with the AMD gain match neither run
+    mixed = qc.lines(rouge(25.64, 4.70, 23.12), use(0.636, 100), True, True)[0]
+    assert "DIFFERENT from every pinned run measured" in mixed
+    assert "25.64/4.70/23.12, 0.654, 100 on the Intel Xeon" in mixed
+    assert "26.69/5.10/23.72, 0.636, 100 on the AMD EPYC" in mixed
+    # not the default settings: no figures are expected, whatever they are
+    assert "no expected figures" in qc.lines(rouge(26.69, 5.10, 23.72), use(0.636, 100), True,
+                                              False)[0]
 
 
 def test_unpinned_run_is_judged_by_the_measured_rouge1_tolerance():

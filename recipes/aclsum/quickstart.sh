@@ -14,7 +14,7 @@
 # learns the abstracts' language but not to read its paper, and writes one abstract for every test
 # paper (source gain 0.000, 1 distinct summary of 100); with it, it copies from its own paper (source
 # gain 0.64 bits per abstract token, 100 distinct summaries). The last lines (quickstart_check.py)
-# say whether its figures are the expected ones, give its ROUGE beside Lead-3 and the generic
+# say whether its figures are those of a CPU model measured, give its ROUGE beside Lead-3 and the generic
 # summary on the same 100 test papers (fairseq-sum-baselines, analysis/baselines.py), and the
 # verdict "specific to its document" (scoring/specificity.py: the one-sided 95% document-bootstrap
 # lower bound of its ROUGE-2 reference specificity above max(0.5, half the mean of 20 random
@@ -24,8 +24,9 @@
 # where it stands between the generic summary and Lead-3 if not specific.
 # PINNED (1) pins the arithmetic (recipes/common.sh pin_arithmetic: MKL's
 # reproducible branch, ATen's baseline kernels), meant to give the same bits on every x86-64 CPU
-# (measured: 150 updates on one physical CPU model; 1 update and 2 decodings under QEMU's emulation of
-# three others: cross_cpu.sh, results/quickstart-cpus/; no second physical CPU model), at about
+# (measured: 1 update and 2 decodings equal on an AMD EPYC and under QEMU's emulation of three
+# others, cross_cpu.sh; but the 150 updates differ between the two physical CPU models run, an AMD
+# EPYC and an Intel Xeon: results/quickstart-cpus/, section 5; the check names each's figures), at about
 # twice the CPU time per update; PINNED=0 lets torch pick its fastest code paths for the CPU, and
 # rounding then moves ROUGE-1 by up to 2 points (the tolerance printed is the spread measured there).
 # 150 updates on 100 papers: expect ROUGE far below the papers'.
