@@ -707,9 +707,7 @@ def table_block(index, table):
 def _statements(records, rows):
     """The sentences under a generated table: the bar, then per model its verdict with the paired
     test against Lead-3 and against its record's first model
-    (:func:`.lead3_statement.statement`)."""
-    from .lead3_statement import statement
-
+    (:func:`_model_statement`)."""
     out = []
     bars = [b for (_, _, _), (f, _) in rows.items() for b in f.get("bar") or [] if b]
     if bars:
@@ -726,13 +724,27 @@ def _statements(records, rows):
                    "resamples; significant at p <= 0.05):")
     firsts = {label: list(r["models"])[0] for r in records for label in r["models"]}
     for (label, _, seeds), (f, _) in rows.items():
-        if not any(v is not None for v in f.get("verdict") or []):
-            continue
-        vs_first = f.get("vs_first") or [None] * len(seeds)
-        first = next((v.get("model") for v in vs_first if v), firsts.get(label))
-        out.append("- " + statement(label, f["verdict"], f.get("vs_lead3") or [None] * len(seeds),
-                                    vs_first, first if first != label else None, seeds))
+        said = _model_statement(label, f, seeds, firsts.get(label))
+        if said is not None:
+            out.append("- " + said)
     return out
+
+
+def _model_statement(label, f, seeds, first, at=None):
+    """Model ``label``'s sentence under its table (:func:`.lead3_statement.statement`) from its
+    figures ``f`` over ``seeds`` (those at the indices ``at``, default all), against its record's
+    first model (``first`` where no paired test names it); None without a verdict."""
+    from .lead3_statement import statement
+
+    if not any(v is not None for v in f.get("verdict") or []):
+        return None
+    at = range(len(seeds)) if at is None else at
+    vs_first = f.get("vs_first") or [None] * len(seeds)
+    vs_lead3 = f.get("vs_lead3") or [None] * len(seeds)
+    first = next((v.get("model") for v in vs_first if v), first)
+    return statement(label, [f["verdict"][i] for i in at], [vs_lead3[i] for i in at],
+                     [vs_first[i] for i in at], first if first != label else None,
+                     [seeds[i] for i in at])
 
 
 def _begin(table):
@@ -1192,7 +1204,6 @@ def check_hand_tables(root, index):
     return fails, checked, unchecked
 
 
-
 # a verdict statement written outside a generated block (compare.sh's report under its table)
 STATEMENT = re.compile(r"^(?:- )?`([^`]+)`(?:: (?:seed \d+: )?(?:not specific to its document|"
                        r"specific to its document|not measured)| is specific to its document "
@@ -1201,21 +1212,14 @@ STATEMENT = re.compile(r"^(?:- )?`([^`]+)`(?:: (?:seed \d+: )?(?:not specific to
 
 def _statement_of(records, label, seed=None):
     """The sentence the generated block writes for model ``label`` of ``records``
-    (:func:`_statements`; one seed's where ``seed`` is one of its record's), or None."""
-    from .lead3_statement import statement
-
+    (:func:`_model_statement`; one seed's where ``seed`` is one of its record's), or None."""
     for r in records:
         f = r["models"].get(label)
-        if f is None or not any(v is not None for v in f.get("verdict") or []):
-            continue
         seeds = r["seeds"]
-        at = [seeds.index(seed)] if seed in seeds else range(len(seeds))
-        vs_first = f.get("vs_first") or [None] * len(seeds)
-        vs_lead3 = f.get("vs_lead3") or [None] * len(seeds)
-        first = next((v.get("model") for v in vs_first if v), list(r["models"])[0])
-        return statement(label, [f["verdict"][i] for i in at], [vs_lead3[i] for i in at],
-                         [vs_first[i] for i in at], first if first != label else None,
-                         [seeds[i] for i in at])
+        said = f and _model_statement(label, f, seeds, list(r["models"])[0],
+                                      [seeds.index(seed)] if seed in seeds else None)
+        if said:
+            return said
     return None
 
 
