@@ -13,7 +13,8 @@ setup(
     packages=find_packages(include=["fairseq_sum_plugins", "fairseq_sum_plugins.*"])
     + [PREPROCESS] + [f"{PREPROCESS}.{p}" for p in find_packages(where="preprocess")],
     package_dir={PREPROCESS: "preprocess"},
-    package_data={"fairseq_sum_plugins.scoring": ["data/*.txt"]},
+    package_data={"fairseq_sum_plugins.scoring": ["data/*.txt"],
+                  "fairseq_sum_plugins.inspection": ["assets/*.js", "assets/*.css"]},
     # fairseq and torch are deliberately not pinned here: a bare ``torch`` requirement pulls a CUDA
     # build and fairseq 0.12.2 does not build on Python 3.11. ``scripts/install.sh`` installs a
     # working pair (torch CPU + fairseq-fixed); on Python <= 3.10 upstream ``fairseq==0.12.2`` works.
@@ -38,11 +39,11 @@ setup(
         "console_scripts": [
             "fairseq-sum-prepare = fairseq_sum_plugins_preprocess.prepare:cli_main",
             "fairseq-sum-score = fairseq_sum_plugins.scoring.score:cli_main",
-            "fairseq-sum-roles = fairseq_sum_plugins.analysis.roles:cli_main",
-            "fairseq-sum-compare = fairseq_sum_plugins.analysis.compare:cli_main",
-            "fairseq-sum-baselines = fairseq_sum_plugins.analysis.baselines:cli_main",
-            "fairseq-sum-probe = fairseq_sum_plugins.analysis.probe:cli_main",
-            "fairseq-sum-inspect = fairseq_sum_plugins.analysis.inspect:cli_main",
+            "fairseq-sum-roles = fairseq_sum_plugins.inspection.roles:cli_main",
+            "fairseq-sum-compare = fairseq_sum_plugins.evaluation.compare:cli_main",
+            "fairseq-sum-baselines = fairseq_sum_plugins.evaluation.baselines.systems:cli_main",
+            "fairseq-sum-probe = fairseq_sum_plugins.inspection.probe:cli_main",
+            "fairseq-sum-inspect = fairseq_sum_plugins.inspection.cli:cli_main",
             "fairseq-sum-import-t5 = fairseq_sum_plugins.convert.t5_import:cli_main",
             "fairseq-sum-export-hf = fairseq_sum_plugins.convert.t5_export:cli_main",
         ]

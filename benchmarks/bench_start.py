@@ -32,8 +32,8 @@ from fairseq_sum_plugins.scoring.score_inputs import int_at_least  # noqa: E402 
 
 QUICKSTART = os.path.join(ROOT, "results", "quickstart")
 COMMANDS = {"score": "fairseq_sum_plugins.scoring.score",
-            "compare": "fairseq_sum_plugins.analysis.compare",
-            "baselines": "fairseq_sum_plugins.analysis.baselines"}
+            "compare": "fairseq_sum_plugins.evaluation.compare",
+            "baselines": "fairseq_sum_plugins.evaluation.baselines.systems"}
 
 
 def inputs(folder, docs):

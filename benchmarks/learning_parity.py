@@ -262,7 +262,7 @@ def run_seed(task, a, seed, on_validation=lambda curves: None):
 
 def plot(results, a, png):
     """Validation NLL of each pair (top) and the project cell minus its peer with the +-0.05-bit band (bottom)."""
-    from fairseq_sum_plugins.analysis.plotting import pyplot, save
+    from fairseq_sum_plugins.evaluation.plotting import pyplot, save
 
     plt = pyplot()
     fig, axes = plt.subplots(2, len(a.pairs), figsize=(5.5 * len(a.pairs), 6.5), squeeze=False,

@@ -31,7 +31,7 @@ registers
 
 The modules of :data:`LIGHT` are not intercepted: the scorer, the text utilities and the flags
 import nothing of fairseq at module level (tests/test_lazy_registration.py imports each alone),
-and those analysis modules that do import fairseq are imported by no registered module, so
+and the inspection tools, which do import fairseq, are imported by no registered module, so
 fairseq's import registers while they are half done without harm.
 """
 import importlib.util
@@ -41,8 +41,8 @@ __version__ = "0.1.0"  # the package's one version: pyproject.toml reads it from
 
 PACKAGE = __name__  # fairseq_sum_plugins
 # the package's parts (first name under it) that need no registration before they execute
-LIGHT = ("quiet", "flags", "text", "data_folder", "side_data", "aux_losses", "scoring",
-         "analysis")
+LIGHT = ("quiet", "flags", "text", "data_folder", "side_data", "aux_losses", "scoring", "cli",
+         "evaluation", "inspection", "analysis")
 # ... except these modules inside them
 NEEDS_FAIRSEQ = ("scoring.fairseq_scoring",)
 

@@ -18,7 +18,7 @@ baselines_once() {
   local work=$1 json=$2
   if [ ! "$json" -nt "$work/bin/prepare_args.json" ] || [ ! -f "${json%.json}/lead3.txt" ]; then
     log "baselines: $work -> $json"
-    python -m fairseq_sum_plugins.analysis.baselines --data "$work" --json "$json.tmp" \
+    python -m fairseq_sum_plugins.evaluation.baselines.systems --data "$work" --json "$json.tmp" \
       --outputs "${json%.json}" > "${json%.json}.txt"
     mv "$json.tmp" "$json"
   else
@@ -284,7 +284,7 @@ ta_decode_top_checkpoints() {
     score "$out" "${score_flags[@]+"${score_flags[@]}"}"
     outs+=("$alpha=$out.rouge.json")
   done
-  best=$(python -m fairseq_sum_plugins.analysis.paper_tables pick-lenpen "$res/lenpen.txt" "${outs[@]}")
+  best=$(python -m ledger.paper_tables pick-lenpen "$res/lenpen.txt" "${outs[@]}")
   log "length penalty: alpha $best (validation, $res/lenpen.txt)"
   mapfile -t ckpts < <(find "$save" -maxdepth 1 -name 'checkpoint.best_loss_*.pt' -printf '%f\n' \
     | sed -n 's/^checkpoint\.best_loss_\([0-9][0-9.]*\)\.pt$/\1 &/p' | sort -g | head -n "$top_k" | cut -d' ' -f2)
@@ -300,7 +300,7 @@ ta_decode_top_checkpoints() {
     score "$out" "${score_flags[@]+"${score_flags[@]}"}"
     outs+=("$out.rouge.json")
   done
-  python -m fairseq_sum_plugins.analysis.paper_tables mean "$res/test.mean.json" "${outs[@]}"
+  python -m ledger.paper_tables mean "$res/test.mean.json" "${outs[@]}"
   # the first of them (checkpoint_best's weights: the lowest validation loss) also under the name a
   # single decoding had, WORK/test.NAME.beam5.out (with its log, where the scorer finds the data, and
 # its scores)

@@ -5,7 +5,7 @@
 # (same budget for all: no checkpoint selection), and is scored with fairseq-sum-score (ROUGE F1 with
 # 95% bootstrap CIs; METEOR when fairseq-sum-score offers --meteor; a paired significance test of each
 # model against the first when the console script fairseq-sum-compare is installed), and measured
-# for whether it reads its source at all (analysis/source_use.py: source gain, distinct summaries).
+# for whether it reads its source at all (inspection/source_use.py: source gain, distinct summaries).
 # Writes OUT/results.md (table, commands, hardware, wall times) and OUT/learning_curve.png. The
 # baselines of the same test set (fairseq-sum-baselines: Lead-1/3/k, random3, the oracle, the
 # generic summary, the bag of pieces; OUT/baselines.json) and each model's verdict "specific to its
@@ -13,7 +13,7 @@
 # above half the mean of 20 random extracts'; test NLL against the bag of pieces; source gain), with
 # its paired bootstrap against Lead-3 beside its difference from the first model,
 # go to OUT/baselines.md, OUT/verdicts.json and a section of OUT/results.md
-# (analysis/baseline_table.py).
+# (evaluation/baseline_table.py).
 #
 #   bash recipes/compare.sh WORK OUT "LABEL=ARCH [fairseq-train flags]" ...
 #     WORK   a folder prepared by fairseq-sum-prepare (WORK/bin/prepare_args.json)
@@ -28,7 +28,7 @@
 # (1.0), NO_REPEAT (3), GEN_BATCH (25), TOPICS (64), TRAIN_EXTRA / GEN_EXTRA (flags for every model),
 # COPY (1: every sum_transformer model gets --pointer-generator True unless its spec sets
 # --pointer-generator; 0: none), CURVES (0; 1: keep every interval checkpoint and plot each model's
-# source gain over updates, OUT/source_gain.png and .json, analysis/source_curve.py).
+# source gain over updates, OUT/source_gain.png and .json, inspection/source_curve.py).
 # COPY=1 is the default because small transformers trained briefly on CPU do not read their
 # documents without a copy mechanism (results/README.md, "Which transformers read their documents");
 # Mem2Mem/HRED carry their own pointer-generator (on by default) and BART has none.
@@ -293,17 +293,17 @@ for i in "${!LABELS[@]}"; do
   [ ! -f "$scores" ] || grep -q '"specificity"' "$scores" || rm "$scores"
   # shellcheck disable=SC2086
   score "$OUT/$label/test.out" $METEOR_FLAG --specificity
-  # does the model read its source? (source gain and distinct summaries: analysis/source_use.py)
+  # does the model read its source? (source gain and distinct summaries: inspection/source_use.py)
   if [ ! "$OUT/$label/source_use.json" -nt "$OUT/$label/test.out" ]; then
-    python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$ckpt/checkpoint_last.pt" \
+    python -m fairseq_sum_plugins.inspection.source_use "$WORK/bin" --path "$ckpt/checkpoint_last.pt" \
       --subset test --generate-output "$OUT/$label/test.out" --json "$OUT/$label/source_use.json" "${side[@]}"
     # source_use.json records the sha256 of the output it measured: fairseq-sum-compare --html uses it
     # for that output only
   fi
-  # the test outputs as committed (analysis/decodings.py): OUT/LABEL/decodings.txt and .json (sha256 of
+  # the test outputs as committed (evaluation/decodings.py): OUT/LABEL/decodings.txt and .json (sha256 of
   # decodings, checkpoint, data), OUT/references.txt and OUT/sources.txt (the same for every label)
   if [ ! "$OUT/$label/decodings.json" -nt "$OUT/$label/test.out" ]; then
-    python -m fairseq_sum_plugins.analysis.decodings "$OUT/$label/test.out" --out "$OUT/$label" \
+    python -m fairseq_sum_plugins.evaluation.decodings "$OUT/$label/test.out" --out "$OUT/$label" \
       --table-dir "$OUT" --data "$WORK/bin" --checkpoint "$ckpt/checkpoint_last.pt"
   fi
 done
@@ -319,7 +319,7 @@ fi
 if [ "$CURVES" = 1 ]; then  # source gain over updates (valid split), every interval checkpoint
   runs=()
   for label in "${LABELS[@]}"; do runs+=(--run "$label=$OUT/$label/checkpoints"); done
-  python -m fairseq_sum_plugins.analysis.source_curve "$WORK/bin" "${runs[@]}" --subset valid \
+  python -m fairseq_sum_plugins.inspection.source_curve "$WORK/bin" "${runs[@]}" --subset valid \
     --png "$OUT/source_gain.png" --json "$OUT/source_gain.json"
 fi
 # the page a reviewer reads: every model's outputs beside the source and reference
@@ -329,10 +329,10 @@ if [ ${#LABELS[@]} -gt 1 ]; then
   base=()
   # fairseq-sum-baselines' JSON of the test set, when present
   [ ! -f "$OUT/baselines.json" ] || base=(--baselines "$OUT/baselines.json")
-  python -m fairseq_sum_plugins.analysis.compare "${outs[@]}" --src "$OUT/sources.txt" \
+  python -m fairseq_sum_plugins.evaluation.compare "${outs[@]}" --src "$OUT/sources.txt" \
     --names "$(IFS=,; echo "${LABELS[*]}")" "${base[@]}" --html "$OUT/report.html" > /dev/null
 fi
-python -m fairseq_sum_plugins.analysis.compare_report "$OUT" "${LABELS[@]}"
+python -m fairseq_sum_plugins.evaluation.compare_report "$OUT" "${LABELS[@]}"
 # the baseline rows and the verdicts beside the models (OUT/baselines.md, verdicts.json, a section
 # of results.md)
-python -m fairseq_sum_plugins.analysis.baseline_table "$OUT" "$WORK" "${LABELS[@]}" > /dev/null
+python -m fairseq_sum_plugins.evaluation.baselines.table "$OUT" "$WORK" "${LABELS[@]}" > /dev/null

@@ -65,7 +65,7 @@ mem2mem_run() {
   local extraction="$WORK/implicit_extraction.$name"
   if [ -f "$extraction/scores.json" ]; then log "implicit extraction: $extraction exists, skipped"; return; fi
   log "implicit extraction: $name"
-  python -m fairseq_sum_plugins.analysis.implicit_extraction "$WORK/bin" \
+  python -m fairseq_sum_plugins.inspection.implicit_extraction "$WORK/bin" \
     --path "$WORK/checkpoints/$name/checkpoint_best.pt" --split test --lead 10 \
     --out "$extraction" --png-index 0 --max-len-b "$max_len_b" --skip-without-memory
 }

@@ -50,10 +50,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/common.sh"
 USAGE="usage: papers.sh PAPER TABLE [DATASET=RAW ...] [RAW]   (papers.sh list: the tables)"
 PAPER=${1:?$USAGE}
-if [ "$PAPER" = list ]; then exec python -m fairseq_sum_plugins.analysis.paper_tables list; fi
+if [ "$PAPER" = list ]; then exec python -m ledger.paper_tables list; fi
 TABLE=${2:?$USAGE}
 shift 2
-DATASETS=$(python -m fairseq_sum_plugins.analysis.paper_tables datasets "$PAPER" "$TABLE") || exit 2
+DATASETS=$(python -m ledger.paper_tables datasets "$PAPER" "$TABLE") || exit 2
 OUT=${OUT:-data/papers/$PAPER}
 PRESET=${PRESET:-base}
 case $PRESET in base|small) ;; *) echo "${0##*/}: PRESET must be base or small, got '$PRESET'" >&2; exit 2 ;; esac
@@ -178,7 +178,7 @@ lexrank() {
   local ds=$1
   if [ "$OUT/$ds/lexrank.rouge.json" -nt "$OUT/$ds/bin/prepare_args.json" ]; then log "lexrank: $ds exists, skipped"; return; fi
   log "lexrank: $ds (10 sentences, threshold 0.1)"
-  python -m fairseq_sum_plugins.analysis.lexrank --data "$OUT/$ds" --sentences 10 \
+  python -m fairseq_sum_plugins.evaluation.baselines.lexrank --data "$OUT/$ds" --sentences 10 \
     --out "$OUT/$ds/lexrank.txt" --json "$OUT/$ds/lexrank.rouge.json"
 }
 
@@ -197,9 +197,9 @@ etads_models() {
   while read -r name flags; do
     recipe cnn_dm/etads.sh cnn_dm ARCH=etads_baseline NAME="etads_$name" \
       "EXTRA=$SMOKE_DIMS ${EXTRA:-} $flags" -- "${RA[@]}"
-    python -m fairseq_sum_plugins.analysis.paper_tables params \
+    python -m ledger.paper_tables params \
       "$OUT/cnn_dm/checkpoints/etads_$name/checkpoint_best.pt" "$OUT/cnn_dm/etads_$name.params.json"
-  done < <(python -m fairseq_sum_plugins.analysis.paper_tables etads-systems "$TABLE")
+  done < <(python -m ledger.paper_tables etads-systems "$TABLE")
   baselines cnn_dm
 }
 
@@ -263,7 +263,7 @@ measure_speed() {
   require_int MEASURE_BATCH 1
   for ds in $DATASETS; do given "$ds" && break; done
   [ -f "$OUT/$ds/bin/prepare_args.json" ] || { log "measure: no prepared data in $OUT/$ds"; return 0; }
-  arch=$(python -m fairseq_sum_plugins.analysis.paper_tables scale-arch "$PAPER")
+  arch=$(python -m ledger.paper_tables scale-arch "$PAPER")
   if [ "$PAPER" = ta ]; then extra=(--side-data theta); fi
   log="$OUT/$ds/measure.$arch.log"
   log "measure: $MEASURE updates of $arch, $MEASURE_BATCH documents a batch -> $log"
@@ -295,7 +295,7 @@ run_table() {
         ta_models "$ds"
         if [ "$TABLE" = ss ]; then ta_ss "$ds"; fi
         if [ "$TABLE" = topics ]; then
-          python -m fairseq_sum_plugins.analysis.paper_tables topic-words "$OUT/$ds/bin" "$OUT/$ds/topics.json"
+          python -m ledger.paper_tables topic-words "$OUT/$ds/bin" "$OUT/$ds/topics.json"
         fi
       done
       if [ -n "${RAW_OF[nyt]+x}" ]; then recipe nyt/transformer_ta.sh nyt -- "${RAW_OF[nyt]}"; fi ;;
@@ -318,5 +318,5 @@ HEADER=()
 if [ "${SMOKE:-0}" = 1 ]; then
   HEADER+=("SMOKE=1: tiny models ($SMOKE_DIMS), $MAX_UPDATE updates (Mem2Mem: $EPOCHS epoch), ETADS at beam $BEAM: the run's figures check the pipeline, not the paper.")
 fi
-python -m fairseq_sum_plugins.analysis.paper_tables write "$PAPER" "$TABLE" "$OUT" \
+python -m ledger.paper_tables write "$PAPER" "$TABLE" "$OUT" \
   "${HEADER[@]/#/--header=}" "${MEASURE_ARGS[@]+"${MEASURE_ARGS[@]}"}" --train-logs "$OUT"

@@ -17,8 +17,11 @@ The house has floors; a module may import its own floor and those below, never o
                   feature or a model (:data:`TASK_MAY_NOT_IMPORT`)
     5 models      models/: the backbones, the presets that switch features on, the Mem2Mem family
     6 convert     convert/: the Hugging Face converters (read and write models; no model imports them)
-    7 analysis    analysis/: the tools that read trained models and their outputs
-    8 preprocess  preprocess/ (outside the package): data preparation, may import the plugin
+    7 evaluation  evaluation/: the tools that read decodings and data as text (baselines, compare,
+                  LexRank, committed decodings); no torch or fairseq imported at a module's top
+    8 inspection  inspection/: the tools that load a checkpoint and read its mechanisms
+    9 preprocess  preprocess/ (outside the package): data preparation, may import the plugin
+   10 ledger      ledger/ (outside the package): the repository's results ledger
 
 Reports, and exits 1 on:
 
@@ -26,8 +29,10 @@ Reports, and exits 1 on:
 * the task or the criterion importing ``modules/`` or ``features/``;
 * a backbone (:data:`BACKBONES`) importing anything of ``features/``: the backbones know only the
   interface (``modules/``) and the registries;
-* an import cycle among the modules of ``fairseq_sum_plugins`` and ``preprocess`` (strongly
-  connected components of the import graph).
+* an import cycle among the modules of ``fairseq_sum_plugins``, ``preprocess`` and ``ledger``
+  (strongly connected components of the import graph);
+* a module of ``evaluation/`` importing torch or fairseq at its top (:data:`TEXT_ONLY`);
+* a room (folder) of the package holding more than :data:`MAX_ROOM_SHARE` of the package's lines.
 
 The package's own ``__init__`` (which loads every floor) and ``modules/registry.py``'s loading of the
 features by name are not imports between floors.
@@ -38,18 +43,23 @@ import os
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ("fairseq_sum_plugins", "preprocess")
+PACKAGES = ("fairseq_sum_plugins", "preprocess", "ledger")
 P = "fairseq_sum_plugins"
 FLOORS = (("base", ()), ("interface", (f"{P}.modules",)), ("features", (f"{P}.features",)),
           ("scoring", (f"{P}.scoring",)), ("task", (f"{P}.tasks", f"{P}.criterions")), ("models", (f"{P}.models",)),
-          ("convert", (f"{P}.convert",)), ("analysis", (f"{P}.analysis",)), ("preprocess", ("preprocess",)))
+          ("convert", (f"{P}.convert",)), ("evaluation", (f"{P}.evaluation",)),
+          ("inspection", (f"{P}.inspection",)), ("preprocess", ("preprocess",)), ("ledger", ("ledger",)))
 BACKBONES = (f"{P}.models.sum_transformer", f"{P}.models.bart")  # the default and T5 cells, BART
 TASK_MAY_NOT_IMPORT = ("interface", "features")  # below the task, but the task knows only the registries
+TEXT_ONLY = (f"{P}.evaluation",)  # rooms that read text: no torch or fairseq at a module's top
+HEAVY = ("torch", "fairseq")
+MAX_ROOM_SHARE = 0.15  # of the package's lines (its .py files), per room
+OLD_PATHS = f"{P}.analysis"  # the one-release forwards of the old tool paths: no floor
 
 
 def floor(mod):
     """``(index, name)`` of the floor of module ``mod`` (None for the package's ``__init__``)."""
-    if mod == P:
+    if mod == P or mod == OLD_PATHS or mod.startswith(OLD_PATHS + "."):
         return None
     for i, (name, prefixes) in enumerate(FLOORS):
         if any(mod == q or mod.startswith(q + ".") for q in prefixes):
@@ -174,7 +184,40 @@ def violations(top_level_only=False):
                 problems.append(f"the task imports a feature or the interface: {mod} imports {target} ({where})")
             if mod in BACKBONES and there[1] == "features":
                 problems.append(f"a backbone imports a feature: {mod} imports {target} ({where})")
+    return problems + heavy_top_imports()
+
+
+def heavy_top_imports():
+    """Problems: a module of a text-only room (:data:`TEXT_ONLY`) importing torch or fairseq at
+    its top."""
+    problems = []
+    for mod, path in sorted(module_files().items()):
+        if not any(mod == r or mod.startswith(r + ".") for r in TEXT_ONLY):
+            continue
+        for (base, _), line in imports(mod, path, top_level_only=True):
+            if base.split(".")[0] in HEAVY:
+                problems.append(f"a text-only module imports {base} at its top: {mod} "
+                                f"({os.path.relpath(path, REPO)}:{line})")
     return problems
+
+
+def room_lines():
+    """``{room: lines}`` of the package's rooms (every .py file of the folder, not its subfolders)."""
+    lines = {}
+    for mod, path in module_files().items():
+        if mod.split(".")[0] == P and floor(mod) is not None or mod == P:
+            with open(path, encoding="utf-8") as f:
+                n = sum(1 for _ in f)
+            files = {mod: path}
+            lines[room(mod, files)] = lines.get(room(mod, files), 0) + n
+    return lines
+
+
+def oversized_rooms():
+    lines = room_lines()
+    total = sum(lines.values()) or 1
+    return [f"room {r} holds {n} of the package's {total} lines ({n / total:.0%} > "
+            f"{MAX_ROOM_SHARE:.0%})" for r, n in sorted(lines.items()) if n > MAX_ROOM_SHARE * total]
 
 
 def rooms(top_level_only=False):
@@ -216,7 +259,7 @@ def main(argv=None):
         floors = len({names[r] for r in names})
         print(f"{len(names)} rooms on {floors} floors, {len(arrows)} arrows between rooms")
         return 0
-    problems = violations(args.top_level_only)
+    problems = violations(args.top_level_only) + oversized_rooms()
     for line in problems:
         print(line)
     files, _ = graph(args.top_level_only)

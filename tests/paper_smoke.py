@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 
-from fairseq_sum_plugins.analysis import paper_tables as pt
+from ledger import paper_tables as pt
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = {"train": 100, "valid": 8, "test": 8}  # ACLSum's 100 training papers, 8 + 8 held out

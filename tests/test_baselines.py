@@ -1,4 +1,4 @@
-"""fairseq-sum-baselines (analysis/baselines.py): Lead-k, random, the greedy oracle, the generic
+"""fairseq-sum-baselines (evaluation/baselines.py): Lead-k, random, the greedy oracle, the generic
 summary and
 the bag of pieces, each checked against a hand computation."""
 
@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from fairseq_sum_plugins.analysis import baselines as bl
+from fairseq_sum_plugins.evaluation.baselines import systems as bl
 from tolerances import approx64, fp64_tol
 from fairseq_sum_plugins.text import split_sentences
 
@@ -220,7 +220,7 @@ def test_cli_on_jsonl_writes_every_system_with_specificity_and_verdicts(tmp_path
     # what identifies the data, and no path of this machine
     assert res["source"] == "test.jsonl" and res["options"]["jsonl"] == "test.jsonl"
     assert sorted(res["inputs"]) == ["test.jsonl", "train.jsonl", "valid.jsonl"]
-    from fairseq_sum_plugins.analysis.decodings import sha256_file
+    from fairseq_sum_plugins.evaluation.decodings import sha256_file
 
     assert res["inputs"]["train.jsonl"] == sha256_file(tmp_path / "train.jsonl")
     assert str(tmp_path) not in (tmp_path / "b.json").read_text()
@@ -312,7 +312,7 @@ def test_cli_on_a_prepared_folder_adds_the_bag_of_pieces(tmp_path_factory):
     assert bag["examples"] == 4 and bag["lambda"] in bl.LAMBDAS and math.isfinite(bag["nll"])
     assert bag["verdict"]["specific"] is False and bag["verdict"]["checks"]["beats_bag"] is False
     # no path of this machine; the data's hash is the one a run's decodings.json records
-    from fairseq_sum_plugins.analysis.decodings import data_sha256
+    from fairseq_sum_plugins.evaluation.decodings import data_sha256
 
     assert str(work.parent) not in out.read_text() and res["source"] == work.name
     assert res["data_sha256"] == data_sha256(str(work / "bin"), "test")
@@ -332,7 +332,7 @@ def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_agai
     model's paired test against Lead-3."""
     import corpora
     from fairseq_sum_plugins.scoring import score
-    from fairseq_sum_plugins.analysis import baseline_table
+    from fairseq_sum_plugins.evaluation.baselines import table
 
     work = corpora.prepared_jsonl_work(tmp_path_factory.mktemp("tbl"))
     out = work.parent / "out"
@@ -448,7 +448,7 @@ def test_the_extracts_written_with_outputs_score_again_to_the_json_exactly(tmp_p
     """--outputs writes each system's extracts as committed decodings are written (the scorer's
     cleaned sentences joined by <sep>, one line per document): scored again by the committed-lines
     scorer against the same references they give the JSON's ROUGE; Lead-3 keeps its sentences."""
-    from fairseq_sum_plugins.analysis.decodings import scorer
+    from fairseq_sum_plugins.evaluation.decodings import scorer
 
     test = jsonl_splits(tmp_path)
     out = tmp_path / "extracts"
@@ -475,8 +475,8 @@ def test_the_extracts_written_with_outputs_score_again_to_the_json_exactly(tmp_p
                "--bootstrap-samples", "0").returncode == 0
     assert not (out / "leadk.txt").exists()
     # the extracts' hashes the results check compares follow the extracts written this time
-    from fairseq_sum_plugins.analysis.baseline_extracts import read_sums
-    from fairseq_sum_plugins.analysis.decodings import sha256_file
+    from fairseq_sum_plugins.evaluation.baselines.extracts import read_sums
+    from fairseq_sum_plugins.evaluation.decodings import sha256_file
 
     assert read_sums(out / "SHA256SUMS") == {p.name: sha256_file(p) for p in out.glob("*.txt")}
     (tmp_path / "afile").write_text("")

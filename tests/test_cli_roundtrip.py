@@ -109,7 +109,7 @@ def test_role_analysis_cli(trained, tmp_path):
     assert png.stat().st_size > 1000
     stats = json.loads((tmp_path / "r.json").read_text())
     assert len(stats["sublayers"]) == 3  # encoder self, decoder self, decoder cross (1 layer each)
-    # float64 counts divided by their sum (analysis/roles.py): one rounding per share, summed
+    # float64 counts divided by their sum (inspection/roles.py): one rounding per share, summed
     assert all(abs(sum(s["usage"]) - 1) <= fp64_tol(1.0) for s in stats["sublayers"].values())
     assert "overall:" in out.stdout
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fairseq_sum_plugins.scoring import rouge
-from fairseq_sum_plugins.analysis import compare as C
+from fairseq_sum_plugins.evaluation import compare as C
 from tolerances import approx64
 from helpers import write_prepared  # noqa: F401
 

@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from fairseq_sum_plugins.analysis import compare as C
-from fairseq_sum_plugins.analysis import compare_report as R
+from fairseq_sum_plugins.evaluation import compare as C
+from fairseq_sum_plugins.evaluation import compare_report as R
 from tolerances import approx64
 
 REFS = ["The council approved the new budget on Monday .",
@@ -32,7 +32,7 @@ def _files(tmp_path):
         folder.mkdir()
         paths[name] = folder / "lines.txt"
         paths[name].write_text("\n".join(lines) + "\n")
-    from fairseq_sum_plugins.analysis.decodings import sha256_file
+    from fairseq_sum_plugins.evaluation.decodings import sha256_file
 
     use = {"gain": 0.9, "distinct": 3, "hypotheses": 3, "nll_own": 5.0,
            "generate_output_sha256": sha256_file(paths["copy"])}
@@ -280,7 +280,7 @@ def test_a_source_use_json_beside_two_outputs_is_used_only_for_its_own(tmp_path)
 def test_a_source_use_json_that_records_another_outputs_hash_is_not_used(tmp_path):
     """The file records the sha256 of the output it measured: another file of the folder is told
     apart by it, even without a manifest; a file without hash and manifest is used for none."""
-    from fairseq_sum_plugins.analysis.decodings import sha256_file
+    from fairseq_sum_plugins.evaluation.decodings import sha256_file
 
     folder = _two_in_one_folder(tmp_path, manifest=False)
     use, why = C.source_use_for(str(folder / "u150.txt"))
@@ -336,7 +336,7 @@ def test_a_page_with_baselines_states_each_systems_paired_test_against_lead3(tmp
     fairseq-sum-baselines wrote beside --baselines, each system's sentence of the generated tables
     is under the page's table: the quickstart model's figures against Lead-3 are those of
     results/quickstart/results (index.json), by the same test; then against the first system."""
-    from fairseq_sum_plugins.analysis.lead3_statement import paired_text
+    from fairseq_sum_plugins.evaluation.lead3_statement import paired_text
 
     folder = _two_in_one_folder(tmp_path)
     html = tmp_path / "r.html"

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from fairseq_sum_plugins.analysis.compare_report import parse_train_log, write_report
+from fairseq_sum_plugins.evaluation.compare_report import parse_train_log, write_report
 from helpers import LOG, write_run  # noqa: F401
 
 

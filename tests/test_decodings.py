@@ -1,4 +1,4 @@
-"""analysis/decodings.py: a run's test outputs as committed plain text, which the scorer scores as
+"""evaluation/decodings.py: a run's test outputs as committed plain text, which the scorer scores as
 it scored the output they came from."""
 import json
 import struct
@@ -6,7 +6,7 @@ import struct
 import pytest
 
 from fairseq_sum_plugins.scoring import rouge
-from fairseq_sum_plugins.analysis import decodings as D
+from fairseq_sum_plugins.evaluation import decodings as D
 
 REFS = ["The cat sat on the mat .\nIt purred .", "Stocks fell 5 % on Monday &amp; recovered ."]
 # sentencepiece pieces (H-): a sentence break, a Moses-escaped ampersand

@@ -389,7 +389,7 @@ def test_cli_train_and_generate_with_gnmt_penalties(toy_data, tmp_path):
     assert all(math.isfinite(float(h[1])) for h in hyps)
     # the focus-centre plot of the same checkpoint
     png, js = tmp_path / "focus.png", tmp_path / "focus.json"
-    from fairseq_sum_plugins.analysis import focus_plot  # in-process: what `python -m ...focus_plot` runs
+    from fairseq_sum_plugins.inspection import focus_plot  # in-process: what `python -m ...focus_plot` runs
 
     every = tmp_path / "focus_all.json"
     focus_plot.main([toy_data, "--path", ckpt, "--split", "test", "--index", "0", "--png", str(png), "--json", str(js),
@@ -412,7 +412,7 @@ def test_cli_train_and_generate_with_gnmt_penalties(toy_data, tmp_path):
 def test_focus_stats_and_their_spread_by_hand():
     """One layer, one head, m = 2: centres (1, 3) against positions (1, 2) are 0 and 1 away, mean 0.5,
     a quarter of m; scopes (1, 1) are half of m. Mean and sample s.d. of (0.2, 0.4): 0.3, 0.1414."""
-    from fairseq_sum_plugins.analysis.focus_plot import focus_stats, mean_sd
+    from fairseq_sum_plugins.inspection.focus_plot import focus_stats, mean_sd
 
     assert focus_stats({"layers.0.focus": {"mu": [[1.0, 3.0]], "sigma": [[1.0, 1.0]], "m": 2}}) == (0.25, 0.5)
     mean, sd = mean_sd([0.2, 0.4])

@@ -1,4 +1,4 @@
-"""Fingerprints of a run (fairseq_sum_plugins/analysis/fingerprint.py) and recipes/aclsum/cross_cpu.sh,
+"""Fingerprints of a run (ledger/fingerprint.py) and recipes/aclsum/cross_cpu.sh,
 which compares them across CPU models."""
 import hashlib
 import json
@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from fairseq_sum_plugins.analysis import fingerprint as fpm
+from ledger import fingerprint as fpm
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

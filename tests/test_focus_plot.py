@@ -3,7 +3,7 @@ by name before the checkpoint is loaded (the checkpoint path below does not exis
 fail otherwise)."""
 import pytest
 
-from fairseq_sum_plugins.analysis import focus_plot
+from fairseq_sum_plugins.inspection import focus_plot
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -124,7 +124,7 @@ def test_bart_gated_fine_tunes_from_restore_file_and_generates(toy_data, bart_ch
 
 
 def test_gate_sweep_table_and_pngs(toy_data, gated_run, tmp_path):
-    from fairseq_sum_plugins.analysis import gate_sweep
+    from fairseq_sum_plugins.inspection import gate_sweep
 
     out = tmp_path / "sweep"
     rows = gate_sweep.main([toy_data, "--path", gated_run["ckpt"], "--thresholds", "0", "0.5", "0.99",
@@ -140,7 +140,7 @@ def test_gate_sweep_table_and_pngs(toy_data, gated_run, tmp_path):
     task.load_dataset("test")
     assert all(r["tokens"] == sum(len(task.dataset("test")[i]["source"]) for i in range(6)) for r in rows)
     assert all(1 <= r["distinct"] <= 6 for r in rows)
-    from fairseq_sum_plugins.analysis.source_use import source_gain
+    from fairseq_sum_plugins.inspection.source_use import source_gain
 
     model.encoder.info_gate.threshold = 0.5
     # the same function on the same weights and batches (16 examples a batch): bit for bit
@@ -153,7 +153,7 @@ def test_gate_sweep_interleaved_timing_rotates_the_order_and_takes_median_ratios
     the same round's ratio (a slow round, e.g. the machine busy, divides out)."""
     from argparse import Namespace
 
-    from fairseq_sum_plugins.analysis import gate_sweep
+    from fairseq_sum_plugins.inspection import gate_sweep
 
     class Gate:
         threshold = None
@@ -179,7 +179,7 @@ def test_gate_sweep_interleaved_timing_rotates_the_order_and_takes_median_ratios
 
 
 def test_gate_sweep_refuses_negative_timing_rounds(capsys):
-    from fairseq_sum_plugins.analysis import gate_sweep
+    from fairseq_sum_plugins.inspection import gate_sweep
 
     with pytest.raises(SystemExit) as e:
         gate_sweep.main(["data", "--path", "x.pt", "--out-dir", "o", "--timing-rounds", "-1"])

@@ -1,4 +1,4 @@
-"""The inspection stage (analysis/inspect.py, ``FeatureSpec.inspect``) and ``fairseq-sum-inspect``.
+"""The inspection stage (inspection/stage.py, ``FeatureSpec.inspect``) and ``fairseq-sum-inspect``.
 
 Every feature's values, read through the stage, equal what a direct forward pass computes (the
 module's own recording flag, a hand computation from the layer's inputs, or the encoder's output);
@@ -18,7 +18,8 @@ import torch.nn.functional as F
 
 import test_features
 from helpers import DIMS, REPO, build_model, make_dictionary, save_fresh_checkpoint
-from fairseq_sum_plugins.analysis import inspect as I
+from fairseq_sum_plugins.inspection import cli, page, stage
+from fairseq_sum_plugins.inspection.loader import load_checkpoint
 from fairseq_sum_plugins.modules.features import FEATURES, Inspection, register_feature
 
 torch.set_num_threads(1)
@@ -45,7 +46,7 @@ def inspected_with_inputs(model, cls, src, tgt, eos):
             handles.append(m.register_forward_hook(
                 lambda mod, inputs, out, name=name: seen.__setitem__(name, inputs)))
     try:
-        return I.teacher_forced(model, src, tgt, eos), seen
+        return stage.teacher_forced(model, src, tgt, eos), seen
     finally:
         for h in handles:
             h.remove()
@@ -60,7 +61,7 @@ def tiny(arch="tp_transformer_small", **features):
 def test_focus_equals_the_layers_own_record():
     model, d = tiny(**FEATURE_SET)
     src, tgt = document(d)
-    values = I.teacher_forced(model, src, tgt, d.eos())
+    values = stage.teacher_forced(model, src, tgt, d.eos())
     from fairseq_sum_plugins.features.etads_focus import FocusBias
 
     focus, = [m for m in model.encoder.modules() if isinstance(m, FocusBias)]  # --focus-layers 1
@@ -78,7 +79,7 @@ def test_focus_equals_the_layers_own_record():
 def test_gate_and_removed_tokens_equal_the_encoder_and_algorithm_1(threshold):
     model, d = tiny(**dict(FEATURE_SET, gate_threshold=threshold))
     src, tgt = document(d, n=15)
-    values = I.teacher_forced(model, src, tgt, d.eos())
+    values = stage.teacher_forced(model, src, tgt, d.eos())
     gate = model.encoder.info_gate
     from fairseq_sum_plugins.modules.encoder_out import EncoderOut
 
@@ -106,7 +107,7 @@ def test_p_gen_and_copy_source_equal_the_copy_distributions_inputs(monkeypatch):
         seen.update(p_gen=p_gen, gamma=gamma)
         return mix(logits, p_gen, gamma, src_ids, vocab_size)
 
-    values = I.teacher_forced(model, src, tgt, d.eos())
+    values = stage.teacher_forced(model, src, tgt, d.eos())
     monkeypatch.setattr(copy_mechanism, "mix_copy_distribution", spy)
     prev = torch.cat([tgt.new_tensor([d.eos()]), tgt[:-1]])[None]
     model.decoder.need_attn = True
@@ -116,8 +117,8 @@ def test_p_gen_and_copy_source_equal_the_copy_distributions_inputs(monkeypatch):
     assert values["copy_source"] == seen["gamma"][0].argmax(-1).tolist()
     # the hover: the top source positions of the last layer's cross-attention
     attn = extra["attn"][0][0]
-    assert values["attention"] == I.top_attention(attn)
-    assert [p for p, _ in values["attention"][0]] == attn[0].topk(I.TOP_K).indices.tolist()
+    assert values["attention"] == stage.top_attention(attn)
+    assert [p for p, _ in values["attention"][0]] == attn[0].topk(stage.TOP_K).indices.tolist()
 
 
 def test_roles_equal_tpt_eq_5_from_each_sublayers_input():
@@ -161,7 +162,7 @@ def test_memory_equals_the_encoders_write_attention():
     model, d = build_model("mem2mem", make_dictionary(), **DIMS["mem2mem"])
     model.eval()
     src, tgt = document(d)
-    values = I.teacher_forced(model, src, tgt, d.eos())
+    values = stage.teacher_forced(model, src, tgt, d.eos())
     with torch.no_grad():
         enc = model.encoder(src[None], torch.tensor([src.numel()]))
         prev = torch.cat([tgt.new_tensor([d.eos()]), tgt[:-1]])[None]
@@ -169,14 +170,14 @@ def test_memory_equals_the_encoders_write_attention():
     assert values["memory"] == enc["write_attn"][0, :, :2].tolist()  # 4 slots x 2 sentences
     assert values["memory_read"] == extra["read_attn"][0].tolist()  # 5 steps x 4 slots
     assert len(values["memory_read"]) == 5
-    assert I.exposed(model) == {"memory": "sentence", "memory_read": "output"}
+    assert stage.exposed(model) == {"memory": "sentence", "memory_read": "output"}
 
 
 def test_a_model_without_the_features_exposes_none():
     model, _ = tiny(arch="t5_transformer_small")
-    assert I.exposed(model) == {}
+    assert stage.exposed(model) == {}
     model, _ = tiny(**FEATURE_SET)
-    assert set(I.exposed(model)) == {"focus", "saliency", "gate", "removed", "p_gen",
+    assert set(stage.exposed(model)) == {"focus", "saliency", "gate", "removed", "p_gen",
                                      "copy_source", "roles", "role"}
 
 
@@ -221,7 +222,7 @@ def fresh(toy_data, path, arch, *extra):
 def test_a_new_feature_shows_on_the_page(toy_feature, toy_data, tmp_path):
     ckpt = fresh(toy_data, tmp_path / "toy.pt", "t5_transformer_small", "--toy-drop-last", "True")
     page, out = tmp_path / "p.html", tmp_path / "v.json"
-    I.main([ckpt, ckpt, "--data", toy_data, "--split", "test", "--documents", "2,0", "--html",
+    cli.main([toy_data, "--path", ckpt, "--path", ckpt, "--split", "test", "--documents", "2,0", "--html",
             str(page), "--json", str(out), "--max-len-b", "4", "--beam", "2", "--names", "toy,toy"])
     html = page.read_text()
     docs = json.loads(out.read_text())
@@ -235,7 +236,7 @@ def test_a_new_feature_shows_on_the_page(toy_feature, toy_data, tmp_path):
     assert docs[0]["models"][0]["layers"] == {"toy_norm": "token"}
     assert [m["name"] for m in docs[0]["models"]] == ["toy", "toy (2)"]  # one name each
     assert 'value="0:toy_norm">toy: toy_norm (token)</label>' in html  # a layer to switch on
-    model, task = I.load(ckpt, toy_data)
+    model, task = load_checkpoint(ckpt, toy_data, fp32=True)
     task.load_dataset("test")
     item = task.dataset("test")[2]
     with torch.no_grad():
@@ -264,27 +265,28 @@ def test_a_new_feature_shows_on_the_page(toy_feature, toy_data, tmp_path):
     (["--beam", "0"], "--beam 0 / --max-len-b 60 / --min-len 1: at least 1"),
     (["--names", "a,b"], "--names gives 2 names for 1 checkpoints"),
     (["--html", "/no/such/p.html"], "--html /no/such/p.html: its folder does not exist"),
-    (["--html", "{data}/test.src-tgt.src.idx"], "a checkpoint or inside the data folder"),
-    (["--html", "{ckpt}"], "a checkpoint or inside the data folder"),
-    (["--html", "{tmp}/x", "--json", "{tmp}/x"], "--html and --json name one file"),
+    (["--html", "{data}/test.src-tgt.src.idx"], "--html {data}/test.src-tgt.src.idx lies inside "
+     "DATA {data}, which this command reads; nothing written"),
+    (["--html", "{ckpt}"], "--html {ckpt} is --path {ckpt}, which this command reads"),
+    (["--html", "{tmp}/x", "--json", "{tmp}/x"], "--json {tmp}/x and --html {tmp}/x name one file"),
     ([], "give --html PAGE and/or --json OUT"),
 ])
 def test_bad_input_is_refused_by_name_before_loading(toy_data, tmp_path, extra, message, capsys):
     ckpt = tmp_path / "not-a-checkpoint.pt"
     ckpt.write_text("loading this would fail")
     fmt = dict(data=toy_data, ckpt=ckpt, tmp=tmp_path)
-    args = [str(ckpt), "--data", toy_data, "--split", "test"]
+    args = [toy_data, "--path", str(ckpt), "--split", "test"]
     args += [a.format(**fmt) for a in extra]
     if extra and "--html" not in extra:
         args += ["--json", str(tmp_path / "v.json")]
     with pytest.raises(SystemExit):
-        I.main(args)
+        cli.main(args)
     assert message.format(**fmt) in capsys.readouterr().err
 
 
 def test_a_missing_checkpoint_is_refused_by_name(toy_data, tmp_path, capsys):
     with pytest.raises(SystemExit):
-        I.main([str(tmp_path / "no.pt"), "--data", toy_data, "--json", str(tmp_path / "v.json")])
+        cli.main([toy_data, "--path", str(tmp_path / "no.pt"), "--json", str(tmp_path / "v.json")])
     assert f"{tmp_path / 'no.pt'}: no such checkpoint file" in capsys.readouterr().err
 
 
@@ -292,7 +294,7 @@ def test_a_file_that_is_no_checkpoint_is_refused_by_name(toy_data, tmp_path, cap
     junk = tmp_path / "junk.pt"
     junk.write_text("junk")  # was fairseq's KeyError traceback
     with pytest.raises(SystemExit):
-        I.main([str(junk), "--data", toy_data, "--json", str(tmp_path / "v.json")])
+        cli.main([toy_data, "--path", str(junk), "--json", str(tmp_path / "v.json")])
     assert f"{junk}: not a checkpoint of this plugin for {toy_data} (" in capsys.readouterr().err
 
 
@@ -303,9 +305,9 @@ def test_a_checkpoint_without_the_asked_feature_is_refused_before_running(
     def run(*args, **kwargs):
         raise AssertionError("a model ran")
 
-    monkeypatch.setattr(I, "inspect_documents", run)
+    monkeypatch.setattr(cli, "inspect_documents", run)
     with pytest.raises(SystemExit):
-        I.main([ckpt, "--data", toy_data, "--show", "gate", "--json", str(tmp_path / "v.json")])
+        cli.main([toy_data, "--path", ckpt, "--show", "gate", "--json", str(tmp_path / "v.json")])
     assert f"{ckpt} shows no gate (it shows: only attention)" in capsys.readouterr().err
 
 
@@ -336,14 +338,14 @@ def long_document(n=3000):
 
 def test_the_page_escapes_text_and_keeps_its_values():
     doc = long_document(40)
-    html = I.html_page([doc])
+    html = page.html_page([doc])
     shown = values_of(html)[0]  # "</script>" in a name does not end the data
     assert shown["models"][0]["runs"]["output"] == doc["models"][0]["runs"]["output"]
     assert set(shown["models"][0]["runs"]["reference"]["values"]) == {
         "p_gen", "copy_source", "role", "attention"}  # its source layers: the output run's
     run = doc["models"][0]["runs"]["output"]
     run["values"] = dict(run["values"], roles={"decoder.layers.0.self_attn_binding": [[[1.0]]]})
-    shown = values_of(I.html_page([doc]))[0]["models"][0]["runs"]["output"]["values"]
+    shown = values_of(page.html_page([doc]))[0]["models"][0]["runs"]["output"]["values"]
     assert "roles" not in shown and shown["role"] == [0, 1, 2]  # --json keeps them
     assert "m&lt;/script&gt;" in html and "m</script>" not in html
 
@@ -354,7 +356,7 @@ def test_a_long_page_runs_in_a_headless_browser_without_network(tmp_path):
     from test_compare_html import external_references
 
     page = tmp_path / "p.html"
-    html = I.html_page([long_document()])
+    html = page.html_page([long_document()])
     page.write_text(html)
     assert external_references(html) == []
     for layer in ("gate", "focus", "memory", "copy_source"):
@@ -415,7 +417,7 @@ def test_topics_and_topic_share_equal_theta_and_a_hand_computation(tmp_path, tin
     model.eval()
     src, tgt = document(d)
     theta = theta_for(1)
-    values = I.teacher_forced(model, src, tgt, d.eos(), side={"theta": theta})
+    values = stage.teacher_forced(model, src, tgt, d.eos(), side={"theta": theta})
     top = theta[0].sort(descending=True, stable=True)
     n = model.decoder.topic.n
     assert values["topics"] == [[int(k), float(v)] for k, v in zip(top.indices[:n],
@@ -425,7 +427,7 @@ def test_topics_and_topic_share_equal_theta_and_a_hand_computation(tmp_path, tin
             inner = layer.self_attn.in_proj.out_features // 3
             layer.self_attn.in_proj.weight[:inner] = 0
             layer.self_attn.in_proj.bias[:inner] = 0
-    share = I.teacher_forced(model, src, tgt, d.eos(), side={"theta": theta})["topic_share"]
+    share = stage.teacher_forced(model, src, tgt, d.eos(), side={"theta": theta})["topic_share"]
     hand = [n / (n + t) for t in range(1, 6)]
     assert len(share) == 2 and all(layer == pytest.approx(hand, rel=1e-6) for layer in share)  # tol: float32 softmax sums against the float64 hand share
     assert values["topic_share"][0] != pytest.approx(hand, rel=1e-3)  # tol: a share that differs, not a rounding; random weights give another share
@@ -452,7 +454,7 @@ def test_each_checkpoint_reads_the_split_with_its_own_side_data(toy_data, tmp_pa
     data, ta = ta_checkpoint(toy_data, tmp_path)
     plain = fresh(data, tmp_path / "plain.pt", "t5_transformer_small")
     out = tmp_path / "v.json"
-    I.main([plain, ta, "--data", data, "--documents", "3", "--json", str(out), "--beam", "1",
+    cli.main([data, "--path", plain, "--path", ta, "--documents", "3", "--json", str(out), "--beam", "1",
             "--max-len-b", "3"])
     values = json.loads(out.read_text())[0]["models"][1]["runs"]["output"]["values"]
     theta = torch.from_numpy(np.load(os.path.join(data, "test.theta.npy"))[3])
@@ -468,15 +470,15 @@ def test_raw_text_documents_are_encoded_as_the_data_records_and_shown(toy_data, 
     text = tmp_path / "docs.txt"
     text.write_text("the cat sat on mat\n\nred ball in park\n")
     out, page = tmp_path / "v.json", tmp_path / "p.html"
-    I.main([ckpt, "--data", toy_data, "--text", str(text), "--documents", "2", "--json", str(out),
+    cli.main([toy_data, "--path", ckpt, "--text", str(text), "--documents", "2", "--json", str(out),
             "--html", str(page), "--beam", "1", "--max-len-b", "3"])
     doc, = json.loads(out.read_text())
     assert doc["index"] == 2 and doc["source"] == ["red", "ball", "in", "park", "</s>"]
     assert doc["reference"] == [] and list(doc["models"][0]["runs"]) == ["output"]
-    model, task = I.load(ckpt, toy_data)
+    model, task = load_checkpoint(ckpt, toy_data, fp32=True)
     d = task.source_dictionary
     run = doc["models"][0]["runs"]["output"]
-    direct = I.teacher_forced(model, torch.tensor([d.index(p) for p in doc["source"]]),
+    direct = stage.teacher_forced(model, torch.tensor([d.index(p) for p in doc["source"]]),
                               torch.tensor([d.index(p) for p in run["tokens"]]), d.eos())
     assert run["values"] == direct and "gate" in direct
     assert "<h4>reference</h4>" not in page.read_text()
@@ -494,7 +496,7 @@ def test_bad_raw_text_is_refused_by_name_before_loading(toy_data, tmp_path, docu
     ckpt = tmp_path / "not-a-checkpoint.pt"
     ckpt.write_text("loading this would fail")
     with pytest.raises(SystemExit):
-        I.main([str(ckpt), "--data", toy_data, "--text", str(text), "--documents", documents,
+        cli.main([toy_data, "--path", str(ckpt), "--text", str(text), "--documents", documents,
                 "--json", str(tmp_path / "v.json")])
     assert message.format(text=text) in capsys.readouterr().err
 
@@ -504,26 +506,26 @@ def test_raw_text_is_refused_for_a_model_that_reads_side_data(toy_data, tmp_path
     text = tmp_path / "docs.txt"
     text.write_text("the cat sat\n")
     with pytest.raises(SystemExit):  # was the Topic Assistant's ValueError while running
-        I.main([ta, "--data", data, "--text", str(text), "--json", str(tmp_path / "v.json")])
+        cli.main([data, "--path", ta, "--text", str(text), "--json", str(tmp_path / "v.json")])
     assert f"{ta} reads side data (theta), which --text documents do not have" in \
         capsys.readouterr().err
 
 
 def test_the_page_lists_each_topic_with_the_words_of_the_data_folders_topic_model(toy_data, tmp_path):
-    """The Topic Assistant's topics come with their words (analysis/topics.py's top_words over the
+    """The Topic Assistant's topics come with their words (inspection/topics.py's top_words over the
     data folder's topic model), in the JSON and on the page; a data folder whose topic model is
     gone says so instead."""
-    from fairseq_sum_plugins.analysis.topics import load_topic_model, top_words, whole_words
+    from fairseq_sum_plugins.inspection.topics import load_topic_model, top_words, whole_words
 
     data, ta = ta_checkpoint(toy_data, tmp_path)
     out, page_path = tmp_path / "v.json", tmp_path / "p.html"
-    I.main([ta, "--data", data, "--documents", "3", "--json", str(out), "--html", str(page_path),
+    cli.main([data, "--path", ta, "--documents", "3", "--json", str(out), "--html", str(page_path),
             "--beam", "1", "--max-len-b", "3"])
     doc = json.loads(out.read_text())[0]
     topics = [k for k, _ in doc["models"][0]["runs"]["output"]["values"]["topics"]]
     dictionary, model = load_topic_model(data)
     mask = whole_words(model, dictionary, data)
-    assert doc["topic_words"] == {str(k): top_words(model, dictionary, k, I.TOPIC_WORDS, mask)
+    assert doc["topic_words"] == {str(k): top_words(model, dictionary, k, stage.TOPIC_WORDS, mask)
                                   for k in sorted(topics)}
     assert all(doc["topic_words"][str(k)] for k in topics)
     html = page_path.read_text()
@@ -531,9 +533,9 @@ def test_the_page_lists_each_topic_with_the_words_of_the_data_folders_topic_mode
     assert f"{k} (" in html and " ".join(doc["topic_words"][str(k)]) in html
     # the model loads its topic model where it was trained; a data folder given without one
     del doc["topic_words"]
-    I.add_topic_words([doc], str(tmp_path))
+    stage.add_topic_words([doc], str(tmp_path))
     assert "topic_words" not in doc and "no topic model whose words can be read" in doc["topic_words_missing"]
-    assert "no topic model whose words" in I.html_page([doc])
+    assert "no topic model whose words" in page.html_page([doc])
 
 
 @pytest.mark.slow
@@ -546,7 +548,7 @@ def test_the_beam_output_is_fairseq_generates_hypothesis_under_the_same_options(
     options = ["--beam", "3", "--max-len-b", "9", "--min-len", "6", "--lenpen", "0.5",
                "--no-repeat-ngram-size", "2"]
     out = tmp_path / "v.json"
-    I.main([ckpt, "--data", toy_data, "--documents", "0,1,2,3", "--json", str(out), "--html",
+    cli.main([toy_data, "--path", ckpt, "--documents", "0,1,2,3", "--json", str(out), "--html",
             str(tmp_path / "p.html"), "--title", "Seed <1>", *options])
     assert "<h1>Seed &lt;1&gt;</h1>" in (tmp_path / "p.html").read_text()
     docs = json.loads(out.read_text())
@@ -564,7 +566,7 @@ def test_the_beam_output_is_fairseq_generates_hypothesis_under_the_same_options(
         assert tokens[-1] == "</s>" and " ".join(tokens[:-1]) == hyps[str(doc["index"])]
         assert len(tokens) - 1 >= 6  # --min-len held
     # the options change the output (else this test would hold for any options)
-    I.main([ckpt, "--data", toy_data, "--documents", "0,1,2,3", "--json", str(out), "--beam", "3",
+    cli.main([toy_data, "--path", ckpt, "--documents", "0,1,2,3", "--json", str(out), "--beam", "3",
             "--max-len-b", "9"])
     plain = [d["models"][0]["runs"]["output"]["tokens"] for d in json.loads(out.read_text())]
     assert plain != [d["models"][0]["runs"]["output"]["tokens"] for d in docs]
@@ -579,5 +581,5 @@ def test_bad_decoding_options_are_refused_by_name(toy_data, tmp_path, capsys, fl
     ckpt = tmp_path / "c.pt"
     ckpt.write_bytes(b"x")
     with pytest.raises(SystemExit):
-        I.main([str(ckpt), "--data", toy_data, "--json", str(tmp_path / "v.json"), *flags])
+        cli.main([toy_data, "--path", str(ckpt), "--json", str(tmp_path / "v.json"), *flags])
     assert message in capsys.readouterr().err

@@ -68,8 +68,12 @@ def test_the_rooms_are_the_folders_on_their_floors():
 
 
 def test_a_root_without_the_package_is_an_error_not_a_pass(tmp_path, capsys):
-    with pytest.raises(SystemExit) as e:
-        check_layering.main(["--root", str(tmp_path)])
+    old = check_layering.REPO
+    try:
+        with pytest.raises(SystemExit) as e:
+            check_layering.main(["--root", str(tmp_path)])
+    finally:
+        check_layering.set_root(old)
     assert e.value.code == 2 and "no fairseq_sum_plugins package there" in capsys.readouterr().err
 
 
@@ -120,3 +124,39 @@ def test_no_private_name_is_used_across_modules(tmp_path):
         (tmp_path / rel).write_text(text)
     assert private_names_used_across_modules(str(tmp_path)) == [
         "fairseq_sum_plugins.b:1 imports _x", "fairseq_sum_plugins.b:3 uses a._x"]
+
+
+def test_no_room_holds_more_than_its_share_of_the_package():
+    """No folder of the package above 15% of its lines (analysis/ held 42% in one flat folder)."""
+    assert check_layering.oversized_rooms() == []
+    lines = check_layering.room_lines()
+    assert {"evaluation", "evaluation/baselines", "inspection", "models"} <= set(lines)
+
+
+def test_a_text_only_module_importing_torch_at_its_top_is_reported(tmp_path):
+    """evaluation/ reads decodings as text: torch or fairseq at a module's top is reported, inside a
+    function it is not (those tools start without loading a model library)."""
+    for rel, text in {"fairseq_sum_plugins/__init__.py": "",
+                      "fairseq_sum_plugins/evaluation/__init__.py": "",
+                      "fairseq_sum_plugins/evaluation/a.py": "import torch\n",
+                      "fairseq_sum_plugins/evaluation/b.py": "def f():\n    from fairseq import utils\n",
+                      "fairseq_sum_plugins/evaluation/c.py": "from fairseq.data import Dictionary\n"}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    old = check_layering.REPO
+    check_layering.set_root(str(tmp_path))
+    try:
+        problems = check_layering.heavy_top_imports()
+    finally:
+        check_layering.set_root(old)
+    assert [p.split(":")[0] for p in problems] == ["a text-only module imports torch at its top",
+                                                  "a text-only module imports fairseq.data at its top"]
+    assert "fairseq_sum_plugins.evaluation.a" in problems[0]
+
+
+def test_the_ledger_stays_out_of_the_wheel_and_no_package_module_imports_it():
+    """The results ledger is a tool of the checkout (ledger/), not of the installed package."""
+    files, edges = check_layering.graph()
+    assert "ledger.results_index" in files
+    assert not any(t.startswith("ledger") for m, ts in edges.items()
+                   if m.startswith("fairseq_sum_plugins") for t in ts)

@@ -57,9 +57,9 @@ def light_inputs(tmp):
 COMMANDS = {
     "fairseq-sum-score": ("fairseq_sum_plugins.scoring.score",
                           ["--hyp", "a.txt", "--ref", "ref.txt", "--json", "score.json"]),
-    "fairseq-sum-compare": ("fairseq_sum_plugins.analysis.compare",
+    "fairseq-sum-compare": ("fairseq_sum_plugins.evaluation.compare",
                             ["a.txt", "b.txt", "--ref", "ref.txt", "--bootstrap-samples", "200"]),
-    "fairseq-sum-baselines": ("fairseq_sum_plugins.analysis.baselines",
+    "fairseq-sum-baselines": ("fairseq_sum_plugins.evaluation.baselines.systems",
                               ["--jsonl", "test.jsonl", "--json", "baselines.json"]),
 }
 
@@ -131,18 +131,21 @@ def test_with_fairseq_blocked_nothing_registers_and_the_scorer_imports():
 
 def test_the_fairseq_free_modules_import_no_fairseq():
     """Every module of registration's LIGHT parts but those marked as needing fairseq (and the
-    analysis commands, some of which import fairseq themselves) imports alone."""
+    inspection tools, which load checkpoints, and the old paths that forward to them) imports
+    alone: the evaluation tools among them."""
     code = f"""
 import importlib, json, pathlib, sys
 import fairseq_sum_plugins as r
 root = pathlib.Path(r.__file__).parent
 names = [".".join(("fairseq_sum_plugins",) + p.relative_to(root).with_suffix("").parts)
          .removesuffix(".__init__") for p in sorted(root.rglob("*.py"))]
-light = [n for n in names if not r.needs_registration(n) and ".analysis" not in n]
+light = [n for n in names if not r.needs_registration(n)
+         and not any(f"fairseq_sum_plugins.{{p}}" in n for p in ("analysis", "inspection"))]
 for n in light:
     importlib.import_module(n)
 {REPORT}
 print(json.dumps(light))"""
     heavy, light = python(code)[-2:]
     assert json.loads(heavy) == [], heavy
-    assert "fairseq_sum_plugins.scoring.rouge" in json.loads(light)
+    assert {"fairseq_sum_plugins.scoring.rouge", "fairseq_sum_plugins.evaluation.compare",
+            "fairseq_sum_plugins.evaluation.baselines.systems"} <= set(json.loads(light))

@@ -1,10 +1,10 @@
-"""LexRank (analysis/lexrank.py, Erkan & Radev 2004) against hand computation on three sentences."""
+"""LexRank (evaluation/lexrank.py, Erkan & Radev 2004) against hand computation on three sentences."""
 import math
 
 import numpy as np
 import pytest
 
-from fairseq_sum_plugins.analysis.lexrank import lexrank_extract, lexrank_scores, similarity_matrix
+from fairseq_sum_plugins.evaluation.baselines.lexrank import lexrank_extract, lexrank_scores, similarity_matrix
 
 # s1 and s3 share no word; s2 shares "x" with s1 and "z" with s3: a path s1 - s2 - s3
 SENTS = ["x y", "x z", "z w"]
@@ -49,8 +49,8 @@ def test_cli_writes_each_documents_extract_and_refuses_to_overwrite_its_inputs(t
     import os
 
     import corpora
-    from fairseq_sum_plugins.analysis import lexrank
-    from fairseq_sum_plugins.analysis.baselines import read_prepared
+    from fairseq_sum_plugins.evaluation.baselines import lexrank
+    from fairseq_sum_plugins.evaluation.baselines.systems import read_prepared
 
     work = corpora.prepared_jsonl_work(tmp_path)
     out, scores = tmp_path / "lexrank.txt", tmp_path / "lexrank.json"

@@ -387,8 +387,8 @@ def test_train_generate_roundtrip(trained_mem2mem):
 
 @pytest.mark.slow
 def test_implicit_extraction_cli(trained_mem2mem, tmp_path, capsys):
-    """``python -m fairseq_sum_plugins.analysis.implicit_extraction`` (its entry point, run in-process)."""
-    from fairseq_sum_plugins.analysis.implicit_extraction import cli_main
+    """``python -m fairseq_sum_plugins.inspection.implicit_extraction`` (its entry point, run in-process)."""
+    from fairseq_sum_plugins.inspection.implicit_extraction import cli_main
 
     cli_main([trained_mem2mem["data"], "--path", trained_mem2mem["ckpt"], "--split", "test", "--lead", "2",
               "--out", str(tmp_path / "ext"), "--png-index", "0", "--beam", "2", "--max-len-b", "6", "--cpu"])
@@ -409,7 +409,7 @@ def test_greedy_oracle_adds_sentences_while_rouge_rises():
     best first pick (sentence 1, "daily news": 2*2/(2+6) and 2*1/(1+5), mean 0.417). Adding sentence 1
     (document order "daily news cats chase mice"): unigram F1 2*5/(5+6), bigram F1 2*3/(4+5) (daily-news,
     cats-chase, chase-mice), mean 0.788: added; sentence 0 (no overlap) lowers it and never is."""
-    from fairseq_sum_plugins.analysis.implicit_extraction import oracle_sentences
+    from fairseq_sum_plugins.inspection.implicit_extraction import oracle_sentences
 
     sents = ["the weather was bad", "daily news", "cats chase mice"]
     ref = "cats chase mice daily news today"
@@ -424,7 +424,7 @@ def test_greedy_oracle_adds_sentences_while_rouge_rises():
 def test_oracle_agreement_precision_recall_and_chance_by_hand():
     """Doc A: 10 sentences, picks {0, 1}, oracle {1, 5}; doc B: 4 sentences, picks {2}, oracle {2}.
     Precision 2/3, recall 2/3; chance precision (2 * 2/10 + 1 * 1/4) / 3."""
-    from fairseq_sum_plugins.analysis.implicit_extraction import oracle_agreement
+    from fairseq_sum_plugins.inspection.implicit_extraction import oracle_agreement
 
     agr = oracle_agreement([[0, 1], [2]], [[1, 5], [2]], [10, 4])
     assert agr["precision"] == approx64(2 / 3) and agr["recall"] == approx64(2 / 3)
@@ -436,7 +436,7 @@ def test_implicit_extraction_cli_without_encoder_memory(trained_mem2mem, tmp_pat
     """Table 2's "+ Decoder Mem" row (--memory-encoder False) has no memory to extract with: an error,
     or with --skip-without-memory (what the recipes pass) one line and exit 0, nothing written."""
     from helpers import FakeTask
-    from fairseq_sum_plugins.analysis.implicit_extraction import cli_main
+    from fairseq_sum_plugins.inspection.implicit_extraction import cli_main
     from fairseq_sum_plugins.models.mem2mem.model import Mem2MemModel
 
     state = torch.load(trained_mem2mem["ckpt"], weights_only=False)

@@ -160,7 +160,7 @@ def test_default_nltk_meteor_is_labelled(tmp_path, capsys):
 
 def test_compare_labels_its_meteor(tmp_path):
     _wordnet_or_skip()
-    from fairseq_sum_plugins.analysis import compare as C
+    from fairseq_sum_plugins.evaluation import compare as C
 
     res = C.compare_systems(["a b c d", "he is quick"], ["a b x y", "he is slow"], ["a b x y", "he is fast"],
                             metrics=("rouge1", "meteor"), samples=50)
@@ -170,8 +170,8 @@ def test_compare_labels_its_meteor(tmp_path):
 
 def test_compare_table_and_figure_keep_meteors_label_in_its_column(tmp_path, monkeypatch):
     _wordnet_or_skip()
-    from fairseq_sum_plugins.analysis import compare as C
-    from fairseq_sum_plugins.analysis import plotting
+    from fairseq_sum_plugins.evaluation import compare as C
+    from fairseq_sum_plugins.evaluation import plotting
 
     res = C.compare_systems(["a b c d", "he is quick"], ["a b x y", "he is slow"], ["a b x y", "he is fast"],
                             metrics=("rouge1", "meteor"), samples=50)
@@ -190,7 +190,7 @@ def test_compare_table_and_figure_keep_meteors_label_in_its_column(tmp_path, mon
 def test_compare_report_heads_meteor_with_its_implementation(tmp_path):
     from helpers import write_run
 
-    from fairseq_sum_plugins.analysis.compare_report import write_report
+    from fairseq_sum_plugins.evaluation.compare_report import write_report
 
     out = str(tmp_path)
     for label, impl in (("base", "meteor-1.5"), ("method", "meteor-1.5"), ("old", None)):

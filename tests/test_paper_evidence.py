@@ -1,11 +1,11 @@
-"""analysis/paper_evidence.py: the seed tables of recipes/xsum/paper_evidence.sh, checked by hand."""
+"""ledger/paper_evidence.py: the seed tables of recipes/xsum/paper_evidence.sh, checked by hand."""
 import json
 import math
 import os
 
 import pytest
 
-from fairseq_sum_plugins.analysis import paper_evidence as E
+from ledger import paper_evidence as E
 from tolerances import approx64
 
 

@@ -1,4 +1,4 @@
-"""recipes/papers.sh, one command per table of each paper, and analysis/paper_tables.py, the tables
+"""recipes/papers.sh, one command per table of each paper, and ledger/paper_tables.py, the tables
 it writes (the paper's figures beside the run's).
 
 Each table's command runs end to end at smoke scale in tests/test_paper_table_PAPER.py (one file
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from fairseq_sum_plugins.analysis import paper_tables as pt
+from ledger import paper_tables as pt
 from paper_smoke import PAPER_ENV_DROP, REPO
 
 
@@ -136,7 +136,8 @@ def test_parameter_count_reads_tensors_only_and_refuses_a_pickle_that_runs_code(
     torch.save({"model": {"w": torch.zeros(1)}, "extra": _Runs()}, bad)
     with pytest.raises(ValueError, match=r"bad\.pt: not a readable fairseq checkpoint"):
         pt.parameter_count(str(bad))
-    proc = subprocess.run([sys.executable, "-m", "fairseq_sum_plugins.analysis.paper_tables", "params",
-                           str(bad), str(tmp_path / "p.json")], cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "ledger.paper_tables", "params",
+                           str(bad), str(tmp_path / "p.json")], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 2 and "not a readable fairseq checkpoint" in proc.stderr
     assert not (tmp_path / "RAN_CODE").exists() and not (tmp_path / "p.json").exists()

@@ -13,7 +13,7 @@ import torch
 
 from helpers import REPO, binarize, save_fresh_checkpoint
 from tolerances import MODEL_ULPS, OP_ULPS, fp32_close, fp32_tol, printed_tol
-from fairseq_sum_plugins.analysis import probe as P
+from fairseq_sum_plugins.inspection import probe as P
 
 USER_DIR = os.path.join(REPO, "fairseq_sum_plugins")
 CHAIN = [f"c{i}" for i in range(12)]

@@ -29,13 +29,13 @@ case $(basename "$0") in
 esac
 """
 PYTHON = """#!/usr/bin/env bash
-if [ "$1" = -m ] && [[ $2 == fairseq_sum_plugins.analysis.source_use ||
-                       $2 == fairseq_sum_plugins.analysis.baselines ]]; then
+if [ "$1" = -m ] && [[ $2 == fairseq_sum_plugins.inspection.source_use ||
+                       $2 == fairseq_sum_plugins.evaluation.baselines.systems ]]; then
   echo "$2 $*" >> "$STUB_LOG"
   json=; outs=; prev=
   for a in "$@"; do [ "$prev" = --json ] && json=$a; [ "$prev" = --outputs ] && outs=$a; prev=$a; done
   [ -z "$outs" ] || { mkdir -p "$outs" && echo "lead" > "$outs/lead3.txt"; }
-  if [ "$2" = fairseq_sum_plugins.analysis.source_use ]; then
+  if [ "$2" = fairseq_sum_plugins.inspection.source_use ]; then
     echo '{"gain": 0.6, "distinct": 100, "hypotheses": 100, "nll_own": 8.0}' > "$json"
   else
     echo '{"documents": 100, "random_delta": 3.0, "bag_of_pieces": {"nll": 9.0},

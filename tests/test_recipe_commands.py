@@ -83,7 +83,7 @@ def test_pubmed_ablation_decoder_memory_row(tmp_path):
     generate = only(commands, "fairseq-generate")
     assert flag(generate, "--path") == str(work / "checkpoints" / "ablation_dec_mem" / "checkpoint_best.pt")
     assert only(commands, "fairseq-sum-score")[1:3] == ["--generate-output", str(work / "test.ablation_dec_mem.beam4.out")]
-    extraction = only(commands, "python", "fairseq_sum_plugins.analysis.implicit_extraction")
+    extraction = only(commands, "python", "fairseq_sum_plugins.inspection.implicit_extraction")
     assert "--skip-without-memory" in extraction and flag(extraction, "--out") == str(work /
                                                                                   "implicit_extraction.ablation_dec_mem")
 
@@ -140,10 +140,10 @@ def test_newsroom_transformer_gated(tmp_path):
     generate = only(commands, "fairseq-generate")
     assert generate[1] == str(work / "bin") and flag(generate, "--path") == ckpt
     assert flag(generate, "--model-overrides") == "{'gate_threshold': 0}"
-    use = only(commands, "python", "fairseq_sum_plugins.analysis.source_use")
+    use = only(commands, "python", "fairseq_sum_plugins.inspection.source_use")
     assert flag(use, "--path") == ckpt and flag(use, "--max-examples") == str(N_TEST)
     assert flag(use, "--generate-output") == str(work / "test.transformer_gated_small.l0.03.t0.out")
-    sweep = only(commands, "python", "fairseq_sum_plugins.analysis.gate_sweep")  # thresholds 0..0.2: its default
+    sweep = only(commands, "python", "fairseq_sum_plugins.inspection.gate_sweep")  # thresholds 0..0.2: its default
     assert flag(sweep, "--path") == ckpt and flag(sweep, "--gen-subset") == "test"
     assert flag(sweep, "--max-examples") == str(N_TEST)
 
@@ -175,7 +175,7 @@ def test_xsum_transformer_ta_raw_bbc(tmp_path):
     assert [os.path.basename(flag(c, "--path")) for c in test] == [
         "checkpoint.best_loss_3.10.pt", "checkpoint.best_loss_3.20.pt", "checkpoint.best_loss_3.30.pt"]
     assert {flag(c, "--lenpen-gnmt") for c in test} == {"0.7"} and {flag(c, "--beam") for c in test} == {"5"}
-    tables = [c[3] for c in commands if c[:3] == ["python", "-m", "fairseq_sum_plugins.analysis.paper_tables"]]
+    tables = [c[3] for c in commands if c[:3] == ["python", "-m", "ledger.paper_tables"]]
     assert tables == ["pick-lenpen", "mean"]
     mean = next(c for c in commands if c[3:4] == ["mean"])
     assert mean[4] == str(work / "transformer_ta_small" / "test.mean.json") and len(mean) == 5 + 3

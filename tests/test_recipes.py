@@ -189,7 +189,7 @@ def compared(compare_work):
 @pytest.mark.slow
 def test_compare_sh_gives_sum_transformers_the_copy_and_plots_source_gain_over_updates(compared):
     """COPY=1 (default): a sum_transformer spec without --pointer-generator gets it, recorded in its spec;
-    CURVES=1: every interval checkpoint kept and its source gain plotted (analysis/source_curve.py)."""
+    CURVES=1: every interval checkpoint kept and its source gain plotted (inspection/source_curve.py)."""
     import torch
 
     out, _ = compared
@@ -229,10 +229,10 @@ def test_compare_sh_copy_leaves_a_spec_that_sets_the_copy_in_any_spelling(compar
 
 @pytest.mark.slow
 def test_compare_sh_commits_decodings_that_the_results_index_recomputes(compared, tmp_path):
-    """compare.sh leaves each run's decodings (analysis/decodings.py) and the table's references and
+    """compare.sh leaves each run's decodings (evaluation/decodings.py) and the table's references and
     sources; copied into a results/ tree without checkpoint or generate output, results_index
     recomputes the scorer's ROUGE from them, and a changed decoding fails the check."""
-    from fairseq_sum_plugins.analysis import results_index
+    from ledger import results_index
 
     out, _ = compared
     manifest = json.loads((out / "base" / "decodings.json").read_text())

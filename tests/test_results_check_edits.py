@@ -8,8 +8,12 @@ import shutil
 
 import pytest
 
-from fairseq_sum_plugins.analysis import results_index, results_paths, results_prose
-from fairseq_sum_plugins.analysis import baseline_extracts
+from ledger import results_index
+
+from ledger import results_paths
+
+from ledger import results_prose
+from fairseq_sum_plugins.evaluation.baselines import extracts as baseline_extracts
 
 from test_results_index import RESULTS, _copy, _edit, _with_lead3, recomputable  # noqa: F401
 

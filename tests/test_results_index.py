@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from fairseq_sum_plugins.analysis import results_index
+from ledger import results_index
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
@@ -133,7 +133,7 @@ def _prepared(folder, refs):
 
 def _run(root, table, folder, label, seed, updates, data, hyps):
     from fairseq_sum_plugins.scoring import score
-    from fairseq_sum_plugins.analysis import decodings
+    from fairseq_sum_plugins.evaluation import decodings
 
     run = root / table / folder
     run.mkdir(parents=True)
@@ -373,8 +373,8 @@ def test_each_model_after_the_first_gets_its_paired_bootstrap_recomputed_from_th
     the per-document differences."""
     import numpy as np
 
-    from fairseq_sum_plugins.analysis.compare import compare_systems
-    from fairseq_sum_plugins.analysis.decodings import read_decodings, scorer
+    from fairseq_sum_plugins.evaluation.compare import compare_systems
+    from fairseq_sum_plugins.evaluation.decodings import read_decodings, scorer
 
     index = json.load(open(recomputable / "index.json"))
     models = index["records"][0]["models"]
@@ -450,7 +450,7 @@ def test_a_hand_written_table_of_a_run_is_checked_against_the_index(recomputable
 
 
 def test_a_gate_sweep_table_is_checked_against_the_json_it_was_written_from(recomputable, tmp_path):
-    from fairseq_sum_plugins.analysis.gate_sweep import table
+    from fairseq_sum_plugins.inspection.gate_sweep import table
 
     root = _copy(recomputable, tmp_path)
     sweep = root / "t/seed1/a/sweep"
@@ -490,9 +490,9 @@ def test_a_table_edited_in_a_paper_evidence_report_fails_against_the_runs(tmp_pa
 def _with_lead3(root):
     """Adds t/baselines.json with a Lead-3 scored from t/baselines/lead3.txt (as
     fairseq-sum-baselines --outputs writes them); returns the extract lines."""
-    from fairseq_sum_plugins.analysis.decodings import scorer
+    from fairseq_sum_plugins.evaluation.decodings import scorer
 
-    from fairseq_sum_plugins.analysis.baseline_extracts import write_sums
+    from fairseq_sum_plugins.evaluation.baselines.extracts import write_sums
 
     # the first three sentences of each committed source (the documents of _generate)
     sources = (root / "t/sources.txt").read_text().splitlines()
@@ -513,7 +513,7 @@ def test_a_tables_page_states_each_models_tests_against_lead3_and_baseline(recom
     """Before: report.html gave the verdicts and the ROUGE-2 difference from the first model, but
     no test against Lead-3. Now each model's sentence of the generated table is on the page too:
     its verdict, its index figures against Lead-3 and against its record's first model, with p."""
-    from fairseq_sum_plugins.analysis.lead3_statement import paired_text
+    from fairseq_sum_plugins.evaluation.lead3_statement import paired_text
 
     root = _copy(recomputable, tmp_path)
     _with_lead3(root)
@@ -548,8 +548,8 @@ def test_committed_baseline_extracts_are_rescored_and_each_run_is_compared_with_
     """With fairseq-sum-baselines' extracts committed (TABLE/baselines/NAME.txt), a baseline row
     is recomputed, not copied, and every run gets its paired bootstrap against Lead-3: the same
     figures as fairseq-sum-compare of the run's decodings against the Lead-3 lines."""
-    from fairseq_sum_plugins.analysis.compare import compare_systems
-    from fairseq_sum_plugins.analysis.decodings import read_decodings, scorer
+    from fairseq_sum_plugins.evaluation.compare import compare_systems
+    from fairseq_sum_plugins.evaluation.decodings import read_decodings, scorer
 
     root = _copy(recomputable, tmp_path)
     lead3 = _with_lead3(root)

@@ -2,7 +2,7 @@
 without discrete roles are refused by name (the last one was a ValueError traceback)."""
 import pytest
 
-from fairseq_sum_plugins.analysis import roles
+from fairseq_sum_plugins.inspection import roles
 from test_inspect import fresh
 
 

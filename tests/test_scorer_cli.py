@@ -225,7 +225,7 @@ def test_t_lines_without_a_split_size_say_that_the_end_is_unseen(generated, tmp_
 def test_compare_agrees_with_the_scorer_after_skip_empty(generated, tmp_path):
     """fairseq-sum-compare --ref-jsonl maps binarized example i >= 3 to record i + 1 as the scorer does:
     a perfect system scores 100 in both (record i for sample i gave it 21.74)."""
-    from fairseq_sum_plugins.analysis import compare as C
+    from fairseq_sum_plugins.evaluation import compare as C
 
     out = tmp_path / "gold.out"
     out.write_text(_with_hyps(generated["gen"], [[" ".join(g)] for g in generated["gold"]]))
@@ -449,9 +449,9 @@ def test_default_equals_official_on_real_pairs():
 
 def test_scorer_and_topic_analysis_do_not_import_each_other():
     code = ("import sys; sys.modules['fairseq'] = None; import fairseq_sum_plugins.scoring.score; "
-            "print('fairseq_sum_plugins.analysis.topics' in sys.modules)")
+            "print('fairseq_sum_plugins.inspection.topics' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
-    for path, other in (("fairseq_sum_plugins/scoring/rouge.py", "topics"), ("fairseq_sum_plugins/analysis/topics.py", "rouge")):
+    for path, other in (("fairseq_sum_plugins/scoring/rouge.py", "topics"), ("fairseq_sum_plugins/inspection/topics.py", "rouge")):
         with open(os.path.join(REPO, path), encoding="utf-8") as f:
             assert not re.search(rf"^\s*from \S*\b{other}\b import|^\s*import \S*\b{other}\b", f.read(), re.M), path

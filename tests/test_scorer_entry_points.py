@@ -11,7 +11,7 @@ from helpers import _perl_ready
 
 from fairseq_sum_plugins.scoring import rouge as R
 from fairseq_sum_plugins.scoring import score as S
-from fairseq_sum_plugins.analysis import compare as C
+from fairseq_sum_plugins.evaluation import compare as C
 from tolerances import approx64, fp64_tol
 
 # " <q> " ends sentences only with --sentence-sep '<q>': summary-level ROUGE-L differs without it
@@ -55,7 +55,7 @@ def task_rouge(data, monkeypatch, hyps, refs, **cfg):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_five_entry_points_give_the_same_numbers(backend, tmp_path, toy_data, monkeypatch):
-    from fairseq_sum_plugins.analysis import gate_sweep
+    from fairseq_sum_plugins.inspection import gate_sweep
     from fairseq_sum_plugins.scoring.fairseq_scoring import RougeScorer
 
     hyp, other, ref = _files(tmp_path)
@@ -182,7 +182,7 @@ def test_a_separator_that_is_not_one_token_is_refused(tmp_path, capsys, sep):
 
 
 def test_missing_rouge155_stops_the_gate_sweep_before_the_model_loads(monkeypatch, tmp_path):
-    from fairseq_sum_plugins.analysis import gate_sweep
+    from fairseq_sum_plugins.inspection import gate_sweep
 
     monkeypatch.setenv("ROUGE155_HOME", str(tmp_path / "nowhere"))
     with pytest.raises(RuntimeError, match="ROUGE-1.5.5.pl not found in"):

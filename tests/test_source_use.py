@@ -8,8 +8,8 @@ import torch
 
 from helpers import save_fresh_checkpoint
 from tolerances import MODEL_ULPS, fp32_tol
-from fairseq_sum_plugins.analysis.decodings import sha256_file
-from fairseq_sum_plugins.analysis.source_use import distinct_outputs, main, source_gain
+from fairseq_sum_plugins.evaluation.decodings import sha256_file
+from fairseq_sum_plugins.inspection.source_use import distinct_outputs, main, source_gain
 
 
 def checkpoint(data, path, arch="transformer_gated_small"):
@@ -92,7 +92,7 @@ def test_one_example_is_refused(toy_data, tmp_path):
 
 @pytest.mark.slow
 def test_source_curve_gives_each_interval_checkpoint_its_gain_cached_and_plotted(toy_data, tmp_path):
-    from fairseq_sum_plugins.analysis import source_curve
+    from fairseq_sum_plugins.inspection import source_curve
 
     run = tmp_path / "run"
     run.mkdir()
@@ -117,7 +117,7 @@ def test_source_curve_gives_each_interval_checkpoint_its_gain_cached_and_plotted
 
 @pytest.mark.parametrize("run, message", [("nolabel", "LABEL=DIR"), ("a=/nonexistent", "no interval checkpoints")])
 def test_source_curve_refuses_a_bad_run(toy_data, run, message, capsys):
-    from fairseq_sum_plugins.analysis import source_curve
+    from fairseq_sum_plugins.inspection import source_curve
 
     with pytest.raises(SystemExit):
         source_curve.main([toy_data, "--run", run])
@@ -134,7 +134,7 @@ def test_source_curve_refuses_a_folder_or_split_that_is_not_binarized(toy_data, 
                                                                       capsys):
     # were tracebacks: of fairseq's task (FileNotFoundError / "Could not infer language pair"), or of
     # writing --json / --png after every checkpoint was computed
-    from fairseq_sum_plugins.analysis import source_curve
+    from fairseq_sum_plugins.inspection import source_curve
 
     run = tmp_path / "run"
     run.mkdir()
@@ -149,7 +149,7 @@ def test_source_curve_refuses_a_folder_or_split_that_is_not_binarized(toy_data, 
 def test_source_curve_refuses_a_checkpoint_of_another_dictionary_of_the_same_size(toy_data, tmp_path, capsys):
     import shutil
 
-    from fairseq_sum_plugins.analysis import source_curve
+    from fairseq_sum_plugins.inspection import source_curve
 
     run = tmp_path / "run"
     run.mkdir()
@@ -170,7 +170,7 @@ def test_source_curve_refuses_a_checkpoint_of_another_dictionary_of_the_same_siz
 def test_source_curve_does_not_reuse_its_cache_for_a_folder_prepared_again(toy_data, tmp_path, capsys):
     import shutil
 
-    from fairseq_sum_plugins.analysis import source_curve
+    from fairseq_sum_plugins.inspection import source_curve
 
     run = tmp_path / "run"
     run.mkdir()

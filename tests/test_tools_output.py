@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from fairseq_sum_plugins import quiet
-from fairseq_sum_plugins.analysis.plotting import join_pieces, place_labels, pyplot
-from fairseq_sum_plugins.analysis.roles import sublayer_label
-from fairseq_sum_plugins.analysis.topics import whole_words
+from fairseq_sum_plugins.evaluation.plotting import join_pieces, place_labels, pyplot
+from fairseq_sum_plugins.inspection.roles import sublayer_label
+from fairseq_sum_plugins.inspection.topics import whole_words
 
 
 def test_hydra_deprecation_warnings_are_ignored():
@@ -57,7 +57,7 @@ def test_a_figure_logs_no_font_search_although_fairseq_set_the_root_logger_to_de
 
     code = ("import logging, fairseq_sum_plugins, fairseq\n"
             "assert logging.getLogger().level == logging.DEBUG  # fairseq's doing\n"
-            "from fairseq_sum_plugins.analysis.plotting import pyplot\n"
+            "from fairseq_sum_plugins.evaluation.plotting import pyplot\n"
             "plt = pyplot(); fig, ax = plt.subplots(); ax.set_title('x'); fig.savefig(%r)\n" % str(tmp_path / "f.png"))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "FAIRSEQ_SUM_VERBOSE": ""})
     assert proc.returncode == 0, proc.stderr
@@ -151,7 +151,7 @@ def test_role_sublayer_labels_are_one_based():
 
 
 def test_memory_heatmap_scale_and_ticks(tmp_path, monkeypatch):
-    from fairseq_sum_plugins.analysis import implicit_extraction
+    from fairseq_sum_plugins.inspection import implicit_extraction
 
     plt = pyplot()
     saved = {}
@@ -168,7 +168,7 @@ def test_memory_heatmap_scale_and_ticks(tmp_path, monkeypatch):
 def test_focus_plot_names_the_document_in_words():
     from fairseq.data import Dictionary
 
-    from fairseq_sum_plugins.analysis.focus_plot import document_name
+    from fairseq_sum_plugins.inspection.focus_plot import document_name
 
     d = Dictionary()
     for sym in "\u2581The \u2581commit tee \u2581said <sep> \u2581It \u2581left fast red".split():
@@ -184,7 +184,7 @@ def test_gate_plot_words_of_gpt2_ids(tmp_path):
     """BART data: the GPT-2 ids of the gate plot become words ("cats" = " cat" + "s")."""
     from helpers import encoder_of, write_gpt2_files
 
-    from fairseq_sum_plugins.analysis.gate_sweep import gpt2_pieces
+    from fairseq_sum_plugins.inspection.gate_sweep import gpt2_pieces
 
     files = write_gpt2_files(str(tmp_path))
     ids = [str(i) for i in encoder_of(files).encode("The cats sat on the farm.")]
@@ -197,7 +197,7 @@ def test_gate_plot_words_of_gpt2_ids(tmp_path):
 def test_topic_top_words_are_whole_words():
     from fairseq.data import Dictionary
 
-    from fairseq_sum_plugins.analysis.topics import top_words
+    from fairseq_sum_plugins.inspection.topics import top_words
 
     d = Dictionary()
     for sym in ["\u2581bank", "ing", "\u2581loan", "\u2581cat", "s"]:
@@ -277,7 +277,7 @@ def test_learning_parity_stops_when_no_batch_fits_the_limits(toy_data, monkeypat
 
 
 def test_focus_plot_refuses_an_output_in_a_missing_folder_before_loading(capsys):
-    from fairseq_sum_plugins.analysis import focus_plot
+    from fairseq_sum_plugins.inspection import focus_plot
 
     with pytest.raises(SystemExit):
         focus_plot.main(["data/bin", "--path", "no-such-checkpoint.pt", "--png", "f.png",

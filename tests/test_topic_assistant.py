@@ -323,7 +323,7 @@ def test_semantic_similarity_eq10():
 
 
 def test_topic_map_png(tmp_path):
-    from fairseq_sum_plugins.analysis.topics import main as topics_main
+    from fairseq_sum_plugins.inspection.topics import main as topics_main
 
     d = make_dictionary()
     for i in range(len(d)):
@@ -624,11 +624,11 @@ def test_theta_of_another_split_or_other_documents_is_refused(tmp_path):
 
 
 def test_topic_attention_share_is_n_over_n_plus_t_under_uniform_attention(ta_setup):
-    """analysis/topics.py ``attention``: with every decoder self-attention query projection zeroed, each
+    """inspection/topics.py ``attention``: with every decoder self-attention query projection zeroed, each
     summary position t (1-based) attends uniformly to the n topics and its t visible summary positions
     (Fig. 3(b)), so its share on the prefix is n / (n + t) in every layer; the mean over positions is the
     reported ``uniform`` figure. Random weights give another share, and the model is left as it was."""
-    from fairseq_sum_plugins.analysis.topics import topic_attention
+    from fairseq_sum_plugins.inspection.topics import topic_attention
 
     d, _, build = ta_setup
     model = build()
@@ -657,7 +657,7 @@ def test_topic_attention_share_is_n_over_n_plus_t_under_uniform_attention(ta_set
 def test_topic_attention_of_a_model_without_tema_is_refused_by_name(ta_setup):
     """A model without the Topic Assistant (no ``decoder.topic``) or without TEMA: a ValueError naming
     the flag, not an AttributeError."""
-    from fairseq_sum_plugins.analysis.topics import topic_attention
+    from fairseq_sum_plugins.inspection.topics import topic_attention
 
     d, _, build = ta_setup
     for model in (build("t5_transformer_small"), build(ta_tema=False)):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from fairseq_sum_plugins.analysis import results_index
+from ledger import results_index
 from fairseq_sum_plugins.scoring import specificity as sp
 from test_results_index import _copy, _with_lead3, recomputable  # noqa: F401  (a fixture)
 

@@ -218,7 +218,7 @@ class TPRBinding(nn.Module):
 
 class NoBinding(nn.Identity):
     """``TPR(F) = F`` without ``--tpr``: the binding's place stays a module, so analysis hooks find
-    the filler there (:mod:`fairseq_sum_plugins.analysis.probe`)."""
+    the filler there (:mod:`fairseq_sum_plugins.inspection.probe`)."""
 
     binds = False
 

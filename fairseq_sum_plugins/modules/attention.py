@@ -59,6 +59,10 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
     # generation (measured in benchmarks/README.md)
     one_query_path = False
     share_beam_keys = True  # cross-attention keys/values once per source in a beam search
+    # training with attention dropout on CPU (fp32), where SDPA has no fused kernel and runs its
+    # math path: the same products, softmax and dropout mask without that path's extra passes
+    # (_matmul_attention; SDPA stays the reference, tests/test_speed_paths.py)
+    matmul_train_path = True
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True,
                  scaling=None, inner_dim=None):
@@ -158,6 +162,9 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         own_mask = self.packed_mask and dropout_p > 0.0 and q.device.type == "cpu"
         if one_query and gate is None and q.device.type == "cpu" and q.dtype == torch.float32:
             out, weights = self._one_query_attention(q, k, v, mask), None  # CUDA: SDPA's kernels
+        elif (not need_weights and gate is None and not own_mask and dropout_p > 0.0
+              and self.matmul_train_path and q.device.type == "cpu" and q.dtype == torch.float32):
+            out, weights = self._matmul_attention(q, k, v, mask, causal, dropout_p), None
         elif not need_weights and gate is None and not own_mask:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
                                                  is_causal=causal, scale=self.scaling)
@@ -182,6 +189,29 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
             logits = torch.where(mask, logits, float("-inf")) if bool_mask else logits + mask
             return torch.matmul(logits.softmax(-1).nan_to_num(0.0), v)
         return torch.matmul(logits.softmax(-1), v)
+
+    def _matmul_attention(self, q, k, v, mask, causal, dropout_p):
+        """``dropout(softmax(q k^T * scaling + mask)) v`` with dropout on (TPT eq. 2), as SDPA's CPU
+        math path computes it when dropout rules out its fused kernel, less that path's extra
+        passes over the ``(B, H, T, S)`` logits: SDPA scales ``q`` and ``k`` by ``sqrt(scaling)``
+        each (here ``q`` once by ``scaling``, nothing for the T5 cell's 1.0) and checks every row
+        for being fully masked (``_safe_softmax``: an equality test, a reduction and a select over
+        the logits); here only the first column of the probabilities is read for NaN, and a
+        fully masked row, if any, takes ``_safe_softmax`` (0 for that row, as SDPA). The mask is
+        drawn by ``F.dropout`` on the probabilities as in SDPA's math path, so the random stream
+        and (at ``scaling`` 1.0) the result are SDPA's bit for bit (tests/test_speed_paths.py)."""
+        q = q if self.scaling == 1.0 else q * self.scaling
+        logits = torch.matmul(q, k.transpose(-1, -2))
+        if causal:  # no mask given (_mask folds the causal mask into one when there is one)
+            future = torch.ones(logits.shape[-2:], dtype=torch.bool, device=q.device).triu(1)
+            logits = logits.masked_fill_(future, float("-inf"))
+        elif mask is not None:
+            logits = (logits.masked_fill_(~mask, float("-inf")) if mask.dtype == torch.bool
+                      else logits.add_(mask))
+        probs = torch.softmax(logits, -1)
+        if mask is not None and bool(probs[..., 0].isnan().any()):  # a row with every key masked
+            probs = torch.ops.aten._safe_softmax(logits, -1)
+        return torch.matmul(F.dropout(probs, dropout_p, True), v)
 
     def _beam_shared_attention(self, q, k, v, attn_bias, key_padding_mask):
         """Cross-attention of ``N = G * g`` hypotheses whose keys/values ``(G, H, S, d_k)`` are

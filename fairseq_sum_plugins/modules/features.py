@@ -69,7 +69,7 @@ contract table (tests/test_model_contract.py); tests/test_features.py adds one t
 
 A spec may also say what the feature shows of a document (``inspect``, an :class:`Inspection`:
 value names, the page layer of each, and a watch of forward hooks and recording flags set for one
-forward pass only), read by :mod:`..analysis.inspect` and ``fairseq-sum-inspect``;
+forward pass only), read by :mod:`..inspection.stage` and ``fairseq-sum-inspect``;
 tests/test_inspect.py declares one for a toy feature.
 """
 import contextlib
@@ -108,7 +108,7 @@ LAYERS = ("token", "band", "sentence", "output", "document")
 
 @dataclass(frozen=True)
 class Inspection:
-    """What a feature shows of one document (:mod:`..analysis.inspect`, ``fairseq-sum-inspect``).
+    """What a feature shows of one document (:mod:`..inspection.stage`, ``fairseq-sum-inspect``).
 
     ``exposes``: name -> the layer a page draws it as (:data:`LAYERS`); ``watch(model, probe)``
     prepares one teacher-forced forward pass of one document on ``model`` and does nothing where

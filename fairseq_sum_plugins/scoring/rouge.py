@@ -4,9 +4,9 @@ Every entry point scores through a :class:`Scorer`, built from the same options,
 ``--sentence-sep``, ``--no-detok`` and ``--split-sentences`` mean the same everywhere:
 
 * ``fairseq-sum-score`` (score.py): :func:`add_scorer_options`, :meth:`Scorer.corpus`;
-* ``fairseq-sum-compare`` (analysis/compare.py): :func:`add_scorer_options`,
+* ``fairseq-sum-compare`` (evaluation/compare.py): :func:`add_scorer_options`,
   :meth:`Scorer.document_f1`;
-* the gate sweep (analysis/gate_sweep.py): :func:`add_scorer_options`, :meth:`Scorer.documents`;
+* the gate sweep (inspection/gate_sweep.py): :func:`add_scorer_options`, :meth:`Scorer.documents`;
 * ``--eval-rouge`` (tasks/summarization.py): ``--eval-rouge-scorer``, ``--eval-rouge-sentence-sep``,
   :meth:`Scorer.documents`;
 * ``fairseq-generate --scoring rouge`` (fairseq_scoring.py): ``--scorer``, ``--sentence-sep``,

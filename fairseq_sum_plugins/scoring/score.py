@@ -35,7 +35,7 @@ Measurements (all also in ``--json``):
   by ``--seed``); needs an output and a reference for every document of the split; ``--json`` key
   ``specificity`` {``own``, ``other``, ``delta``, ``p``, ...}.
 * ``--topic-model NPZ``: semantic similarity (TA eq. 10) of each summary to its document and to its
-  gold summary (:func:`fairseq_sum_plugins.analysis.topics.semantic_similarity_scores`; imports
+  gold summary (:func:`fairseq_sum_plugins.inspection.topics.semantic_similarity_scores`; imports
   fairseq).
 
 Documents (novel n-grams, semantic similarity) are the ``S-`` lines of the generate output (the

@@ -57,7 +57,7 @@ documents when all three hold:
 
 1. *above the bar*: ``lower > bar`` (the one-sided 95% document-bootstrap bound of its delta);
 2. *better than the bag of pieces*: its own test NLL (bits per target token,
-   :func:`fairseq_sum_plugins.analysis.source_use.source_gain`'s ``nll_own``) is below that of the
+   :func:`fairseq_sum_plugins.inspection.source_use.source_gain`'s ``nll_own``) is below that of the
    no-training bag-of-pieces baseline on the same target binaries
    (:func:`.baselines.bag_of_pieces`);
 3. *reads* (necessary, not sufficient): source gain ``>= 0.3`` bits per target token and at least

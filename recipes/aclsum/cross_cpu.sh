@@ -6,7 +6,7 @@
 # pinned arithmetic (PINNED=1, recipes/common.sh pin_arithmetic) and once as torch picks for the CPU
 # (PINNED=0), then compares fingerprints: sha256 of every parameter, of the optimizer state (after one
 # Adam update its moments hold every bit of the gradient) and of the decodings
-# (fairseq_sum_plugins/analysis/fingerprint.py).
+# (ledger/fingerprint.py).
 #
 #   bash recipes/aclsum/cross_cpu.sh [WORK_DIR] [OUT_DIR]
 #     WORK_DIR: the quickstart's (default data/aclsum-quickstart; its prepared bin/ is used)
@@ -53,7 +53,7 @@ if [ -f "$OUT/settings.txt" ] && [ "$(cat "$OUT/settings.txt")" != "$SETTINGS" ]
 fi
 echo "$SETTINGS" > "$OUT/settings.txt"
 # the data with a test split of its first DOCS papers (fairseq-generate decodes whole splits)
-python -c 'import sys; from fairseq_sum_plugins.analysis.fingerprint import head_data; head_data(sys.argv[1], sys.argv[2], int(sys.argv[3]))' \
+python -c 'import sys; from ledger.fingerprint import head_data; head_data(sys.argv[1], sys.argv[2], int(sys.argv[3]))' \
   "$DATA" "$OUT/data" "$DOCS"
 
 run_one() {  # run_one PINNED CPU (CPU "host": this machine, natively)
@@ -76,11 +76,11 @@ run_one() {  # run_one PINNED CPU (CPU "host": this machine, natively)
     MKL_VERBOSE=1 "${prefix[@]}" "$PY" -c 'import torch; print("ATen", torch.backends.cpu.get_cpu_capability()); torch.ones(2, 2) @ torch.ones(2, 2)' \
       > "$dir/code_paths.txt" 2>&1
   ) || { echo "${0##*/}: the run in $dir failed; its logs are there" >&2; exit 1; }
-  python -m fairseq_sum_plugins.analysis.fingerprint --path "$dir/checkpoint_last.pt" \
+  python -m ledger.fingerprint --path "$dir/checkpoint_last.pt" \
     --generate-output "$dir/generate.out" --json "$dir/fingerprint.json" > /dev/null
 }
 
 for pinned in "${PIN_MODES[@]}"; do
   for cpu in host "${CPUS[@]}"; do run_one "$pinned" "$cpu"; done
 done
-python -m fairseq_sum_plugins.analysis.fingerprint --compare "$OUT" --json "$OUT/cross_cpu.json" | tee "$OUT/cross_cpu.md"
+python -m ledger.fingerprint --compare "$OUT" --json "$OUT/cross_cpu.json" | tee "$OUT/cross_cpu.md"

@@ -15,7 +15,7 @@
 # paper (source gain 0.000, 1 distinct summary of 100); with it, it copies from its own paper (source
 # gain 0.64 bits per abstract token, 100 distinct summaries). The last lines (quickstart_check.py)
 # say whether its figures are those of a CPU model measured, give its ROUGE beside Lead-3 and the generic
-# summary on the same 100 test papers (fairseq-sum-baselines, analysis/baselines.py), and the
+# summary on the same 100 test papers (fairseq-sum-baselines, evaluation/baselines.py), and the
 # verdict "specific to its document" (scoring/specificity.py: the one-sided 95% document-bootstrap
 # lower bound of its ROUGE-2 reference specificity above max(0.5, half the mean of 20 random
 # extracts'), test NLL below the no-training bag of pieces', and it reads its papers: source gain
@@ -95,7 +95,7 @@ printf '%s\n' "$DECODE_SPEC" > "$OUT.spec.txt"
 train "$WORK/bin" "$CKPT" "${TRAIN_RUN[@]}"
 generate "$WORK/bin" "$CKPT/checkpoint_last.pt" "$OUT" spm "${GENERATE_RUN[@]}"
 score "$OUT" --specificity
-python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$CKPT/checkpoint_last.pt" --cpu \
+python -m fairseq_sum_plugins.inspection.source_use "$WORK/bin" --path "$CKPT/checkpoint_last.pt" --cpu \
   --generate-output "$OUT" --json "$OUT.source_use.json"
 # the baselines of the same test papers (Lead-3, the generic summary, the random extract that sets
 # the specificity bar, the bag of pieces), once per prepared data

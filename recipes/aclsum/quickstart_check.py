@@ -5,12 +5,12 @@ papers, and how does it fare against Lead-3 by a paired test?
     python recipes/aclsum/quickstart_check.py ROUGE_JSON SOURCE_USE_JSON PINNED DEFAULTS \\
         [BASELINES_JSON [GENERATE_OUTPUT WORK]]
 
-ROUGE_JSON: ``fairseq-sum-score --specificity --json``; SOURCE_USE_JSON: analysis/source_use.py's
+ROUGE_JSON: ``fairseq-sum-score --specificity --json``; SOURCE_USE_JSON: inspection/source_use.py's
 (source gain, the model's own test NLL ``nll_own``, distinct summaries); BASELINES_JSON:
 ``fairseq-sum-baselines --data WORK --json`` of the same prepared data (Lead-3, the generic summary,
 the random extracts, the bag of pieces); GENERATE_OUTPUT and WORK: the model's fairseq-generate
 output and the prepared folder, for the paired bootstrap of its ROUGE minus Lead-3's
-(:func:`fairseq_sum_plugins.analysis.baseline_table.vs_lead3_of`). PINNED (1/0):
+(:func:`fairseq_sum_plugins.evaluation.baselines.table.vs_lead3_of`). PINNED (1/0):
 recipes/common.sh pin_arithmetic was in force; DEFAULTS (1/0): the quickstart ran at its default settings (the only ones with expected figures).
 With PINNED=1 the figures must equal, to the last digit, those measured on one of the physical CPU
 models listed in ``PINNED_MEASURED`` (each ran the full 150 updates): pinned arithmetic gives the
@@ -97,9 +97,9 @@ def model_verdict(rouge, use, baselines):
 
 def verdict_lines(rouge, use, baselines, vs_lead3=None):
     """ROUGE beside Lead-3 and the generic summary, then the verdict with the paired test against
-    Lead-3 (``vs_lead3``: :func:`fairseq_sum_plugins.analysis.lead3_statement.points`, None, or
+    Lead-3 (``vs_lead3``: :func:`fairseq_sum_plugins.evaluation.lead3_statement.points`, None, or
     a string saying why it is not measured), and the model's standing if it is not specific."""
-    from fairseq_sum_plugins.analysis.lead3_statement import paired_text, significance
+    from fairseq_sum_plugins.evaluation.lead3_statement import paired_text, significance
 
     systems = (baselines or {}).get("systems") or {}
     lead3, generic = systems.get("lead3"), systems.get("generic")
@@ -190,7 +190,7 @@ def main(argv):
     baselines = json.load(open(argv[4], encoding="utf-8")) if len(argv) >= 5 else None
     vs_lead3 = None
     if len(argv) == 7:
-        from fairseq_sum_plugins.analysis.baseline_table import vs_lead3_of
+        from fairseq_sum_plugins.evaluation.baselines.table import vs_lead3_of
 
         try:
             vs_lead3 = vs_lead3_of(argv[5], argv[6], (baselines or {}).get("split", "test"))

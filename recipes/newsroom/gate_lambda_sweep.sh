@@ -27,9 +27,9 @@
 # Columns: sparsity = % of test source tokens whose gate is <= THRESHOLD (removed, Algorithm 1);
 # valid NLL = validation nll_loss (base 2, per target token, at THRESHOLD, without label smoothing or
 # the gate loss) of the last checkpoint; ROUGE-1/2/L F1 of greedy test summaries decoded at THRESHOLD
-# (fairseq_sum_plugins.analysis.gate_sweep: rouge155-py, stemming, summary-level ROUGE-L); source gain =
+# (fairseq_sum_plugins.inspection.gate_sweep: rouge155-py, stemming, summary-level ROUGE-L); source gain =
 # bits per test summary token the model gains from its own document over another at THRESHOLD (0: the
-# source is ignored; analysis/source_use.py); distinct = different greedy summaries of the N_TEST.
+# source is ignored; inspection/source_use.py); distinct = different greedy summaries of the N_TEST.
 source "$(dirname "$0")/../common.sh"
 PAIRS=${1:?usage: gate_lambda_sweep.sh PAIRS_JSONL}
 WORK=${WORK:-data/gate-lambda-sweep}
@@ -103,7 +103,7 @@ for LAMBDA in $RUNS; do
     --log-interval 50 --cpu
   OUTD="$WORK/sweep/$(basename "$SAVE")"
   if [ ! -f "$OUTD/gate_sweep.json" ]; then
-    python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$SAVE/checkpoint_last.pt" "${REF[@]}" \
+    python -m fairseq_sum_plugins.inspection.gate_sweep "$WORK/bin" --path "$SAVE/checkpoint_last.pt" "${REF[@]}" \
       --gen-subset test --thresholds "$THRESHOLD" --beam 1 --max-len-b 64 --cpu --out-dir "$OUTD"
   fi
   python - "$LAMBDA" "$NORM" "$WARMUP" "$MAX_UPDATE" "$SAVE/train.log" "$OUTD/gate_sweep.json" > "$WORK/rows.$(basename "$SAVE").tsv" <<'EOF'

@@ -81,7 +81,7 @@ for LAMBDA in $LAMBDAS; do
     if [ -f "$SWEEP/gate_scores.png" ]; then log "gate sweep: $SWEEP exists, skipped"; continue; fi
     log "gate sweep: lambda $LAMBDA, $SUB (first $SUBSET examples) -> $SWEEP"
     # shellcheck disable=SC2086
-    python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$SAVE/checkpoint_best.pt" \
+    python -m fairseq_sum_plugins.inspection.gate_sweep "$WORK/bin" --path "$SAVE/checkpoint_best.pt" \
       --gen-subset "$SUB" --max-examples "$SUBSET" --beam "$BEAM" --max-len-b "$MAX_LEN_B" --out-dir "$SWEEP" \
       --thresholds $THRESHOLDS
   done

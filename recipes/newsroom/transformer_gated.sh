@@ -28,7 +28,7 @@
 # 4,096 tokens, lr 1e-3, 100 lr warm-up updates, seed 1, one thread; greedy decoding at threshold 0.1;
 # sparsity = % of test source tokens with gate <= 0.1; valid NLL = validation nll_loss in bits per
 # target token at t = 0.1; source gain = bits per target token gained from the own document over
-# another, 0 when the source is ignored (analysis/source_use.py); distinct = different summaries of
+# another, 0 when the source is ignored (inspection/source_use.py); distinct = different summaries of
 # the 100 test documents; `none`: the same model without the gate layer):
 #
 #   | lambda | --gate-warmup-updates | sparsity % at t=0.1 | valid NLL (bits) | R-1 | R-2 | R-L | source gain (bits) | distinct |
@@ -50,7 +50,7 @@
 # updates, 0.1 keeps that sparsity and NLL while its source gain grows to 1.15 bits and R-2 to 2.10:
 # the decoder reads the remaining tokens harder). Hence the defaults LAMBDA=0.03 and a warm-up; on
 # Newsroom's 100k updates the warm-up ends at the first checkpoint (5,000 updates), where `python -m
-# fairseq_sum_plugins.analysis.source_use WORK/bin --path SAVE/checkpoint_1_5000.pt --subset valid`
+# fairseq_sum_plugins.inspection.source_use WORK/bin --path SAVE/checkpoint_1_5000.pt --subset valid`
 # tells whether the decoder reads its source yet (gain > 0) before the gates act; this recipe's last
 # step prints the decoded model's gain. All figures are from one seed at a small scale: the ordering,
 # not the values, is what they support. On the real XSum
@@ -132,7 +132,7 @@ for T in $DECODE_THRESHOLDS; do
   score "$OUT"
 done
 # does the decoder read its source through the gates? (source gain 0: the gates closed it off)
-python -m fairseq_sum_plugins.analysis.source_use "$WORK/bin" --path "$CKPT" --subset test --max-examples "$TEST_SUBSET" \
+python -m fairseq_sum_plugins.inspection.source_use "$WORK/bin" --path "$CKPT" --subset test --max-examples "$TEST_SUBSET" \
   --generate-output "$OUT" --json "$OUT.source_use.json"
 
 # Table 2 / Fig. 4 (sparsity vs ROUGE over thresholds 0..0.2) and Fig. 3 (one document's gates,
@@ -143,6 +143,6 @@ if [ -f "$SWEEP/gate_scores.png" ]; then
   log "gate sweep: $SWEEP exists, skipped"
 else
   log "gate sweep"
-  python -m fairseq_sum_plugins.analysis.gate_sweep "$WORK/bin" --path "$CKPT" --gen-subset "$SWEEP_SUBSET" \
+  python -m fairseq_sum_plugins.inspection.gate_sweep "$WORK/bin" --path "$CKPT" --gen-subset "$SWEEP_SUBSET" \
     --max-examples "$TEST_SUBSET" --beam 4 --max-len-b 128 --out-dir "$SWEEP" "${THRESHOLD_FLAGS[@]+"${THRESHOLD_FLAGS[@]}"}"
 fi

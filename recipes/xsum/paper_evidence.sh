@@ -14,15 +14,15 @@
 #   TP-Transformer   fairseq-sum-probe (POS, DEP; labels: TRAIN_CONLLU, a CoNLL-U of the training
 #                    summaries, e.g. preprocess/spacy_conllu.py over fairseq-sum-probe --write-words),
 #                    fairseq-sum-roles (§4.4)
-#   information sel. analysis/gate_sweep.py, thresholds 0-0.99, with and without --gate-warmup-updates;
+#   information sel. inspection/gate_sweep.py, thresholds 0-0.99, with and without --gate-warmup-updates;
 #                    the pruned generation speed in 5 interleaved rounds (--timing-rounds)
-#   ETADS            analysis/focus_plot.py; focus-only and saliency-only ablations
-#   Topic Assistant  fairseq-sum-score --topic-model (semantic similarity), analysis/topics.py attention
-#   Mem2Mem          fairseq-sum-score --novel-ngrams, analysis/implicit_extraction.py (vs the oracle)
+#   ETADS            inspection/focus_plot.py; focus-only and saliency-only ablations
+#   Topic Assistant  fairseq-sum-score --topic-model (semantic similarity), inspection/topics.py attention
+#   Mem2Mem          fairseq-sum-score --novel-ngrams, inspection/implicit_extraction.py (vs the oracle)
 # fairseq-sum-inspect writes OUT/inspect.html (each mechanism of the first seed's feature models on
-# the test documents INSPECT_DOCUMENTS, 0,1,2), and analysis/paper_evidence.py writes OUT/results.md
+# the test documents INSPECT_DOCUMENTS, 0,1,2), and ledger/paper_evidence.py writes OUT/results.md
 # (mean +- sd and each seed), with the baselines and each model's verdict "specific to its document"
-# over the seeds (analysis/baseline_table.py --across). Steps whose output exists are skipped, so a
+# over the seeds (evaluation/baseline_table.py --across). Steps whose output exists are skipped, so a
 # re-run resumes; compare.sh refuses a re-run whose spec changed.
 # Environment: SEEDS ("1 2 3"), MAX_UPDATE (500), TRAIN_CONLLU (WORK/probe/train.conllu; without it the
 # probe is skipped with a message), GATE_WARMUP (MAX_UPDATE / 2), INSPECT_DOCUMENTS (0,1,2), and
@@ -77,7 +77,7 @@ for S in $SEEDS; do
   # information selection: the threshold sweep, with and without the gate warm-up
   for m in gate gate_warm; do
     o=$(run $m)/sweep
-    [ -s "$o/gate_sweep.json" ] || python -m fairseq_sum_plugins.analysis.gate_sweep "$D" --path "$(ck $m)" --gen-subset test \
+    [ -s "$o/gate_sweep.json" ] || python -m fairseq_sum_plugins.inspection.gate_sweep "$D" --path "$(ck $m)" --gen-subset test \
       --max-examples 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 \
       --thresholds 0 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 0.95 0.99 --out-dir "$o" > "$o.txt"
     # the pruned generation speed at the chosen thresholds, timed in interleaved rounds (run it on an
@@ -85,13 +85,13 @@ for S in $SEEDS; do
     o=$(run $m)/timing
     [ "$m" = gate ] && ts="0 0.1" || ts="0 0.1 0.7"
     # shellcheck disable=SC2086
-    [ -s "$o/gate_sweep.json" ] || python -m fairseq_sum_plugins.analysis.gate_sweep "$D" --path "$(ck $m)" --gen-subset test \
+    [ -s "$o/gate_sweep.json" ] || python -m fairseq_sum_plugins.inspection.gate_sweep "$D" --path "$(ck $m)" --gen-subset test \
       --max-examples 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 --thresholds $ts --timing-rounds 5 \
       --out-dir "$o" > "$o.txt"
   done
   # ETADS: the learned focus (plotted for validation document 0, measured over every validation document)
   o=$(run etads)/focus.png
-  [ -s "${o%.png}_all.json" ] || python -m fairseq_sum_plugins.analysis.focus_plot "$D" --path "$(ck etads)" \
+  [ -s "${o%.png}_all.json" ] || python -m fairseq_sum_plugins.inspection.focus_plot "$D" --path "$(ck etads)" \
     --split valid --index 0 --png "$o" --json "${o%.png}.json" --all-json "${o%.png}_all.json" > "${o%.png}.txt"
   # Topic Assistant: semantic similarity (TA eq. 10) of both models' summaries; attention on the topic prefix
   for m in base ta; do
@@ -100,7 +100,7 @@ for S in $SEEDS; do
       --json "$o" > "${o%.json}.txt"
   done
   o=$(run ta)/topic_attention.json
-  [ -s "$o" ] || python -m fairseq_sum_plugins.analysis.topics attention "$D" --path "$(ck ta)" --split valid \
+  [ -s "$o" ] || python -m fairseq_sum_plugins.inspection.topics attention "$D" --path "$(ck ta)" --split valid \
     --png "${o%.json}.png" --json "$o" > "${o%.json}.txt"
   # Mem2Mem vs HRED: novel n-grams; implicit extraction against the oracle
   for m in hred mem2mem; do
@@ -108,15 +108,15 @@ for S in $SEEDS; do
     [ -s "$o" ] || fairseq-sum-score --generate-output "$(run $m)/test.out" --data "$D" --novel-ngrams --json "$o" > "${o%.json}.txt"
   done
   o=$(run mem2mem)/extraction
-  [ -s "$o/scores.json" ] || python -m fairseq_sum_plugins.analysis.implicit_extraction "$D" --path "$(ck mem2mem)" --split test \
+  [ -s "$o/scores.json" ] || python -m fairseq_sum_plugins.inspection.implicit_extraction "$D" --path "$(ck mem2mem)" --split test \
     --lead 3 --out "$o" --png-index 0 --beam "$BEAM" --max-len-b "$MAX_LEN_B" > "$o.txt"
-  # each run's test outputs as committed (analysis/decodings.py; compare.sh wrote them with
+  # each run's test outputs as committed (evaluation/decodings.py; compare.sh wrote them with
   # OUT/seed$S's references): the references and sources of the table, OUT/references.txt and
   # OUT/sources.txt, checked to be the same for every run
   for spec in "${SPECS[@]}"; do
     m=${spec%%=*}
     [ "$OUT/references.txt" -nt "$(run $m)/decodings.json" ] \
-      || python -m fairseq_sum_plugins.analysis.decodings "$(run $m)/test.out" --out "$(run $m)" \
+      || python -m fairseq_sum_plugins.evaluation.decodings "$(run $m)/test.out" --out "$(run $m)" \
         --table-dir "$OUT" --data "$D" --checkpoint "$(ck $m)"
   done
 done
@@ -135,25 +135,25 @@ for spec in "${SPECS[@]}"; do
 done
 base=()
 [ ! -f "$OUT/baselines.json" ] || base=(--baselines "$OUT/baselines.json")
-python -m fairseq_sum_plugins.analysis.compare "${outs[@]}" --src "$OUT/sources.txt" \
+python -m fairseq_sum_plugins.evaluation.compare "${outs[@]}" --src "$OUT/sources.txt" \
   --names "$(IFS=,; echo "${names[*]}")" "${base[@]}" --html "$OUT/report.html" \
   --title "Every model of seed $first on the test documents" > /dev/null
-python -m fairseq_sum_plugins.analysis.paper_evidence "$OUT" > /dev/null
+python -m ledger.paper_evidence "$OUT" > /dev/null
 # each paper's mechanism on the first test documents (fairseq-sum-inspect): the feature models of
 # the first seed on one page, their beam output decoded with the table's options
 INSPECT=(tpt gate etads ta mem2mem)
 if [ ! -s "$OUT/inspect.html" ]; then
   ckpts=()
-  for m in "${INSPECT[@]}"; do ckpts+=("$OUT/seed$first/$m/checkpoints/checkpoint_last.pt"); done
-  fairseq-sum-inspect "${ckpts[@]}" --names "$(IFS=,; echo "${INSPECT[*]}")" --data "$D" --split test \
+  for m in "${INSPECT[@]}"; do ckpts+=(--path "$OUT/seed$first/$m/checkpoints/checkpoint_last.pt"); done
+  fairseq-sum-inspect "$D" "${ckpts[@]}" --names "$(IFS=,; echo "${INSPECT[*]}")" --split test \
     --documents "${INSPECT_DOCUMENTS:-0,1,2}" --beam "$BEAM" --max-len-b "$MAX_LEN_B" --min-len "$MIN_LEN" \
     --no-repeat-ngram-size 3 --title "Each paper's mechanism on test documents (seed $first)" \
     --html "$OUT/inspect.html"
 fi
 # the baseline rows (fairseq-sum-baselines of the test set, compare.sh's OUT/seed*/baselines.json)
 # and every model's verdict "specific to its document" and paired bootstrap against Lead-3, per seed, as a section
-# of OUT/results.md and OUT/baselines.md (analysis/baseline_table.py)
+# of OUT/results.md and OUT/baselines.md (evaluation/baseline_table.py)
 seed_outs=()
 for S in $SEEDS; do seed_outs+=("$OUT/seed$S"); done
-python -m fairseq_sum_plugins.analysis.baseline_table "$OUT" --across "${seed_outs[@]}" > /dev/null
+python -m fairseq_sum_plugins.evaluation.baselines.table "$OUT" --across "${seed_outs[@]}" > /dev/null
 log "wrote $OUT/results.md"

@@ -4,5 +4,5 @@
     topic_model.py  the Poisson factor analysis topic model (TA eq. 1-5): loading, theta inference
     similarity.py   the semantic similarity SS of summaries (TA eq. 10)
 
-The topic model is fitted by ``preprocess/topic_model.py``; analysis/topics.py reads it.
+The topic model is fitted by ``preprocess/topic_model.py``; inspection/topics.py reads it.
 """

@@ -415,7 +415,7 @@ def watch_topics(model, probe):
     theta_k]]`` (the ``n`` TEMA reads, TA eq. 8; 5 without TEMA), from its side data ``theta``
     as the model reads it (the prior where the document has no topic evidence); with TEMA,
     ``topic_share``: per decoder layer and output token, the share of the layer's self-attention
-    (head-averaged) on the topic positions (analysis/topics.py's measure)."""
+    (head-averaged) on the topic positions (inspection/topics.py's measure)."""
     topic = getattr(model.decoder, "topic", None)
     if topic is None or not (topic.tema or topic.drm):
         return

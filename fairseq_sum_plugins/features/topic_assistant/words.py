@@ -1,6 +1,6 @@
 """A topic's words as a reader sees them: the whole words among the topic model's symbols
 (:func:`whole_words`) ranked by relevance to a topic (:func:`top_words`), for the Topic
-Assistant's plots (analysis/topics.py), the inspection page and the paper tables' topic lists."""
+Assistant's plots (inspection/topics.py), the inspection page and the paper tables' topic lists."""
 import os
 
 import numpy as np

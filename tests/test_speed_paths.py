@@ -1,0 +1,75 @@
+"""Speed paths against the reference beside them (fp32, forward and backward, the same random
+stream): :meth:`MultiheadAttention._matmul_attention` (training with attention dropout on CPU)
+against ``F.scaled_dot_product_attention``."""
+import pytest
+import torch
+from tolerances import OP_ULPS, fp32_close
+
+from fairseq_sum_plugins.modules.attention import MultiheadAttention
+
+torch.set_num_threads(1)
+
+
+def _run(attn, fast, seed, x, mem, **kw):
+    """Output and gradients (input, parameters, bias) of one training forward + backward."""
+    attn.matmul_train_path = fast
+    params = [x] + list(attn.parameters()) + [t for t in kw.values() if torch.is_tensor(t)
+                                              and t.requires_grad]
+    for p in params:
+        p.grad = None
+    torch.manual_seed(seed)  # the dropout mask
+    out, _ = attn(x, mem, **kw)
+    out.backward(torch.ones_like(out))
+    return [out.detach()] + [p.grad.clone() for p in params]
+
+
+@pytest.mark.parametrize("kind", ["t5_encoder", "t5_encoder_padding", "all_masked", "causal",
+                                  "causal_bias", "cross_bool_padding"])
+def test_matmul_training_attention_equals_sdpa(kind):
+    """The training path gives SDPA's output and gradients with the same dropout mask: bit for
+    bit at the T5 cell's scaling 1.0, within float32 rounding at 1/sqrt(d_k)."""
+    torch.manual_seed(0)
+    t5 = kind.startswith(("t5", "all", "causal_bias"))
+    self_attention = not kind.startswith("cross")
+    attn = MultiheadAttention(16, 4, dropout=0.3, self_attention=self_attention,
+                              bias=not t5, scaling=1.0 if t5 else None).train()
+    x = torch.randn(3, 6, 16, requires_grad=True)
+    mem = None if self_attention else torch.randn(3, 7, 16)
+    s = 6 if self_attention else 7
+    pad = torch.zeros(3, s, dtype=torch.bool)
+    pad[0, :2] = True
+    kw = {}
+    if kind.startswith("t5") or kind == "all_masked" or kind == "causal_bias":
+        kw["attn_bias"] = torch.randn(1, 4, 6, s, requires_grad=True)
+    if kind in ("t5_encoder_padding", "all_masked", "cross_bool_padding"):
+        if kind == "all_masked":
+            pad[1] = True  # a source of padding only: SDPA gives 0 for those rows
+        kw["key_padding_mask"] = pad
+    if kind.startswith("causal"):
+        kw["causal"] = True
+    fast = _run(attn, True, 5, x, mem, **kw)
+    ref = _run(attn, False, 5, x, mem, **kw)
+    assert len(fast) == len(ref)
+    for a, b in zip(fast, ref):
+        assert torch.isfinite(a).all()
+        if t5:
+            assert torch.equal(a, b)
+        else:
+            assert fp32_close(a, b, b.abs().max() + 1, OP_ULPS)
+
+
+def test_matmul_training_path_is_training_cpu_fp32_with_dropout_only():
+    """Eval, no attention dropout, or the path switched off: SDPA as before (the path is not
+    called)."""
+    attn = MultiheadAttention(16, 4, dropout=0.1)
+    calls = []
+    attn._matmul_attention = lambda *a: calls.append(1) or torch.zeros(2, 4, 5, 4)
+    x = torch.randn(2, 5, 16)
+    attn.eval()(x)
+    MultiheadAttention(16, 4, dropout=0.0).train()(x)
+    attn.train().matmul_train_path = False
+    attn(x)
+    assert calls == []
+    attn.matmul_train_path = True
+    attn(x)
+    assert calls == [1]
