@@ -274,6 +274,8 @@ FAST_PATHS = {
     "beam_keys": set_attribute("fairseq_sum_plugins.modules.attention.MultiheadAttention",
                                "share_beam_keys"),
     "packed_mask": set_attribute("fairseq_sum_plugins.modules.dropout.Drops", "packed_mask"),
+    "matmul_train": set_attribute("fairseq_sum_plugins.modules.attention.MultiheadAttention",
+                                  "matmul_train_path"),
     "compile": lambda model=None: False if model is None else compile_stacks(model.encoder, model.decoder),
 }
 
