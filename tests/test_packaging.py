@@ -81,6 +81,11 @@ def test_wheel_installs_namespaced_names_that_import_outside_the_checkout(tmp_pa
         entry_points = z.read(f"{dist_info}/entry_points.txt").decode()
     assert f"{dist_info}/licenses/LICENSE" in names
     assert "fairseq_sum_plugins/scoring/data/wordnet-2.0-exceptions.txt" in names
+    # the page's script and style are package data; the results ledger stays in the checkout
+    assert {"fairseq_sum_plugins/inspection/assets/inspect.js",
+            "fairseq_sum_plugins/inspection/assets/inspect.css"} <= set(names)
+    assert not [n for n in names if n.startswith("ledger/") or "/results_index" in n
+                and not n.startswith("fairseq_sum_plugins/analysis/")], names
     assert f"\nVersion: {fairseq_sum_plugins.__version__}\n" in metadata
     assert "\nLicense-Expression: MIT\n" in metadata
     requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
@@ -117,3 +122,14 @@ def test_wheel_installs_namespaced_names_that_import_outside_the_checkout(tmp_pa
     proc = subprocess.run([str(site / "bin" / "fairseq-sum-prepare"), "--help"], cwd=outside, env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "--jsonl-dir" in proc.stdout, proc.stderr[-2000:]
+    # the page module reads its assets from the installed package
+    proc = subprocess.run([sys.executable, "-c", "from fairseq_sum_plugins.inspection import page; "
+                           "print(len(page.JS) > 1000, 'body' in page.CSS or '.t{' in page.CSS)"],
+                          cwd=outside, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.split() == ["True", "True"], proc.stderr[-2000:]
+    # an old path of a ledger tool says where it went, in one line, instead of a traceback
+    proc = subprocess.run([sys.executable, "-m", "fairseq_sum_plugins.analysis.results_index",
+                           "--check", "results"], cwd=outside, env=env, capture_output=True,
+                          text=True)
+    assert proc.returncode == 1 and "has moved to ledger.results_index" in proc.stderr
+    assert "run it from the repository root" in proc.stderr and "Traceback" not in proc.stderr
