@@ -9,11 +9,20 @@ and before any work an output that is, or lies inside, a file or folder it reads
 line naming both flags (``--html B.out is SYSTEM B.out, which this command reads; nothing
 written``); so is one file named by two outputs. Paths are compared as the file system resolves
 them: through symbolic links (:func:`os.path.realpath`, which also resolves ``bin/../raw``), and for
-files that exist by device and inode, so that a hard link to an input is the input. A path of
-``None`` or ``""`` (an option not given) is skipped; a list (``nargs``) names several.
+files that exist by device and inode, so that a hard link to an input is the input. An output file
+that exists is also looked for among the files of every folder read (a hard link elsewhere to
+``bin/test.ref.jsonl``, or the target of a link inside the folder, is refused as that file of the
+folder). A path of ``None`` or ``""`` (an option not given) is skipped; a list (``nargs``) names
+several.
 
-Every console script, ``python -m`` tool and recipe step of the plugin calls it right after parsing
-its arguments (``tests/test_output_guard.py`` runs every writer against each of its inputs).
+A tool that writes into a folder declares the files it writes there (``("--out", OUT/x.json)``),
+or the folder itself where an output inside an input folder is what must be refused; a tool that
+reads only some files of a folder it also writes into (``WORK`` with its ``bin/``) declares the
+files or subfolders it reads, not the whole folder.
+
+Every console script and ``python -m`` tool of the plugin, ``ledger/`` and ``preprocess/`` calls it
+right after parsing its arguments (``tests/test_output_guard.py`` runs every writer against each
+of its inputs).
 """
 import os
 
@@ -44,11 +53,25 @@ def _within(path, folder):
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+def _folder_files(folder):
+    """{(device, inode): path} of the files under ``folder`` (links to files followed, links to
+    folders not entered)."""
+    found = {}
+    for root, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            ident = _identity(path)
+            if ident is not None:
+                found.setdefault(ident, path)
+    return found
+
+
 def clash(reads, writes):
     """The message of the first clash between ``writes`` and ``reads`` (each ``[(flag, path or
     [paths] or None)]``), or None when every output is apart from every input and from the
     others."""
     inputs = [(flag, path, os.path.realpath(path), _identity(path)) for flag, path in _paths(reads)]
+    folders = {}  # read folder -> its files by identity, walked once and only for an existing output
     seen = []
     for flag, path in _paths(writes):
         real, ident = os.path.realpath(path), _identity(path)
@@ -57,6 +80,14 @@ def clash(reads, writes):
                 how = "is" if real == in_real or ident == in_ident else "lies inside"
                 return (f"{flag} {path} {how} {in_flag} {in_path}, which this command reads; "
                         "nothing written")
+        for in_flag, in_path, in_real, _ in inputs if ident is not None else ():
+            if os.path.isdir(in_real):
+                if in_real not in folders:
+                    folders[in_real] = _folder_files(in_real)
+                if ident in folders[in_real]:
+                    inner = os.path.relpath(folders[in_real][ident], in_real)
+                    return (f"{flag} {path} is {inner} of {in_flag} {in_path} (a link to it), "
+                            "which this command reads; nothing written")
         for out_flag, out_path, out_real, out_ident in seen:
             if real == out_real or (ident is not None and ident == out_ident):
                 return f"{flag} {path} and {out_flag} {out_path} name one file; nothing written"

@@ -63,6 +63,7 @@ import sys
 
 import numpy as np
 
+from fairseq_sum_plugins.cli.outputs import refuse_clobber
 from fairseq_sum_plugins.scoring import rouge
 from fairseq_sum_plugins.scoring.bootstrap import bootstrap_statistics, percentile_interval
 from fairseq_sum_plugins.scoring.score_inputs import (add_reference_options, generate_inputs,
@@ -297,10 +298,36 @@ def get_parser():
     return p
 
 
+def read_paths(args):
+    """``[(flag, path)]`` of every file and folder the command may read, for the output guard:
+    the systems and the log beside each (``GEN.log``), the reference options, ``--src``,
+    ``--baselines`` and the extracts folder beside it, and the run manifest and ``source_use.json``
+    beside each system (:func:`source_use_for`)."""
+    import os
+
+    from .decodings import MANIFEST
+
+    systems = [("SYS_A", args.sys_a), ("SYS_B", args.sys_b)] + [("SYS", p) for p in args.more]
+    reads = systems + [("--ref", args.ref), ("--ref-jsonl", args.ref_jsonl),
+                       ("--data", args.data), ("--src", args.src),
+                       ("--baselines", args.baselines)]
+    if args.baselines:
+        reads.append(("the extracts beside --baselines", os.path.splitext(args.baselines)[0]))
+    for flag, path in systems:
+        folder = os.path.dirname(os.path.abspath(path))
+        reads.append((f"the log of {flag}", path + ".log"))
+        reads += [(f"{name} beside {flag}", os.path.join(folder, name))
+                  for name in (MANIFEST, "hashes.json", "source_use.json")
+                  if os.path.isfile(os.path.join(folder, name))]
+    return reads
+
+
 def main(argv=None):
     """Runs the comparison CLI and returns its result (``cli_main`` is the console entry point)."""
     parser = get_parser()
     args = parser.parse_args(argv)
+    refuse_clobber(parser, reads=read_paths(args), writes=[
+        ("--json", args.json), ("--png", args.png), ("--html", args.html)])
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     if args.meteor_impl and "meteor" not in metrics:
         parser.error("--meteor-impl goes with --metrics ...,meteor")

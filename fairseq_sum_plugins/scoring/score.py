@@ -48,10 +48,12 @@ Sentences end at ``<sep>`` and newlines; ``--sentence-sep TOKEN`` adds separator
 """
 import argparse
 import json
+import os
 import sys
 
 import numpy as np
 
+from ..cli.outputs import refuse_clobber
 from . import rouge
 from .score_inputs import (ScoreInputError, add_reference_options, generate_inputs,
                            hypothesis_inputs, int_at_least, read_lines)
@@ -220,6 +222,15 @@ def main(argv=None):
     """Runs the scorer CLI and returns the scores (``cli_main`` is the console entry point)."""
     parser = get_parser()
     args = parser.parse_args(argv)
+    gen = args.generate_output
+    refuse_clobber(parser, reads=[
+        ("--generate-output", gen), ("the log of --generate-output", gen and gen + ".log"),
+        ("--hyp", args.hyp), ("--ref", args.ref), ("--ref-jsonl", args.ref_jsonl),
+        ("--data", args.data), ("--src", args.src), ("--topic-model", args.topic_model),
+        ("--topic-data", args.topic_data), ("the folder of --topic-model", None if args.topic_data
+                                             else args.topic_model and os.path.dirname(
+                                                 os.path.abspath(args.topic_model)))],
+        writes=[("--json", args.json)])
     if args.meteor_impl and not args.meteor:
         parser.error("--meteor-impl goes with --meteor")
     if args.permutations is not None and not args.specificity:
