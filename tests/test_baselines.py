@@ -494,8 +494,9 @@ def test_outputs_never_overwrite_an_input_or_write_through_a_link(tmp_path):
     out = tmp_path / "extracts"
     out.mkdir()
     for argv, message in (
-        (("--json", test), "is a file it reads (test.jsonl)"),
-        (("--outputs", out, "--json", out / "lead3.txt"), "the same file as an input or an extract"),
+        (("--json", test), f"--json {test} is --jsonl {test}, which this command reads"),
+        (("--outputs", out, "--json", out / "lead3.txt"),
+         f"--outputs {out / 'lead3.txt'} and --json {out / 'lead3.txt'} name one file"),
         (("--json", tmp_path), "a folder"),
     ):
         proc = cli("--jsonl", test, *argv)
@@ -532,14 +533,16 @@ def test_json_and_outputs_may_not_replace_a_split_read_beside_the_test_file(tmp_
     extracts.mkdir()
     (extracts / "lead3.txt").write_text(valid.read_text())
     for argv, named in (
-        (("--json", train), "train.jsonl"),
-        (("--json", valid), "valid.jsonl"),
-        (("--json", tmp_path / "link.json"), "train.jsonl"),
-        (("--outputs", extracts, "--valid-jsonl", extracts / "lead3.txt"), "lead3.txt"),
+        (("--json", train), f"--json {train} is --train-jsonl {train}"),
+        (("--json", valid), f"--json {valid} is --valid-jsonl {valid}"),
+        (("--json", tmp_path / "link.json"), f"--json {tmp_path / 'link.json'} is --train-jsonl"),
+        (("--outputs", extracts, "--valid-jsonl", extracts / "lead3.txt"),
+         f"--outputs {extracts / 'lead3.txt'} is --valid-jsonl {extracts / 'lead3.txt'}"),
     ):
         proc = cli("--jsonl", test, *argv, "--bootstrap-samples", "0")
-        assert proc.returncode != 0, argv
-        assert "a file it reads" in proc.stderr and named in proc.stderr, (argv, proc.stderr)
+        assert proc.returncode == 2, argv
+        assert f"{named}" in proc.stderr and "which this command reads; nothing written" in \
+            proc.stderr, (argv, proc.stderr)
     assert {p: p.read_text() for p in (train, valid)} == before
     assert (extracts / "lead3.txt").read_text() == valid.read_text()
     for flag in ("--valid-jsonl", "--train-jsonl"):  # the test file as its own validation split
@@ -569,8 +572,10 @@ def test_json_may_not_replace_a_file_of_the_prepared_folder_it_reads(tmp_path, n
     work = fake_prepared(tmp_path / "work")
     before = (work / name).read_text()
     proc = cli("--data", work, "--json", work / name)
-    assert proc.returncode != 0 and "a file it reads" in proc.stderr and name in proc.stderr, \
-        proc.stderr
+    how = (f"lies inside --data {work / 'bin'}" if name.startswith("bin/")
+           else f"is --data {work / name}")
+    assert proc.returncode == 2 and f"--json {work / name} {how}, which this command reads" in \
+        proc.stderr, proc.stderr
     assert (work / name).read_text() == before
 
 
@@ -582,11 +587,12 @@ def test_json_may_not_overwrite_an_input_through_a_hard_link(tmp_path):
     before = train.read_text()
     os.link(train, tmp_path / "hard.json")
     proc = cli("--jsonl", test, "--json", tmp_path / "hard.json", "--bootstrap-samples", "0")
-    assert proc.returncode != 0 and "a file it reads (train.jsonl)" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and f"is --train-jsonl {train}" in proc.stderr, proc.stderr
     assert train.read_text() == before
     work = fake_prepared(tmp_path / "work")
     os.link(work / "bin" / "test.ref.jsonl", tmp_path / "refs.json")
     proc = cli("--data", work, "--json", tmp_path / "refs.json")
-    assert proc.returncode != 0 and "a file it reads (bin/test.ref.jsonl)" in proc.stderr, \
+    assert proc.returncode == 2 and (f"--json {tmp_path / 'refs.json'} is test.ref.jsonl of "
+                                     f"--data {work / 'bin'} (a link to it)") in proc.stderr, \
         proc.stderr
     assert (work / "bin" / "test.ref.jsonl").read_text() == '{"summary": ["x"]}\n'

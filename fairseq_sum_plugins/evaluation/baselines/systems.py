@@ -82,6 +82,7 @@ from collections import Counter
 
 import numpy as np
 
+from ...cli.outputs import refuse_clobber
 from ...scoring import rouge
 from ...scoring.rouge_text import rouge_tokens
 from ...scoring.score_inputs import ScoreInputError, int_at_least, jsonl_objects
@@ -184,25 +185,30 @@ def jsonl_inputs(test, valid, train):
     return {os.path.relpath(os.path.abspath(p), here): p for p in (test, valid, train) if p}
 
 
-def refuse_overwriting_inputs(inputs, json_path, outputs_dir):
-    """An error naming the flag and the input when ``--json`` or an extract of ``--outputs`` is
-    (through links, hard links included) a file read (``inputs``: {name: path})."""
-    def identity(path):  # a hard link has its own path but the input's device and inode
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
-        return st.st_dev, st.st_ino
+def read_paths(args):
+    """``[(flag, path)]`` of what the command reads, for the output guard: ``--jsonl`` and the
+    splits beside it (or ``--valid-jsonl``/``--train-jsonl``), or ``--data``'s ``bin/`` folder and
+    the ``raw/`` files it reads (the rest of ``WORK`` may hold the outputs: recipes write
+    ``WORK/baselines.json``)."""
+    if args.jsonl:
+        return [("--jsonl", args.jsonl),
+                ("--valid-jsonl", args.valid_jsonl or sibling(args.jsonl, VALID_NAMES)),
+                ("--train-jsonl", args.train_jsonl or sibling(args.jsonl, ("train",)))]
+    try:
+        bin_dir = prepared_folders(args.data)[1]
+        inputs = prepared_inputs(args.data, args.split)
+    except (BaselineError, OSError):  # not a prepared folder: said once the command reads it
+        return [("--data", args.data)]
+    return [("--data", bin_dir)] + [("--data", path) for name, path in sorted(inputs.items())
+                                    if name.startswith("raw/")]
 
-    real = {os.path.realpath(p): name for name, p in inputs.items()}
-    same = {identity(p): name for name, p in inputs.items() if identity(p) is not None}
-    targets = [("--json", json_path)] if json_path else []
-    if outputs_dir:
-        targets += [("--outputs", os.path.join(outputs_dir, f"{n}.txt")) for n in SYSTEMS]
-    for flag, path in targets:
-        name = real.get(os.path.realpath(path)) or same.get(identity(path))
-        if name is not None:
-            raise BaselineError(f"{flag}: {path} is a file it reads ({name}); nothing written")
+
+def output_paths(json_path, outputs_dir):
+    """``[(flag, path)]`` of what the command writes: ``--json`` and each extract of
+    ``--outputs``."""
+    names = SYSTEMS if outputs_dir else ()
+    return [("--json", json_path)] + [("--outputs", os.path.join(outputs_dir, f"{n}.txt"))
+                                      for n in names]
 
 
 def read_prepared(folder, split, documents=True):
@@ -697,6 +703,7 @@ def main(argv=None):
     """Runs ``fairseq-sum-baselines`` and returns its result."""
     parser = get_parser()
     args = parser.parse_args(argv)
+    refuse_clobber(parser, read_paths(args), output_paths(args.json, args.outputs))
     if args.data and (args.valid_jsonl or args.train_jsonl):
         parser.error(
             "--valid-jsonl / --train-jsonl go with --jsonl (--data reads the folder's splits)"
@@ -722,11 +729,6 @@ def main(argv=None):
             )
     if args.json and os.path.isdir(args.json):
         parser.error(f"--json {args.json}: a folder")
-    if args.json and args.outputs:  # the output must not replace an extract
-        same = [p for p in (os.path.join(args.outputs, f"{n}.txt") for n in SYSTEMS)
-                if os.path.realpath(p) == os.path.realpath(args.json)]
-        if same:
-            parser.error(f"--json {args.json}: the same file as an input or an extract ({same[0]})")
     texts = {} if args.outputs else None
 
     def log(msg):
@@ -739,7 +741,6 @@ def main(argv=None):
             inputs = jsonl_inputs(args.jsonl, valid_path, train_path)
         else:
             inputs = prepared_inputs(args.data, args.split)
-        refuse_overwriting_inputs(inputs, args.json, args.outputs)
         if args.jsonl:
             docs, refs = read_jsonl(
                 args.jsonl, args.src_field, args.tgt_field, args.sentence_splitter
