@@ -42,6 +42,9 @@ that tests no paper's claim)::
 
 What ``--check`` does, every failure printed (exit 1 if any):
 
+* reads ``index.json`` first (:func:`read_index`): a file that is not JSON (merge-conflict
+  markers, cut short) or holds no ``records`` list fails at once, naming its line, before anything
+  is recomputed ("FAILED: ... (rerun with --write)");
 * recomputes, for each run with ``decodings.txt``, ROUGE-1/2/L (``Scorer(detok=False)`` of the
   committed lines: ``fairseq-sum-score``'s own per-document scores, :mod:`.decodings`), the
   distinct decodings and the specificity, and compares them with the run's
@@ -1383,6 +1386,31 @@ def _stale(committed, index, path):
     return [f"{path} is stale (records removed): rerun with --write"]
 
 
+CONFLICT = re.compile(r"^(<<<<<<<|=======|>>>>>>>)( |$)", re.M)
+
+
+def read_index(path):
+    """The committed ``index.json`` at ``path``, or :class:`ResultsError` naming the file, the line
+    and what is wrong: not JSON (merge-conflict markers, a file cut short) or not an object with a
+    ``records`` list."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{path} cannot be read: {e}") from None
+    marker = CONFLICT.search(text)
+    if marker is not None:
+        line = 1 + text[:marker.start()].count("\n")
+        raise ResultsError(f"{path}:{line}: a merge-conflict marker {marker.group(1)!r}: not JSON")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{path}:{e.lineno}: not JSON ({e.msg}; cut short?)") from None
+    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
+        raise ResultsError(f"{path}: not an index (no 'records' list)")
+    return data
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("results", help="the results/ folder (with tables.json)")
@@ -1394,11 +1422,17 @@ def main(argv=None):
                            "are up to date")
     args = p.parse_args(argv)
     notes = _notes()
+    path = os.path.join(args.results, "index.json")
+    committed = None
+    if args.check and os.path.exists(path):  # before any recomputation: a file that cannot be
+        try:  # read (merge-conflict markers, cut short) is the one failure to report
+            committed = read_index(path)
+        except ResultsError as e:
+            sys.exit(f"results_index: FAILED:\n  {e} (rerun with --write)")
     try:
         index = build(args.results, notes)
     except (ValueError, KeyError, TypeError, OSError) as e:  # ResultsError, a bad committed file
         sys.exit(f"results_index: {e}")
-    path = os.path.join(args.results, "index.json")
     allowance_fails, legacy = check_allowance(args.results, notes)
     fails = notes["fail"] + allowance_fails
     if args.write:
@@ -1415,7 +1449,6 @@ def main(argv=None):
         print(f"results_index: wrote {len(index['records'])} records to {path}; generated "
               f"tables in {len(changed)} file(s) updated; {REPORT} of {len(pages)} table(s)")
         return 0
-    committed = _load(path) if os.path.exists(path) else None
     try:
         fails += _stale(committed, index, path) + check_blocks(args.results, index)
         fails += check_pages(args.results, index)

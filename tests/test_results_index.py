@@ -627,3 +627,25 @@ def test_the_overview_page_must_hold_a_generated_table_of_every_table(recomputab
     (root / "README.md").write_text("# results\n\nThe table was here.\n")
     with pytest.raises(SystemExit, match="README.md has no generated table of 't'"):
         results_index.main([str(root), "--check"])
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{\n"records": [\n<<<<<<< HEAD\n{"table": "t"}\n=======\n{"table": "u"}\n>>>>>>> other\n]}\n',
+     r"index.json:3: a merge-conflict marker '<<<<<<<': not JSON \(rerun with --write\)"),
+    ('{\n "records": [\n  {"table": "t",\n', r"index.json:4: not JSON \(.*cut short\?\)"),
+    ('[1, 2]\n', r"index.json: not an index \(no 'records' list\)"),
+])
+def test_an_index_that_does_not_parse_fails_first_naming_its_line(tmp_path, monkeypatch, text,
+                                                                  message):
+    """Before: the check recomputed every run, then ended in a raw JSONDecodeError traceback. Now
+    the file is read first and nothing is recomputed (build is never called)."""
+    root = tmp_path / "results"
+    root.mkdir()
+    (root / "index.json").write_text(text)
+
+    def build(*args, **kwargs):
+        raise AssertionError("recomputed before the index was read")
+
+    monkeypatch.setattr(results_index, "build", build)
+    with pytest.raises(SystemExit, match=r"results_index: FAILED:\n  .*" + message):
+        results_index.main([str(root), "--check"])
