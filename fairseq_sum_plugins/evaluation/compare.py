@@ -38,7 +38,12 @@ records); otherwise the figures are "not measured" with the reason, never anothe
 ``--baselines`` the page states under its table each system's verdict with its paired test
 against Lead-3 (the extract fairseq-sum-baselines wrote beside the JSON: :func:`lead3_extract`)
 and against the first system, ROUGE-1/2/L with p, by the same test; without the extract it says
-why not.
+why not. Baselines of another test set are refused (:func:`check_baselines`), not tested against:
+with ``--data`` the JSON's ``data_sha256`` must be that folder's
+(:func:`.decodings.data_sha256`, which hashes the references' records, so a copy of the data in
+another folder hashes otherwise), and the Lead-3 extract beside it, scored against the systems'
+references, must give the ROUGE-1/2/L the JSON records for it (to 0.01 points): the extract of
+another data set with as many documents scores otherwise.
 
 The CI is the bootstrap one with either method. Identical systems give delta = 0, CI [0, 0] and
 p = 1 under both tests; the smallest p reachable is 1 / (1 + B) (or 1 / (1 + R)).
@@ -421,6 +426,40 @@ def _read_baselines(path, n):
     return baselines
 
 
+LEAD3_TOLERANCE = 1e-4  # F1 in [0, 1]: 0.01 ROUGE points, the digits the tables print
+LEAD3_KEYS = ("rouge1", "rouge2", "rougeL")
+
+
+def check_baselines(args, baselines, lead3=None, refs=None, scorer=None):
+    """Raises ValueError naming ``--baselines`` when the JSON is not of the compared test set
+    (module docstring): its ``data_sha256`` against ``--data``'s, and the ROUGE of the ``lead3``
+    extract against ``refs`` (by ``scorer``) against the figures it records for Lead-3."""
+    if args.data and baselines.get("data_sha256"):
+        from .decodings import data_sha256
+
+        split = args.split or baselines.get("split") or "test"
+        mine = data_sha256(args.data, split)
+        if mine != baselines["data_sha256"]:
+            raise ValueError(
+                f"--baselines {args.baselines} records the data sha256 "
+                f"{baselines['data_sha256'][:12]}, --data {args.data} ({split}) hashes to "
+                f"{mine[:12]}: baselines of another data set (or of a copy of the data in another "
+                "folder: run fairseq-sum-baselines on this one)")
+    recorded = (baselines.get("systems") or {}).get("lead3") or {}
+    if lead3 is None or not all(isinstance(recorded.get(k), (int, float)) for k in LEAD3_KEYS):
+        return
+    rows = scorer.documents(*scorer.pairs(lead3, refs))
+    got = [float(rows[k][:, 2].mean()) for k in LEAD3_KEYS]
+    want = [float(recorded[k]) for k in LEAD3_KEYS]
+    if any(abs(g - w) > LEAD3_TOLERANCE for g, w in zip(got, want)):
+        shown = "/".join(f"{100 * g:.2f}" for g in got)
+        raise ValueError(
+            f"--baselines {args.baselines}: its Lead-3 extract scores ROUGE-1/2/L {shown} against "
+            f"these references, the file records {'/'.join(f'{100 * w:.2f}' for w in want)}: "
+            "baselines of another test set (or references other than those they were scored "
+            "against)")
+
+
 def lead3_extract(baselines_path, baselines, n):
     """(lines, None) of the Lead-3 extract fairseq-sum-baselines wrote with the JSON
     ``baselines_path`` (its ``--outputs`` folder beside the JSON, as recipes/common.sh writes
@@ -520,6 +559,8 @@ def html_page(args, res):
     refs = [loaded[0][i][1] for i in ids]
     scorer = rouge.scorer_from_args(args, refs)
     baselines = _read_baselines(args.baselines, len(ids)) if args.baselines else None
+    if baselines is not None:
+        check_baselines(args, baselines)
     systems = []
     for p, name, sysm in zip(paths, names, loaded):
         use, why = source_use_for(p)
@@ -539,6 +580,7 @@ def html_page(args, res):
 
         lead3, vs_lead3 = lead3_extract(args.baselines, baselines, len(ids))
         if lead3 is not None:
+            check_baselines(args, baselines, lead3, refs, scorer)
             vs_lead3 = {s["name"]: points(compare_systems([sysm[i][0] for i in ids], lead3, refs,
                                                           DEFAULT_METRICS, **test)["metrics"])
                         for s, sysm in zip(systems, loaded)}

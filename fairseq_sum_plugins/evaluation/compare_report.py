@@ -32,6 +32,7 @@ import os
 import re
 import sys
 
+from ..cli.outputs import refuse_clobber
 from .page import COLORS  # noqa: F401  (part of this module's interface)
 from .page import CSS as _CSS
 from .page import color as _color
@@ -236,6 +237,10 @@ def cli_main(argv=None):
     p.add_argument("out", help="the OUT folder of recipes/compare.sh")
     p.add_argument("labels", nargs="+", help="labels in table order (the first is the baseline)")
     args = p.parse_args(argv)
+    refuse_clobber(p, reads=[("LABEL", [os.path.join(args.out, label) for label in args.labels]),
+                             ("OUT", os.path.join(args.out, "run_info.txt"))],
+                   writes=[("OUT", os.path.join(args.out, name))
+                           for name in ("results.md", "learning_curve.png")])
     try:
         write_report(args.out, args.labels)
     except (FileNotFoundError, ValueError) as e:

@@ -37,6 +37,7 @@ import json
 import os
 import sys
 
+from ..cli.outputs import refuse_clobber
 from ..scoring.rouge import DEFAULT_BACKEND, Scorer, add_scorer_options
 from ..scoring.rouge_text import clean_summary, sentence_separators, split_summary
 from ..scoring.score_inputs import (ScoreInputError, add_reference_options, find_data_dir,
@@ -186,7 +187,15 @@ def get_parser():
 
 
 def main(argv=None):
-    args = get_parser().parse_args(argv)
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    gen = args.generate_output
+    # references.txt and sources.txt of --table-dir are written only where there is none yet
+    refuse_clobber(parser, reads=[("GEN", gen), ("the log of GEN", gen + ".log"),
+                                  ("--checkpoint", args.checkpoint), ("--ref", args.ref),
+                                  ("--ref-jsonl", args.ref_jsonl), ("--data", args.data)],
+                   writes=[("--out", os.path.join(args.out, DECODINGS)),
+                           ("--out", os.path.join(args.out, MANIFEST))])
     try:
         m = write(args.generate_output, args.out, args, args.table_dir, args.checkpoint)
     except (ScoreInputError, ValueError, OSError) as e:

@@ -112,12 +112,15 @@ def get_parser():
 
 
 def main(argv=None):
+    from ...cli.outputs import refuse_clobber
     from ...scoring import rouge
-    from .systems import BaselineError, prepared_folders, read_prepared
+    from .systems import BaselineError, prepared_reads, read_prepared
     from ..decodings import JOIN, write_lines
 
     parser = get_parser()
     args = parser.parse_args(argv)
+    refuse_clobber(parser, prepared_reads("--data", args.data, args.split),
+                   [("--out", args.out), ("--json", args.json)])
     if args.sentences < 1:
         parser.error(f"--sentences must be >= 1, got {args.sentences}")
     if not 0 <= args.threshold < 1:
@@ -129,15 +132,6 @@ def main(argv=None):
         if path and os.path.isdir(path):
             parser.error(f"--{name} {path}: a folder")
     try:
-        work, bin_dir = prepared_folders(args.data)
-        inputs = {os.path.abspath(p) for p in (os.path.join(work, "raw", f"{args.split}.src"),
-                                               os.path.join(bin_dir, f"{args.split}.ref.jsonl"))}
-        for name in ("out", "json"):
-            path = getattr(args, name)
-            if path and os.path.abspath(path) in inputs:
-                parser.error(f"--{name} {path}: an input of --data (it would be overwritten)")
-        if args.json and os.path.abspath(args.json) == os.path.abspath(args.out):
-            parser.error(f"--json {args.json}: the same file as --out")
         docs, refs = read_prepared(args.data, args.split)
     except BaselineError as e:
         parser.error(str(e))

@@ -194,13 +194,20 @@ def read_paths(args):
         return [("--jsonl", args.jsonl),
                 ("--valid-jsonl", args.valid_jsonl or sibling(args.jsonl, VALID_NAMES)),
                 ("--train-jsonl", args.train_jsonl or sibling(args.jsonl, ("train",)))]
+    return prepared_reads("--data", args.data, args.split)
+
+
+def prepared_reads(flag, folder, split):
+    """``[(flag, path)]`` of a prepared folder read (:func:`read_prepared`), for the output guard:
+    its ``bin/`` folder and the ``raw/`` files of :func:`prepared_inputs` (the rest of ``WORK``
+    may hold outputs); the folder itself when it is not a prepared one (said when it is read)."""
     try:
-        bin_dir = prepared_folders(args.data)[1]
-        inputs = prepared_inputs(args.data, args.split)
-    except (BaselineError, OSError):  # not a prepared folder: said once the command reads it
-        return [("--data", args.data)]
-    return [("--data", bin_dir)] + [("--data", path) for name, path in sorted(inputs.items())
-                                    if name.startswith("raw/")]
+        bin_dir = prepared_folders(folder)[1]
+        inputs = prepared_inputs(folder, split)
+    except (BaselineError, OSError):
+        return [(flag, folder)]
+    return [(flag, bin_dir)] + [(flag, path) for name, path in sorted(inputs.items())
+                                if name.startswith("raw/")]
 
 
 def output_paths(json_path, outputs_dir):

@@ -44,6 +44,7 @@ import json
 import os
 import sys
 
+from ...cli.outputs import refuse_clobber
 from ...scoring import rouge
 from . import systems as bl
 from .. import lead3_statement as ls
@@ -426,6 +427,13 @@ def cli_main(argv=None):
         "one section for all",
     )
     args = p.parse_args(argv)
+    outs = ["baselines.md"] + ([] if args.across else ["verdicts.json"])
+    work = bl.prepared_reads("WORK", args.work, "test") if args.work else []
+    refuse_clobber(p, reads=work + [
+        ("--baselines", args.baselines or os.path.join(args.out, "baselines.json")),
+        ("LABEL", [os.path.join(args.out, label) for label in args.labels]),
+        ("--across", [os.path.join(d, "verdicts.json") for d in args.across or ()])],
+        writes=[("OUT", os.path.join(args.out, name)) for name in outs])
     if bool(args.across) == bool(args.work):
         p.error(
             "give WORK LABEL... (one compare.sh run) or --across SEED_OUT... (several seeds), not "
