@@ -1,0 +1,164 @@
+"""docs/reference/: one page per command, generated from its parser by scripts/make_reference.py.
+
+The committed pages are regenerated in memory and compared; a command of setup.py, or a
+``python -m`` tool the recipes and docs name, without a page fails; and the generator itself is
+checked on small parsers (capture without running the command, notes kept, warnings, escaping).
+"""
+import argparse
+import os
+import re
+import sys
+
+import pytest
+
+from helpers import REPO
+
+sys.path[:0] = [REPO, os.path.join(REPO, "scripts")]
+import make_reference as mr  # noqa: E402
+
+PAGES = os.path.join(REPO, "docs", "reference")
+
+
+def test_every_committed_page_is_what_its_parser_gives(monkeypatch):
+    """A narrow terminal changes nothing (argparse's usage is laid out at a fixed width)."""
+    monkeypatch.setenv("COLUMNS", "40")
+    assert mr.stale() == []
+
+
+def test_every_console_script_of_setup_py_has_a_page():
+    setup = open(os.path.join(REPO, "setup.py"), encoding="utf-8").read()
+    scripts = re.findall(r'"([\w-]+) = [\w.]+:\w+"', setup)
+    assert "fairseq-sum-score" in scripts and len(scripts) >= 9
+    missing = [s for s in scripts if not os.path.exists(os.path.join(PAGES, f"{s}.md"))]
+    assert missing == [], f"no page in docs/reference/ for {missing}: run scripts/make_reference.py"
+
+
+def test_every_python_m_tool_the_recipes_and_docs_name_has_a_page():
+    named = set()
+    for top in ("recipes", "docs", "results", "README.md"):
+        path = os.path.join(REPO, top)
+        files = [path] if os.path.isfile(path) else [
+            os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs
+            if f.endswith((".md", ".sh")) and "reference" not in d]
+        for f in files:
+            text = open(f, encoding="utf-8", errors="replace").read()
+            named |= set(re.findall(
+                r"python3? -m ((?:fairseq_sum_plugins|preprocess|ledger)\.[\w.]+)", text))
+    named = {m.rstrip(".") for m in named if os.path.exists(mr._module_path(m.rstrip(".")))
+             and ".analysis." not in m}  # 'preprocess.xxx' is a placeholder; analysis/ forwards
+    assert {"ledger.paper_tables", "fairseq_sum_plugins.inspection.gate_sweep"} <= named
+    covered = {c.module for c in mr.commands()} | {
+        a[len("python -m "):] for c in mr.commands() for a in c.aliases}
+    assert sorted(named - covered) == [], "add them to TOOLS in scripts/make_reference.py"
+
+
+def _toy(**kwargs):
+    return mr.Command("fairseq-sum-toy", "fairseq-sum-toy", "fairseq_sum_plugins.text", None,
+                      **kwargs)
+
+
+def test_the_parser_is_taken_before_the_command_runs():
+    ran = []
+
+    def main():
+        p = argparse.ArgumentParser(prog="fairseq-sum-toy")
+        p.add_argument("--n", type=int, default=3, help="how many")
+        try:
+            p.parse_args()
+        except Exception:  # a command's own broad except does not swallow the capture
+            ran.append("except")
+        ran.append("after")
+
+    original = argparse.ArgumentParser.parse_known_args
+    parser = mr.capture(main, "fairseq-sum-toy")
+    assert ran == [] and parser.prog == "fairseq-sum-toy"
+    assert [a.dest for a in parser._actions] == ["help", "n"]
+    assert argparse.ArgumentParser.parse_known_args is original  # restored
+    assert parser.parse_args(["--n", "5"]).n == 5
+
+
+def test_a_command_that_fails_or_never_parses_is_named():
+    def broken():
+        raise ImportError("no module named spacy")
+
+    with pytest.raises(mr.CaptureError, match="fairseq-sum-toy: ImportError before parsing.*spacy"):
+        mr.capture(broken, "fairseq-sum-toy")
+    with pytest.raises(mr.CaptureError, match="fairseq-sum-toy: returned without parsing"):
+        mr.capture(lambda: None, "fairseq-sum-toy")
+    with pytest.raises(mr.CaptureError, match=r"exited \(2\)"):
+        mr.capture(lambda: sys.exit(2), "fairseq-sum-toy")
+    assert sys.argv[0] != "fairseq-sum-toy"  # restored after a failure too
+
+
+def test_a_page_holds_every_option_and_an_option_without_help_is_a_warning():
+    p = argparse.ArgumentParser(prog="fairseq-sum-toy")
+    p.add_argument("data", help="binarized data")
+    p.add_argument("--bare", type=int, default=3)
+    p.add_argument("--sep", default="<q>", help="separator, e.g. '<q>' or *x*")
+    p.add_argument("--split", default="test", help="the split (default: test)")
+    p.add_argument("--mode", choices=["a", "b"], default="a", help="the mode")
+    p.add_argument("--out", required=True, metavar="DIR", help="output, %(default)s if unset")
+    p.add_argument("--flag", action="store_true", help="a switch")
+    p.add_argument("--old", help=argparse.SUPPRESS)
+    warnings = []
+    page = mr.render(_toy(), p, warnings=warnings)
+    assert warnings == ["fairseq-sum-toy: --bare has no help text"]
+    assert "- `data`: binarized data." in page
+    assert "- `--bare BARE` Default: `3`." in page
+    assert r"- `--sep SEP`: separator, e.g. '\<q\>' or \*x\*. Default: `<q>`." in page
+    assert "- `--split SPLIT`: the split (default: test)." + "\n" in page  # its own default
+    assert "- `--mode {a,b}`: the mode. Default: `a`." in page
+    assert "- `--out DIR`: output, None if unset. Required." in page
+    assert "- `--flag`: a switch.\n" in page
+    assert "--old" not in page and "usage: fairseq-sum-toy [-h]" in page
+
+
+def test_subcommands_have_their_own_usage_and_options():
+    p = argparse.ArgumentParser(prog="fairseq-sum-toy")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    fit = sub.add_parser("fit", help="fit the model")
+    fit.add_argument("--topics", type=int, default=256, help="K")
+    warnings = []
+    page = mr.render(_toy(), p, warnings=warnings)
+    assert "## Subcommand `fit`\n\nfit the model\n\n### Usage" in page
+    assert "usage: fairseq-sum-toy fit [-h] [--topics TOPICS]" in page
+    assert "- `--topics TOPICS`: K. Default: `256`." in page and warnings == []
+
+
+def test_a_usage_line_naming_another_program_is_a_warning():
+    warnings = []
+    mr.render(_toy(), argparse.ArgumentParser(prog="toy"), warnings=warnings)
+    assert warnings == ["fairseq-sum-toy: its usage line names 'toy', not 'fairseq-sum-toy'"]
+
+
+def test_notes_are_kept_and_a_changed_page_is_named(tmp_path, monkeypatch):
+    """A round trip on one real command: write, check, edit outside and inside the notes, check."""
+    score = [c for c in mr.commands() if c.name == "fairseq-sum-score"]
+    page = tmp_path / "fairseq-sum-score.md"
+    assert mr.stale(str(tmp_path), cmds=score) == [
+        f"{os.path.relpath(tmp_path, REPO)}/{n} is missing: run python scripts/make_reference.py"
+        for n in ("fairseq-sum-score.md", "README.md")]
+    for name, text in mr.pages(score, str(tmp_path)).items():
+        (tmp_path / name).write_text(text)
+    assert mr.stale(str(tmp_path), cmds=score) == []
+    text = page.read_text()
+    assert "- `--scorer {rouge155-py,official,files2rouge}`" in text
+    page.write_text(text.replace(mr.END, "Scores `fairseq-generate` output.\n" + mr.END))
+    assert mr.stale(str(tmp_path), cmds=score) == []  # notes are the page's own
+    page.write_text(page.read_text().replace("--scorer {", "--scorers {"))
+    rel = os.path.relpath(tmp_path, REPO)
+    assert mr.stale(str(tmp_path), cmds=score) == [
+        f"{rel}/fairseq-sum-score.md is stale: run python scripts/make_reference.py"]
+    (tmp_path / "fairseq-sum-gone.md").write_text("# gone\n")
+    assert mr.stale(str(tmp_path), cmds=score)[1].startswith(
+        f"{rel}/fairseq-sum-gone.md is the page of no command")
+    regenerated = mr.pages(score, str(tmp_path))["fairseq-sum-score.md"]
+    assert "Scores `fairseq-generate` output.\n" + mr.END in regenerated
+    assert "--scorers" not in regenerated
+
+
+def test_check_on_the_command_line_exits_1_naming_the_page(tmp_path, capsys):
+    assert mr.main(["--check", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "fairseq-sum-prepare.md is missing: run python scripts/make_reference.py" in err
+    assert not os.listdir(tmp_path)  # --check writes nothing
