@@ -71,7 +71,7 @@ def clash(reads, writes):
     [paths] or None)]``), or None when every output is apart from every input and from the
     others."""
     inputs = [(flag, path, os.path.realpath(path), _identity(path)) for flag, path in _paths(reads)]
-    folders = {}  # read folder -> its files by identity, walked once and only for an existing output
+    folders = {}  # read folder -> its files by identity (walked once, for an existing output)
     seen = []
     for flag, path in _paths(writes):
         real, ident = os.path.realpath(path), _identity(path)
