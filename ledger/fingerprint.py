@@ -37,6 +37,7 @@ import sys
 import torch
 
 from fairseq_sum_plugins import compat  # noqa: F401  (allow-lists fairseq's argparse.Namespace)
+from fairseq_sum_plugins.cli.outputs import refuse_clobber
 
 _H_LINE = re.compile(r"^H-(\d+)\t")
 
@@ -253,6 +254,10 @@ def cli_main(argv=None):
                    help="compare the runs of recipes/aclsum/cross_cpu.sh in DIR")
     p.add_argument("--json", help="also write the fingerprint (or the comparison) here")
     args = p.parse_args(argv)
+    runs = [os.path.join(args.compare, mode) for mode in ("pinned1", "pinned0")] if args.compare \
+        else None  # what --compare reads: DIR/pinnedP/CPU/ (DIR itself may hold the --json)
+    refuse_clobber(p, reads=[("--path", args.path), ("--generate-output", args.generate_output),
+                             ("--compare", runs)], writes=[("--json", args.json)])
     if (args.path is None) == (args.compare is None):
         p.error("give one of --path CKPT or --compare DIR")
     try:

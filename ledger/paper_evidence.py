@@ -35,6 +35,8 @@ import re
 
 import numpy as np
 
+from fairseq_sum_plugins.cli.outputs import refuse_clobber
+
 BASELINES = {"tpt": "base", "gate": "base", "gate_warm": "base", "ta": "base",
              "etads": "etads_baseline", "etads_focus": "etads_baseline",
              "etads_saliency": "etads_baseline", "mem2mem": "hred"}
@@ -453,6 +455,10 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("root", help="the recipe's output folder (seed<S>/<label>/ run folders)")
     args = p.parse_args(argv)
+    seeds = sorted(os.path.join(args.root, n) for n in (
+        os.listdir(args.root) if os.path.isdir(args.root) else ()) if re.fullmatch(r"seed\d+", n))
+    refuse_clobber(p, reads=[("ROOT", seeds)], writes=[
+        ("ROOT", os.path.join(args.root, name)) for name in ("results.md", "runs.json")])
     if not os.path.isdir(args.root):
         p.error(f"{args.root}: not a folder")
     if not seeds_and_labels(args.root):

@@ -106,6 +106,7 @@ import os
 import re
 import sys
 
+from fairseq_sum_plugins.cli.outputs import refuse_clobber
 from fairseq_sum_plugins.scoring.specificity import label_of
 
 from .results_paths import check_paths
@@ -1421,8 +1422,11 @@ def main(argv=None):
                       help="exit 1 unless every figure recomputes and index.json and the tables "
                            "are up to date")
     args = p.parse_args(argv)
-    notes = _notes()
     path = os.path.join(args.results, "index.json")
+    if args.write:  # index.json (written through open) may not be, or link to, the table file
+        refuse_clobber(p, [("RESULTS", os.path.join(args.results, "tables.json"))],
+                       [("--write", path)])
+    notes = _notes()
     committed = None
     if args.check and os.path.exists(path):  # before any recomputation: a file that cannot be
         try:  # read (merge-conflict markers, cut short) is the one failure to report
