@@ -46,6 +46,8 @@ import re
 import sys
 from dataclasses import dataclass, field
 
+from fairseq_sum_plugins.cli.outputs import refuse_clobber
+
 ROUGE = ("R-1", "R-2", "R-L")
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
 
@@ -728,6 +730,26 @@ def render(table, out, header=()):
     return "\n".join(lines).rstrip() + "\n"
 
 
+def reads_and_writes(args):
+    """``(reads, writes)`` of a subcommand for the output guard (``[(argument, path)]`` each; the
+    train.log files under ``--train-logs``, as OUT itself holds them and the table)."""
+    cmd = args.cmd
+    if cmd == "write":
+        logs = args.train_logs and glob.glob(os.path.join(args.train_logs, "**", "train.log"),
+                                             recursive=True)
+        return ([("--measure", args.measure and args.measure[0]), ("--train-logs", logs)],
+                [("OUT", os.path.join(args.out, f"{args.paper}-{args.table}.md"))])
+    if cmd == "mean":
+        return [("SCORES", args.scores)], [("DEST", args.dest)]
+    if cmd == "pick-lenpen":
+        return ([("ALPHA=JSON", [s.split("=", 1)[-1] for s in args.scores])],
+                [("RECORD", args.record)])
+    if cmd in ("params", "topic-words"):
+        return ([("CHECKPOINT", args.checkpoint)] if cmd == "params" else [("DATA", args.data)],
+                [("DEST", args.dest)])
+    return [], []
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="paper_tables", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -766,6 +788,7 @@ def main(argv=None):
     t.add_argument("--topics", type=int, default=10)
     t.add_argument("--words", type=int, default=8)
     args = p.parse_args(argv)
+    refuse_clobber(p, *reads_and_writes(args))
     if args.cmd == "scale-arch":
         if args.paper not in PAPER_SCALE:
             p.error(f"no paper {args.paper} ({' '.join(PAPER_SCALE)})")
