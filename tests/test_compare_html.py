@@ -368,3 +368,65 @@ def test_a_lead3_extract_that_is_not_the_baselines_own_is_not_used(tmp_path):
     extract = tmp_path / "baselines" / "lead3.txt"
     extract.write_text(extract.read_text().replace("If machine", "If a machine", 1))
     assert C.lead3_extract(str(base), data, 100)[1].endswith("differs from its hash in SHA256SUMS")
+
+
+def _foreign_baselines(tmp_path):
+    """Baselines of another data set with the quickstart's 100 documents, consistent in
+    themselves: the first 100 XSum documents of results/xsum-read, their Lead-3 extract (with its
+    SHA256SUMS) and the figures it scores against their own references."""
+    from fairseq_sum_plugins.evaluation.decodings import read_decodings, scorer, sha256_file
+
+    xsum = os.path.join(os.path.dirname(QUICKSTART), "xsum-read")
+    lead3 = read_decodings(os.path.join(xsum, "baselines", "lead3.txt"))[:100]
+    refs = read_decodings(os.path.join(xsum, "references.txt"))[:100]
+    rows = scorer().documents(*scorer().pairs(lead3, refs))
+    data = json.load(open(os.path.join(QUICKSTART, "baselines.json")))
+    data["systems"]["lead3"].update({k: float(rows[k][:, 2].mean())
+                                     for k in ("rouge1", "rouge2", "rougeL")})
+    folder = tmp_path / "foreign"
+    (folder / "baselines").mkdir(parents=True)
+    (folder / "baselines" / "lead3.txt").write_text("\n".join(lead3) + "\n")
+    (folder / "baselines" / "SHA256SUMS").write_text(
+        f"{sha256_file(folder / 'baselines' / 'lead3.txt')}  lead3.txt\n")
+    json.dump(data, open(folder / "baselines.json", "w"))
+    return folder / "baselines.json", data["systems"]["lead3"]
+
+
+def test_baselines_of_another_data_set_with_as_many_documents_are_refused(tmp_path):
+    """Before: the page tested the quickstart models against the XSum Lead-3 extract of the
+    foreign baselines.json (same 100 documents) and printed that paired test. Now the extract,
+    scored against the compared references, must give the figures the JSON records."""
+    folder = _two_in_one_folder(tmp_path)
+    foreign, lead3 = _foreign_baselines(tmp_path)
+    html = tmp_path / "r.html"
+    with pytest.raises(SystemExit) as e:
+        _page(tmp_path, folder, "--baselines", str(foreign))
+    said = str(e.value)
+    assert said.startswith(f"fairseq-sum-compare: error: --baselines {foreign}: its Lead-3 "
+                           "extract scores ROUGE-1/2/L ")
+    recorded = "/".join(f"{100 * lead3[k]:.2f}" for k in ("rouge1", "rouge2", "rougeL"))
+    assert f"the file records {recorded}: baselines of another test set" in said
+    assert not html.exists()
+    # the quickstart's own baselines pass the same check
+    assert "baseline: lead3" in _page(tmp_path, folder, "--baselines",
+                                       os.path.join(QUICKSTART, "baselines.json"))
+
+
+def test_baselines_whose_data_hash_is_not_the_data_folders_are_refused(tmp_path):
+    import argparse
+
+    from fairseq_sum_plugins.evaluation.decodings import data_sha256
+
+    data = tmp_path / "bin"
+    data.mkdir()
+    for name in ("dict.src.txt", "test.src-tgt.src.bin", "test.src-tgt.src.idx",
+                 "test.ref.jsonl"):
+        (data / name).write_text(name)
+    args = argparse.Namespace(data=str(data), split=None, baselines="b.json")
+    recorded = {"data_sha256": data_sha256(str(data)), "split": "test"}
+    C.check_baselines(args, recorded)  # the data the baselines were made of
+    (data / "test.ref.jsonl").write_text('{"summary": "another reference"}')
+    with pytest.raises(ValueError, match=rf"--baselines b.json records the data sha256 "
+                                         rf"{recorded['data_sha256'][:12]}, --data "
+                                         rf"{re.escape(str(data))} \(test\) hashes to \w{{12}}"):
+        C.check_baselines(args, recorded)
