@@ -73,3 +73,55 @@ def test_matmul_training_path_is_training_cpu_fp32_with_dropout_only():
     attn.matmul_train_path = True
     attn(x)
     assert calls == [1]
+
+
+@pytest.mark.parametrize("arch,overrides", [
+    ("t5_small", dict(encoder_layers=1, decoder_layers=1, encoder_embed_dim=32,
+                      encoder_ffn_embed_dim=64, encoder_attention_heads=4)),
+    ("t5_transformer_small", dict(encoder_layers=1, decoder_layers=1)),
+    ("transformer_ta_small", dict(encoder_layers=1, decoder_layers=1, ta_sia=False,
+                                  ta_tema=False, ta_drm=False)),
+])
+def test_sparse_embedding_gradients_equal_dense(arch, overrides):
+    """With the output projection tied to the embeddings, sparse lookup gradients (the speed path)
+    give the dense lookups' gradients (the reference), and every gradient stays dense."""
+    from helpers import build_model, random_batch
+
+    model, d = build_model(arch, **overrides)
+    model.train()
+    src, lengths, prev = random_batch(d, bsz=3, src_len=9, tgt_len=6)
+    grads = []
+    for sparse in (True, False):
+        model.decoder.sparse_embedding_grad = sparse
+        model.zero_grad(set_to_none=True)
+        torch.manual_seed(3)  # the same dropout masks
+        logits, _ = model(src, lengths, prev)
+        logits.float().log_softmax(-1).sum().backward()
+        grads.append({n: p.grad for n, p in model.named_parameters() if p.grad is not None})
+        assert not model.decoder.embed_tokens.sparse  # restored after the forward
+    assert grads[0].keys() == grads[1].keys()
+    weight = model.decoder.embed_tokens.weight
+    assert any(g is weight.grad for g in grads[1].values())  # the tied weight has a gradient
+    for name, g in grads[0].items():
+        assert g.layout == torch.strided, name
+        assert fp32_close(g, grads[1][name], grads[1][name].abs().max() + 1, OP_ULPS), name
+
+
+def test_sparse_embedding_gradient_only_when_tied_and_training():
+    """Untied output projection, evaluation or no gradient: the lookups stay dense (the flag is
+    never set)."""
+    from helpers import build_model, random_batch
+
+    seen = []
+    for arch, overrides, train in (
+            ("t5_transformer_small", dict(encoder_layers=1, decoder_layers=1,
+                                          share_all_embeddings=False,
+                                          share_decoder_input_output_embed=False), True),
+            ("t5_transformer_small", dict(encoder_layers=1, decoder_layers=1), False)):
+        model, d = build_model(arch, **overrides)
+        model.train(train)
+        emb = model.decoder.embed_tokens
+        emb.register_forward_pre_hook(lambda m, _: seen.append(m.sparse))
+        src, lengths, prev = random_batch(d)
+        model(src, lengths, prev)
+    assert seen and not any(seen)

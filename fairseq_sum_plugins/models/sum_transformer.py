@@ -66,6 +66,7 @@ that row is trained. ``--t5-cross-position-bias`` adds a third causal table in c
 first decoder block's cross-attention also owned and used a ``relative_attention_bias`` (buckets x
 heads = 32 x 8 = 256 parameters), which makes App. B's counts 256 more than today's T5-small.
 """
+import contextlib
 import math
 
 import torch
@@ -416,6 +417,13 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
     """Decoder cells with causal self-attention and cross-attention, tied output projection
     (TPT eq. 10)."""
 
+    # Training with the output projection tied to the token embeddings: the lookups' gradients
+    # are sparse rows that autograd adds to the projection's dense gradient of the same weight
+    # (SumTransformerModel._embedding_grads), instead of one zero-filled vocabulary x d_m tensor
+    # per lookup summed with it. False: dense lookups (the reference; tests/test_speed_paths.py
+    # compares the gradients).
+    sparse_embedding_grad = True
+
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(dictionary)
         d = embed_tokens.embedding_dim
@@ -669,8 +677,27 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
             keep_fresh_parameters(state_dict, self.state_dict(), prefix)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, **side):
-        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, **side)
-        return self.decoder(prev_output_tokens, encoder_out=encoder_out)
+        with self._embedding_grads():
+            encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, **side)
+            return self.decoder(prev_output_tokens, encoder_out=encoder_out)
+
+    @contextlib.contextmanager
+    def _embedding_grads(self):
+        """The decoder's token embeddings (the encoder's too when shared) give sparse gradients
+        during this forward when the output layer, which this forward always runs, reads the same
+        weight densely (so the weight's gradient comes out dense, whatever the order of arrival)."""
+        emb = self.decoder.embed_tokens
+        on = (self.decoder.sparse_embedding_grad and self.training and torch.is_grad_enabled()
+              and type(emb) is nn.Embedding and not emb.sparse and emb.weight.requires_grad
+              and self.decoder.output_projection is None)
+        if not on:
+            yield
+            return
+        emb.sparse = True
+        try:
+            yield
+        finally:
+            emb.sparse = False
 
 
 
@@ -930,9 +957,10 @@ def _etads(args):
     a dictionary of 50,000 shared by documents and summaries). Silent or ambiguous, and chosen here:
     positions (not described: fairseq's sinusoidal ones), whether ``W^o`` is tied to the embeddings
     (not said: tied, as the one shared dictionary allows), the dropout "0.8" (read in the recipe as
-    a keep probability). Table 4's "# of paras" (3,406K / 4,246K / 5,087K with 2 / 4 / 6 encoder or
-    decoder layers) cannot be whole models at these dims (two layers of d_m 512, d_f 2048 alone hold
-    6.3M) and the paper does not say what they count; they are of the order of the two extensions'
+    a keep probability). Table 4's "# of paras" (3,190K / 3,821K / 4,451K with 2 / 4 / 6 encoder
+    layers, 3,406K / 4,246K / 5,087K with 2 / 4 / 6 decoder layers, the other side 4) cannot be
+    whole models at these dims (two layers of d_m 512, d_f 2048 alone hold 6.3M) and the paper does
+    not say what they count; they are of the order of the two extensions'
     parameters (ours: 4,227,072 at 4+4 layers; 3,162,112 / 5,292,032 with 2 / 6 encoder layers).
     Whole models at vocab 50,000: ``etads_base`` 59,302,736, ``etads_baseline`` 55,075,664 (b^o
     included; tests/test_etads.py)."""
