@@ -12,9 +12,10 @@ source kind     file and figures
 ``rouge``       a ``fairseq-sum-score --json`` file: ``rouge1`` ``rouge2`` ``rougeL`` ``meteor``
                 (F1 in [0, 1], x 100), ``found_N`` = 100 (1 - ``novel_Ngram_hyp``), ``found_ref_N``
                 (of the references), ``ss_sum_doc`` / ``ss_sum_gold`` (TA eq. 10, as they are);
-                ``params_k`` from the JSON the argument names (ETADS Table 4's parameters / 1000);
-                the Topic Assistant's ``test.mean.json`` (subcommand ``mean``: the mean of its
-                top-3 checkpoints' scores) alike
+                ``params_k`` from the JSON the argument names (ETADS Table 4's parameters / 1000)
+                or ``params_m`` of the checkpoint it names (Mem2Mem Table 1's, / 10^6, counted
+                when the table is written); the Topic Assistant's ``test.mean.json``
+                (subcommand ``mean``: the mean of its top-3 checkpoints' scores) alike
 ``baseline``    ``fairseq-sum-baselines --json``: ``systems[NAME]``'s ROUGE (x 100)
 ``extraction``  ``implicit_extraction`` ``scores.json``: ``scores[NAME]``'s ROUGE (x 100)
 ``gate``        ``gate_sweep.json``: the row of a threshold (sparsity %, ROUGE in points)
@@ -26,15 +27,23 @@ source kind     file and figures
 
 The shell's helpers: ``list``, ``datasets PAPER TABLE``, ``etads-systems TABLE`` (each ETADS row's
 flags over ``etads_baseline``), ``params CKPT DEST``, ``topic-words DATA DEST``, ``mean DEST
-JSON...``, ``pick-lenpen RECORD ALPHA=JSON...`` (the alpha with the highest validation mean of
-ROUGE-1/2/L F1: the project's choice, the Topic Assistant does not say which ROUGE it tuned) and
+JSON...`` (keeps their ``scorer``; files of different scorers are refused), ``pick-lenpen RECORD
+ALPHA=JSON...`` (the alpha with the highest validation mean of ROUGE-1/2/L F1: the project's
+choice, the Topic Assistant does not say which ROUGE it tuned) and
 ``scale-arch PAPER`` (the model ``MEASURE`` times; ``PAPER_SCALE`` holds each paper's documents per
 update and updates, from the paper or, where it is silent, the recipe).
 
+A column that describes a system rather than measuring it (Mem2Mem Table 1's "Type") takes the
+run's cell from the row's ``facts``. Under each title the written table names what made its
+figures: the paper's scorer as the paper states it, and the ROUGE scorer (and METEOR
+implementation) that each run file it read records (``scorer`` / ``meteor_impl``), naming the files
+that record none.
+
 A row the project cannot run (BertSUM, UNILM or MASS weights, licensed data, labelled data that is
-not here) carries its reason instead of a source; the written table says it in that row. A row
-whose file is missing (a system not run, e.g. a dataset whose raw data was not given) says
-``not run`` and names the file. Every row and column of the paper's table is written either way.
+not here, a published system it does not implement: figure copied) carries its reason instead of a
+source; the written table says it in that row. A row whose file is missing (a system not run,
+e.g. a dataset whose raw data was not given) says ``not run`` and names the file. Every row and
+column of the paper's table is written either way.
 """
 
 import argparse
@@ -58,6 +67,8 @@ class Row:
     paper: tuple  # the paper's figures, one per column (None: "-" in the paper)
     source: tuple = None  # (kind, relative path, argument) or None
     reason: str = ""  # why the project cannot run this row (with source None)
+    facts: dict = field(default_factory=dict)  # run cells that describe the system, not measured
+    # (Mem2Mem Table 1's "Type": {"type": "A"}), shown where the run's figures are read
 
 
 @dataclass
@@ -69,6 +80,8 @@ class Table:
     keys: tuple  # the figure of each column in the source (see the module docstring)
     rows: list = field(default_factory=list)
     notes: tuple = ()
+    digits: tuple = None  # digits after the point of each column (None: 2; 3 for TA eq. 10)
+    paper_scorer: str = ""  # what the paper says made its figures (ROUGE, METEOR)
 
 
 # ---------------------------------------------------------------------------- TP-Transformer
@@ -107,6 +120,8 @@ TPT_T2 = {  # Table 2: (dataset, split, beam) -> Transformer, TPT-c, TPT-d: R-1/
     ("cnn_dm", "test", 4): ((41.22, 18.70, 38.09, 34.50), (40.68, 18.19, 37.70, 33.99),
                             (41.01, 18.38, 37.91, 34.34)),
 }
+TPT_SCORER = ("ROUGE (Lin, 2004), implementation not stated; METEOR: Meteor Universal (Denkowski "
+              "and Lavie, 2014, cited in §1)")
 TPT_DATASETS = {"xsum": "XSum", "wikihow": "Wikihow", "arxiv": "Arxiv", "cnn_dm": "CNN/DM"}
 TPT_MODELS = (("Transformer", "t5_transformer"), ("TPT-c", "tp_transformer_continuous"),
               ("TPT-d", "tp_transformer"))
@@ -114,7 +129,8 @@ TPT_MODELS = (("Transformer", "t5_transformer"), ("TPT-c", "tp_transformer_conti
 
 def tpt_t2():
     t = Table("tpt", "t2", "TP-Transformer Table 2: ROUGE-1/2/L and METEOR F1, dev and test, "
-              "beam 1 and 4", ROUGE + ("METEOR",), ROUGE_KEYS + ("meteor",))
+              "beam 1 and 4", ROUGE + ("METEOR",), ROUGE_KEYS + ("meteor",),
+              paper_scorer=TPT_SCORER)
     for (ds, split, beam), figures in TPT_T2.items():
         for (model, name), fig in zip(TPT_MODELS, figures):
             label = (f"{TPT_DATASETS[ds]} / {split.capitalize()} / beam {beam} / {model} "
@@ -165,7 +181,11 @@ def tpt_t4():
 def tpt_roles():
     t = Table("tpt", "roles", "TP-Transformer §4.4: role attention distributions with max > 0.98",
               ("% max > 0.98",), ("peaked",))
-    t.rows.append(Row('TPT-d, XSum dev (§4.4: "more than 90%")', (90.0,),
+    # §4.4 gives a bound ("more than 90%", of the distributions "during the training of our
+    # TP-TRANSFORMER models on the summarization datasets"), no one dataset or split: the run's
+    # figure is TPT-d's on XSum valid
+    t.rows.append(Row('TPT-d (§4.4: "more than 90%", while training on the summarization '
+                      "datasets; the run: XSum valid)", ("more than 90",),
                       ("roles", "xsum/roles.tp_transformer.json", None)))
     return t
 
@@ -174,9 +194,17 @@ def tpt_roles():
 NO_WEIGHTS = "a published system this project does not implement (figure copied from the paper)"
 
 
+M2M_SCORER = 'the official ROUGE (Table 1\'s caption: "as reported by the official ROUGE")'
+M2M_TYPE = {"Lead-10 / 3 (Newsroom)": ("E", None), "Sent-CLF": ("E", None),
+            "Sent-PTR": ("E", None), "Attn-Seq2Seq": ("A", None), "Ptr-Gen-Seq2Seq": ("A", None),
+            "Discourse-aware": ("A", 14.3), "TLM (A)": ("A", 234), "TLM (H)": ("H", 234),
+            "Mem2Mem": ("A", 14.7)}  # Table 1's "Type" and "# of params." (M; "-" is None)
+
+
 def mem2mem_t1():
-    t = Table("mem2mem", "t1", "Mem2Mem Table 1: ROUGE-1/2/L F1 (official ROUGE-1.5.5)",
-              ROUGE, ROUGE_KEYS)
+    t = Table("mem2mem", "t1", "Mem2Mem Table 1: type (A abstractive, E extractive, H hybrid), "
+              "parameters and ROUGE-1/2/L F1", ("Type", "# of params. (M)") + ROUGE,
+              ("type", "params_m") + ROUGE_KEYS, digits=(0, 1, 2, 2, 2), paper_scorer=M2M_SCORER)
     rows = [("Lead-10 / 3 (Newsroom)", {"pubmed": (37.45, 14.19, 34.07),
                                         "arxiv": (35.52, 10.33, 31.44),
                                         "newsroom": (13.7, 2.4, 11.2)}),
@@ -200,27 +228,36 @@ def mem2mem_t1():
     for ds, name in names.items():
         for label, figs in rows:
             cite = f'{name} / {label} (Table 1, row "{label}", {name})'
+            paper = M2M_TYPE[label] + figs[ds]
             if label.startswith("Lead"):
                 lead = "lead3" if ds == "newsroom" else "leadk"
                 how = ("baseline", f"{ds}/baselines.json", lead)
                 if ds != "newsroom":  # Lead-10: the implicit extraction's Lead-10
                     how = ("extraction", f"{ds}/implicit_extraction.mem2mem_base/scores.json",
                            "lead-10")
-                t.rows.append(Row(cite, figs[ds], how))
+                t.rows.append(Row(cite, paper, how, facts={"type": "E"}))
             elif label == "Mem2Mem":
-                t.rows.append(Row(cite, figs[ds], ("rouge", f"{ds}/test.mem2mem_base.beam4.out"
-                                                   ".rouge.json", None)))
+                t.rows.append(Row(cite, paper, _m2m_run(ds, "mem2mem_base"), facts={"type": "A"}))
             else:
-                t.rows.append(Row(cite, figs[ds], None, NO_WEIGHTS))
+                t.rows.append(Row(cite, paper, None, NO_WEIGHTS))
         t.rows.append(Row(f"{name} / HRED (this project's baseline, Table 2's for PubMed)",
-                          (40.02, 15.82, 36.28) if ds == "pubmed" else (None,) * 3,
-                          ("rouge", f"{ds}/test.hred_base.beam4.out.rouge.json", None)))
+                          (None, None) + ((40.02, 15.82, 36.28) if ds == "pubmed" else (None,) * 3),
+                          _m2m_run(ds, "hred_base"), facts={"type": "A"}))
+    t.notes = ("# of params.: the paper's in millions as printed (TLM: GPT-2's); the run's is the "
+               "floating-point parameters of its checkpoint_best.pt / 10^6.",)
     return t
+
+
+def _m2m_run(ds, arch):
+    """The run's figures of a Mem2Mem / HRED row: its test decoding's scores and its checkpoint's
+    parameters (counted when the table is written)."""
+    return ("rouge", f"{ds}/test.{arch}.beam4.out.rouge.json",
+            {"checkpoint": f"{ds}/checkpoints/{arch}/checkpoint_best.pt"})
 
 
 def mem2mem_t3():
     t = Table("mem2mem", "t3", "Mem2Mem Table 3: unsupervised extractive ROUGE-1/2/L F1",
-              ROUGE, ROUGE_KEYS)
+              ROUGE, ROUGE_KEYS, paper_scorer=M2M_SCORER)
     figs = {"pubmed": ((37.45, 14.19, 34.07), (39.19, 13.89, 34.59), (41.77, 16.20, 37.81),
                        (47.76, 20.36, 39.19)),
             "arxiv": ((35.52, 10.33, 31.44), (33.85, 10.73, 28.99), (41.76, 14.95, 37.22),
@@ -263,6 +300,8 @@ ETADS_SYSTEMS = {  # name -> fairseq-train flags over etads_baseline (4 + 4 laye
     "sal12": "--saliency-layers 1,2", "sal34": "--saliency-layers 3,4",
     "foc12": "--focus-layers 1,2", "foc34": "--focus-layers 3,4",
 }
+ETADS_SCORER = ("the official ROUGE script (Table 2's caption), run through pyrouge with standard "
+                "options (§4.1's footnote 3)")
 ETADS_TABLE_SYSTEMS = {"t2": ("basic", "focus", "saliency", "etads"),
                        "t4": ("enc2", "basic", "enc6", "dec2", "dec6"),
                        "t5": ("basic", "sal12", "sal34", "saliency"),
@@ -275,8 +314,8 @@ def _etads(system):
 
 
 def etads_t2():
-    t = Table("etads", "t2", "ETADS Table 2: ROUGE-1/2/L F1 on CNN/DM test (official ROUGE)",
-              ROUGE, ROUGE_KEYS)
+    t = Table("etads", "t2", "ETADS Table 2: ROUGE-1/2/L F1 on CNN/DM test", ROUGE, ROUGE_KEYS,
+              paper_scorer=ETADS_SCORER)
     others = (("words-1vt2k-temp-att", (36.64, 15.66, 33.42)), ("PG+cov", (39.53, 17.28, 36.38)),
               ("ConvS2S", (39.75, 17.29, 36.54)), ("Explicit-Selection", (41.54, 18.18, 36.47)),
               ("ROUGESal+Ent", (40.43, 18.00, 37.10)), ("Bottom-Up", (41.22, 18.68, 38.34)))
@@ -294,7 +333,8 @@ def etads_t2():
 
 def etads_t4():
     t = Table("etads", "t4", "ETADS Table 4: ROUGE-1/2/L F1 and parameters by encoder / decoder "
-              "depth (basic model)", ROUGE + ("# params (K)",), ROUGE_KEYS + ("params_k",))
+              "depth (basic model)", ROUGE + ("# params (K)",), ROUGE_KEYS + ("params_k",),
+              paper_scorer=ETADS_SCORER)
     for part, rows in (("Encoder", ((2, (35.12, 14.05, 32.41, 3190), "enc2"),
                                     (4, (39.45, 17.20, 36.49, 3821), "basic"),
                                     (6, (39.67, 17.47, 35.71, 4451), "enc6"))),
@@ -312,7 +352,7 @@ def etads_t4():
 def _placements(table, kind, figures, systems, metric):
     cap = "precision" if metric == "precision" else "recall"
     t = Table("etads", table, f"ETADS Table {table[1]}: ROUGE-1/2/L {cap} by {kind} layers",
-              ROUGE, tuple(f"{k}_{metric}" for k in ROUGE_KEYS))
+              ROUGE, tuple(f"{k}_{metric}" for k in ROUGE_KEYS), paper_scorer=ETADS_SCORER)
     for (label, fig), system in zip(figures, systems):
         t.rows.append(Row(f'{label} (Table {table[1]}, row "{label}")', fig, _etads(system)))
     return t
@@ -338,10 +378,29 @@ NO_PRETRAINED = ("BertSUM / UNILM / MASS weights are not available to this proje
 NYT_REASON = "NYT (LDC2008T19) is licensed: recipes/nyt/transformer_ta.sh needs its JSONL"
 
 
+TA_SCORER = ("ROUGE, implementation not stated (Tables 2-4's figures cited from Liu and Lapata, "
+             "2019; Table 5's from Zhang et al., 2019b, UNILM on XSum from its public code)")
+TA_TABLE = {"cnn_dm": "Table 2", "xsum": "Table 3", "nyt": "Table 4"}
+TA_PUBLISHED = {  # Tables 2-4's first group, cited there from Liu and Lapata (2019); DRM here is
+    # Paulus et al.'s deep reinforced model, not the Topic Assistant's modulation
+    "cnn_dm": (("PTGEN (See et al., 2017)", (36.44, 15.66, 33.42)),
+               ("PTGEN+Cov (See et al., 2017)", (39.53, 17.28, 36.38)),
+               ("DRM (Paulus et al., 2017)", (39.87, 15.82, 36.90)),
+               ("BOTTOMUP (Gehrmann et al., 2018)", (41.22, 18.68, 38.34)),
+               ("DCA (Celikyilmaz et al., 2018)", (41.69, 19.47, 37.92))),
+    "xsum": (("PTGEN (See et al., 2017)", (29.70, 9.21, 23.24)),
+             ("PTGEN+Cov (See et al., 2017)", (28.10, 8.02, 21.72)),
+             ("TCONVS2S (Narayan et al., 2018)", (31.89, 11.54, 25.75))),
+    "nyt": (("PTGEN (See et al., 2017)", (42.47, 25.61, None)),
+            ("PTGEN+Cov (See et al., 2017)", (43.71, 26.40, None)),
+            ("DRM (Paulus et al., 2017)", (42.94, 26.02, None))),
+}
+
+
 def ta_main():
     t = Table("ta", "main", "Topic Assistant Tables 2-5: ROUGE-1/2/L F1, base vs +TA (beam 5, "
               "length penalty tuned on validation, mean of the top-3 checkpoints)",
-              ROUGE, ROUGE_KEYS)
+              ROUGE, ROUGE_KEYS, paper_scorer=TA_SCORER)
     paper = {"cnn_dm": {"Transformer": (40.21, 17.76, 37.09, "Table 2"),
                         "BertSUM": (42.13, 19.60, 39.18, "Table 2"),
                         "BertSUM+TA": (43.06, 20.58, 39.67, "Table 2"),
@@ -367,6 +426,10 @@ def ta_main():
             "BART": "bart", "BART+TA": "bart_ta"}
     names = {"cnn_dm": "CNN/DM", "xsum": "XSum", "nyt": "NYT"}
     for ds, rows in paper.items():
+        for model, fig in TA_PUBLISHED[ds]:  # the first group of Tables 2-4 (LSTM or CNN models)
+            short = model.split(" (")[0]
+            t.rows.append(Row(f'{names[ds]} / {short} ({TA_TABLE[ds]}, row "{model}")', fig,
+                              None, NO_WEIGHTS))
         order = ["Transformer", "Transformer+TA"] + [k for k in rows if k != "Transformer"]
         for model in order:
             fig = rows.get(model)
@@ -415,10 +478,13 @@ def ta_topics():
 
 
 # ------------------------------------------------------------------- information selection
+IS_SCORER = "ROUGE on 1k-document subsets (§4.3), implementation not stated"
+
+
 def is_t2():
     t = Table("is", "t2", "Information selection Table 2: same vs different gates over "
               "thresholds (Newsroom test subset)", ("sparsity %",) + ROUGE,
-              ("sparsity",) + ROUGE_KEYS)
+              ("sparsity",) + ROUGE_KEYS, paper_scorer=IS_SCORER)
     same = ((0.0, 0.00, 40.13, 28.26, 36.09), (0.04, 33.18, 40.11, 28.17, 35.97),
             (0.08, 49.15, 40.02, 28.10, 35.85), (0.1, 58.20, 41.11, 28.96, 36.88),
             (0.2, 88.51, 36.65, 23.40, 32.77))
@@ -441,7 +507,8 @@ def _is_t3_name(lam):
 
 def is_t3():
     t = Table("is", "t3", "Information selection Table 3: the gate penalty lambda (threshold 0.1, "
-              "Newsroom dev)", ("sparsity %", "R-2"), ("sparsity", "rouge2"))
+              "Newsroom dev)", ("sparsity %", "R-2"), ("sparsity", "rouge2"),
+              paper_scorer=IS_SCORER)
     for lam, sparsity, r2 in ((0.0, 41.74, 24.05), (0.1, 57.61, 24.61), (0.2, 72.23, 23.35),
                               (0.4, 78.04, 21.70), (0.7, 80.52, 19.34)):
         t.rows.append(Row(f'lambda {lam:g} (Table 3, row "{lam:g}")', (sparsity, r2),
@@ -453,7 +520,7 @@ def is_t3():
 def is_sweep():
     t = Table("is", "sweep", "Information selection §4.4 / Fig. 4: thresholds 0 .. 0.2 (lambda "
               "0.1; the paper's figures are Table 2's same-gates rows)", ("sparsity %",) + ROUGE,
-              ("sparsity",) + ROUGE_KEYS)
+              ("sparsity",) + ROUGE_KEYS, paper_scorer=IS_SCORER)
     paper = {0.0: (0.0, 40.13, 28.26, 36.09), 0.04: (33.18, 40.11, 28.17, 35.97),
              0.08: (49.15, 40.02, 28.10, 35.85), 0.1: (58.20, 41.11, 28.96, 36.88),
              0.2: (88.51, 36.65, 23.40, 32.77)}
@@ -498,17 +565,20 @@ PAPER_SCALE = {
             "32 documents x 4 GPUs per update (App. B); 200,000 updates: the recipe's choice, the "
             "paper states none"),
     "mem2mem": ("mem2mem_base", 16, 112429,
-                "16 documents per update, 15 epochs of PubMed's 119,924 training documents "
-                "(App. A.2)"),
+                "16 documents per update and 15 epochs (App. A.2); the epochs counted over 119,924 "
+                "training documents, the size of Cohan et al. (2018)'s PubMed training split (the "
+                "recipe's count: the paper gives none)"),
     "etads": ("etads_base", 33, 200000,
-              "4,096 tokens x 4 GPUs per update, ~33 documents of 400 + 100 tokens; 200,000 "
-              "steps (§4.1)"),
+              "batch size 4,096 on 4 GPUs and 200,000 steps (§4.1); the batch read as 4,096 "
+              "tokens per GPU, ~33 documents of 400 + 100 tokens (the recipe's reading: the paper "
+              "gives no unit)"),
     "ta": ("transformer_ta_base", 168, 250000,
            "200 summary tokens a batch (~7 XSum summaries) x 6 accumulated x 4 GPUs (App. B); "
            "250,000 updates"),
     "is": ("transformer_gated_base", 40, 100000,
+           "the recipe's choices, the paper states no batch size and no number of updates: "
            "8,192 tokens x 4 batches per update, ~40 documents of 700 + 128 tokens; 100,000 "
-           "updates: the recipe's choice, the paper states none"),
+           "updates"),
 }
 
 
@@ -573,6 +643,16 @@ def _rouge_figure(data, key, side=None):
     return _points(data.get(key))
 
 
+def _params(extra, key):
+    """``params_k`` (thousands) or ``params_m`` (millions) of a ``paper_tables params`` JSON."""
+    k = extra.get("params_k")
+    return None if k is None else k if key == "params_k" else k / 1000
+
+
+def _with_facts(table, row, figures):
+    return tuple(row.facts.get(k, v) for k, v in zip(table.keys, figures))
+
+
 def run_figures(table, out, row):
     """The run's figures of ``row`` (a tuple, None where it has none), or a string saying why
     there are none."""
@@ -591,15 +671,20 @@ def run_figures(table, out, row):
     if kind == "rouge":
         side = arg if isinstance(arg, str) else None
         extra = {}
-        if isinstance(arg, dict) and os.path.isfile(os.path.join(out, arg["params"])):
+        if isinstance(arg, dict) and os.path.isfile(os.path.join(out, arg.get("params", ""))):
             extra = _load(os.path.join(out, arg["params"]))
-        return tuple(extra.get(k) if k == "params_k" else _rouge_figure(data, k, side)
-                     for k in table.keys)
+        elif isinstance(arg, dict) and os.path.isfile(os.path.join(out, arg.get("checkpoint", ""))):
+            try:
+                extra = parameter_count(os.path.join(out, arg["checkpoint"]))
+            except ValueError as e:
+                return str(e)
+        return _with_facts(table, row, tuple(_params(extra, k) if k.startswith("params_") else
+                                             _rouge_figure(data, k, side) for k in table.keys))
     if kind in ("baseline", "extraction"):
         system = (data["systems"] if kind == "baseline" else data["scores"]).get(arg)
         if system is None:
             return f"not computed ({rel} has no {arg})"
-        return tuple(_points(system.get(k)) for k in table.keys)
+        return _with_facts(table, row, tuple(_points(system.get(k)) for k in table.keys))
     if kind == "gate":
         rows = [r for r in data if math.isclose(r["threshold"], arg, abs_tol=1e-9)]
         if not rows:
@@ -616,11 +701,22 @@ def run_figures(table, out, row):
 
 
 def mean_scores(scores, names=()):
-    """The mean of fairseq-sum-score results (ROUGE F1s, precision, recall, METEOR)."""
+    """The mean of fairseq-sum-score results (ROUGE F1s, precision, recall, METEOR), with the
+    ``scorer`` and ``meteor_impl`` they record; results of different scorers (or METEOR
+    implementations) are not averaged: ``ValueError`` naming them."""
     keys = [k for k in ROUGE_KEYS + tuple(f"{m}_{x}" for m in ROUGE_KEYS
                                           for x in ("precision", "recall")) + ("meteor",)
             if all(isinstance(s.get(k), (int, float)) for s in scores)]
     out = {k: sum(s[k] for s in scores) / len(scores) for k in keys}
+    for field in ("scorer", "meteor_impl"):
+        values = {s.get(field) for s in scores if s.get(field) is not None}
+        if len(values) > 1:
+            named = (", ".join(f"{n}: {s.get(field)}" for n, s in zip(names, scores)) if names
+                     else ", ".join(sorted(values)))
+            raise ValueError(f"the results were made by different {field}s ({named}): their "
+                             "mean would be no scorer's figure")
+        if values:
+            out[field] = values.pop()
     out.update(averaged=len(scores), files=list(names))
     return out
 
@@ -691,26 +787,84 @@ def _write_json(path, data):
     os.replace(path + ".tmp", path)
 
 
-def _cells(values, digits):
-    return [("-" if v is None else f"{v:.{digits}f}") for v in values]
+def cells(table, values):
+    """The cells of ``values`` (one per column of ``table``): "-" for None, a string as it is, a
+    number at the column's digits."""
+    digits = table.digits or (3 if table.keys[0].startswith("ss_") else 2,) * len(table.columns)
+    return [("-" if v is None else v if isinstance(v, str) else f"{v:.{d}f}")
+            for v, d in zip(values, digits)]
+
+
+SCORER_NAMES = {"rouge155-py": "rouge155-py (this package's ROUGE-1.5.5 in Python)",
+                "official": "official (ROUGE-1.5.5 itself)", "files2rouge": "files2rouge"}
+
+
+def _recorded(data, field):
+    """The values of ``field`` in a source file (a dict, or a list of gate-sweep rows)."""
+    items = data if isinstance(data, list) else [data]
+    return {str(d[field]) for d in items if isinstance(d, dict) and d.get(field) is not None}
+
+
+def scorer_lines(table, out):
+    """The lines naming what made the figures: the paper's scorer as the paper states it, and the
+    ROUGE scorer (and METEOR implementation) recorded in each run file the table reads, with the
+    files that record none."""
+    scored = [k for k in table.keys if k.startswith(("rouge", "meteor"))]
+    if not scored:
+        return []
+    lines = [f"The paper's figures: {table.paper_scorer or 'not stated'}."]
+    found = {"scorer": {}, "meteor_impl": {}}
+    silent = set()
+    for row in table.rows:
+        if row.source is None or row.source[0] not in ("rouge", "baseline", "extraction", "gate"):
+            continue
+        path = row.source[1]
+        if any(c in path for c in "*?["):
+            matches = sorted(glob.glob(os.path.join(out, path)))
+            path = os.path.relpath(matches[0], out) if len(matches) == 1 else path
+        full = os.path.join(out, path)
+        if not os.path.isfile(full):
+            continue
+        data = _load(full)
+        names = _recorded(data, "scorer")
+        for name in names:
+            found["scorer"].setdefault(name, set()).add(path)
+        if not names:
+            silent.add(path)
+        if "meteor" in table.keys:
+            for impl in _recorded(data, "meteor_impl"):
+                found["meteor_impl"].setdefault(impl, set()).add(path)
+    if not found["scorer"] and not silent:
+        return lines + ["The run's figures: none read yet."]
+    parts = [f"{SCORER_NAMES.get(name, name)} in {len(paths)} file(s)"
+             for name, paths in sorted(found["scorer"].items())]
+    if silent:
+        parts.append(f"not recorded in {len(silent)} file(s) ({', '.join(sorted(silent))})")
+    lines.append(f"The run's ROUGE: {'; '.join(parts)}.")
+    if "meteor" in table.keys:
+        impls = [f"{impl} in {len(paths)} file(s)"
+                 for impl, paths in sorted(found["meteor_impl"].items())]
+        lines.append(f"The run's METEOR: {'; '.join(impls) or 'none recorded'}.")
+    return lines
 
 
 def render(table, out, header=()):
-    """The table as markdown: every row with the paper's figures and the run's beside them."""
-    digits = 3 if table.keys[0].startswith("ss_") else 2
+    """The table as markdown: every row with the paper's figures and the run's beside them, and
+    under the title what made them (:func:`scorer_lines`) and the ``header`` lines."""
+    header = scorer_lines(table, out) + list(header)
     lines = [f"# {table.title}", ""] + [f"{h}" for h in header] + (["" ] if header else [])
     cols = " | ".join(f"{c} paper | {c} run" for c in table.columns)
     lines += [f"| row | {cols} | note |", "|---" * (1 + 2 * len(table.columns)) + "|---|"]
     for row in table.rows:
         run = run_figures(table, out, row)
-        paper = _cells(row.paper, digits)
+        paper = cells(table, row.paper)
         note = ""
         if isinstance(run, str):
             run, note = ["n/a"] * len(table.columns), run
         else:
-            run = _cells(run, digits)
-        cells = " | ".join(f"{p} | {r}" for p, r in zip(paper, run))
-        lines.append(f"| {row.label} | {cells} | {note} |")
+            run = cells(table, run)
+        pairs = " | ".join(f"{p} | {r}" for p, r in zip(paper, run))
+        lines.append(f"| {row.label} | {pairs} | {note} |")
     lines += [""] + [f"Note: {n}" for n in table.notes]
     probes = sorted({row.source[1] for row in table.rows if row.source and row.source[0] == "probe"
                      and os.path.isfile(os.path.join(out, row.source[1]))})
@@ -820,7 +974,10 @@ def main(argv=None):
         print("\n".join(f"{a} {b}" for a, b in TABLES))
         return 0
     if args.cmd == "mean":
-        _write_json(args.dest, mean_scores([_load(f) for f in args.scores], args.scores))
+        try:
+            _write_json(args.dest, mean_scores([_load(f) for f in args.scores], args.scores))
+        except ValueError as e:
+            p.error(str(e))
         return 0
     if args.cmd == "pick-lenpen":
         try:
