@@ -1,10 +1,12 @@
 # Shared steps of the Mem2Mem recipes (recipes/{pubmed,arxiv,newsroom}): App. A.2's setup for both
 # archs -- Adam at 2e-4, batch 16, gradient norm clipped at 2, 15 epochs, beam 4 at test time;
 # vocabulary 50k, summaries cut at 200 tokens. HRED and Mem2Mem are See et al.'s pointer-generator
-# *with coverage* (Mem2Mem §3.3): coverage attention (the model's default) and See et al.'s coverage
-# loss, sum_i min(a_ti, c_ti) per target token, with See et al.'s weight lambda = 1
-# (--coverage-loss True --coverage-loss-weight COVERAGE_WEIGHT). See et al. add the loss only for a
-# last phase of training (3,000 iterations after convergence); Mem2Mem does not say when: here it is
+# *with coverage* (Mem2Mem App. A.1: the features of §2's HRED baseline and of Mem2Mem, A.1.1 the
+# pointer-generator, A.1.2 the decoder coverage): coverage attention (M2M eq. 16-17, the model's
+# default) and See et al.'s coverage loss, sum_i min(a_ti, c_ti) per target token, with See et al.'s
+# weight lambda = 1 (--coverage-loss True --coverage-loss-weight COVERAGE_WEIGHT; A.1.2 names the
+# coverage vector only, the loss is See et al.'s). See et al. add the loss only for a last phase
+# of training (3,000 iterations after convergence); Mem2Mem does not say when: here it is
 # on from the first update (the project's choice; COVERAGE_WEIGHT=0 turns it off).
 # Source this after common.sh.
 #
