@@ -115,7 +115,7 @@ def get_parser():
 
 
 def main(argv=None):
-    args = get_parser().parse_args(argv)
+    args = converter_io.parse_guarded(get_parser(), argv, lambda a: [("--in", a.input)])
     _, _, paper_sections, paper_section_words = converter_io.limits(args)
     max_sections = paper_sections if args.max_sections is None else args.max_sections
     max_section_words = paper_section_words if args.max_section_words is None else args.max_section_words

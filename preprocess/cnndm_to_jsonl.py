@@ -139,7 +139,8 @@ def convert(args):
 
 
 def main(argv=None):
-    return convert(get_parser().parse_args(argv))
+    return convert(converter_io.parse_guarded(get_parser(), argv, lambda a: [
+        ("--jsonl", a.jsonl), ("--stories-dir", a.stories_dir), ("--url-lists", a.url_lists)]))
 
 
 def cli_main():

@@ -42,6 +42,18 @@ PAPER_TRUNCATION = {
 }
 
 
+def parse_guarded(parser, argv, reads):
+    """``parser``'s arguments, once the one output guard
+    (:func:`fairseq_sum_plugins.cli.outputs.refuse_clobber`) has refused an ``--out`` whose split
+    files are, or lie inside, what the converter reads (``reads(args)``: ``[(flag, path)]``)."""
+    from fairseq_sum_plugins.cli.outputs import refuse_clobber
+
+    args = parser.parse_args(argv)
+    refuse_clobber(parser, reads(args),
+                   [("--out", os.path.join(args.out, f"{split}.jsonl")) for split in SPLITS])
+    return args
+
+
 def add_arguments(parser):
     """The options every converter takes (see the module docstring)."""
     g = parser.add_argument_group("statistics, truncation and target (preprocess/converter_io.py, preprocess/stats.py)")

@@ -134,7 +134,7 @@ def convert(args):
 
 
 def main(argv=None):
-    convert(get_parser().parse_args(argv))
+    convert(converter_io.parse_guarded(get_parser(), argv, lambda a: [("--in", a.newsroom_dir)]))
 
 
 if __name__ == "__main__":

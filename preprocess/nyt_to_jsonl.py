@@ -127,7 +127,7 @@ def convert(args):
 
 
 def main(argv=None):
-    return convert(get_parser().parse_args(argv))
+    return convert(converter_io.parse_guarded(get_parser(), argv, lambda a: [("--jsonl", a.jsonl)]))
 
 
 def cli_main():

@@ -867,8 +867,22 @@ def prepare(args):
     return stats
 
 
+# what prepare writes into --out: its folders and files
+OUT_FOLDERS = ("raw", "tok", "spm", "spm_full", "bin", "hf_jsonl", ".stamps")
+OUT_FILES = ("spm.model", "spm.vocab", "dict.txt")
+
+
 def main(argv=None):
-    return prepare(get_parser().parse_args(argv))
+    from fairseq_sum_plugins.cli.outputs import refuse_clobber
+
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    hf_path = args.hf_dataset if args.hf_dataset and os.path.exists(args.hf_dataset) else None
+    refuse_clobber(parser, reads=[("--jsonl-dir", args.jsonl_dir), ("--parallel-dir", args.parallel_dir),
+                                  ("--hf-dataset", hf_path), ("--spm-model", args.spm_model),
+                                  ("--dict", args.dict)],
+                   writes=[("--out", os.path.join(args.out, name)) for name in OUT_FOLDERS + OUT_FILES])
+    return prepare(args)
 
 
 def cli_main():

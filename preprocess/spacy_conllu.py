@@ -12,7 +12,10 @@ It only needs spaCy and a pipeline, so it can run in another environment than th
 probe reads the file). An empty line is an error naming it: the probe aligns sentences one to one.
 """
 import argparse
+import os
 import sys
+
+from fairseq_sum_plugins.cli.outputs import refuse_clobber
 
 
 def conllu_lines(doc):
@@ -33,6 +36,8 @@ def main(argv=None):
     p.add_argument("--model", default="en_core_web_sm", help="an installed spaCy pipeline (name or path)")
     p.add_argument("--batch-size", type=int, default=64)
     args = p.parse_args(argv)
+    refuse_clobber(p, reads=[("WORDS", args.words), ("--model", args.model if os.path.exists(args.model) else None)],
+                   writes=[("OUT", args.out)])
     with open(args.words, encoding="utf-8") as f:
         sentences = [line.rstrip("\r\n") for line in f]
     for no, sent in enumerate(sentences, 1):

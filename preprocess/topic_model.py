@@ -381,9 +381,29 @@ def _splits(parser, args):
     return splits
 
 
+def _reads_and_writes(args):
+    """``(reads, writes)`` for the one output guard: DATA's dictionaries, binarized splits and
+    records (not the whole folder, which holds the outputs), ``--full-src``, the GPT-2 files and
+    (infer) the topic model read; the topic model (fit) and each split's theta written."""
+    data = args.data
+    names = sorted(os.listdir(data)) if os.path.isdir(data) else []
+    read = [os.path.join(data, n) for n in names if n.startswith("dict") or n.endswith((".bin", ".idx"))
+            or n in ("prepare_args.json", "spm.model")] or [data]
+    model = args.topic_model or os.path.join(data, "topic_model.npz")
+    thetas = [os.path.join(data, f"{s}.theta.npy") for s in binarized_splits(data)] if names else []
+    reads = [("DATA", read), ("--full-src", args.full_src)]
+    if args.cmd == "fit":
+        reads += [("--gpt2-encoder-json", args.gpt2_encoder_json), ("--gpt2-vocab-bpe", args.gpt2_vocab_bpe)]
+        return reads, [("--topic-model", model), ("DATA", thetas)]
+    return reads + [("--topic-model", model)], [("DATA", thetas)]
+
+
 def main(argv=None):
+    from fairseq_sum_plugins.cli.outputs import refuse_clobber
+
     p = get_parser()
     args = p.parse_args(argv)
+    refuse_clobber(p, *_reads_and_writes(args))
     if args.cmd == "fit" and bool(args.gpt2_encoder_json) != bool(args.gpt2_vocab_bpe):
         p.error("--gpt2-encoder-json and --gpt2-vocab-bpe go together")
     if not os.path.isdir(args.data):

@@ -170,7 +170,8 @@ def convert(args):
 
 
 def main(argv=None):
-    return convert(get_parser().parse_args(argv))
+    return convert(converter_io.parse_guarded(get_parser(), argv, lambda a: [
+        ("--csv", a.csv), ("--split-lists", a.split_lists)]))
 
 
 def cli_main():

@@ -236,7 +236,8 @@ def convert(args):
 
 
 def main(argv=None):
-    return convert(get_parser().parse_args(argv))
+    return convert(converter_io.parse_guarded(get_parser(), argv, lambda a: [
+        ("--jsonl", a.jsonl), ("--raw-dir", a.raw_dir), ("--split-file", a.split_file)]))
 
 
 def cli_main():

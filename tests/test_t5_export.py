@@ -381,16 +381,22 @@ def test_output_directory_and_inputs_are_checked(native, tmp_path):
     bad.write_text('{"rouge1": "high"}')
     assert "not the output of fairseq-sum-score --json" in refused(native["ckpt"], tmp_path / "o2", "--scores", bad)
     assert "no such checkpoint file" in refused(tmp_path / "none.pt", tmp_path / "o3")
-    assert "no dict.src.txt; pass --data" in refused(native["ckpt"], tmp_path / "o4", "--data", tmp_path)
+    (tmp_path / "empty").mkdir()
+    assert "no dict.src.txt; pass --data" in refused(native["ckpt"], tmp_path / "o4", "--data", tmp_path / "empty")
 
 
-def test_the_data_folder_and_an_empty_path_are_refused_as_output(native, tmp_path):
+def test_the_data_folder_and_an_empty_path_are_refused_as_output(native, tmp_path, capsys):
     data = _data_copy(native, tmp_path / "data")
     before = sorted(os.listdir(data))
     # was shutil.SameFileError after model.safetensors, config.json, ... were written into DATA
-    message = refused(native["ckpt"], data, "--data", data, "--force")
-    assert f"{data}: is the folder of the export's inputs" in message and "write to another OUT_DIR" in message
+    assert refused(native["ckpt"], data, "--data", data, "--force") == "2"  # the output guard
+    assert (f"OUT_DIR {data / 'model.safetensors'} lies inside --data {data}, which this command "
+            "reads; nothing written") in capsys.readouterr().err
     assert sorted(os.listdir(data)) == before
+    recorded = sorted(os.listdir(native["data"]))  # the data folder the checkpoint records
+    message = refused(native["ckpt"], native["data"], "--force")
+    assert f"{native['data']}: is the folder of the export's inputs" in message
+    assert sorted(os.listdir(native["data"])) == recorded
     assert "OUT_DIR '': an empty path" in refused(native["ckpt"], "")  # was a FileNotFoundError traceback
 
 

@@ -77,7 +77,8 @@ def clash(reads, writes):
         real, ident = os.path.realpath(path), _identity(path)
         for in_flag, in_path, in_real, in_ident in inputs:
             if _within(real, in_real) or (ident is not None and ident == in_ident):
-                how = "is" if real == in_real or ident == in_ident else "lies inside"
+                same = real == in_real or (ident is not None and ident == in_ident)
+                how = "is" if same else "lies inside"
                 return (f"{flag} {path} {how} {in_flag} {in_path}, which this command reads; "
                         "nothing written")
         for in_flag, in_path, in_real, _ in inputs if ident is not None else ():

@@ -68,6 +68,7 @@ import sys
 
 import torch
 
+from ..cli.outputs import refuse_clobber
 from ..data_folder import PREPARE_ARGS, read_prepare_args
 from ..scoring.rouge import DEFAULT_BACKEND, backend_name
 
@@ -795,9 +796,7 @@ def export(ckpt, out_dir, data=None, scores=None, force=False, license=None, lan
             f.write("\n")
     dictionary.save(os.path.join(out_dir, "dict.txt"))
     shutil.copyfile(spm_path, os.path.join(out_dir, "spm.model"))
-    written = ["model.safetensors", "tokenizer.json", "config.json", "generation_config.json",
-               "tokenizer_config.json", "special_tokens_map.json", "dict.txt", "spm.model",
-               "README.md"]
+    written = list(WRITTEN[:-1])  # and PREPARE_ARGS below, where there is a record
     if recorded is not None:  # the record, local paths cut (the folder is meant to be shared)
         with open(os.path.join(out_dir, PREPARE_ARGS), "w", encoding="utf-8") as f:
             json.dump(without_local_paths(recorded), f, indent=2, ensure_ascii=False)
@@ -856,8 +855,19 @@ def get_parser():
     return parser
 
 
+# what an export writes into OUT_DIR (prepare_args.json where the data folder has one)
+WRITTEN = ("model.safetensors", "tokenizer.json", "config.json", "generation_config.json",
+           "tokenizer_config.json", "special_tokens_map.json", "dict.txt", "spm.model",
+           "README.md", PREPARE_ARGS)
+
+
 def main(argv=None):
-    args = get_parser().parse_args(argv)
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    # the data folder a checkpoint records (no --data) is known once it is loaded: export() checks
+    refuse_clobber(parser, reads=[("CHECKPOINT", args.checkpoint), ("--data", args.data),
+                                  ("--scores", args.scores)],
+                   writes=[("OUT_DIR", os.path.join(args.out_dir, name)) for name in WRITTEN])
     try:
         cfg = export(args.checkpoint, args.out_dir, data=args.data, scores=args.scores,
                      force=args.force, license=args.license, languages=args.language,

@@ -67,6 +67,7 @@ from typing import NamedTuple
 
 import torch
 
+from ..cli.outputs import refuse_clobber
 from ..models.fresh_params import IMPORT_MARKER, import_mark
 
 logger = logging.getLogger(__name__)
@@ -489,6 +490,9 @@ def main(argv=None):
     parser.add_argument("--force", action="store_true",
                         help="replace those files where OUT_DIR holds them")
     args = parser.parse_args(argv)
+    refuse_clobber(parser, reads=[("HF_DIR", args.hf_dir)], writes=[
+        ("OUT_DIR", os.path.join(args.out_dir, name))
+        for name in ("model.pt", "dict.txt", "spm.model", "prepare_args.json")])
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         saved, flags = import_t5(args.hf_dir, args.out_dir, force=args.force)
