@@ -422,6 +422,57 @@ def fairseq_parsers():
     return out
 
 
+# ---------------------------------------------------------------- flags named in prose
+
+# flags of other programs that the notes and docs/architecture.md quote: pip's,
+# scripts/install.sh's, scripts/check_layering.py's
+OTHER_PROGRAMS_FLAGS = frozenset({"--no-deps", "--meteor15", "--rouge155", "--rooms"})
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
+
+
+def _walk_options(parser, found):
+    found.update(parser._option_string_actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _walk_options(sub, found)
+
+
+def known_options(cmds=None):
+    """Every option string of the pages' parsers (subcommands and hidden earlier names included),
+    of fairseq's commands as the plugin extends them (task, criterion, tokenizer, BPE, scoring) and
+    of the plugin's model families."""
+    found = set()
+    for c in commands() if cmds is None else cmds:
+        if c.stem != FAIRSEQ_PAGE:
+            _walk_options(parser_of(c), found)
+    import fairseq_sum_plugins
+
+    fairseq_sum_plugins.register()
+    from fairseq import options
+    from fairseq.models import MODEL_REGISTRY
+
+    argv = ["DATA", "--task", "summarization", "--criterion", "summarization_loss", "--arch",
+            "tp_transformer_small", "--tokenizer", "sum_moses", "--bpe", "sentencepiece",
+            "--sentencepiece-model", "spm.model", "--scoring", "rouge"]
+    for make in (options.get_training_parser, options.get_generation_parser,
+                 options.get_validation_parser, options.get_interactive_generation_parser):
+        parser = make()
+        options.parse_args_and_arch(parser, argv, parse_known=True)  # adds the chosen parts' flags
+        _walk_options(parser, found)
+    _walk_options(options.get_preprocessing_parser(), found)
+    for family in ("sum_transformer", "bart_sum", "mem2mem"):
+        parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+        MODEL_REGISTRY[family].add_args(parser)
+        _walk_options(parser, found)
+    return found | OTHER_PROGRAMS_FLAGS
+
+
+def unknown_flags(text, known):
+    """The ``--flags`` that ``text`` names and no parser knows (a renamed or removed option)."""
+    return sorted({f for f in FLAG.findall(text) if f not in known})
+
+
 # ---------------------------------------------------------------- pages
 
 def pages(cmds=None, out_dir=OUT, warnings=None):

@@ -162,3 +162,64 @@ def test_check_on_the_command_line_exits_1_naming_the_page(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "fairseq-sum-prepare.md is missing: run python scripts/make_reference.py" in err
     assert not os.listdir(tmp_path)  # --check writes nothing
+
+
+@pytest.fixture(scope="module")
+def known_flags():
+    return mr.known_options()
+
+
+def _notes_and_architecture():
+    texts = {"docs/architecture.md": open(os.path.join(REPO, "docs", "architecture.md"),
+                                          encoding="utf-8").read()}
+    for name in sorted(os.listdir(PAGES)):
+        text = open(os.path.join(PAGES, name), encoding="utf-8").read()
+        if mr.BEGIN in text:
+            texts[f"docs/reference/{name}"] = mr.notes_of(text)
+    return texts
+
+
+def test_every_flag_the_notes_and_the_architecture_page_name_is_an_option(known_flags):
+    """Hand-written prose goes stale when an option is renamed: each --flag it names must be an
+    option of some command (the pages' parsers, fairseq's as the plugin extends them)."""
+    assert "--gate-warmup-updates" in known_flags and "--restore-file" in known_flags
+    prose = "`--beam 4`, --no-such-flag and `--eval-rouge-bpe` (not `--eval-rouge-bp`)"
+    assert mr.unknown_flags(prose, known_flags) == ["--eval-rouge-bp", "--no-such-flag"]
+    stale = {where: bad for where, text in _notes_and_architecture().items()
+             if (bad := mr.unknown_flags(text, known_flags))}
+    assert stale == {}
+
+
+def _blocks(text):
+    """Bullets and paragraphs of Markdown ``text`` (code fences, tables, headings left out)."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    blocks, current = [], []
+    for line in text.split("\n"):
+        starts = re.match(r"\s*([-*]|\d+\.)\s", line) is not None
+        if starts or not line.strip() or line.startswith(("#", "|", "<!--")):
+            if current:
+                blocks.append(" ".join(current))
+            current = [re.sub(r"^\s*([-*]|\d+\.)\s", "", line)] if starts else []
+        else:
+            current.append(line)
+    return blocks + ([" ".join(current)] if current else [])
+
+
+def test_no_bullet_of_the_architecture_page_or_the_notes_runs_long():
+    text = "- one two\n  three\n\npara graph\n| a | b |\n"
+    assert [len(b.split()) for b in _blocks(text)] == [3, 2]
+    long = [(where, len(b.split()), b[:60]) for where, text in _notes_and_architecture().items()
+            for b in _blocks(text) if len(b.split()) > 85]
+    assert long == []
+
+
+def test_the_links_of_the_architecture_page_and_the_reference_resolve():
+    broken = []
+    for where in ["docs/architecture.md"] + [f"docs/reference/{n}" for n in os.listdir(PAGES)]:
+        path = os.path.join(REPO, where)
+        text = open(path, encoding="utf-8").read()
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if "://" not in target and not os.path.exists(
+                    os.path.join(os.path.dirname(path), target)):
+                broken.append(f"{where}: {target}")
+    assert broken == []
