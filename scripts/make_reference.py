@@ -92,6 +92,10 @@ class CaptureError(RuntimeError):
     """A command's parser could not be read (its message names the command)."""
 
 
+class PageError(CaptureError):
+    """A committed page whose notes cannot be kept (a marker missing or repeated)."""
+
+
 def console_scripts(setup_py=None):
     """``[(name, module, function)]`` of ``setup.py``'s ``console_scripts``, read from its
     source."""
@@ -179,8 +183,12 @@ def parser_of(command):
                 pywarnings.simplefilter("ignore", RuntimeWarning)
                 runpy.run_module(command.module, run_name="__main__", alter_sys=False)
         return capture(function, command.name)
-    module = importlib.import_module(command.module)
-    return capture(getattr(module, command.function), command.name)
+    try:
+        function = getattr(importlib.import_module(command.module), command.function)
+    except Exception as e:
+        raise CaptureError(f"{command.name}: {command.module}:{command.function} does not import: "
+                           f"{type(e).__name__}: {e}") from e
+    return capture(function, command.name)
 
 
 def description(module):
@@ -295,10 +303,16 @@ def _parser_body(parser, where, warnings, level=2, usage=True):
     return out
 
 
-def notes_of(text):
-    """The hand-written notes of a page (between the markers), or ''."""
-    if BEGIN not in text or END not in text:
+def notes_of(text, where="the page"):
+    """The hand-written notes of a page (between the markers), or '' for a page without markers.
+    One marker without the other, a repeated one or END before BEGIN is a :class:`PageError`
+    (regenerating would lose the notes)."""
+    counts = (text.count(BEGIN), text.count(END))
+    if counts == (0, 0):
         return ""
+    if counts != (1, 1) or text.index(END) < text.index(BEGIN):
+        raise PageError(f"{where}: its notes need one {BEGIN} and, after it, one {END} (found "
+                        f"{counts[0]} and {counts[1]}): restore them, nothing was written")
     return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
 
 
@@ -483,7 +497,8 @@ def pages(cmds=None, out_dir=OUT, warnings=None):
     for c in cmds:
         path = os.path.join(out_dir, c.stem + ".md")
         old = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
-        result[c.stem + ".md"] = render(c, parser_of(c), notes_of(old), warnings)
+        notes = notes_of(old, os.path.relpath(path, REPO))
+        result[c.stem + ".md"] = render(c, parser_of(c), notes, warnings)
     result["README.md"] = index(cmds)
     return result
 

@@ -223,3 +223,24 @@ def test_the_links_of_the_architecture_page_and_the_reference_resolve():
                     os.path.join(os.path.dirname(path), target)):
                 broken.append(f"{where}: {target}")
     assert broken == []
+
+
+def test_a_page_whose_notes_lost_a_marker_stops_the_generator_before_it_writes(tmp_path, capsys):
+    score = [c for c in mr.commands() if c.name == "fairseq-sum-score"]
+    page = tmp_path / "fairseq-sum-score.md"
+    page.write_text(mr.pages(score, str(tmp_path))["fairseq-sum-score.md"].replace(
+        mr.END, "Precious notes.\n"))
+    before = page.read_text()
+    with pytest.raises(mr.PageError, match=r"fairseq-sum-score.md: its notes need one .* \(found 1 "
+                       r"and 0\): restore them, nothing was written"):
+        mr.pages(score, str(tmp_path))
+    with pytest.raises(SystemExit, match="make_reference: .*fairseq-sum-score.md: its notes need"):
+        mr.main(["--out", str(tmp_path)])
+    assert page.read_text() == before and sorted(os.listdir(tmp_path)) == ["fairseq-sum-score.md"]
+
+
+def test_a_console_script_whose_module_does_not_import_is_named():
+    gone = mr.Command("fairseq-sum-gone", "fairseq-sum-gone", "fairseq_sum_plugins.no_such", "main")
+    with pytest.raises(mr.CaptureError, match="fairseq-sum-gone: fairseq_sum_plugins.no_such:main "
+                       "does not import: ModuleNotFoundError"):
+        mr.parser_of(gone)
