@@ -45,11 +45,16 @@ PAPER_TRUNCATION = {
 def parse_guarded(parser, argv, reads):
     """``parser``'s arguments, once the one output guard
     (:func:`fairseq_sum_plugins.cli.outputs.refuse_clobber`) has refused an ``--out`` whose split
-    files are, or lie inside, what the converter reads (``reads(args)``: ``[(flag, path)]``)."""
-    from fairseq_sum_plugins.cli.outputs import refuse_clobber
+    files are, or lie inside, what the converter reads (``reads(args)``: ``[(flag, path)]``; an
+    input folder by its entries)."""
+    from fairseq_sum_plugins.cli.outputs import contents, refuse_clobber
 
     args = parser.parse_args(argv)
-    refuse_clobber(parser, reads(args),
+    def entries(value):  # a folder by its entries; nargs lists flattened
+        found = [contents(p) for p in (value if isinstance(value, list) else [value])]
+        return [p for x in found for p in (x if isinstance(x, list) else [x])]
+
+    refuse_clobber(parser, [(flag, entries(value)) for flag, value in reads(args)],
                    [("--out", os.path.join(args.out, f"{split}.jsonl")) for split in SPLITS])
     return args
 

@@ -176,14 +176,14 @@ def get_parser():
 
 
 def main(argv=None):
-    from fairseq_sum_plugins.cli.outputs import refuse_clobber
+    from fairseq_sum_plugins.cli.outputs import contents, refuse_clobber
 
     parser = get_parser()
     args = parser.parse_args(argv)
     langs = [s.strip() for s in args.langs.split(",")]
     if len(langs) != 2 or not all(langs) or langs[0] == langs[1]:
         raise Gpt2BpeError(f"--langs needs two different suffixes SRC,TGT, got {args.langs!r}")
-    refuse_clobber(parser, reads=[("--jsonl-dir", args.jsonl_dir), ("--encoder-json", args.encoder_json),
+    refuse_clobber(parser, reads=[("--jsonl-dir", contents(args.jsonl_dir)), ("--encoder-json", args.encoder_json),
                                   ("--vocab-bpe", args.vocab_bpe)],
                    writes=[("--out", os.path.join(args.out, f"{s}.{lang}")) for s in SPLITS for lang in langs]
                    + [("--full-src-out", args.full_src_out and os.path.join(args.full_src_out, f"{s}.{langs[0]}"))

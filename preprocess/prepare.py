@@ -873,13 +873,14 @@ OUT_FILES = ("spm.model", "spm.vocab", "dict.txt")
 
 
 def main(argv=None):
-    from fairseq_sum_plugins.cli.outputs import refuse_clobber
+    from fairseq_sum_plugins.cli.outputs import contents, refuse_clobber
 
     parser = get_parser()
     args = parser.parse_args(argv)
     hf_path = args.hf_dataset if args.hf_dataset and os.path.exists(args.hf_dataset) else None
-    refuse_clobber(parser, reads=[("--jsonl-dir", args.jsonl_dir), ("--parallel-dir", args.parallel_dir),
-                                  ("--hf-dataset", hf_path), ("--spm-model", args.spm_model),
+    refuse_clobber(parser, reads=[("--jsonl-dir", contents(args.jsonl_dir)),
+                                  ("--parallel-dir", contents(args.parallel_dir)),
+                                  ("--hf-dataset", contents(hf_path)), ("--spm-model", args.spm_model),
                                   ("--dict", args.dict)],
                    writes=[("--out", os.path.join(args.out, name)) for name in OUT_FOLDERS + OUT_FILES])
     return prepare(args)

@@ -18,7 +18,9 @@ several.
 A tool that writes into a folder declares the files it writes there (``("--out", OUT/x.json)``),
 or the folder itself where an output inside an input folder is what must be refused; a tool that
 reads only some files of a folder it also writes into (``WORK`` with its ``bin/``) declares the
-files or subfolders it reads, not the whole folder.
+files or subfolders it reads, not the whole folder, and a converter's input folder is declared by
+its entries (:func:`contents`: ``--jsonl-dir RAW --out RAW/work`` is fine, ``--out RAW`` is not
+where RAW holds a file of that name).
 
 Every console script and ``python -m`` tool of the plugin, ``ledger/`` and ``preprocess/`` calls it
 right after parsing its arguments (``tests/test_output_guard.py`` runs every writer against each
@@ -94,6 +96,15 @@ def clash(reads, writes):
                 return f"{flag} {path} and {out_flag} {out_path} name one file; nothing written"
         seen.append((flag, path, real, ident))
     return None
+
+
+def contents(path):
+    """The entries directly inside ``path`` when it is a folder whose files are read by name (a
+    converter's input folder: an output folder beside them inside it is fine), else ``path``;
+    None stays None."""
+    if path and os.path.isdir(path):
+        return sorted(os.path.join(path, name) for name in os.listdir(path))
+    return path
 
 
 def check_clobber(reads, writes):
