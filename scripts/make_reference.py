@@ -23,8 +23,10 @@ so a parser built inside ``main()`` is read as it is, and nothing of the command
 parser. A command whose function ends without parsing, or fails before, is an error naming it.
 
 An option without help text, or a parser whose ``prog`` is not how the command is run, is listed as
-a warning (stderr); neither stops the generator. ``tests/test_reference_pages.py`` regenerates every
-page in memory and fails on a committed page that differs from its parser.
+a warning (stderr); neither stops the generator. A page whose notes lost a marker stops it before it
+writes anything. ``tests/test_reference_pages.py`` regenerates every page in memory and fails on a
+committed page that differs from its parser, and on a ``--flag`` named in the notes or in
+``docs/architecture.md`` that no parser knows (:func:`known_options`, :func:`unknown_flags`).
 """
 import argparse
 import ast
@@ -535,6 +537,8 @@ def main(argv=None):
                    help="write nothing; exit 1 naming each page that differs from its parser")
     p.add_argument("--out", default=OUT, help="the folder of the pages (default: docs/reference)")
     args = p.parse_args(argv)
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        p.error(f"--out {args.out}: not a folder")
     warnings = []
     try:
         if args.check:

@@ -244,3 +244,12 @@ def test_a_console_script_whose_module_does_not_import_is_named():
     with pytest.raises(mr.CaptureError, match="fairseq-sum-gone: fairseq_sum_plugins.no_such:main "
                        "does not import: ModuleNotFoundError"):
         mr.parser_of(gone)
+
+
+def test_out_that_is_a_file_is_refused_naming_the_flag(tmp_path, capsys):
+    target = tmp_path / "README.md"
+    target.write_text("mine\n")
+    with pytest.raises(SystemExit) as e:
+        mr.main(["--out", str(target)])
+    assert e.value.code == 2 and f"--out {target}: not a folder" in capsys.readouterr().err
+    assert target.read_text() == "mine\n"
