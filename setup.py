@@ -14,7 +14,8 @@ setup(
     + [PREPROCESS] + [f"{PREPROCESS}.{p}" for p in find_packages(where="preprocess")],
     package_dir={PREPROCESS: "preprocess"},
     package_data={"fairseq_sum_plugins.scoring": ["data/*.txt"],
-                  "fairseq_sum_plugins.inspection": ["assets/*.js", "assets/*.css"]},
+                  "fairseq_sum_plugins.inspection": ["assets/*.js", "assets/*.css",
+                                                     "assets/*.json"]},
     # fairseq and torch are deliberately not pinned here: a bare ``torch`` requirement pulls a CUDA
     # build and fairseq 0.12.2 does not build on Python 3.11. ``scripts/install.sh`` installs a
     # working pair (torch CPU + fairseq-fixed); on Python <= 3.10 upstream ``fairseq==0.12.2`` works.

@@ -10,6 +10,8 @@
   ``bpe`` = ``sentencepiece``, ``sentencepiece_model``, a file name inside DATA, no path), each
   value is validated (a bad one is a ``ValueError`` naming the file and key), and every other key
   (e.g. ``user_dir``, which fairseq would import as a module) is ignored with a warning.
+* :func:`prepared_limits`: the most pieces ``fairseq-sum-prepare`` kept of a source and of a
+  reference (``options`` of ``prepare_args.json``), and :func:`cut_pieces`, its cut.
 * :func:`text_encoding_for`: the tokenizer / BPE for raw text when the command line gives none
   (``fairseq-interactive``, the hub): the recorded ones, else none for a word-level dictionary, else
   a clear error (a sentencepiece or GPT-2 dictionary needs its BPE).
@@ -131,6 +133,43 @@ def read_prepare_args(data_dir):
                            f"(only {', '.join(allowed)} are read)")
         out[name] = read({k: v for k, v in section.items() if k in allowed})
     return out
+
+
+def prepared_limits(data):
+    """``{"src": n, "tgt": n}``: the most pieces ``fairseq-sum-prepare`` kept of a source and of a
+    reference (its ``--max-src-tokens`` / ``--max-tgt-tokens``, read from
+    ``DATA/prepare_args.json``; a side it did not cut, or a folder it did not write, is left out);
+    a ``ValueError`` naming the file for a value that is not a whole number."""
+    path = os.path.join(data, PREPARE_ARGS)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            options = json.load(f).get("options", {})
+    except (ValueError, UnicodeDecodeError, AttributeError) as e:
+        raise ValueError(f"{path}: not the JSON object fairseq-sum-prepare writes ({e})") from None
+    out = {}
+    for side in ("src", "tgt"):
+        value = options.get(f"max_{side}_tokens") if isinstance(options, dict) else None
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{path}: options.max_{side}_tokens = {value!r} is not a whole number")
+        if value > 0:
+            out[side] = value
+    return out
+
+
+def cut_pieces(pieces, limit, separators=("<sep>", "\u2581")):
+    """At most ``limit`` pieces, not ending on a separator: ``fairseq-sum-prepare``'s cut of its
+    splits (preprocess/prepare.py ``truncate``, a floor above; tests/test_inspect.py holds the
+    two equal)."""
+    if limit <= 0 or len(pieces) <= limit:
+        return pieces
+    cut = pieces[:limit]
+    while cut and cut[-1] in separators:
+        cut.pop()
+    return cut or pieces[:limit]
 
 
 def text_encoding_for(data_dir, dictionary, tokenizer_given, bpe_given, flag_style=True):

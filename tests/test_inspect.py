@@ -98,7 +98,7 @@ def test_gate_and_removed_tokens_equal_the_encoder_and_algorithm_1(threshold):
 def test_p_gen_and_copy_source_equal_the_copy_distributions_inputs(monkeypatch):
     from fairseq_sum_plugins.features import copy_mechanism
 
-    model, d = tiny(**FEATURE_SET)
+    model, d = tiny(**dict(FEATURE_SET, saliency_layers="1"))  # the last layer ungated
     src, tgt = document(d)
     seen = {}
     mix = copy_mechanism.mix_copy_distribution
@@ -157,6 +157,40 @@ def test_saliency_equals_etads_eq_9_from_the_layers_queries_and_keys():
                           atol=1e-6)
 
 
+def test_the_hover_of_a_saliency_layer_is_the_weights_after_its_gate(monkeypatch):
+    """The last decoder layer gated by ETADS saliency (--saliency-layers 2 of 2): the hover's
+    weights are ``mean_h(g_h * softmax_h)`` (ETADS eq. 10, the weights the layer uses), by hand from
+    the queries, keys, mask and gate that layer's attention received. Was: the softmax before the
+    gate (what the backbone returns)."""
+    from fairseq_sum_plugins.modules.attention import MultiheadAttention
+
+    model, d = tiny(**FEATURE_SET)
+    src, tgt = document(d)
+    seen, explicit = [], MultiheadAttention._explicit_attention
+
+    def spy(self, q, k, v, mask, causal, dropout_p, gate=None):
+        if gate is not None and q.size(1) == 4:  # the layer's own call, all heads
+            seen.append((self.scaling, q, k, mask, gate))
+        return explicit(self, q, k, v, mask, causal, dropout_p, gate)
+
+    monkeypatch.setattr(MultiheadAttention, "_explicit_attention", spy)
+    values = stage.teacher_forced(model, src, tgt, d.eos())
+    (scaling, q, k, mask, gate), = seen
+    logits = (q @ k.transpose(-1, -2)).double() * scaling
+    if mask is not None:
+        logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool \
+            else logits + mask.double()
+    by_hand = (logits.softmax(-1) * gate.double()).mean(1)[0]  # (T, S)
+    assert values["attention_gated"] is True
+    got = values["attention"]
+    assert [[p for p, _ in row] for row in got] == by_hand.topk(stage.TOP_K).indices.tolist()
+    assert torch.allclose(torch.tensor([[w for _, w in row] for row in got], dtype=torch.double),
+                          by_hand.topk(stage.TOP_K).values, atol=1e-6)  # tol: float32 against float64
+    ungated = logits.softmax(-1).mean(1)[0]
+    assert not torch.allclose(by_hand, ungated, atol=1e-3)  # tol: the gate changes the weights
+    assert not model.decoder.layers[-1].cross_attn.__dict__.get("_explicit_attention")  # undone
+
+
 def test_memory_equals_the_encoders_write_attention():
     torch.manual_seed(0)
     model, d = build_model("mem2mem", make_dictionary(), **DIMS["mem2mem"])
@@ -170,7 +204,39 @@ def test_memory_equals_the_encoders_write_attention():
     assert values["memory"] == enc["write_attn"][0, :, :2].tolist()  # 4 slots x 2 sentences
     assert values["memory_read"] == extra["read_attn"][0].tolist()  # 5 steps x 4 slots
     assert len(values["memory_read"]) == 5
-    assert stage.exposed(model) == {"memory": "sentence", "memory_read": "output"}
+    assert stage.exposed(model) == {"memory": "sentence", "memory_read": "output",
+                                    "p_gen": "output", "copy_source": "output"}
+
+
+@pytest.mark.parametrize("arch", ["mem2mem", "hred_base"])
+def test_mem2mems_copy_switch_equals_its_copy_distributions_inputs(arch, monkeypatch):
+    """Mem2Mem's pointer-generator (on by default, M2M eq. 13-15): ``p_gen`` is the ``z_t`` its
+    output distribution mixes with, ``copy_source`` the source position (of ``src_tokens``, past
+    capped sentences) of its largest ``gamma``; also without a memory (hred_base). Was: never
+    read."""
+    from fairseq_sum_plugins.models.mem2mem import model as m2m
+
+    torch.manual_seed(0)  # at most 3 tokens a sentence: gamma's columns are not the positions
+    model, d = build_model(arch, make_dictionary(), **dict(DIMS["mem2mem"],
+                                                           max_sentence_tokens=3))
+    model.eval()
+    src, tgt = document(d)
+    seen = {}
+    mix = m2m.mix_copy_distribution
+
+    def spy(logits, z, gamma, src_ids, vocab_size):
+        seen.update(z=z, gamma=gamma)
+        return mix(logits, z, gamma, src_ids, vocab_size)
+
+    monkeypatch.setattr(m2m, "mix_copy_distribution", spy)
+    values = stage.teacher_forced(model, src, tgt, d.eos())
+    assert values["p_gen"] == seen["z"][0, :, 0].tolist() and len(values["p_gen"]) == 5
+    # gamma is over the kept tokens; by hand: sentences 0..4 (up to its <sep>) and 5..10, the
+    # first 3 tokens of each kept
+    kept = [0, 1, 2, 5, 6, 7]
+    assert seen["gamma"].size(-1) == len(kept)
+    assert values["copy_source"] == [kept[j] for j in seen["gamma"][0].argmax(-1).tolist()]
+    assert ("memory" in values) == (arch == "mem2mem")
 
 
 def test_a_model_without_the_features_exposes_none():
@@ -355,15 +421,15 @@ def test_the_page_escapes_text_and_keeps_its_values():
 def test_a_long_page_runs_in_a_headless_browser_without_network(tmp_path):
     from test_compare_html import external_references
 
-    page = tmp_path / "p.html"
+    path = tmp_path / "p.html"
     html = page.html_page([long_document()])
-    page.write_text(html)
+    path.write_text(html)
     assert external_references(html) == []
     for layer in ("gate", "focus", "memory", "copy_source"):
         proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
                                "--proxy-server=127.0.0.1:9",
                                "--user-data-dir=" + str(tmp_path / "profile"), "--dump-dom",
-                               page.as_uri() + f"#l0=0:{layer}&hover=0,0,output,1"],
+                               path.as_uri() + f"#l0=0:{layer}&hover=0,0,output,1"],
                               capture_output=True, text=True, timeout=120,
                               env={**os.environ, "HOME": str(tmp_path)})
         assert proc.returncode == 0, proc.stderr[-2000:]
@@ -583,3 +649,271 @@ def test_bad_decoding_options_are_refused_by_name(toy_data, tmp_path, capsys, fl
     with pytest.raises(SystemExit):
         cli.main([toy_data, "--path", str(ckpt), "--json", str(tmp_path / "v.json"), *flags])
     assert message in capsys.readouterr().err
+
+
+# --- the data folder's cuts -----------------------------------------------------------------------
+
+
+def with_limits(toy_data, tmp_path, **options):
+    """A copy of the toy data whose prepare_args.json records ``options`` (as fairseq-sum-prepare
+    writes them: word-level, no tokenizer or BPE)."""
+    data = str(tmp_path / "bin")
+    shutil.copytree(toy_data, data)
+    with open(os.path.join(data, "prepare_args.json"), "w", encoding="utf-8") as f:
+        json.dump({"options": options}, f)
+    return data
+
+
+def test_raw_text_is_cut_at_the_data_folders_source_limit_and_the_page_says_so(toy_data, tmp_path):
+    """--text: a line is cut where fairseq-sum-prepare cut the folder's splits (its
+    --max-src-tokens, 3 here), not at the model's positions; the page says from how many pieces.
+    Was: 'red ball in park' given whole."""
+    data = with_limits(toy_data, tmp_path, max_src_tokens=3, max_tgt_tokens=64)
+    ckpt = fresh(data, tmp_path / "gate.pt", "transformer_gated_small")
+    text = tmp_path / "docs.txt"
+    text.write_text("the cat sat on mat\nred ball\n")
+    out, page_path = tmp_path / "v.json", tmp_path / "p.html"
+    cli.main([data, "--path", ckpt, "--text", str(text), "--documents", "0,1", "--json", str(out),
+              "--html", str(page_path), "--beam", "1", "--max-len-b", "3"])
+    long, short = json.loads(out.read_text())
+    assert long["source"] == ["the", "cat", "sat", "</s>"] and long["source_cut"] == [5, 3]
+    assert short["source"] == ["red", "ball", "</s>"] and "source_cut" not in short
+    assert "cut from 5 to 3 pieces as fairseq-sum-prepare cut its splits (--max-src-tokens 3)" in \
+        page_path.read_text()
+
+
+def test_the_cut_is_fairseq_sum_prepares():
+    from preprocess.prepare import SENT_SEP, WORD_BOUNDARY, truncate
+
+    g = torch.Generator().manual_seed(0)
+    alphabet = ["a", "b", SENT_SEP, WORD_BOUNDARY]
+    for _ in range(300):
+        n = int(torch.randint(0, 12, (1,), generator=g))
+        pieces = [alphabet[int(i)] for i in torch.randint(0, 4, (n,), generator=g)]
+        limit = int(torch.randint(-1, 12, (1,), generator=g))
+        assert cli.cut_pieces(list(pieces), limit) == truncate(list(pieces), limit), (pieces, limit)
+
+
+def test_a_reference_at_the_folders_limit_is_said_to_be_cut(toy_data, tmp_path):
+    """A reference of the split with as many pieces as fairseq-sum-prepare's --max-tgt-tokens is
+    said (most likely) cut; a shorter one is not. Was: shown as whole."""
+    plain = fresh(toy_data, tmp_path / "plain.pt", "t5_transformer_small")
+    model, task = load_checkpoint(plain, toy_data, fp32=True)
+    task.load_dataset("test")
+    n = [task.dataset("test")[i]["target"].numel() - 1 for i in range(2)]  # pieces without EOS
+    data = with_limits(toy_data, tmp_path, max_src_tokens=400, max_tgt_tokens=max(n))
+    out, page_path = tmp_path / "v.json", tmp_path / "p.html"
+    cli.main([data, "--path", plain, "--documents", "0,1", "--json", str(out), "--html",
+              str(page_path), "--beam", "1", "--max-len-b", "2"])
+    docs = json.loads(out.read_text())
+    longest = n.index(max(n))
+    assert docs[longest].get("reference_at_limit") is True
+    html = page_path.read_text()
+    assert (f"reference (the prepared split&#x27;s {max(n)} pieces: fairseq-sum-prepare kept at "
+            f"most {max(n)} (--max-tgt-tokens {max(n)}), so it is most likely cut there)") in html
+    if min(n) < max(n) - 1:
+        assert "reference_at_limit" not in docs[1 - longest]
+
+
+def test_a_bad_prepare_args_is_refused_by_name_before_loading(toy_data, tmp_path, capsys):
+    data = with_limits(toy_data, tmp_path, max_src_tokens="many")
+    ckpt = tmp_path / "c.pt"
+    ckpt.write_bytes(b"x")
+    with pytest.raises(SystemExit):
+        cli.main([data, "--path", str(ckpt), "--json", str(tmp_path / "v.json")])
+    assert (f"{data}/prepare_args.json: options.max_src_tokens = 'many' is not a whole number"
+            in capsys.readouterr().err)
+
+
+# --- what each colour means, and how large ------------------------------------------------------
+
+
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium (Debian: apt-get install chromium) to load the page")
+
+
+def browse(html, tmp_path, address="", measure=""):
+    """The DOM of the page ``html`` after its script ran in headless Chromium (no network), opened
+    at ``#address``; ``measure``: a script run after the page's, which may write to the DOM."""
+    path = tmp_path / "browse.html"
+    if measure:
+        html = html.replace("</body></html>", f"<script>{measure}</script></body></html>")
+    path.write_text(html)
+    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                           "--disable-background-networking", "--proxy-server=127.0.0.1:9",
+                           "--window-size=1300,2000", "--user-data-dir=" + str(tmp_path / "prof"),
+                           "--dump-dom", path.as_uri() + ("#" + address if address else "")],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert 'data-ready="1"' in proc.stdout
+    return proc.stdout
+
+
+def every_layer(n=300):
+    """:func:`long_document` with saliency (other values in the reference run), the copy share of
+    two output tokens on one source token, the Topic Assistant's topic share of two layers and
+    Mem2Mem's read weights."""
+    doc = long_document(n)
+    model = doc["models"][0]
+    values = model["runs"]["output"]["values"]
+    values.update(gate=[0.3 + (i % 11) / 100 for i in range(n)], saliency=[0.2] * n,
+                  p_gen=[0.1, 0.2, 0.5], copy_source=[3, 3, 7],
+                  topic_share=[[0.1, 0.5, 0.9], [0.25, 0.3, 0.4]],
+                  memory_read=[[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]])
+    model["layers"].update(saliency="token", topic_share="output", memory_read="output")
+    model["runs"]["reference"]["values"] = dict(values, saliency=[0.7] * n, p_gen=[0.6, 0.6, 0.6])
+    return doc
+
+
+def shade_of(dom, i, rgb):
+    """The alpha of source token ``i``'s background of colour ``rgb`` in the DOM."""
+    m = re.search(rf'<span class="t[^"]*" data-d="0" data-i="{i}" data-s="\d+"[^>]* style="[^"]*'
+                  rf'background: rgba\({rgb}, ([0-9.]+)\)', dom)
+    if m is None:  # alpha 1 is written rgb(...)
+        m = re.search(rf'data-i="{i}" data-s="\d+"[^>]* style="[^"]*background: rgb\({rgb}\)',
+                      dom)
+        return 1.0 if m else None
+    return float(m.group(1))
+
+
+def legend(dom):
+    return re.search(r'<div class="legend" id="legend0">(.*?)</div></div>', dom, re.S).group(1)
+
+
+@needs_chromium
+@pytest.mark.parametrize("layer, numbers, words", [
+    ("gate", ("0", "0.5", "1"), "largest over the gate's heads"),
+    ("saliency", ("0", "0.5", "1"), "mean over the heads, the output positions of the run"),
+    ("focus", ("0", "0.5", "1"), "how many (head, query position) pairs"),  # one centre each
+    ("memory", ("0", "0.5", "1"), "the largest write weight of its sentence over the r slots"),
+    ("copy_source", ("0", "0.85", "1.7"), "the sum of the copy shares 1 - p_gen"),  # 0.9 + 0.8
+])
+def test_every_source_layer_has_a_colour_bar_with_numbers_and_says_what_it_draws(
+        tmp_path, layer, numbers, words):
+    dom = browse(page.html_page([every_layer()]), tmp_path, f"l0=0:{layer}")
+    got = legend(dom)
+    lo, mid, hi = numbers
+    assert (f'<span class="n">{lo}</span><span class="grad"' in got
+            and f'<span class="mid">{mid}</span></span><span class="n">{hi}</span>' in got), got
+    assert words in got
+
+
+def test_every_output_shade_has_a_colour_bar_on_its_fixed_scale():
+    html = page.html_page([every_layer()])
+    bar = page.colour_bar(page.RED, 0, 1)
+    assert f"copy share 1 - p_gen {bar}" in html
+    for k in (1, 2):  # each decoder layer of the topic share
+        assert f'value="topic_share:{k - 1}">topic share, decoder layer {k} ' \
+               f"{page.colour_bar(page.PURPLE, 0, 1)}" in html
+    assert '<span class="n">0</span>' in bar and '<span class="mid">0.5</span></span>' \
+        '<span class="n">1</span>' in bar
+
+
+@needs_chromium
+def test_a_gate_is_shaded_on_its_fixed_scale_and_each_token_after_a_sentence_mark_its_own(
+        tmp_path):
+    """Gates of 0.30-0.40: a gate of 0.35 is shaded 0.35 (was: stretched to the document's range,
+    0.5); the token after a <sep> (position 101) gets its own gate, 0.32 (was: its neighbour's,
+    the page counted tokens without the sentence marks)."""
+    dom = browse(page.html_page([every_layer()]), tmp_path, "l0=0:gate")
+    assert shade_of(dom, 5, "255, 127, 14") == 0.35  # 0.3 + 5/100
+    assert shade_of(dom, 101, "255, 127, 14") == 0.32  # 0.3 + (101 % 11)/100
+    assert shade_of(dom, 0, "255, 127, 14") == 0.3
+
+
+@needs_chromium
+def test_a_layer_of_the_decoder_is_drawn_from_the_run_said_at_its_bar(tmp_path):
+    """Saliency is 0.2 in the beam output's run and 0.7 in the reference run: each is drawn from
+    its own run, said at the colour bar; hovering a reference token draws the reference run's
+    (was: the beam output's, under the reference run's attention)."""
+    html = page.html_page([every_layer()])
+    dom = browse(html, tmp_path, "l0=0:saliency")
+    assert shade_of(dom, 5, "255, 127, 14") == 0.2
+    assert "drawn from the beam output's run" in legend(dom)
+    dom = browse(html, tmp_path, "l0=0:saliency&r0=reference")
+    assert shade_of(dom, 5, "255, 127, 14") == 0.7
+    assert "drawn from the reference run" in legend(dom)
+    dom = browse(html, tmp_path, "l0=0:saliency&hover=0,0,reference,1")
+    assert shade_of(dom, 5, "255, 127, 14") == 0.7
+    assert "drawn from the reference run" in legend(dom)
+    # the copy share of the reference run: its own p_gen (0.4 each: 0.8 on token 3)
+    dom = browse(html, tmp_path, "l0=0:copy_source&r0=reference")
+    assert shade_of(dom, 3, "214, 39, 40") == 0.8  # on the scale 0..1 (the output run's: 1.7)
+    # the encoder's gate is one value for both runs, said so
+    dom = browse(html, tmp_path, "l0=0:gate&r0=reference")
+    assert "the encoder's: the same for both runs" in legend(dom)
+
+
+@needs_chromium
+def test_every_layer_of_the_topic_share_shades_the_outputs(tmp_path):
+    html = page.html_page([every_layer()])
+    for k, share in enumerate([[0.1, 0.5, 0.9], [0.25, 0.3, 0.4]]):
+        dom = browse(html, tmp_path, f"o0-0=topic_share:{k}")
+        for i, v in enumerate(share):
+            assert re.search(rf'data-r="output" data-i="{i}"[^>]*background: rgba\(148, 103, 189, '
+                             rf'{v}\)', dom), (k, i)
+
+
+def test_memory_read_weights_are_drawn_as_a_table_on_0_1():
+    html = page.html_page([every_layer()])
+    read = [[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]]  # output tokens x slots
+    assert html.count("Mem2Mem memory read Psi (eq. 7)") == 2  # both runs
+    for t, row in enumerate(read):
+        for k, v in enumerate(row):
+            assert f'style="background:rgba({page.GREEN},{v:.3f})" title="w{t + 1}: slot {k + 1} ' \
+                   f'{v:.3f}"' in html.replace("&lt;/s&gt;", "w3")
+
+
+def test_the_copy_share_shades_the_outputs_of_each_run():
+    html = page.html_page([every_layer()])
+    for run, p_gen in (("output", [0.1, 0.2, 0.5]), ("reference", [0.6] * 3)):
+        for i, p in enumerate(p_gen):
+            assert re.search(rf'data-r="{run}" data-i="{i}" title="[^"]*" style="background:'
+                             rf'rgba\({page.RED},{1 - p:.3f}\)"', html), (run, i)
+
+
+@needs_chromium
+def test_the_pieces_of_a_word_touch(tmp_path):
+    """'agree' + 'd' read 'agreed': the second piece starts where the first ends, in the source and
+    in an output (was: a gap, each token's padding)."""
+    doc = every_layer(40)
+    doc["source"][10:13] = ["\u2581agree", "d", "\u2581to"]
+    doc["models"][0]["runs"]["output"]["tokens"] = ["\u2581agree", "d", "</s>"]
+    doc["models"][0]["runs"]["output"]["values"].pop("role")
+    measure = """
+      function gap(a,b){return b.getBoundingClientRect().left-a.getBoundingClientRect().right;}
+      var s=document.querySelector('.src .t[data-i="10"]'),t=document.querySelector(
+        '.src .t[data-i="11"]'),u=document.querySelector('.src .t[data-i="12"]');
+      var o=document.querySelector('.out .t[data-r="output"][data-i="0"]'),
+        p=document.querySelector('.out .t[data-r="output"][data-i="1"]');
+      document.body.setAttribute('data-gaps',[gap(s,t),gap(t,u),gap(o,p)].join(','));"""
+    dom = browse(page.html_page([doc]), tmp_path, "", measure)
+    gaps = [float(g) for g in re.search(r'data-gaps="([^"]+)"', dom).group(1).split(",")]
+    assert abs(gaps[0]) < 0.5 and abs(gaps[2]) < 0.5, gaps  # tol: subpixel layout
+    assert gaps[1] > 2, gaps  # a word's space before 'to'
+    assert re.search(r'data-i="10" data-s="0"[^>]*>agree</span><span class="t" data-d="0" '
+                     r'data-i="11" data-s="0"[^>]*>d</span> <span', dom)
+
+
+def test_mem2mem_outputs_are_shaded_by_their_copy_share(toy_data, tmp_path):
+    """A Mem2Mem checkpoint (pointer-generator on by default): its outputs carry p_gen, shaded
+    1 - p_gen, its copy layer and its read weights are on the page (was: unshaded)."""
+    from helpers import save_fresh_checkpoint
+
+    ckpt = save_fresh_checkpoint(
+        [toy_data, "--task", "summarization", "--arch", "mem2mem_base", "--embed-dim", "16",
+         "--encoder-hidden-size", "8", "--decoder-hidden-size", "12", "--memory-slots", "3",
+         "--criterion", "summarization_loss", "--optimizer", "adam", "--lr", "0.001"],
+        str(tmp_path / "m2m.pt"), "SummarizationLoss")
+    out, page_path = tmp_path / "v.json", tmp_path / "p.html"
+    cli.main([toy_data, "--path", ckpt, "--documents", "0", "--json", str(out), "--html",
+              str(page_path), "--beam", "1", "--max-len-b", "3"])
+    values = json.loads(out.read_text())[0]["models"][0]["runs"]["output"]["values"]
+    html = page_path.read_text()
+    for i, p in enumerate(values["p_gen"]):
+        assert re.search(rf'data-r="output" data-i="{i}" title="copy share 1 - p_gen '
+                         rf'{1 - p:.3f}[^"]*" style="background:rgba\({page.RED},{1 - p:.3f}\)"',
+                         html), i
+    assert 'value="0:copy_source">' in html and 'value="0:memory">' in html
+    assert "Mem2Mem memory read Psi" in html and len(values["memory_read"][0]) == 3

@@ -21,6 +21,7 @@ import os
 from fairseq_sum_plugins.evaluation.plotting import gpt2_pieces
 
 from ..cli.outputs import refuse_clobber
+from ..data_folder import cut_pieces, prepared_limits
 from .loader import CheckpointError, load_checkpoint
 from .page import html_page
 from .stage import RAW, add_topic_words, as_text, check_documents, exposed, inspect_documents
@@ -111,6 +112,7 @@ def _check_args(parser, args):
     names = [n if names.index(n) == i else f"{n} ({i + 1})" for i, n in enumerate(names)]
     try:
         docs = parse_documents(args.documents)
+        prepared_limits(args.data)  # a bad prepare_args.json: refused before any model loads
         if args.text:
             texts = read_texts(args.text, docs)
         else:
@@ -142,12 +144,38 @@ def read_texts(path, indices):
 
 def raw_text_dataset(task, data, texts):
     """A dataset of the raw ``texts`` ({index: line}), encoded as the data folder records it
-    (:func:`~..data_folder.text_encoder`: its tokenizer and BPE), without references."""
+    (:func:`~..data_folder.text_encoder`: its tokenizer and BPE) and cut as ``fairseq-sum-prepare``
+    cut its splits (:func:`~..data_folder.prepared_limits`, ``cut_pieces``), without references;
+    returns
+    ``(dataset, line numbers in order, {line: [pieces before the cut, pieces kept]})``."""
+    import torch
+
     from ..data_folder import text_encoder
 
     encode = text_encoder(data, task.source_dictionary)
-    tokens = [encode(texts[i]) for i in sorted(texts)]
-    return task.build_dataset_for_inference(tokens, [t.numel() for t in tokens]), sorted(texts)
+    limit = prepared_limits(data).get("src", 0)
+    d = task.source_dictionary
+    tokens, cuts = [], {}
+    for i in sorted(texts):
+        ids = encode(texts[i])[:-1]
+        kept = cut_pieces([d[int(t)] for t in ids], limit)
+        tokens.append(torch.cat([ids[:len(kept)], ids.new_tensor([d.eos()])]))
+        if len(kept) < len(ids):
+            cuts[i] = [len(ids), len(kept)]
+    return (task.build_dataset_for_inference(tokens, [t.numel() for t in tokens]), sorted(texts),
+            cuts)
+
+
+def note_limits(docs, limits):
+    """Each document's ``limits`` (:func:`~..data_folder.prepared_limits`), and ``reference_at_limit`` /
+    ``source_at_limit`` where its pieces (without EOS) reach the limit less the separators the cut
+    may drop: the prepared split's text was most likely cut there."""
+    for doc in docs:
+        doc["limits"] = limits
+        for side, key in (("src", "source"), ("tgt", "reference")):
+            n = len(doc[key]) - 1
+            if side in limits and n >= limits[side] - 1 and doc[key]:
+                doc[f"{key}_at_limit"] = True
 
 
 def main(argv=None):
@@ -177,7 +205,7 @@ def main(argv=None):
                          "which --text documents do not have: inspect a prepared split")
         else:
             try:
-                dataset, order = raw_text_dataset(model_task, args.data, texts)
+                dataset, order, cuts = raw_text_dataset(model_task, args.data, texts)
             except ValueError as e:
                 parser.error(f"--text {args.text}: {e}")
             model_task.datasets[RAW] = dataset
@@ -191,6 +219,13 @@ def main(argv=None):
                                  decoding)
         for doc, line in zip(docs, order):
             doc["index"] = line
+            if line in cuts:
+                doc["source_cut"] = cuts[line]
+    if texts is None:
+        try:
+            note_limits(docs, prepared_limits(args.data))
+        except ValueError as e:
+            parser.error(str(e))
     add_topic_words(docs, args.data)
     if args.gpt2_encoder_json:
         as_text(docs, lambda ids: gpt2_pieces(ids, args.gpt2_encoder_json, args.gpt2_vocab_bpe))

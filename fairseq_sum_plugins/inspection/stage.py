@@ -129,18 +129,57 @@ def top_attention(attn, k=TOP_K):
             for ii, ww in zip(index.tolist(), weights.tolist())]
 
 
+def watch_gated_attention(model, probe):
+    """Where the last decoder layer's cross-attention is this plugin's
+    (:class:`~..modules.attention.MultiheadAttention`) and gates its probabilities (ETADS
+    saliency, eq. 10), a reader of ``{"gated": (1, T', S')}``: the weights that layer uses, ``gate
+    * softmax`` of every head (each head's softmax from the module's own explicit path, run once
+    more per head), averaged over the heads, as the backbone averages its returned softmax. Returns
+    the dict it fills (empty where the layer has no gate)."""
+    from ..modules.attention import MultiheadAttention
+
+    kept = {}
+    layers = getattr(model.decoder, "layers", None)
+    attn = getattr(layers[-1], "cross_attn", None) if layers else None
+    if not isinstance(attn, MultiheadAttention):
+        return kept
+    original = attn._explicit_attention
+
+    def explicit(q, k, v, mask, causal, dropout_p, gate=None):
+        out = original(q, k, v, mask, causal, dropout_p, gate)
+        if gate is not None:
+            b, h, t, s = gate.shape
+            one = (lambda x: x.flatten(0, 1).unsqueeze(1))  # (B, H, ., .) -> (B*H, 1, ., .)
+            per_mask = None if mask is None else one(mask.expand(b, h, t, s))
+            _, probs = original(one(q), one(k), one(v), per_mask, causal, 0.0)
+            kept["gated"] = (probs.view(b, h, t, s) * gate.type_as(probs)).mean(1)
+        return out
+
+    attn._explicit_attention = explicit
+    probe.handles.append(_Restore(lambda: attn.__dict__.pop("_explicit_attention", None)))
+    return kept
+
+
+class _Restore:
+    """A probe handle that undoes an instance attribute set for one pass."""
+
+    def __init__(self, undo):
+        self.remove = undo
+
+
 def teacher_forced(model, src, target, eos, side=None):
     """``{name: value}`` of one document: ``model`` run once on ``src`` ``(S,)`` with ``target``
     ``(T,)`` (ending in EOS) as the decoder's input shifted right, every declared watch on; plus
-    ``attention`` (:func:`top_attention`) when the backbone returns its cross-attention. ``side``:
-    the document's other model inputs (a collated sample's ``net_input`` side data, e.g. the Topic
-    Assistant's ``theta``)."""
+    ``attention`` (:func:`top_attention`) when the backbone returns its cross-attention: the
+    weights the last decoder layer uses, i.e. after its saliency gate where it has one
+    (:func:`watch_gated_attention`; ``attention_gated`` then true)."""
     device = next(model.parameters()).device
     src, target = src.to(device), target.to(device)
     prev = torch.cat([target.new_tensor([eos]), target[:-1]])[None]
     probe, run = Probe(), Run(src)
     for _, inspection in declarations(model):
         inspection.watch(model, probe)
+    gated = watch_gated_attention(model, probe)
     probe.hook(model.encoder, lambda mod, inputs, out: setattr(run, "encoder_out", out))
     need = getattr(model.decoder, "need_attn", None)
     model.decoder.need_attn = True
@@ -157,6 +196,11 @@ def teacher_forced(model, src, target, eos, side=None):
         model.decoder.need_attn = need
     attn = run.extra.get("attn") if isinstance(run.extra, dict) else None
     attn = attn[0] if isinstance(attn, (list, tuple)) and attn else attn
+    if "gated" in gated:  # over the kept rows, with a decoder prefix (TEMA) in front
+        from ..modules.encoder_out import EncoderOut
+
+        attn = EncoderOut.of(run.encoder_out).restore_attention(gated["gated"])[:, -prev.size(1):]
+        values["attention_gated"] = True
     if torch.is_tensor(attn):
         values["attention"] = top_attention(attn[0])
     return values

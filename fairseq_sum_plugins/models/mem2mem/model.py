@@ -442,16 +442,29 @@ def watch_memory(model, probe):
     """Inspection: ``memory``, slots x sentences, the memory write attention ``A`` (M2M eq. 5) over
     the document's sentences as the model sees them (capped by ``--max-doc-sentences``), read from
     the encoder output, and ``memory_read``, output tokens x slots, the read attention ``Psi`` of
-    the decoder memory where the model has one; nothing without an encoder memory."""
+    the decoder memory where the model has one; with the pointer-generator, ``p_gen``, the switch
+    ``z_t`` of every output token (M2M eq. 13: the share of generating from the vocabulary, from
+    its layer's output at its forward), and ``copy_source``, the source position (of
+    ``src_tokens``) that the copy distribution ``gamma`` (M2M eq. 3) weighs most."""
+    kept = {}
 
     def read(run):
-        n = int(run.encoder_out["sent_mask"][0].sum())
-        out = {"memory": run.encoder_out["write_attn"][0, :, :n].tolist()}
-        if run.extra.get("read_attn") is not None:
-            out["memory_read"] = run.extra["read_attn"][0].tolist()
+        out = {}
+        if model.encoder.compression is not None:
+            n = int(run.encoder_out["sent_mask"][0].sum())
+            out["memory"] = run.encoder_out["write_attn"][0, :, :n].tolist()
+            if run.extra.get("read_attn") is not None:
+                out["memory_read"] = run.extra["read_attn"][0].tolist()
+        if "z" in kept:
+            best = run.extra["gamma"][0].argmax(-1)
+            out["p_gen"] = kept["z"][0, :, 0].tolist()
+            out["copy_source"] = run.encoder_out["orig_pos"][0][best].tolist()
         return out
 
-    if model.encoder.compression is not None:
+    if model.decoder.p_gen is not None:
+        probe.hook(model.decoder.p_gen,
+                   lambda mod, inputs, out: kept.__setitem__("z", torch.sigmoid(out)))
+    if model.encoder.compression is not None or model.decoder.p_gen is not None:
         probe.read(read)
 
 
@@ -460,7 +473,8 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
     """Hierarchical GRU encoder-decoder with Mem2Mem memories; see the module docstring."""
 
     # fairseq-sum-inspect
-    inspection = Inspection({"memory": "sentence", "memory_read": "output"}, watch_memory)
+    inspection = Inspection({"memory": "sentence", "memory_read": "output", "p_gen": "output",
+                             "copy_source": "output"}, watch_memory)
 
     @staticmethod
     def add_args(parser):
