@@ -623,8 +623,12 @@ def get_table(paper, table):
 
 # ---------------------------------------------------------------------------- run's figures
 def _load(path):
+    """The JSON of ``path``; a file that is not JSON is a ``ValueError`` naming it."""
     with open(path, encoding="utf-8") as f:
-        return json.load(f)
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not a JSON file ({e})") from None
 
 
 def _points(value):
@@ -1004,7 +1008,10 @@ def main(argv=None):
     if args.measure:
         header += scale_lines(args.paper, args.measure[0], int(args.measure[1]),
                               int(args.measure[2]))
-    text = render(table, args.out, header)
+    try:
+        text = render(table, args.out, header)
+    except ValueError as e:
+        p.error(str(e))
     dest = os.path.join(args.out, f"{args.paper}-{args.table}.md")
     with open(dest + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)

@@ -102,3 +102,14 @@ def test_mem2mem_table1_run_cells_type_and_parameters_of_the_checkpoint(tmp_path
     text = pt.render(pt.get_table("mem2mem", "t1"), str(tmp_path))
     hred = next(x for x in text.splitlines() if x.startswith("| PubMed / HRED"))
     assert "not a readable fairseq checkpoint" in hred and os.path.basename(str(bad)) in hred
+
+
+def test_a_score_file_that_is_not_json_is_named_not_a_traceback(tmp_path):
+    bad = tmp_path / "cnn_dm" / "test.etads_basic.beam10.out.rouge.json"
+    bad.parent.mkdir()
+    bad.write_text("{cut off")
+    proc = subprocess.run([sys.executable, "-m", "ledger.paper_tables", "write", "etads", "t2",
+                           str(tmp_path)], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{bad}: not a JSON file" in proc.stderr
+    assert not (tmp_path / "etads-t2.md").exists()
