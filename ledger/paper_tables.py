@@ -657,6 +657,20 @@ def _with_facts(table, row, figures):
     return tuple(row.facts.get(k, v) for k, v in zip(table.keys, figures))
 
 
+def smoke_runs(table, out):
+    """The files of ``out`` that ``table`` shows (relative to ``out``) whose spec record says
+    SMOKE=1 (fairseq_sum_plugins/cli/run_spec.py: the record of the file, else of its folder, else
+    of the files beside it)."""
+    from fairseq_sum_plugins.cli import run_spec
+
+    shown = set()
+    for row in table.rows:
+        if row.source is not None:
+            shown.update(p for p in glob.glob(os.path.join(glob.escape(out), row.source[1]))
+                         if os.path.isfile(p))
+    return [os.path.relpath(p, out) for p in run_spec.smoke_runs(sorted(shown))]
+
+
 def run_figures(table, out, row):
     """The run's figures of ``row`` (a tuple, None where it has none), or a string saying why
     there are none."""
@@ -1008,6 +1022,11 @@ def main(argv=None):
     if args.measure:
         header += scale_lines(args.paper, args.measure[0], int(args.measure[1]),
                               int(args.measure[2]))
+    smoke = smoke_runs(table, args.out)
+    if smoke and not any(h.startswith("SMOKE=1") for h in header):
+        header.insert(0, f"SMOKE=1: {len(smoke)} of the runs shown were made under SMOKE=1 (their "
+                      f"spec records: {', '.join(smoke[:3])}{' ...' if len(smoke) > 3 else ''}): "
+                      "the run's figures check the pipeline, not the paper.")
     try:
         text = render(table, args.out, header)
     except ValueError as e:

@@ -1,5 +1,7 @@
 # Shared steps of the recipes: prepare -> train -> generate -> score. Each step is skipped when its
-# output exists, so a recipe can be re-run to resume. Source this file; set the variables it reads.
+# output exists and was made under the same spec (step_gate below), so a recipe can be re-run to
+# resume; a re-run under another spec is refused, or redone with FORCE=1. Source this file; set the
+# variables it reads.
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 USER_DIR="$REPO/fairseq_sum_plugins"
@@ -9,14 +11,32 @@ export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 
 log() { echo "[$(date +%H:%M:%S)] $*"; }
 
+# step_gate STEP TARGET COMPLETE [--partial 0|1] [--resumes] [--input NAME=PATH]... [--field
+# KEY=VALUE]... [--root DIR] [-- FLAG...]: the one "exists, skipped" decision of every step
+# (fairseq_sum_plugins/cli/run_spec.py). TARGET is the step's output (FOLDER/ or FILE), COMPLETE 1
+# when the step's own test finds it finished. The spec (SMOKE, PRESET, the identity of each input by
+# its content, the fields, the flags) is recorded beside it (FOLDER/spec.json, FILE.spec.json)
+# before the step runs. Returns 1 (skip) when TARGET is complete and was made under this spec, else
+# 0 (run; STEP_ACTION=force when FORCE=1 redoes an output made under another spec). An output to
+# reuse (complete, or with --resumes a partial one) made under another spec, or without a record,
+# stops the recipe (exit 2) with a message naming each field that differs, unless FORCE=1.
+step_gate() {
+  local step=$1 target=$2 complete=$3
+  shift 3
+  STEP_ACTION=$(python -m fairseq_sum_plugins.cli.run_spec gate "$step" "$target" --complete "$complete" "$@") || exit 2
+  if [ "$STEP_ACTION" = force ]; then log "$step: FORCE=1: $target made again under this run's spec"; fi
+  [ "$STEP_ACTION" != skip ]
+}
+
 # baselines_once WORK JSON: fairseq-sum-baselines of WORK's prepared test set into JSON (its printed
 # table in JSON's name with .txt for .json, its extracts in the folder of JSON's name without .json:
 # OUT/baselines.json -> OUT/baselines/lead3.txt, ..., the files results_index rescores), once per
-# prepared data: skipped while JSON is newer than WORK/bin/prepare_args.json and the extracts are
-# there; the JSON written through a temporary file, so a killed run leaves none and is redone
+# prepared data: skipped while JSON and the extracts are there and were made from the same data
+# (step_gate); the JSON written through a temporary file, so a killed run leaves none and is redone
 baselines_once() {
-  local work=$1 json=$2
-  if [ ! "$json" -nt "$work/bin/prepare_args.json" ] || [ ! -f "${json%.json}/lead3.txt" ]; then
+  local work=$1 json=$2 complete=0
+  [ -f "$json" ] && [ -f "${json%.json}/lead3.txt" ] && complete=1
+  if step_gate baselines "$json" "$complete" --input "data=$work/bin"; then
     log "baselines: $work -> $json"
     python -m fairseq_sum_plugins.evaluation.baselines.systems --data "$work" --json "$json.tmp" \
       --outputs "${json%.json}" > "${json%.json}.txt"
@@ -139,11 +159,19 @@ pin_arithmetic() {
   export MKL_CBWR=COMPATIBLE,STRICT ATEN_CPU_CAPABILITY=default
 }
 
-# converted JSONL_DIR [RAW]: true (and logs the skip) when a converter already wrote JSONL_DIR; the
-# converters write test.jsonl last, each split under a temporary name, so it is never partial
+# converted JSONL_DIR [RAW [AUX [CONVERTER FLAG...]]]: true (and logs the skip) when a converter
+# already wrote JSONL_DIR from the same RAW and AUX (by content) with the same flags (step_gate);
+# the converters write test.jsonl last, each split under a temporary name, so it is never partial
 converted() {
-  if [ -f "$1/test.jsonl" ]; then log "convert: $1 exists, skipped"; return 0; fi
-  log "convert: ${2:+$2 }-> $1"
+  local dir=$1 raw=${2:-} aux=${3:-} complete=0 inputs=()
+  shift $(( $# < 3 ? $# : 3 ))
+  [ -f "$dir/test.jsonl" ] && complete=1
+  [ -z "$raw" ] || inputs+=(--input "RAW=$raw")
+  [ -z "$aux" ] || inputs+=(--input "AUX=$aux")
+  if ! step_gate convert "$dir/" "$complete" "${inputs[@]+"${inputs[@]}"}" --root "$(dirname "$dir")" -- "$@"; then
+    log "convert: $dir exists, skipped"; return 0
+  fi
+  log "convert: ${raw:+$raw }-> $dir"
   return 1
 }
 
@@ -155,7 +183,7 @@ converted() {
 # filtered to summaries of at least 50 words as Topic Assistant App. A).
 convert_dataset() {
   local dataset=$1 raw=$2 aux=$3 out=$4
-  converted "$out" "$raw" && return
+  converted "$out" "$raw" "$aux" "$dataset" && return
   case $dataset in
     xsum)
       if [ -n "$aux" ]; then python -m preprocess.xsum_to_jsonl --raw-dir "$raw" --split-file "$aux" --out "$out" --stats
@@ -190,17 +218,24 @@ check_bart() {
 # JSONL (WORK/bpe) -> fairseq binaries with BART's dictionary (WORK/bin). gpt2_bpe writes the test
 # target last, each split under a temporary name; fairseq-preprocess writes the test target index last.
 bart_binarize() {
-  local jsonl=$1 work=$2 bart=$3 src=$4 tgt=$5; shift 5
-  if [ -f "$work/bpe/test.$tgt" ]; then log "gpt2 bpe: $work/bpe exists, skipped"
+  local jsonl=$1 work=$2 bart=$3 src=$4 tgt=$5 complete=0; shift 5
+  [ -f "$work/bpe/test.$tgt" ] && complete=1
+  if ! step_gate "gpt2 bpe" "$work/bpe/" "$complete" --input "jsonl=$jsonl" --input "encoder=$bart/encoder.json" \
+    --input "vocab=$bart/vocab.bpe" --root "$work" -- --langs "$src,$tgt" "$@"; then
+    log "gpt2 bpe: $work/bpe exists, skipped"
   else
     log "gpt2 bpe: $jsonl -> $work/bpe"
     python -m preprocess.gpt2_bpe --jsonl-dir "$jsonl" --out "$work/bpe" --langs "$src,$tgt" \
       --encoder-json "$bart/encoder.json" --vocab-bpe "$bart/vocab.bpe" --workers "$(nproc)" "$@"
   fi
-  if [ -f "$work/bin/test.$src-$tgt.$tgt.idx" ]; then log "binarize: $work/bin exists, skipped"
+  complete=0
+  [ -f "$work/bin/test.$src-$tgt.$tgt.idx" ] && complete=1
+  if ! step_gate binarize "$work/bin/" "$complete" --input "bpe=$work/bpe" --input "dict=$bart/dict.txt" \
+    --root "$work" -- --source-lang "$src" --target-lang "$tgt"; then
+    log "binarize: $work/bin exists, skipped"
   else
     log "binarize: $work/bpe -> $work/bin (BART's dictionary)"
-    rm -rf "$work/bin"
+    [ ! -d "$work/bin" ] || find "$work/bin" -mindepth 1 ! -name spec.json -delete  # an older binarization, not its record
     fairseq-preprocess --source-lang "$src" --target-lang "$tgt" --trainpref "$work/bpe/train" \
       --validpref "$work/bpe/valid" --testpref "$work/bpe/test" --destdir "$work/bin" \
       --srcdict "$bart/dict.txt" --tgtdict "$bart/dict.txt" --workers "$(nproc)"
@@ -209,16 +244,26 @@ bart_binarize() {
 
 # prepare JSONL_DIR OUT [fairseq-sum-prepare options...]
 prepare() {
-  local jsonl=$1 out=$2; shift 2
-  if [ -f "$out/bin/prepare_args.json" ]; then log "prepare: $out/bin exists, skipped"; return; fi
+  local jsonl=$1 out=$2 complete=0 force=(); shift 2
+  [ -f "$out/bin/prepare_args.json" ] && complete=1
+  if ! step_gate prepare "$out/bin/" "$complete" --input "jsonl=$jsonl" --root "$out" -- "$@"; then
+    log "prepare: $out/bin exists, skipped"; return
+  fi
+  [ "$STEP_ACTION" != force ] || force=(--force)
   log "prepare: $jsonl -> $out"
-  fairseq-sum-prepare --jsonl-dir "$jsonl" --out "$out" "$@"
+  fairseq-sum-prepare --jsonl-dir "$jsonl" --out "$out" "$@" "${force[@]+"${force[@]}"}"
 }
 
-# train DATA_BIN SAVE_DIR [fairseq-train options...]   (resumes from SAVE_DIR/checkpoint_last.pt)
+# train DATA_BIN SAVE_DIR [fairseq-train options...]   (resumes from SAVE_DIR/checkpoint_last.pt
+# under the same spec only; FORCE=1 under another removes SAVE_DIR first)
 train() {
-  local data=$1 save=$2; shift 2
-  if [ -f "$save/.done" ]; then log "train: $save finished, skipped"; return; fi
+  local data=$1 save=$2 complete=0 partial=0; shift 2
+  [ -f "$save/.done" ] && complete=1
+  [ -f "$save/checkpoint_last.pt" ] && partial=1
+  if ! step_gate train "$save/" "$complete" --partial "$partial" --resumes --input "data=$data" \
+    --root "$(dirname "$data")" -- "$@"; then
+    log "train: $save finished, skipped"; return
+  fi
   log "train: $save"
   mkdir -p "$save"
   fairseq-train "$data" --user-dir "$USER_DIR" --task summarization --criterion summarization_loss \
@@ -242,7 +287,12 @@ generate() {
     spm) text=(--tokenizer sum_moses --bpe sentencepiece --sentencepiece-model "$data/spm.model") ;;
     gpt2:*) text=(--bpe gpt2 --gpt2-encoder-json "${bpe#gpt2:}/encoder.json" --gpt2-vocab-bpe "${bpe#gpt2:}/vocab.bpe") ;;
   esac
-  if decoded "$out"; then log "generate: $out exists, skipped"; return; fi
+  local complete=0
+  decoded "$out" && complete=1
+  if ! step_gate generate "$out" "$complete" --input "data=$data" --input "checkpoint=$ckpt" --field "bpe=${bpe%%:*}" \
+    --root "$(dirname "$data")" -- "$@"; then
+    log "generate: $out exists, skipped"; return
+  fi
   log "generate: $ckpt -> $out"
   # the absolute data path goes into generate's log, where fairseq-sum-score finds the references
   fairseq-generate "$(cd "$data" && pwd)" --user-dir "$USER_DIR" --task summarization --path "$ckpt" "${text[@]}" \
@@ -250,12 +300,15 @@ generate() {
 }
 
 # score GENERATE_OUTPUT [fairseq-sum-score options...]   (-> GENERATE_OUTPUT.rouge.json / .rouge.txt;
-# skipped when the json is newer than the decoding). The references are the untruncated gold summaries
+# skipped when the json was made from the same decoding, step_gate). The references are the untruncated gold summaries
 # of DATA/bin/{split}.ref.jsonl: the scorer finds DATA in generate's log, GENERATE_OUTPUT.log, where
 # generate() leaves its absolute path.
 score() {
-  local gen=$1; shift
-  if [ "$gen.rouge.json" -nt "$gen" ]; then log "score: $gen.rouge.json exists, skipped"; return; fi
+  local gen=$1 complete=0; shift
+  [ -f "$gen.rouge.json" ] && complete=1
+  if ! step_gate score "$gen.rouge.json" "$complete" --input "decoding=$gen" --root "$(dirname "$gen")" -- "$@"; then
+    log "score: $gen.rouge.json exists, skipped"; return
+  fi
   log "score: $gen"
   fairseq-sum-score --generate-output "$gen" --json "$gen.rouge.json" "$@" | tee "$gen.rouge.txt"
 }
@@ -304,5 +357,7 @@ ta_decode_top_checkpoints() {
   # the first of them (checkpoint_best's weights: the lowest validation loss) also under the name a
   # single decoding had, WORK/test.NAME.beam5.out (with its log, where the scorer finds the data, and
 # its scores)
-  for out in "" .log .rouge.json; do cp -p "${outs[0]%.rouge.json}$out" "$work/test.$name.beam5.out$out"; done
+  for out in "" .log .rouge.json .spec.json .rouge.json.spec.json; do
+    [ ! -f "${outs[0]%.rouge.json}$out" ] || cp -p "${outs[0]%.rouge.json}$out" "$work/test.$name.beam5.out$out"
+  done
 }

@@ -33,7 +33,7 @@
 # documents without a copy mechanism (results/README.md, "Which transformers read their documents");
 # Mem2Mem/HRED carry their own pointer-generator (on by default) and BART has none.
 # Every number must be an integer in its range (LR, LENPEN: a number), or nothing runs.
-# Steps are skipped when their output exists (common.sh), so a re-run resumes. Each run records its
+# Steps are skipped when their output exists under the same spec (common.sh step_gate), so a re-run resumes. Each run records its
 # spec in OUT/LABEL/run_spec.txt (model and flags, every variable above, the workers, WORK/bin's
 # identity); a re-run whose spec differs is refused, naming the differences, before any work (only the
 # decoding's settings may change while OUT/LABEL holds no finished decoding). A label names a folder of
@@ -133,7 +133,10 @@ EOF
 
 # fit_topics: the topic model and theta of every split, once per WORK (the Topic Assistant's side data)
 fit_topics() {
-  if [ -f "$WORK/bin/test.theta.npy" ]; then log "topic model: $WORK/bin/test.theta.npy exists, skipped"; return; fi
+  if ! step_gate "topic model" "$WORK/bin/topic_model.npz" "$([ -f "$WORK/bin/test.theta.npy" ] && echo 1 || echo 0)" \
+    --input "data=$WORK/bin" -- --topics "$TOPICS"; then
+    log "topic model: $WORK/bin/test.theta.npy exists, skipped"; return
+  fi
   log "topic model: K=$TOPICS on $WORK/bin"
   python -m preprocess.topic_model fit "$WORK/bin" --topics "$TOPICS" \
     $([ -d "$WORK/spm_full" ] && echo --full-src "$WORK/spm_full")
@@ -296,7 +299,7 @@ for i in "${!LABELS[@]}"; do
   # does the model read its source? (source gain and distinct summaries: inspection/source_use.py)
   if [ ! "$OUT/$label/source_use.json" -nt "$OUT/$label/test.out" ]; then
     python -m fairseq_sum_plugins.inspection.source_use "$WORK/bin" --path "$ckpt/checkpoint_last.pt" \
-      --subset test --generate-output "$OUT/$label/test.out" --json "$OUT/$label/source_use.json" "${side[@]}"
+      --split test --generate-output "$OUT/$label/test.out" --json "$OUT/$label/source_use.json" "${side[@]}"
     # source_use.json records the sha256 of the output it measured: fairseq-sum-compare --html uses it
     # for that output only
   fi
@@ -318,8 +321,9 @@ if command -v fairseq-sum-compare > /dev/null && [ ${#LABELS[@]} -gt 1 ]; then
 fi
 if [ "$CURVES" = 1 ]; then  # source gain over updates (valid split), every interval checkpoint
   runs=()
-  for label in "${LABELS[@]}"; do runs+=(--run "$label=$OUT/$label/checkpoints"); done
-  python -m fairseq_sum_plugins.inspection.source_curve "$WORK/bin" "${runs[@]}" --subset valid \
+  for label in "${LABELS[@]}"; do runs+=(--path "$OUT/$label/checkpoints"); done
+  names=$(IFS=,; echo "${LABELS[*]}")
+  python -m fairseq_sum_plugins.inspection.source_curve "$WORK/bin" "${runs[@]}" --names "$names" --split valid \
     --png "$OUT/source_gain.png" --json "$OUT/source_gain.json"
 fi
 # the page a reviewer reads: every model's outputs beside the source and reference

@@ -65,9 +65,12 @@ mem2mem_run() {
   score "$out"
   if [ "$arch" != mem2mem_base ]; then return; fi
   local extraction="$WORK/implicit_extraction.$name"
-  if [ -f "$extraction/scores.json" ]; then log "implicit extraction: $extraction exists, skipped"; return; fi
+  if ! step_gate "implicit extraction" "$extraction/" "$([ -f "$extraction/scores.json" ] && echo 1 || echo 0)" \
+    --input "data=$WORK/bin" --input "checkpoint=$WORK/checkpoints/$name/checkpoint_best.pt" -- "$max_len_b"; then
+    log "implicit extraction: $extraction exists, skipped"; return
+  fi
   log "implicit extraction: $name"
   python -m fairseq_sum_plugins.inspection.implicit_extraction "$WORK/bin" \
     --path "$WORK/checkpoints/$name/checkpoint_best.pt" --split test --lead 10 \
-    --out "$extraction" --png-index 0 --max-len-b "$max_len_b" --skip-without-memory
+    --out "$extraction" --document 0 --max-len-b "$max_len_b" --skip-without-memory
 }

@@ -32,13 +32,13 @@ WORK=${WORK:-data/$DATASET}
 
 case $DATASET in
   pubmed|arxiv)
-    if ! converted "$WORK/jsonl" "$DATA"; then
+    if ! converted "$WORK/jsonl" "$DATA" "" "$DATASET" --max-sections "${MAX_SECTIONS:-4}" --max-section-words "${SECTION_WORDS:-500}"; then
       python -m preprocess.arxiv_pubmed_to_jsonl --in "$DATA" --out "$WORK/jsonl" --dataset "$DATASET" \
         --paper-truncation mem2mem --max-sections "${MAX_SECTIONS:-4}" --max-section-words "${SECTION_WORDS:-500}"
     fi
     MAX_LEN_B=200 ;;
   newsroom)
-    if ! converted "$WORK/jsonl" "$DATA"; then
+    if ! converted "$WORK/jsonl" "$DATA" "" newsroom --density-bin abstractive; then
       python -m preprocess.newsroom_to_jsonl --in "$DATA" --out "$WORK/jsonl" --density-bin abstractive --density-bin-splits test
     fi
     MAX_LEN_B=${MAX_LEN_B:-60} ;;

@@ -27,8 +27,10 @@
 #
 # Environment: OUT (data/papers/PAPER: one folder per paper, so that its tables share their runs;
 # OUT/DATASET is each dataset's WORK), SMOKE (1: tiny models, a few updates, small beams, for a CPU
-# run of every step in minutes; the written table says so in its header), PRESET (base; small: the
-# *_small presets), PROBE_LABELS (tpt t4: a folder with pos.conllu, dep.conllu and nel.conllu, the
+# run of every step in minutes; the written table says so in its header, as it does whenever a run
+# it shows was made under SMOKE=1), PRESET (base; small: the *_small presets), FORCE (1: redo the
+# steps whose recorded spec differs from this run's -- SMOKE, PRESET, RAW, flags, labels --, which
+# a re-run otherwise refuses, naming the difference: recipes/common.sh step_gate), PROBE_LABELS (tpt t4: a folder with pos.conllu, dep.conllu and nel.conllu, the
 # labels of the training summaries written by any tagger over `fairseq-sum-probe --write-words`, and
 # TASK.valid.MODEL.conllu, the labels of each model's own dev summaries, the probes' evaluation set
 # as in App. C (their words: `fairseq-sum-probe --eval-split valid --eval-generate-output
@@ -81,6 +83,8 @@ done
 [ "$GIVEN" -gt 0 ] || { echo "$USAGE" >&2; echo "${0##*/}: no data given (datasets of $PAPER $TABLE: $DATASETS)" >&2; exit 2; }
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+# every step records them in its spec (common.sh step_gate): a re-run under others is refused
+export SMOKE=${SMOKE:-0} PRESET
 
 # SMOKE=1: every step at a scale a CPU runs in minutes (tiny dims, a few updates, small beams)
 if [ "${SMOKE:-0}" = 1 ]; then
@@ -126,7 +130,7 @@ tpt_models() {  # the three models of Table 2 on dataset $1
 }
 
 tpt_t4() {  # probes trained on the training references, evaluated on each model's own dev summaries
-  local task model ckpt labels evaluation gen
+  local task model ckpt labels evaluation gen inputs
   tpt_models xsum
   for task in pos dep nel; do
     labels=()
@@ -135,7 +139,6 @@ tpt_t4() {  # probes trained on the training references, evaluated on each model
     else log "probe $task: no PROBE_LABELS/$task.conllu nor SPACY_MODEL: its rows say 'not run'"; continue; fi
     for model in t5_transformer tp_transformer; do
       ckpt="$OUT/xsum/checkpoints/$model/checkpoint_best.pt"
-      if [ -f "$OUT/xsum/probe.$task.$model.json" ]; then log "probe $task $model: exists, skipped"; continue; fi
       # App. C: evaluated on the model's own dev summaries (its beam-4 decoding of Table 2),
       # labelled by the same tagger; without their labels, on held-out training references
       gen="$OUT/xsum/valid.$model.beam4.out"
@@ -144,7 +147,19 @@ tpt_t4() {  # probes trained on the training references, evaluated on each model
         evaluation=(--eval-split valid --eval-generate-output "$gen")
       elif [ -f "${PROBE_LABELS:-}/$task.valid.$model.conllu" ]; then
         evaluation=(--eval-split valid --eval-generate-output "$gen" --eval-labels "$PROBE_LABELS/$task.valid.$model.conllu")
-      else
+      fi
+      # the labels and the evaluation set are the probe's spec (by content): labels added later
+      # make it again only with FORCE=1, never silently keep the old JSON
+      inputs=(--input "data=$OUT/xsum/bin" --input "checkpoint=$ckpt")
+      [ "${labels[0]}" != --labels ] || inputs+=(--input "labels=${labels[1]}")
+      if [ ${#evaluation[@]} -gt 0 ]; then inputs+=(--input "decoding=$gen"); fi
+      if [ ${#evaluation[@]} -gt 4 ]; then inputs+=(--input "eval labels=${evaluation[5]}"); fi
+      # shellcheck disable=SC2086
+      if ! step_gate probe "$OUT/xsum/probe.$task.$model.json" "$([ -f "$OUT/xsum/probe.$task.$model.json" ] && echo 1 || echo 0)" \
+        "${inputs[@]}" --root "$OUT" -- "${labels[@]}" "${evaluation[@]+"${evaluation[@]}"}" ${PROBE_EXTRA:-}; then
+        log "probe $task $model: exists, skipped"; continue
+      fi
+      if [ ${#evaluation[@]} -eq 0 ]; then
         log "probe $task $model: no PROBE_LABELS/$task.valid.$model.conllu (labels of the words" \
           "'fairseq-sum-probe --eval-split valid --eval-generate-output $gen --write-words' writes):" \
           "evaluated on held-out training references"
@@ -176,7 +191,10 @@ mem2mem_models() {
 
 lexrank() {
   local ds=$1
-  if [ "$OUT/$ds/lexrank.rouge.json" -nt "$OUT/$ds/bin/prepare_args.json" ]; then log "lexrank: $ds exists, skipped"; return; fi
+  if ! step_gate lexrank "$OUT/$ds/lexrank.rouge.json" "$([ -f "$OUT/$ds/lexrank.rouge.json" ] && echo 1 || echo 0)" \
+    --input "data=$OUT/$ds/bin" -- --sentences 10; then
+    log "lexrank: $ds exists, skipped"; return
+  fi
   log "lexrank: $ds (10 sentences, threshold 0.1)"
   python -m fairseq_sum_plugins.evaluation.baselines.lexrank --data "$OUT/$ds" --sentences 10 \
     --out "$OUT/$ds/lexrank.txt" --json "$OUT/$ds/lexrank.rouge.json"
@@ -184,7 +202,10 @@ lexrank() {
 
 novel() {  # copied n-grams of a Mem2Mem decoding (Table 4)
   local gen="$OUT/pubmed/test.$1.beam4.out"
-  if [ "$gen.novel.json" -nt "$gen" ]; then log "novel n-grams: $1 exists, skipped"; return; fi
+  if ! step_gate "novel n-grams" "$gen.novel.json" "$([ -f "$gen.novel.json" ] && echo 1 || echo 0)" \
+    --input "decoding=$gen" -- --novel-ngrams 5,10,15,20; then
+    log "novel n-grams: $1 exists, skipped"; return
+  fi
   log "novel n-grams: $1"
   fairseq-sum-score --generate-output "$gen" --novel-ngrams 5,10,15,20 --bootstrap-samples 0 \
     --json "$gen.novel.json" >/dev/null
@@ -236,7 +257,10 @@ ta_ss() {
   local ds=$1 name first
   for name in transformer transformer_ta; do
     first="$OUT/$ds/test.$name.beam5.out"
-    if [ "$OUT/$ds/$name.ss.json" -nt "$first" ]; then log "semantic similarity: $ds $name exists, skipped"; continue; fi
+    if ! step_gate "semantic similarity" "$OUT/$ds/$name.ss.json" "$([ -f "$OUT/$ds/$name.ss.json" ] && echo 1 || echo 0)" \
+      --input "decoding=$first" --input "data=$OUT/$ds/bin"; then
+      log "semantic similarity: $ds $name exists, skipped"; continue
+    fi
     log "semantic similarity (TA eq. 10): $ds $name"
     fairseq-sum-score --generate-output "$first" --data "$OUT/$ds/bin" --topic-model "$OUT/$ds/bin/topic_model.npz" \
       --bootstrap-samples 0 --json "$OUT/$ds/$name.ss.json" >/dev/null

@@ -94,7 +94,9 @@ bart_binarize "$WORK/jsonl" "$WORK" "$BART" src tgt --max-src-tokens "$MAX_SRC" 
   --full-src-out "$WORK/bpe_full"
 
 if [ "$TA" = 0 ]; then log "topic model: not used (TA=0)"
-elif [ -f "$WORK/bin/test.theta.npy" ]; then log "topic model: $WORK/bin/topic_model.npz exists, skipped"
+elif ! step_gate "topic model" "$WORK/bin/topic_model.npz" "$([ -f "$WORK/bin/test.theta.npy" ] && echo 1 || echo 0)" \
+  --input "data=$WORK/bin" -- --topics "$TOPICS" gpt2; then
+  log "topic model: $WORK/bin/topic_model.npz exists, skipped"
 else
   log "topic model: K=$TOPICS on $WORK/bin train (GPT-2 symbols decoded; untruncated documents of $WORK/bpe_full)"
   python -m preprocess.topic_model fit "$WORK/bin" --topics "$TOPICS" "${GPT2[@]}" --full-src "$WORK/bpe_full"

@@ -83,7 +83,10 @@ convert_dataset "$DATASET" "$RAW" "$AUX" "$WORK/jsonl"
 prepare "$WORK/jsonl" "$WORK" --vocab-size "$VOCAB" --max-src-tokens "$MAX_SRC" --max-tgt-tokens "$MAX_TGT" \
   --write-full-src --workers "$(nproc)"
 
-if [ -f "$WORK/bin/test.theta.npy" ]; then log "topic model: $WORK/bin/topic_model.npz exists, skipped"
+TOPIC_DONE=0
+[ -f "$WORK/bin/test.theta.npy" ] && TOPIC_DONE=1
+if ! step_gate "topic model" "$WORK/bin/topic_model.npz" "$TOPIC_DONE" --input "data=$WORK/bin" -- --topics "$TOPICS"; then
+  log "topic model: $WORK/bin/topic_model.npz exists, skipped"
 else
   log "topic model: K=$TOPICS on $WORK/bin train (untruncated documents of $WORK/spm_full)"
   python -m preprocess.topic_model fit "$WORK/bin" --topics "$TOPICS" --full-src "$WORK/spm_full"

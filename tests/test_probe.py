@@ -394,10 +394,13 @@ def test_probes_are_evaluated_on_the_models_own_summaries_of_a_decoding(chain, t
         f.write("Generate test with beam=4: BLEU4 = 1.00, 1/1/1/1 (BP=1.0, ratio=1.0, syslen=1, reflen=1)\n")
     with pytest.raises(SystemExit, match=r"a decoding of the test split, not of --eval-split valid"):
         P.main(common + ["--write-words", str(tmp_path / "w.txt")])
-    write_decoding(gen, own)  # fairseq's log line of another data folder
+    write_decoding(gen, own)  # fairseq's log line of another data folder (matched by content:
+    (tmp_path / "other").mkdir()  # its dictionary differs)
+    (tmp_path / "other" / "dict.tgt.txt").write_text("other 1\n")
     (tmp_path / "valid.out.log").write_text(
         f"INFO:fairseq.tasks.translation:{tmp_path}/other valid src-tgt {len(valid)} examples\n")
-    with pytest.raises(SystemExit, match=rf"a decoding of {tmp_path}/other, not of "):
+    with pytest.raises(SystemExit, match=rf"a decoding of {tmp_path}/other \(generate's log\), not of "
+                                         r".*: their dict.tgt.txt differs"):
         P.main(common + ["--write-words", str(tmp_path / "w.txt")])
     with pytest.raises(SystemExit, match=r"--eval-split train is --split too"):
         P.main([chain["data"], "--path", ckpt, "--eval-split", "train", "--eval-generate-output", str(gen),

@@ -142,10 +142,11 @@ def use_generated_summaries(task, split, generate_output, data):
     ``split``'s documents with the model's own summaries as targets, ``generate_output``'s
     hypotheses of that split (D- lines, else H-) encoded as ``data`` records them (its tokenizer and
     BPE; hypotheses written as sentencepiece pieces are read as pieces). Held by ``task`` under
-    ``split``. A ``ValueError`` names the file when it misses an example of the split or has one
-    the split lacks."""
+    ``split``. A ``ValueError`` names the file when it decodes another split or data folder (by
+    content, :func:`~fairseq_sum_plugins.scoring.score_inputs.check_decoding_of`), misses an
+    example of the split or has one the split lacks."""
     from ..data_folder import text_encoder
-    from ..scoring.score_inputs import GenerateOutput, ScoreInputError
+    from ..scoring.score_inputs import GenerateOutput, ScoreInputError, check_decoding_of
 
     task.load_dataset(split)
     base = task.dataset(split)
@@ -154,6 +155,12 @@ def use_generated_summaries(task, split, generate_output, data):
     except (OSError, ScoreInputError) as e:
         raise ValueError(f"--eval-generate-output {generate_output}: {e}") from None
     hyps = gen.hyps
+        if gen.subset is not None and gen.subset != split:  # its closing "Generate SPLIT ..." line
+            raise ScoreInputError(f"a decoding of the {gen.subset} split, not of --eval-split "
+                                  f"{split}")
+        # by content, as fairseq-sum-score matches it: from any working folder, whatever path
+        # (relative, moved) generate's log names
+        check_decoding_of(gen, data, split)
     if gen.subset is not None and gen.subset != split:  # its closing "Generate SPLIT ..." line
         raise ValueError(f"--eval-generate-output {generate_output}: a decoding of the "
                          f"{gen.subset} split, not of --eval-split {split}")

@@ -19,7 +19,15 @@ its ``T-`` lines by name. Loaded references are checked against the ``T-`` lines
 (:func:`check_references`): each ``T-`` line, compared on its letters and digits, must start its
 reference, else the error names the first sample id that differs (another split, data set or
 preparation); a reference that only extends an uncut ``T-`` line cannot be told from a cut one.
-``--data`` naming another folder than generate's log must hold the same ``{split}.ref.jsonl``.
+``--data`` naming another folder than generate's log must hold the same dictionaries
+(``dict.*.txt``) and ``{split}.ref.jsonl``. The folder in the log is read whole, spaces included
+(everything between fairseq's logger name and its last three words).
+
+A decoding is matched to a data folder by content, never by the spelling of a path
+(:func:`check_decoding_of`, which ``fairseq-sum-probe --eval-generate-output`` uses as the scorer
+does): the decoded split, the log's count of examples against the folder's split, the folder of
+the log (when it exists) against the given one by dictionaries and references, and the ``T-`` lines
+against the folder's references; a relative or vanished folder in the log is not an error.
 """
 import argparse
 import filecmp
@@ -31,7 +39,9 @@ import sys
 import unicodedata
 
 _LINE_RE = re.compile(r"^([THDS])-(\d+)\t(.*)$")
-_LOADED_RE = re.compile(r"fairseq\.tasks\.\w+\s*[:|]\s*(\S+) (\w+) \S+-\S+ (\d+) examples\s*$")
+# the data folder is everything between the logger's name and the last three words, so a path with
+# spaces is read whole (the longest match: the split and the languages hold no space)
+_LOADED_RE = re.compile(r"fairseq\.tasks\.\w+\s*[:|]\s*(.+) (\w+) \S+-\S+ (\d+) examples\s*$")
 _SUBSET_RE = re.compile(r"^Generate (\S+) with beam=")
 T_LINES = "t-lines"
 # in a T- line: an unknown piece as fairseq prints it (escaped), as the dictionary writes it, as
@@ -185,19 +195,64 @@ def find_data_dir(gen, data=None, split=None):
     return data, split, size
 
 
+def data_differences(data, other, split):
+    """The files of two data folders that differ by content: ``{split}.ref.jsonl`` and their
+    dictionaries (``dict.*.txt``), in that order (a file in one folder only differs); [] for
+    copies."""
+    names = sorted({n for d in (data, other) for n in os.listdir(d)
+                    if n.startswith("dict.") and n.endswith(".txt")})
+    out = []
+    for name in [f"{split}.ref.jsonl"] + names:
+        ours, theirs = (os.path.join(d, name) for d in (data, other))
+        found = [os.path.isfile(f) for f in (ours, theirs)]
+        if any(found) and not (all(found) and filecmp.cmp(ours, theirs, shallow=False)):
+            out.append(name)
+    return out
+
+
+def _also(differ):
+    return f" (and {', '.join(differ[1:])})" if len(differ) > 1 else ""
+
+
 def _check_against_log(data, split, logged, path):
-    """``--data`` and the folder of generate's log must hold the same references (a copy is fine;
-    neither holding any is fine too: the references then come from ``--ref``/``--ref-jsonl``)."""
+    """``--data`` and the folder of generate's log must hold the same dictionaries and references
+    (a copy is fine; neither holding references is fine too: they then come from ``--ref`` /
+    ``--ref-jsonl``)."""
     if not (logged and os.path.isabs(logged[0]) and os.path.isdir(logged[0])):
         return
     if os.path.realpath(logged[0]) == os.path.realpath(data):
         return
-    ours, theirs = (os.path.join(d, f"{split}.ref.jsonl") for d in (data, logged[0]))
-    found = [os.path.isfile(f) for f in (ours, theirs)]
-    if any(found) and not (all(found) and filecmp.cmp(ours, theirs, shallow=False)):
+    differ = data_differences(data, logged[0], split)
+    if differ:
         raise ScoreInputError(
             f"--data {data}, but {path} was decoded from {logged[0]} (generate's log), "
-            f"whose {split}.ref.jsonl differs: pass that folder")
+            f"whose {differ[0]} differs{_also(differ)}: pass that folder")
+
+
+def check_decoding_of(gen, data, split):
+    """Raise a :class:`ScoreInputError` unless the :class:`GenerateOutput` ``gen`` decodes the
+    ``split`` of the data folder ``data``, matched by content as the scorer matches it (see the
+    module docstring), from any working folder; returns the split's size."""
+    if gen.subset is not None and gen.subset != split:  # its closing "Generate SPLIT ..." line
+        raise ScoreInputError(f"{gen.path}: a decoding of the {gen.subset} split, not of {split}")
+    logged = gen.loaded if gen.loaded and gen.loaded[1] == split else None
+    if logged and os.path.isabs(logged[0]) and os.path.isdir(logged[0]) \
+            and os.path.realpath(logged[0]) != os.path.realpath(data):
+        differ = data_differences(data, logged[0], split)
+        if differ:
+            raise ScoreInputError(f"{gen.path}: a decoding of {logged[0]} (generate's log), not of "
+                                  f"{data}: their {differ[0]} differs{_also(differ)}")
+    size = split_size(data, split)
+    if logged and size is not None and logged[2] != size:
+        raise ScoreInputError(
+            f"{gen.path}: a decoding of {logged[2]} {split} examples (generate's log names "
+            f"{logged[0]}), but the {split} split of {data} has {size}")
+    records = read_prepared_references(data, split, size)
+    ids = sorted(i for i in gen.refs if records is not None and 0 <= i < len(records))
+    if ids:
+        check_references(gen.path, ids, [prepared_summary(records[i]) for i in ids],
+                         [gen.refs[i] for i in ids], os.path.join(data, f"{split}.ref.jsonl"))
+    return size
 
 
 def read_prepared_references(data, split, size=None):

@@ -53,7 +53,7 @@ TRAIN_RUN=("${QUICKSTART_TRAIN[@]}" --max-update "$MAX_UPDATE" --validate-interv
 GENERATE_RUN=("${QUICKSTART_GENERATE[@]}" --batch-size "$BATCH" --log-format simple
   --log-interval 1)
 
-converted "$WORK/jsonl" ACLSum || python -m preprocess.aclsum_to_jsonl --out "$WORK/jsonl"
+converted "$WORK/jsonl" ACLSum "" aclsum || python -m preprocess.aclsum_to_jsonl --out "$WORK/jsonl"
 prepare "$WORK/jsonl" "$WORK" --vocab-size 8000 --max-src-tokens 512 --max-tgt-tokens 256 --workers 2 --seed 1 --num-threads 1
 
 # The run's identity: every setting that changes the bits of the checkpoint (train.*) or of the

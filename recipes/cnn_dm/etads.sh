@@ -77,7 +77,7 @@ gpu_setup "$PAPER_GPUS"
 FP16_FLAG=$(fp16_flag)
 LR=0.000988  # 2 * 512 ** -0.5 * 8000 ** -0.5: the Noam peak, see above
 
-if ! converted "$WORK/jsonl" "$CNNDM"; then
+if ! converted "$WORK/jsonl" "$CNNDM" "${URL_LISTS:-}" cnn_dm; then
   if [ -f "$CNNDM" ] || ls "$CNNDM"/*.jsonl >/dev/null 2>&1; then
     python -m preprocess.cnndm_to_jsonl --jsonl "$CNNDM" --out "$WORK/jsonl"
   else

@@ -31,7 +31,7 @@ FP16_FLAG=$(fp16_flag)
 SAVE="$WORK/checkpoints/$ARCH.l$LAMBDA"
 check_bart "$BART"
 
-converted "$WORK/jsonl" "$NEWSROOM" ||
+converted "$WORK/jsonl" "$NEWSROOM" "" newsroom --min-doc-tokens 100 --min-summary-tokens 10 ||
   python -m preprocess.newsroom_to_jsonl --in "$NEWSROOM" --out "$WORK/jsonl" --min-doc-tokens 100 --min-summary-tokens 10
 bart_binarize "$WORK/jsonl" "$WORK" "$BART" source target --max-src-tokens 700  # 700 GPT-2 tokens (paper §4.1)
 

@@ -26,7 +26,7 @@
 #   dropout 0.1                                     the t5_* presets (T5's placement)
 #   best checkpoint by validation perplexity        --best-checkpoint-metric nll_loss (without the gate loss)
 #   threshold in [0.0, 1.0), step 0.01 (§5)         gate_sweep --thresholds 0.00 .. 0.99 (Algorithm 1 pruning)
-#   ROUGE-1/2/L on 1k-example subsets of valid and  gate_sweep --max-examples SUBSET on each of SWEEP_SUBSETS
+#   ROUGE-1/2/L on 1k-example subsets of valid and  gate_sweep --max-documents SUBSET on each of SWEEP_SUBSETS
 #     test (§4.3)                                     (gate_sweep.{md,json}, sparsity_rouge.png, gate_scores.png)
 # Fine-tuning hyper-parameters are not given by the paper: Adam, lr 1e-4 with 500 warm-up updates and
 # polynomial decay, no label smoothing (T5 uses none).
@@ -51,12 +51,13 @@ require_number LR positive
 FP16_FLAG=$(fp16_flag)
 IMPORTED="$WORK/t5"
 
-if [ -f "$IMPORTED/model.pt" ]; then log "import: $IMPORTED exists, skipped"
+if ! step_gate import "$IMPORTED/" "$([ -f "$IMPORTED/model.pt" ] && echo 1 || echo 0)" --input "T5=$T5"; then
+  log "import: $IMPORTED exists, skipped"
 else
   log "import: $T5 -> $IMPORTED"
   fairseq-sum-import-t5 "$T5" "$IMPORTED"
 fi
-converted "$WORK/jsonl" "$NEWSROOM" ||
+converted "$WORK/jsonl" "$NEWSROOM" "" newsroom --min-doc-tokens 100 --min-summary-tokens 10 ||
   python -m preprocess.newsroom_to_jsonl --in "$NEWSROOM" --out "$WORK/jsonl" --min-doc-tokens 100 --min-summary-tokens 10
 prepare "$WORK/jsonl" "$WORK" --spm-model "$IMPORTED/spm.model" --dict "$IMPORTED/dict.txt" \
   --max-src-tokens 699 --max-tgt-tokens 128 --workers "$(nproc)"
@@ -78,11 +79,14 @@ for LAMBDA in $LAMBDAS; do
 
   for SUB in $SWEEP_SUBSETS; do
     SWEEP="$WORK/gate_sweep.$ARCH.l$LAMBDA.$SUB"
-    if [ -f "$SWEEP/gate_scores.png" ]; then log "gate sweep: $SWEEP exists, skipped"; continue; fi
+    if ! step_gate "gate sweep" "$SWEEP/" "$([ -f "$SWEEP/gate_scores.png" ] && echo 1 || echo 0)" --input "data=$WORK/bin" \
+      --input "checkpoint=$SAVE/checkpoint_best.pt" -- "$SUBSET" "$BEAM" "$MAX_LEN_B" $THRESHOLDS; then
+      log "gate sweep: $SWEEP exists, skipped"; continue
+    fi
     log "gate sweep: lambda $LAMBDA, $SUB (first $SUBSET examples) -> $SWEEP"
     # shellcheck disable=SC2086
     python -m fairseq_sum_plugins.inspection.gate_sweep "$WORK/bin" --path "$SAVE/checkpoint_best.pt" \
-      --gen-subset "$SUB" --max-examples "$SUBSET" --beam "$BEAM" --max-len-b "$MAX_LEN_B" --out-dir "$SWEEP" \
+      --split "$SUB" --max-documents "$SUBSET" --beam "$BEAM" --max-len-b "$MAX_LEN_B" --out "$SWEEP" \
       --thresholds $THRESHOLDS
   done
 done

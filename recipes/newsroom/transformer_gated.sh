@@ -50,7 +50,7 @@
 # updates, 0.1 keeps that sparsity and NLL while its source gain grows to 1.15 bits and R-2 to 2.10:
 # the decoder reads the remaining tokens harder). Hence the defaults LAMBDA=0.03 and a warm-up; on
 # Newsroom's 100k updates the warm-up ends at the first checkpoint (5,000 updates), where `python -m
-# fairseq_sum_plugins.inspection.source_use WORK/bin --path SAVE/checkpoint_1_5000.pt --subset valid`
+# fairseq_sum_plugins.inspection.source_use WORK/bin --path SAVE/checkpoint_1_5000.pt --split valid`
 # tells whether the decoder reads its source yet (gain > 0) before the gates act; this recipe's last
 # step prints the decoded model's gain. All figures are from one seed at a small scale: the ordering,
 # not the values, is what they support. On the real XSum
@@ -106,7 +106,7 @@ if [ -n "${SWEEP_THRESHOLDS:-}" ]; then
   THRESHOLD_FLAGS=(--thresholds $SWEEP_THRESHOLDS)
 fi
 
-if ! converted "$WORK/jsonl" "$NEWSROOM"; then
+if ! converted "$WORK/jsonl" "$NEWSROOM" "" newsroom --min-doc-tokens 100 --min-summary-tokens 10 ${DENSITY_BIN:+--density-bin "$DENSITY_BIN"}; then
   python -m preprocess.newsroom_to_jsonl --in "$NEWSROOM" --out "$WORK/jsonl" \
     --min-doc-tokens 100 --min-summary-tokens 10 ${DENSITY_BIN:+--density-bin "$DENSITY_BIN" --density-bin-splits train,valid,test}
 fi
@@ -132,17 +132,18 @@ for T in $DECODE_THRESHOLDS; do
   score "$OUT"
 done
 # does the decoder read its source through the gates? (source gain 0: the gates closed it off)
-python -m fairseq_sum_plugins.inspection.source_use "$WORK/bin" --path "$CKPT" --subset test --max-examples "$TEST_SUBSET" \
+python -m fairseq_sum_plugins.inspection.source_use "$WORK/bin" --path "$CKPT" --split test --max-documents "$TEST_SUBSET" \
   --generate-output "$OUT" --json "$OUT.source_use.json"
 
 # Table 2 / Fig. 4 (sparsity vs ROUGE over thresholds 0..0.2) and Fig. 3 (one document's gates,
 # gate_scores.png: written last)
 SWEEP="$WORK/gate_sweep.$NAME"
 if [ "$SWEEP_SUBSET" = valid ]; then SWEEP="$SWEEP.valid"; fi
-if [ -f "$SWEEP/gate_scores.png" ]; then
+if ! step_gate "gate sweep" "$SWEEP/" "$([ -f "$SWEEP/gate_scores.png" ] && echo 1 || echo 0)" --input "data=$WORK/bin" \
+  --input "checkpoint=$CKPT" -- "$SWEEP_SUBSET" "$TEST_SUBSET" "${THRESHOLD_FLAGS[@]+"${THRESHOLD_FLAGS[@]}"}"; then
   log "gate sweep: $SWEEP exists, skipped"
 else
   log "gate sweep"
-  python -m fairseq_sum_plugins.inspection.gate_sweep "$WORK/bin" --path "$CKPT" --gen-subset "$SWEEP_SUBSET" \
-    --max-examples "$TEST_SUBSET" --beam 4 --max-len-b 128 --out-dir "$SWEEP" "${THRESHOLD_FLAGS[@]+"${THRESHOLD_FLAGS[@]}"}"
+  python -m fairseq_sum_plugins.inspection.gate_sweep "$WORK/bin" --path "$CKPT" --split "$SWEEP_SUBSET" \
+    --max-documents "$TEST_SUBSET" --beam 4 --max-len-b 128 --out "$SWEEP" "${THRESHOLD_FLAGS[@]+"${THRESHOLD_FLAGS[@]}"}"
 fi
