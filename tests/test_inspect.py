@@ -917,3 +917,48 @@ def test_mem2mem_outputs_are_shaded_by_their_copy_share(toy_data, tmp_path):
                          html), i
     assert 'value="0:copy_source">' in html and 'value="0:memory">' in html
     assert "Mem2Mem memory read Psi" in html and len(values["memory_read"][0]) == 3
+
+
+# --- the committed pages ----------------------------------------------------------------------------
+
+
+def make_pages():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_pages", os.path.join(REPO, "docs", "inspect", "make_pages.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["quickstart.html", "xsum-papers.html"])
+def test_a_committed_page_is_as_new_as_its_generator(name):
+    """docs/inspect's pages record the digest of what made them (make_pages.py, the page's code and
+    assets); a change to any of them without making the pages again fails here."""
+    tool = make_pages()
+    with open(os.path.join(REPO, "docs", "inspect", name), encoding="utf-8") as f:
+        recorded = tool.recorded_digest(f.read())
+    assert recorded == tool.generator_digest(), (
+        f"docs/inspect/{name} is older than its generator: make it again with "
+        "OMP_NUM_THREADS=1 python docs/inspect/make_pages.py --xsum-sample XSUM_TEST.jsonl")
+
+
+def test_the_digest_changes_with_each_generator_file(tmp_path):
+    tool = make_pages()
+    for rel in tool.GENERATOR_FILES:
+        os.makedirs(tmp_path / os.path.dirname(rel), exist_ok=True)
+        shutil.copy(os.path.join(REPO, rel), tmp_path / rel)
+    digest = tool.generator_digest(str(tmp_path))
+    assert digest == tool.generator_digest()
+    for rel in tool.GENERATOR_FILES:
+        with open(tmp_path / rel, "a", encoding="utf-8") as f:
+            f.write(" ")
+        assert tool.generator_digest(str(tmp_path)) != digest, rel
+        digest = tool.generator_digest(str(tmp_path))
+    html = '<html lang="en"><head><meta charset="utf-8"><title>'
+    page_path = tmp_path / "p.html"
+    page_path.write_text(html)
+    tool.stamp(str(page_path))
+    assert tool.recorded_digest(page_path.read_text()) == tool.generator_digest()
+    assert tool.recorded_digest(html) is None

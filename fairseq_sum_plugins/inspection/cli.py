@@ -167,9 +167,9 @@ def raw_text_dataset(task, data, texts):
 
 
 def note_limits(docs, limits):
-    """Each document's ``limits`` (:func:`~..data_folder.prepared_limits`), and ``reference_at_limit`` /
-    ``source_at_limit`` where its pieces (without EOS) reach the limit less the separators the cut
-    may drop: the prepared split's text was most likely cut there."""
+    """Each document's ``limits`` (:func:`~..data_folder.prepared_limits`), and
+    ``reference_at_limit`` / ``source_at_limit`` where its pieces (without EOS) reach the limit
+    less the separators the cut may drop: the prepared split's text was most likely cut there."""
     for doc in docs:
         doc["limits"] = limits
         for side, key in (("src", "source"), ("tgt", "reference")):

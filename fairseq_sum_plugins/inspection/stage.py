@@ -6,12 +6,14 @@ model class's ``inspection``): ETADS focus (centre and scope per encoder layer, 
 position), ETADS saliency (gate per source token), information selection (gate per source token and
 whether pruning removed it), the copy mechanism (``p_gen`` and the most-attended source position
 per output token), the TP-Transformer (role attention per decoder sublayer and output position) and
-Mem2Mem (each memory slot's write attention over the sentences), the Topic Assistant (the
+Mem2Mem (each memory slot's write attention over the sentences, the read attention, its copy
+switch), the Topic Assistant (the
 document's top topics, their words read from the data folder's topic model by
 :func:`add_topic_words`). :func:`teacher_forced` runs one document through a model once, with every
 declared watch on, and returns ``{name: value}``; every model also gives ``attention``, the last
-decoder layer's cross-attention (head-averaged, as the backbone returns it) as the ``TOP_K`` source
-positions each output token weighs most. :func:`inspect_documents` does so on the reference and on
+decoder layer's cross-attention (head-averaged, as the backbone returns it; after the saliency gate
+where that layer has one: :func:`watch_gated_attention`) as the ``TOP_K`` source positions each
+output token weighs most. :func:`inspect_documents` does so on the reference and on
 the model's own beam-search output. Nothing is recorded when nobody inspects: the watches are
 forward hooks and flags set for one pass.
 
