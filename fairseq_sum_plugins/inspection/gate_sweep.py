@@ -17,9 +17,9 @@ number of distinct summaries::
 
 writes ``sweep/gate_sweep.{md,json}``, ``sweep/sparsity_rouge.png`` (ROUGE against sparsity, one
 point per threshold) and ``sweep/gate_scores.png`` (each token of document ``--doc-index`` with its
+gate; with per-head gates the maximum over heads, which decides whether the position is removed).
 The table opens with a SMOKE=1 line when the checkpoint or the output folder was made under
 ``SMOKE=1`` (their spec records, :mod:`fairseq_sum_plugins.cli.run_spec`).
-gate; with per-head gates the maximum over heads, which decides whether the position is removed).
 Data is what ``fairseq-sum-prepare`` writes (sentencepiece pieces, ``<sep>`` between sentences);
 ``gate_scores.png`` joins the pieces into words (a word's gate: the largest of its pieces'), names
 the document and draws ``--plot-threshold`` (0.1). BART data (GPT-2 ids) is shown as words with
@@ -35,12 +35,8 @@ from argparse import Namespace
 import numpy as np
 import torch
 
-from ..scoring import rouge
-
-from ..cli.options import add_data_and_path, old_spelling
 from ..cli import run_spec
-from ..cli.outputs import refuse_clobber
-from .loader import load_checkpoint
+from ..scoring import rouge
 from .stage import teacher_forced
 from fairseq_sum_plugins.evaluation.plotting import gpt2_pieces
 from .source_use import source_gain
@@ -318,6 +314,10 @@ def main(argv=None):
         for r, t in zip(rows, timings):
             r.update(t, timing_rounds=args.timing_rounds)
     md = table(rows)
+    smoke = run_spec.smoke_runs([args.path, args.out_dir])
+    if smoke:  # a recipe's step records its spec (recipes/common.sh step_gate)
+        md = (f"SMOKE=1: {' and '.join(smoke)} made under SMOKE=1 (tiny models, a few updates): "
+              "the figures check the pipeline, not the paper.\n\n" + md)
     print(md)
     with open(os.path.join(args.out_dir, "gate_sweep.md"), "w") as f:
         f.write(md + "\n")
@@ -331,10 +331,6 @@ def main(argv=None):
         tokens = gpt2_pieces(tokens, args.gpt2_encoder_json, args.gpt2_vocab_bpe)
     plot_gates(tokens, scores, os.path.join(args.out_dir, "gate_scores.png"), args.max_doc_tokens,
                threshold=args.plot_threshold,
-    smoke = run_spec.smoke_runs([args.path, args.out])
-    if smoke:  # a recipe's step records its spec (recipes/common.sh step_gate)
-        md = (f"SMOKE=1: {' and '.join(smoke)} made under SMOKE=1 (tiny models, a few updates): "
-              "the figures check the pipeline, not the paper.\n\n" + md)
                title=document_title(args.gen_subset, args.doc_index, tokens))
     return rows
 

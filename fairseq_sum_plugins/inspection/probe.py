@@ -152,21 +152,15 @@ def use_generated_summaries(task, split, generate_output, data):
     base = task.dataset(split)
     try:
         gen = GenerateOutput(generate_output)
-    except (OSError, ScoreInputError) as e:
-        raise ValueError(f"--eval-generate-output {generate_output}: {e}") from None
-    hyps = gen.hyps
         if gen.subset is not None and gen.subset != split:  # its closing "Generate SPLIT ..." line
             raise ScoreInputError(f"a decoding of the {gen.subset} split, not of --eval-split "
                                   f"{split}")
         # by content, as fairseq-sum-score matches it: from any working folder, whatever path
         # (relative, moved) generate's log names
         check_decoding_of(gen, data, split)
-    if gen.subset is not None and gen.subset != split:  # its closing "Generate SPLIT ..." line
-        raise ValueError(f"--eval-generate-output {generate_output}: a decoding of the "
-                         f"{gen.subset} split, not of --eval-split {split}")
-    if gen.loaded is not None and os.path.realpath(gen.loaded[0]) != os.path.realpath(data):
-        raise ValueError(f"--eval-generate-output {generate_output}: a decoding of "
-                         f"{gen.loaded[0]}, not of {data}")
+    except (OSError, ScoreInputError) as e:
+        raise ValueError(f"--eval-generate-output {generate_output}: {e}") from None
+    hyps = gen.hyps
     n = len(base)
     missing = [i for i in range(n) if i not in hyps]
     extra = sorted(i for i in hyps if not 0 <= i < n)
