@@ -392,7 +392,7 @@ def test_cli_train_and_generate_with_gnmt_penalties(toy_data, tmp_path):
     from fairseq_sum_plugins.inspection import focus_plot  # in-process: what `python -m ...focus_plot` runs
 
     every = tmp_path / "focus_all.json"
-    focus_plot.main([toy_data, "--path", ckpt, "--split", "test", "--index", "0", "--png", str(png), "--json", str(js),
+    focus_plot.main([toy_data, "--path", ckpt, "--split", "test", "--document", "0", "--png", str(png), "--json", str(js),
                      "--all-json", str(every)])
     import json
 

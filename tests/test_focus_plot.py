@@ -7,8 +7,8 @@ from fairseq_sum_plugins.inspection import focus_plot
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--split", "test", "--index", "50"], "--index 50: the test split of {data} has 12 documents"),
-    (["--split", "test", "--index", "-1"], "--index -1: the test split of {data} has 12 documents"),
+    (["--split", "test", "--document", "50"], "--document 50: the test split of {data} has 12 documents"),
+    (["--split", "test", "--document", "-1"], "--document -1: the test split of {data} has 12 documents"),
     (["--split", "validation"],
      "--split validation: no binarized split validation in {data} (it has: test, train, valid)"),
     (["--split", "test.src-tgt"],  # was: its files' prefix, a traceback after loading

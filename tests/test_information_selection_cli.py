@@ -128,8 +128,8 @@ def test_gate_sweep_table_and_pngs(toy_data, gated_run, tmp_path):
 
     out = tmp_path / "sweep"
     rows = gate_sweep.main([toy_data, "--path", gated_run["ckpt"], "--thresholds", "0", "0.5", "0.99",
-                            "--max-examples", "6", "--beam", "1", "--max-len-b", "6", "--bpe-symbol", "none",
-                            "--cpu", "--out-dir", str(out)])
+                            "--max-documents", "6", "--beam", "1", "--max-len-b", "6", "--bpe-symbol", "none",
+                            "--cpu", "--out", str(out)])
     assert [r["threshold"] for r in rows] == [0.0, 0.5, 0.99]
     sparsity = [r["sparsity"] for r in rows]
     assert sparsity[0] == 0.0 and sparsity == sorted(sparsity) and sparsity[-1] > 0
@@ -170,7 +170,7 @@ def test_gate_sweep_interleaved_timing_rotates_the_order_and_takes_median_ratios
 
     monkeypatch.setattr(gate_sweep, "generate_all", fake_generate)
     task = Namespace(build_generator=lambda models, args: None)
-    args = Namespace(thresholds=[0.0, 0.1, 0.5], beam=1, max_len_b=5)
+    args = Namespace(thresholds=[0.0, 0.1, 0.5], beam=1, max_len_b=5, lenpen=1.0)
     out = gate_sweep.interleaved_timing(None, task, [gate], args, False, rounds=3)
     assert order == [0.0, 0.1, 0.5, 0.1, 0.5, 0.0, 0.5, 0.0, 0.1]
     assert [o["speedup"] for o in out] == approx64([1.0, 1.5, 3.0])
@@ -182,9 +182,9 @@ def test_gate_sweep_refuses_negative_timing_rounds(capsys):
     from fairseq_sum_plugins.inspection import gate_sweep
 
     with pytest.raises(SystemExit) as e:
-        gate_sweep.main(["data", "--path", "x.pt", "--out-dir", "o", "--timing-rounds", "-1"])
+        gate_sweep.main(["data", "--path", "x.pt", "--out", "o", "--timing-rounds", "-1"])
     assert e.value.code == 2 and "--timing-rounds must be >= 0, got -1" in capsys.readouterr().err
     for extra in (["--thresholds", "0.1"], ["--reference"]):  # nothing to compare the speed with
         with pytest.raises(SystemExit) as e:
-            gate_sweep.main(["data", "--path", "x.pt", "--out-dir", "o", "--timing-rounds", "3", *extra])
+            gate_sweep.main(["data", "--path", "x.pt", "--out", "o", "--timing-rounds", "3", *extra])
         assert e.value.code == 2 and "give two or more --thresholds, without --reference" in capsys.readouterr().err

@@ -391,7 +391,7 @@ def test_implicit_extraction_cli(trained_mem2mem, tmp_path, capsys):
     from fairseq_sum_plugins.inspection.implicit_extraction import cli_main
 
     cli_main([trained_mem2mem["data"], "--path", trained_mem2mem["ckpt"], "--split", "test", "--lead", "2",
-              "--out", str(tmp_path / "ext"), "--png-index", "0", "--beam", "2", "--max-len-b", "6", "--cpu"])
+              "--out", str(tmp_path / "ext"), "--document", "0", "--beam", "2", "--max-len-b", "6", "--cpu"])
     out = capsys.readouterr().out
     assert "memory" in out and "lead-2" in out and "oracle sentences: precision" in out
     assert (tmp_path / "ext" / "extractive.txt").read_text().count("\n") == 12
@@ -401,6 +401,12 @@ def test_implicit_extraction_cli(trained_mem2mem, tmp_path, capsys):
         assert 0 <= agr["precision"] <= 1 and 0 <= agr["chance_precision"] <= 1 and agr["oracle"] >= 1
     for name in ("write_attn.png", "read_attn.png"):
         assert (tmp_path / "ext" / name).stat().st_size > 1000
+    # --max-documents N: the first N documents of the split, in its order (was: the first batches
+    # of fairseq's length-sorted iterator), each extracted as in the whole split's run
+    cli_main([trained_mem2mem["data"], "--path", trained_mem2mem["ckpt"], "--split", "test", "--lead", "2",
+              "--out", str(tmp_path / "ext5"), "--max-documents", "5", "--batch-size", "2", "--cpu"])
+    whole = (tmp_path / "ext" / "extractive.txt").read_text().splitlines()
+    assert (tmp_path / "ext5" / "extractive.txt").read_text().splitlines() == whole[:5]
 
 
 def test_greedy_oracle_adds_sentences_while_rouge_rises():

@@ -237,8 +237,8 @@ def test_labels_that_disagree_with_the_summaries_are_an_error(chain, tmp_path):
 @pytest.mark.slow
 def test_labels_for_another_number_of_summaries_are_refused(chain, tmp_path):
     """Labels of 20 summaries for the 16 of the valid split were cut silently under the default
-    --max-summaries: refused, naming both sentence counts. Labels of the whole split with a smaller
-    --max-summaries stay accepted (cut to the summaries used)."""
+    --max-documents: refused, naming both sentence counts. Labels of the whole split with a smaller
+    --max-documents stay accepted (cut to the summaries used)."""
     ckpt = chain["t5_transformer_small"]
     words = tmp_path / "valid.txt"
     P.main([chain["data"], "--path", ckpt, "--write-words", str(words), "--split", "valid"])
@@ -247,7 +247,7 @@ def test_labels_for_another_number_of_summaries_are_refused(chain, tmp_path):
     (tmp_path / "more.txt").write_text("\n".join(lines + lines[:4]) + "\n")
     write_conllu(tmp_path / "more.txt", tmp_path / "more.conllu")
     with pytest.raises(SystemExit, match=r"more.conllu: 20 labelled sentences, but the 16 summaries of split "
-                                         r"'valid' used \(--max-summaries 2000\) have 16 sentences"):
+                                         r"'valid' used \(--max-documents 2000\) have 16 sentences"):
         P.main([chain["data"], "--path", ckpt, "--split", "valid", "--labels", str(tmp_path / "more.conllu")])
     (tmp_path / "fewer.txt").write_text("\n".join(lines[:10]) + "\n")
     write_conllu(tmp_path / "fewer.txt", tmp_path / "fewer.conllu")
@@ -255,10 +255,10 @@ def test_labels_for_another_number_of_summaries_are_refused(chain, tmp_path):
         P.main([chain["data"], "--path", ckpt, "--split", "valid", "--labels", str(tmp_path / "fewer.conllu")])
     with pytest.raises(SystemExit, match=r"10 labelled sentences, but the 5 summaries .* have 5 sentences "
                                          r"\(16 in the whole split\)"):  # not the whole split either
-        P.main([chain["data"], "--path", ckpt, "--split", "valid", "--max-summaries", "5",
+        P.main([chain["data"], "--path", ckpt, "--split", "valid", "--max-documents", "5",
                 "--labels", str(tmp_path / "fewer.conllu")])
     write_conllu(words, tmp_path / "valid.conllu")
-    res = P.main([chain["data"], "--path", ckpt, "--split", "valid", "--max-summaries", "10", "--epochs", "2",
+    res = P.main([chain["data"], "--path", ckpt, "--split", "valid", "--max-documents", "10", "--epochs", "2",
                   "--labels", str(tmp_path / "valid.conllu")])
     assert res["n_train"] + res["n_eval"] == sum(len(line.split()) for line in lines[:10])
 

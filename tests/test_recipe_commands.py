@@ -141,11 +141,11 @@ def test_newsroom_transformer_gated(tmp_path):
     assert generate[1] == str(work / "bin") and flag(generate, "--path") == ckpt
     assert flag(generate, "--model-overrides") == "{'gate_threshold': 0}"
     use = only(commands, "python", "fairseq_sum_plugins.inspection.source_use")
-    assert flag(use, "--path") == ckpt and flag(use, "--max-examples") == str(N_TEST)
+    assert flag(use, "--path") == ckpt and flag(use, "--max-documents") == str(N_TEST)
     assert flag(use, "--generate-output") == str(work / "test.transformer_gated_small.l0.03.t0.out")
     sweep = only(commands, "python", "fairseq_sum_plugins.inspection.gate_sweep")  # thresholds 0..0.2: its default
-    assert flag(sweep, "--path") == ckpt and flag(sweep, "--gen-subset") == "test"
-    assert flag(sweep, "--max-examples") == str(N_TEST)
+    assert flag(sweep, "--path") == ckpt and flag(sweep, "--split") == "test"
+    assert flag(sweep, "--max-documents") == str(N_TEST)
 
 
 def test_xsum_transformer_ta_raw_bbc(tmp_path):

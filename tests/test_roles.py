@@ -1,4 +1,4 @@
-"""fairseq-sum-roles' input checks: a split the data lacks, a negative --max-docs and a model
+"""fairseq-sum-roles' input checks: a split the data lacks, a negative --max-documents and a model
 without discrete roles are refused by name (the last one was a ValueError traceback)."""
 import pytest
 
@@ -8,7 +8,7 @@ from test_inspect import fresh
 
 @pytest.mark.parametrize("extra, message", [
     (["--split", "validation"], "--split validation: no binarized split validation in {data}"),
-    (["--max-docs", "-1"], "--max-docs must be >= 0, got -1"),
+    (["--max-documents", "-1"], "--max-documents must be >= 0, got -1"),
 ])
 def test_bad_options_are_refused_before_loading(toy_data, tmp_path, extra, message, capsys):
     with pytest.raises(SystemExit):

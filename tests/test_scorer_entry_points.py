@@ -73,7 +73,7 @@ def test_the_five_entry_points_give_the_same_numbers(backend, tmp_path, toy_data
     val = task_rouge(toy_data, monkeypatch, HYPS, REFS, eval_rouge_scorer=backend, eval_rouge_sentence_sep="<q>")
     assert val == pytest.approx(expect, abs=fp64_tol(1))
 
-    args = gate_sweep.get_parser().parse_args(["DATA", "--path", "ckpt.pt", "--out-dir", "out", *options])
+    args = gate_sweep.get_parser().parse_args(["DATA", "--path", "ckpt.pt", "--out", "out", *options])
     percent = pytest.approx([100 * x for x in expect], abs=fp64_tol(100))
     assert gate_sweep.rouge_f1(R.scorer_from_args(args), HYPS, REFS) == percent
 
@@ -181,12 +181,13 @@ def test_a_separator_that_is_not_one_token_is_refused(tmp_path, capsys, sep):
         R.Scorer(seps=("<q>", sep))
 
 
-def test_missing_rouge155_stops_the_gate_sweep_before_the_model_loads(monkeypatch, tmp_path):
+def test_missing_rouge155_stops_the_gate_sweep_before_the_model_loads(monkeypatch, tmp_path, capsys):
     from fairseq_sum_plugins.inspection import gate_sweep
 
     monkeypatch.setenv("ROUGE155_HOME", str(tmp_path / "nowhere"))
     with pytest.raises(RuntimeError, match="ROUGE-1.5.5.pl not found in"):
         R.Scorer("official").check()
-    with pytest.raises(SystemExit, match="gate_sweep: error: ROUGE-1.5.5.pl not found in"):
-        gate_sweep.main([str(tmp_path), "--path", str(tmp_path / "no.pt"), "--out-dir", str(tmp_path / "o"),
+    with pytest.raises(SystemExit):
+        gate_sweep.main([str(tmp_path / "data"), "--path", str(tmp_path / "no.pt"), "--out", str(tmp_path / "o"),
                          "--scorer", "official"])
+    assert "gate_sweep: error: ROUGE-1.5.5.pl not found in" in capsys.readouterr().err

@@ -40,7 +40,7 @@ def nll_bits_one(model, task, src, tgt):
 def test_source_gain_equals_the_per_example_hand_computation(toy_data, tmp_path):
     model, task = load(toy_data, checkpoint(toy_data, str(tmp_path / "m.pt")))
     model.train()  # source_gain measures in eval mode and restores the mode
-    out = source_gain(model, task, "test", max_examples=7, batch_size=3)
+    out = source_gain(model, task, "test", max_documents=7, batch_size=3)
     assert model.training
     model.eval()
     ds = task.dataset("test")
@@ -76,7 +76,7 @@ def test_cli_writes_json_with_distinct_outputs(toy_data, tmp_path, capsys):
     gen = tmp_path / "test.out"
     gen.write_text("".join(f"S-{i}\tdoc\nT-{i}\tref\nH-{i}\t-1\t{h}\n" for i, h in enumerate(["the cat", "the cat", "a dog"])))
     assert distinct_outputs(str(gen)) == (2, 3)
-    main([toy_data, "--path", path, "--max-examples", "5", "--generate-output", str(gen), "--json", str(tmp_path / "s.json")])
+    main([toy_data, "--path", path, "--max-documents", "5", "--generate-output", str(gen), "--json", str(tmp_path / "s.json")])
     saved = json.load(open(tmp_path / "s.json"))
     assert saved["examples"] == 5 and saved["distinct"] == 2 and saved["hypotheses"] == 3
     assert "source gain" in capsys.readouterr().out
@@ -86,8 +86,8 @@ def test_cli_writes_json_with_distinct_outputs(toy_data, tmp_path, capsys):
 
 def test_one_example_is_refused(toy_data, tmp_path):
     model, task = load(toy_data, checkpoint(toy_data, str(tmp_path / "m.pt")))
-    with pytest.raises(ValueError, match="at least 2 examples"):
-        source_gain(model, task, "test", max_examples=1)
+    with pytest.raises(ValueError, match="at least 2 documents"):
+        source_gain(model, task, "test", max_documents=1)
 
 
 @pytest.mark.slow
@@ -99,7 +99,7 @@ def test_source_curve_gives_each_interval_checkpoint_its_gain_cached_and_plotted
     for updates in (10, 2):  # written out of order: the curve is sorted by updates
         checkpoint(toy_data, str(run / f"checkpoint_1_{updates}.pt"), arch="t5_transformer_small")
     (run / "checkpoint_last.pt").write_bytes(b"not an interval checkpoint")
-    argv = [toy_data, "--run", f"a={run}", "--max-examples", "5", "--png", str(tmp_path / "c.png"),
+    argv = [toy_data, "--path", str(run), "--names", "a", "--max-documents", "5", "--png", str(tmp_path / "c.png"),
             "--json", str(tmp_path / "c.json")]
     curves = source_curve.main(argv)
     assert [p["updates"] for p in curves["a"]] == [2, 10]
@@ -115,18 +115,20 @@ def test_source_curve_gives_each_interval_checkpoint_its_gain_cached_and_plotted
     assert source_curve.main(argv)["a"][1]["gain"] == 123.0
 
 
-@pytest.mark.parametrize("run, message", [("nolabel", "LABEL=DIR"), ("a=/nonexistent", "no interval checkpoints")])
+@pytest.mark.parametrize("run, message", [(["--run", "nolabel"], "--run takes LABEL=DIR"),
+                                          (["--path", "/nonexistent"], "--path /nonexistent: no interval checkpoints"),
+                                          ([], "give --path DIR")])
 def test_source_curve_refuses_a_bad_run(toy_data, run, message, capsys):
     from fairseq_sum_plugins.inspection import source_curve
 
     with pytest.raises(SystemExit):
-        source_curve.main([toy_data, "--run", run])
+        source_curve.main([toy_data, *run])
     assert message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("where, extra, message", [
     ("jsonl", [], "no dict.src.txt (not a binarized data folder"),
-    ("data", ["--subset", "nope"], "--subset nope: no binarized split nope."),
+    ("data", ["--split", "nope"], "--split nope: no binarized split nope in"),
     ("data", ["--json", "/nonexistent/c.json"], "--json /nonexistent/c.json: its folder does not exist"),
     ("data", ["--png", "/nonexistent/c.png"], "--png /nonexistent/c.png: its folder does not exist"),
 ])
@@ -141,7 +143,7 @@ def test_source_curve_refuses_a_folder_or_split_that_is_not_binarized(toy_data, 
     checkpoint(toy_data, str(run / "checkpoint_1_2.pt"), arch="t5_transformer_small")
     data = toy_data if where == "data" else str(tmp_path)
     with pytest.raises(SystemExit):
-        source_curve.main([data, "--run", f"a={run}", *extra])
+        source_curve.main([data, "--path", str(run), *extra])
     assert message in capsys.readouterr().err
     assert not list(run.glob("*.gain-*.json"))
 
@@ -160,9 +162,10 @@ def test_source_curve_refuses_a_checkpoint_of_another_dictionary_of_the_same_siz
         lines = (other / f"dict.{side}.txt").read_text().splitlines(keepends=True)
         lines[0], lines[1] = lines[1], lines[0]
         (other / f"dict.{side}.txt").write_text("".join(lines))
-    with pytest.raises(SystemExit) as e:
-        source_curve.main([str(other), "--run", f"a={run}", "--max-examples", "5"])
-    assert "checkpoint_1_2.pt" in str(e.value) and "another source dictionary" in str(e.value)
+    with pytest.raises(SystemExit):
+        source_curve.main([str(other), "--path", str(run), "--max-documents", "5"])
+    err = capsys.readouterr().err
+    assert "checkpoint_1_2.pt" in err and "another source dictionary" in err
     assert not list(run.glob("*.gain-*.json"))
 
 
@@ -177,12 +180,12 @@ def test_source_curve_does_not_reuse_its_cache_for_a_folder_prepared_again(toy_d
     checkpoint(toy_data, str(run / "checkpoint_1_2.pt"), arch="t5_transformer_small")
     data = tmp_path / "data"
     shutil.copytree(toy_data, data)
-    source_curve.main([str(data), "--run", f"a={run}", "--max-examples", "5"])
+    source_curve.main([str(data), "--path", str(run), "--max-documents", "5"])
     for side in ("src", "tgt"):  # DATA prepared again in the same place, with another dictionary
         path = data / f"dict.{side}.txt"
         lines = path.read_text().splitlines(keepends=True)
         lines[0], lines[1] = lines[1], lines[0]
         path.write_text("".join(lines))
-    with pytest.raises(SystemExit) as e:  # was the cached gain of the old folder, silently
-        source_curve.main([str(data), "--run", f"a={run}", "--max-examples", "5"])
-    assert "another source dictionary" in str(e.value)
+    with pytest.raises(SystemExit):  # was the cached gain of the old folder, silently
+        source_curve.main([str(data), "--path", str(run), "--max-documents", "5"])
+    assert "another source dictionary" in capsys.readouterr().err

@@ -328,10 +328,12 @@ def test_topic_map_png(tmp_path):
     d = make_dictionary()
     for i in range(len(d)):
         d.count[i] = i  # w39 is the most frequent symbol
-    d.save(str(tmp_path / "dict.src.txt"))
-    write_topic_model(d, str(tmp_path / "topic_model.npz"))
+    data = tmp_path / "data"  # an output inside the data folder it reads is refused
+    data.mkdir()
+    d.save(str(data / "dict.src.txt"))
+    write_topic_model(d, str(data / "topic_model.npz"))
     png = tmp_path / "map.png"
-    ids, coords = topics_main(["map", str(tmp_path), "--tokens", "10", "--png", str(png)])
+    ids, coords = topics_main(["map", str(data), "--tokens", "10", "--png", str(png)])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [d[i] for i in ids] == [f"w{n}" for n in range(39, 29, -1)]
     assert coords.shape == (10, 2) and np.isfinite(coords).all() and coords.std(0).min() > 0

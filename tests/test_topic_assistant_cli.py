@@ -48,6 +48,26 @@ def test_fit_writes_topic_model_and_aligned_theta(ta_trained):
 
 
 @pytest.mark.slow
+def test_topic_attention_cli_reads_the_first_documents_of_the_split(ta_trained, tmp_path):
+    """``topics attention DATA --path CKPT --max-documents 5``: the share over the split's first 5
+    documents, each read on its own (batches of 2 give what one document at a time gives)."""
+    from fairseq_sum_plugins.inspection import topics
+    from fairseq_sum_plugins.inspection.loader import load_checkpoint
+
+    out = tmp_path / "a.json"
+    got = topics.main(["attention", ta_trained["data"], "--path", ta_trained["ckpt"], "--split", "test",
+                       "--max-documents", "5", "--batch-size", "2", "--json", str(out)])
+    model, task = load_checkpoint(ta_trained["ckpt"], ta_trained["data"])
+    task.load_dataset("test")
+    ds = task.dataset("test")
+    one = topics.topic_attention(model, [ds.collater([ds[i]]) for i in range(5)], task.target_dictionary.pad())
+    assert got["tokens"] == one["tokens"] == sum(ds[i]["target"].numel() for i in range(5))
+    # each document runs alone through the model either way, and the sums add them in the same order
+    assert got["share"] == one["share"] and got["uniform"] == one["uniform"]
+    assert json.loads(out.read_text())["tokens"] == got["tokens"]
+
+
+@pytest.mark.slow
 def test_generate(ta_trained):
     common = ["--user-dir", USER_DIR, "--task", "summarization", "--path", ta_trained["ckpt"], "--side-data", "theta",
               "--beam", "2", "--max-len-b", "8"]

@@ -6,7 +6,7 @@ ETADS eq. 7 is above ``-2``), over the document's positions ``1..m``; the diagon
 i``::
 
     python -m fairseq_sum_plugins.inspection.focus_plot DATA/bin \\
-        --path checkpoints/checkpoint_best.pt --split valid --index 0 --png focus.png \\
+        --path checkpoints/checkpoint_best.pt --split valid --document 0 --png focus.png \\
         [--json focus.json] [--all-json focus_all.json]
 
 ``--all-json`` also measures every document of the split (:func:`focus_stats` per document: the mean
@@ -16,19 +16,21 @@ figures.
 """
 import argparse
 import json
-import logging
+import os
 import statistics
 
 import torch
 
 from fairseq_sum_plugins.evaluation.decodings import sha256_file
+from fairseq_sum_plugins.evaluation.plotting import pyplot
+from ..cli.options import add_data_and_path, old_spelling
+from ..cli.outputs import refuse_clobber
+from .loader import load_for
 from .stage import check_documents, exposed, teacher_forced
-
-logger = logging.getLogger("fairseq_sum_plugins.focus_plot")
 
 
 def collect_focus(model, src_tokens):
-    """Runs one unpadded document ``(S,)`` through the inspection stage (:mod:`.inspect`: ETADS
+    """Runs one unpadded document ``(S,)`` through the inspection stage (:mod:`.stage`: ETADS
     focus's ``focus``; the decoder reads the document's final EOS only); returns ``{layer name:
     {"mu": H x m, "sigma": H x m, "m": m}}`` (positions are 1-based, as in ETADS eq. 7)."""
     eos = src_tokens[-1:]
@@ -76,12 +78,7 @@ def all_documents(model, dataset, split):
 def plot_focus(focus, path, title=""):
     """One panel per (layer, head): centre (line), scope (band), ``mu~_i = i`` (dotted), with a
     legend; ``title`` names the document."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     layers = list(focus)
     heads = len(focus[layers[0]]["mu"])
     fig, axes = plt.subplots(len(layers), heads, figsize=(2.2 * heads, 2.0 * len(layers)),
@@ -129,46 +126,43 @@ def document_name(task, split, index, src, words=10):
 
 
 def get_parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("data", help="binarized data directory (DATA/bin)")
-    p.add_argument("--path", required=True, help="checkpoint")
-    p.add_argument("--split", default="valid")
-    p.add_argument("--index", type=int, default=0, help="example of the split to plot")
-    p.add_argument("--png", required=True)
+    p = argparse.ArgumentParser(prog="python -m fairseq_sum_plugins.inspection.focus_plot",
+                                description=__doc__.split("\n")[0])
+    add_data_and_path(p, "checkpoint of a model with focus attention (ETADS)")
+    p.add_argument("--split", default="valid", help="the split of the document (default: valid)")
+    p.add_argument("--document", type=int, default=0, metavar="N",
+                   help="the document of the split to plot, 0-based (default: 0)")
+    p.add_argument("--png", required=True, help="write the plot here")
     p.add_argument("--json", help="also write the centres and scopes here")
     p.add_argument("--all-json", metavar="FILE",
                    help="also write the focus statistics of every document of the split here")
     p.add_argument("--user-dir", default=None, help="ignored (the plugin is imported directly)")
+    old_spelling(p, "--index", "--document")
     return p
 
 
 def main(argv=None):
     parser = get_parser()
     args = parser.parse_args(argv)
-    import os
-
+    refuse_clobber(parser, reads=[("DATA", args.data), ("--path", args.path)], writes=[
+        ("--png", args.png), ("--json", args.json), ("--all-json", args.all_json)])
     # before the model is loaded and run: a bad path stops early
     for flag in ("png", "json", "all_json"):
         path = getattr(args, flag)
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             parser.error(f"--{flag.replace('_', '-')} {path}: its folder does not exist")
     try:
-        check_documents(args.data, args.split, [args.index])
+        check_documents(args.data, args.split, [args.document], "--document")
     except ValueError as e:
         parser.error(str(e))
-    import fairseq_sum_plugins  # noqa: F401  (registers the task and models)
-    from fairseq import checkpoint_utils
-
-    models, _cfg, task = checkpoint_utils.load_model_ensemble_and_task(
-        [args.path], arg_overrides={"data": args.data})
-    model = models[0].cpu().float()
+    model, task = load_for(parser, args.path, args.data, fp32=True)
     if "focus" not in exposed(model):
         parser.error(f"{args.path}: this model has no focus attention (train with --focus-layers "
                      "or --arch etads_base)")
     task.load_dataset(args.split)
-    src = task.dataset(args.split)[args.index]["source"]
+    src = task.dataset(args.split)[args.document]["source"]
     focus = collect_focus(model, src)
-    plot_focus(focus, args.png, document_name(task, args.split, args.index, src))
+    plot_focus(focus, args.png, document_name(task, args.split, args.document, src))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(focus, f)

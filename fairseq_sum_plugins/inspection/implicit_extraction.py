@@ -5,13 +5,13 @@ For every document of a split, the sentences with the highest memory-write atten
 summary, scored with ROUGE against the reference beside Lead-k (the first k sentences)::
 
     python -m fairseq_sum_plugins.inspection.implicit_extraction DATA/bin --path ckpt.pt \\
-        --split test --lead 10 --out ext/ [--png-index 0]
+        --split test --lead 10 --out ext/ [--document 0]
 
 A model without an encoder memory is an error, or with ``--skip-without-memory`` (the recipes) a
 one-line message and nothing written.
 
 Writes ``OUT/extractive.txt`` and ``OUT/lead.txt`` (one document per line in split order, sentences
-joined by `` <sep> ``), ``OUT/scores.json``, and with ``--png-index I`` the heatmaps of document
+joined by `` <sep> ``), ``OUT/scores.json``, and with ``--document I`` the heatmaps of document
 ``I``: ``OUT/write_attn.png`` (``A``, slots x sentences, Fig. 2a/3) and ``OUT/read_attn.png``
 (``Psi``, slots x decoding steps of its beam-search summary, Fig. 2b/4). Sentences are the
 ``<sep>`` spans of the binarized source (full sentences; the model itself sees them capped by
@@ -19,15 +19,16 @@ joined by `` <sep> ``), ``OUT/scores.json``, and with ``--png-index I`` the heat
 """
 import argparse
 import json
-import logging
 import os
 
 import numpy as np
 import torch
 
+from ..cli.options import add_data_and_path, old_spelling
+from ..cli.outputs import refuse_clobber
 from ..scoring.rouge import add_scorer_options, clean_summary, rouge_tokens, scorer_from_args
-
-logger = logging.getLogger("fairseq_sum_plugins.implicit_extraction")
+from .loader import load_for
+from .stage import check_documents
 
 
 def split_sentences(tokens, dictionary, sep):
@@ -126,17 +127,22 @@ def plot_matrix(matrix, path, xlabel, title):
 
 
 def extract(model, task, split, lead, batch_size, max_docs=0, use_cuda=False, oracle_max=3):
-    """(ids, memory summaries, lead summaries, references, selected counts, agreement), summaries as
-    sentence lists; agreement: :func:`oracle_agreement` of the memory's and Lead-k's picks."""
+    """(ids, memory summaries, lead summaries, references, selected counts, agreement) of the first
+    ``max_docs`` documents of ``split`` (0: all, batched by length as fairseq-generate batches),
+    summaries as sentence lists; agreement: :func:`oracle_agreement` of the memory's and Lead-k's
+    picks."""
     from fairseq import utils
 
     dictionary = task.source_dictionary
     sep = model.encoder.sep
-    itr = task.get_batch_iterator(task.dataset(split), max_sentences=batch_size,
-                                  ignore_invalid_inputs=True)
+    dataset = task.dataset(split)
+    n = min(max_docs, len(dataset))
+    samples = (dataset.collater([dataset[i] for i in range(b, min(b + batch_size, n))])
+               for b in range(0, n, batch_size)) if max_docs else task.get_batch_iterator(
+        dataset, max_sentences=batch_size, ignore_invalid_inputs=True).next_epoch_itr(shuffle=False)
     results, picks = {}, {}
     with torch.no_grad():
-        for sample in itr.next_epoch_itr(shuffle=False):
+        for sample in samples:
             sample = utils.move_to_cuda(sample) if use_cuda else sample
             net_input = sample["net_input"]
             enc = model.encoder(net_input["src_tokens"], net_input["src_lengths"])
@@ -158,9 +164,7 @@ def extract(model, task, split, lead, batch_size, max_docs=0, use_cuda=False, or
                     ref,
                     len(chosen),
                 )
-            if max_docs and len(results) >= max_docs:
-                break
-    ids = sorted(results)[: max_docs or None]
+    ids = sorted(results)
     oracle, sizes = [picks[i][2] for i in ids], [picks[i][3] for i in ids]
     agreement = {"memory": oracle_agreement([picks[i][0] for i in ids], oracle, sizes),
                  f"lead-{lead}": oracle_agreement([picks[i][1] for i in ids], oracle, sizes)}
@@ -168,15 +172,15 @@ def extract(model, task, split, lead, batch_size, max_docs=0, use_cuda=False, or
             [results[i][2] for i in ids], [results[i][3] for i in ids], agreement)
 
 
-def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200):
+def plot_document(model, task, split, index, out_dir, beam=4, max_len_b=200, **decoding):
     """Write-attention and read-attention heatmaps of one document (dataset index ``index``), read
-    through the inspection stage (:mod:`.inspect`: Mem2Mem's ``memory`` and ``memory_read``, the
-    model teacher-forced on its beam-search summary)."""
+    through the inspection stage (:mod:`.stage`: Mem2Mem's ``memory`` and ``memory_read``, the
+    model teacher-forced on its beam-search summary; ``decoding``: :func:`.stage.beam_output`'s)."""
     from .stage import beam_output, teacher_forced
 
     dataset = task.dataset(split)
     item = dataset[index]
-    hypo = beam_output(model, task, dataset.collater([item]), beam, max_len_b)
+    hypo = beam_output(model, task, dataset.collater([item]), beam, max_len_b, **decoding)
     values = teacher_forced(model, item["source"], hypo, task.target_dictionary.eos())
     A = torch.tensor(values["memory"])
     paths = [os.path.join(out_dir, "write_attn.png")]
@@ -198,39 +202,55 @@ def _fmt(name, res):
             f"{100 * res['rougeL']:6.2f}")
 
 
+def get_parser():
+    p = argparse.ArgumentParser(prog="python -m fairseq_sum_plugins.inspection.implicit_extraction",
+                                description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_and_path(p, "Mem2Mem checkpoint (with an encoder memory)")
+    p.add_argument("--split", default="test", help="the split extracted from (default: test)")
+    p.add_argument("--lead", type=int, default=0,
+                   help="k of the Lead-k baseline (default: the number of slots)")
+    p.add_argument("--batch-size", type=int, default=16, help="documents per forward pass")
+    p.add_argument("--max-documents", type=int, default=0, metavar="N",
+                   help="the first N documents of the split (default 0: all)")
+    add_scorer_options(p)  # --scorer, --sentence-sep, ... as fairseq-sum-score's
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--document", type=int, default=None, metavar="N",
+                   help="draw the A / Psi heatmaps of this document of the split (0-based)")
+    p.add_argument("--beam", type=int, default=4, help="beam size of the summary drawn in the Psi "
+                   "heatmap, as fairseq-generate's")
+    p.add_argument("--lenpen", type=float, default=1.0, help="length penalty of that summary, as "
+                   "fairseq-generate's (default: 1)")
+    p.add_argument("--max-len-b", type=int, default=200, help="longest summary in tokens, as "
+                   "fairseq-generate's (default: 200)")
+    p.add_argument("--oracle-max", type=int, default=3,
+                   help="most sentences of the greedy oracle (>= 1)")
+    p.add_argument("--cpu", action="store_true", help="stay on the CPU even with a GPU")
+    p.add_argument("--skip-without-memory", action="store_true",
+                   help="a model without an encoder memory (e.g. Table 2's HRED / + Decoder "
+                        "Mem rows): print a one-line message and exit 0 instead of failing")
+    old_spelling(p, "--max-docs", "--max-documents")
+    old_spelling(p, "--png-index", "--document")
+    return p
+
+
 def cli_main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data", help="binarized data dir (fairseq-sum-prepare's OUT/bin)")
-    parser.add_argument("--path", required=True, help="Mem2Mem checkpoint (with an encoder memory)")
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--lead", type=int, default=0,
-                        help="k of the Lead-k baseline (default: the number of slots)")
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--max-docs", type=int, default=0, help="0 = the whole split")
-    add_scorer_options(parser)  # --scorer, --sentence-sep, ... as fairseq-sum-score's
-    parser.add_argument("--out", required=True, help="output directory")
-    parser.add_argument("--png-index", type=int, default=None,
-                        help="draw the A / Psi heatmaps of this document")
-    parser.add_argument("--beam", type=int, default=4,
-                        help="beam of the summary drawn in the Psi heatmap")
-    parser.add_argument("--max-len-b", type=int, default=200)
-    parser.add_argument("--oracle-max", type=int, default=3,
-                        help="most sentences of the greedy oracle (>= 1)")
-    parser.add_argument("--cpu", action="store_true")
-    parser.add_argument("--skip-without-memory", action="store_true",
-                        help="a model without an encoder memory (e.g. Table 2's HRED / + Decoder "
-                             "Mem rows): print a one-line message and exit 0 instead of failing")
+    parser = get_parser()
     args = parser.parse_args(argv)
+    refuse_clobber(parser, reads=[("DATA", args.data), ("--path", args.path)],
+                   writes=[("--out", args.out)])
     if args.oracle_max < 1:
         parser.error(f"--oracle-max must be >= 1, got {args.oracle_max}")
-
-    import fairseq_sum_plugins  # noqa: F401  (registers the model and the task)
-    from fairseq import checkpoint_utils
-
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
-        [args.path], arg_overrides={"data": args.data})
-    model = models[0]
+    if args.max_documents < 0 or args.batch_size < 1:
+        parser.error(f"--max-documents {args.max_documents} / --batch-size {args.batch_size}: "
+                     ">= 0 and >= 1")
+    try:
+        check_documents(args.data, args.split, [] if args.document is None else [args.document],
+                        "--document")
+    except ValueError as e:
+        parser.error(str(e))
+    use_cuda = torch.cuda.is_available() and not args.cpu
+    model, task = load_for(parser, args.path, args.data, cuda=use_cuda)
     if getattr(model.encoder, "compression", None) is None:
         if args.skip_without_memory:
             print(f"implicit extraction skipped: {args.path} has no encoder memory "
@@ -238,16 +258,12 @@ def cli_main(argv=None):
             return
         parser.error(f"{args.path}: this model has no encoder memory (--memory-encoder), nothing "
                      "to extract with")
-    use_cuda = torch.cuda.is_available() and not args.cpu
-    if use_cuda:
-        model.cuda()
-    model.eval()
     lead = args.lead or model.encoder.compression.W_a1.out_features
     task.load_dataset(args.split)
     os.makedirs(args.out, exist_ok=True)
 
     ids, mem, leads, refs, n_sel, agreement = extract(model, task, args.split, lead,
-                                                      args.batch_size, args.max_docs, use_cuda,
+                                                      args.batch_size, args.max_documents, use_cuda,
                                                       args.oracle_max)
     scorer = scorer_from_args(args, refs,
                               bootstrap_samples=1000 if args.scorer == "official" else 0)
@@ -270,9 +286,9 @@ def cli_main(argv=None):
     for name, agr in agreement.items():
         print(f"{name:12s} oracle sentences: precision {100 * agr['precision']:.1f}% (chance "
               f"{100 * agr['chance_precision']:.1f}%), recall {100 * agr['recall']:.1f}%")
-    if args.png_index is not None:
-        for path in plot_document(model, task, args.split, args.png_index, args.out, args.beam,
-                                  args.max_len_b):
+    if args.document is not None:
+        for path in plot_document(model, task, args.split, args.document, args.out, args.beam,
+                                  args.max_len_b, lenpen=args.lenpen):
             print(f"wrote {path}")
 
 

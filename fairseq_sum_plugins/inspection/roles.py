@@ -8,21 +8,21 @@ finds > 90%), and writes a PNG heatmap of how often each role is the argmax, per
 """
 import argparse
 import json
-import logging
 import re
 
 import numpy as np
 import torch
 
+from ..cli.options import add_data_and_path, old_spelling
+from ..cli.outputs import refuse_clobber
+from .loader import load_for
 from .stage import check_documents, exposed, teacher_forced
-
-logger = logging.getLogger("fairseq_sum_plugins.roles")
 
 
 def collect_role_usage(model, documents, threshold=0.98):
     """Returns ``{sublayer name: {"peaked": share, "usage": per-role argmax frequency, "n":
     count}}`` over ``documents`` (``(source, target)`` token pairs, the target teacher-forced), read
-    through the inspection stage (:mod:`.inspect`: the TP-Transformer's ``roles``)."""
+    through the inspection stage (:mod:`.stage`: the TP-Transformer's ``roles``)."""
     stats = {}
     for src, tgt in documents:
         roles = teacher_forced(model, src, tgt, int(tgt[-1])).get("roles")
@@ -77,39 +77,42 @@ def plot_role_usage(stats, path, threshold=0.98):
     plt.close(fig)
 
 
-def cli_main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data", help="binarized data dir (fairseq-sum-prepare's OUT/bin)")
-    parser.add_argument("--path", required=True, help="checkpoint")
-    parser.add_argument("--split", default="valid")
-    parser.add_argument("--max-docs", type=int, default=0, help="0 = the whole split")
-    parser.add_argument("--threshold", type=float, default=0.98)
-    parser.add_argument("--png", help="write the role-usage heatmap here")
-    parser.add_argument("--json", help="write the statistics here")
-    parser.add_argument("--cpu", action="store_true")
-    args = parser.parse_args(argv)
+def get_parser():
+    p = argparse.ArgumentParser(prog="fairseq-sum-roles", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_and_path(p, "checkpoint of a TP-Transformer with discrete roles (--tpr discrete)")
+    p.add_argument("--split", default="valid", help="the split whose summaries are read "
+                   "teacher-forced (default: valid)")
+    p.add_argument("--max-documents", type=int, default=0, metavar="N",
+                   help="the first N documents of the split (default 0: all)")
+    p.add_argument("--threshold", type=float, default=0.98,
+                   help="a role attention distribution is peaked above this maximum (0.98)")
+    p.add_argument("--png", help="write the role-usage heatmap here")
+    p.add_argument("--json", help="write the statistics here")
+    p.add_argument("--cpu", action="store_true", help="stay on the CPU even with a GPU")
+    old_spelling(p, "--max-docs", "--max-documents")
+    return p
 
-    if args.max_docs < 0:
-        parser.error(f"--max-docs must be >= 0, got {args.max_docs}")
+
+def cli_main(argv=None):
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    refuse_clobber(parser, reads=[("DATA", args.data), ("--path", args.path)],
+                   writes=[("--png", args.png), ("--json", args.json)])
+    if args.max_documents < 0:
+        parser.error(f"--max-documents must be >= 0, got {args.max_documents}")
     try:
         check_documents(args.data, args.split, [])
     except ValueError as e:
         parser.error(str(e))
-    import fairseq_sum_plugins  # noqa: F401  (registers the model and the task)
-    from fairseq import checkpoint_utils
-
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
-        [args.path], arg_overrides={"data": args.data})
-    model = models[0]
+    model, task = load_for(parser, args.path, args.data,
+                           cuda=torch.cuda.is_available() and not args.cpu)
     if "roles" not in exposed(model):
         parser.error(f"{args.path}: role analysis needs a TP-Transformer with discrete roles "
                      "(--tpr discrete)")
-    if torch.cuda.is_available() and not args.cpu:
-        model.cuda()
     task.load_dataset(args.split)
     dataset = task.dataset(args.split)
-    n = min(len(dataset), args.max_docs or len(dataset))
+    n = min(len(dataset), args.max_documents or len(dataset))
     documents = ((dataset[i]["source"], dataset[i]["target"]) for i in range(n))
     stats = collect_role_usage(model, documents, args.threshold)
     total_peaked = sum(s["peaked"] * s["n"]

@@ -3,14 +3,17 @@
 For every interval checkpoint ``checkpoint_E_U.pt`` of each run (``fairseq-train
 --save-interval-updates N --keep-interval-updates -1``), the source gain of
 :mod:`.source_use` (bits per summary token gained from the own document over another) and the
-NLL of the summaries given their own documents, on ``--subset`` (valid by default). One line per run
+NLL of the summaries given their own documents, on ``--split`` (valid by default). One line per run
 in a PNG (gain and NLL against updates), the numbers in JSON::
 
     python -m fairseq_sum_plugins.inspection.source_curve DATA/bin \\
-        --run base=ckpt/base --run copy=ckpt/copy \\
-        --png gain.png --json gain.json [--subset valid] [--max-examples 100]
+        --path ckpt/base --path ckpt/copy --names base,copy \\
+        --png gain.png --json gain.json [--split valid] [--max-documents 100]
 
-Each checkpoint's figures are cached beside it (``checkpoint_E_U.pt.gain-SUBSET.json``, keyed by the
+Each ``--path`` is a run's folder of interval checkpoints, one curve each (never fairseq's
+colon-separated ensemble); ``--names`` names them (default: the folders as given).
+
+Each checkpoint's figures are cached beside it (``checkpoint_E_U.pt.gain-SPLIT.json``, keyed by the
 checkpoint's and the data files' sizes and modification times), so re-plotting after more
 checkpoints costs only the new ones.
 """
@@ -20,6 +23,10 @@ import json
 import os
 import re
 import sys
+
+from ..cli.options import old_spelling
+from ..cli.outputs import refuse_clobber
+from .loader import CheckpointError, load_checkpoint
 
 # bits per summary token from which a model counts as reading its documents (quickstart, results/)
 READS = 0.3
@@ -62,15 +69,10 @@ def checkpoint_gain(path, data, subset, max_examples):
             saved = json.load(f)
         if saved.get("key") == key:
             return saved["gain"]
-    from fairseq import checkpoint_utils
-
-    import fairseq_sum_plugins  # noqa: F401  (registers the models and the task)
-
     from .source_use import source_gain
 
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([path],
-                                                                    arg_overrides={"data": data})
-    gain = source_gain(models[0], task, subset, max_examples)
+    model, task = load_checkpoint(path, data)
+    gain = source_gain(model, task, subset, max_examples)
     with open(cache, "w", encoding="utf-8") as f:
         json.dump({"key": key, "gain": gain}, f)
     return gain
@@ -98,50 +100,80 @@ def plot(curves, png, subset):
 
 
 def get_parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("data", help="binarized data directory (fairseq-sum-prepare's bin/)")
-    p.add_argument("--run", action="append", required=True, metavar="LABEL=DIR",
-                   help="a label and a folder of interval checkpoints (repeatable)")
-    p.add_argument("--subset", default="valid")
-    p.add_argument("--max-examples", type=int, default=100)
+    p = argparse.ArgumentParser(prog="python -m fairseq_sum_plugins.inspection.source_curve",
+                                description=__doc__.split("\n")[0])
+    p.add_argument("data", metavar="DATA", help="binarized data folder (fairseq-sum-prepare's "
+                   "OUT/bin), as fairseq-generate's")
+    p.add_argument("--path", action="append", default=[], metavar="DIR",  # not required: --run
+                   help="a run's folder of interval checkpoints checkpoint_E_U.pt; repeat --path "
+                   "for several runs, one curve each (not fairseq's colon-separated ensemble)")
+    p.add_argument("--names", help="comma-separated names of the runs, one per --path (default: "
+                   "the folders as given)")
+    p.add_argument("--run", action="append", default=[], help=argparse.SUPPRESS)  # LABEL=DIR
+    p.add_argument("--split", default="valid", help="the split measured (default: valid)")
+    p.add_argument("--max-documents", type=int, default=100, metavar="N",
+                   help="the first N documents of the split (default: 100; at least 2)")
     p.add_argument("--png", help="write the curves here")
     p.add_argument("--json", help="write the numbers here")
+    old_spelling(p, "--subset", "--split")
+    old_spelling(p, "--max-examples", "--max-documents")
     return p
+
+
+def runs_of(p, args):
+    """``{name: folder}`` of ``--path`` / ``--names`` (and of the earlier ``--run LABEL=DIR``)."""
+    names = args.names.split(",") if args.names else [os.path.normpath(d) for d in args.path]
+    if len(names) != len(args.path):
+        p.error(f"--names gives {len(names)} names for {len(args.path)} --path folders")
+    pairs = list(zip(names, args.path)) + [r.partition("=")[::2] for r in args.run]
+    if args.run:
+        print(f"{p.prog}: note: --run LABEL=DIR is now --path DIR --names LABEL (the old form goes "
+              "in the next release)", file=sys.stderr)
+    if not pairs:
+        p.error("give --path DIR (a run's folder of interval checkpoints), once per run")
+    runs = {}
+    for label, folder in pairs:
+        if not label or not folder:
+            p.error(f"--run takes LABEL=DIR, got {label!r}")
+        if label in runs or not interval_checkpoints(folder):
+            p.error(f"--path {folder}: " + (f"the name {label} is given twice" if label in runs else
+                    "no interval checkpoints checkpoint_E_U.pt in it (one run per --path, not "
+                    "fairseq's colon-separated ensemble)"))
+        runs[label] = folder
+    return runs
 
 
 def main(argv=None):
     p = get_parser()
     args = p.parse_args(argv)
-    if args.max_examples < 2:
-        p.error("--max-examples must be at least 2 (the gain pairs each summary with another "
-                f"document), got {args.max_examples}")
+    folders = args.path + [r.partition("=")[2] for r in args.run]
+    refuse_clobber(p, reads=[("DATA", args.data), ("--path", folders)],
+                   writes=[("--png", args.png), ("--json", args.json)])
+    if args.max_documents < 2:
+        p.error("--max-documents must be at least 2 (the gain pairs each summary with another "
+                f"document), got {args.max_documents}")
     if not os.path.isfile(os.path.join(args.data, "dict.src.txt")):
         p.error(f"{args.data}: no dict.src.txt (not a binarized data folder, fairseq-sum-prepare's "
                 "bin/)")
-    if not glob.glob(os.path.join(glob.escape(args.data), f"{glob.escape(args.subset)}.*-*.*.idx")):
-        p.error(f"--subset {args.subset}: no binarized split {args.subset}.SRC-TGT.*.idx in "
-                f"{args.data}")
+    from .stage import check_documents
+
+    try:
+        check_documents(args.data, args.split, [])
+    except ValueError as e:
+        p.error(str(e))
     for flag, path in (("--json", args.json), ("--png", args.png)):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             p.error(f"{flag} {path}: its folder does not exist")
-    runs = {}
-    for spec in args.run:
-        label, sep, folder = spec.partition("=")
-        if not sep or not label or not folder:
-            p.error(f"--run takes LABEL=DIR, got {spec!r}")
-        if label in runs:
-            p.error(f"--run label {label!r} given twice")
-        if not interval_checkpoints(folder):
-            p.error(f"--run {spec}: no interval checkpoints checkpoint_E_U.pt in {folder}")
-        runs[label] = folder
     curves = {}
-    for label, folder in runs.items():
+    for label, folder in runs_of(p, args).items():
         curves[label] = []
         for updates, path in interval_checkpoints(folder):
             try:
-                gain = checkpoint_gain(path, args.data, args.subset, args.max_examples)
+                gain = checkpoint_gain(path, args.data, args.split, args.max_documents)
+            except CheckpointError as e:
+                p.error(str(e))
             except ValueError as e:
-                sys.exit(f"source_curve: {path}: {e}")
+                p.error(f"{path}: {e}")
             curves[label].append(dict(updates=updates, **gain))
             print(f"{label}\t{updates}\tgain {gain['gain']:.3f}\tnll {gain['nll_own']:.3f}",
                   flush=True)
@@ -149,7 +181,7 @@ def main(argv=None):
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(curves, f, indent=2)
     if args.png:
-        plot(curves, args.png, args.subset)
+        plot(curves, args.png, args.split)
     return curves
 
 

@@ -23,19 +23,23 @@ not show this. Two measurements do:
 
 ::
 
-    python -m fairseq_sum_plugins.inspection.source_use DATA/bin --path CKPT [--subset test] \\
-        [--max-examples 1000] [--generate-output test.out] [--json OUT.json]
+    python -m fairseq_sum_plugins.inspection.source_use DATA/bin --path CKPT [--split test] \\
+        [--max-documents 1000] [--generate-output test.out] [--json OUT.json]
 
 ``recipes/compare.sh`` and ``recipes/newsroom/gate_lambda_sweep.sh`` put both into their tables.
 """
 import argparse
 import json
 import math
-import sys
 
 import torch
 
 from fairseq_sum_plugins.evaluation.decodings import sha256_file
+
+from ..cli.options import add_data_and_path, old_spelling
+from ..cli.outputs import refuse_clobber
+from .loader import load_for
+from .stage import check_documents
 
 
 def _other_source(ds, i, j):
@@ -57,17 +61,17 @@ def _nll_bits(model, sample, pad):
     return float(nll[mask].sum()) / math.log(2), int(mask.sum())
 
 
-def source_gain(model, task, subset="test", max_examples=None, batch_size=16, cuda=False):
+def source_gain(model, task, split="test", max_documents=None, batch_size=16, cuda=False):
     """``{'nll_own', 'nll_other', 'gain', 'examples', 'tokens'}`` (NLL in bits per target token) of
-    the first ``max_examples`` examples of ``subset`` (all when None)."""
+    the first ``max_documents`` documents of ``split`` (all when None)."""
     from fairseq import utils
 
-    if subset not in task.datasets:
-        task.load_dataset(subset)
-    ds = task.dataset(subset)
-    n = min(max_examples, len(ds)) if max_examples else len(ds)
+    if split not in task.datasets:
+        task.load_dataset(split)
+    ds = task.dataset(split)
+    n = min(max_documents, len(ds)) if max_documents else len(ds)
     if n < 2:
-        raise ValueError(f"source gain needs at least 2 examples of {subset!r}, it has {n}")
+        raise ValueError(f"source gain needs at least 2 documents of {split!r}, it has {n}")
     pad = task.target_dictionary.pad()
     was_training = model.training
     model.eval()
@@ -106,42 +110,48 @@ def distinct_outputs(gen_output):
 
 
 def get_parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("data", help="binarized data directory (fairseq-sum-prepare's bin/)")
-    p.add_argument("--path", required=True, help="checkpoint")
-    p.add_argument("--subset", default="test")
-    p.add_argument("--max-examples", type=int, default=1000)
-    p.add_argument("--batch-size", type=int, default=16)
+    p = argparse.ArgumentParser(prog="python -m fairseq_sum_plugins.inspection.source_use",
+                                description=__doc__.split("\n")[0])
+    add_data_and_path(p)
+    p.add_argument("--split", default="test", help="the split measured (default: test)")
+    p.add_argument("--max-documents", type=int, default=1000, metavar="N",
+                   help="the first N documents of the split (default: 1000; 0: all)")
+    p.add_argument("--batch-size", type=int, default=16, help="documents per forward pass")
     p.add_argument("--side-data", default="", help="as fairseq-generate's --side-data (e.g. theta)")
     p.add_argument("--generate-output",
                    help="fairseq-generate output of the same model: adds distinct outputs")
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--cpu", action="store_true", help="stay on CPU even with a GPU")
+    old_spelling(p, "--subset", "--split")
+    old_spelling(p, "--max-examples", "--max-documents")
     return p
 
 
 def main(argv=None):
-    args = get_parser().parse_args(argv)
-    from fairseq import checkpoint_utils
-
-    import fairseq_sum_plugins  # noqa: F401  (registers the models and the task)
-
-    overrides = {"data": args.data}
-    if args.side_data:
-        overrides["side_data"] = args.side_data
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.path],
-                                                                    arg_overrides=overrides)
-    cuda = torch.cuda.is_available() and not args.cpu
-    model = models[0].cuda() if cuda else models[0]
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    refuse_clobber(parser, reads=[("DATA", args.data), ("--path", args.path),
+                                  ("--generate-output", args.generate_output)],
+                   writes=[("--json", args.json)])
+    if args.max_documents < 0 or args.batch_size < 1:
+        parser.error(f"--max-documents {args.max_documents} / --batch-size {args.batch_size}: "
+                     ">= 0 and >= 1")
     try:
-        out = source_gain(model, task, args.subset, args.max_examples, args.batch_size, cuda)
+        check_documents(args.data, args.split, [])
     except ValueError as e:
-        sys.exit(f"source_use: {e}")
+        parser.error(str(e))
+    cuda = torch.cuda.is_available() and not args.cpu
+    model, task = load_for(parser, args.path, args.data, cuda=cuda, overrides={
+        "side_data": args.side_data} if args.side_data else None)
+    try:
+        out = source_gain(model, task, args.split, args.max_documents, args.batch_size, cuda)
+    except ValueError as e:
+        parser.error(str(e))
     if args.generate_output:
         out["distinct"], out["hypotheses"] = distinct_outputs(args.generate_output)
         # which output it measured: fairseq-sum-compare --html uses this file for that output only
         out["generate_output_sha256"] = sha256_file(args.generate_output)
-    line = (f"{args.subset}: NLL {out['nll_own']:.3f} bits/token with its own document, "
+    line = (f"{args.split}: NLL {out['nll_own']:.3f} bits/token with its own document, "
             f"{out['nll_other']:.3f} with another: source gain {out['gain']:.3f} over "
             f"{out['examples']} examples")
     if "distinct" in out:

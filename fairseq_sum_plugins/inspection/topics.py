@@ -3,7 +3,7 @@ SS, TA eq. 10, is the Topic Assistant's own: features/topic_assistant/similarity
 
 A document's top topics and each topic's top words, as a PNG::
 
-    python -m fairseq_sum_plugins.inspection.topics plot DATA/bin --split test --index 0 \\
+    python -m fairseq_sum_plugins.inspection.topics plot DATA/bin --split test --document 0 \\
         --png topics.png
 
 A 2-D map of token topic rows: the ``--tokens`` most frequent kept (non-stop, non-special) symbols,
@@ -20,12 +20,11 @@ if it attended uniformly to everything it sees (``n / (n + t)`` at summary posit
 reported beside it as ``uniform``::
 
     python -m fairseq_sum_plugins.inspection.topics attention DATA/bin --path ckpt.pt \\
-        --split valid --png ta_attn.png --json ta_attn.json
+        --split valid [--max-documents N] --png ta_attn.png --json ta_attn.json
 """
 import argparse
 import json
 import os
-from argparse import Namespace
 from collections import Counter
 
 import numpy as np
@@ -37,11 +36,20 @@ from ..features.topic_assistant.similarity import (  # noqa: F401
 from ..features.topic_assistant.words import top_words, whole_words  # noqa: F401
 from fairseq_sum_plugins.evaluation.plotting import place_labels, pyplot
 
+from ..cli.options import add_data_and_path, old_spelling
+from ..cli.outputs import refuse_clobber
+
 
 def plot_main(args):
     plt = pyplot()
     dictionary, model = load_topic_model(args.data, args.topic_model)
-    theta = np.load(os.path.join(args.data, f"{args.split}.theta.npy"), mmap_mode="r")[args.index]
+    path = os.path.join(args.data, f"{args.split}.theta.npy")
+    if not os.path.isfile(path):
+        raise ValueError(f"--split {args.split}: no {path} (preprocess/topic_model.py infer)")
+    thetas = np.load(path, mmap_mode="r")
+    if not 0 <= args.document < len(thetas):
+        raise ValueError(f"--document {args.document}: {path} has {len(thetas)} documents")
+    theta = thetas[args.document]
     top = np.argsort(-theta)[: args.topics]
     mask = whole_words(model, dictionary, args.data)
     fig, ax = plt.subplots(figsize=(10, 0.6 * len(top) + 1.6))
@@ -55,7 +63,7 @@ def plot_main(args):
     ax.invert_yaxis()
     ax.set_xlabel("theta (topic proportion of the document)")
     ax.set_title(
-        f"{args.split} document #{args.index}: its top {len(top)} of {model.num_topics} topics\n"
+        f"{args.split} document #{args.document}: its top {len(top)} of {model.num_topics} topics\n"
         f"each with its {args.words} most relevant whole words", fontsize=9)
     fig.tight_layout()
     fig.savefig(args.png, dpi=120)
@@ -119,7 +127,7 @@ def map_main(args):
 def topic_attention(model, batches, pad=1):
     """``{"share": per-layer mean prefix share, "uniform": float, "n_prefix": n, "tokens": count}``
     over the summary positions of ``batches`` (fairseq samples, teacher-forced, one document at a
-    time), read through the inspection stage (:mod:`.inspect`: the Topic Assistant's
+    time), read through the inspection stage (:mod:`.stage`: the Topic Assistant's
     ``topic_share``, the head-averaged self-attention on the topic positions)."""
     import torch
 
@@ -148,18 +156,16 @@ def topic_attention(model, batches, pad=1):
 
 
 def attention_main(args):
-    import fairseq_sum_plugins  # noqa: F401  (registers the model and the task)
-    from fairseq import checkpoint_utils
+    from .loader import load_checkpoint
+    from .stage import check_documents
 
-    overrides = {"data": args.data}
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([args.path],
-                                                                    arg_overrides=overrides)
+    check_documents(args.data, args.split, [])
+    model, task = load_checkpoint(args.path, args.data)
     task.load_dataset(args.split)
-    itr = task.get_batch_iterator(task.dataset(args.split), max_sentences=args.batch_size,
-                                  ignore_invalid_inputs=True)
-    batches = (b for i, b in enumerate(itr.next_epoch_itr(shuffle=False))
-               if not args.max_batches or i < args.max_batches)
-    result = topic_attention(models[0], batches, task.target_dictionary.pad())
+    ds, size = task.dataset(args.split), args.batch_size
+    n = min(args.max_documents or len(ds), len(ds))
+    batches = (ds.collater([ds[i] for i in range(b, min(b + size, n))]) for b in range(0, n, size))
+    result = topic_attention(model, batches, task.target_dictionary.pad())
     share = np.asarray(result["share"])
     print(f"share of decoder self-attention on the {result['n_prefix']} topic positions "
           f"({result['tokens']} summary tokens of {args.split}); uniform attention would give "
@@ -190,41 +196,58 @@ def attention_main(args):
     return result
 
 
-def main(argv=None):
+def get_parser():
     p = argparse.ArgumentParser(
-        description="Topic Assistant analyses (a document's topics, the topic map); "
-        "semantic similarity: fairseq-sum-score --topic-model")
+        prog="python -m fairseq_sum_plugins.inspection.topics",
+        description="Topic Assistant analyses (a document's topics, the topic map, a model's "
+        "attention on its topics); semantic similarity: fairseq-sum-score --topic-model")
     sub = p.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("plot", help="a document's top topics with their top words, as a PNG")
-    g.add_argument("data")
-    g.add_argument("--split", default="test")
-    g.add_argument("--index", type=int, default=0)
-    g.add_argument("--topics", type=int, default=5)
-    g.add_argument("--words", type=int, default=8)
-    g.add_argument("--png", default="topics.png")
     m = sub.add_parser("map",
                        help="2-D PCA map of the Phi rows of the most frequent tokens, as a PNG")
-    m.add_argument("data")
-    m.add_argument("--tokens", type=int, default=80)
-    m.add_argument("--png", default="topic_map.png")
-    for q in (g, m):
-        q.add_argument("--topic-model", default=None)
     a = sub.add_parser("attention",
                        help="a trained model's decoder self-attention on the TEMA topic prefix")
-    a.add_argument("data")
-    a.add_argument("--path", required=True,
-                   help="checkpoint of a model with TEMA (transformer_ta_*)")
-    a.add_argument("--split", default="valid")
-    a.add_argument("--batch-size", type=int, default=16)
-    a.add_argument("--max-batches", type=int, default=0, help="0: the whole split")
-    a.add_argument("--png")
-    a.add_argument("--json")
+    for q in (g, m):
+        q.add_argument("data", metavar="DATA", help="binarized data folder (fairseq-sum-prepare's "
+                       "OUT/bin) with its topic model")
+    add_data_and_path(a, "checkpoint of a model with TEMA (transformer_ta_*)")
+    for q, split in ((g, "test"), (a, "valid")):
+        q.add_argument("--split", default=split, help=f"the split read (default: {split})")
+    g.add_argument("--document", type=int, default=0, metavar="N",
+                   help="the document of the split shown, 0-based (default: 0)")
+    g.add_argument("--topics", type=int, default=5, help="its top topics shown (default: 5)")
+    g.add_argument("--words", type=int, default=8, help="words shown per topic (default: 8)")
+    g.add_argument("--png", default="topics.png", help="write the plot here (topics.png)")
+    m.add_argument("--tokens", type=int, default=80, help="most frequent words mapped (80)")
+    m.add_argument("--png", default="topic_map.png", help="write the map here (topic_map.png)")
+    for q in (g, m):
+        q.add_argument("--topic-model", default=None, help="the topic model's file (default: "
+                       "the data folder's)")
+    a.add_argument("--batch-size", type=int, default=16, help="documents per forward pass")
+    a.add_argument("--max-documents", type=int, default=0, metavar="N",
+                   help="the first N documents of the split (default 0: all)")
+    a.add_argument("--png", help="write the bar chart here")
+    a.add_argument("--json", help="write the shares here")
+    old_spelling(g, "--index", "--document")
+    old_spelling(a, "--max-batches", "--max-documents", dest="max_batches",
+                 note=" (documents: --max-batches N reads the first N x --batch-size)")
+    return p
+
+
+def main(argv=None):
+    p = get_parser()
     args = p.parse_args(argv)
-    if args.cmd == "attention" and (args.batch_size < 1 or args.max_batches < 0):
-        p.error("--batch-size must be >= 1 and --max-batches >= 0")
+    reads = [("DATA", args.data), ("--topic-model", getattr(args, "topic_model", None)),
+             ("--path", getattr(args, "path", None))]
+    refuse_clobber(p, reads, [("--png", args.png), ("--json", getattr(args, "json", None))])
+    if args.cmd == "attention":
+        if getattr(args, "max_batches", None):
+            args.max_documents = args.max_batches * args.batch_size
+        if args.batch_size < 1 or args.max_documents < 0:
+            p.error("--batch-size must be >= 1 and --max-documents >= 0")
     try:
         return {"plot": plot_main, "map": map_main, "attention": attention_main}[args.cmd](args)
-    except ValueError as e:
+    except ValueError as e:  # a file that is no checkpoint (the loader's CheckpointError) too
         p.error(str(e))
 
 

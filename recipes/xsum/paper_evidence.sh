@@ -67,7 +67,7 @@ for S in $SEEDS; do
     for m in base tpt; do for t in pos dep; do
       o=$(run $m)/probe_$t.json
       [ -s "$o" ] || { log "seed $S: probe $m $t"; fairseq-sum-probe "$D" --path "$(ck $m)" --split train --labels "$TRAIN_CONLLU" \
-        --task $t --max-summaries 0 --seed "$S" --json "$o" --png "${o%.json}.png" > "${o%.json}.txt"; }
+        --task $t --max-documents 0 --seed "$S" --json "$o" --png "${o%.json}.png" > "${o%.json}.txt"; }
     done; done
   else
     log "probe skipped: $TRAIN_CONLLU missing (TRAIN_CONLLU: a CoNLL-U of the training summaries)"
@@ -77,22 +77,22 @@ for S in $SEEDS; do
   # information selection: the threshold sweep, with and without the gate warm-up
   for m in gate gate_warm; do
     o=$(run $m)/sweep
-    [ -s "$o/gate_sweep.json" ] || python -m fairseq_sum_plugins.inspection.gate_sweep "$D" --path "$(ck $m)" --gen-subset test \
-      --max-examples 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 \
-      --thresholds 0 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 0.95 0.99 --out-dir "$o" > "$o.txt"
+    [ -s "$o/gate_sweep.json" ] || python -m fairseq_sum_plugins.inspection.gate_sweep "$D" --path "$(ck $m)" --split test \
+      --max-documents 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 \
+      --thresholds 0 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 0.95 0.99 --out "$o" > "$o.txt"
     # the pruned generation speed at the chosen thresholds, timed in interleaved rounds (run it on an
     # otherwise idle machine: the sweep above times each threshold once, in sequence)
     o=$(run $m)/timing
     [ "$m" = gate ] && ts="0 0.1" || ts="0 0.1 0.7"
     # shellcheck disable=SC2086
-    [ -s "$o/gate_sweep.json" ] || python -m fairseq_sum_plugins.inspection.gate_sweep "$D" --path "$(ck $m)" --gen-subset test \
-      --max-examples 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 --thresholds $ts --timing-rounds 5 \
-      --out-dir "$o" > "$o.txt"
+    [ -s "$o/gate_sweep.json" ] || python -m fairseq_sum_plugins.inspection.gate_sweep "$D" --path "$(ck $m)" --split test \
+      --max-documents 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 --thresholds $ts --timing-rounds 5 \
+      --out "$o" > "$o.txt"
   done
   # ETADS: the learned focus (plotted for validation document 0, measured over every validation document)
   o=$(run etads)/focus.png
   [ -s "${o%.png}_all.json" ] || python -m fairseq_sum_plugins.inspection.focus_plot "$D" --path "$(ck etads)" \
-    --split valid --index 0 --png "$o" --json "${o%.png}.json" --all-json "${o%.png}_all.json" > "${o%.png}.txt"
+    --split valid --document 0 --png "$o" --json "${o%.png}.json" --all-json "${o%.png}_all.json" > "${o%.png}.txt"
   # Topic Assistant: semantic similarity (TA eq. 10) of both models' summaries; attention on the topic prefix
   for m in base ta; do
     o=$(run $m)/semsim.json
@@ -109,7 +109,7 @@ for S in $SEEDS; do
   done
   o=$(run mem2mem)/extraction
   [ -s "$o/scores.json" ] || python -m fairseq_sum_plugins.inspection.implicit_extraction "$D" --path "$(ck mem2mem)" --split test \
-    --lead 3 --out "$o" --png-index 0 --beam "$BEAM" --max-len-b "$MAX_LEN_B" > "$o.txt"
+    --lead 3 --out "$o" --document 0 --beam "$BEAM" --max-len-b "$MAX_LEN_B" > "$o.txt"
   # each run's test outputs as committed (evaluation/decodings.py; compare.sh wrote them with
   # OUT/seed$S's references): the references and sources of the table, OUT/references.txt and
   # OUT/sources.txt, checked to be the same for every run
