@@ -149,13 +149,16 @@ def _load(path):
 
 # ------------------------------------------------------------------------------------ recomputation
 def specificity_of(hyps, refs):
-    """{own, other, delta, lower, p} of ROUGE-2 reference specificity (:mod:`.specificity`;
-    ``lower``: the one-sided 95% document-bootstrap bound the verdict tests against its bar)."""
+    """{own, other, delta, lower, lower_band, p} of ROUGE-2 reference specificity
+    (:mod:`.specificity`; ``lower``: the one-sided 95% document-bootstrap bound the verdict tests
+    against its bar, ``lower_band`` its Monte Carlo band)."""
     from fairseq_sum_plugins.evaluation.decodings import scorer
     from fairseq_sum_plugins.scoring.specificity import specificity
 
     s = specificity(*scorer().pairs(hyps, refs))
-    return {k: float(s[k]) for k in ("own", "other", "delta", "lower", "p")}
+    out = {k: float(s[k]) for k in ("own", "other", "delta", "lower", "p")}
+    out["lower_band"] = [float(x) for x in s["lower_band"]]
+    return out
 
 
 def references_of(folder, root_table):
@@ -254,6 +257,13 @@ def compare_scores(committed, again, where):
                 if not isinstance(got, (int, float)) or abs(got - again[key][k]) > 1e-6:
                     fails.append(f"{where}: specificity {k} {got}, its lines give "
                                  f"{again[key][k]:.6f}")
+            if "lower_band" in value:
+                got, want = value["lower_band"], again[key]["lower_band"]
+                if (not isinstance(got, list) or len(got) != 2
+                        or any(not isinstance(g, (int, float)) or abs(g - w) > 1e-6
+                               for g, w in zip(got, want))):
+                    fails.append(f"{where}: specificity lower_band {got}, its lines give "
+                                 f"[{want[0]:.6f}, {want[1]:.6f}]")
             continue
         want = corpus.get(key)
         if want is None:
@@ -336,26 +346,35 @@ def _read_run(folder, table_dir, seed, updates, notes):
 
 
 def baseline_figures(table_dir):
-    """{name: {rouge1, rouge2, rougeL (F1 x 100), specificity, distinct, verdict}} of the table's
-    ``baselines.json`` (and ``bag_of_pieces``: {nll, source_gain, verdict}) (fairseq-sum-baselines;
-    copied, not recomputed: its extracts come from the untruncated documents), or None when the
-    table has none."""
+    """{name: {rouge1, rouge2, rougeL (F1 x 100), specificity, distinct, verdict, bar_check}} of
+    the table's ``baselines.json`` (and ``bag_of_pieces``: {nll, source_gain, verdict}) (figures
+    copied from fairseq-sum-baselines' file, which :func:`recompute_baselines` checks against the
+    extracts; each system's verdict and bar check, :func:`.specificity.bar_word`, given by today's
+    :func:`.specificity.verdict` from them, the bag of pieces' copied), or None when the table has
+    none."""
     path = os.path.join(table_dir, "baselines.json")
     if not os.path.exists(path):
         return None
     data = _load(path)
     if not isinstance(data, dict) or not isinstance(data.get("systems"), dict):
         raise ResultsError(f"{path}: not a JSON of fairseq-sum-baselines (no 'systems')")
+    from fairseq_sum_plugins.scoring import specificity as sp
+
+    mean, deltas = sp.random_mean(data), sp.random_deltas(data)
+    bag_nll = (data.get("bag_of_pieces") or {}).get("nll")
     out = {}
     for name, b in data["systems"].items():
         if not b:
             continue
         spec = b.get("specificity") or None
         if spec:
-            spec = {k: spec[k] for k in ("delta", "lower", "p") if k in spec}
+            spec = {k: spec[k] for k in ("delta", "lower", "lower_band", "p") if k in spec}
+        # an extract has no test NLL: its verdict is not measured, its bar check is printed
+        v = sp.verdict(spec, mean, None, bag_nll, None, b.get("distinct"), data.get("documents"),
+                       deltas)
         out[name] = {**{k: 100 * b[k] for k in ROUGE_KEYS}, "specificity": spec,
-                     "distinct": b.get("distinct"),
-                     "verdict": label_of((b.get("verdict") or {}).get("label"))}
+                     "distinct": b.get("distinct"), "verdict": v["label"],
+                     "bar_check": sp.bar_word(v["checks"]["above_bar"])}
     bag = data.get("bag_of_pieces")
     if bag is not None and not isinstance(bag, dict):
         raise ResultsError(f"{path}: 'bag_of_pieces' is not an object")
@@ -462,22 +481,28 @@ def add_verdicts(models, table_dir):
     """Each run with decodings gets its verdict (:func:`.specificity.verdict`: "specific to its
     document" or "not specific to its document") from its specificity's lower bound, test NLL,
     source gain and distinct outputs against the table's ``baselines.json`` (the mean delta of its
-    random draws sets the bar; the bag of pieces' NLL), and per run ``bar`` {``bar``, ``mean``,
-    ``min``, ``max``, ``draws``} (the draws' figures; ``draws`` 1 for a file with one draw)."""
-    from fairseq_sum_plugins.scoring.specificity import random_mean, specificity_bar, verdict
+    random draws sets the bar, their spread its band; the bag of pieces' NLL), and per run ``bar``
+    {``bar``, ``mean``, ``min``, ``max``, ``draws``, ``band_low``, ``band_high``} (the draws'
+    figures; ``draws`` 1 for a file with one draw)."""
+    from fairseq_sum_plugins.scoring.specificity import (bar_band, random_deltas, random_mean,
+                                                         specificity_bar, verdict)
 
     data = _load(os.path.join(table_dir, "baselines.json"))
     bag = (data.get("bag_of_pieces") or {}).get("nll")
     mean, documents = random_mean(data), data.get("documents")
+    deltas = random_deltas(data)
     draws = data.get("random_draws") or {}
+    band = bar_band(mean, deltas)
     bar = None if mean is None else {
         "bar": specificity_bar(mean), "mean": mean, "min": draws.get("min", mean),
-        "max": draws.get("max", mean), "draws": len(draws.get("seeds") or [None])}
+        "max": draws.get("max", mean), "draws": len(draws.get("seeds") or [None]),
+        "band_low": band[0], "band_high": band[1]}
     for f in models.values():
         f["verdict"] = [
             verdict(spec, mean, nll, bag, gain, distinct,
-                    documents)["label"] if spec else None for spec, nll, gain, distinct in zip(
-                        f["specificity"], f["nll"], f["source_gain"], f["distinct"])
+                    documents, deltas)["label"] if spec else None
+            for spec, nll, gain, distinct in zip(
+                f["specificity"], f["nll"], f["source_gain"], f["distinct"])
         ]
         f["bar"] = [bar if spec else None for spec in f["specificity"]]
 
@@ -613,14 +638,25 @@ def _spec_cell(specs):
 
 
 def _verdict_cell(labels):
-    """Per seed: "yes" (specific to its document), "no" (not), "not measured" (a check without its
-    figure, e.g. an extract, which has no NLL), "-" (no decodings)."""
-    from fairseq_sum_plugins.scoring.specificity import LABELS, label_of
+    """Per seed: "yes" (specific to its document), "no" (not), "marginal" (the lower bound at the
+    bar), "not measured" (a check without its figure), "-" (no decodings)."""
+    from fairseq_sum_plugins.scoring.specificity import LABELS, MARGINAL, label_of
 
     if not labels or all(v is None for v in labels):
         return "-"
-    word = {LABELS[True]: "yes", LABELS[False]: "no", LABELS[None]: "not measured"}
+    word = {LABELS[True]: "yes", LABELS[False]: "no", LABELS[None]: "not measured",
+            LABELS[MARGINAL]: "marginal"}
     return ", ".join(word.get(label_of(v), "-") for v in labels)
+
+
+def _baseline_verdict_cell(f):
+    """A baseline row's verdict cell: an extract has no test NLL, so its verdict is not measured;
+    the cell prints its bar check instead ("above the bar (no test NLL)")."""
+    from fairseq_sum_plugins.scoring.specificity import LABELS, label_of
+
+    if label_of(f["verdict"]) == LABELS[None] and f.get("bar_check") not in (None, "not measured"):
+        return f"{f['bar_check']} (no test NLL)"
+    return _verdict_cell([f["verdict"]])
 
 
 def _paired_cell(values, key):
@@ -700,7 +736,7 @@ def table_block(index, table):
             cells += [_cell([f[k]], 2) for k in ROUGE_KEYS]
             cells += [_cell([f.get("nll")], 3), _cell([f.get("source_gain")], 3),
                       _cell([f.get("distinct")], 0), "-", "-", "-",
-                      _spec_cell([f["specificity"]]), _verdict_cell([f["verdict"]]),
+                      _spec_cell([f["specificity"]]), _baseline_verdict_cell(f),
                       f"recomputed from {BASELINE_OUTPUTS}/{name}.txt" if f.get("recomputed")
                       else "copied from baselines.json"]
             lines.append("| " + " | ".join(cells) + " |")
@@ -722,10 +758,14 @@ def _statements(records, rows):
         out.append(f"Specific to its document: the one-sided 95% document-bootstrap lower bound "
                    f"of the ROUGE-2 specificity delta (in brackets) above the bar {b['bar']:.2f} "
                    f"= max(0.5, 0.5 x {draws}), test NLL below the bag of pieces', source gain "
-                   ">= 0.3 bits and >= 90% distinct outputs; it says the outputs depend on their "
-                   "documents, not that they summarize them. Per model, the paired bootstrap "
-                   "against Lead-3's extracts and against the record's first model (1,000 "
-                   "resamples; significant at p <= 0.05):")
+                   ">= 0.3 bits and >= 90% distinct outputs; \"marginal\" where the Monte Carlo "
+                   "bands of the bound (10,000 resamples) and of the bar (its draws: "
+                   f"{b['band_low']:.2f} .. {b['band_high']:.2f}) overlap. The column separates "
+                   "outputs that depend on their document from generic ones and is no test of "
+                   "summarizing: an extract of the document clears the bar (the baseline rows "
+                   "print their bar check, as an extract has no test NLL). Per model, the paired "
+                   "bootstrap against Lead-3's extracts and against the record's first model "
+                   "(1,000 resamples; significant at p <= 0.05):")
     firsts = {label: list(r["models"])[0] for r in records for label in r["models"]}
     for (label, _, seeds), (f, _) in rows.items():
         said = _model_statement(label, f, seeds, firsts.get(label))
@@ -999,7 +1039,8 @@ def _resolve(label_cell, records, runs, path):
 
 
 # a verdict's polarity, whatever its wording: the current labels and those of earlier tables
-VERDICT_POLARITY = {"summarizes": True, "does not summarize": False, "not measured": None}
+VERDICT_POLARITY = {"summarizes": True, "does not summarize": False, "not measured": None,
+                    "marginal": "marginal"}
 P_VALUE = re.compile(r"\((?:p\s*)?(\d+(?:\.\d+)?)\)")  # "(p 0.531)", "(0.001)"
 
 
@@ -1011,6 +1052,8 @@ def _polarity(label):
         return VERDICT_POLARITY[label]
     if "measured" in label:
         return None
+    if "marginal" in label:
+        return "marginal"
     return not re.search(r"\bnot\b", label)
 
 
@@ -1210,8 +1253,8 @@ def check_hand_tables(root, index):
 
 # a verdict statement written outside a generated block (compare.sh's report under its table)
 STATEMENT = re.compile(r"^(?:- )?`([^`]+)`(?:: (?:seed \d+: )?(?:not specific to its document|"
-                       r"specific to its document|not measured)| is specific to its document "
-                       r"but below Lead-3)")
+                       r"specific to its document|not measured|marginal \(at the bar\))| is "
+                       r"specific to its document but below Lead-3)")
 
 
 def _statement_of(records, label, seed=None):

@@ -13,9 +13,9 @@ figures here). Every figure of a sentence must be, at the digits it shows and wi
 (prose says "behind" or "below"), one of the section's index figures
 (:func:`index_figures`): each run's ROUGE (x 100), test NLL, source gain, specificity delta and
 p, each paired test's difference, interval bounds and p (against the record's first model and
-against Lead-3), each of these as mean and sd over the seeds, the specificity's lower bound and
-the verdict's bar, the baselines' figures and the random draws' deltas, mean, min and max
-(``baselines.json``), and the verdict's own thresholds (:data:`VERDICT_CONSTANTS`: the level of
+against Lead-3), each of these as mean and sd over the seeds, the specificity's lower bound
+with its Monte Carlo band and the verdict's bar with its band, the baselines' figures and the
+random draws' deltas, mean, min and max (``baselines.json``), and the verdict's own thresholds (:data:`VERDICT_CONSTANTS`: the level of
 the lower bound, the bar's floor and share, the reading check's gain and distinct share, as
 compare.sh's verdict legend states them); or be listed for that file in
 ``results/prose_figures.txt`` (figures that are not the index's: validation NLL and wall times
@@ -84,13 +84,15 @@ def index_figures(index, tables, root):
                 out += [v for v in values if isinstance(v, (int, float))] + _spread(values)
             specs = [s for s in f.get("specificity") or [] if s]
             out += [s[k] for s in specs for k in ("own", "other", "delta", "lower", "p") if k in s]
+            out += [x for s in specs for x in s.get("lower_band") or []]
             out += [v for b in f.get("bar") or [] if b for v in b.values()]
             out += _spread([s["delta"] for s in specs])
             out += _paired_figures(f.get("vs_first")) + _paired_figures(f.get("vs_lead3"))
         for b in (r.get("baselines") or {}).values():
             out += [b[k] for k in ("rouge1", "rouge2", "rougeL", "nll", "source_gain")
                     if isinstance(b.get(k), (int, float))]
-            out += list((b.get("specificity") or {}).values())
+            for v in (b.get("specificity") or {}).values():
+                out += v if isinstance(v, list) else [v]
     for table in tables:
         path = os.path.join(root, table, "baselines.json")
         if os.path.exists(path):

@@ -85,21 +85,25 @@ def test_the_diagonal_equals_the_scorers_rouge2_and_the_sparse_path_the_dense_on
 
 def test_the_contributions_and_the_one_sided_lower_bound_of_three_documents_by_hand():
     """c_i = M[i, i] - mean_{j != i} M[i, j] of HAND: 100 - 25 = 75, 80 - 20 = 60, 66.67 - 0;
-    their mean is the delta. The lower bound is the 5th percentile of the means of 1,000
-    resamples of the three documents drawn as numpy's default_rng(3).integers draws them; of the
-    27 equally likely resamples one (all document 1) has mean 60, three mean 62.22 (1, 1, 2)."""
+    their mean is the delta. The lower bound is the 5th percentile of the means of 10,000
+    resamples of the three documents drawn as numpy's default_rng(data_seed(c)).integers draws
+    them (the seed of the contributions, not the permutations' 3); of the 27 equally likely
+    resamples one (all document 1) has mean 60, three mean 62.22 (1, 1, 2)."""
     c = sp.contributions(np.diag(HAND), HAND.sum(1))
     np.testing.assert_allclose(c, [75, 60, 200 / 3], rtol=0, atol=fp64_tol(100))
     res = sp.specificity_from_counts(counts(HYPS), counts(REFS), permutations=1000, seed=3)
     assert c.mean() == pytest.approx(res["delta"], abs=fp64_tol(100))
-    rng = np.random.default_rng(3)
-    means = sorted(c[rng.integers(0, 3, 3)].mean() for _ in range(1000))
-    # np.percentile's linear rule at position 0.05 * 999 = 49.95
-    want = means[49] + 0.95 * (means[50] - means[49])
+    rng = np.random.default_rng(sp.data_seed(c))
+    means = sorted(c[rng.integers(0, 3, 3)].mean() for _ in range(10000))
+    # np.percentile's linear rule at position 0.05 * 9999 = 499.95
+    want = means[499] + 0.95 * (means[500] - means[499])
     assert res["lower"] == pytest.approx(want, abs=fp64_tol(100))
-    assert sum(m == 60 for m in means) < 50 and res["lower"] == pytest.approx(
+    assert sum(m == 60 for m in means) < 500 and res["lower"] == pytest.approx(
         (60 + 60 + 200 / 3) / 3, abs=fp64_tol(100))
-    assert (res["level"], res["resamples"]) == (0.95, 1000)
+    assert (res["level"], res["resamples"]) == (0.95, 10000)
+    # the Monte Carlo band: the order statistics at ranks 500 -+ 3 sqrt(10000 x 0.05 x 0.95),
+    # floor(434.6) and ceil(565.4)
+    assert res["lower_band"] == pytest.approx([means[433], means[565]], abs=fp64_tol(100))
 
 
 def test_equal_contributions_have_a_lower_bound_equal_to_the_delta():

@@ -3,6 +3,7 @@ table_block): the lower bound against the bar of the random draws' mean, and the
 paired test against Lead-3 under every table."""
 import json
 
+import numpy as np
 import pytest
 
 from ledger import results_index
@@ -39,16 +40,22 @@ def test_the_index_verdict_tests_the_lower_bound_against_the_bar_of_the_draws_me
     record = results_index.build(str(root))["records"][0]
     label, f = "a", record["models"]["a"]  # reads: 4 distinct outputs of 4 (b: 3 of 4)
     spec = f["specificity"][0]
-    assert 0.6 < spec["lower"] < spec["delta"]
-    for bar, want in (((spec["lower"] + spec["delta"]) / 2, "not specific to its document"),
-                      (spec["lower"] - 0.01, "specific to its document")):
-        # the first draw far above, the mean at 2 x bar
-        _baselines(root, 2 * bar, [10 * bar] + [(40 * bar - 10 * bar) / 19] * 19)
+    low, high = spec["lower_band"]
+    assert 0.6 < low <= spec["lower"] <= high < spec["delta"]
+    for bar, want in (((high + spec["delta"]) / 2, "not specific to its document"),
+                      (0.95 * low, "specific to its document"),
+                      (spec["lower"], "marginal (at the bar)")):
+        # the first draw above the others, the mean at 2 x bar; the draws' spread gives the bar a
+        # band of 3 x 0.5 x sd / sqrt(20) = 0.015 x bar either side
+        deltas = [2.1 * bar] + [(40 * bar - 2.1 * bar) / 19] * 19
+        _baselines(root, 2 * bar, deltas)
         got = results_index.build(str(root))["records"][0]["models"][label]
         assert got["verdict"][0] == want
         assert got["bar"][0]["bar"] == pytest.approx(bar) and got["bar"][0]["draws"] == 20
+        assert got["bar"][0]["band_high"] - bar == pytest.approx(
+            1.5 * float(np.std(deltas, ddof=1)) / np.sqrt(20))
         assert sp.verdict(spec, 2 * bar, f["nll"][0], 99.0, f["source_gain"][0],
-                          f["distinct"][0], 4)["label"] == want
+                          f["distinct"][0], 4, deltas)["label"] == want
 
 
 def test_every_generated_table_states_the_bar_and_each_models_paired_test_against_lead3(
@@ -80,3 +87,25 @@ def test_every_generated_table_states_the_bar_and_each_models_paired_test_agains
                  if v == "specific to its document" and vs["rouge2"]["diff"] < 0]
         assert line.startswith(f"- `{label}` is specific to its document but below Lead-3")\
             == bool(below)
+
+
+def test_an_extracts_row_prints_its_bar_check_and_the_legend_what_the_column_tests():
+    """Before: Lead-3, random 3 sentences and the oracle of results/xsum-read printed "not
+    measured" (an extract has no test NLL), hiding that they clear the bar its models fail. The
+    committed block is the generator's (results_index --check)."""
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results",
+                        "xsum-read", "results.md")
+    text = open(path, encoding="utf-8").read()
+    rows = {line.split(" | ")[0]: line for line in text.splitlines()
+            if line.startswith("| baseline: ")}
+    for name in ("Lead-3", "random 3 sentences", "oracle (greedy)"):
+        assert rows[f"| baseline: {name}"].endswith(
+            "| above the bar (no test NLL) | recomputed from baselines/"
+            + {"Lead-3": "lead3", "random 3 sentences": "random3",
+               "oracle (greedy)": "oracle"}[name] + ".txt |")
+    assert "| no | recomputed from baselines/generic.txt |" in rows["| baseline: generic summary"]
+    assert ("The column separates outputs that depend on their document from generic ones and is "
+            "no test of summarizing") in text
+    assert "| `t5cell+copy` |" in text and "| marginal | 1 of 1 |" in text

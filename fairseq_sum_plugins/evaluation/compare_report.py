@@ -350,7 +350,7 @@ def system_summary(name, hyps, refs, scorer, source_use=None, baselines=None, so
         use = source_use or {}
         out["verdict"] = sp.verdict(spec, sp.random_mean(baselines), use.get("nll_own"),
                                     bag.get("nll"), use.get("gain"), out["distinct"],
-                                    out["outputs"])
+                                    out["outputs"], sp.random_deltas(baselines))
         if source_use_note:
             out["verdict"]["reasons"].append(source_use_note)
     return out
@@ -392,7 +392,7 @@ def _table(systems, baselines, pairs):
     """The table of systems (and baselines) as HTML."""
     from html import escape
 
-    from ..scoring.specificity import label_of
+    from ..scoring.specificity import extract_cell
 
     k = len(systems)
     head = ["system", "ROUGE-1", "ROUGE-2", "ROUGE-L",
@@ -417,7 +417,8 @@ def _table(systems, baselines, pairs):
             cells.append(f"{100 * m['diff']:+.2f} {ci}, p {m['p']:.4f}" if m else "-")
         if baselines is not None:
             v = s.get("verdict")
-            cls = {True: "ok", False: "no"}.get(v["specific"], "na") if v else "na"
+            cls = ("ok" if v["specific"] is True else "no" if v["specific"] is False
+                   else "na") if v else "na"
             why = escape("; ".join(v["reasons"])) if v else ""
             label = escape(v["label"]) if v else "-"
             cells.append(f'<span class="{cls}" title="{why}">{label}</span>')
@@ -430,7 +431,7 @@ def _table(systems, baselines, pairs):
         cells += [_fmt(100 * b[m]) for m in ("rouge1", "rouge2", "rougeL")]
         cells += [_spec_cell(b.get("specificity")), str(b.get("distinct", "-")), "-"]
         cells += ["-"] if k > 1 else []
-        cells.append(f'<span class="na">{escape(label_of(v["label"])) if v else "-"}</span>')
+        cells.append(f'<span class="na">{escape(extract_cell(v))}</span>')
         rows.append('<tr class="base">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return ('<table class="t"><tr>' + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"
             + "".join(rows) + "</table>")
@@ -449,7 +450,10 @@ def _verdict_note(baselines):
             "it): the one-sided 95% document-bootstrap lower bound of the ROUGE-2 specificity "
             f"delta above {escape(bar_note(baselines))}, test NLL below the bag of pieces' "
             f"{_fmt(bag.get('nll'), 3)} bits, and reading (source gain &ge; 0.3 bits, &ge; 90% "
-            "distinct). Hover a verdict for its reasons.</p>")
+            "distinct); &quot;marginal&quot; where the Monte Carlo bands of the bound and of the "
+            "bar overlap. It separates outputs that depend on their document from generic ones "
+            "and is no test of summarizing: an extract clears the bar (a baseline's row: its bar "
+            "check, as an extract has no test NLL). Hover a verdict for its reasons.</p>")
 
 
 def _lead3_note(systems, baselines, pairs, vs_lead3, vs_base=None):

@@ -17,12 +17,23 @@ first words, its frequent bigrams) is specific to it too, so the verdict below i
 shows, and a table states beside it the paired ROUGE test against Lead-3.
 
 **Document-bootstrap lower bound** (``lower``, the verdict's test). ``c_i`` is document ``i``'s
-contribution (:func:`contributions`). ``resamples`` (1,000) resamples of the ``n`` documents drawn
-with replacement (:func:`fairseq_sum_plugins.scoring.bootstrap.bootstrap_statistics`, seeded by
-``seed``) give ``delta_b = mean_{i in I_b} c_i``; ``lower`` is their ``100 (1 - level)``-th
+contribution (:func:`contributions`). ``resamples`` (10,000) resamples of the ``n`` documents drawn
+with replacement give ``delta_b = mean_{i in I_b} c_i``; ``lower`` is their ``100 (1 - level)``-th
 percentile (``level`` 0.95: a one-sided 95% interval ``[lower, inf)``). Resampling the
 contributions keeps each output with its own reference and the other references fixed, the choice
-made here (the papers define no such test).
+made here (the papers define no such test). The resamples are drawn from numpy's
+``default_rng(data_seed(c))``, a seed derived from the contributions themselves
+(:func:`data_seed`: the sha256 of their values at 9 decimals), not from a command line's
+``--seed``: the same outputs and references give the same bound on every run and machine.
+
+**Monte Carlo bands** (why the verdict has a third state). The bound is a percentile of finitely
+many resamples, the bar a mean of finitely many random draws: another seed moves both. Each gets a
+band of :data:`MC_Z` (3) Monte Carlo standard errors: ``lower_band`` is the pair of order
+statistics of the resampled means at ranks ``B q -+ 3 sqrt(B q (1 - q))`` (``q = 1 - level``, ``B``
+resamples; the binomial interval of a sample quantile, no assumption on the distribution), and the
+bar's band is ``bar -+ 3 x 0.5 x sd(draws) / sqrt(draws)`` (floored at 0.5 as the bar is;
+:func:`bar_band`). With 10,000 resamples the first band is about +-0.06 standard deviations of the
+bootstrap distribution wide; the second is what 20 draws allow.
 
 **Permutation p-value** (``p``, reported, not the verdict's test: it tests delta > 0). Under the
 null hypothesis the assignment of outputs to references is exchangeable. ``permutations`` random
@@ -55,7 +66,11 @@ passing noise.
 ``recipes/compare.sh`` and ``fairseq-sum-baselines``). A model's outputs are specific to their
 documents when all three hold:
 
-1. *above the bar*: ``lower > bar`` (the one-sided 95% document-bootstrap bound of its delta);
+1. *above the bar*: ``lower > bar`` (the one-sided 95% document-bootstrap bound of its delta) with
+   the two bands apart: the bottom of ``lower_band`` above the top of the bar's band. With the
+   bands overlapping the check is ``"marginal"`` (:data:`MARGINAL`), neither above nor below:
+   whether the bound clears the bar depends on the seeds of the resamples and of the draws
+   (tests/test_verdict_stability.py: a case at the bar gets "marginal" under 20 seeds of each);
 2. *better than the bag of pieces*: its own test NLL (bits per target token,
    :func:`fairseq_sum_plugins.inspection.source_use.source_gain`'s ``nll_own``) is below that of the
    no-training bag-of-pieces baseline on the same target binaries
@@ -64,26 +79,38 @@ documents when all three hold:
    90% distinct outputs (:mod:`.source_use`). A copy model can pass this check before it learns
    anything else, and fail the first two (results/quickstart-cpus/results.md, section 4).
 
-Otherwise "not specific to its document". An unmeasured input (no random draws, no bootstrap bound
+Otherwise "not specific to its document". A failed check makes the verdict False, else an
+unmeasured one None, else a marginal bar check ``"marginal"`` ("marginal (at the bar)"). An
+unmeasured input (no random draws, no bootstrap bound
 in a score file written before it was computed, no NLL, no source gain) makes its check ``None``
 (the reading check fails on either of its two figures alone); the verdict is then False when another
 check fails, else None ("not measured"), never a guess. The verdict says nothing of ROUGE: a model
 specific to its documents may still be below Lead-3, which the tables say in their first sentence.
+
+**What the test admits.** The bar separates outputs that depend on their document from generic
+ones; it is no test of summarizing. An extract of the document clears it: on 200 XSum test
+documents Lead-3, three random sentences and the oracle clear the bar the models there fail, and so
+does a word salad of each document's 10 most frequent bigrams. An extract has no test NLL, so its
+verdict is "not measured"; the tables print its bar check (:func:`bar_word`) instead.
 """
+import hashlib
+
 
 import numpy as np
 
 DENSE_LIMIT = 3000  # documents up to which the n x n matrix is built at once
 DEFAULT_PERMUTATIONS = 1000
 MIN_PERMUTATIONS = 1000  # the command lines' floor
-DEFAULT_RESAMPLES = 1000  # document-bootstrap resamples of the lower bound
+DEFAULT_RESAMPLES = 10000  # document-bootstrap resamples of the lower bound
+MC_Z = 3.0  # half-width of the Monte Carlo bands, in standard errors
+MARGINAL = "marginal"  # the bar check and the verdict when the two bands overlap
 LEVEL = 0.95  # one-sided level of the lower bound
 # the verdict's thresholds (module docstring)
 BAR_FLOOR = 0.5  # ROUGE-2 points
 BAR_RANDOM_SHARE = 0.5  # of the mean delta of the random extracts
 RANDOM_DRAWS = 20  # seeds 1..20 of the random extract
 LABELS = {True: "specific to its document", False: "not specific to its document",
-          None: "not measured"}
+          None: "not measured", MARGINAL: "marginal (at the bar)"}
 # labels of files written before the verdict was renamed (read, never written)
 OLD_LABELS = {"summarizes": LABELS[True], "does not summarize": LABELS[False]}
 READ_GAIN = 0.3  # bits per target token
@@ -201,17 +228,50 @@ def contributions(diag, row_sums):
     return diag - (row_sums - diag) / max(len(diag) - 1, 1)
 
 
-def lower_bound(contrib, resamples=DEFAULT_RESAMPLES, seed=1, level=LEVEL):
-    """The one-sided ``level`` document-bootstrap lower bound of ``mean(contrib)`` (module
-    docstring): the ``100 (1 - level)``-th percentile of the resampled means."""
-    from .bootstrap import bootstrap_statistics
+def data_seed(values):
+    """The seed of the lower bound's resamples: the first 8 hex digits of the sha256 of
+    ``values`` written at 9 decimals (module docstring)."""
+    text = ",".join(f"{v:.9f}" for v in np.asarray(values, dtype=np.float64))
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
+
+def resampled_means(values, resamples, seed, chunk_cells=2_000_000):
+    """``resamples`` means of ``values`` resampled with replacement, drawn from
+    ``default_rng(seed)`` in blocks of rows (the draws of
+    :func:`fairseq_sum_plugins.scoring.bootstrap.bootstrap_statistics` with the same seed)."""
+    values = np.asarray(values, dtype=np.float64)
+    n, rng = len(values), np.random.default_rng(seed)
+    out = np.empty(resamples)
+    step = max(1, chunk_cells // max(n, 1))
+    for start in range(0, resamples, step):
+        k = min(step, resamples - start)
+        out[start:start + k] = values[rng.integers(0, n, (k, n))].mean(1)
+    return out
+
+
+def lower_band(contrib, resamples=DEFAULT_RESAMPLES, seed=None, level=LEVEL):
+    """``(lower, [low, high])``: the one-sided ``level`` document-bootstrap lower bound of
+    ``mean(contrib)`` and its Monte Carlo band (module docstring); ``seed`` None: :func:`data_seed`
+    of ``contrib``."""
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     if resamples < 1:
         raise ValueError(f"resamples must be >= 1, got {resamples}")
-    means = bootstrap_statistics(np.asarray(contrib, dtype=np.float64), resamples, seed)
-    return float(np.percentile(means, 100 * (1 - level)))
+    contrib = np.asarray(contrib, dtype=np.float64)
+    seed = data_seed(contrib) if seed is None else seed
+    means = np.sort(resampled_means(contrib, resamples, seed))
+    q = 1 - level
+    half = MC_Z * np.sqrt(resamples * q * (1 - q))
+    low = int(np.clip(np.floor(resamples * q - half), 1, resamples))  # ranks, 1-based
+    high = int(np.clip(np.ceil(resamples * q + half), 1, resamples))
+    lower = float(np.percentile(means, 100 * q))
+    return lower, [float(means[low - 1]), float(means[high - 1])]
+
+
+def lower_bound(contrib, resamples=DEFAULT_RESAMPLES, seed=None, level=LEVEL):
+    """The one-sided ``level`` document-bootstrap lower bound of ``mean(contrib)`` (module
+    docstring): the ``100 (1 - level)``-th percentile of the resampled means."""
+    return lower_band(contrib, resamples, seed, level)[0]
 
 
 def _check_sizes(n, n_refs):
@@ -241,9 +301,10 @@ def specificity_from_counts(
     resamples=DEFAULT_RESAMPLES,
     level=LEVEL,
 ):
-    """``{'own', 'other', 'delta', 'lower', 'level', 'resamples', 'p', 'permutations', 'seed',
-    'documents'}`` (own / other / delta / lower in ROUGE-2 points) of parallel bigram counts (the
-    module docstring)."""
+    """``{'own', 'other', 'delta', 'lower', 'lower_band', 'level', 'resamples', 'p',
+    'permutations', 'seed', 'documents'}`` (own / other / delta / lower / lower_band in ROUGE-2
+    points) of parallel bigram counts (the module docstring; ``seed`` seeds the permutations, the
+    resamples have :func:`data_seed`)."""
     n = len(hyp_counts)
     _check_sizes(n, len(ref_counts))
     if permutations < 1:
@@ -262,11 +323,13 @@ def specificity_from_counts(
     delta, other = _delta(own, total, n)
     deltas = _delta(permuted, total, n)[0]
     hits = int((deltas >= delta - _TOL).sum())
+    lower, band = lower_band(contributions(diag, rows), resamples, None, level)
     return {
         "own": own,
         "other": float(other),
         "delta": float(delta),
-        "lower": lower_bound(contributions(diag, rows), resamples, seed, level),
+        "lower": lower,
+        "lower_band": band,
         "level": float(level),
         "resamples": int(resamples),
         "p": (1 + hits) / (1 + permutations),
@@ -331,6 +394,30 @@ def specificity_bar(random_mean):
     return max(BAR_FLOOR, BAR_RANDOM_SHARE * float(random_mean))
 
 
+def bar_band(random_mean, deltas=None):
+    """``[low, high]``: the Monte Carlo band of the bar (module docstring) from the random draws'
+    ``deltas`` (their mean ``random_mean``); the bar alone at both ends with fewer than 2 draws;
+    None when the bar is unknown."""
+    bar = specificity_bar(random_mean)
+    if bar is None:
+        return None
+    deltas = [float(d) for d in deltas or []]
+    if len(deltas) < 2:
+        return [bar, bar]
+    half = MC_Z * BAR_RANDOM_SHARE * float(np.std(deltas, ddof=1)) / np.sqrt(len(deltas))
+    return [specificity_bar(random_mean - half / BAR_RANDOM_SHARE),
+            specificity_bar(random_mean + half / BAR_RANDOM_SHARE)]
+
+
+def random_deltas(baselines):
+    """The random draws' deltas of fairseq-sum-baselines' JSON (``random_draws.deltas``), or
+    None (a file with one draw)."""
+    draws = (baselines or {}).get("random_draws")
+    if isinstance(draws, dict) and isinstance(draws.get("deltas"), list):
+        return [float(d) for d in draws["deltas"]]
+    return None
+
+
 def random_mean(baselines):
     """The random extracts' mean delta of fairseq-sum-baselines' JSON (``random_draws.mean``; a
     file written before the draws were recorded gives its one draw, ``random_delta``), or None."""
@@ -349,19 +436,23 @@ def label_of(value):
     return OLD_LABELS.get(value, value)
 
 
-def verdict(spec, random_delta, nll=None, bag_nll=None, gain=None, distinct=None, outputs=None):
+def verdict(spec, random_delta, nll=None, bag_nll=None, gain=None, distinct=None, outputs=None,
+            deltas=None):
     """Whether a model's outputs are specific to their documents (module docstring), as a dict:
 
-    ``specific`` (True / False / None: not measured), ``label`` (:data:`LABELS`), ``bar``
-    (points), ``checks`` {``above_bar``, ``beats_bag``, ``reads``} (each True / False / None) and
-    ``reasons`` (one line per failed or unmeasured check).
+    ``specific`` (True / False / None: not measured / :data:`MARGINAL`), ``label``
+    (:data:`LABELS`), ``bar`` (points), ``bar_band`` and ``lower_band`` (the Monte Carlo bands,
+    points), ``checks`` {``above_bar`` (True / False / None / :data:`MARGINAL`), ``beats_bag``,
+    ``reads`` (each True / False / None)} and ``reasons`` (one line per check that did not pass).
 
-    ``spec``: :func:`specificity`'s dict (or None); ``random_delta``: the mean delta of the random
-    extracts on the same test set (:func:`random_mean`); ``nll`` / ``bag_nll``: the model's and the
-    bag-of-pieces baseline's test NLL (bits per target token); ``gain``: source gain (bits);
-    ``distinct`` / ``outputs``: distinct outputs of how many."""
-    bar = specificity_bar(random_delta)
-    checks, reasons = {}, []
+    ``spec``: :func:`specificity`'s dict (or None; one without ``lower_band``, written before it
+    was, is a point); ``random_delta``: the mean delta of the random extracts on the same test set
+    (:func:`random_mean`) and ``deltas`` their draws (:func:`random_deltas`; None: the bar is a
+    point); ``nll`` / ``bag_nll``: the model's and the bag-of-pieces baseline's test NLL (bits per
+    target token); ``gain``: source gain (bits); ``distinct`` / ``outputs``: distinct outputs of
+    how many."""
+    bar, band = specificity_bar(random_delta), bar_band(random_delta, deltas)
+    checks, reasons, lband = {}, [], None
     if spec is None or bar is None:
         checks["above_bar"] = None
         reasons.append(
@@ -372,13 +463,24 @@ def verdict(spec, random_delta, nll=None, bag_nll=None, gain=None, distinct=None
         reasons.append("no bootstrap lower bound of the specificity (a score file written before "
                        "it was computed: score it again)")
     else:
-        checks["above_bar"] = bool(spec["lower"] > bar)
-        if not checks["above_bar"]:
+        lower = float(spec["lower"])
+        lband = [float(x) for x in spec.get("lower_band") or (lower, lower)]
+        if lband[0] > band[1]:
+            checks["above_bar"] = True
+        elif lband[1] <= band[0]:  # two points: the strict rule lower > bar
+            checks["above_bar"] = False
+        else:
+            checks["above_bar"] = MARGINAL
+        if checks["above_bar"] is not True:
             delta = round(spec["delta"], 9) + 0.0  # a float-noise zero prints as +0.00
+            marginal = checks["above_bar"] == MARGINAL
             reasons.append(
                 f"ROUGE-2 specificity delta {delta:+.2f}: its {spec.get('level', LEVEL):.0%} "
-                f"one-sided lower bound {round(spec['lower'], 9) + 0.0:+.2f} is not above the bar "
-                f"{bar:.2f}"
+                f"one-sided lower bound {round(lower, 9) + 0.0:+.2f} "
+                f"[{lband[0]:+.2f}, {lband[1]:+.2f}] is "
+                f"{'at' if marginal else 'not above'} the bar {bar:.2f} "
+                f"[{band[0]:.2f}, {band[1]:.2f}]"
+                + (" (marginal: the Monte Carlo bands overlap)" if marginal else "")
             )
     if nll is None or bag_nll is None:
         checks["beats_bag"] = None
@@ -408,14 +510,37 @@ def verdict(spec, random_delta, nll=None, bag_nll=None, gain=None, distinct=None
     else:
         checks["reads"] = True
     values = list(checks.values())
-    specific = False if False in values else (None if None in values else True)
+    specific = (False if any(v is False for v in values)
+                else None if any(v is None for v in values)
+                else MARGINAL if MARGINAL in values else True)
     return {
         "specific": specific,
         "label": LABELS[specific],
         "bar": bar,
+        "bar_band": band,
+        "lower_band": lband,
         "checks": checks,
         "reasons": reasons,
     }
+
+
+def extract_cell(v):
+    """The verdict cell of an extract from its :func:`verdict` dict (or None): where the verdict is
+    not measured for want of a test NLL, its bar check with "(no test NLL)", e.g. "above the bar
+    (no test NLL)"; else the verdict's label."""
+    if not v:
+        return "-"
+    check = (v.get("checks") or {}).get("above_bar")
+    if v.get("specific") is None and check is not None:
+        return f"{bar_word(check)} (no test NLL)"
+    return label_of(v.get("label"))
+
+
+def bar_word(check):
+    """The bar check of an output without a verdict (an extract: no test NLL) as the tables print
+    it: "above the bar", "below the bar", "marginal" or "not measured"."""
+    return {True: "above the bar", False: "below the bar", MARGINAL: "marginal"}.get(
+        check, "not measured")
 
 
 def position_between(value, low, high):
@@ -439,5 +564,6 @@ def bar_note(base):
                 f"{draws['max']:+.2f})")
     else:
         made = f"the delta {mean:+.2f} of one random extract (a file without its draws)"
+    low, high = bar_band(mean, random_deltas(base))
     return (f"the bar {specificity_bar(mean):.2f} = max({BAR_FLOOR}, "
-            f"{BAR_RANDOM_SHARE} x {made})")
+            f"{BAR_RANDOM_SHARE} x {made}), Monte Carlo band [{low:.2f}, {high:.2f}]")

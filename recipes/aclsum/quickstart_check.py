@@ -30,7 +30,8 @@ lie between the generic summary's (0) and Lead-3's (1). Exit status 0 either way
 import json
 import sys
 
-from fairseq_sum_plugins.scoring.specificity import (LEVEL, position_between, random_mean,
+from fairseq_sum_plugins.scoring.specificity import (LEVEL, MARGINAL, position_between,
+                                                     random_deltas, random_mean,
                                                      verdict)
 
 # ROUGE-1/2/L F1, source gain (bits), distinct summaries of the default pinned run (torch 2.13.0),
@@ -87,6 +88,7 @@ def model_verdict(rouge, use, baselines):
     return verdict(
         rouge.get("specificity"),
         random_mean(baselines),
+        deltas=random_deltas(baselines),
         nll=use.get("nll_own"),
         bag_nll=bag.get("nll"),
         gain=use.get("gain"),
@@ -123,10 +125,11 @@ def verdict_lines(rouge, use, baselines, vs_lead3=None):
         draws = (baselines or {}).get("random_draws") or {}
         made = (f"mean of {len(draws['seeds'])} random extracts' {random_mean(baselines):+.2f}"
                 if draws else f"one random extract's {random_mean(baselines):+.2f}")
+        where = {True: "above", False: "NOT above", MARGINAL: "at (marginal: the Monte Carlo "
+                 "bands overlap)"}[v["checks"]["above_bar"]]
         parts.append(
             f"ROUGE-2 specificity {spec['delta']:+.2f}, its {LEVEL:.0%} one-sided lower bound "
-            f"{spec['lower']:+.2f} {'above' if v['checks']['above_bar'] else 'NOT above'} the "
-            f"bar {v['bar']:.2f} = max(0.5, {made} / 2)"
+            f"{spec['lower']:+.2f} {where} the bar {v['bar']:.2f} = max(0.5, {made} / 2)"
         )
     bag = (baselines or {}).get("bag_of_pieces") or {}
     if v["checks"]["beats_bag"] is not None:
@@ -142,7 +145,7 @@ def verdict_lines(rouge, use, baselines, vs_lead3=None):
             f"bits >= 0.3, {use['distinct']} distinct of {use['hypotheses']} >= 90%)"
         )
     parts += [r for r in v["reasons"] if "not measured" in r or r.startswith("no ")]
-    word = {True: "yes", False: "NO", None: "not measured"}[v["specific"]]
+    word = {True: "yes", False: "NO", None: "not measured", MARGINAL: "marginal"}[v["specific"]]
     below = (v["specific"] is True and isinstance(vs_lead3, dict)
              and vs_lead3["rouge2"]["diff"] < 0)
     head = ("specific to its document but below Lead-3 in ROUGE-2" if below
