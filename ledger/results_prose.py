@@ -15,9 +15,9 @@ figures here). Every figure of a sentence must be, at the digits it shows and wi
 p, each paired test's difference, interval bounds and p (against the record's first model and
 against Lead-3), each of these as mean and sd over the seeds, the specificity's lower bound
 with its Monte Carlo band and the verdict's bar with its band, the baselines' figures and the
-random draws' deltas, mean, min and max (``baselines.json``), and the verdict's own thresholds (:data:`VERDICT_CONSTANTS`: the level of
-the lower bound, the bar's floor and share, the reading check's gain and distinct share, as
-compare.sh's verdict legend states them); or be listed for that file in
+random draws' deltas, mean, min and max (``baselines.json``), and the verdict's own thresholds
+(:data:`VERDICT_CONSTANTS`: the level of the lower bound, the bar's floor and share, the reading
+check's gain and distinct share, as compare.sh's verdict legend states them); or be listed for that file in
 ``results/prose_figures.txt`` (figures that are not the index's: validation NLL and wall times
 from training logs, dims, probe accuracies, earlier runs' figures), one ``FILE FIGURE...  # why``
 a line; a listed figure that no sentence of its file needs (one the index holds, or gone from the
