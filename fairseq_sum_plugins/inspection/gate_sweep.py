@@ -1,8 +1,8 @@
 """Gate threshold sweep of an information selection model (paper Table 2 / Fig. 4) and the gate
 scores of one document (Fig. 3).
 
-For each threshold ``t`` the same checkpoint generates summaries of ``--gen-subset`` with gates ``<=
-t`` closed and their positions removed (Algorithm 1); the table gives the sparsity rate (removed /
+For each threshold ``t`` the same checkpoint generates summaries of ``--split`` with gates ``<= t``
+closed and their positions removed (Algorithm 1); the table gives the sparsity rate (removed /
 total source tokens), ROUGE-1/2/L F1 (x 100, summary-level ROUGE-L) of the summaries against the
 binarized targets, scored by ``fairseq-sum-score``'s
 :class:`~fairseq_sum_plugins.scoring.rouge.Scorer` with its options (``--scorer
@@ -12,11 +12,10 @@ a word scores 0), and whether the model still reads its source at that threshold
 number of distinct summaries::
 
     python -m fairseq_sum_plugins.inspection.gate_sweep DATA/bin \\
-        --path checkpoints/checkpoint_best.pt --gen-subset test --max-examples 1000 \\
-        --out-dir sweep/
+        --path checkpoints/checkpoint_best.pt --split test --max-documents 1000 --out sweep/
 
 writes ``sweep/gate_sweep.{md,json}``, ``sweep/sparsity_rouge.png`` (ROUGE against sparsity, one
-point per threshold) and ``sweep/gate_scores.png`` (each token of document ``--doc-index`` with its
+point per threshold) and ``sweep/gate_scores.png`` (each token of document ``--document`` with its
 gate; with per-head gates the maximum over heads, which decides whether the position is removed).
 The table opens with a SMOKE=1 line when the checkpoint or the output folder was made under
 ``SMOKE=1`` (their spec records, :mod:`fairseq_sum_plugins.cli.run_spec`).
@@ -35,11 +34,15 @@ from argparse import Namespace
 import numpy as np
 import torch
 
-from ..cli import run_spec
 from ..scoring import rouge
-from .stage import teacher_forced
 from fairseq_sum_plugins.evaluation.plotting import gpt2_pieces
+
+from ..cli.options import add_data_and_path, old_spelling
+from ..cli import run_spec
+from ..cli.outputs import refuse_clobber
+from .loader import load_checkpoint
 from .source_use import source_gain
+from .stage import check_documents, teacher_forced
 
 logger = logging.getLogger("fairseq_sum_plugins.gate_sweep")
 
@@ -47,21 +50,26 @@ DEFAULT_THRESHOLDS = [0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.12, 0.14, 0.16, 0.18, 
 
 
 def get_parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("data", help="binarized data directory")
-    p.add_argument("--path", required=True, help="checkpoint of a gated model")
-    p.add_argument("--gen-subset", default="test")
-    p.add_argument("--thresholds", type=float, nargs="+", default=DEFAULT_THRESHOLDS)
-    p.add_argument("--max-examples", type=int, default=1000,
-                   help="first N examples of the subset (paper: 1k)")
-    p.add_argument("--beam", type=int, default=4)
-    p.add_argument("--max-len-b", type=int, default=128)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--doc-index", type=int, default=0, help="example shown in gate_scores.png")
+    p = argparse.ArgumentParser(prog="python -m fairseq_sum_plugins.inspection.gate_sweep",
+                                description=__doc__.split("\n")[0])
+    add_data_and_path(p, "checkpoint of a gated model (information selection)")
+    p.add_argument("--split", default="test", help="the split decoded (default: test)")
+    p.add_argument("--thresholds", type=float, nargs="+", default=DEFAULT_THRESHOLDS,
+                   help="gate thresholds t swept (default: 0, 0.02, ..., 0.2)")
+    p.add_argument("--max-documents", type=int, default=1000, metavar="N",
+                   help="the first N documents of the split (default: the paper's 1000; 0: all)")
+    p.add_argument("--beam", type=int, default=4, help="beam size, as fairseq-generate's")
+    p.add_argument("--lenpen", type=float, default=1.0, help="length penalty, as "
+                   "fairseq-generate's (default: 1)")
+    p.add_argument("--max-len-b", type=int, default=128, help="longest summary in tokens, as "
+                   "fairseq-generate's (default: 128)")
+    p.add_argument("--batch-size", type=int, default=16, help="documents decoded together")
+    p.add_argument("--document", type=int, default=0, metavar="N",
+                   help="the document of the split shown in gate_scores.png, 0-based (default: 0)")
     p.add_argument("--max-doc-tokens", type=int, default=80, help="words shown in gate_scores.png")
     p.add_argument("--gpt2-encoder-json",
                    help="with --gpt2-vocab-bpe: GPT-2 ids (BART data) shown as words")
-    p.add_argument("--gpt2-vocab-bpe")
+    p.add_argument("--gpt2-vocab-bpe", help="with --gpt2-encoder-json: BART's GPT-2 merges")
     p.add_argument("--plot-threshold", type=float, default=0.1,
                    help="threshold drawn in gate_scores.png (default: the paper's 0.1)")
     p.add_argument("--bpe-symbol", default="sentencepiece",
@@ -70,36 +78,33 @@ def get_parser():
     p.add_argument(
         "--timing-rounds", type=int, default=0, metavar="N",
         help="after the sweep, time generation at every threshold again in N interleaved rounds "
-        "(each round decodes the examples once per threshold, the order rotated by one each "
+        "(each round decodes the documents once per threshold, the order rotated by one each "
         "round): the table's speed-up is the median over rounds of each threshold's words/s "
         "over the first threshold's in the same round (0: only the sweep's single timing)")
     p.add_argument("--reference", action="store_true",
                    help="the checkpoint has no gates (a sweep's reference model): one row at "
                         "sparsity 0, no gate figure")
-    p.add_argument("--out-dir", required=True)
+    p.add_argument("--out", metavar="DIR", help="output folder (required)")
     rouge.add_scorer_options(p, rouge.DOCUMENT_BACKENDS)
+    for old, new in (("--gen-subset", "--split"), ("--max-examples", "--max-documents"),
+                     ("--doc-index", "--document"), ("--out-dir", "--out")):
+        old_spelling(p, old, new)
     return p
 
 
 def load(data, path, cuda, reference=False):
-    from fairseq import checkpoint_utils
-
-    import fairseq_sum_plugins  # noqa: F401  (registers the models and the task)
-
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([path],
-                                                                    arg_overrides={"data": data})
-    model = models[0].eval()
-    if cuda:
-        model.cuda()
+    """``(model, task, gates)``; a ``ValueError`` naming the file for one that is no checkpoint
+    (:class:`~.loader.CheckpointError`), a model without gates, one with gates and ``reference``."""
+    model, task = load_checkpoint(path, data, cuda=cuda)
     from ..features.information_selection import information_gates
 
     gates = information_gates([model])
     if not gates and not reference:
-        raise SystemExit(
+        raise ValueError(
             f"{path} has no information selection layer (train with --info-gate or a *_gated arch; "
             "--reference scores a model without gates)")
     if gates and reference:
-        raise SystemExit(f"--reference: {path} has information selection gates; drop --reference")
+        raise ValueError(f"--reference: {path} has information selection gates; drop --reference")
     return model, task, gates
 
 
@@ -114,7 +119,8 @@ def batches(task, subset, n, batch_size):
 def sweep(model, task, gates, args, cuda):
     scorer = rouge.scorer_from_args(args)
     gen = task.build_generator([model],
-                               Namespace(beam=args.beam, max_len_a=0, max_len_b=args.max_len_b))
+                               Namespace(beam=args.beam, max_len_a=0, max_len_b=args.max_len_b,
+                                         lenpen=args.lenpen))
     rows = []
     for t in args.thresholds:
         for g in gates:
@@ -123,7 +129,7 @@ def sweep(model, task, gates, args, cuda):
         hyps, refs, words, seconds = generate_all(model, task, gen, args, cuda)
         texts = set(hyps)
         dropped, total = gates[0].sparsity() if gates else (0, 0)
-        gain = source_gain(model, task, args.gen_subset, args.max_examples, args.batch_size,
+        gain = source_gain(model, task, args.split, args.max_documents, args.batch_size,
                            cuda)["gain"]
         for g in gates:  # the source-gain forwards counted too
             g.counts = None
@@ -139,13 +145,13 @@ def sweep(model, task, gates, args, cuda):
 
 
 def generate_all(model, task, gen, args, cuda):
-    """Decodes the first ``--max-examples`` of ``--gen-subset``: (hypotheses, targets, generated
+    """Decodes the first ``--max-documents`` of ``--split``: (hypotheses, targets, generated
     tokens, seconds spent in the loop)."""
     from fairseq import utils
 
     tgt = task.target_dictionary
     hyps, refs, words, start = [], [], 0, time.perf_counter()
-    for sample in batches(task, args.gen_subset, args.max_examples, args.batch_size):
+    for sample in batches(task, args.split, args.max_documents, args.batch_size):
         sample = utils.move_to_cuda(sample) if cuda else sample
         with torch.no_grad():
             hypos = task.inference_step(gen, [model], sample)
@@ -164,7 +170,8 @@ def interleaved_timing(model, task, gates, args, cuda, rounds):
     [per round], 'speedup': median over rounds of words/s over the first threshold's words/s of the
     same round}``."""
     gen = task.build_generator([model],
-                               Namespace(beam=args.beam, max_len_a=0, max_len_b=args.max_len_b))
+                               Namespace(beam=args.beam, max_len_a=0, max_len_b=args.max_len_b,
+                                         lenpen=args.lenpen))
     n = len(args.thresholds)
     speeds = [[0.0] * rounds for _ in range(n)]
     for k in range(rounds):
@@ -241,7 +248,7 @@ def plot_curve(rows, png):
 
 def document_gates(model, task, subset, index):
     """Raw gate scores (no threshold; per-head: max over heads) of one example, read through the
-    inspection stage (:func:`.inspect.teacher_forced`, information selection's ``gate``):
+    inspection stage (:func:`.stage.teacher_forced`, information selection's ``gate``):
     ``(tokens, scores)``."""
     task.load_dataset(subset)
     item = task.dataset(subset)[index]
@@ -292,6 +299,12 @@ def document_title(subset, index, tokens, words=8):
 def main(argv=None):
     parser = get_parser()
     args = parser.parse_args(argv)
+    refuse_clobber(parser, reads=[("DATA", args.data), ("--path", args.path),
+                                  ("--gpt2-encoder-json", args.gpt2_encoder_json),
+                                  ("--gpt2-vocab-bpe", args.gpt2_vocab_bpe)],
+                   writes=[("--out", args.out)])
+    if not args.out:
+        parser.error("the following arguments are required: --out")
     if args.timing_rounds < 0:
         parser.error(f"--timing-rounds must be >= 0, got {args.timing_rounds}")
     if args.timing_rounds and (args.reference or len(args.thresholds) < 2):
@@ -303,35 +316,39 @@ def main(argv=None):
     try:
         rouge.scorer_from_args(args).check()
     except RuntimeError as e:
-        raise SystemExit(f"gate_sweep: error: {e}") from None
-    model, task, gates = load(args.data, args.path, cuda, args.reference)
+        parser.error(str(e))
+    try:
+        check_documents(args.data, args.split, [args.document], "--document")
+        model, task, gates = load(args.data, args.path, cuda, args.reference)
+    except ValueError as e:  # CheckpointError too
+        parser.error(str(e))
     if args.reference:
         args.thresholds = args.thresholds[:1]
-    os.makedirs(args.out_dir, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)
     rows = sweep(model, task, gates, args, cuda)
     if args.timing_rounds:
         timings = interleaved_timing(model, task, gates, args, cuda, args.timing_rounds)
         for r, t in zip(rows, timings):
             r.update(t, timing_rounds=args.timing_rounds)
     md = table(rows)
-    smoke = run_spec.smoke_runs([args.path, args.out_dir])
+    smoke = run_spec.smoke_runs([args.path, args.out])
     if smoke:  # a recipe's step records its spec (recipes/common.sh step_gate)
         md = (f"SMOKE=1: {' and '.join(smoke)} made under SMOKE=1 (tiny models, a few updates): "
               "the figures check the pipeline, not the paper.\n\n" + md)
     print(md)
-    with open(os.path.join(args.out_dir, "gate_sweep.md"), "w") as f:
+    with open(os.path.join(args.out, "gate_sweep.md"), "w") as f:
         f.write(md + "\n")
-    with open(os.path.join(args.out_dir, "gate_sweep.json"), "w") as f:
+    with open(os.path.join(args.out, "gate_sweep.json"), "w") as f:
         json.dump(rows, f, indent=2)
     if args.reference:
         return rows
-    plot_curve(rows, os.path.join(args.out_dir, "sparsity_rouge.png"))
-    tokens, scores = document_gates(model, task, args.gen_subset, args.doc_index)
+    plot_curve(rows, os.path.join(args.out, "sparsity_rouge.png"))
+    tokens, scores = document_gates(model, task, args.split, args.document)
     if args.gpt2_encoder_json and args.gpt2_vocab_bpe:
         tokens = gpt2_pieces(tokens, args.gpt2_encoder_json, args.gpt2_vocab_bpe)
-    plot_gates(tokens, scores, os.path.join(args.out_dir, "gate_scores.png"), args.max_doc_tokens,
+    plot_gates(tokens, scores, os.path.join(args.out, "gate_scores.png"), args.max_doc_tokens,
                threshold=args.plot_threshold,
-               title=document_title(args.gen_subset, args.doc_index, tokens))
+               title=document_title(args.split, args.document, tokens))
     return rows
 
 

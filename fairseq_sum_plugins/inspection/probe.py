@@ -31,7 +31,7 @@ Labels come from CoNLL-U (UPOS/XPOS, HEAD/DEPREL, ``NER=`` in MISC) or CoNLL fil
 columns; NER as BIO tags or bare types, a run of one type being one entity), written by any tagger
 over the summaries' words (``--write-words`` writes them, one sentence per line). A file with
 another number of sentences than the summaries used (or the whole split, whose labels are cut to
-the first ``--max-summaries``) is an error naming both counts. They are aligned to the summaries
+the first ``--max-documents``) is an error naming both counts. They are aligned to the summaries
 word by word; the first word that disagrees is an error naming the file and line.
 ``--spacy-model NAME`` labels the summaries with an installed spaCy pipeline instead. Probes are
 trained on ``--split`` (the paper: training-set references) and evaluated on ``--eval-split`` with
@@ -51,7 +51,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..cli.options import add_data_and_path, old_spelling
+from ..cli.outputs import refuse_clobber
 from ..features.tp_transformer import TPRBinding
+from .loader import load_for
 
 REPRESENTATIONS = ("role", "filler", "final")
 SEP = "<sep>"
@@ -287,7 +290,7 @@ def labels_of_summaries(tokens, path, task, split, summaries, max_summaries):
     split_text = f"{used} sentences" + (f" ({whole} in the whole split)" if whole != used else "")
     raise ValueError(
         f"{path}: {have} labelled sentences, but the {len(summaries)} summaries of split {split!r} "
-        f"used (--max-summaries {max_summaries}) have {split_text}: label the words that "
+        f"used (--max-documents {max_summaries}) have {split_text}: label the words that "
         "--write-words writes for this split (one sentence per line, not re-split by the tagger)")
 
 
@@ -530,8 +533,7 @@ def plot_grid(grid, num_layers, path, title):
 def get_parser():
     p = argparse.ArgumentParser(prog="fairseq-sum-probe", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("data", help="binarized data dir (fairseq-sum-prepare's OUT/bin)")
-    p.add_argument("--path", required=True, help="checkpoint of a sum_transformer model")
+    add_data_and_path(p, "checkpoint of a sum_transformer model")
     p.add_argument("--task", dest="probe_task", choices=["pos", "dep", "nel"], default="pos",
                    help="POS tags, dependency labels (word + head) or named-entity types (spans)")
     p.add_argument("--labels", help="CoNLL-U (.conllu) or CoNLL labels of --split's summaries")
@@ -555,32 +557,34 @@ def get_parser():
     p.add_argument("--word-column", type=int, default=1, help="CoNLL (not -U): 1-based word column")
     p.add_argument("--label-column", type=int, default=-1,
                    help="CoNLL (not -U): 1-based label column (negative: from the end, -1: last)")
-    p.add_argument("--sublayer", choices=["cross", "self"], default="cross")
+    p.add_argument("--sublayer", choices=["cross", "self"], default="cross", help="the binding "
+                   "read: the cross-attention sublayer's (default) or the self-attention one's")
     p.add_argument("--write-words", metavar="FILE",
                    help="write --split's summary words for a tagger and stop")
     p.add_argument(
-        "--max-summaries", type=int, default=2000,
-        help="use the first N summaries of each split (0: all); the features take "
+        "--max-documents", type=int, default=2000, metavar="N",
+        help="the first N documents' summaries of each split (0: all); the features take "
         "words x layers x 3 x d_m x 4 bytes (2000 XSum summaries, base model: ~1.7 GB)")
-    p.add_argument("--epochs", type=int, default=100)
+    p.add_argument("--epochs", type=int, default=100, help="training epochs of each probe")
     p.add_argument("--batch-size", type=int, default=32, help="summaries per forward pass")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1, help="seed of the probes and of --heldout")
     p.add_argument("--png", help="heatmap of the grid")
     p.add_argument("--json", help="write the grid as JSON")
-    p.add_argument("--cpu", action="store_true")
+    p.add_argument("--cpu", action="store_true", help="stay on the CPU even with a GPU")
+    old_spelling(p, "--max-summaries", "--max-documents")
     return p
 
 
 def _labelled(args, task, model, split, labels):
     """(features, aligned labels, summaries) of one split."""
-    summaries = summary_words(task, split, args.max_summaries)
+    summaries = summary_words(task, split, args.max_documents)
     if args.spacy_model:
         tokens, source = spacy_labels(summaries, args.spacy_model, args.probe_task,
                                       args.pos_field), "spaCy"
     else:
         tokens, source = read_conll(labels, args.probe_task, args.pos_field, args.word_column,
                                     args.label_column), labels
-        tokens = labels_of_summaries(tokens, labels, task, split, summaries, args.max_summaries)
+        tokens = labels_of_summaries(tokens, labels, task, split, summaries, args.max_documents)
     aligned = align_labels(summaries, tokens, source)
     return decoder_features(model, task, split, summaries, args.sublayer,
                             args.batch_size), aligned, summaries
@@ -598,10 +602,13 @@ def _heldout(data, fraction, seed):
 
 
 def main(argv=None):
-    args = get_parser().parse_args(argv)
-    import fairseq_sum_plugins  # noqa: F401  (registers the model and the task)
-    from fairseq import checkpoint_utils
-
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    refuse_clobber(parser, reads=[
+        ("DATA", args.data), ("--path", args.path), ("--labels", args.labels),
+        ("--eval-labels", args.eval_labels), ("--eval-generate-output", args.eval_generate_output),
+        ("--eval-data", args.eval_data)], writes=[
+        ("--write-words", args.write_words), ("--png", args.png), ("--json", args.json)])
     try:
         if not (args.write_words or args.labels or args.spacy_model):
             raise ValueError(
@@ -616,16 +623,13 @@ def main(argv=None):
                              "summaries as a decoding, or binarized)")
         if args.eval_split and not (args.eval_labels or args.spacy_model or args.write_words):
             raise ValueError("--eval-split needs --eval-labels (or --spacy-model)")
-        models, _, task = checkpoint_utils.load_model_ensemble_and_task(
-            [args.path], arg_overrides={"data": args.data})
-        model = models[0]
-        if torch.cuda.is_available() and not args.cpu:
-            model.cuda()
+        model, task = load_for(parser, args.path, args.data,
+                               cuda=torch.cuda.is_available() and not args.cpu)
         if args.eval_generate_output:
             use_generated_summaries(task, args.eval_split, args.eval_generate_output, args.data)
         if args.write_words:
             split = args.eval_split if args.eval_generate_output else args.split
-            write_words(summary_words(task, split, args.max_summaries), args.write_words)
+            write_words(summary_words(task, split, args.max_documents), args.write_words)
             print(f"wrote {args.write_words}")
             return None
         num_layers = len(probe_points(model, args.sublayer))
@@ -633,8 +637,7 @@ def main(argv=None):
         if args.eval_split:
             eval_task = task
             if args.eval_data:
-                eval_task = checkpoint_utils.load_model_ensemble_and_task(
-                    [args.path], arg_overrides={"data": args.eval_data})[2]
+                eval_task = load_for(parser, args.path, args.eval_data)[1]
             evaluation = _labelled(args, eval_task, model, args.eval_split, args.eval_labels)
         else:
             train, evaluation = _heldout(train, args.heldout, args.seed)
