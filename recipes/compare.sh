@@ -299,7 +299,7 @@ for i in "${!LABELS[@]}"; do
   # does the model read its source? (source gain and distinct summaries: inspection/source_use.py)
   if [ ! "$OUT/$label/source_use.json" -nt "$OUT/$label/test.out" ]; then
     python -m fairseq_sum_plugins.inspection.source_use "$WORK/bin" --path "$ckpt/checkpoint_last.pt" \
-      --subset test --generate-output "$OUT/$label/test.out" --json "$OUT/$label/source_use.json" "${side[@]}"
+      --split test --generate-output "$OUT/$label/test.out" --json "$OUT/$label/source_use.json" "${side[@]}"
     # source_use.json records the sha256 of the output it measured: fairseq-sum-compare --html uses it
     # for that output only
   fi
@@ -321,8 +321,9 @@ if command -v fairseq-sum-compare > /dev/null && [ ${#LABELS[@]} -gt 1 ]; then
 fi
 if [ "$CURVES" = 1 ]; then  # source gain over updates (valid split), every interval checkpoint
   runs=()
-  for label in "${LABELS[@]}"; do runs+=(--run "$label=$OUT/$label/checkpoints"); done
-  python -m fairseq_sum_plugins.inspection.source_curve "$WORK/bin" "${runs[@]}" --subset valid \
+  for label in "${LABELS[@]}"; do runs+=(--path "$OUT/$label/checkpoints"); done
+  names=$(IFS=,; echo "${LABELS[*]}")
+  python -m fairseq_sum_plugins.inspection.source_curve "$WORK/bin" "${runs[@]}" --names "$names" --split valid \
     --png "$OUT/source_gain.png" --json "$OUT/source_gain.json"
 fi
 # the page a reviewer reads: every model's outputs beside the source and reference

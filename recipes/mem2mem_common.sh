@@ -72,5 +72,5 @@ mem2mem_run() {
   log "implicit extraction: $name"
   python -m fairseq_sum_plugins.inspection.implicit_extraction "$WORK/bin" \
     --path "$WORK/checkpoints/$name/checkpoint_best.pt" --split test --lead 10 \
-    --out "$extraction" --png-index 0 --max-len-b "$max_len_b" --skip-without-memory
+    --out "$extraction" --document 0 --max-len-b "$max_len_b" --skip-without-memory
 }

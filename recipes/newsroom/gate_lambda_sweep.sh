@@ -104,7 +104,7 @@ for LAMBDA in $RUNS; do
   OUTD="$WORK/sweep/$(basename "$SAVE")"
   if [ ! -f "$OUTD/gate_sweep.json" ]; then
     python -m fairseq_sum_plugins.inspection.gate_sweep "$WORK/bin" --path "$SAVE/checkpoint_last.pt" "${REF[@]}" \
-      --gen-subset test --thresholds "$THRESHOLD" --beam 1 --max-len-b 64 --cpu --out-dir "$OUTD"
+      --split test --thresholds "$THRESHOLD" --beam 1 --max-len-b 64 --cpu --out "$OUTD"
   fi
   python - "$LAMBDA" "$NORM" "$WARMUP" "$MAX_UPDATE" "$SAVE/train.log" "$OUTD/gate_sweep.json" > "$WORK/rows.$(basename "$SAVE").tsv" <<'EOF'
 import json, re, sys

@@ -26,7 +26,7 @@
 #   dropout 0.1                                     the t5_* presets (T5's placement)
 #   best checkpoint by validation perplexity        --best-checkpoint-metric nll_loss (without the gate loss)
 #   threshold in [0.0, 1.0), step 0.01 (§5)         gate_sweep --thresholds 0.00 .. 0.99 (Algorithm 1 pruning)
-#   ROUGE-1/2/L on 1k-example subsets of valid and  gate_sweep --max-examples SUBSET on each of SWEEP_SUBSETS
+#   ROUGE-1/2/L on 1k-example subsets of valid and  gate_sweep --max-documents SUBSET on each of SWEEP_SUBSETS
 #     test (§4.3)                                     (gate_sweep.{md,json}, sparsity_rouge.png, gate_scores.png)
 # Fine-tuning hyper-parameters are not given by the paper: Adam, lr 1e-4 with 500 warm-up updates and
 # polynomial decay, no label smoothing (T5 uses none).
@@ -86,7 +86,7 @@ for LAMBDA in $LAMBDAS; do
     log "gate sweep: lambda $LAMBDA, $SUB (first $SUBSET examples) -> $SWEEP"
     # shellcheck disable=SC2086
     python -m fairseq_sum_plugins.inspection.gate_sweep "$WORK/bin" --path "$SAVE/checkpoint_best.pt" \
-      --gen-subset "$SUB" --max-examples "$SUBSET" --beam "$BEAM" --max-len-b "$MAX_LEN_B" --out-dir "$SWEEP" \
+      --split "$SUB" --max-documents "$SUBSET" --beam "$BEAM" --max-len-b "$MAX_LEN_B" --out "$SWEEP" \
       --thresholds $THRESHOLDS
   done
 done

@@ -50,7 +50,7 @@
 # updates, 0.1 keeps that sparsity and NLL while its source gain grows to 1.15 bits and R-2 to 2.10:
 # the decoder reads the remaining tokens harder). Hence the defaults LAMBDA=0.03 and a warm-up; on
 # Newsroom's 100k updates the warm-up ends at the first checkpoint (5,000 updates), where `python -m
-# fairseq_sum_plugins.inspection.source_use WORK/bin --path SAVE/checkpoint_1_5000.pt --subset valid`
+# fairseq_sum_plugins.inspection.source_use WORK/bin --path SAVE/checkpoint_1_5000.pt --split valid`
 # tells whether the decoder reads its source yet (gain > 0) before the gates act; this recipe's last
 # step prints the decoded model's gain. All figures are from one seed at a small scale: the ordering,
 # not the values, is what they support. On the real XSum
@@ -132,7 +132,7 @@ for T in $DECODE_THRESHOLDS; do
   score "$OUT"
 done
 # does the decoder read its source through the gates? (source gain 0: the gates closed it off)
-python -m fairseq_sum_plugins.inspection.source_use "$WORK/bin" --path "$CKPT" --subset test --max-examples "$TEST_SUBSET" \
+python -m fairseq_sum_plugins.inspection.source_use "$WORK/bin" --path "$CKPT" --split test --max-documents "$TEST_SUBSET" \
   --generate-output "$OUT" --json "$OUT.source_use.json"
 
 # Table 2 / Fig. 4 (sparsity vs ROUGE over thresholds 0..0.2) and Fig. 3 (one document's gates,
@@ -144,6 +144,6 @@ if ! step_gate "gate sweep" "$SWEEP/" "$([ -f "$SWEEP/gate_scores.png" ] && echo
   log "gate sweep: $SWEEP exists, skipped"
 else
   log "gate sweep"
-  python -m fairseq_sum_plugins.inspection.gate_sweep "$WORK/bin" --path "$CKPT" --gen-subset "$SWEEP_SUBSET" \
-    --max-examples "$TEST_SUBSET" --beam 4 --max-len-b 128 --out-dir "$SWEEP" "${THRESHOLD_FLAGS[@]+"${THRESHOLD_FLAGS[@]}"}"
+  python -m fairseq_sum_plugins.inspection.gate_sweep "$WORK/bin" --path "$CKPT" --split "$SWEEP_SUBSET" \
+    --max-documents "$TEST_SUBSET" --beam 4 --max-len-b 128 --out "$SWEEP" "${THRESHOLD_FLAGS[@]+"${THRESHOLD_FLAGS[@]}"}"
 fi
