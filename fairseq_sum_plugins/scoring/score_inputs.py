@@ -232,20 +232,21 @@ def _check_against_log(data, split, logged, path):
 def check_decoding_of(gen, data, split):
     """Raise a :class:`ScoreInputError` unless the :class:`GenerateOutput` ``gen`` decodes the
     ``split`` of the data folder ``data``, matched by content as the scorer matches it (see the
-    module docstring), from any working folder; returns the split's size."""
+    module docstring), from any working folder; returns the split's size. The message says what
+    differs, the caller names the decoding."""
     if gen.subset is not None and gen.subset != split:  # its closing "Generate SPLIT ..." line
-        raise ScoreInputError(f"{gen.path}: a decoding of the {gen.subset} split, not of {split}")
+        raise ScoreInputError(f"a decoding of the {gen.subset} split, not of {split}")
     logged = gen.loaded if gen.loaded and gen.loaded[1] == split else None
     if logged and os.path.isabs(logged[0]) and os.path.isdir(logged[0]) \
             and os.path.realpath(logged[0]) != os.path.realpath(data):
         differ = data_differences(data, logged[0], split)
         if differ:
-            raise ScoreInputError(f"{gen.path}: a decoding of {logged[0]} (generate's log), not of "
-                                  f"{data}: their {differ[0]} differs{_also(differ)}")
+            raise ScoreInputError(f"a decoding of {logged[0]} (generate's log), not of {data}: "
+                                  f"their {differ[0]} differs{_also(differ)}")
     size = split_size(data, split)
     if logged and size is not None and logged[2] != size:
         raise ScoreInputError(
-            f"{gen.path}: a decoding of {logged[2]} {split} examples (generate's log names "
+            f"a decoding of {logged[2]} {split} examples (generate's log names "
             f"{logged[0]}), but the {split} split of {data} has {size}")
     records = read_prepared_references(data, split, size)
     ids = sorted(i for i in gen.refs if records is not None and 0 <= i < len(records))
