@@ -33,7 +33,9 @@ Backends (``--scorer``):
   ROUGE-L is the SUMMARY-LEVEL ``rougeLsum`` (union LCS over sentences), which is what ROUGE-1.5.5
   and the papers report; plain ``rougeL`` (one LCS over the concatenated text) is reported as
   ``rougeL_plain`` and is not comparable to papers. Its per-document scores equal ROUGE-1.5.5's
-  (tests/test_scorer_cli.py checks this on the lead sentences of XSum documents).
+  (tests/test_rouge155_documents.py: ROUGE-1/2/L (summary-level) and the plain ROUGE-L, recall,
+  precision and F1 of 400 multi-sentence extracts of XSum test documents, each to the digits
+  ROUGE-1.5.5 prints; its per-document F1 is that of its recall and precision at 5 decimals).
 * ``official``: ROUGE-1.5.5 itself (:mod:`fairseq_sum_plugins.scoring.rouge155`), per document, over
   ``workers`` processes; also ROUGE-3/4, -W, -S*, -SU*.
 * ``files2rouge``: the ``files2rouge`` executable; corpus averages only (no per-document scores).
