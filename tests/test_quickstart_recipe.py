@@ -84,6 +84,17 @@ def stubbed(tmp_path):
         )
     }
     env = {**keep, "PATH": f"{bin_dir}{os.pathsep}{keep['PATH']}", "STUB_LOG": str(log)}
+    # the spec records the recipe's convert and prepare steps leave beside their outputs
+    # (recipes/common.sh step_gate): without them a made output is refused as of unknown origin
+    gate = [sys.executable, "-m", "fairseq_sum_plugins.cli.run_spec", "gate"]
+    clean = {k: v for k, v in keep.items() if k not in ("SMOKE", "PRESET", "FORCE")}
+    for step, target, inputs, flags in [
+        ("convert", f"{work}/jsonl/", ["RAW=ACLSum"], ["aclsum"]),
+        ("prepare", f"{work}/bin/", [f"jsonl={work}/jsonl"],
+         "--vocab-size 8000 --max-src-tokens 512 --max-tgt-tokens 256 --seed 1 --num-threads 1".split()),
+    ]:
+        subprocess.run(gate + [step, target, "--complete", "0", "--input", *inputs, "--", *flags],
+                       cwd=REPO, env=clean, check=True, capture_output=True)
     return env, work, log
 
 
