@@ -23,6 +23,7 @@ def test_tpt_table2_on_xsum_at_smoke_scale(raw_corpora, papers_out):
                        + [("XSum / Test / Lead-3", 3)])
     (cnn,) = [cells for label, cells in rows.items() if label.startswith("CNN/DM / Test / beam 4 / TPT-d")]
     assert "not run (cnn_dm/" in cnn[-1]
+    assert re.search(r"The run's METEOR: nltk-[\d.]+ in 12 file\(s\)\.", text)  # papers_sh's METEOR=nltk
 
 
 def _label(w):
