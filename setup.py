@@ -14,8 +14,8 @@ setup(
     + [PREPROCESS] + [f"{PREPROCESS}.{p}" for p in find_packages(where="preprocess")],
     package_dir={PREPROCESS: "preprocess"},
     package_data={"fairseq_sum_plugins.scoring": ["data/*.txt"],
-                  "fairseq_sum_plugins.inspection": ["assets/*.js", "assets/*.css",
-                                                     "assets/*.json"]},
+                  "fairseq_sum_plugins.inspection.page": ["assets/*.js", "assets/*.css",
+                                                          "assets/*.json"]},
     # fairseq and torch are deliberately not pinned here: a bare ``torch`` requirement pulls a CUDA
     # build and fairseq 0.12.2 does not build on Python 3.11. ``scripts/install.sh`` installs a
     # working pair (torch CPU + fairseq-fixed); on Python <= 3.10 upstream ``fairseq==0.12.2`` works.
@@ -44,7 +44,7 @@ setup(
             "fairseq-sum-compare = fairseq_sum_plugins.evaluation.compare:cli_main",
             "fairseq-sum-baselines = fairseq_sum_plugins.evaluation.baselines.systems:cli_main",
             "fairseq-sum-probe = fairseq_sum_plugins.inspection.probe:cli_main",
-            "fairseq-sum-inspect = fairseq_sum_plugins.inspection.cli:cli_main",
+            "fairseq-sum-inspect = fairseq_sum_plugins.inspection.page.cli:cli_main",
             "fairseq-sum-import-t5 = fairseq_sum_plugins.convert.t5_import:cli_main",
             "fairseq-sum-export-hf = fairseq_sum_plugins.convert.t5_export:cli_main",
         ]

@@ -7,7 +7,8 @@ import argparse
 
 import pytest
 
-from fairseq_sum_plugins.inspection import (cli, focus_plot, gate_sweep, implicit_extraction, probe,
+from fairseq_sum_plugins.inspection.page import cli
+from fairseq_sum_plugins.inspection import (focus_plot, gate_sweep, implicit_extraction, probe,
                                             roles, source_curve, source_use, topics)
 
 

@@ -18,7 +18,9 @@ import torch.nn.functional as F
 
 import test_features
 from helpers import DIMS, REPO, build_model, make_dictionary, save_fresh_checkpoint
-from fairseq_sum_plugins.inspection import cli, page, stage
+from fairseq_sum_plugins.inspection import stage
+from fairseq_sum_plugins.inspection.page import cli
+from fairseq_sum_plugins.inspection.page import render as page
 from fairseq_sum_plugins.inspection.loader import load_checkpoint
 from fairseq_sum_plugins.modules.features import FEATURES, Inspection, register_feature
 

@@ -241,10 +241,10 @@ WRITERS = [
     ("results-index", f"{R}.results_index:main", ["results", "--write"],
      "link:results/index.json", [("results/tables.json", "RESULTS")]),
     # the inspection tools (their command lines are the inspection room's)
-    ("inspect", f"{I}.cli:main", ["data", "--path", "ckpt.pt", "--path", "ckpt2.pt", "--text",
+    ("inspect", f"{I}.page.cli:main", ["data", "--path", "ckpt.pt", "--path", "ckpt2.pt", "--text",
      "docs.txt", "--json", "v.json", "--html", "{OUT}"], "--html",
      [("data", "DATA"), ("ckpt.pt", "--path"), ("ckpt2.pt", "--path"), ("docs.txt", "--text")]),
-    ("inspect-json", f"{I}.cli:main", ["data", "--path", "ckpt.pt", "--text", "docs.txt",
+    ("inspect-json", f"{I}.page.cli:main", ["data", "--path", "ckpt.pt", "--text", "docs.txt",
      "--json", "{OUT}"], "--json", [("docs.txt", "--text")]),
     ("roles", f"{I}.roles:cli_main", ["data", "--path", "ckpt.pt", "--json", "{OUT}"], "--json",
      [("data", "DATA"), ("ckpt.pt", "--path")]),

@@ -82,8 +82,8 @@ def test_wheel_installs_namespaced_names_that_import_outside_the_checkout(tmp_pa
     assert f"{dist_info}/licenses/LICENSE" in names
     assert "fairseq_sum_plugins/scoring/data/wordnet-2.0-exceptions.txt" in names
     # the page's script and style are package data; the results ledger stays in the checkout
-    assert {"fairseq_sum_plugins/inspection/assets/inspect.js",
-            "fairseq_sum_plugins/inspection/assets/inspect.css"} <= set(names)
+    assert {"fairseq_sum_plugins/inspection/page/assets/inspect.js",
+            "fairseq_sum_plugins/inspection/page/assets/inspect.css"} <= set(names)
     assert not [n for n in names if n.startswith("ledger/") or "/results_index" in n
                 and not n.startswith("fairseq_sum_plugins/analysis/")], names
     assert f"\nVersion: {fairseq_sum_plugins.__version__}\n" in metadata
@@ -123,7 +123,7 @@ def test_wheel_installs_namespaced_names_that_import_outside_the_checkout(tmp_pa
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "--jsonl-dir" in proc.stdout, proc.stderr[-2000:]
     # the page module reads its assets from the installed package
-    proc = subprocess.run([sys.executable, "-c", "from fairseq_sum_plugins.inspection import page; "
+    proc = subprocess.run([sys.executable, "-c", "from fairseq_sum_plugins.inspection.page import render as page; "
                            "print(len(page.JS) > 1000, 'body' in page.CSS or '.t{' in page.CSS)"],
                           cwd=outside, env=env, capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.split() == ["True", "True"], proc.stderr[-2000:]

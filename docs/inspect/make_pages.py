@@ -25,12 +25,12 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # what the pages are made from, besides the checkpoints (relative to the repository)
 GENERATOR_FILES = ("docs/inspect/make_pages.py",
-                   "fairseq_sum_plugins/inspection/cli.py",
+                   "fairseq_sum_plugins/inspection/page/cli.py",
                    "fairseq_sum_plugins/inspection/stage.py",
-                   "fairseq_sum_plugins/inspection/page.py",
-                   "fairseq_sum_plugins/inspection/assets/inspect.js",
-                   "fairseq_sum_plugins/inspection/assets/inspect.css",
-                   "fairseq_sum_plugins/inspection/assets/layers.json")
+                   "fairseq_sum_plugins/inspection/page/render.py",
+                   "fairseq_sum_plugins/inspection/page/assets/inspect.js",
+                   "fairseq_sum_plugins/inspection/page/assets/inspect.css",
+                   "fairseq_sum_plugins/inspection/page/assets/layers.json")
 META = '<meta name="inspect-generator" content="sha256:{}">'
 UPDATES = 100
 

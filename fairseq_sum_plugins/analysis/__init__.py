@@ -16,7 +16,7 @@ MOVED = {
     "baseline_table": f"{E}.baselines.table", "lexrank": f"{E}.baselines.lexrank",
     **{m: f"{I}.{m}" for m in ("roles", "focus_plot", "topics", "implicit_extraction", "probe",
                                "gate_sweep", "source_use", "source_curve")},
-    "inspect": f"{I}.cli",
+    "inspect": f"{I}.page.cli",
     **{m: f"ledger.{m}" for m in ("results_index", "results_paths", "results_prose",
                                   "fingerprint", "paper_evidence", "paper_tables")},
 }

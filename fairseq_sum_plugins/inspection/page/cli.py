@@ -20,11 +20,11 @@ import os
 
 from fairseq_sum_plugins.evaluation.plotting import gpt2_pieces
 
-from ..cli.outputs import refuse_clobber
-from ..data_folder import cut_pieces, prepared_limits
-from .loader import CheckpointError, load_checkpoint
-from .page import html_page
-from .stage import RAW, add_topic_words, as_text, check_documents, exposed, inspect_documents
+from ...cli.outputs import refuse_clobber
+from ...data_folder import cut_pieces, prepared_limits
+from ..loader import CheckpointError, load_checkpoint
+from .render import html_page
+from ..stage import RAW, add_topic_words, as_text, check_documents, exposed, inspect_documents
 
 def parse_documents(text):
     """``"0,3,7"`` -> ``[0, 3, 7]``; a ``ValueError`` naming ``--documents`` otherwise."""
@@ -150,7 +150,7 @@ def raw_text_dataset(task, data, texts):
     ``(dataset, line numbers in order, {line: [pieces before the cut, pieces kept]})``."""
     import torch
 
-    from ..data_folder import text_encoder
+    from ...data_folder import text_encoder
 
     encode = text_encoder(data, task.source_dictionary)
     limit = prepared_limits(data).get("src", 0)

@@ -23,7 +23,7 @@ from importlib import resources
 
 from fairseq_sum_plugins.evaluation import page
 
-from .stage import TOP_K
+from ..stage import TOP_K
 
 # values a page leaves out (--json has them): TPT's role distributions of every sublayer and
 # position (N_r per head; megabytes on a long document); the page shows each output token's role
