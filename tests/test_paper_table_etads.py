@@ -11,6 +11,8 @@ def test_etads_tables_2_4_5_6_at_smoke_scale(raw_corpora, papers_out):
     text = papers_sh(out, "etads", "t2", f"cnn_dm={raw_corpora['cnn_dm']}")
     check_table(text, "etads", "t2", ["Basic model", "+Focus-Attention", "+Saliency-Selection", "ETADS",
                                       "Lead-3"])
+    # SMOKE scores with rouge155-py: the table says so, not "official ROUGE"
+    assert "The run's ROUGE: rouge155-py (this package's ROUGE-1.5.5 in Python) in 5 file(s)." in text
     text = papers_sh(out, "etads", "t5", raw_corpora["cnn_dm"])  # 2 more models: [1-2], [3-4]
     check_table(text, "etads", "t5", ["-", "[1-2]", "[3-4]", "[1-4]"])
     text = papers_sh(out, "etads", "t6", raw_corpora["cnn_dm"])  # 2 more: focus on [1-2], [3-4]
