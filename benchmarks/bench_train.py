@@ -276,6 +276,8 @@ FAST_PATHS = {
     "packed_mask": set_attribute("fairseq_sum_plugins.modules.dropout.Drops", "packed_mask"),
     "matmul_train": set_attribute("fairseq_sum_plugins.modules.attention.MultiheadAttention",
                                   "matmul_train_path"),
+    "sparse_embed": set_attribute("fairseq_sum_plugins.models.sum_transformer.SumTransformerDecoder",
+                                  "sparse_embedding_grad"),
     "compile": lambda model=None: False if model is None else compile_stacks(model.encoder, model.decoder),
 }
 

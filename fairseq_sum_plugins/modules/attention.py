@@ -56,7 +56,7 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
     """Self-attention (fused QKV projection) or encoder-decoder attention (fused KV projection)."""
 
     # one-query steps through _one_query_attention instead of SDPA: off, slower than SDPA in
-    # generation (measured in benchmarks/README.md)
+    # generation (measured: benchmarks/results/HISTORY.md)
     one_query_path = False
     share_beam_keys = True  # cross-attention keys/values once per source in a beam search
     # training with attention dropout on CPU (fp32), where SDPA has no fused kernel and runs its

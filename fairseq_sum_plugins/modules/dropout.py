@@ -13,9 +13,9 @@ is the model's ``--dropout-mask``:
   is at or above ``round(p * 2**16) - 2**15``. So the drop probability is ``p`` rounded to a
   multiple of ``2**-16`` (0.1 -> 0.1000061) and the kept elements are scaled by ``1 / (1 - that
   p)``: the expectation is exact. It draws half as many random numbers per element as
-  ``bernoulli_`` (its cost in a training step: benchmarks/README.md, bench_train.py ``--ablate
-  packed_mask``). On CUDA, where ``F.dropout`` is one fused kernel that draws and applies its mask,
-  ``packed`` falls back to it (one warning per process says so).
+  ``bernoulli_`` (its cost in a training step: benchmarks/results/HISTORY.md, bench_train.py
+  ``--ablate packed_mask``). On CUDA, where ``F.dropout`` is one fused kernel that draws and
+  applies its mask, ``packed`` falls back to it (one warning per process says so).
 
 Attention dropout: ``F.scaled_dot_product_attention`` draws its own mask inside the kernel, so with
 ``packed`` and attention dropout on, the attention runs its explicit path
