@@ -28,6 +28,27 @@ step_gate() {
   [ "$STEP_ACTION" != skip ]
 }
 
+# gated STEP TARGET DONE [--stdout FILE] [step_gate's --input/--field/--root...] -- COMMAND...: a
+# step that is one command, through step_gate: COMMAND runs (its stdout into FILE) unless DONE (a
+# file) is non-empty and TARGET was made under this spec. The spec's flags are COMMAND's words (a
+# path as its name, or under --root as {root}/...), so another option is another spec; give each
+# input whose content matters (checkpoint, data, labels, decoding) as --input.
+gated() {
+  local step=$1 target=$2 done=$3 complete=0 stdout="" opts=()
+  shift 3
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    if [ "$1" = --stdout ]; then stdout=$2; shift 2; else opts+=("$1"); shift; fi
+  done
+  [ $# -gt 0 ] || { echo "gated $step: no -- COMMAND" >&2; exit 2; }
+  shift
+  [ -s "$done" ] && complete=1
+  if ! step_gate "$step" "$target" "$complete" "${opts[@]+"${opts[@]}"}" -- "$@"; then
+    log "$step: $target exists, skipped"; return 0
+  fi
+  log "$step -> $target"
+  if [ -n "$stdout" ]; then "$@" > "$stdout"; else "$@"; fi
+}
+
 # baselines_once WORK JSON: fairseq-sum-baselines of WORK's prepared test set into JSON (its printed
 # table in JSON's name with .txt for .json, its extracts in the folder of JSON's name without .json:
 # OUT/baselines.json -> OUT/baselines/lead3.txt, ..., the files results_index rescores), once per

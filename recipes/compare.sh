@@ -133,7 +133,7 @@ EOF
 
 # fit_topics: the topic model and theta of every split, once per WORK (the Topic Assistant's side data)
 fit_topics() {
-  if ! step_gate "topic model" "$WORK/bin/topic_model.npz" "$([ -f "$WORK/bin/test.theta.npy" ] && echo 1 || echo 0)" \
+  if ! step_gate "topic model" "$WORK/bin/topic_model.npz" "$([ -f "$WORK/bin/topic_model.npz" ] && [ -f "$WORK/bin/test.theta.npy" ] && echo 1 || echo 0)" \
     --input "data=$WORK/bin" -- --topics "$TOPICS"; then
     log "topic model: $WORK/bin/test.theta.npy exists, skipped"; return
   fi
@@ -297,18 +297,20 @@ for i in "${!LABELS[@]}"; do
   # shellcheck disable=SC2086
   score "$OUT/$label/test.out" $METEOR_FLAG --specificity
   # does the model read its source? (source gain and distinct summaries: inspection/source_use.py)
-  if [ ! "$OUT/$label/source_use.json" -nt "$OUT/$label/test.out" ]; then
-    python -m fairseq_sum_plugins.inspection.source_use "$WORK/bin" --path "$ckpt/checkpoint_last.pt" \
+  # source_use.json records the sha256 of the output it measured: fairseq-sum-compare --html uses it
+  # for that output only
+  topics=()  # the topic proportions the model reads are not part of the data's identity
+  [ ${#side[@]} -eq 0 ] || topics=(--input "topics=$WORK/bin/test.theta.npy")
+  gated "source use" "$OUT/$label/source_use.json" "$OUT/$label/source_use.json" "${topics[@]+"${topics[@]}"}" \
+    --input "data=$WORK/bin" --input "checkpoint=$ckpt/checkpoint_last.pt" --input "decoding=$OUT/$label/test.out" \
+    --root "$OUT" -- python -m fairseq_sum_plugins.inspection.source_use "$WORK/bin" --path "$ckpt/checkpoint_last.pt" \
       --split test --generate-output "$OUT/$label/test.out" --json "$OUT/$label/source_use.json" "${side[@]}"
-    # source_use.json records the sha256 of the output it measured: fairseq-sum-compare --html uses it
-    # for that output only
-  fi
   # the test outputs as committed (evaluation/decodings.py): OUT/LABEL/decodings.txt and .json (sha256 of
-  # decodings, checkpoint, data), OUT/references.txt and OUT/sources.txt (the same for every label)
-  if [ ! "$OUT/$label/decodings.json" -nt "$OUT/$label/test.out" ]; then
-    python -m fairseq_sum_plugins.evaluation.decodings "$OUT/$label/test.out" --out "$OUT/$label" \
-      --table-dir "$OUT" --data "$WORK/bin" --checkpoint "$ckpt/checkpoint_last.pt"
-  fi
+  # decodings, checkpoint, data), OUT/references.txt and OUT/sources.txt (the same for every label).
+  # Always made again (no step_gate): it reads text and hashes files, so it is cheap and
+  # deterministic, and its outputs are never older than the decoding, checkpoint and data they name
+  python -m fairseq_sum_plugins.evaluation.decodings "$OUT/$label/test.out" --out "$OUT/$label" \
+    --table-dir "$OUT" --data "$WORK/bin" --checkpoint "$ckpt/checkpoint_last.pt"
 done
 # the baselines of the test set (once per prepared data; seed 1 whatever SEED: they do not train)
 baselines_once "$WORK" "$OUT/baselines.json"

@@ -130,53 +130,61 @@ tpt_models() {  # the three models of Table 2 on dataset $1
 }
 
 tpt_t4() {  # probes trained on the training references, evaluated on each model's own dev summaries
-  local task model ckpt labels evaluation gen inputs
+  local task model
   tpt_models xsum
   for task in pos dep nel; do
-    labels=()
-    if [ -n "${PROBE_LABELS:-}" ] && [ -f "$PROBE_LABELS/$task.conllu" ]; then labels=(--labels "$PROBE_LABELS/$task.conllu")
-    elif [ -n "${SPACY_MODEL:-}" ]; then labels=(--spacy-model "$SPACY_MODEL")
-    else log "probe $task: no PROBE_LABELS/$task.conllu nor SPACY_MODEL: its rows say 'not run'"; continue; fi
-    for model in t5_transformer tp_transformer; do
-      ckpt="$OUT/xsum/checkpoints/$model/checkpoint_best.pt"
-      # App. C: evaluated on the model's own dev summaries (its beam-4 decoding of Table 2),
-      # labelled by the same tagger; without their labels, on held-out training references
-      gen="$OUT/xsum/valid.$model.beam4.out"
-      evaluation=()
-      if [ -n "${SPACY_MODEL:-}" ] && [ -z "${PROBE_LABELS:-}" ]; then
-        evaluation=(--eval-split valid --eval-generate-output "$gen")
-      elif [ -f "${PROBE_LABELS:-}/$task.valid.$model.conllu" ]; then
-        evaluation=(--eval-split valid --eval-generate-output "$gen" --eval-labels "$PROBE_LABELS/$task.valid.$model.conllu")
-      fi
-      # the labels and the evaluation set are the probe's spec (by content): labels added later
-      # make it again only with FORCE=1, never silently keep the old JSON
-      inputs=(--input "data=$OUT/xsum/bin" --input "checkpoint=$ckpt")
-      [ "${labels[0]}" != --labels ] || inputs+=(--input "labels=${labels[1]}")
-      if [ ${#evaluation[@]} -gt 0 ]; then inputs+=(--input "decoding=$gen"); fi
-      if [ ${#evaluation[@]} -gt 4 ]; then inputs+=(--input "eval labels=${evaluation[5]}"); fi
-      # shellcheck disable=SC2086
-      if ! step_gate probe "$OUT/xsum/probe.$task.$model.json" "$([ -f "$OUT/xsum/probe.$task.$model.json" ] && echo 1 || echo 0)" \
-        "${inputs[@]}" --root "$OUT" -- "${labels[@]}" "${evaluation[@]+"${evaluation[@]}"}" ${PROBE_EXTRA:-}; then
-        log "probe $task $model: exists, skipped"; continue
-      fi
-      if [ ${#evaluation[@]} -eq 0 ]; then
-        log "probe $task $model: no PROBE_LABELS/$task.valid.$model.conllu (labels of the words" \
-          "'fairseq-sum-probe --eval-split valid --eval-generate-output $gen --write-words' writes):" \
-          "evaluated on held-out training references"
-      fi
-      log "probe $task $model"
-      fairseq-sum-probe "$OUT/xsum/bin" --path "$ckpt" --task "$task" "${labels[@]}" \
-        "${evaluation[@]+"${evaluation[@]}"}" ${PROBE_EXTRA:-} --json "$OUT/xsum/probe.$task.$model.json.tmp"
-      mv "$OUT/xsum/probe.$task.$model.json.tmp" "$OUT/xsum/probe.$task.$model.json"
-    done
+    if ! { [ -n "${PROBE_LABELS:-}" ] && [ -f "$PROBE_LABELS/$task.conllu" ]; } && [ -z "${SPACY_MODEL:-}" ]; then
+      log "probe $task: no PROBE_LABELS/$task.conllu nor SPACY_MODEL: its rows say 'not run'"; continue
+    fi
+    for model in t5_transformer tp_transformer; do tpt_probe "$task" "$model"; done
   done
 }
 
+# tpt_probe TASK MODEL: one probe of Table 4 (OUT/xsum/probe.TASK.MODEL.json), through step_gate.
+# Its spec holds every file it reads by content: the data, the checkpoint, the training labels
+# (PROBE_LABELS/TASK.conllu), and when evaluated on the model's own dev summaries the decoding and
+# their labels (PROBE_LABELS/TASK.valid.MODEL.conllu): labels added later change the spec, so the
+# old JSON is refused (made again with FORCE=1), never silently kept
+tpt_probe() {
+  local task=$1 model=$2 ckpt gen labels=() evaluation=() inputs out
+  ckpt="$OUT/xsum/checkpoints/$model/checkpoint_best.pt"
+  out="$OUT/xsum/probe.$task.$model.json"
+  if [ -n "${PROBE_LABELS:-}" ] && [ -f "$PROBE_LABELS/$task.conllu" ]; then labels=(--labels "$PROBE_LABELS/$task.conllu")
+  else labels=(--spacy-model "$SPACY_MODEL"); fi
+  # App. C: evaluated on the model's own dev summaries (its beam-4 decoding of Table 2),
+  # labelled by the same tagger; without their labels, on held-out training references
+  gen="$OUT/xsum/valid.$model.beam4.out"
+  if [ -n "${SPACY_MODEL:-}" ] && [ -z "${PROBE_LABELS:-}" ]; then
+    evaluation=(--eval-split valid --eval-generate-output "$gen")
+  elif [ -f "${PROBE_LABELS:-}/$task.valid.$model.conllu" ]; then
+    evaluation=(--eval-split valid --eval-generate-output "$gen" --eval-labels "$PROBE_LABELS/$task.valid.$model.conllu")
+  fi
+  inputs=(--input "data=$OUT/xsum/bin" --input "checkpoint=$ckpt")
+  [ "${labels[0]}" != --labels ] || inputs+=(--input "labels=${labels[1]}")
+  if [ ${#evaluation[@]} -gt 0 ]; then inputs+=(--input "decoding=$gen"); fi
+  if [ ${#evaluation[@]} -gt 4 ]; then inputs+=(--input "eval labels=${evaluation[5]}"); fi
+  # shellcheck disable=SC2086
+  if ! step_gate probe "$out" "$([ -f "$out" ] && echo 1 || echo 0)" \
+    "${inputs[@]}" --root "$OUT" -- "${labels[@]}" "${evaluation[@]+"${evaluation[@]}"}" ${PROBE_EXTRA:-}; then
+    log "probe $task $model: exists, skipped"; return 0
+  fi
+  if [ ${#evaluation[@]} -eq 0 ]; then
+    log "probe $task $model: no PROBE_LABELS/$task.valid.$model.conllu (labels of the words" \
+      "'fairseq-sum-probe --eval-split valid --eval-generate-output $gen --write-words' writes):" \
+      "evaluated on held-out training references"
+  fi
+  log "probe $task $model"
+  # shellcheck disable=SC2086
+  fairseq-sum-probe "$OUT/xsum/bin" --path "$ckpt" --task "$task" "${labels[@]}" \
+    "${evaluation[@]+"${evaluation[@]}"}" ${PROBE_EXTRA:-} --json "$out.tmp"
+  mv "$out.tmp" "$out"
+}
+
 tpt_roles() {
+  local ckpt="$OUT/xsum/checkpoints/tp_transformer/checkpoint_best.pt" o="$OUT/xsum/roles.tp_transformer.json"
   tpt_models xsum
-  log "roles: tp_transformer on xsum valid"
-  fairseq-sum-roles "$OUT/xsum/bin" --path "$OUT/xsum/checkpoints/tp_transformer/checkpoint_best.pt" \
-    --split valid --json "$OUT/xsum/roles.tp_transformer.json" --png "$OUT/xsum/roles.tp_transformer.png"
+  gated "roles: tp_transformer on xsum valid" "$o" "$o" --input "data=$OUT/xsum/bin" --input "checkpoint=$ckpt" \
+    --root "$OUT" -- fairseq-sum-roles "$OUT/xsum/bin" --path "$ckpt" --split valid --json "$o" --png "${o%.json}.png"
 }
 
 # ------------------------------------------------------------------------------------- Mem2Mem
@@ -218,6 +226,8 @@ etads_models() {
   while read -r name flags; do
     recipe cnn_dm/etads.sh cnn_dm ARCH=etads_baseline NAME="etads_$name" \
       "EXTRA=$SMOKE_DIMS ${EXTRA:-} $flags" -- "${RA[@]}"
+    # made again on every run (no step_gate): counting a checkpoint's parameters is cheap and
+    # deterministic, so the count is never of an older checkpoint
     python -m ledger.paper_tables params \
       "$OUT/cnn_dm/checkpoints/etads_$name/checkpoint_best.pt" "$OUT/cnn_dm/etads_$name.params.json"
   done < <(python -m ledger.paper_tables etads-systems "$TABLE")
@@ -247,8 +257,12 @@ ta_models() {
       recipe topic_assistant_bart_run.sh "$ds/bart" NAME="$name" TA="$ta" ARCH="$arch" \
         "EXTRA=${BART_EXTRA:-}" \
         -- "$ds" "${RAW_OF[$ds]}" "${RAW_OF[bart]}" ${AUX_OF[$ds]:-}
+      # the row's scores beside the others, with the spec records of the score files they are
+      # the mean of (the table's SMOKE mark, run_spec.smoke_runs); copied again on every run
       mkdir -p "$OUT/$ds/$name"
       cp -p "$OUT/$ds/bart/$name/test.mean.json" "$OUT/$ds/$name/test.mean.json"
+      rm -f "$OUT/$ds/$name"/*.spec.json
+      for f in "$OUT/$ds/bart/$name"/*.spec.json; do [ ! -f "$f" ] || cp -p "$f" "$OUT/$ds/$name/"; done
     done
   fi
 }
@@ -318,7 +332,8 @@ run_table() {
         given "$ds" || continue
         ta_models "$ds"
         if [ "$TABLE" = ss ]; then ta_ss "$ds"; fi
-        if [ "$TABLE" = topics ]; then
+        if [ "$TABLE" = topics ]; then  # made again on every run (no step_gate): reading the
+          # fitted topic model's top words is cheap and deterministic, never of an older model
           python -m ledger.paper_tables topic-words "$OUT/$ds/bin" "$OUT/$ds/topics.json"
         fi
       done

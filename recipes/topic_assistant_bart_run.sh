@@ -94,7 +94,7 @@ bart_binarize "$WORK/jsonl" "$WORK" "$BART" src tgt --max-src-tokens "$MAX_SRC" 
   --full-src-out "$WORK/bpe_full"
 
 if [ "$TA" = 0 ]; then log "topic model: not used (TA=0)"
-elif ! step_gate "topic model" "$WORK/bin/topic_model.npz" "$([ -f "$WORK/bin/test.theta.npy" ] && echo 1 || echo 0)" \
+elif ! step_gate "topic model" "$WORK/bin/topic_model.npz" "$([ -f "$WORK/bin/topic_model.npz" ] && [ -f "$WORK/bin/test.theta.npy" ] && echo 1 || echo 0)" \
   --input "data=$WORK/bin" -- --topics "$TOPICS" gpt2; then
   log "topic model: $WORK/bin/topic_model.npz exists, skipped"
 else

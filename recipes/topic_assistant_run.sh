@@ -84,7 +84,7 @@ prepare "$WORK/jsonl" "$WORK" --vocab-size "$VOCAB" --max-src-tokens "$MAX_SRC" 
   --write-full-src --workers "$(nproc)"
 
 TOPIC_DONE=0
-[ -f "$WORK/bin/test.theta.npy" ] && TOPIC_DONE=1
+[ -f "$WORK/bin/topic_model.npz" ] && [ -f "$WORK/bin/test.theta.npy" ] && TOPIC_DONE=1
 if ! step_gate "topic model" "$WORK/bin/topic_model.npz" "$TOPIC_DONE" --input "data=$WORK/bin" -- --topics "$TOPICS"; then
   log "topic model: $WORK/bin/topic_model.npz exists, skipped"
 else

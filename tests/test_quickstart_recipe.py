@@ -156,7 +156,7 @@ def test_the_run_records_its_spec_and_prints_the_verdict_last(stubbed):
     (out_spec,) = work.glob("test.*.out.spec.txt")
     assert out_spec.read_text().startswith(spec) and "decode.BATCH=7\n" in out_spec.read_text()
     assert ".t2.pinned1." in ckpt.name and ".batch7." in out_spec.name
-    assert "--specificity" in log.read_text() and "baselines --data" in log.read_text()
+    assert "--specificity" in log.read_text() and "evaluation.baselines.systems --data" in log.read_text()
     last = stdout.rstrip().splitlines()[-1]
     assert last.startswith("[quickstart] specific to its document: ")
     assert "against Lead-3: not measured (" in last  # the stub's decoding has no H- lines

@@ -42,6 +42,11 @@ fake_train() {
   touch "$save/checkpoint_last.pt"
   [ -n "${STOP:-}" ] || touch "$save/.done"
 }
+fake_make() {  # fake_make OUT --flag FLAG: OUT from IN; FAIL=1: fails before writing
+  [ -z "${FAIL:-}" ] || return 3
+  { cat "$IN"; echo "flag $3"; } > "$1"
+}
+fake_gated() { gated fake "$1" "$1" --input "in=$IN" --root "$(dirname "$1")" -- fake_make "$1" --flag "$FLAG"; }
 "$@"
 """
 
@@ -270,3 +275,104 @@ def test_papers_sh_refuses_to_reuse_a_smoke_run_or_another_datasets_run(raw_corp
     proc = again(raw_corpora["newsroom"], SMOKE="1")  # the same run: every step skipped
     assert proc.returncode == 0 and "train: " in proc.stdout and "finished, skipped" in proc.stdout
     assert open(table).read() == before  # written again, with its SMOKE header
+
+
+def test_gated_records_the_command_and_a_failed_forced_step_leaves_no_old_output(step, tmp_path):
+    """The defect: FORCE=1 wrote the new record before the step ran and left the old output in
+    place; when the step then failed, the next run found the old output under the new record and
+    skipped it as complete."""
+    out = tmp_path / "x.txt"
+    assert step("fake_gated", out).returncode == 0 and out.read_text() == "input one\nflag a\n"
+    record = json.loads((tmp_path / "x.txt.spec.json").read_text())
+    assert record["step"] == "fake" and record["flags"] == ["fake_make", "{root}/x.txt", "--flag", "a"]
+    assert "fake: " + str(out) + " exists, skipped" in step("fake_gated", out).stdout
+    proc = step("fake_gated", out, FLAG="b")  # another option of the command: another spec
+    assert proc.returncode == 2 and "made with other flags: 'a' -> 'b'" in proc.stderr
+    (tmp_path / "in.txt").write_text("input two\n")
+    assert step("fake_gated", out).returncode == 2
+    failed = step("fake_gated", out, FORCE="1", FAIL="1")
+    assert failed.returncode != 0 and not out.exists()
+    again = step("fake_gated", out)
+    assert again.returncode == 0 and "skipped" not in again.stdout
+    assert out.read_text() == "input two\nflag a\n"
+
+
+PROBE = r"""
+source "$REPO/recipes/common.sh"
+eval "$(sed -n '/^tpt_probe() {/,/^}/p' "$REPO/recipes/papers.sh")"  # papers.sh's own step
+fairseq-sum-probe() { printf '%s\n' "$@" > "${@: -1}"; }  # its arguments, into --json's file
+tpt_probe pos t5_transformer
+"""
+
+
+def test_a_probe_is_refused_when_its_labels_change_or_evaluation_labels_are_added(tmp_path):
+    """`papers.sh tpt t4`: a probe made before PROBE_LABELS held the model's own dev-summary
+    labels (evaluated on held-out training references) must not stand in for one evaluated on
+    them; nor one made from other training labels."""
+    out = tmp_path / "out"
+    write_prepared(out / "xsum" / "bin", ["one summary", "two"])
+    ckpt = out / "xsum" / "checkpoints" / "t5_transformer" / "checkpoint_best.pt"
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_bytes(b"weights")
+    (out / "xsum" / "valid.t5_transformer.beam4.out").write_text("H-0\tx\n")
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    (labels / "pos.conllu").write_text("1\tone\t_\tNUM\n")
+    script = tmp_path / "probe.sh"
+    script.write_text(PROBE)
+    env = {k: v for k, v in os.environ.items() if k not in ("SMOKE", "PRESET", "FORCE", "SPACY_MODEL")}
+    env.update(REPO=REPO, OUT=str(out), PROBE_LABELS=str(labels),
+               PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""))
+
+    def probe(**extra):
+        return subprocess.run(["bash", str(script)], cwd=tmp_path, env={**env, **extra},
+                              capture_output=True, text=True, timeout=60)
+    result = out / "xsum" / "probe.pos.t5_transformer.json"
+    first = probe()
+    assert first.returncode == 0, first.stderr
+    assert "evaluated on held-out training references" in first.stdout
+    assert "--eval-labels" not in result.read_text()
+    assert "exists, skipped" in probe().stdout
+    (labels / "pos.conllu").write_text("1\tone\t_\tNOUN\n")  # other training labels
+    proc = probe()
+    assert proc.returncode == 2 and f"made from input labels {labels}/pos.conllu (sha256:" in proc.stderr
+    (labels / "pos.conllu").write_text("1\tone\t_\tNUM\n")
+    (labels / "pos.valid.t5_transformer.conllu").write_text("1\tx\t_\tX\n")  # added later
+    proc = probe()
+    assert proc.returncode == 2 and "made from input eval labels ? (none), this run's is" in proc.stderr
+    assert "--eval-labels" not in result.read_text()  # refused: the old JSON untouched
+    forced = probe(FORCE="1")
+    assert forced.returncode == 0 and "--eval-labels" in result.read_text()
+    assert "exists, skipped" in probe().stdout
+
+
+def test_the_compare_tables_carry_the_smoke_mark_of_any_run_they_show(tmp_path):
+    from fairseq_sum_plugins.evaluation.baselines import table as baseline_table
+    from fairseq_sum_plugins.evaluation.compare_report import write_report
+    from helpers import write_run
+
+    out = str(tmp_path)
+    write_run(out, "base", 0.25)
+    write_run(out, "method", 0.3)
+    write_report(out, ["base", "method"])
+    assert "SMOKE" not in open(os.path.join(out, "results.md")).read()  # no record: nothing known
+    for label, smoke in (("base", "0"), ("method", "1")):
+        gen = os.path.join(out, label, "test.out")
+        R.write(R.record_path(gen + ".rouge.json"), R.build("score", env={"SMOKE": smoke}))
+    write_report(out, ["base", "method"])
+    md = open(os.path.join(out, "results.md")).read()
+    assert md.startswith("# Comparison\n\n**SMOKE=1:** 1 of the 2 runs shown (`method`) were made "
+                         "under SMOKE=1")
+    # a training made under SMOKE=1 marks its label too (its folder's spec.json)
+    R.write(R.record_path(os.path.join(out, "base", "checkpoints") + "/"),
+            R.build("train", env={"SMOKE": "1"}))
+    write_report(out, ["base", "method"])
+    assert "2 of the 2 runs shown (`base`, `method`)" in open(os.path.join(out, "results.md")).read()
+    # baselines.md: the runs of each seed folder and the baselines' own record
+    runs = {"seed1/base": R.run_files(os.path.join(out, "base"))}
+    assert baseline_table._smoke(runs, os.path.join(out, "baselines.json")).startswith(
+        "**SMOKE=1:** 1 of the 2 runs shown (`seed1/base`)")
+    os.remove(R.record_path(os.path.join(out, "base", "checkpoints") + "/"))
+    assert baseline_table._smoke(runs, os.path.join(out, "baselines.json")) == ""
+    R.write(R.record_path(os.path.join(out, "baselines.json")), R.build("baselines", env={"SMOKE": "1"}))
+    assert "(`baselines`)" in baseline_table._smoke(runs, os.path.join(out, "baselines.json"))

@@ -9,8 +9,9 @@ decision) asks this module before it runs::
 and reads one word on stdout: ``skip`` (the output is complete and was made under this spec),
 ``run`` (no output to reuse, or an unfinished one made under this spec: the step runs, resuming
 where it can) or ``force`` (``FORCE=1`` and the output was made under another spec, or under an
-unknown one: the step is redone; a resuming step's folder is removed first, so that nothing of the
-old run is resumed). The record is written, through a temporary file, before the step runs, so an
+unknown one: the step is redone; the old output, file or folder, is removed first, so that nothing
+of the old run is resumed, and a forced step that fails leaves no old output under the new
+record). The record is written, through a temporary file, before the step runs, so an
 interrupted step is resumed only under its own spec.
 
 The spec (``TARGET/spec.json`` for a folder, given as ``TARGET/``; ``TARGET.spec.json`` for a
@@ -43,7 +44,8 @@ processes of ``--workers`` and ``--num-workers``): a flag holding
 that path's name (its content is an ``--input`` where it matters).
 
 :func:`smoke_runs` tells a table writer which of the files it shows were made under ``SMOKE=1``
-(:func:`find_records`).
+(:func:`find_records`); :func:`smoke_note` is the line a table then starts with (compare.sh's
+``results.md``, ``baselines.md``).
 """
 import argparse
 import difflib
@@ -262,10 +264,19 @@ def gate(target, spec, complete, partial=False, resumes=False, force=False):
         else:
             why = f"{shown} was " + "; ".join(diffs)
         raise SpecError(f"{why}: use another OUT, or FORCE=1 to make it again")
-    if resumes and os.path.isdir(shown):
-        shutil.rmtree(shown)
+    remove_output(shown)
     write(path, spec)
     return "force"
+
+
+def remove_output(target):
+    """The old output a forced step makes again: removed before the new record is written, so
+    that a forced step that fails leaves no output of the old spec under the new record (which a
+    later run would skip as complete)."""
+    if os.path.isdir(target) and not os.path.islink(target):
+        shutil.rmtree(target)
+    elif os.path.lexists(target):
+        os.remove(target)
 
 
 # ------------------------------------------------------------------------------------- tables
@@ -283,7 +294,7 @@ def find_records(path):
 
 
 def smoke_runs(paths):
-    """The ``paths`` whose spec record (:func:`find_record`) says SMOKE=1; an unreadable record
+    """The ``paths`` whose spec record (:func:`find_records`) says SMOKE=1; an unreadable record
     counts as SMOKE (what made it is unknown)."""
     out = []
     for path in paths:
@@ -296,6 +307,25 @@ def smoke_runs(paths):
                 out.append(path)
                 break
     return out
+
+
+def run_files(run):
+    """The files of a compare.sh run folder ``run`` whose records tell how it was made: its score
+    file, its decoding and its checkpoints' folder (for :func:`smoke_note`)."""
+    return [os.path.join(run, "test.out.rouge.json"), os.path.join(run, "test.out"),
+            os.path.join(run, "checkpoints")]
+
+
+def smoke_note(runs, what="runs"):
+    """The line a table starts with when one of its runs was made under SMOKE=1, else "".
+    ``runs``: ``{name: [path, ...]}``, the files each run shown in the table was read from."""
+    smoke = [name for name, paths in runs.items() if smoke_runs(paths)]
+    if not smoke:
+        return ""
+    return (f"**SMOKE=1:** {len(smoke)} of the {len(runs)} {what} shown "
+            f"({', '.join(f'`{n}`' for n in smoke)}) were made under SMOKE=1 (their spec records, "
+            "recipes/common.sh step_gate): tiny models and few updates, whose figures check the "
+            "pipeline, not the models.")
 
 
 # -------------------------------------------------------------------------------- command line

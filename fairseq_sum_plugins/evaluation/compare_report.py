@@ -24,7 +24,9 @@ folders.
 
 and writes ``OUT/results.md`` and ``OUT/learning_curve.png`` (validation NLL solid, training NLL
 faint, one colour per label: the cross-entropy without auxiliary terms, comparable across models). A
-label without a score file is an error naming the file.
+label without a score file is an error naming the file. ``results.md`` starts with a SMOKE=1 line
+naming the labels whose score file, decoding or checkpoints were made under ``SMOKE=1`` (their spec
+records, :func:`fairseq_sum_plugins.cli.run_spec.smoke_note`).
 """
 import argparse
 import json
@@ -32,6 +34,7 @@ import os
 import re
 import sys
 
+from ..cli import run_spec
 from ..cli.outputs import refuse_clobber
 from .page import COLORS  # noqa: F401  (part of this module's interface)
 from .page import CSS as _CSS
@@ -211,6 +214,10 @@ def write_report(out_dir, labels):
              "checkpoint's; `source gain`: bits per summary token gained from its own document "
              "over another (0: the source is ignored), `distinct`: different summaries among the "
              "test documents.", "", table(rows), ""]
+    smoke = run_spec.smoke_note({r["label"]: run_spec.run_files(os.path.join(out_dir, r["label"]))
+                                 for r in rows})
+    if smoke:  # first, above the table: recipes/common.sh step_gate recorded it
+        parts[1:1] = ["", smoke]
     blind = [r["label"] for r in rows if reads_source(r) is False]
     if blind:
         parts += [f"**Not reading the source:** {', '.join(f'`{b}`' for b in blind)} (source gain "

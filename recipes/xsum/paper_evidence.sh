@@ -22,8 +22,10 @@
 # fairseq-sum-inspect writes OUT/inspect.html (each mechanism of the first seed's feature models on
 # the test documents INSPECT_DOCUMENTS, 0,1,2), and ledger/paper_evidence.py writes OUT/results.md
 # (mean +- sd and each seed), with the baselines and each model's verdict "specific to its document"
-# over the seeds (evaluation/baseline_table.py --across). Steps whose output exists are skipped, so a
-# re-run resumes; compare.sh refuses a re-run whose spec changed.
+# over the seeds (evaluation/baseline_table.py --across). Steps whose output exists and was made under the same
+# spec (common.sh step_gate: the checkpoints, data and labels read, by content, SMOKE, the flags)
+# are skipped, so a re-run resumes; one under another spec is refused naming the difference, or
+# redone with FORCE=1. The decodings, the page, the tables are made again on every run.
 # Environment: SEEDS ("1 2 3"), MAX_UPDATE (500), TRAIN_CONLLU (WORK/probe/train.conllu; without it the
 # probe is skipped with a message), GATE_WARMUP (MAX_UPDATE / 2), INSPECT_DOCUMENTS (0,1,2), and
 # compare.sh's variables.
@@ -62,62 +64,74 @@ for S in $SEEDS; do
   SEED=$S bash "$ROOT/recipes/compare.sh" "$WORK" "$OUT/seed$S" "${SPECS[@]}"
   run() { echo "$OUT/seed$S/$1"; }
   ck() { echo "$OUT/seed$S/$1/checkpoints/checkpoint_last.pt"; }
-  # TP-Transformer: probing grid (POS, DEP) of TPT-d and its baseline; TPT-d's role share
+  # TP-Transformer: probing grid (POS, DEP) of TPT-d and its baseline; TPT-d's role share. Every
+  # step below goes through common.sh gated (step_gate): its record names the checkpoint, the data
+  # and the labels it read by content, so a retrained model or other labels are refused (FORCE=1)
   if [ -f "$TRAIN_CONLLU" ]; then
     for m in base tpt; do for t in pos dep; do
       o=$(run $m)/probe_$t.json
-      [ -s "$o" ] || { log "seed $S: probe $m $t"; fairseq-sum-probe "$D" --path "$(ck $m)" --split train --labels "$TRAIN_CONLLU" \
-        --task $t --max-documents 0 --seed "$S" --json "$o" --png "${o%.json}.png" > "${o%.json}.txt"; }
+      gated "seed $S: probe $m $t" "$o" "$o" --stdout "${o%.json}.txt" --input "data=$D" --input "checkpoint=$(ck $m)" \
+        --input "labels=$TRAIN_CONLLU" --root "$OUT" -- fairseq-sum-probe "$D" --path "$(ck $m)" --split train \
+        --labels "$TRAIN_CONLLU" --task $t --max-documents 0 --seed "$S" --json "$o" --png "${o%.json}.png"
     done; done
   else
     log "probe skipped: $TRAIN_CONLLU missing (TRAIN_CONLLU: a CoNLL-U of the training summaries)"
   fi
   o=$(run tpt)/roles.json
-  [ -s "$o" ] || fairseq-sum-roles "$D" --path "$(ck tpt)" --split valid --json "$o" --png "${o%.json}.png" > "${o%.json}.txt"
+  gated "seed $S: roles" "$o" "$o" --stdout "${o%.json}.txt" --input "data=$D" --input "checkpoint=$(ck tpt)" \
+    --root "$OUT" -- fairseq-sum-roles "$D" --path "$(ck tpt)" --split valid --json "$o" --png "${o%.json}.png"
   # information selection: the threshold sweep, with and without the gate warm-up
   for m in gate gate_warm; do
     o=$(run $m)/sweep
-    [ -s "$o/gate_sweep.json" ] || python -m fairseq_sum_plugins.inspection.gate_sweep "$D" --path "$(ck $m)" --split test \
-      --max-documents 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 \
-      --thresholds 0 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 0.95 0.99 --out "$o" > "$o.txt"
+    gated "seed $S: gate sweep $m" "$o/" "$o/gate_sweep.json" --stdout "$o.txt" --input "data=$D" \
+      --input "checkpoint=$(ck $m)" --root "$OUT" -- python -m fairseq_sum_plugins.inspection.gate_sweep "$D" \
+      --path "$(ck $m)" --split test --max-documents 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 \
+      --thresholds 0 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 0.95 0.99 --out "$o"
     # the pruned generation speed at the chosen thresholds, timed in interleaved rounds (run it on an
     # otherwise idle machine: the sweep above times each threshold once, in sequence)
     o=$(run $m)/timing
     [ "$m" = gate ] && ts="0 0.1" || ts="0 0.1 0.7"
     # shellcheck disable=SC2086
-    [ -s "$o/gate_sweep.json" ] || python -m fairseq_sum_plugins.inspection.gate_sweep "$D" --path "$(ck $m)" --split test \
-      --max-documents 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 --thresholds $ts --timing-rounds 5 \
-      --out "$o" > "$o.txt"
+    gated "seed $S: gate timing $m" "$o/" "$o/gate_sweep.json" --stdout "$o.txt" --input "data=$D" \
+      --input "checkpoint=$(ck $m)" --root "$OUT" -- python -m fairseq_sum_plugins.inspection.gate_sweep "$D" \
+      --path "$(ck $m)" --split test --max-documents 100 --beam "$BEAM" --max-len-b "$MAX_LEN_B" --batch-size 25 \
+      --thresholds $ts --timing-rounds 5 --out "$o"
   done
   # ETADS: the learned focus (plotted for validation document 0, measured over every validation document)
   o=$(run etads)/focus.png
-  [ -s "${o%.png}_all.json" ] || python -m fairseq_sum_plugins.inspection.focus_plot "$D" --path "$(ck etads)" \
-    --split valid --document 0 --png "$o" --json "${o%.png}.json" --all-json "${o%.png}_all.json" > "${o%.png}.txt"
+  gated "seed $S: focus" "${o%.png}_all.json" "${o%.png}_all.json" --stdout "${o%.png}.txt" --input "data=$D" \
+    --input "checkpoint=$(ck etads)" --root "$OUT" -- python -m fairseq_sum_plugins.inspection.focus_plot "$D" \
+    --path "$(ck etads)" --split valid --document 0 --png "$o" --json "${o%.png}.json" --all-json "${o%.png}_all.json"
   # Topic Assistant: semantic similarity (TA eq. 10) of both models' summaries; attention on the topic prefix
   for m in base ta; do
     o=$(run $m)/semsim.json
-    [ -s "$o" ] || fairseq-sum-score --generate-output "$(run $m)/test.out" --data "$D" --topic-model "$D/topic_model.npz" \
-      --json "$o" > "${o%.json}.txt"
+    gated "seed $S: semantic similarity $m" "$o" "$o" --stdout "${o%.json}.txt" --input "data=$D" \
+      --input "decoding=$(run $m)/test.out" --input "topics=$D/topic_model.npz" --root "$OUT" -- \
+      fairseq-sum-score --generate-output "$(run $m)/test.out" --data "$D" --topic-model "$D/topic_model.npz" --json "$o"
   done
   o=$(run ta)/topic_attention.json
-  [ -s "$o" ] || python -m fairseq_sum_plugins.inspection.topics attention "$D" --path "$(ck ta)" --split valid \
-    --png "${o%.json}.png" --json "$o" > "${o%.json}.txt"
+  gated "seed $S: topic attention" "$o" "$o" --stdout "${o%.json}.txt" --input "data=$D" --input "checkpoint=$(ck ta)" \
+    --input "topics=$D/valid.theta.npy" --root "$OUT" -- python -m fairseq_sum_plugins.inspection.topics attention "$D" \
+    --path "$(ck ta)" --split valid --png "${o%.json}.png" --json "$o"
   # Mem2Mem vs HRED: novel n-grams; implicit extraction against the oracle
   for m in hred mem2mem; do
     o=$(run $m)/novel.json
-    [ -s "$o" ] || fairseq-sum-score --generate-output "$(run $m)/test.out" --data "$D" --novel-ngrams --json "$o" > "${o%.json}.txt"
+    gated "seed $S: novel n-grams $m" "$o" "$o" --stdout "${o%.json}.txt" --input "data=$D" \
+      --input "decoding=$(run $m)/test.out" --root "$OUT" -- \
+      fairseq-sum-score --generate-output "$(run $m)/test.out" --data "$D" --novel-ngrams --json "$o"
   done
   o=$(run mem2mem)/extraction
-  [ -s "$o/scores.json" ] || python -m fairseq_sum_plugins.inspection.implicit_extraction "$D" --path "$(ck mem2mem)" --split test \
-    --lead 3 --out "$o" --document 0 --beam "$BEAM" --max-len-b "$MAX_LEN_B" > "$o.txt"
+  gated "seed $S: implicit extraction" "$o/" "$o/scores.json" --stdout "$o.txt" --input "data=$D" \
+    --input "checkpoint=$(ck mem2mem)" --root "$OUT" -- python -m fairseq_sum_plugins.inspection.implicit_extraction \
+    "$D" --path "$(ck mem2mem)" --split test --lead 3 --out "$o" --document 0 --beam "$BEAM" --max-len-b "$MAX_LEN_B"
   # each run's test outputs as committed (evaluation/decodings.py; compare.sh wrote them with
   # OUT/seed$S's references): the references and sources of the table, OUT/references.txt and
-  # OUT/sources.txt, checked to be the same for every run
+  # OUT/sources.txt, checked to be the same for every run. Always made again (no step_gate): it
+  # reads text and hashes files, cheap and deterministic, so they never name an older run
   for spec in "${SPECS[@]}"; do
     m=${spec%%=*}
-    [ "$OUT/references.txt" -nt "$(run $m)/decodings.json" ] \
-      || python -m fairseq_sum_plugins.evaluation.decodings "$(run $m)/test.out" --out "$(run $m)" \
-        --table-dir "$OUT" --data "$D" --checkpoint "$(ck $m)"
+    python -m fairseq_sum_plugins.evaluation.decodings "$(run $m)/test.out" --out "$(run $m)" \
+      --table-dir "$OUT" --data "$D" --checkpoint "$(ck $m)"
   done
 done
 # the table's baselines and their extracts (OUT/baselines.json, OUT/baselines/NAME.txt), which
@@ -142,14 +156,17 @@ python -m ledger.paper_evidence "$OUT" > /dev/null
 # each paper's mechanism on the first test documents (fairseq-sum-inspect): the feature models of
 # the first seed on one page, their beam output decoded with the table's options
 INSPECT=(tpt gate etads ta mem2mem)
-if [ ! -s "$OUT/inspect.html" ]; then
-  ckpts=()
-  for m in "${INSPECT[@]}"; do ckpts+=(--path "$OUT/seed$first/$m/checkpoints/checkpoint_last.pt"); done
+ckpts=()
+inputs=()
+for m in "${INSPECT[@]}"; do
+  ckpts+=(--path "$OUT/seed$first/$m/checkpoints/checkpoint_last.pt")
+  inputs+=(--input "$m=$OUT/seed$first/$m/checkpoints/checkpoint_last.pt")
+done
+gated inspect "$OUT/inspect.html" "$OUT/inspect.html" --input "data=$D" "${inputs[@]}" --root "$OUT" -- \
   fairseq-sum-inspect "$D" "${ckpts[@]}" --names "$(IFS=,; echo "${INSPECT[*]}")" --split test \
-    --documents "${INSPECT_DOCUMENTS:-0,1,2}" --beam "$BEAM" --max-len-b "$MAX_LEN_B" --min-len "$MIN_LEN" \
-    --no-repeat-ngram-size 3 --title "Each paper's mechanism on test documents (seed $first)" \
-    --html "$OUT/inspect.html"
-fi
+  --documents "${INSPECT_DOCUMENTS:-0,1,2}" --beam "$BEAM" --max-len-b "$MAX_LEN_B" --min-len "$MIN_LEN" \
+  --no-repeat-ngram-size 3 --title "Each paper's mechanism on test documents (seed $first)" \
+  --html "$OUT/inspect.html"
 # the baseline rows (fairseq-sum-baselines of the test set, compare.sh's OUT/seed*/baselines.json)
 # and every model's verdict "specific to its document" and paired bootstrap against Lead-3, per seed, as a section
 # of OUT/results.md and OUT/baselines.md (evaluation/baseline_table.py)

@@ -36,7 +36,9 @@ seed, and the ROUGE-2 difference from Lead-3 of each seed with its paired-bootst
 
 Lead-3 is recomputed from ``WORK`` (:func:`.baselines.read_prepared`, :func:`.baselines.lead`), the
 text fairseq-sum-baselines scored. A label whose decoding does not cover every test document, or
-whose references differ from WORK's, is an error naming it.
+whose references differ from WORK's, is an error naming it. The table (both forms) starts with a
+SMOKE=1 line when a run it shows, or its baselines, was made under ``SMOKE=1`` (their spec records,
+:func:`fairseq_sum_plugins.cli.run_spec.smoke_note`).
 """
 
 import argparse
@@ -44,6 +46,7 @@ import json
 import os
 import sys
 
+from ...cli import run_spec
 from ...cli.outputs import refuse_clobber
 from ...scoring import rouge
 from . import systems as bl
@@ -252,7 +255,9 @@ def build(out_dir, work, labels, baselines_path=None, samples=1000, seed=1):
         if v["verdict"]["specific"] is not True
     }
     notes += [f"- `{label}`: " + "; ".join(reasons) for label, reasons in failed.items()]
-    return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n", {
+    smoke = _smoke({label: run_spec.run_files(os.path.join(out_dir, label)) for label in labels},
+                   baselines_path or os.path.join(out_dir, "baselines.json"))
+    return smoke + "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n", {
         "labels": verdicts,
         "baselines": base,
     }
@@ -375,7 +380,18 @@ def across_seeds(seed_dirs):
         f">= {sp.READ_GAIN} bits and >= {sp.READ_DISTINCT:.0%} distinct; each seed's table: "
         "SEED/baselines.md."
     )
-    return ("\n".join(lines) + "\n\n" + "\n".join(statements) + "\n\n" + note + "\n")
+    smoke = _smoke({f"{os.path.basename(d)}/{label}": run_spec.run_files(os.path.join(d, label))
+                    for d in seed_dirs for label in labels},
+                   os.path.join(seed_dirs[0], "baselines.json"))
+    return (smoke + "\n".join(lines) + "\n\n" + "\n".join(statements) + "\n\n" + note + "\n")
+
+
+def _smoke(runs, baselines):
+    """The SMOKE=1 line (with its blank line) the table starts with when a run it shows, or its
+    baselines' data, was made under SMOKE=1 (:func:`fairseq_sum_plugins.cli.run_spec.smoke_note`);
+    "" when none."""
+    note = run_spec.smoke_note(dict(runs, baselines=[baselines]))
+    return note + "\n\n" if note else ""
 
 
 def _replace_section(results, table):
