@@ -125,3 +125,20 @@ def test_sparse_embedding_gradient_only_when_tied_and_training():
         src, lengths, prev = random_batch(d)
         model(src, lengths, prev)
     assert seen and not any(seen)
+
+
+def test_bench_beam_grid_runs_at_tiny_shapes(tmp_path):
+    """benchmarks/bench_beam.py: one row per (beam, batch) point, both models timed."""
+    import json
+    import subprocess
+    import sys
+
+    root = __import__("os").path.dirname(__import__("os").path.dirname(__file__))
+    out = tmp_path / "beam.json"
+    subprocess.run([sys.executable, f"{root}/benchmarks/bench_beam.py", "--threads", "1",
+                    "--src-len", "8", "--tgt-len", "3", "--dict-size", "64", "--grid", "1x2",
+                    "2x1", "--rounds", "1", "--json", str(out)], check=True, cwd=root,
+                   capture_output=True)
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["beam"], r["batch"]) for r in rows] == [(1, 2), (2, 1)]
+    assert all(len(r["ms_per_step"]) == 2 and min(r["ms_per_step"].values()) > 0 for r in rows)
