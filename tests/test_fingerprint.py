@@ -233,7 +233,14 @@ def test_cross_cpu_fingerprints_both_modes_and_refuses_a_rerun_with_other_settin
     again = cross_cpu(tiny_quickstart_work, out, CPU_MODELS="", MODES="1 0", UPDATES="1", DOCS="2")
     assert again.returncode == 0 and again.stdout.count("done, skipped") == 2, again.stdout
     other = cross_cpu(tiny_quickstart_work, out, CPU_MODELS="", MODES="1", UPDATES="2", DOCS="2")
-    assert other.returncode == 2 and "holds runs made with other settings" in other.stderr
+    assert other.returncode == 2 and "data was made with UPDATES=1, this run has UPDATES=2" in other.stderr
+    assert "FORCE=1" in other.stderr and "done, skipped" not in other.stdout
+    # FORCE=1: the data and every run of the old settings made again or removed, none compared
+    forced = cross_cpu(tiny_quickstart_work, out, CPU_MODELS="", MODES="1", UPDATES="2", DOCS="2", FORCE="1")
+    assert forced.returncode == 0, (forced.stdout + forced.stderr)[-3000:]
+    assert not (out / "pinned0").exists()
+    assert [(r["pinned"], r["cpu"]) for r in fpm.compare_runs(str(out))[0]] == [(1, "host")]
+    assert json.load(open(out / "pinned1" / "host" / "spec.json"))["fields"]["UPDATES"] == "2"
 
 
 @pytest.mark.parametrize("env,message", [

@@ -15,7 +15,10 @@
 #   Intel CPU without either, none with AVX-512, which QEMU does not emulate; see qemu-x86_64 -cpu help),
 #   MODES ("1 0": PINNED values), UPDATES (1), DOCS (2), ARCH, BEAM as the quickstart.
 # Needs qemu-user (Debian: apt-get install qemu-user). Emulation is about 200x slower than this CPU:
-# 7-15 minutes per emulated model and mode at the defaults. Each run is skipped when its fingerprint exists (delete OUT_DIR to redo).
+# 7-15 minutes per emulated model and mode at the defaults. Each step goes through common.sh step_gate:
+# OUT_DIR/data (a spec of the data by content, ARCH, BEAM, UPDATES, DOCS, torch's version) and each
+# run (that spec, the mode, the CPU model, the quickstart's flags) are skipped when made under this
+# spec; under another, refused naming the difference (FORCE=1 makes OUT_DIR's data and runs again).
 source "$(dirname "$0")/../common.sh"
 WORK=${1:-data/aclsum-quickstart}
 OUT=${2:-$WORK/cross_cpu}
@@ -44,23 +47,32 @@ source "$(dirname "$0")/quickstart_flags.sh"
 # the interpreter itself, not a shim: QEMU's user mode runs one binary and does not follow exec
 PY=$(python -c 'import sys; print(sys.executable)')
 DATA=$(cd "$WORK/bin" && pwd)
-# an OUT_DIR holds the runs of one set of settings: a re-run with others would compare stale runs
-SETTINGS="ARCH=$ARCH BEAM=$BEAM UPDATES=$UPDATES DOCS=$DOCS data=$DATA torch=$(python -c 'import torch; print(torch.__version__)')"
+# an OUT_DIR holds the runs of one set of settings: a re-run with others would compare stale runs.
+# The settings are the spec of OUT_DIR/data (the data with a test split of its first DOCS papers,
+# fairseq-generate decodes whole splits), which each run reads; FORCE=1 under other settings makes
+# the data again and removes every run made from the old
+SETTINGS=(--field "ARCH=$ARCH" --field "BEAM=$BEAM" --field "UPDATES=$UPDATES" --field "DOCS=$DOCS"
+  --field "torch=$(python -c 'import torch; print(torch.__version__)')")
 mkdir -p "$OUT"
-if [ -f "$OUT/settings.txt" ] && [ "$(cat "$OUT/settings.txt")" != "$SETTINGS" ]; then
-  echo "${0##*/}: $OUT holds runs made with other settings ($(cat "$OUT/settings.txt")); now: $SETTINGS." \
-    "Delete it or give another OUT_DIR" >&2; exit 2
+if step_gate "cross-cpu data" "$OUT/data/" "$([ -f "$OUT/data/.done" ] && echo 1 || echo 0)" \
+  --input "data=$DATA" "${SETTINGS[@]}"; then
+  [ "$STEP_ACTION" != force ] || rm -rf "$OUT"/pinned[01]
+  python -c 'import sys; from ledger.fingerprint import head_data; head_data(sys.argv[1], sys.argv[2], int(sys.argv[3]))' \
+    "$DATA" "$OUT/data" "$DOCS"
+  touch "$OUT/data/.done"
+else
+  log "cross-cpu data: $OUT/data exists, skipped"
 fi
-echo "$SETTINGS" > "$OUT/settings.txt"
-# the data with a test split of its first DOCS papers (fairseq-generate decodes whole splits)
-python -c 'import sys; from ledger.fingerprint import head_data; head_data(sys.argv[1], sys.argv[2], int(sys.argv[3]))' \
-  "$DATA" "$OUT/data" "$DOCS"
 
 run_one() {  # run_one PINNED CPU (CPU "host": this machine, natively)
-  local pinned=$1 cpu=$2 dir="$OUT/pinned$1/$2" prefix=()
+  local pinned=$1 cpu=$2 dir="$OUT/pinned$1/$2" prefix=() complete
   [ "$cpu" = host ] || prefix=(qemu-x86_64 -cpu "$cpu")
-  if [ -f "$dir/fingerprint.json" ]; then log "$dir: done, skipped"; return; fi
-  rm -rf "$dir"; mkdir -p "$dir"
+  complete=$([ -f "$dir/fingerprint.json" ] && echo 1 || echo 0)
+  [ "$complete" = 1 ] || rm -rf "$dir"  # an unfinished run: begun again
+  if ! step_gate "cross-cpu run" "$dir/" "$complete" --input "data=$OUT/data" "${SETTINGS[@]}" \
+    --field "PINNED=$pinned" --field "CPU=$cpu" -- "${QUICKSTART_TRAIN[@]}" "${QUICKSTART_GENERATE[@]}"; then
+    log "$dir: done, skipped"; return
+  fi
   log "PINNED=$pinned on $cpu: train $UPDATES updates, decode $DOCS papers -> $dir"
   (
     unset MKL_CBWR ATEN_CPU_CAPABILITY
