@@ -376,3 +376,15 @@ def test_the_compare_tables_carry_the_smoke_mark_of_any_run_they_show(tmp_path):
     assert baseline_table._smoke(runs, os.path.join(out, "baselines.json")) == ""
     R.write(R.record_path(os.path.join(out, "baselines.json")), R.build("baselines", env={"SMOKE": "1"}))
     assert "(`baselines`)" in baseline_table._smoke(runs, os.path.join(out, "baselines.json"))
+
+
+def test_the_root_is_recorded_only_where_a_flag_names_it_as_a_path():
+    """A short root such as ``out`` replaced inside every word turned ``--out`` into ``--{root}``."""
+    from fairseq_sum_plugins.cli.run_spec import normalize_flags
+
+    flags = ["--out", "out", "--save-dir", "out/ckpt", "--data=out/bin", "--outputs", "layout",
+             "about"]
+    assert normalize_flags(flags, root="out") == [
+        "--out", "{root}", "--save-dir", "{root}/ckpt", "--data={root}/bin", "--outputs", "layout",
+        "about"]
+    assert normalize_flags(["/w/out dir/x", "--y"], root="/w/out dir/") == ["{root}/x", "--y"]

@@ -141,6 +141,16 @@ def identity(value):
     return f"text:{value}"
 
 
+def _rooted(word, root):
+    """``word`` with a leading ``root`` path (the whole word, or ``root/...``, also after ``=``)
+    written ``{root}``; any other word as it is (``out`` never rewrites ``--out``)."""
+    key, eq, value = word.partition("=") if word.startswith("-") else ("", "", word)
+    base = root.rstrip("/") or "/"
+    if value == base or value.startswith(base.rstrip("/") + "/"):
+        value = "{root}" + value[len(base):]
+    return key + eq + value
+
+
 def normalize_flags(flags, root=None):
     out, skip = [], 0
     for flag in flags:
@@ -152,8 +162,8 @@ def normalize_flags(flags, root=None):
             continue
         if flag.startswith("--reset-"):
             continue
-        if root and root in flag:
-            flag = flag.replace(root, "{root}")
+        if root and _rooted(flag, root) != flag:
+            flag = _rooted(flag, root)
         elif "/" in flag and os.path.exists(flag):
             flag = os.path.basename(os.path.normpath(flag))
         out.append(flag)
