@@ -75,8 +75,11 @@ What ``--check`` does, every failure printed (exit 1 if any):
   ``seedN`` folder (a mean +- sd cell over seeds: the generated text), or a row naming its run
   folder beside the file against that folder's JSONs; a row naming nothing fails. A specificity
   cell's p, a verdict cell (its polarity, whatever its wording) and a paired-test cell ("diff (p P)"
-  per ROUGE-1 / 2 / L, against Lead-3 or the named model) are compared too. Figure tables of other
-  rows are printed as not checked;
+  per ROUGE-1 / 2 / L, against Lead-3 or the named model) are compared too, and a "code paths
+  (environment)" cell against the run folder's ``env.txt``. A copy of a tool's table (known by its
+  header: fingerprint's cross-CPU table, :data:`TOOL_HEADERS`) must be the table the tool writes
+  from the JSON beside it (``cross_cpu.json``), as ``cross_cpu.md`` itself must. Figure tables of
+  other rows are printed as not checked;
 * rescores each baseline extract (:func:`recompute_baselines`) and compares every figure of its
   ``baselines.json`` system as a run's; checks the extracts against ``baselines/SHA256SUMS`` and
   against the table's ``sources.txt`` (:mod:`.baseline_extracts`);
@@ -84,7 +87,8 @@ What ``--check`` does, every failure printed (exit 1 if any):
   of the results' prose that is not its section's (:mod:`.results_prose`) and on a verdict
   statement written outside a generated block (compare.sh's "`MODEL`: not specific to its
   document; against Lead-3 ..." lines) that is not the one the index gives
-  (:func:`check_statements`);
+  (:func:`check_statements`), and on a label said to be an architecture ("`default` =
+  `t5_transformer_small`") that its runs' ``run_spec.txt`` does not name (:func:`check_labels`);
 * regenerates ``results/TABLE/report.html`` (:func:`table_page`: fairseq-sum-compare's page of
   the first seed of every model, from the committed decodings) of each table whose runs have
   decodings, and compares it with the committed one (``--write`` writes it);
@@ -897,6 +901,7 @@ HAND_COLUMNS = (
     (re.compile(r"vs lead-3: a - b, rouge-1 / 2 / l \(p\)$"), ("vs_lead3",)),
     (re.compile(r"vs (\S+): a - b(, rouge-1 / 2 / l)? \(p\)$"), ("vs_first",)),
     (re.compile(r"meteor( \(.*\))?$"), ("meteor",)),
+    (re.compile(r"code paths \(environment\)$"), ("environment",)),
 )
 ROW_HEADERS = ("model", "label", "system", "run")  # a first column naming runs: every row checked
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
@@ -965,8 +970,14 @@ def _folder_figures(folder):
     for k in ROUGE_KEYS + ("meteor",):  # 95% bootstrap intervals, where scored with them
         if isinstance(rouge.get(f"{k}_ci"), list) and len(rouge[f"{k}_ci"]) == 2:
             out[f"{k}_ci"] = [[100 * x for x in rouge[f"{k}_ci"]]]
+    env_path = os.path.join(folder, "env.txt")  # the variables a code-path run was made with
+    env = None
+    if os.path.isfile(env_path):
+        with open(env_path, encoding="utf-8") as f:
+            env = " ".join(f.read().split())
     return {**out, "source_gain": [use.get("gain")], "distinct": [use.get("distinct")],
-            "nll": [use.get("nll_own")], "specificity": [rouge.get("specificity")]}
+            "nll": [use.get("nll_own")], "specificity": [rouge.get("specificity")],
+            "environment": [env]}
 
 
 def _indexed_run(records, runs, name):
@@ -1105,8 +1116,24 @@ def _check_paired(cell, keys, figures, where):
     return fails
 
 
+def _check_environment(cell, figures, where):
+    """A code-path cell: its first inline-code span (none: torch's own choice) must be the run
+    folder's ``env.txt``."""
+    want = (figures.get("environment") or [None])[0]
+    if want is None:
+        return [f"{where}: shows an environment, and the run folder has no env.txt"]
+    shown = re.search(r"`([^`]*)`", cell)
+    got = " ".join(shown.group(1).split()) if shown else ""
+    if got != want:
+        return [f"{where}: environment {got or '(none)'!r}, the run's env.txt "
+                f"{want or '(empty)'!r}"]
+    return []
+
+
 def _check_cell(cell, keys, figures, where):
     """Failures of one cell against the index's figures (a mean +- sd cell: the generated text)."""
+    if keys[0] == "environment":
+        return _check_environment(cell, figures, where)
     if keys[0] in ("verdict", "vs_lead3", "vs_first"):
         if len(figures.get(keys[0]) or [None]) > 1:
             return [f"{where}: a per-run {keys[0]} cell in a row of several seeds"]
@@ -1158,8 +1185,20 @@ def _gate_sweep_table(json_path):
     return table(_load(json_path)) + "\n"
 
 
+def _cross_cpu_table(json_path):
+    from .fingerprint import _compare_table
+
+    data = _load(json_path)  # its verdict keys "pinned1" are fingerprint's 1 (--json)
+    verdict = {int(k[len("pinned"):]): v for k, v in data["verdict"].items()}
+    return _compare_table(data["runs"], verdict) + "\n"
+
+
 # a Markdown file a tool writes beside its JSON: regenerated from the JSON and compared
-TOOL_TABLES = {"gate_sweep.md": ("gate_sweep.json", _gate_sweep_table)}
+TOOL_TABLES = {"gate_sweep.md": ("gate_sweep.json", _gate_sweep_table),
+               "cross_cpu.md": ("cross_cpu.json", _cross_cpu_table)}
+# a table a tool writes, copied into another file of its folder: known by its header, it must be
+# the tool's table of the JSON beside that file
+TOOL_HEADERS = {"PINNED | CPU | ATen kernels": ("cross_cpu.json", _cross_cpu_table)}
 
 
 def _tool_table(path):
@@ -1219,6 +1258,19 @@ def check_hand_tables(root, index):
         report = next((f for mark, f in TOOL_REPORTS.items() if mark in text[:2000]), None)
         expected = report(path) if report is not None else None
         for line, header, rows in hand_tables(text, path):
+            copied = next((tool for mark, tool in TOOL_HEADERS.items()
+                           if " | ".join(header).startswith(mark)), None)
+            if copied is not None:
+                checked += 1
+                json_path = os.path.join(os.path.dirname(path), copied[0])
+                if not os.path.exists(json_path):
+                    fails.append(f"{rel}:{line}: the table of {copied[0]}, which is not beside it")
+                    continue
+                tool_text = copied[1](json_path)
+                want = {_table_key(h, r) for _, h, r in hand_tables(tool_text, json_path)}
+                if _table_key(header, rows) not in want:
+                    fails.append(f"{rel}:{line}: not the table of {copied[0]} (edited by hand?)")
+                continue
             if expected is not None:
                 checked += 1
                 if _table_key(header, rows) not in expected:
@@ -1306,6 +1358,51 @@ def check_statements(root, index):
             elif said != want:
                 fails.append(f"{rel}:{number}: the verdict statement of `{found.group(1)}` is "
                              f"not the index's: {want!r}")
+    return fails
+
+
+LABEL_ARCH = re.compile(r"`([^`\s]+)` = `(\w+)`")  # "`default` = `t5_transformer_small`"
+
+
+def _architectures(root, table, label):
+    """{architecture} of the runs of model ``label`` of ``table`` (``train.model``'s first word in
+    each run's run_spec.txt)."""
+    out = set()
+    for r in _load(os.path.join(root, "tables.json"))["records"]:
+        if r.get("table") != table or not isinstance(r.get("models"), dict):
+            continue
+        for folder in (r["models"].get(label) or {}).values():
+            spec = read_run_spec(os.path.join(root, table, str(folder))) or {}
+            if spec.get("train.model"):
+                out.add(spec["train.model"].split()[0])
+    return out
+
+
+def check_labels(root, index):
+    """Failures of the prose's "`LABEL` = `ARCH`" (what a model label of a table is): ARCH must be
+    the ``train.model`` of that label's runs (run_spec.txt) in the tables of the sentence's
+    section (as :func:`check_statements` finds them); a label with no run_spec says nothing."""
+    from .results_prose import TABLE_LINK, prose_lines
+
+    known = {r["table"] for r in index["records"]}
+    fails = []
+    for path in _markdown_files(root):
+        rel = os.path.relpath(path, root)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for number, _, heading in prose_lines(text):
+            line = text.splitlines()[number - 1]
+            if _ is None:
+                continue
+            tables = ([rel.split(os.sep)[0]] if os.sep in rel
+                      else [t for t in TABLE_LINK.findall(heading + line) if t in known])
+            for m in LABEL_ARCH.finditer(line):
+                label, arch = m.groups()
+                archs = set().union(*(_architectures(root, t, label) for t in tables)) \
+                    if tables else set()
+                if archs and arch not in archs:
+                    fails.append(f"{rel}:{number}: `{label}` = `{arch}`, its runs' run_spec.txt "
+                                 f"says {', '.join(sorted(archs))}")
     return fails
 
 
@@ -1503,6 +1600,7 @@ def main(argv=None):
         fails += hand_fails
         fails += check_paths(args.results) + check_prose(args.results, index)
         fails += check_statements(args.results, index)
+        fails += check_labels(args.results, index)
     except (ValueError, OSError) as e:
         fails.append(str(e))
         hand_checked, unchecked = 0, []

@@ -3,33 +3,39 @@ recomputes (or what a listed file holds), and "significant" only with its p.
 
 Which prose: ``results/README.md`` (each ``## `` section belongs to the tables its heading links
 to, ``[...](TABLE/...)``) and each table folder's ``results.md`` and ``README.md`` (the folder's
-table), a sentence that links to a table adding that table to its section; outside the generated
-blocks, tables (``|`` lines), fenced or indented code, headings, inline code spans and link
-targets.
+table), a sentence that links to a table adding that table to its section; and the pages that
+quote results beside the results folder, the checkout's ``README.md`` and ``docs/*.md``
+(:func:`quoting_files`), each sentence there belonging to every table its page links to
+(``results/TABLE/...``, ``../results/TABLE/...``) and to those of its heading and its own links
+(a figure listed for such a page in ``prose_figures.txt`` is named ``../README.md``,
+``../docs/NAME.md``); outside the generated blocks, tables (``|`` lines), fenced or indented code,
+headings, inline code spans and link targets.
 
-**The rule** (:func:`check_prose`). A figure is a number with a decimal point (``2.47``,
-``+0.12``, ``p 0.001``; integers, which count documents, updates, dims, seeds or dates, are not
-figures here). Every figure of a sentence must be, at the digits it shows and without its sign
-(prose says "behind" or "below"), one of the section's index figures
-(:func:`index_figures`): each run's ROUGE (x 100), test NLL, source gain, specificity delta and
-p, each paired test's difference, interval bounds and p (against the record's first model and
-against Lead-3), each of these as mean and sd over the seeds, the specificity's lower bound
-with its Monte Carlo band and the verdict's bar with its band, the baselines' figures and the
-random draws' deltas, mean, min and max (``baselines.json``), and the verdict's own thresholds
-(:data:`VERDICT_CONSTANTS`: the level of the lower bound, the bar's floor and share, the reading
-check's gain and distinct share, as compare.sh's verdict legend states them); or be listed for that file in
-``results/prose_figures.txt`` (figures that are not the index's: validation NLL and wall times
-from training logs, dims, probe accuracies, earlier runs' figures), one ``FILE FIGURE...  # why``
-a line; a listed figure that no sentence of its file needs (one the index holds, or gone from the
-prose), or a listed file whose prose is not read, fails, so the list holds only what it must. A
-sentence that says "significant" (or "significantly") must show a p-value (``p X``), and one
-that says it without a negation ("no", "not", "none", "nor", "without" at most three words
-before) must show a p of at most 0.05; a word in double quotes is named, not said. A failure
-names the file, line and figure. Every number of a range (``0.983-1.089``), a triple
-(``18.66/3.00/14.83``) or in e-notation is a figure; one with a letter attached (a speed-up,
-``1.49x``) is not. Chosen: a figure is matched against every
-figure of its section, not against the model its sentence names: an edit that turns a figure
-into another of the section's values at the digits shown passes (a limit of this rule).
+**The rule** (:func:`check_prose`). A figure is a number with a decimal point (``2.47``, ``+0.12``,
+``p 0.001``; integers, which count documents, updates, dims, seeds or dates, are not figures here).
+Every figure of a sentence must be, at the digits it shows and without its sign (prose says
+"behind" or "below"), one of the section's index figures (:func:`index_figures`): each run's ROUGE
+(x 100), test NLL, source gain, specificity delta and p, each paired test's difference, interval
+bounds and p (against the record's first model and against Lead-3), each of these as mean and sd
+over the seeds, the specificity's lower bound with its Monte Carlo band and the verdict's bar with
+its band, the baselines' figures and the random draws' deltas, mean, min and max
+(``baselines.json``), and the verdict's own thresholds (:data:`VERDICT_CONSTANTS`: the level of the
+lower bound, the bar's floor and share, the reading check's gain and distinct share, as
+compare.sh's verdict legend states them); or be listed for that file in
+``results/prose_figures.txt`` (figures that are not the index's: validation NLL and wall times from
+training logs, dims, probe accuracies, earlier runs' figures), one ``FILE FIGURE...  # why`` a line;
+a listed figure that no sentence of its file needs (one the index holds, or gone from the prose),
+or a listed file whose prose is not read, fails, so the list holds only what it must. A sentence's
+test-set size ("100 test documents", "100 ACLSum test papers") must be that of one of its section's
+tables (the lines of its ``references.txt``), and a seed it names ("seed 1") one of their records'
+seeds (:func:`check_counts`; a section without tables is not checked). A sentence that says
+"significant" (or "significantly") must show a p-value (``p X``), and one that says it without a
+negation ("no", "not", "none", "nor", "without" at most three words before) must show a p of at
+most 0.05; a word in double quotes is named, not said. A failure names the file, line and figure.
+Every number of a range (``0.983-1.089``), a triple (``18.66/3.00/14.83``) or in e-notation is a
+figure; one with a letter attached (a speed-up, ``1.49x``) is not. Chosen: a figure is matched
+against every figure of its section, not against the model its sentence names: an edit that turns a
+figure into another of the section's values at the digits shown passes (a limit of this rule).
 """
 import json
 import math
@@ -43,6 +49,8 @@ FIGURE = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:e[-+]?\d+)?(?![\w]|\.\d)")
 P_SHOWN = re.compile(r"\bp\s*(?:=|<=|<|>)?\s*(\d+\.\d+)")
 SIGNIFICANT = re.compile(r"\b(significant|significantly|significance)\b", re.I)
 NEGATION = re.compile(r"\b(no|not|none|nor|without)\s+(\S+\s+){0,3}$", re.I)
+TEST_COUNT = re.compile(r"\b(\d[\d,]*) (?:XSum |ACLSum |ACL )?test (?:documents|papers)\b")
+SEED_SHOWN = re.compile(r"\bseed (\d+)\b")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(*`\[])")
 TABLE_LINK = re.compile(r"\]\(([\w.+-]+)/")
 BLOCK_BEGIN = "<!-- BEGIN results_index"
@@ -105,6 +113,38 @@ def index_figures(index, tables, root):
             out += list(draws.get("deltas") or [])
     out = [v for v in out if isinstance(v, (int, float)) and not isinstance(v, bool)]
     return out
+
+
+def index_counts(index, tables, root):
+    """({test documents of each of ``tables``: the lines of its references.txt}, {every seed of
+    their records}): the counts a sentence of their section may state (module docstring)."""
+    sizes, seeds = set(), set()
+    for table in tables:
+        path = os.path.join(root, table, "references.txt")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                sizes.add(sum(1 for _ in f))
+    for r in index["records"]:
+        if r["table"] in tables:
+            seeds.update(int(s) for s in r.get("seeds") or [])
+    return sizes, seeds
+
+
+def check_counts(sentence, counts, where):
+    """Failures of a sentence's test-set size ("100 test documents") and seeds ("seed 1") against
+    its section's tables (:func:`index_counts`); none for a section without tables."""
+    sizes, seeds = counts
+    fails = []
+    for m in TEST_COUNT.finditer(sentence):
+        n = int(m.group(1).replace(",", ""))
+        if sizes and n not in sizes:
+            fails.append(f"{where}: {m.group(0)!r}, the section's tables have "
+                         f"{', '.join(map(str, sorted(sizes)))} test documents")
+    for m in SEED_SHOWN.finditer(sentence):
+        if seeds and int(m.group(1)) not in seeds:
+            fails.append(f"{where}: {m.group(0)!r} is not a seed of the section's tables "
+                         f"({', '.join(map(str, sorted(seeds)))})")
+    return fails
 
 
 def read_allowed(root):
@@ -214,11 +254,26 @@ def check_sentence(sentence, figures, allowed, where, used=None):
     return fails
 
 
+QUOTING = ("README.md", "docs")  # beside results/: the pages that quote results (module docstring)
+RESULTS_LINK = re.compile(r"\]\((?:\.\./)?results/")
+
+
+def quoting_files(root):
+    """The checkout's ``README.md`` and ``docs/*.md`` beside the results folder ``root``."""
+    top = os.path.dirname(os.path.abspath(root))
+    out = [os.path.join(top, QUOTING[0])]
+    docs = os.path.join(top, QUOTING[1])
+    if os.path.isdir(docs):
+        out += [os.path.join(docs, n) for n in sorted(os.listdir(docs)) if n.endswith(".md")]
+    return [p for p in out if os.path.isfile(p)]
+
+
 def _files(root, index):
-    """([(path, its table as a set, or None for README.md, whose sections name theirs)], every
-    table)."""
+    """([(path, its table as a set, or None for a page whose sections and sentences name theirs)],
+    every table)."""
     tables = list(dict.fromkeys(r["table"] for r in index["records"]))
     out = [(os.path.join(root, "README.md"), None)]
+    out += [(path, None) for path in quoting_files(root)]
     for table in sorted(set(tables)):
         for name in ("results.md", "README.md"):
             path = os.path.join(root, table, name)
@@ -239,18 +294,27 @@ def check_prose(root, index):
         listed = allowed.get(rel, set())
         used[rel] = set()
         with open(path, encoding="utf-8") as f:
-            lines = prose_lines(f.read())
+            text = f.read()
+        page = set()
+        if os.path.dirname(os.path.abspath(path)) != os.path.abspath(root) and tables is None:
+            text = RESULTS_LINK.sub("](", text)  # results/TABLE/... links name their tables
+            page = {t for t in TABLE_LINK.findall(text) if t in known}  # a page quoting them
+        lines = prose_lines(text)
         by_heading = {}
         for number, line, heading in lines:
             by_heading[number] = heading
         for first, sentence in sentences(lines):
-            section = set(tables) if tables is not None else {
+            section = set(tables) if tables is not None else page | {
                 t for t in TABLE_LINK.findall(by_heading[first]) if t in known}
             key = frozenset(section | {t for t in TABLE_LINK.findall(sentence) if t in known})
             if key not in cache:
-                cache[key] = index_figures(index, key, root)
-            fails += check_sentence(sentence, cache[key], listed, f"{rel}:{first}", used[rel])
+                cache[key] = (index_figures(index, key, root), index_counts(index, key, root))
+            fails += check_sentence(sentence, cache[key][0], listed, f"{rel}:{first}", used[rel])
+            fails += check_counts(sentence, cache[key][1], f"{rel}:{first}")
+    outside = not quoting_files(root)  # a results folder copied out of its checkout
     for rel, figures in sorted(allowed.items()):  # the list only holds what the prose needs
+        if outside and rel.startswith(os.pardir + os.sep):
+            continue  # a page beside the results, not there to read
         if rel not in used:
             fails.append(f"{ALLOWED} lists {rel}, whose prose the check does not read")
             continue
