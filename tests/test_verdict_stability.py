@@ -107,3 +107,23 @@ def test_the_bands_by_hand():
     spec = {"delta": 3.0, "lower": 1.1}
     assert sp.verdict(spec, 2.0, 3.0, 2.0, 1.0, 10, 10, [1.9, 2.1])["specific"] is False
     assert sp.verdict(spec, 2.0, None, 2.0, 1.0, 10, 10, [1.9, 2.1])["specific"] is None
+
+
+def test_a_word_salad_of_each_documents_frequent_bigrams_clears_the_bar():
+    """What the bar admits (scoring/specificity.py, "What the test admits"): each document's 10
+    most frequent bigrams (lowercased, punctuation dropped), strung together, are above the bar
+    of results/xsum-read, which its models fail (t5cell+copy: marginal)."""
+    from collections import Counter
+
+    refs = read_decodings(os.path.join(XSUM, "references.txt"))
+    salad = []
+    for doc in read_decodings(os.path.join(XSUM, "sources.txt")):
+        words = doc.replace(" <sep> ", " ").lower().replace(",", " ").replace(".", " ").split()
+        salad.append(" ".join(f"{a} {b}" for (a, b), _ in
+                              Counter(zip(words, words[1:])).most_common(10)))
+    spec = sp.specificity(*scorer().pairs(salad, refs))
+    base = json.load(open(os.path.join(XSUM, "baselines.json")))
+    v = sp.verdict(spec, sp.random_mean(base), None, None, None, 100, 100, sp.random_deltas(base))
+    assert v["checks"]["above_bar"] is True and v["specific"] is None
+    assert sp.extract_cell(v) == "above the bar (no test NLL)"
+    assert spec["lower_band"][0] > v["bar_band"][1]
