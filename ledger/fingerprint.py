@@ -246,6 +246,13 @@ def _compare_table(rows, verdict):
     return "\n".join(lines)
 
 
+def compare_table_of(data):
+    """The table ``--compare`` prints, from the JSON it writes with ``--json`` (whose verdict keys
+    are ``pinned1`` / ``pinned0``)."""
+    verdict = {int(k[len("pinned"):]): v for k, v in data["verdict"].items()}
+    return _compare_table(data["runs"], verdict)
+
+
 def cli_main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--path", help="fairseq checkpoint")

@@ -1186,11 +1186,9 @@ def _gate_sweep_table(json_path):
 
 
 def _cross_cpu_table(json_path):
-    from .fingerprint import _compare_table
+    from .fingerprint import compare_table_of
 
-    data = _load(json_path)  # its verdict keys "pinned1" are fingerprint's 1 (--json)
-    verdict = {int(k[len("pinned"):]): v for k, v in data["verdict"].items()}
-    return _compare_table(data["runs"], verdict) + "\n"
+    return compare_table_of(_load(json_path)) + "\n"
 
 
 # a Markdown file a tool writes beside its JSON: regenerated from the JSON and compared
