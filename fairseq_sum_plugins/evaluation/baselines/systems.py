@@ -569,12 +569,12 @@ def add_verdicts(result):
                 result["random_delta"],
                 distinct=s["distinct"],
                 outputs=result["documents"],
-                deltas=result["random_draws"]["deltas"],
+                deltas=sp.random_deltas(result),
             )
     if bag:
         bag["verdict"] = sp.verdict(
             None, result["random_delta"], nll=bag["nll"], bag_nll=bag_nll, gain=bag["gain"],
-            deltas=result["random_draws"]["deltas"],
+            deltas=sp.random_deltas(result),
         )
     return result
 
