@@ -199,3 +199,17 @@ def test_the_script_prints_the_lines_from_the_json_files(tmp_path):
         and "the same as" in proc.stdout
     )
     assert proc.stdout.splitlines()[-1].startswith("[quickstart] specific to its document: NO")
+
+
+def test_a_lower_bound_at_the_bar_is_marginal_when_the_bands_overlap():
+    """The bound 2.35 [2.32, 2.38] against the bar 2.30 of draws 4.0 and 5.2 alternating (sd 0.62:
+    band 2.30 -+ 3 x 0.5 x 0.62 / sqrt(20) = 2.09 .. 2.51): neither above nor below."""
+    base = baselines()
+    base["random_draws"]["deltas"] = [4.0, 5.2] * 10
+    r = rouge(25.64, 4.70, 23.12, delta=3.0, lower=2.35)
+    r["specificity"]["lower_band"] = [2.32, 2.38]
+    out = qc.lines(r, use(0.654, 100), True, True, base)
+    assert out[2].startswith(
+        "[quickstart] specific to its document: marginal (ROUGE-2 specificity +3.00, its 95% "
+        "one-sided lower bound +2.35 at the bar 2.30 = max(0.5, mean of 20 random extracts' "
+        "+4.60 / 2) (marginal: the Monte Carlo bands overlap)")
