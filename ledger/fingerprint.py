@@ -135,8 +135,12 @@ def head_data(data, out, n, split="test"):
     few.)"""
     from fairseq.data import Dictionary, data_utils, indexed_dataset
 
+    from fairseq_sum_plugins.cli.outputs import check_clobber
+
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
+    # the copy is written beside the data, never into it (its test split would replace the data's)
+    check_clobber(reads=[("DATA", data)], writes=[("OUT", out)])
     os.makedirs(out, exist_ok=True)
     prefix = f"{split}."
     for name in sorted(os.listdir(data)):

@@ -281,5 +281,11 @@ def test_head_data_keeps_the_first_n_test_examples_and_links_the_rest(tiny_quick
     assert fpm.head_data(str(data), str(tmp_path / "all"), 1000) == len(refs)
     with pytest.raises(ValueError, match="n must be >= 1"):
         fpm.head_data(str(data), str(tmp_path / "z"), 0)
+    (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="no test.*.bin"):
-        fpm.head_data(str(tmp_path / "h" / ".."), str(tmp_path / "z"), 1)
+        fpm.head_data(str(tmp_path / "h" / ".." / "empty"), str(tmp_path / "z"), 1)
+    before = (data / "test.ref.jsonl").read_bytes()
+    for out in (data, data / "head"):  # the copy over its data (or inside it) would replace its test split
+        with pytest.raises(ValueError, match=f"OUT {out} (is|lies inside) DATA {data}, which this command reads"):
+            fpm.head_data(str(data), str(out), 1)
+    assert (data / "test.ref.jsonl").read_bytes() == before and not (data / "head").exists()
