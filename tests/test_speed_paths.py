@@ -142,3 +142,33 @@ def test_bench_beam_grid_runs_at_tiny_shapes(tmp_path):
     rows = json.loads(out.read_text())["rows"]
     assert [(r["beam"], r["batch"]) for r in rows] == [(1, 2), (2, 1)]
     assert all(len(r["ms_per_step"]) == 2 and min(r["ms_per_step"].values()) > 0 for r in rows)
+
+
+@pytest.mark.parametrize("arch", ["tp_transformer_small", "t5_transformer_small"])
+def test_the_default_paths_train_the_reference_bits(arch):
+    """On the quickstart's configuration (dropout 0.1, no attention dropout) the paths on by
+    default leave a training step's gradients bit for bit those of the reference paths (SDPA,
+    dense embedding lookups): the pinned figures of the quickstart rest on it (the sparse lookups,
+    which add a repeated token's rows in another order, are off; with attention dropout the
+    matmul path is within float32 rounding of SDPA, test_matmul_training_attention_equals_sdpa)."""
+    from helpers import build_model, random_batch
+
+    model, d = build_model(arch, encoder_layers=1, decoder_layers=2, dropout=0.1,
+                           attention_dropout=0.0)
+    model.train()
+    src, lengths, prev = random_batch(d, bsz=3, src_len=9, tgt_len=6)
+    prev[:, 2:4] = prev[0, 1]  # a repeated token: its embedding rows add up
+    grads = []
+    for reference in (False, True):
+        if reference:
+            model.decoder.sparse_embedding_grad = False
+            for m in model.modules():
+                if isinstance(m, MultiheadAttention):
+                    m.matmul_train_path = False
+        model.zero_grad(set_to_none=True)
+        torch.manual_seed(3)
+        logits, _ = model(src, lengths, prev)
+        logits.float().log_softmax(-1).sum().backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    for name, g in grads[0].items():
+        assert torch.equal(g, grads[1][name]), name
