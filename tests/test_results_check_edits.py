@@ -76,6 +76,25 @@ def test_a_verdict_word_flipped_in_a_hand_written_table_fails(committed, name, k
     assert fails[0].startswith(MEM2MEM + ":")
 
 
+def test_a_baselines_bar_check_in_the_verdict_column_is_the_recorded_one(committed):
+    """An extract's row prints its bar check where its verdict is not measured, as
+    baselines/table.py writes it ("above the bar (no test NLL)"): the recorded bar check passes
+    (before: refused as "verdict 'above the bar (no test NLL)', recorded 'not measured'"), another
+    fails naming the recorded one."""
+    root, index = committed
+    record = next(r for r in index["records"] if r["table"] == "xsum-1000-mem2mem")
+    assert (record["baselines"]["lead3"]["verdict"], record["baselines"]["lead3"]["bar_check"]) \
+        == ("not measured", "above the bar")
+    before = _hand_fails(root, index)
+    _set_cell(root, "*Lead-3*", "verdict", "above the bar (no test NLL)")
+    assert _hand_fails(root, index, before) == []
+    _set_cell(root, "*Lead-3*", "verdict", "below the bar (no test NLL)")
+    fails = _hand_fails(root, index, before)
+    assert len(fails) == 1 and fails[0].startswith(MEM2MEM + ":") and fails[0].endswith(
+        "(baseline Lead-3): verdict 'below the bar (no test NLL)', recorded "
+        "'above the bar (no test NLL)'"), fails
+
+
 def test_a_paired_test_cell_edited_in_a_hand_written_table_fails(committed):
     root, index = committed
     before = _hand_fails(root, index)
