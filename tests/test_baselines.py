@@ -332,7 +332,7 @@ def test_the_compare_table_puts_baseline_rows_the_verdict_and_the_bootstrap_agai
     model's paired test against Lead-3."""
     import corpora
     from fairseq_sum_plugins.scoring import score
-    from fairseq_sum_plugins.evaluation.baselines import table
+    from fairseq_sum_plugins.evaluation.baselines import table as baseline_table
 
     work = corpora.prepared_jsonl_work(tmp_path_factory.mktemp("tbl"))
     out = work.parent / "out"

@@ -320,7 +320,8 @@ def _planted_topic_data(folder):
 
 
 def test_cli_semantic_similarity(tmp_path, capsys):
-    tm = _planted_topic_data(tmp_path)
+    (tmp_path / "tm").mkdir()  # the topic model's folder is read: the outputs go beside it
+    tm = _planted_topic_data(tmp_path / "tm")
     gen = tmp_path / "gen.out"
     gen.write_text(
         "S-0\tcat dog mouse . <sep> horse cow cat .\n"

@@ -359,7 +359,9 @@ def test_an_output_folder_with_files_of_the_same_names_needs_force(imported, tmp
 @pytest.mark.slow
 def test_console_script_error_names_the_file(tmp_path):
     script = os.path.join(os.path.dirname(sys.executable), "fairseq-sum-import-t5")
-    proc = subprocess.run([script, str(tmp_path), str(tmp_path / "out")], capture_output=True, text=True)
+    (tmp_path / "hf").mkdir()  # an HF folder without config.json; OUT_DIR beside it, not inside
+    proc = subprocess.run([script, str(tmp_path / "hf"), str(tmp_path / "out")], capture_output=True,
+                          text=True)
     assert proc.returncode != 0 and "config.json: not found" in proc.stderr
 
 

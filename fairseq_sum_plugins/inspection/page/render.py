@@ -192,7 +192,7 @@ def _model_box(d, m, model, marked):
                      + "</p>")
         if values.get("memory_read"):
             parts.append(
-                f'<details class="mem" open><summary>{label}: Mem2Mem memory read Psi (eq. 7) '
+                f'<details class="mem" open><summary>{label}: Mem2Mem memory read Psi (M2M eq. 7) '
                 f'{colour_bar(GREEN, 0, 1)}</summary><div class="what">each output token\'s '
                 "read weights over the r memory slots (a column per output token, a row per "
                 "slot; each column sums to 1)</div>"
