@@ -923,13 +923,14 @@ def reads_and_writes(args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="paper_tables", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m ledger.paper_tables", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    papers = ", ".join(dict.fromkeys(paper for paper, _ in TABLES))
     sub = p.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("write", help="write OUT/PAPER-TABLE.md: the paper's figures beside the "
                        "run's")
-    w.add_argument("paper")
-    w.add_argument("table")
+    w.add_argument("paper", help=f"the paper: {papers} (subcommand list: the tables)")
+    w.add_argument("table", help="the paper's table, e.g. t2 (subcommand list: the tables)")
     w.add_argument("out", help="the table command's output folder")
     w.add_argument("--header", action="append", default=[],
                    help="a line for the table's header (scale, throughput); repeatable")
@@ -939,26 +940,38 @@ def main(argv=None):
                    help="add the seconds per update of each train.log under DIR to the header")
     sub.add_parser("list", help="the tables, one 'PAPER TABLE' a line")
     m = sub.add_parser("mean", help="the mean of fairseq-sum-score --json files, as one such file")
-    m.add_argument("dest")
-    m.add_argument("scores", nargs="+")
+    m.add_argument("dest", help="the JSON file to write: the mean of each figure every file "
+                   "has (ROUGE F1, precision, recall, METEOR), with their scorer")
+    m.add_argument("scores", nargs="+",
+                   help="fairseq-sum-score --json files, all of one scorer (and METEOR "
+                        "implementation)")
     k = sub.add_parser("pick-lenpen", help="the alpha whose validation ROUGE-1/2/L mean is highest")
     k.add_argument("record", help="the grid and the choice are written here")
-    k.add_argument("scores", nargs="+", metavar="ALPHA=JSON")
+    k.add_argument("scores", nargs="+", metavar="ALPHA=JSON",
+                   help="a length penalty alpha and the fairseq-sum-score --json of its "
+                        "validation decoding; the earlier alpha wins a tie")
     ms = sub.add_parser("scale-arch", help="the paper-dims arch whose speed MEASURE measures")
-    ms.add_argument("paper")
+    ms.add_argument("paper", help=f"the paper: {', '.join(PAPER_SCALE)}")
     d = sub.add_parser("datasets", help="the datasets of a table, space-separated")
-    d.add_argument("paper")
-    d.add_argument("table")
+    d.add_argument("paper", help=f"the paper: {papers}")
+    d.add_argument("table", help="the paper's table (subcommand list: the tables)")
     e = sub.add_parser("etads-systems", help="'NAME FLAGS' of the ETADS models of a table")
-    e.add_argument("table")
+    e.add_argument("table", help=f"the ETADS table: {', '.join(ETADS_TABLE_SYSTEMS)}")
     c = sub.add_parser("params", help="a checkpoint's parameter count as JSON")
-    c.add_argument("checkpoint")
-    c.add_argument("dest")
+    c.add_argument("checkpoint", help="a fairseq checkpoint (.pt), loaded with weights_only")
+    c.add_argument("dest", help="the JSON file to write: params_k, the floating-point parameters "
+                   "/ 1000, and the checkpoint's path")
     t = sub.add_parser("topic-words", help="the topic model's topics and top words as JSON")
-    t.add_argument("data")
-    t.add_argument("dest")
-    t.add_argument("--topics", type=int, default=10)
-    t.add_argument("--words", type=int, default=8)
+    t.add_argument("data", help="a prepared DATA/bin folder with its dictionary and "
+                   "topic_model.npz")
+    t.add_argument("dest", help="the JSON file to write: num_topics (K of the model) and the "
+                   "topics listed with their top words")
+    t.add_argument("--topics", type=int, default=10,
+                   help="how many topics to list, the model's first ones, at least 1 "
+                        "(default: %(default)s)")
+    t.add_argument("--words", type=int, default=8,
+                   help="top words of each listed topic, by relevance (lambda 0.6), at least 1 "
+                        "(default: %(default)s)")
     args = p.parse_args(argv)
     refuse_clobber(p, *reads_and_writes(args))
     if args.cmd == "scale-arch":

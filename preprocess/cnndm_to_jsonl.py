@@ -36,7 +36,9 @@ def get_parser():
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--valid-frac", type=float, default=0.05, help="share carved when there is no split")
     parser.add_argument("--test-frac", type=float, default=0.05, help="share carved when there is no split")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1,
+                        help="seed of the shuffle that carves the splits (one --jsonl file, or "
+                        "stories without --url-lists; default: %(default)s)")
     parser.add_argument("--limit-per-split", type=int, default=0, help="keep the first N (0: all)")
     converter_io.add_arguments(parser)
     return parser

@@ -168,10 +168,15 @@ def get_parser():
     p.add_argument("--full-src-out", metavar="D",
                    help="also write the untruncated source ids to D/{split}.SRC (for the topic model's "
                         "--full-src)")
-    p.add_argument("--src-field", default="document")
-    p.add_argument("--tgt-field", default="summary")
+    p.add_argument("--src-field", default="document",
+                   help="JSONL field of the document: a string or a list of strings "
+                        "(default: %(default)s)")
+    p.add_argument("--tgt-field", default="summary",
+                   help="JSONL field of the summary, as --src-field (default: %(default)s)")
     p.add_argument("--langs", default="source,target", help="output suffixes SRC,TGT (default: source,target)")
-    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--workers", type=int, default=1,
+                   help="encoding processes; 1 encodes in this process, and the output is the same "
+                        "with any number (default: %(default)s)")
     return p
 
 

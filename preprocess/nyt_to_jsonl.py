@@ -33,14 +33,21 @@ def get_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--jsonl", required=True, help="JSONL file, or directory with train/valid/test.jsonl")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--field-article", default="article")
-    p.add_argument("--field-abstract", default="abstract")
+    p.add_argument("--field-article", default="article",
+                   help="JSONL field of the full text: a string or a list of strings "
+                   "(default: %(default)s)")
+    p.add_argument("--field-abstract", default="abstract",
+                   help="JSONL field of the abstract, the summary: a string or a list of strings "
+                   "(default: %(default)s)")
     p.add_argument("--test-from-date", default="2007-01-01",
                    help="one file with dates: articles published from this day form the test split")
     p.add_argument("--valid-size", type=int, default=4000, help="validation articles held out of train (date split)")
     p.add_argument("--valid-frac", type=float, default=0.05, help="carve shares when the file has no split or date")
-    p.add_argument("--test-frac", type=float, default=0.05)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--test-frac", type=float, default=0.05,
+                   help="test share carved when the file has no split or date (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=1,
+                   help="seed of the shuffle that picks the --valid-size articles (date split) or "
+                   "carves the shares (default: %(default)s)")
     p.add_argument("--min-summary-words", type=int, default=0,
                    help="drop examples whose abstract has fewer words (Liu & Lapata 2019: 50)")
     p.add_argument("--strip-markers", type=lambda s: s.lower() not in ("0", "false", "no"), default=True,

@@ -121,15 +121,22 @@ def get_parser():
                       help="drop pairs with an empty document or a summary without words (e.g. '...') "
                       "instead of failing")
     sp = parser.add_argument_group("sentencepiece")
-    sp.add_argument("--vocab-size", type=int, default=8000)
-    sp.add_argument("--model-type", choices=["unigram", "bpe"], default="unigram")
-    sp.add_argument("--character-coverage", type=float, default=1.0)
+    sp.add_argument("--vocab-size", type=int, default=8000,
+                    help="pieces of the trained sentencepiece model, at least 10 (a soft limit: "
+                    "a smaller corpus gives fewer; default: %(default)s)")
+    sp.add_argument("--model-type", choices=["unigram", "bpe"], default="unigram",
+                    help="sentencepiece's model type (default: %(default)s)")
+    sp.add_argument("--character-coverage", type=float, default=1.0,
+                    help="fraction of the train text's characters the model covers, the rest "
+                    "<unk> (sentencepiece's option; default: %(default)s)")
     sp.add_argument("--spm-input-size", type=int, default=1_000_000,
                     help="at most this many train sentences (seeded sample) feed sentencepiece")
     sp.add_argument("--num-threads", type=int, default=1,
                     help="sentencepiece training threads; the model depends on it (float "
                     "summation order), so keep it fixed for identical results across machines")
-    sp.add_argument("--seed", type=int, default=1)
+    sp.add_argument("--seed", type=int, default=1,
+                    help="seed of sentencepiece's training and of the --spm-input-size sample "
+                    "(default: %(default)s)")
     sp.add_argument("--max-src-tokens", type=int, default=0,
                     help="truncate documents to this many pieces (0: no truncation)")
     sp.add_argument("--max-tgt-tokens", type=int, default=0,

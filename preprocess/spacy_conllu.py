@@ -34,7 +34,8 @@ def main(argv=None):
     p.add_argument("words", help="one sentence per line, words separated by spaces (fairseq-sum-probe --write-words)")
     p.add_argument("out", help="CoNLL-U file to write")
     p.add_argument("--model", default="en_core_web_sm", help="an installed spaCy pipeline (name or path)")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=64,
+                   help="sentences per batch of spaCy's nlp.pipe (default: %(default)s)")
     args = p.parse_args(argv)
     refuse_clobber(p, reads=[("WORDS", args.words), ("--model", args.model if os.path.exists(args.model) else None)],
                    writes=[("OUT", args.out)])

@@ -119,8 +119,10 @@ def finish(args, dataset, out_dir=None):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description="statistics of a JSONL directory beside the papers' figures")
-    p.add_argument("jsonl_dir")
-    p.add_argument("--dataset", required=True, choices=sorted(REFERENCE))
+    p.add_argument("jsonl_dir", help="a folder of {train,valid,test}.jsonl with the fields document "
+                   "and summary (a converter's OUT; a missing split is skipped)")
+    p.add_argument("--dataset", required=True, choices=sorted(REFERENCE),
+                   help="the corpus whose figures in the papers are printed underneath")
     p.add_argument("--sentence-splitter", choices=("regex", "pysbd"), default=None,
                    help="as fairseq-sum-prepare --sentence-splitter (default: regex)")
     args = p.parse_args(argv)

@@ -316,10 +316,12 @@ def get_parser():
     sub = p.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fit", help="fit Phi on the train split and write theta for every split")
     f.add_argument("data", help="DATA/bin (dict.src.txt and the binarized splits)")
-    f.add_argument("--topics", "-k", type=_number(int, 1), default=256)
+    f.add_argument("--topics", "-k", type=_number(int, 1), default=256,
+                   help="number of topics K, the columns of Phi (default: %(default)s)")
     f.add_argument("--iters", type=_number(int, 1), default=100, help="EM iterations for Phi")
     f.add_argument("--max-docs", type=_number(int, 0), default=0, help="fit on the first N train documents (0: all)")
-    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--seed", type=int, default=0,
+                   help="seed of the random start of Phi and theta (default: %(default)s)")
     f.add_argument("--r", type=_number(float, 1), default=1.05, help="Gamma shape of theta (>= 1: MAP-EM needs its mode)")
     f.add_argument("--rate", type=_number(float, 0, strict=True), default=1.0, help="Gamma rate of theta")
     f.add_argument("--eta", type=_number(float, 1), default=1.01,
@@ -328,12 +330,14 @@ def get_parser():
                    help="GPT-2 encoder.json: the dictionary's symbols are GPT-2 BPE ids (fairseq's BART)")
     f.add_argument("--gpt2-vocab-bpe", metavar="V", help="GPT-2 vocab.bpe (with --gpt2-encoder-json)")
     i = sub.add_parser("infer", help="write DATA/bin/{split}.theta.npy with Phi fixed")
-    i.add_argument("data")
+    i.add_argument("data", help="DATA/bin (dict.src.txt, the binarized splits, topic_model.npz)")
     for q in (f, i):
         q.add_argument("--splits", default=None,
                        help="comma-separated binarized splits to write theta for (default: every one of DATA)")
         q.add_argument("--topic-model", default=None, help="default DATA/bin/topic_model.npz")
-        q.add_argument("--infer-iters", type=_number(int, 1), default=50)
+        q.add_argument("--infer-iters", type=_number(int, 1), default=50,
+                       help="MAP-EM iterations of each split's theta, Phi fixed "
+                            "(default: %(default)s)")
         q.add_argument("--full-src", metavar="DIR",
                        help="count the bags of words over the untruncated source DIR/{split}.src (one document "
                             "per line in the dictionary's symbols, aligned with the binarized split: "

@@ -25,8 +25,9 @@ parser. A command whose function ends without parsing, or fails before, is an er
 An option without help text, or a parser whose ``prog`` is not how the command is run, is listed as
 a warning (stderr); neither stops the generator. A page whose notes lost a marker stops it before it
 writes anything. ``tests/test_reference_pages.py`` regenerates every page in memory and fails on a
-committed page that differs from its parser, and on a ``--flag`` named in the notes or in
-``docs/architecture.md`` that no parser knows (:func:`known_options`, :func:`unknown_flags`).
+committed page that differs from its parser, on any warning (:func:`warnings_of`), and on a
+``--flag`` named in the notes or in ``docs/architecture.md`` that no parser knows
+(:func:`known_options`, :func:`unknown_flags`).
 """
 import argparse
 import ast
@@ -503,6 +504,15 @@ def pages(cmds=None, out_dir=OUT, warnings=None):
         result[c.stem + ".md"] = render(c, parser_of(c), notes, warnings)
     result["README.md"] = index(cmds)
     return result
+
+
+def warnings_of(cmds=None, out_dir=OUT):
+    """The generator's warnings for the pages of ``cmds`` (default: every page): each option
+    without help text and each usage line naming another program than the command's, as
+    :func:`main` lists them."""
+    found = []
+    pages(all_commands() if cmds is None else cmds, out_dir, found)
+    return found
 
 
 def all_commands():

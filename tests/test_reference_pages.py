@@ -131,6 +131,24 @@ def test_a_usage_line_naming_another_program_is_a_warning():
     assert warnings == ["fairseq-sum-toy: its usage line names 'toy', not 'fairseq-sum-toy'"]
 
 
+def test_warnings_of_lists_the_warnings_of_the_pages(monkeypatch, tmp_path):
+    name = "python -m fairseq_sum_plugins.evaluation.decodings"
+    command = mr.Command(name, "toy", "fairseq_sum_plugins.evaluation.decodings", None)
+    p = argparse.ArgumentParser(prog="decodings")
+    p.add_argument("--bare", type=int, default=3)
+    monkeypatch.setattr(mr, "parser_of", lambda c: p)
+    assert mr.warnings_of([command], str(tmp_path)) == [
+        f"{name}: its usage line names 'decodings', not '{name}'", f"{name}: --bare has no help text"]
+
+
+def test_every_option_has_help_and_every_usage_line_names_its_command():
+    """What ``python scripts/make_reference.py`` lists as warnings, over every page (the plugin's
+    fairseq options included): an option without help text, or a usage line (``prog``) naming
+    another program than the one typed (``usage: lexrank`` for ``python -m ...lexrank``)."""
+    found = mr.warnings_of()
+    assert found == [], "\n".join(found)
+
+
 def test_notes_are_kept_and_a_changed_page_is_named(tmp_path, monkeypatch):
     """A round trip on one real command: write, check, edit outside and inside the notes, check."""
     score = [c for c in mr.commands() if c.name == "fairseq-sum-score"]

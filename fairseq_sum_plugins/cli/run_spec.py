@@ -351,20 +351,30 @@ def main(argv=None):
     if "--" in argv:
         at = argv.index("--")
         argv, flags = argv[:at], argv[at + 1:]
-    p = argparse.ArgumentParser(prog="run_spec", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m fairseq_sum_plugins.cli.run_spec",
+                                description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("gate", help="skip, run or force a step (see above)")
-    g.add_argument("step")
+    g.add_argument("step", help="the step's name: recorded, not compared; it starts each "
+                   "message")
     g.add_argument("target", help="the step's output: FOLDER/ or FILE")
-    g.add_argument("--complete", choices=("0", "1"), required=True)
-    g.add_argument("--partial", choices=("0", "1"), default="0")
+    g.add_argument("--complete", choices=("0", "1"), required=True,
+                   help="1: TARGET is complete, skipped when made under this spec")
+    g.add_argument("--partial", choices=("0", "1"), default="0",
+                   help="1: TARGET holds an unfinished output (a training's checkpoint_last.pt), "
+                        "reused with --resumes (default: %(default)s)")
     g.add_argument("--resumes", action="store_true", help="the step resumes a partial output")
-    g.add_argument("--input", type=_pair, action="append", default=[], metavar="NAME=PATH")
-    g.add_argument("--field", type=_pair, action="append", default=[], metavar="KEY=VALUE")
+    g.add_argument("--input", type=_pair, action="append", default=[], metavar="NAME=PATH",
+                   help="an input of the step, compared by the identity of its content "
+                        "(sha256 or sizes, never its path); repeatable")
+    g.add_argument("--field", type=_pair, action="append", default=[], metavar="KEY=VALUE",
+                   help="a setting that changes the result, compared as text; repeatable")
     g.add_argument("--root", help="a path recorded as {root} in the flags")
     s = sub.add_parser("smoke", help="print the paths made under SMOKE=1, one a line")
-    s.add_argument("paths", nargs="*")
+    s.add_argument("paths", nargs="*",
+                   help="files or folders; printed: those whose spec record (their own, their "
+                        "folder's, or those beside them) says SMOKE=1 or cannot be read")
     args = p.parse_args(argv)
     if args.cmd == "smoke":
         print("\n".join(smoke_runs(args.paths)))

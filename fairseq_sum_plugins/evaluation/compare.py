@@ -270,11 +270,21 @@ def get_parser():
                         "--meteor-impl 1.5)")
     p.add_argument("--method", choices=["bootstrap", "ar"], default="bootstrap",
                    help="p-value by paired bootstrap or approximate randomization (CI: bootstrap)")
-    p.add_argument("--bootstrap-samples", type=int_at_least(1), default=1000)
-    p.add_argument("--ar-trials", type=int_at_least(1), default=10000)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--name-a", default="A")
-    p.add_argument("--name-b", default="B")
+    p.add_argument("--bootstrap-samples", type=int_at_least(1), default=1000,
+                   help="paired-bootstrap resamples of the documents, B: the CI with either "
+                        "--method, and p with bootstrap (default: %(default)s)")
+    p.add_argument("--ar-trials", type=int_at_least(1), default=10000,
+                   help="approximate-randomization trials, R: p with --method ar "
+                        "(default: %(default)s)")
+    p.add_argument("--seed", type=int, default=1,
+                   help="seed of the resamples, the trials and the specificity permutations "
+                        "(default: %(default)s)")
+    p.add_argument("--name-a", default="A",
+                   help="name of SYS_A in the table (its first 10 characters) and the --png "
+                        "plot (default: %(default)s); in --html, unless --names, this name when "
+                        "given, else SYS_A's folder")
+    p.add_argument("--name-b", default="B",
+                   help="name of SYS_B, as --name-a (default: %(default)s)")
     p.add_argument("--json", metavar="FILE", help="also write the numbers as JSON")
     p.add_argument("--png", metavar="FILE", help="plot the differences with their CIs")
     p.add_argument("--html", metavar="FILE",

@@ -564,21 +564,48 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
     @staticmethod
     def add_args(parser):
         # fmt: off
-        parser.add_argument("--activation-fn", choices=utils.get_available_activation_fns())
-        parser.add_argument("--dropout", type=float, metavar="D")
-        parser.add_argument("--attention-dropout", type=float, metavar="D")
-        parser.add_argument("--activation-dropout", type=float, metavar="D")
+        parser.add_argument("--activation-fn", choices=utils.get_available_activation_fns(),
+                            help="activation of the feed-forward hidden layer (default: relu)")
+        parser.add_argument("--dropout", type=float, metavar="D",
+                            help="dropout probability of the embeddings and of each sublayer's "
+                                 "output before its residual; T5 cell: also of the final states "
+                                 "(default: 0.1)")
+        parser.add_argument("--attention-dropout", type=float, metavar="D",
+                            help="dropout probability of the attention weights (default: 0.0; "
+                                 "0.1 in the T5-cell presets)")
+        parser.add_argument("--activation-dropout", type=float, metavar="D",
+                            help="dropout probability of the feed-forward hidden units (default: "
+                                 "0.0; 0.1 in the T5-cell presets)")
         for side in ("encoder", "decoder"):
-            parser.add_argument(f"--{side}-embed-dim", type=int, metavar="N")
-            parser.add_argument(f"--{side}-ffn-embed-dim", type=int, metavar="N")
-            parser.add_argument(f"--{side}-layers", type=int, metavar="N")
-            parser.add_argument(f"--{side}-attention-heads", type=int, metavar="N")
+            # base_architecture: the decoder's dims follow the encoder's
+            dflt = "the preset's; sum_transformer: {}" if side == "encoder" else \
+                "default: the encoder's"
+            parser.add_argument(f"--{side}-embed-dim", type=int, metavar="N",
+                                help=f"the {side}'s model width d_m, its embeddings' too "
+                                     f"({dflt.format(512)}); the two must be equal")
+            parser.add_argument(f"--{side}-ffn-embed-dim", type=int, metavar="N",
+                                help=f"hidden units d_f of the {side}'s feed-forward layers "
+                                     f"({dflt.format(2048)})")
+            parser.add_argument(f"--{side}-layers", type=int, metavar="N",
+                                help=f"layers of the {side} ({dflt.format(6)})")
+            parser.add_argument(f"--{side}-attention-heads", type=int, metavar="N",
+                                help=f"attention heads of each {side} layer ({dflt.format(8)})")
             parser.add_argument(f"--{side}-normalize-before", type=bool_flag, metavar="BOOL",
                                 help="pre-LN cell (T5, TP-Transformer) if True, post-LN if False")
-            parser.add_argument(f"--{side}-learned-pos", action="store_true")
-        parser.add_argument("--share-decoder-input-output-embed", type=bool_flag, metavar="BOOL")
-        parser.add_argument("--share-all-embeddings", type=bool_flag, metavar="BOOL")
-        parser.add_argument("--no-scale-embedding", action="store_true")
+            parser.add_argument(f"--{side}-learned-pos", action="store_true",
+                                help=f"default cell: learned {side} positions (a table sized by "
+                                     f"--max-{'source' if side == 'encoder' else 'target'}"
+                                     "-positions) instead of sinusoidal ones; the T5 cell has no "
+                                     "absolute positions")
+        parser.add_argument("--share-decoder-input-output-embed", type=bool_flag, metavar="BOOL",
+                            help="the output projection is the decoder's embedding matrix "
+                                 "(tied); False: a separate matrix (default: True)")
+        parser.add_argument("--share-all-embeddings", type=bool_flag, metavar="BOOL",
+                            help="one embedding matrix for the encoder and the decoder (needs a "
+                                 "joined dictionary; default: True)")
+        parser.add_argument("--no-scale-embedding", action="store_true",
+                            help="default cell: token embeddings not multiplied by sqrt(d_m) "
+                                 "(the T5 cell never scales them)")
         # the cell (module docstring, "The T5 cell")
         parser.add_argument("--cell", choices=["default", "t5"],
                             help="default: this module's cell; t5: the exact T5 v1.0 cell "
@@ -602,8 +629,14 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
                             help="a bias b^o on the output logits, softmax(W^o S + b^o) (ETADS eq. "
                                  "4; on in the etads presets, off elsewhere and in checkpoints "
                                  "saved without it)")
-        parser.add_argument("--max-source-positions", type=int, metavar="N")
-        parser.add_argument("--max-target-positions", type=int, metavar="N")
+        parser.add_argument("--max-source-positions", type=int, metavar="N",
+                            help="longest source the model accepts, in tokens with the EOS: "
+                                 "fairseq's size filter uses it, and raw text is cut to its "
+                                 "first N - 1 tokens and the EOS (default: 1024)")
+        parser.add_argument("--max-target-positions", type=int, metavar="N",
+                            help="longest summary the model accepts, in tokens with the EOS: "
+                                 "fairseq's size filter uses it, and decoding is capped at N - 1 "
+                                 "tokens (default: 1024)")
         add_checkpoint_args(parser)  # fairseq's --checkpoint-activations, --offload-activations
         # the features (modules/features.py): information selection --gate*, TP-Transformer
         # --tpr*, ETADS --focus/--saliency-layers

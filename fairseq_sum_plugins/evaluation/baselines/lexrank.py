@@ -18,10 +18,10 @@ background corpus is named; a word in every sentence weighs 0), the jump probabi
 (E&R: "typically chosen in [0.1, 0.2]"), and a sentence without any word (punctuation only) is an
 isolated vertex with a zero vector.
 
-``python -m fairseq_sum_plugins.evaluation.lexrank --data WORK --out FILE [--json SCORES]``: the
-extracts of a fairseq-sum-prepare folder's split (WORK/raw/SPLIT.src), one line per document joined
-by `` <sep> ``, and with ``--json`` their ROUGE against the untruncated references (the keys of
-``fairseq-sum-score --json``).
+``python -m fairseq_sum_plugins.evaluation.baselines.lexrank --data WORK --out FILE
+[--json SCORES]``: the extracts of a fairseq-sum-prepare folder's split (WORK/raw/SPLIT.src), one
+line per document joined by `` <sep> ``, and with ``--json`` their ROUGE against the untruncated
+references (the keys of ``fairseq-sum-score --json``).
 """
 
 import argparse
@@ -97,14 +97,20 @@ def lexrank_extract(sentences, k=10, threshold=DEFAULT_THRESHOLD, damping=DEFAUL
 def get_parser():
     from ...scoring import rouge
 
-    p = argparse.ArgumentParser(prog="lexrank", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m fairseq_sum_plugins.evaluation.baselines.lexrank",
+                                description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", required=True, metavar="WORK",
                    help="a folder of fairseq-sum-prepare (WORK or WORK/bin)")
-    p.add_argument("--split", default="test")
+    p.add_argument("--split", default="test",
+                   help="the split to extract: WORK/raw/SPLIT.src, its references "
+                        "WORK/bin/SPLIT.ref.jsonl (default: %(default)s)")
     p.add_argument("--sentences", type=int, default=10, help="sentences per extract (k)")
-    p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
-    p.add_argument("--damping", type=float, default=DEFAULT_DAMPING)
+    p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                   help="cosine above which two sentences are linked, t in [0, 1) "
+                        "(default: %(default)s)")
+    p.add_argument("--damping", type=float, default=DEFAULT_DAMPING,
+                   help="jump probability d of the random walk, in (0, 1] (default: %(default)s)")
     p.add_argument("--out", required=True, help="extracts, one line per document")
     p.add_argument("--json", help="also their ROUGE (the keys of fairseq-sum-score --json)")
     rouge.add_scorer_options(p, rouge.DOCUMENT_BACKENDS)

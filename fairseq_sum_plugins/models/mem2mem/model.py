@@ -493,13 +493,22 @@ class Mem2MemModel(FairseqEncoderDecoderModel):
                             help="readout before the softmax")
         parser.add_argument("--share-embeddings", type=b, metavar="BOOL",
                             help="one embedding table for source and target (joined dictionary)")
-        parser.add_argument("--share-decoder-input-output-embed", type=b, metavar="BOOL")
+        parser.add_argument("--share-decoder-input-output-embed", type=b, metavar="BOOL",
+                            help="the output projection is the target embedding matrix (tied, "
+                                 "with its own bias; needs --decoder-out-embed-dim == "
+                                 "--embed-dim); default False: a separate Linear")
         parser.add_argument("--max-doc-sentences", type=int, metavar="N",
                             help="keep at most N sentences per document (0: all, the default)")
         parser.add_argument("--max-sentence-tokens", type=int, metavar="M",
                             help="keep at most M tokens per sentence (0: all, the default)")
-        parser.add_argument("--max-source-positions", type=int, metavar="N")
-        parser.add_argument("--max-target-positions", type=int, metavar="N")
+        parser.add_argument("--max-source-positions", type=int, metavar="N",
+                            help="longest source the model accepts, in tokens with the EOS: "
+                                 "fairseq's size filter uses it, and raw text is cut to its "
+                                 "first N - 1 tokens and the EOS (default: 100000)")
+        parser.add_argument("--max-target-positions", type=int, metavar="N",
+                            help="longest summary the model accepts, in tokens with the EOS: "
+                                 "fairseq's size filter uses it, and decoding is capped at N - 1 "
+                                 "tokens (default: 1024)")
         parser.add_argument("--pointer-generator", type=b, metavar="BOOL",
                             help="copy mechanism (M2M eq. 13-15)")
         parser.add_argument("--source-position-markers", type=int, metavar="K",
