@@ -9,16 +9,17 @@ it). Every file is read except those that are not text (a NUL byte or not UTF-8:
 texts of documents and outputs (:data:`TEXTS`: ``decodings.txt``, ``references.txt``,
 ``sources.txt`` and the extracts ``baselines/NAME.txt``), whose words are data ("the relation
 /people/person/place" of a paper) and whose hashes tie them to their runs. An absolute path is a
-``/`` that no letter, digit, ``.``, ``~``, ``:``, ``/``, ``<``, ``\\`` or ``-`` precedes, followed
-by at least two names (``/tmp/qs``: a single ``/name`` is too often a unit, as in "tokens /s"); a
-drive letter's ``C:\\`` or ``C:/`` and a ``file://`` URL are one; a web URL's path
-(``https://host/a/b``) and an HTML closing tag (``</td>``) are not.
+``/`` that no letter, digit, ``.``, ``~``, ``:``, ``/``, ``<``, ``\\``, ``}`` or ``-`` precedes,
+followed by at least two names (``/tmp/qs``: a single ``/name`` is too often a unit, as in
+"tokens /s"); a drive letter's ``C:\\`` or ``C:/`` and a ``file://`` URL are one; a web URL's
+path (``https://host/a/b``), an HTML closing tag (``</td>``) and a path under a placeholder (a step
+record's ``{root}/base/test.out``, fairseq_sum_plugins/cli/run_spec.py) are not.
 """
 import json
 import os
 import re
 
-ABSOLUTE = re.compile(r"(?<![\w.~:/<\\-])/[\w.+-]+(?:/[\w.+-]+)+|(?<![\w.])~/[\w.+-]+"
+ABSOLUTE = re.compile(r"(?<![\w.~:/<\\}-])/[\w.+-]+(?:/[\w.+-]+)+|(?<![\w.])~/[\w.+-]+"
                       r"|\b[A-Za-z]:(?:\\\\?|/)[\w.+-]+|\bfile://[^\s\"'<>)]+")
 
 

@@ -274,7 +274,8 @@ def test_compare_sh_keeps_the_train_seconds_of_a_launch_killed_while_decoding(co
 
 @pytest.mark.slow
 def test_compare_sh_resumes_under_the_same_spec(compared, compare_work, tmp_path):
-    """The same spec resumes (every step skipped), also from a copy of the data folder elsewhere."""
+    """The same spec resumes (every step skipped, compare.sh's source use through the gate
+    included), also from a copy of the data folder elsewhere."""
     out, _ = compared
     ckpt = out / "base" / "checkpoints" / "checkpoint_last.pt"
     before = ckpt.stat().st_mtime_ns
@@ -283,7 +284,7 @@ def test_compare_sh_resumes_under_the_same_spec(compared, compare_work, tmp_path
     proc = compare_sh(moved, out, f"base={COMPARE_MODEL}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert steps(proc.stdout) == [("train", True), ("generate", True), ("score", True),
-                                  ("baselines", True)]
+                                  ("source use", True), ("baselines", True)]
     assert ckpt.stat().st_mtime_ns == before
 
 

@@ -87,7 +87,9 @@ def test_a_step_is_skipped_under_its_spec_and_refused_under_another_naming_the_f
     assert proc.returncode == 2 and "made with other flags: 'a' -> 'b'" in proc.stderr
     (tmp_path / "in.txt").write_text("input two\n")  # the input's content, not its name
     proc = step("fake", out, SMOKE="1")
-    assert proc.returncode == 2 and f"made from input in {tmp_path}/in.txt (sha256:" in proc.stderr
+    # the recorded input by its name (a record holds no machine path), this run's as given
+    assert proc.returncode == 2 and "made from input in in.txt (sha256:" in proc.stderr
+    assert f"this run's is {tmp_path}/in.txt (sha256:" in proc.stderr
     assert out.read_text() == "made from input one with a (run)\n"  # refused: nothing touched
     forced = step("fake", out, FORCE="1")
     assert forced.returncode == 0 and "FORCE=1" in forced.stdout
@@ -269,7 +271,8 @@ def test_papers_sh_refuses_to_reuse_a_smoke_run_or_another_datasets_run(raw_corp
     assert (f"convert: {out}/newsroom/jsonl was made with SMOKE=1, this run has SMOKE=0; made "
             "with PRESET=small, this run has PRESET=base: use another OUT, or FORCE=1") in proc.stderr
     proc = again(other, SMOKE="1")
-    assert proc.returncode == 2 and f"made from input RAW {raw_corpora['newsroom']} (" in proc.stderr
+    raw_name = os.path.basename(os.path.normpath(raw_corpora["newsroom"]))
+    assert proc.returncode == 2 and f"made from input RAW {raw_name} (" in proc.stderr
     assert f"this run's is {other} (" in proc.stderr
     assert open(table).read() == before  # refused before any step: the table is the smoke run's
     proc = again(raw_corpora["newsroom"], SMOKE="1")  # the same run: every step skipped
@@ -295,6 +298,46 @@ def test_gated_records_the_command_and_a_failed_forced_step_leaves_no_old_output
     again = step("fake_gated", out)
     assert again.returncode == 0 and "skipped" not in again.stdout
     assert out.read_text() == "input two\nflag a\n"
+
+
+def test_a_record_holds_no_machine_path_and_still_gates(step, tmp_path):
+    """A record travels with its run folder into results/ (compare.sh's OUT/LABEL/*.spec.json):
+    its inputs were recorded by their machine paths, which results_index --check refuses. Now an
+    input under --root is ``{root}/...``, another its name; the gate compares as before (the
+    content's identity), and a refusal shows the recorded name and this run's path."""
+    from ledger import results_paths
+
+    run = tmp_path / "run"
+    (run / "base").mkdir(parents=True)
+    (run / "base" / "decoding.txt").write_text("H-0\tx\n")
+    data = tmp_path / "work" / "bin"
+    write_prepared(data, ["one summary"])
+    out = run / "base" / "x.json"
+    script = tmp_path / "gated.sh"
+    script.write_text('source "$REPO/recipes/common.sh"\n'
+                      'gated step "$1" "$1" --input "data=$DATA" --input "decoding=$2/base/decoding.txt" '
+                      '--root "$2" -- cp "$2/base/decoding.txt" "$1"\n')
+    env = {k: v for k, v in os.environ.items() if k not in ("SMOKE", "PRESET", "FORCE")}
+    env.update(REPO=REPO, DATA=str(data),
+               PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""))
+
+    def gated(**extra):
+        return subprocess.run(["bash", str(script), str(out), str(run)], env={**env, **extra},
+                              capture_output=True, text=True, timeout=60)
+    assert gated().returncode == 0 and out.is_file()
+    record = json.loads((run / "base" / "x.json.spec.json").read_text())
+    assert record["input_paths"] == {"data": "bin", "decoding": "{root}/base/decoding.txt"}
+    assert record["flags"] == ["cp", "{root}/base/decoding.txt", "{root}/base/x.json"]
+    assert results_paths.check_paths(str(run)) == []  # {root}/base/...: a placeholder's path
+    # moved: the same content elsewhere is the same input, the step skipped
+    moved = tmp_path / "moved" / "bin"
+    shutil.copytree(data, moved)
+    assert "exists, skipped" in gated(DATA=str(moved)).stdout
+    (run / "base" / "decoding.txt").write_text("H-0\ty\n")
+    proc = gated()
+    assert proc.returncode == 2
+    assert (f"made from input decoding {run}/base/decoding.txt (sha256:" in proc.stderr
+            and f"this run's is {run}/base/decoding.txt (sha256:" in proc.stderr), proc.stderr
 
 
 PROBE = r"""
@@ -335,7 +378,8 @@ def test_a_probe_is_refused_when_its_labels_change_or_evaluation_labels_are_adde
     assert "exists, skipped" in probe().stdout
     (labels / "pos.conllu").write_text("1\tone\t_\tNOUN\n")  # other training labels
     proc = probe()
-    assert proc.returncode == 2 and f"made from input labels {labels}/pos.conllu (sha256:" in proc.stderr
+    assert proc.returncode == 2 and "made from input labels pos.conllu (sha256:" in proc.stderr
+    assert f"this run's is {labels}/pos.conllu (sha256:" in proc.stderr
     (labels / "pos.conllu").write_text("1\tone\t_\tNUM\n")
     (labels / "pos.valid.t5_transformer.conllu").write_text("1\tx\t_\tX\n")  # added later
     proc = probe()

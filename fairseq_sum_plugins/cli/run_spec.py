@@ -36,6 +36,11 @@ Identities are of content, never of paths or times, so a moved folder is the sam
   story), the names and sizes of its files;
 * a text that names no path (several paths in one word list are identified one by one): itself.
 
+Each input is also recorded by where it lay (``input_paths``, for the messages only, never
+compared): under ``--root`` as ``{root}/...``, elsewhere by its name, so that a record committed
+with its run's folder holds no machine path (``ledger/results_paths.py``); a refusal shows the
+recorded name and this run's path as given.
+
 Flags are recorded as given, less what does not change the result or differs between launches of
 one run (``--restore-file X`` and ``--reset-*`` of a fine-tuning's first launch, a node's
 ``--distributed-rank``, ``--distributed-init-method``, ``--distributed-port``, the worker
@@ -151,6 +156,25 @@ def _rooted(word, root):
     return key + eq + value
 
 
+def recorded_path(path, root=None):
+    """How the record names an input (``input_paths``, for the messages only): a path under
+    ``root`` as ``{root}/...``, another absolute or existing path by its name, several paths in
+    one word list each so; a text that names no path as it is. A record travels with its run's
+    folder into ``results/``, which keeps no machine path (``ledger/results_paths.py``)."""
+    words = path.split()
+    if len(words) > 1 and any(os.path.exists(w) for w in words):
+        return " ".join(recorded_path(w, root) for w in words)
+    if root and (os.path.isabs(path) or os.path.exists(path)):
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+        if rel == ".":
+            return "{root}"
+        if rel != ".." and not rel.startswith("../"):
+            return "{root}/" + rel
+    if os.path.isabs(path) or os.path.exists(path):
+        return os.path.basename(os.path.normpath(path)) or path
+    return path
+
+
 def normalize_flags(flags, root=None):
     out, skip = [], 0
     for flag in flags:
@@ -183,7 +207,7 @@ def build(step, inputs=(), fields=(), flags=(), root=None, env=None):
     env = os.environ if env is None else env
     spec = {"step": step, "SMOKE": env.get("SMOKE") or "0", "PRESET": env.get("PRESET", "")}
     spec["inputs"] = {name: identity(path) for name, path in inputs}
-    spec["input_paths"] = {name: path for name, path in inputs}  # for the messages only
+    spec["input_paths"] = {name: recorded_path(path, root) for name, path in inputs}  # messages
     spec["fields"] = dict(fields)
     spec["flags"] = normalize_flags(list(flags), root)
     return spec
@@ -212,8 +236,11 @@ def _flag_change(old, new):
     return "made with other flags: " + "; ".join(parts[:4]) + (" ..." if len(parts) > 4 else "")
 
 
-def differences(old, new):
-    """One phrase per field of the spec ``old`` (recorded) that differs in ``new``; SMOKE first."""
+def differences(old, new, paths=None, root=None):
+    """One phrase per field of the spec ``old`` (recorded) that differs in ``new``; SMOKE first.
+    An input is shown by its recorded name (``{root}`` read as ``root``) and, for this run's, by
+    ``paths`` (``{name: path}`` as given) where known."""
+    paths = paths or {}
     out = []
     for key in ("SMOKE", "PRESET"):
         if str(old.get(key, "")) != str(new.get(key, "")):
@@ -224,8 +251,10 @@ def differences(old, new):
         for key in sorted(set(o) | set(n)):
             if o.get(key) != n.get(key):
                 if group == "inputs":
-                    was = old.get("input_paths", {}).get(key, "?")
-                    now = new.get("input_paths", {}).get(key, "?")
+                    was = str(old.get("input_paths", {}).get(key, "?"))
+                    if root and was.startswith("{root}"):
+                        was = root.rstrip("/") + was[len("{root}"):]
+                    now = paths.get(key, new.get("input_paths", {}).get(key, "?"))
                     out.append(f"made from {what} {key} {was} ({o.get(key, 'none')}), this "
                                f"run's is {now} ({n.get(key, 'none')})")
                 else:
@@ -245,9 +274,11 @@ def write(path, spec):
     os.replace(tmp, path)
 
 
-def gate(target, spec, complete, partial=False, resumes=False, force=False):
+def gate(target, spec, complete, partial=False, resumes=False, force=False, paths=None,
+         root=None):
     """``skip``, ``run`` or ``force`` for the step making ``target`` (see the module docstring);
-    writes the record unless ``skip``. A :class:`SpecError` when refused."""
+    writes the record unless ``skip``. A :class:`SpecError` when refused (``paths``, ``root``: how
+    its message shows the inputs, :func:`differences`)."""
     path = record_path(target)
     reusable = complete or (resumes and partial)
     shown = target.rstrip("/")
@@ -258,7 +289,7 @@ def gate(target, spec, complete, partial=False, resumes=False, force=False):
             raise SpecError(f"{e}: remove it and {shown} to make it again, or FORCE=1") from None
         old = None
     if old is not None:
-        diffs = differences(old, spec)
+        diffs = differences(old, spec, paths, root)
         if not diffs:
             if complete:
                 return "skip"
@@ -386,7 +417,7 @@ def main(argv=None):
     try:
         spec = build(args.step, args.input, args.field, flags, args.root)
         action = gate(args.target, spec, args.complete == "1", args.partial == "1", args.resumes,
-                      force == "1")
+                      force == "1", dict(args.input), args.root)
     except SpecError as e:
         print(f"{args.step}: {e}", file=sys.stderr)
         return 2
