@@ -860,7 +860,7 @@ def test_every_layer_of_the_topic_share_shades_the_outputs(tmp_path):
 def test_memory_read_weights_are_drawn_as_a_table_on_0_1():
     html = page.html_page([every_layer()])
     read = [[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]]  # output tokens x slots
-    assert html.count("Mem2Mem memory read Psi (eq. 7)") == 2  # both runs
+    assert html.count("Mem2Mem memory read Psi (M2M eq. 7)") == 2  # both runs
     for t, row in enumerate(read):
         for k, v in enumerate(row):
             assert f'style="background:rgba({page.GREEN},{v:.3f})" title="w{t + 1}: slot {k + 1} ' \

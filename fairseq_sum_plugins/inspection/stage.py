@@ -133,8 +133,8 @@ def top_attention(attn, k=TOP_K):
 
 def watch_gated_attention(model, probe):
     """Where the last decoder layer's cross-attention is this plugin's
-    (:class:`~..modules.attention.MultiheadAttention`) and gates its probabilities (ETADS
-    saliency, ETADS eq. 10), a reader of ``{"gated": (1, T', S')}``: the weights that layer uses, ``gate
+    (:class:`~..modules.attention.MultiheadAttention`) and gates its probabilities (the saliency
+    of ETADS eq. 10), a reader of ``{"gated": (1, T', S')}``: the weights that layer uses, ``gate
     * softmax`` of every head (each head's softmax from the module's own explicit path, run once
     more per head), averaged over the heads, as the backbone averages its returned softmax. Returns
     the dict it fills (empty where the layer has no gate)."""
