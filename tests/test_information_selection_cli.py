@@ -1,6 +1,7 @@
 """Information selection through the real CLIs: fairseq-train (gate loss and sparsity logged in
 validation), fairseq-generate with ``--model-overrides "{'gate_threshold': T}"`` (sparsity line), and
 BART: a tiny fairseq ``bart_base`` checkpoint fine-tuned as ``bart_base_gated`` with ``--restore-file``."""
+import json
 import os
 import re
 
@@ -135,6 +136,9 @@ def test_gate_sweep_table_and_pngs(toy_data, gated_run, tmp_path):
     assert sparsity[0] == 0.0 and sparsity == sorted(sparsity) and sparsity[-1] > 0
     assert all(r["tokens"] > 0 and r["n"] == 6 and 0 <= r["rouge1"] <= 100 for r in rows)
     assert "| 0.5 |" in (out / "gate_sweep.md").read_text()
+    # each row names the ROUGE scorer that made it (the paper tables name it beside the figures)
+    saved = json.loads((out / "gate_sweep.json").read_text())
+    assert [r["scorer"] for r in saved] == ["rouge155-py"] * 3
     # the source-gain forwards are not counted in the sparsity: tokens = the 6 decoded sources
     model, task, _ = gate_sweep.load(toy_data, gated_run["ckpt"], cuda=False)
     task.load_dataset("test")

@@ -396,6 +396,7 @@ def test_implicit_extraction_cli(trained_mem2mem, tmp_path, capsys):
     assert "memory" in out and "lead-2" in out and "oracle sentences: precision" in out
     assert (tmp_path / "ext" / "extractive.txt").read_text().count("\n") == 12
     report = json.loads((tmp_path / "ext" / "scores.json").read_text())
+    assert report["scorer"] == "rouge155-py"  # the paper tables name the scorer beside its figures
     for name in ("memory", "lead-2"):
         agr = report["oracle_agreement"][name]
         assert 0 <= agr["precision"] <= 1 and 0 <= agr["chance_precision"] <= 1 and agr["oracle"] >= 1

@@ -51,6 +51,12 @@ def test_a_file_that_records_no_scorer_is_named_and_no_files_says_so(tmp_path):
     assert ("The run's ROUGE: not recorded in 1 file(s) "
             "(newsroom/gate_sweep.same/gate_sweep.json)." in head)
     assert "ROUGE on 1k-document subsets (§4.3), implementation not stated" in head
+    # gate_sweep.py records its scorer in every row: the table names it
+    _write(tmp_path / "newsroom" / "gate_sweep.same" / "gate_sweep.json",
+           [{"threshold": 0.1, "sparsity": 50.0, "rouge1": 30.0, "rouge2": 10.0, "rougeL": 25.0,
+             "scorer": "rouge155-py"}])
+    head = _head(pt.render(t, str(tmp_path)))
+    assert "The run's ROUGE: rouge155-py (this package's ROUGE-1.5.5 in Python) in 1 file(s)." in head
 
 
 def test_tpt_table2_names_the_meteor_implementation(tmp_path):

@@ -137,7 +137,7 @@ def sweep(model, task, gates, args, cuda):
         rows.append(
             dict(threshold=t, sparsity=100 * dropped / max(total, 1), dropped=dropped, tokens=total,
                  rouge1=r1, rouge2=r2, rougeL=rl, n=len(hyps), words_per_s=words / seconds,
-                 source_gain=gain, distinct=len(texts)))
+                 source_gain=gain, distinct=len(texts), scorer=args.scorer))
         logger.info(f"threshold {t:g}: sparsity {rows[-1]['sparsity']:.2f}% R-1 {r1:.2f} R-2 "
                     f"{r2:.2f} R-L {rl:.2f} source gain {gain:.3f} bits, {len(texts)} distinct "
                     f"summaries of {len(hyps)}")

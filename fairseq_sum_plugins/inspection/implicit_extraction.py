@@ -272,7 +272,7 @@ def cli_main(argv=None):
         with open(os.path.join(args.out, name), "w", encoding="utf-8") as f:
             for sents in summaries:
                 f.write(" <sep> ".join(sents) + "\n")
-    report = {"split": args.split, "num_docs": len(ids),
+    report = {"split": args.split, "num_docs": len(ids), "scorer": args.scorer,
               "mean_selected_sentences": float(np.mean(n_sel)), "scores": scores,
               "oracle_max": args.oracle_max, "oracle_agreement": agreement}
     with open(os.path.join(args.out, "scores.json"), "w") as f:
