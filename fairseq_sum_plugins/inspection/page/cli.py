@@ -5,7 +5,7 @@
     fairseq-sum-inspect DATA/bin --path A.pt [--path B.pt ...] --split test --documents 0,3,7 \\
         --html PAGE [--json OUT] [--names A,B]
 
-reads every checkpoint with :func:`.loader.load_checkpoint`, runs each document through the
+reads every checkpoint with :func:`..loader.load_for`, runs each document through the
 inspection stage (:mod:`.stage`) and writes the page (:mod:`.page`) and the values. Several models
 side by side are given as ``--path A.pt --path B.pt`` (never fairseq's colon-separated ensemble:
 each model is shown on its own, never averaged). ``--text FILE`` takes raw documents instead, one a
@@ -22,7 +22,7 @@ from fairseq_sum_plugins.evaluation.plotting import gpt2_pieces
 
 from ...cli.outputs import refuse_clobber
 from ...data_folder import cut_pieces, prepared_limits
-from ..loader import CheckpointError, load_checkpoint
+from ..loader import load_for
 from .render import html_page
 from ..stage import RAW, add_topic_words, as_text, check_documents, exposed, inspect_documents
 
@@ -185,10 +185,7 @@ def main(argv=None):
     show = [s.strip() for s in (args.show or "").split(",") if s.strip()]
     models, task = [], None
     for name, path in zip(names, args.checkpoints):
-        try:
-            model, model_task = load_checkpoint(path, args.data, fp32=True)
-        except CheckpointError as e:
-            parser.error(str(e))
+        model, model_task = load_for(parser, path, args.data, fp32=True)
         has = exposed(model)
         missing = [s for s in show if s not in has]
         if missing:
