@@ -332,3 +332,62 @@ def test_incremental_steps_copy_no_cached_key_or_value(arch):
               and e.input_shapes and s in e.input_shapes[0]]
     assert copies == []
     assert fp32_close(step[:, -1], full[:, -1], full, MODEL_ULPS)
+
+
+def test_encoder_out_reorder_within_copies_keeps_the_tensors_and_gathers_otherwise():
+    """A reorder giving every row a copy of the row it already copies (beam search among a
+    document's beams) returns the same view; one that moves another document's copy into a row,
+    or removes rows, gathers (the reference's values, checked by hand)."""
+    from fairseq_sum_plugins.modules.encoder_out import EncoderOut
+
+    enc = torch.arange(2 * 3 * 4, dtype=torch.float).view(2, 3, 4)
+    view = EncoderOut(enc=enc, padding_mask=torch.zeros(2, 3, dtype=torch.bool),
+                      src_tokens=torch.tensor([[5, 6, 2], [7, 8, 2]]),
+                      state={"gates": torch.tensor([[0.5], [0.25]])})
+    beams = view.reorder(torch.tensor([0, 0, 1, 1]))  # the expansion: beam 2
+    assert beams.rows.tolist() == [0, 0, 1, 1] and torch.equal(beams.enc[1], enc[0])
+    same = beams.reorder(torch.tensor([1, 0, 3, 3]))  # hypotheses among each document's beams
+    assert same is beams
+    moved = beams.reorder(torch.tensor([2, 0, 3, 1]))  # row 0 now copies document 1
+    assert moved is not beams and moved.rows.tolist() == [1, 0, 1, 0]
+    assert torch.equal(moved.enc, enc[[1, 0, 1, 0]])
+    assert moved.state["gates"].flatten().tolist() == [0.25, 0.5, 0.25, 0.5]
+    shrunk = beams.reorder(torch.tensor([2, 3]))  # document 0 finished
+    assert shrunk.rows.tolist() == [1, 1] and torch.equal(shrunk.src_tokens[0], view.src_tokens[1])
+    for new_order in ([1, 0, 3, 3], [2, 0, 3, 1], [2, 3]):
+        ref = beams.reorder_copy(torch.tensor(new_order))
+        fast = beams.reorder(torch.tensor(new_order))
+        assert torch.equal(ref.enc, fast.enc) and torch.equal(ref.rows, fast.rows)
+    # fairseq's dict layout (BART) carries the rows too
+    back = EncoderOut.of(beams.into_fairseq({}))
+    assert back.rows.tolist() == [0, 0, 1, 1] and back.reorder(torch.tensor([1, 1, 2, 3])) is not None
+
+
+@pytest.mark.parametrize("arch,extra", [("t5_small", {}), ("transformer_gated_small", {}),
+                                        ("t5_transformer_small", {"pointer_generator": True})])
+def test_beam_search_without_encoder_out_copies_finds_the_same_hypotheses(arch, extra, monkeypatch):
+    """Beam search whose encoder-output reorders within a document's beams keep the tensors finds
+    the hypotheses and scores, bit for bit, of the reorder that gathers every step (documents of
+    several lengths, so the batch also shrinks)."""
+    from helpers import random_batch
+    from fairseq_sum_plugins.modules.encoder_out import EncoderOut
+
+    torch.manual_seed(0)
+    d = make_dictionary()
+    model, _ = build_model(arch, d, encoder_embed_dim=32, encoder_ffn_embed_dim=64,
+                           encoder_layers=2, encoder_attention_heads=4, decoder_layers=2,
+                           dropout=0.0, **extra)
+    model.eval()
+    src, lengths, _ = random_batch(d, bsz=4, src_len=10)
+    kept = []
+    fast = EncoderOut.reorder
+    monkeypatch.setattr(EncoderOut, "reorder",
+                        lambda self, o: kept.append(fast(self, o) is self) or fast(self, o))
+    results = [_beam_search(model, d, src, lengths)]
+    monkeypatch.setattr(EncoderOut, "reorder", EncoderOut.reorder_copy)
+    results.append(_beam_search(model, d, src, lengths))
+    assert any(kept) and not all(kept)  # some steps kept the tensors, the expansion gathered
+    for a_hyps, b_hyps in zip(*results):
+        for a, b in zip(a_hyps, b_hyps):
+            assert torch.equal(a["tokens"], b["tokens"])
+            assert torch.equal(a["positional_scores"], b["positional_scores"])

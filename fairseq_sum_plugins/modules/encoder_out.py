@@ -16,6 +16,9 @@ fields are declared here once, with their shapes, and read through :class:`Encod
     state          "feature_state"      {name: (B, ...)}  what features keep for the decoder (e.g.
                                                           the information gates), reordered like
                                                           ``enc``
+    rows           "source_rows"        (B,)              after a reorder: the row of the encoder's
+                                                          own output that each row copies (beam
+                                                          search's copies of a document), else None
 
 The backbones know no feature's fields: a feature writes its per-document tensors into ``state``
 (the information gate's ``gates``, ``gate_bias`` and ``gate_counts``:
@@ -25,6 +28,13 @@ features/information_selection.py), every one of them follows beam search's reor
 BART keeps fairseq's time-first layout (``encoder_out["encoder_out"] = [(S', B, C)]``, one-element
 lists): :meth:`EncoderOut.of` reads both layouts and :meth:`EncoderOut.into_fairseq` writes the
 fields into a fairseq encoder dict.
+
+**Reordering.** Every field is per document, so two rows that copy the same row of the encoder's
+output are equal. ``rows`` records which row each one copies; a reorder that gives every row a
+copy of the row it already copies (beam search picking hypotheses among a document's beams: every
+decoding step until a document finishes) returns the same tensors instead of gathering them again
+(``B x S x C`` per step), which is decided from the indices alone. :meth:`EncoderOut.reorder_copy`
+is the reference that always gathers; tests/test_speed_paths.py compares the two.
 """
 from dataclasses import dataclass, field, fields, replace
 from typing import Dict, Optional
@@ -40,6 +50,7 @@ KEYS = {
     "aux_losses": "aux_losses",
     "kept_index": "kept_index",
     "state": "feature_state",
+    "rows": "source_rows",
 }
 # fields that fairseq's own encoder dict already carries (time-first or as lists)
 FAIRSEQ_KEYS = {"enc": "encoder_out", "padding_mask": "encoder_padding_mask",
@@ -58,6 +69,7 @@ class EncoderOut:
     aux_losses: Dict[str, Tensor] = field(default_factory=dict)
     kept_index: Optional[Tensor] = None
     state: Dict[str, Optional[Tensor]] = field(default_factory=dict)
+    rows: Optional[Tensor] = None
 
     def to_dict(self):
         return {KEYS[f.name]: getattr(self, f.name) for f in fields(self)}
@@ -83,7 +95,8 @@ class EncoderOut:
         return cls(enc=enc, padding_mask=padding_mask, src_tokens=first("src_tokens"),
                    side=encoder_out.get("side") or {},
                    aux_losses=encoder_out.get("aux_losses") or {},
-                   kept_index=first(KEYS["kept_index"]), state=encoder_out.get(KEYS["state"]) or {})
+                   kept_index=first(KEYS["kept_index"]), state=encoder_out.get(KEYS["state"]) or {},
+                   rows=first(KEYS["rows"]))
 
     def into_fairseq(self, encoder_out):
         """Writes the fields into fairseq's encoder dict ``encoder_out`` (in place, time-first)."""
@@ -97,16 +110,26 @@ class EncoderOut:
         encoder_out["side"], encoder_out["aux_losses"] = self.side, self.aux_losses
         encoder_out[KEYS["kept_index"]] = [] if self.kept_index is None else [self.kept_index]
         encoder_out[KEYS["state"]] = self.state
+        encoder_out[KEYS["rows"]] = [] if self.rows is None else [self.rows]
         return encoder_out
 
     def reorder(self, new_order):
         """Beam search's reordering: every per-document tensor follows ``new_order``; aux losses
-        stay."""
+        stay. Where every row would get a copy of the row it already copies, the same view (see
+        the module docstring)."""
+        if self.rows is not None and new_order.shape == self.rows.shape and torch.equal(
+                self.rows.index_select(0, new_order), self.rows):
+            return self
+        return self.reorder_copy(new_order)
+
+    def reorder_copy(self, new_order):
+        """:meth:`reorder` gathering every tensor (the reference)."""
         pick = lambda t: None if t is None else t.index_select(0, new_order)  # noqa: E731
         changed = {f.name: pick(getattr(self, f.name))
-                   for f in fields(self) if f.name not in _DICTS}
+                   for f in fields(self) if f.name not in _DICTS + ("rows",)}
+        rows = new_order if self.rows is None else self.rows.index_select(0, new_order)
         return replace(self, side={k: pick(v) for k, v in self.side.items()},
-                       state={k: pick(v) for k, v in self.state.items()}, **changed)
+                       state={k: pick(v) for k, v in self.state.items()}, rows=rows, **changed)
 
     def restore_attention(self, attn):
         """Attention over the kept rows ``(B, T, S')`` as attention over source positions ``(B, T,

@@ -45,7 +45,7 @@ only stop words) takes the topic model's prior proportions
 the corpus mean of the fit, or uniform), for TEMA and DRM alike, and TEMA breaks ties by the lower
 topic id, so its prefix is deterministic and nothing is NaN.
 
-**Phi in checkpoints.** ``phi`` / ``phi_unit`` are not saved with the weights (they come from
+**Phi in checkpoints.** ``phi_topics`` / ``phi_unit`` are not saved with the weights (they come from
 ``topic_model.npz``), but ``build_topic_assistant`` records the sha256 of Phi (and the file) in the
 model args, ``ta_phi_sha256`` / ``ta_phi_file``, which fairseq saves in the checkpoint's cfg. When a
 model is rebuilt from a checkpoint (fairseq-generate, -interactive, the hub) with a topic model
@@ -155,9 +155,11 @@ class TopicAssistant(nn.Module):
             raise ValueError(f"the prior topic proportions must be {self.num_topics} finite values "
                              "with a positive sum")
         self.register_buffer("theta_prior", prior / prior.sum(), persistent=False)
-        # TA eq. 8: topics (columns) as distributions over tokens
-        self.register_buffer("phi", phi / phi.sum(0, keepdim=True).clamp_min(1e-30),
-                             persistent=False)
+        # TA eq. 8: topics (columns) as distributions over tokens, kept as rows (K, V) so that the
+        # selected topics are a gather of contiguous rows (a column gather of (V, K) reads across
+        # every row: 17.8 vs 0.4 ms for 40 topics of a 32k dictionary)
+        self.register_buffer("phi_topics", (phi / phi.sum(0, keepdim=True).clamp_min(1e-30)).t()
+                             .contiguous(), persistent=False)
         # TA eq. 5: rows as distributions over topics; L2-normalised for the cosine, zero rows stay
         # zero
         rows = phi / phi.sum(1, keepdim=True).clamp_min(1e-30)
@@ -186,8 +188,15 @@ class TopicAssistant(nn.Module):
 
     # --- SIA (TA eq. 6) ---
 
+    @property
+    def phi(self):
+        """Phi with topics as distributions over tokens, ``(V, K)`` (a view of ``phi_topics``)."""
+        return self.phi_topics.t()
+
     def rows(self, tokens):
-        return self.phi_unit[tokens]
+        """``varphi_v`` (TA eq. 5, L2-unit) of each token: ``(..., K)`` (an embedding lookup, the
+        same values as ``phi_unit[tokens]`` without advanced indexing's cost)."""
+        return nn.functional.embedding(tokens, self.phi_unit)
 
     @staticmethod
     def sia_probs(q_rows, k_rows, d_k, bias=None, key_padding_mask=None):
@@ -210,7 +219,7 @@ class TopicAssistant(nn.Module):
     def topic_embeddings(self, topic_ids, embed_weight):
         """``E_topic[k] = Phi[:, k]^T E_token`` for the selected topics ``(B, n) -> (B, n, C)``
         (TA eq. 8)."""
-        cols = self.phi.t()[topic_ids]  # (B, n, V)
+        cols = nn.functional.embedding(topic_ids, self.phi_topics)  # (B, n, V)
         return cols.to(embed_weight.dtype) @ embed_weight
 
     @staticmethod
@@ -357,7 +366,12 @@ class SIAHead(nn.Module):
         return self(kv, inputs[self.probs], inputs["incremental_state"], v_scale=v_scale)
 
     def reorder_incremental_state(self, incremental_state, new_order):
+        """The cached value rows follow beam search's ``new_order``; the cross head's depend on
+        the source only and are left as they are while the batch keeps its size (beam search
+        reorders among a source's beams, whose rows are equal), as the attention's keys are."""
         saved = self.get_incremental_state(incremental_state, "sia")
+        if saved and self.static_kv and saved["v"].size(0) == new_order.size(0):
+            return incremental_state
         if saved:
             self.set_incremental_state(incremental_state, "sia",
                                        {"v": saved["v"].index_select(0, new_order)})
