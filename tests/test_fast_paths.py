@@ -243,7 +243,8 @@ def _beam_search(model, d, src, lengths, beam=3):
 
 
 @pytest.mark.parametrize("arch,extra", [("t5_small", {}), ("transformer_gated_small", {}),
-                                        ("t5_transformer_small", {"pointer_generator": True})])
+                                        ("t5_transformer_small", {"pointer_generator": True}),
+                                        ("etads_base", {})])
 def test_beam_shared_cross_attention_keys_give_the_same_search(arch, extra):
     """Beam search with cross-attention keys/values computed once per source (shared by its beams)
     finds the hypotheses, scores and attention of the per-row cache; the cache holds one row per
@@ -281,6 +282,10 @@ def test_beam_shared_cross_attention_keys_give_the_same_search(arch, extra):
     rows = [layer.cross_attn._get_input_buffer(state)["prev_key"].size(0)
             for layer in model.decoder.layers]
     assert rows == ([3, 9] if extra else [3, 3])
+    # ETADS's saliency gate (ETADS eq. 9): W_s K shared like the keys
+    gates = [m._get_input_buffer(state)["gate_key"].size(0) for m in model.decoder.modules()
+             if type(m).__name__ == "SaliencyGate"]
+    assert gates == ([3, 3] if arch == "etads_base" else [])
 
 
 def test_bench_flop_count_of_a_matmul_step_by_hand():

@@ -9,7 +9,9 @@ per head ``h`` (``W_h Q`` and ``W_s K`` are split into heads like ``Q`` and ``K`
 The gate multiplies the (dropped-out) attention probabilities, so the attention runs on the
 explicit path (:meth:`MultiheadAttention._explicit_attention` with ``gate``); the weights it
 returns for alignment / coverage are the plain softmax distribution. In incremental decoding
-``W_s K`` is computed once per source and cached like the cross-attention keys.
+``W_s K`` is computed once per source and cached like the cross-attention keys; where beam search
+shares those keys among a source's beams (modules/attention.py), so is ``W_s K``, and the gate of
+the beams' queries is formed against it as one block (:meth:`GateFactors.per_source`).
 
 Memory: :func:`gated_attention` keeps no ``(B, H, T, S)`` tensor for backward (it saves ``Q, K, V,
 W_h Q, W_s K`` and recomputes the probabilities and the gate, as fused attention kernels do), so a
@@ -27,7 +29,7 @@ import torch.nn as nn
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 
-from ..modules.attention import InputBuffer
+from ..modules.attention import InputBuffer, MultiheadAttention
 from ..modules.dropout import dropout
 from ..modules.features import Inspection, layers_feature
 
@@ -36,6 +38,7 @@ from ..modules.features import Inspection, layers_feature
 class SaliencyGate(InputBuffer, nn.Module):
     buffer_name = "gate_state"
     feature_init = True  # its own initialisation, also under BART's (models/bart.py)
+    per_source = True  # applies to cross-attention keys shared by a source's beams
 
     def __init__(self, embed_dim, num_heads):
         super().__init__()
@@ -72,14 +75,22 @@ class SaliencyGate(InputBuffer, nn.Module):
             if saved is not None:  # contiguous, as the cached keys (modules/attention.py)
                 sk = sk.contiguous()
                 saved["gate_key"] = sk
+                if k.size(0) < q.size(0):  # one row per source, shared by blocks of its beams
+                    g = q.size(0) // k.size(0)
+                    saved["beam_source"] = torch.arange(
+                        k.size(0), device=k.device).repeat_interleave(g)
                 self._set_input_buffer(incremental_state, saved)
         # g = sigmoid(hq sk^T), formed by the attention
         return GateFactors(self._project(self.w_h, q), sk)
 
     def reorder_incremental_state(self, incremental_state, new_order: Tensor):
-        """Like cross-attention keys: re-indexed only when beam search shrinks the batch."""
+        """Like cross-attention keys: re-indexed only when beam search shrinks the batch (or, when
+        shared by a source's beams, as the attention's shared keys are)."""
         saved = self._get_input_buffer(incremental_state)
-        if saved and "gate_key" in saved and saved["gate_key"].size(0) != new_order.size(0):
+        if saved and "beam_source" in saved:
+            MultiheadAttention._reorder_shared(saved, new_order, keys=("gate_key",))
+            self._set_input_buffer(incremental_state, saved)
+        elif saved and "gate_key" in saved and saved["gate_key"].size(0) != new_order.size(0):
             saved["gate_key"] = saved["gate_key"].index_select(0, new_order)
             self._set_input_buffer(incremental_state, saved)
         return incremental_state
@@ -94,6 +105,11 @@ class GateFactors(NamedTuple):
 
     def gate(self):
         return (self.hq @ self.sk.transpose(-1, -2)).sigmoid()
+
+    def per_source(self, blocks):
+        """The gate of a source's beams as one block of queries (``W_h Q`` through ``blocks``,
+        ``W_s K`` one row per source): :class:`~.attention.FactoredGate`."""
+        return GateFactors(blocks(self.hq), self.sk)
 
     def attend(self, q, k, v, mask=None, dropout_p=0.0, training=False, scale=None):
         """ETADS eq. 10 with this gate (:func:`gated_attention`): the attention module's

@@ -30,6 +30,10 @@ class FactoredGate(Protocol):
 
     ``gate()`` gives the ``(B, H, T, S)`` gate; ``attend(q, k, v, mask, dropout_p, training)``
     gives ``(gate * softmax(q k^T / sqrt(d_k) + mask)) v`` ``(B, H, T, d_k)`` directly.
+    A gate that can also be applied to a source's beams as one block of queries (cross-attention
+    keys shared by the beams, :meth:`MultiheadAttention._beam_shared_attention`) gives
+    ``per_source(blocks)``: the same gate with its per-query factors passed through ``blocks``;
+    the ``prob_gate_fn`` of such gates says so with an attribute ``per_source = True``.
     """
 
     def gate(self) -> Tensor: ...
@@ -138,14 +142,18 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         Returns:
             ``(output (B, T, C), attention (B, T, S) averaged over heads or None)``.
         """
-        share = not (attn_bias_fn or prob_gate_fn or need_weights or self.training)
+        # a gate applies to shared keys where its prob_gate_fn says so (ETADS's saliency gate)
+        share = not (attn_bias_fn or need_weights or self.training) and (
+            prob_gate_fn is None or getattr(prob_gate_fn, "per_source", False))
         q, k, v = self._project(query, key_value, incremental_state, kv_scale, key_padding_mask,
                                 share)
         if incremental_state is not None and self.self_attention:
             causal = False  # the new step may attend to everything cached so far
         if k.size(0) != q.size(0):  # cross-attention keys/values shared by each source's beams
             if share:
-                return self._beam_shared_attention(q, k, v, attn_bias, key_padding_mask), None
+                gate = prob_gate_fn(q, k) if prob_gate_fn is not None else None
+                return self._beam_shared_attention(q, k, v, attn_bias, key_padding_mask,
+                                                   gate), None
             g = q.size(0) // k.size(0)
             k, v = (t.repeat_interleave(g, dim=0) for t in (k, v))  # one key/value row per row
         if attn_bias_fn is not None:
@@ -213,11 +221,13 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
             probs = torch.ops.aten._safe_softmax(logits, -1)
         return torch.matmul(F.dropout(probs, dropout_p, True), v)
 
-    def _beam_shared_attention(self, q, k, v, attn_bias, key_padding_mask):
+    def _beam_shared_attention(self, q, k, v, attn_bias, key_padding_mask, gate=None):
         """Cross-attention of ``N = G * g`` hypotheses whose keys/values ``(G, H, S, d_k)`` are
         shared by blocks of ``g`` consecutive rows (a source's beams): the ``g * T`` queries of a
         block attend as one sequence of queries to their source's keys (same function, 1/g of the
-        key and value reads, and a matrix product where a per-row step had a matrix-vector one)."""
+        key and value reads, and a matrix product where a per-row step had a matrix-vector one).
+        ``gate``: a :class:`FactoredGate` with ``per_source`` (its per-query factors in blocks
+        like the queries, its per-key ones shared)."""
         n, heads, t, dk = q.shape
         groups = k.size(0)
         g = n // groups
@@ -230,8 +240,13 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
 
         mask, _ = self._mask(attn_bias, key_padding_mask, False, t, k.size(2), q.device)
         mask = None if mask is None else blocks(mask)
-        qb = q.unflatten(0, (groups, g)).transpose(1, 2).flatten(2, 3)  # (G, H, g*T, d_k)
-        if q.device.type == "cpu" and q.dtype == torch.float32 and self.one_query_path:
+        def query_blocks(x):  # (N, H, T, d) -> (G, H, g*T, d)
+            return x.unflatten(0, (groups, g)).transpose(1, 2).flatten(2, 3)
+
+        qb = query_blocks(q)
+        if gate is not None:
+            out = gate.per_source(query_blocks).attend(qb, k, v, mask, 0.0, False, self.scaling)
+        elif q.device.type == "cpu" and q.dtype == torch.float32 and self.one_query_path:
             out = self._one_query_attention(qb, k, v, mask)  # a source of padding only gives 0 rows
         else:
             out = F.scaled_dot_product_attention(qb, k, v, attn_mask=mask, scale=self.scaling)
@@ -349,21 +364,22 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         return incremental_state
 
     @staticmethod
-    def _reorder_shared(saved, new_order):
-        """Shared keys/values after beam search picks rows ``new_order``: the rows' sources, kept
-        shared where the new rows still come in blocks of one source each (within-beam reordering,
-        finished sentences removed), else one key/value row per hypothesis."""
+    def _reorder_shared(saved, new_order, keys=("prev_key", "prev_value")):
+        """Shared keys/values (the tensors ``keys`` of ``saved``) after beam search picks rows
+        ``new_order``: the rows' sources, kept shared where the new rows still come in blocks of
+        one source each (within-beam reordering, finished sentences removed), else one key/value
+        row per hypothesis."""
         source = saved["beam_source"].index_select(0, new_order)
         g = int((saved["beam_source"] == 0).sum())
         n = source.size(0)
         blocks = source.view(-1, g) if n % g == 0 else None
         if blocks is not None and bool((blocks == blocks[:, :1]).all()):
             kept = blocks[:, 0]
-            if not torch.equal(kept, torch.arange(saved["prev_key"].size(0), device=kept.device)):
-                saved["prev_key"] = saved["prev_key"].index_select(0, kept)
-                saved["prev_value"] = saved["prev_value"].index_select(0, kept)
+            if not torch.equal(kept, torch.arange(saved[keys[0]].size(0), device=kept.device)):
+                for key in keys:
+                    saved[key] = saved[key].index_select(0, kept)
             saved["beam_source"] = torch.arange(len(kept), device=kept.device).repeat_interleave(g)
         else:
-            saved["prev_key"] = saved["prev_key"].index_select(0, source)
-            saved["prev_value"] = saved["prev_value"].index_select(0, source)
+            for key in keys:
+                saved[key] = saved[key].index_select(0, source)
             del saved["beam_source"]

@@ -419,7 +419,12 @@ def prob_gate_fn(modules, inputs):
     if not gated:
         return None
     if len(gated) == 1:
-        return lambda q, k: gated[0].prob_gate(q, k, inputs)
+        def one(q, k):
+            return gated[0].prob_gate(q, k, inputs)
+
+        # keys shared by a source's beams (modules/attention.py) where the gate applies to them
+        one.per_source = getattr(gated[0], "per_source", False)
+        return one
 
     def g(q, k):
         total = None
