@@ -172,3 +172,64 @@ def test_the_default_paths_train_the_reference_bits(arch):
         grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
     for name, g in grads[0].items():
         assert torch.equal(g, grads[1][name]), name
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.0])
+def test_label_smoothed_loss_gradient_in_one_pass_equals_fairseqs(epsilon):
+    """LabelSmoothedNLL: fairseq's label_smoothed_nll_loss forward, and its gradient with respect
+    to the log-probabilities bit for bit (padding rows 0), written by hand: -eps_i at every word,
+    -(1 - eps - eps_i) - eps_i at the target."""
+    from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
+    from fairseq_sum_plugins.criterions.summarization_loss import LabelSmoothedNLL
+
+    torch.manual_seed(0)
+    logits = torch.randn(7, 11, requires_grad=True)
+    target = torch.tensor([3, 1, 0, 10, 1, 1, 5])  # 1 = padding
+    outs, grads = [], []
+    for fused in (True, False):
+        logits.grad = None
+        lprobs = logits.log_softmax(-1)
+        lprobs.retain_grad()
+        loss, nll = (LabelSmoothedNLL.apply(lprobs, target, epsilon, 1) if fused else
+                     label_smoothed_nll_loss(lprobs, target, epsilon, 1, True))
+        (loss * 3.0).backward()
+        outs.append((loss.detach(), nll.detach()))
+        grads.append((lprobs.grad, logits.grad))
+    assert all(torch.equal(a, b) for a, b in zip(*outs))
+    assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
+    eps_i = epsilon / 10
+    hand = torch.full((7, 11), -3.0 * eps_i)
+    hand[torch.arange(7), target] = -3.0 * (1 - epsilon - eps_i) - 3.0 * eps_i
+    hand[target == 1] = 0.0
+    assert torch.allclose(grads[0][0], hand, atol=1e-6, rtol=0)
+
+
+def test_criterion_training_step_with_the_one_pass_gradient_equals_fairseqs():
+    """summarization_loss on a model: every parameter's gradient of one training step is the same
+    bit for bit with the one-pass loss gradient and with fairseq's (SummarizationLoss.fused_backward
+    False); the reference runs where the loss is not reduced."""
+    from argparse import Namespace
+
+    from helpers import build_model, random_batch
+    from fairseq_sum_plugins.criterions.summarization_loss import SummarizationLoss
+
+    model, d = build_model("t5_transformer_small", encoder_layers=1, decoder_layers=1)
+    model.train()
+    src, lengths, prev = random_batch(d, bsz=3, src_len=9, tgt_len=6)
+    target = torch.cat([prev[:, 1:], torch.full((3, 1), d.eos())], 1)
+    target[0, -2:] = d.pad()
+    sample = {"net_input": {"src_tokens": src, "src_lengths": lengths, "prev_output_tokens": prev},
+              "target": target, "ntokens": int(target.ne(d.pad()).sum())}
+    crit = SummarizationLoss(Namespace(target_dictionary=d), False, 0.1)
+    grads = []
+    for fused in (True, False):
+        crit.fused_backward = fused
+        model.zero_grad(set_to_none=True)
+        torch.manual_seed(3)
+        loss, _, log = crit(model, sample)
+        loss.backward()
+        grads.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
+                                      if p.grad is not None}))
+    assert torch.equal(grads[0][0], grads[1][0])
+    for name, g in grads[0][1].items():
+        assert torch.equal(g, grads[1][1][name]), name

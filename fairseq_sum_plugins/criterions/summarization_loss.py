@@ -22,11 +22,22 @@ the number of documents: the cross-entropy is then summed over each summary (lab
 token reading) and that loss over the units its value is a mean of, averaged over the documents of
 the batch; other auxiliary losses then enter once per document (``weight * value * documents``). The
 logged ``nll_loss`` stays per target token in both.
+
+**The label-smoothed loss's backward** (:class:`LabelSmoothedNLL`): the gradient of fairseq's
+``label_smoothed_nll_loss`` with respect to the log-probabilities is ``-eps_i g`` at every word and
+``-(1 - eps - eps_i) g - eps_i g`` at the target (0 at padding). Autograd builds it from a
+zero-filled ``N x V`` tensor (the gather's backward), the smoothing term's expanded gradient and
+their sum: two ``N x V`` allocations and three passes over them per step. :class:`LabelSmoothedNLL`
+writes the same values, computed by the same float32 operations, in one filled tensor (fairseq's
+gradients bit for bit, tests/test_speed_paths.py); fairseq's function stays the reference and runs
+wherever the loss is not reduced or needs no gradient (``SummarizationLoss.fused_backward``).
 """
 import argparse
 import difflib
 import math
 from dataclasses import field, make_dataclass
+
+import torch
 
 from fairseq import metrics, utils
 from fairseq.dataclass import ChoiceEnum
@@ -34,6 +45,7 @@ from fairseq.criterions import register_criterion
 from fairseq.criterions.label_smoothed_cross_entropy import (
     LabelSmoothedCrossEntropyCriterion,
     LabelSmoothedCrossEntropyCriterionConfig,
+    label_smoothed_nll_loss,
 )
 
 from fairseq.criterions import CRITERION_DATACLASS_REGISTRY
@@ -126,8 +138,40 @@ def feature_flags():
     return [f for loss in AUX_LOSSES.values() for f in (loss.weight_flag, loss.norm_flag) if f]
 
 
+class LabelSmoothedNLL(torch.autograd.Function):
+    """fairseq's ``label_smoothed_nll_loss(lprobs, target, epsilon, ignore_index, reduce=True)``
+    with its gradient written in one pass (see the module docstring). ``lprobs`` ``(N, V)``,
+    ``target`` ``(N,)``; returns ``(loss, nll_loss)``, the latter for logging (no gradient)."""
+
+    @staticmethod
+    def forward(ctx, lprobs, target, epsilon, ignore_index):
+        loss, nll_loss = label_smoothed_nll_loss(lprobs, target, epsilon, ignore_index, True)
+        ctx.save_for_backward(target)
+        ctx.epsilon, ctx.ignore_index, ctx.shape = epsilon, ignore_index, lprobs.shape
+        ctx.mark_non_differentiable(nll_loss)
+        return loss, nll_loss
+
+    @staticmethod
+    def backward(ctx, grad, _grad_nll):
+        (target,) = ctx.saved_tensors
+        n, vocab = ctx.shape
+        eps_i = ctx.epsilon / (vocab - 1)
+        # the reference's operations on the incoming gradient, in its order: the weights'
+        # products, the negations of -lprobs, the gather's zeros plus the smoothing term
+        smooth = (grad * eps_i).neg()
+        nll = (grad * (1.0 - ctx.epsilon - eps_i)).neg()
+        out = torch.empty(ctx.shape, dtype=grad.dtype, device=grad.device).fill_(smooth + 0.0)
+        out[torch.arange(n, device=target.device), target] = (nll + 0.0) + smooth
+        if ctx.ignore_index is not None:
+            out.masked_fill_(target.eq(ctx.ignore_index).unsqueeze(-1), 0.0)
+        return out, None, None, None
+
+
 @register_criterion(NAME, dataclass=criterion_config())
 class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
+    # the label-smoothed loss's gradient in one pass (LabelSmoothedNLL); False: fairseq's autograd
+    fused_backward = True
+
     def __init__(self, task, sentence_avg, label_smoothing, ignore_prefix_size=0,
                  report_accuracy=False, aux_weights="", **flags):
         """``flags``: the registered losses' ``{name}_weight`` / ``{name}_norm`` (defaults:
@@ -162,6 +206,14 @@ class SummarizationLoss(LabelSmoothedCrossEntropyCriterion):
         return cls(task, cfg.sentence_avg, cfg.label_smoothing,
                    getattr(cfg, "ignore_prefix_size", 0), getattr(cfg, "report_accuracy", False),
                    getattr(cfg, "aux_weights", ""), **flags)
+
+    def compute_loss(self, model, net_output, sample, reduce=True):
+        lprobs, target = self.get_lprobs_and_target(model, net_output, sample)
+        if (reduce and self.fused_backward and lprobs.requires_grad and lprobs.dim() == 2
+                and target.dim() == 1):
+            return LabelSmoothedNLL.apply(lprobs, target, self.eps, self.padding_idx)
+        return label_smoothed_nll_loss(lprobs, target, self.eps, ignore_index=self.padding_idx,
+                                       reduce=reduce)
 
     def forward(self, model, sample, reduce=True):
         net_output = model(**sample["net_input"])
