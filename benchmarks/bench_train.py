@@ -279,7 +279,12 @@ FAST_PATHS = {
     "sparse_embed": set_attribute("fairseq_sum_plugins.models.sum_transformer.SumTransformerDecoder",
                                   "sparse_embedding_grad"),
     "compile": lambda model=None: False if model is None else compile_stacks(model.encoder, model.decoder),
+    "encoder_copies": set_attribute("fairseq_sum_plugins.models.sum_transformer.SumTransformerEncoder",
+                                    "keep_beam_copies"),
+    "fused_loss": set_attribute("fairseq_sum_plugins.criterions.summarization_loss.SummarizationLoss",
+                                "fused_backward"),
 }
+CRITERION_PATHS = {"fused_loss"}  # switched on the model's criterion
 
 
 def compile_stacks(*stacks):
@@ -335,6 +340,7 @@ def build(name, cfg, d, a, arch=None, peer=None):
                   held=lambda: [*trainer.model.parameters(), *(p.grad for p in trainer.model.parameters()),
                                 *optimizer_state(trainer.optimizer)])
     m["theta"] = ta_enabled(cfg.model)
+    m["criterion"] = trainer.criterion
     return m
 
 
@@ -707,7 +713,7 @@ def compiled_hf_t5(arch, cfg, d, a):
 
 
 def ablated(m, path):
-    FAST_PATHS[path](m["model"])
+    FAST_PATHS[path](m["criterion"] if path in CRITERION_PATHS else m["model"])
     return m
 
 

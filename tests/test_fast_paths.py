@@ -311,6 +311,25 @@ def test_bench_packed_mask_ablation_switches_every_dropping_module():
     assert all(m.packed_mask for m in drops)
 
 
+def test_bench_ablations_switch_the_encoder_copies_and_the_criterions_loss_gradient():
+    """--ablate encoder_copies: the peer's encoder gathers at every reorder; --ablate fused_loss:
+    the peer's criterion (not its model) takes fairseq's loss gradient."""
+    from argparse import Namespace
+
+    from helpers import build_model
+    from fairseq_sum_plugins.criterions.summarization_loss import SummarizationLoss
+
+    bench = load_bench()
+    model, d = build_model("t5_transformer_small", encoder_layers=1, decoder_layers=1)
+    assert bench.FAST_PATHS["encoder_copies"]() is True and model.encoder.keep_beam_copies
+    bench.ablated({"model": model}, "encoder_copies")
+    assert not model.encoder.keep_beam_copies
+    crit = SummarizationLoss(Namespace(target_dictionary=d), False, 0.1)
+    assert bench.FAST_PATHS["fused_loss"]() is True and crit.fused_backward
+    bench.ablated({"model": model, "criterion": crit}, "fused_loss")
+    assert not crit.fused_backward
+
+
 @pytest.mark.parametrize("arch", ["etads_base", "t5_small"])
 def test_incremental_steps_copy_no_cached_key_or_value(arch):
     """Cross-attention keys/values (and ETADS's gate keys W_s K) are cached contiguous, so a later

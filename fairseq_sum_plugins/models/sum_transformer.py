@@ -355,6 +355,10 @@ class SumTransformerEncoder(Drops, FairseqEncoder):
     decoder-side features can use them after beam-search reordering.
     """
 
+    # reorders that give every row a copy of the row it already copies keep the tensors
+    # (EncoderOut.reorder); False: every reorder gathers (EncoderOut.reorder_copy, the reference)
+    keep_beam_copies = True
+
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(dictionary)
         d = embed_tokens.embedding_dim
@@ -407,7 +411,10 @@ class SumTransformerEncoder(Drops, FairseqEncoder):
 
     @torch.jit.export
     def reorder_encoder_out(self, encoder_out, new_order):
-        return EncoderOut.of(encoder_out).reorder(new_order).to_dict()
+        view = EncoderOut.of(encoder_out)
+        # beam search's reorders among a document's beams keep the tensors (EncoderOut.reorder)
+        return (view.reorder(new_order) if self.keep_beam_copies
+                else view.reorder_copy(new_order)).to_dict()
 
     def max_positions(self):
         return self.max_source_positions
