@@ -3,16 +3,18 @@ recomputes (or what a listed file holds), and "significant" only with its p.
 
 Which prose: ``results/README.md`` (each ``## `` section belongs to the tables its heading links
 to, ``[...](TABLE/...)``) and each table folder's ``results.md`` and ``README.md`` (the folder's
-table), a sentence that links to a table adding that table to its section; and the pages that
-quote results beside the results folder, the checkout's ``README.md`` and ``docs/*.md``
-(:func:`quoting_files`), each sentence there belonging to every table its page links to
-(``results/TABLE/...``, ``../results/TABLE/...``) and to those of its heading and its own links
-(a figure listed for such a page in ``prose_figures.txt`` is named ``../README.md``,
-``../docs/NAME.md``); outside the generated blocks, tables (``|`` lines), fenced or indented code,
-headings, inline code spans and link targets.
+table), a sentence that links to a table adding that table to its section; and the pages that quote
+results beside the results folder, the checkout's ``README.md`` and every Markdown page under
+``docs/`` (:func:`quoting_files`; docs/reference's pages, generated from the commands' help,
+included: a help text that quotes a result is read like any page), each sentence there belonging to
+every table its page links to (``results/TABLE/...``, ``../results/TABLE/...``) and to those of its
+heading and its own links (a figure listed for such a page in ``prose_figures.txt`` is named
+``../README.md``, ``../docs/NAME.md``); outside the generated blocks, tables (``|`` lines), fenced
+or indented code, headings, inline code spans and link targets.
 
 **The rule** (:func:`check_prose`). A figure is a number with a decimal point (``2.47``, ``+0.12``,
-``p 0.001``; integers, which count documents, updates, dims, seeds or dates, are not figures here).
+``p 0.001``; integers, which count documents, updates, dims, seeds or dates, are not figures here,
+nor is a section number after ``§``).
 Every figure of a sentence must be, at the digits it shows and without its sign (prose says
 "behind" or "below"), one of the section's index figures (:func:`index_figures`): each run's ROUGE
 (x 100), test NLL, source gain, specificity delta and p, each paired test's difference, interval
@@ -45,7 +47,7 @@ import re
 from fairseq_sum_plugins.scoring import specificity as sp
 
 ALLOWED = "prose_figures.txt"
-FIGURE = re.compile(r"(?<![\w.])[-+]?\d+\.\d+(?:e[-+]?\d+)?(?![\w]|\.\d)")
+FIGURE = re.compile(r"(?<![\w.§])[-+]?\d+\.\d+(?:e[-+]?\d+)?(?![\w]|\.\d)")
 P_SHOWN = re.compile(r"\bp\s*(?:=|<=|<|>)?\s*(\d+\.\d+)")
 SIGNIFICANT = re.compile(r"\b(significant|significantly|significance)\b", re.I)
 NEGATION = re.compile(r"\b(no|not|none|nor|without)\s+(\S+\s+){0,3}$", re.I)
@@ -259,12 +261,14 @@ RESULTS_LINK = re.compile(r"\]\((?:\.\./)?results/")
 
 
 def quoting_files(root):
-    """The checkout's ``README.md`` and ``docs/*.md`` beside the results folder ``root``."""
+    """The checkout's ``README.md`` and the Markdown pages under ``docs/`` (its subfolders
+    included) beside the results folder ``root``."""
     top = os.path.dirname(os.path.abspath(root))
     out = [os.path.join(top, QUOTING[0])]
     docs = os.path.join(top, QUOTING[1])
-    if os.path.isdir(docs):
-        out += [os.path.join(docs, n) for n in sorted(os.listdir(docs)) if n.endswith(".md")]
+    for folder, dirs, names in sorted(os.walk(docs)) if os.path.isdir(docs) else ():
+        dirs.sort()
+        out += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".md")]
     return [p for p in out if os.path.isfile(p)]
 
 

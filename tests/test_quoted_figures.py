@@ -1,7 +1,8 @@
-"""Every figure README.md and docs/*.md quote is checked (ledger/results_prose.py): a figure of a
-page beside results/ must be one of the index figures of the tables the page links to
-(``results/TABLE/...``), or be listed for it in results/prose_figures.txt with where it comes from.
-Before, these pages were read by nothing: 29.72 -> 24.72 and p 0.001 -> 0.201 in README.md passed."""
+"""Every figure README.md and the Markdown pages under docs/ quote is checked
+(ledger/results_prose.py): a figure of a page beside results/ must be one of the index figures of
+the tables the page links to (``results/TABLE/...``), or be listed for it in
+results/prose_figures.txt with where it comes from. Before, these pages were read by nothing:
+29.72 -> 24.72 and p 0.001 -> 0.201 in README.md passed."""
 import json
 import os
 import shutil
@@ -15,15 +16,15 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory):
-    """A copy of the checkout's results/ (no pictures or pages), README.md and docs/*.md."""
+    """A copy of the checkout's results/ (no pictures or pages), README.md and the Markdown pages
+    under docs/."""
     top = tmp_path_factory.mktemp("checkout")
     shutil.copytree(os.path.join(REPO, "results"), top / "results",
                     ignore=shutil.ignore_patterns("*.png", "*.html", "decodings.txt"))
     shutil.copy(os.path.join(REPO, "README.md"), top / "README.md")
-    (top / "docs").mkdir()
-    for name in os.listdir(os.path.join(REPO, "docs")):
-        if name.endswith(".md"):
-            shutil.copy(os.path.join(REPO, "docs", name), top / "docs" / name)
+    shutil.copytree(os.path.join(REPO, "docs"), top / "docs",
+                    ignore=lambda folder, names: [n for n in names if not n.endswith(".md")
+                                                  and not os.path.isdir(os.path.join(folder, n))])
     return top
 
 
@@ -45,7 +46,28 @@ def test_the_committed_pages_quote_only_checked_figures(checkout):
     assert _fails(checkout) == []
     pages = results_prose.quoting_files(str(checkout / "results"))
     assert {os.path.relpath(p, checkout) for p in pages} >= {
-        "README.md", os.path.join("docs", "quickstart.md"), os.path.join("docs", "usage.md")}
+        "README.md", os.path.join("docs", "quickstart.md"), os.path.join("docs", "usage.md"),
+        os.path.join("docs", "reference", "fairseq-options.md"),
+        os.path.join("docs", "inspect", "README.md")}
+
+
+def test_a_result_quoted_by_a_generated_reference_page_is_checked(checkout, tmp_path):
+    """docs/reference's pages come from the commands' help: a result a help text quotes is read
+    like any page's (before, the reference pages were read by nothing)."""
+    fails = _fails(_edited(checkout, tmp_path, "docs/reference/fairseq-options.md",
+                           "half the source tokens for 0.04 bits",
+                           "half the source tokens for 0.01 bits"))
+    assert len(fails) == 2 and fails[0].startswith("../docs/reference/fairseq-options.md:"), fails
+    assert ": 0.01 is not a figure of this section's index" in fails[0]
+    assert "lists 0.04 for ../docs/reference/fairseq-options.md, which no sentence" in fails[1]
+
+
+def test_a_section_number_is_not_a_figure(checkout, tmp_path):
+    """"§4.1" names a section of a paper: not a figure to check (a figure beside it still is)."""
+    top = _edited(checkout, tmp_path, "docs/usage.md", "\n",
+                  "\nThe paper's §4.1 and §5.4 hold 7.77.\n")
+    assert [f.split(": ", 1)[1] for f in _fails(top)] == [
+        "7.77 is not a figure of this section's index (nor listed in prose_figures.txt)"]
 
 
 @pytest.mark.parametrize("name, old, new, figure", [

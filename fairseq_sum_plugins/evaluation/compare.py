@@ -1,4 +1,4 @@
-"""Paired significance of the difference between two summarizers (console script
+"""Paired tests of the difference between two summarizers (console script
 ``fairseq-sum-compare``).
 
 The TP-Transformer paper (Table 2) bolds "the best ROUGE scores with a statistically significant
