@@ -72,16 +72,23 @@ class MemoryReader(nn.Module):
         self.W_psi = nn.Linear(query_dim, mem_dim, bias=False) if attend else None
         self.W_m = nn.Linear(query_dim + mem_dim, query_dim)
 
-    def forward(self, h, memory):
+    def forward(self, h, memory, query=None, combine=True):
         """``h`` B x T x H, ``memory`` B x r x d -> ``h^(m)`` B x T x H, ``m`` B x T x d, ``psi`` B
-        x T x r."""
+        x T x r. ``query``: ``W_psi h`` when computed already (the decoder's batched path computes
+        it for all steps at once); ``combine=False``: ``h^(m)`` is not formed (None), the caller
+        forms it later with :meth:`combine`."""
         if self.W_psi is None:
             psi = h.new_full((h.size(0), h.size(1), memory.size(1)), 1.0 / memory.size(1))
         else:
-            scores = torch.bmm(self.W_psi(h), memory.transpose(1, 2))
+            query = self.W_psi(h) if query is None else query
+            scores = torch.bmm(query, memory.transpose(1, 2))
             psi = F.softmax(scores.float(), dim=-1).to(h.dtype)
         m = torch.bmm(psi, memory)
-        return self.W_m(torch.cat([h, m], dim=-1)), m, psi
+        return (self.combine(h, m) if combine else None), m, psi
+
+    def combine(self, h, m):
+        """``h^(m) = W_m [h; m]`` (M2M eq. 7's output), any number of steps at once."""
+        return self.W_m(torch.cat([h, m], dim=-1))
 
 
 class MemoryWriter(nn.Module):
@@ -96,9 +103,13 @@ class MemoryWriter(nn.Module):
         self.from_m = nn.Linear(mem_dim, 2 * mem_dim, bias=False)  # [W_z2; W_u2]
         self.from_slot = nn.Linear(mem_dim, 2 * mem_dim, bias=False)  # [W_z3; W_u3]
 
-    def forward(self, h, m, memory):
-        """``h`` B x H, ``m`` B x d, ``memory`` B x r x d -> updated memory B x r x d."""
-        pre = (self.from_h(h) + self.from_m(m)).unsqueeze(1) + self.from_slot(memory)
+    def forward(self, h, m, memory, h_part=None):
+        """``h`` B x H, ``m`` B x d, ``memory`` B x r x d -> updated memory B x r x d. ``h_part``:
+        ``from_h(h)`` when computed already (the decoder's batched path computes it for all steps
+        at once)."""
+        h_part = self.from_h(h) if h_part is None else h_part
+        pre = (h_part + self.from_m(m)).unsqueeze(1) + self.from_slot(memory)
         z_pre, u_pre = pre.split(self.mem_dim, dim=-1)
         z = torch.sigmoid(z_pre)
         return z * memory + (1 - z) * torch.tanh(u_pre)
+

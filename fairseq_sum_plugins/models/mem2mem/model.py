@@ -44,6 +44,16 @@ the rest runs step by step because memory and coverage are recurrent):
   log-softmax) gives ``P`` back and ``fairseq-generate --temperature T`` samples/searches ``P^(1/T)
   / sum_w P(w)^(1/T)``.
 
+How the steps are run (the equations above either way). The reference
+(``Mem2MemDecoder.batched_path = False``, ``_recurrent_steps``) runs each step whole, as listed.
+The batched path (the default, ``_batched_steps``) splits them by what they depend on: the write
+and the read (M2M eq. 7-10) depend only on the memory, the previous read and ``h^(d)_t``, so they
+run in a loop of their own, with ``from_h h^(d)_t`` and ``W_psi h^(d)_t`` one product over all
+steps; ``h^(m) = W_m [h^(d); m]`` and ``W_d h^(m)_t`` are then one product each; only the coverage
+recurrence (M2M eq. 16-17) runs step by step; sentence attention, M2M eq. 3 and eq. 13-15 were
+over all steps already. Both paths agree within float32 rounding
+(tests/test_mem2mem_speed_paths.py).
+
 Auxiliary losses (``net_output[1]["aux_losses"]``, weighted by ``summarization_loss``):
 ``mem_comp`` (M2M eq. 6, per document), ``mem_read`` (M2M eq. 11 against the initial ``M_E``: per
 document, the mean over its target steps of ``||psi_t M_E - beta_t H||_2``), and with
@@ -264,6 +274,11 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         self.p_gen = nn.Linear(d + hd + e, 1) if args.pointer_generator else None
         self.need_attn = False
 
+    # The decoder's steps with the parts that do not depend on the recurrences batched over all
+    # steps (:meth:`_batched_steps`); False: the reference, step by step (:meth:`_recurrent_steps`).
+    # tests/test_mem2mem_speed_paths.py compares the two.
+    batched_path = True
+
     # --- state -------------------------------------------------------------------------------
 
     def _initial_state(self, encoder_out):
@@ -293,12 +308,14 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
 
     # --- forward -----------------------------------------------------------------------------
 
-    def _token_scores(self, keys, query, cov):
-        """M2M eq. 17 scores, B x S, for one step (``query`` B x A, ``cov`` B x S or None)."""
+    def _token_scores(self, keys, query, cov, inplace=False):
+        """M2M eq. 17 scores, B x S, for one step (``query`` B x A, ``cov`` B x S or None);
+        ``inplace``: the sums and the tanh reuse one buffer (the same values)."""
         pre = keys + query.unsqueeze(1)
         if cov is not None:
-            pre = pre + cov.unsqueeze(-1) * self.attn_cov.weight.view(1, 1, -1)
-        return self.attn_v(torch.tanh(pre)).squeeze(-1)
+            wc = cov.unsqueeze(-1) * self.attn_cov.weight.view(1, 1, -1)
+            pre = pre.add_(wc) if inplace else pre + wc
+        return self.attn_v(pre.tanh_() if inplace else torch.tanh(pre)).squeeze(-1)
 
     def forward(self, prev_output_tokens, encoder_out, incremental_state=None, features_only=False,
                 **kwargs):
@@ -311,7 +328,8 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
 
         x = self.drop(self.embed_tokens(prev_output_tokens), self.dropout)
         hs, h_last = self.rnn(x, state["hidden"].unsqueeze(0).contiguous())  # h^(d), B x T x H
-        steps = self._recurrent_steps(hs, state, encoder_out["token_mask"])
+        recurrent = self._batched_steps if self.batched_path else self._recurrent_steps
+        steps = recurrent(hs, state, encoder_out["token_mask"])
         hm, alpha = steps["hm"], steps["alpha"]
         beta, gamma, ctx = self._sentence_attention(hm, alpha, encoder_out)
         output = self._output_distribution(hm, ctx, gamma, x, encoder_out)
@@ -378,6 +396,81 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
             "memory": memory, "read": m, "coverage": cov, "cov_losses": cov_losses,
         }
 
+    def _batched_steps(self, hs, state, token_mask):
+        """:meth:`_recurrent_steps` with what does not depend on the recurrences done for all steps
+        at once (:attr:`batched_path`): the memory runs its own loop (M2M eq. 7-10 depend on the
+        memory and the previous read only), in which ``from_h h^(d)_t`` (M2M eq. 8-9) and ``W_psi
+        h^(d)_t`` (M2M eq. 7) come from one matrix product over the steps each; then ``h^(m) = W_m
+        [h^(d); m]`` and the token attention's query ``W_d h^(m)_t`` are one product each, and only
+        the coverage recurrence (M2M eq. 16-17) runs step by step (without coverage, not even it).
+        Same outputs as :meth:`_recurrent_steps` within float32 rounding (a product over all
+        steps may round otherwise than one over a step)."""
+        memory, cov, keys = state["memory"], state["coverage"], state["keys"]
+        m, psis = state["read"], None
+        if self.reader is None:
+            hm = hs
+        elif self.writer is None:  # a static memory (M_E): M2M eq. 7 for every step at once
+            hm, ms, psis = self.reader(hs, memory)
+            m = ms[:, -1]
+        else:
+            memory, ms, psis = self._memory_steps(hs, memory, m)
+            hm = self.reader.combine(hs, ms)
+            m = ms[:, -1]
+        alpha, cov, cov_losses = self._attention_steps(keys, self.attn_query(hm), cov, token_mask,
+                                                       hs.dtype)
+        return {"hm": hm, "alpha": alpha, "read_attn": psis, "memory": memory, "read": m,
+                "coverage": cov, "cov_losses": cov_losses}
+
+    def _memory_steps(self, hs, memory, m):
+        """The decoder memory's loop (M2M eq. 7-10): at step t, the gated write from ``h^(d)_t``
+        and ``m_{t-1}`` (not before the first step, as in :meth:`_recurrent_steps`), then the read
+        of the written memory. Returns the last memory, the reads ``m`` (B x T x d) and ``psi`` (B x
+        T x r)."""
+        h_part = self.writer.from_h(hs)  # [W_z1; W_u1] h^(d)_t + b, every step at once
+        query = self.reader.W_psi(hs) if self.reader.W_psi is not None else None  # W_psi h^(d)_t
+        h_parts = h_part.unbind(1)
+        queries = [None] * hs.size(1) if query is None else query.unsqueeze(2).unbind(1)
+        reads, psis = [], []
+        for t, h in enumerate(hs.unbind(1)):
+            if m is not None:
+                memory = self.writer(h, m, memory, h_part=h_parts[t])
+            _, m, psi = self.reader(h.unsqueeze(1), memory, query=queries[t], combine=False)
+            m = m.squeeze(1)
+            reads.append(m)
+            psis.append(psi.squeeze(1))
+        return memory, torch.stack(reads, dim=1), torch.stack(psis, dim=1)
+
+    def _attention_steps(self, keys, query, cov, token_mask, dtype):
+        """Token attention with coverage (M2M eq. 16-17) of every step, from the queries ``W_d
+        h^(m)_t`` (B x T x A): ``alpha`` (B x T x S), the last coverage and the coverage losses (B x
+        T, or [] without them). Without coverage the steps do not depend on each other: one
+        B x T x S x A pass, unless that is above RECOMPUTE_ABOVE elements."""
+        tgt_len = query.size(1)
+        fill = torch.finfo(torch.float32).min
+        large = keys.numel() * tgt_len > RECOMPUTE_ABOVE
+        recompute = self.training and torch.is_grad_enabled() and large
+        if cov is None and not large:
+            scores = self.attn_v(torch.tanh(keys.unsqueeze(1) + query.unsqueeze(2))).squeeze(-1)
+            return masked_softmax(scores, token_mask.unsqueeze(1)).to(dtype), None, []
+        # masked_softmax's masks, made once
+        pad, keep = ~token_mask, token_mask.to(torch.float32)
+        alphas, covs = [], []
+        for q in query.unbind(1):
+            if recompute:
+                scores = checkpoint(self._token_scores, keys, q, cov, use_reentrant=False)
+            else:
+                scores = self._token_scores(keys, q, cov, inplace=True)
+            alpha = (F.softmax(scores.float().masked_fill(pad, fill), dim=-1) * keep).to(dtype)
+            if cov is not None:
+                covs.append(cov)
+                cov = cov + alpha  # M2M eq. 16
+            alphas.append(alpha)
+        alpha = torch.stack(alphas, dim=1)
+        cov_losses = []
+        if self.coverage_loss:  # sum_i min(alpha_ti, cov_ti), every step at once
+            cov_losses = torch.minimum(alpha, torch.stack(covs, dim=1)).sum(-1)
+        return alpha, cov, cov_losses
+
     def _sentence_attention(self, hm, alpha, encoder_out):
         """Sentence attention ``beta``, M2M eq. 3's ``gamma`` and the context ``c_t``."""
         dtype = alpha.dtype
@@ -429,8 +522,9 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         if "memory" in encoder_out and extra["read_attn"] is not None:
             aux["mem_read"] = read_loss(extra["read_attn"], encoder_out["memory"], beta,
                                         encoder_out["sent_states"], tgt_mask).mean()
-        if cov_losses:
-            per_step = torch.stack(cov_losses, dim=1) * tgt_mask
+        if torch.is_tensor(cov_losses) or cov_losses:  # a list of steps, or B x T (batched path)
+            per_step = (cov_losses if torch.is_tensor(cov_losses)
+                        else torch.stack(cov_losses, dim=1)) * tgt_mask
             aux["coverage"] = per_step.sum() / tgt_mask.sum().clamp(min=1)
         return aux
 
