@@ -6,5 +6,7 @@ criterion.
     memory.py     memory compression, transfer, read and write (M2M eq. 3-12) and their auxiliary
                   losses
     sentences.py  the sentence layout of a ``<sep>``-delimited document
+    steps.py      the decoder's recurrences and the GRUs as autograd functions (the batched path
+                  in float32 training on the CPU)
 """
 from . import model  # noqa: F401

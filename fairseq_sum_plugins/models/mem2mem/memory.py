@@ -10,6 +10,10 @@ Shapes: B batch, L sentences, r slots, d memory (= document encoder) width, H de
   ``u = tanh(W_u1 h + W_u2 m + W_u3 M_D(k))``, ``M_D(k) := z * M_D(k) + (1 - z) * u``. The three
   pairs ``(W_z., W_u.)`` are stored as three ``2d``-wide linears (same parameter count).
 * :func:`read_loss` (M2M eq. 11): ``(1/T) sum_t ||psi_t M_E - beta_t H||_2`` per document.
+
+The decoder runs the write and the read step by step with these modules, or (in float32 CPU
+training, its batched path) through :class:`..steps.MemoryRecurrence`, the same operations in one
+autograd function.
 """
 import torch
 import torch.nn as nn

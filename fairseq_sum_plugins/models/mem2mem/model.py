@@ -51,8 +51,10 @@ and the read (M2M eq. 7-10) depend only on the memory, the previous read and ``h
 run in a loop of their own, with ``from_h h^(d)_t`` and ``W_psi h^(d)_t`` one product over all
 steps; ``h^(m) = W_m [h^(d); m]`` and ``W_d h^(m)_t`` are then one product each; only the coverage
 recurrence (M2M eq. 16-17) runs step by step; sentence attention, M2M eq. 3 and eq. 13-15 were
-over all steps already. Both paths agree within float32 rounding
-(tests/test_mem2mem_speed_paths.py).
+over all steps already. In float32 training on the CPU, :mod:`.steps` runs the memory loop, the
+coverage loop and the three GRUs as autograd functions with their own backward (the same forward
+operations; weight gradients one product over the steps). Evaluation and decoding run the
+modules. Both paths agree within float32 rounding (tests/test_mem2mem_speed_paths.py).
 
 Auxiliary losses (``net_output[1]["aux_losses"]``, weighted by ``summarization_loss``):
 ``mem_comp`` (M2M eq. 6, per document), ``mem_read`` (M2M eq. 11 against the initial ``M_E``: per
@@ -118,6 +120,7 @@ from .memory import (MemoryCompression, MemoryReader, MemoryWriter, compression_
 from ...features.copy_mechanism import (MarkerEmbedding, count_position_markers,
                                         mix_copy_distribution)
 from .sentences import sentence_layout
+from .steps import CoverageAttention, GRURecurrence, MemoryRecurrence
 
 # See et al. (2017): the coverage loss, named apart from the model's coverage attention
 # (--coverage-attention) and the decoding coverage penalty (--coverage-penalty)
@@ -145,9 +148,58 @@ def _bigru_final(h_n):
     return torch.cat([h_n[0], h_n[1]], dim=-1)
 
 
+def _recurrence_applies(x):
+    """Where the autograd functions of .steps run: float32 training on the CPU outside autocast
+    (they are measured there; on CUDA, cuDNN's GRU and the reference's steps stay)."""
+    return (torch.is_grad_enabled() and x.dtype == torch.float32 and x.device.type == "cpu"
+            and not torch.is_autocast_enabled(x.device.type))
+
+
+def run_bigru(rnn, x, lengths, fast):
+    """A single-layer bi-GRU (``rnn``, batch first) over ``x`` (N x W x E), each sequence ``n``
+    its first ``lengths[n]`` (>= 1) steps. Returns the outputs (N x W x 2h, zeros past each
+    length) and ``h_n`` (2 x N x h), as ``rnn`` over the packed sequences.
+
+    ``fast`` (the batched path in training): both directions as one
+    :class:`.steps.GRURecurrence`, over the sequences sorted by length as packing sorts them (step
+    t runs the sequences longer than t), the backward direction over each sequence reversed within
+    its length. Same values within float32 rounding."""
+    if not fast:
+        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, h_n = rnn(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.size(1))
+        return out, h_n
+    n, width, _ = x.shape
+    lengths, order = lengths.sort(descending=True, stable=True)
+    x = x[order]
+    pos = torch.arange(width, device=x.device).unsqueeze(0)
+    valid = pos < lengths.unsqueeze(1)
+    sizes = valid.sum(0).tolist()  # the batch sizes of the packed sequences
+    rev = torch.where(valid, lengths.unsqueeze(1) - 1 - pos, pos)  # reversal within each length
+    x_rev = x.gather(1, rev.unsqueeze(-1).expand_as(x))
+    gi = torch.stack([F.linear(x.transpose(0, 1), rnn.weight_ih_l0, rnn.bias_ih_l0),
+                      F.linear(x_rev.transpose(0, 1), rnn.weight_ih_l0_reverse,
+                               rnn.bias_ih_l0_reverse)], dim=1)  # W x 2 x N x 3h
+    hid = rnn.hidden_size
+    states = GRURecurrence.apply(gi, x.new_zeros(2, n, hid),
+                                 torch.stack([rnn.weight_hh_l0, rnn.weight_hh_l0_reverse]),
+                                 torch.stack([rnn.bias_hh_l0, rnn.bias_hh_l0_reverse]), sizes)
+    fwd = states[:, 0].transpose(0, 1)
+    bwd = states[:, 1].transpose(0, 1).gather(1, rev.unsqueeze(-1).expand(n, width, hid))
+    rows, last = torch.arange(n, device=x.device), lengths - 1
+    unsort = torch.empty_like(order)
+    unsort[order] = rows
+    h_n = torch.stack([fwd[rows, last], states[last, 1, rows]])[:, unsort]
+    return torch.cat([fwd, bwd], dim=-1)[unsort], h_n
+
+
 class HierarchicalEncoder(Drops, FairseqEncoder):
     """Sentence bi-GRU + document bi-GRU (M2M eq. 1-2) and, optionally, memory compression
     (M2M eq. 4-6)."""
+
+    # In float32 CPU training, the sentence and document bi-GRUs as one steps.GRURecurrence each
+    # (run_bigru); False: nn.GRU over packed sequences (the reference).
+    gru_recurrence = True
 
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(dictionary)
@@ -180,10 +232,8 @@ class HierarchicalEncoder(Drops, FairseqEncoder):
         grid[row[mask], lay.sent_pos[mask]] = x[mask]
         lengths = lay.sent_lengths.view(-1)
         rows = lengths.nonzero().squeeze(1)
-        packed = pack_padded_sequence(grid[rows], lengths[rows].cpu(), batch_first=True,
-                                      enforce_sorted=False)
-        out, h_n = self.sent_rnn(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=width)
+        fast = self.gru_recurrence and _recurrence_applies(x)
+        out, h_n = run_bigru(self.sent_rnn, grid[rows], lengths[rows], fast)
         d = out.size(-1)
         row_of = torch.full((bsz * n_slots,), -1, dtype=torch.long, device=x.device)
         row_of[rows] = torch.arange(rows.numel(), device=x.device)
@@ -193,13 +243,8 @@ class HierarchicalEncoder(Drops, FairseqEncoder):
         sents[rows] = _bigru_final(h_n)
         sents = sents.view(bsz, n_slots, d)
 
-        # M2M eq. 2: document bi-GRU over the sentence embeddings
-        packed = pack_padded_sequence(sents,
-                                      lay.num_sentences.clamp(min=1).cpu(), batch_first=True,
-                                      enforce_sorted=False)
-        out, h_n = self.doc_rnn(packed)
-        # H, B x L x d
-        sent_states, _ = pad_packed_sequence(out, batch_first=True, total_length=n_slots)
+        # M2M eq. 2: document bi-GRU over the sentence embeddings; H, B x L x d
+        sent_states, h_n = run_bigru(self.doc_rnn, sents, lay.num_sentences.clamp(min=1), fast)
         sent_mask = lay.sent_mask
         init_hidden = torch.tanh(self.init_proj(_bigru_final(h_n)))
 
@@ -278,6 +323,14 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
     # steps (:meth:`_batched_steps`); False: the reference, step by step (:meth:`_recurrent_steps`).
     # tests/test_mem2mem_speed_paths.py compares the two.
     batched_path = True
+    # On the batched path, in float32 CPU training: the memory's loop as one autograd function
+    # (steps.MemoryRecurrence, its weight gradients one product over the steps); False: the
+    # writer and the reader step by step under autograd.
+    memory_recurrence = True
+    # Likewise the coverage recurrence of the token attention (steps.CoverageAttention) and the
+    # word decoder's GRU (steps.GRURecurrence, the same values as nn.GRU).
+    attention_recurrence = True
+    gru_recurrence = True
 
     # --- state -------------------------------------------------------------------------------
 
@@ -327,7 +380,11 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
             state = self._initial_state(encoder_out)
 
         x = self.drop(self.embed_tokens(prev_output_tokens), self.dropout)
-        hs, h_last = self.rnn(x, state["hidden"].unsqueeze(0).contiguous())  # h^(d), B x T x H
+        h0 = state["hidden"].unsqueeze(0).contiguous()
+        if self.batched_path and self.gru_recurrence and _recurrence_applies(x):
+            hs, h_last = self._gru(x, h0)
+        else:
+            hs, h_last = self.rnn(x, h0)  # h^(d), B x T x H
         recurrent = self._batched_steps if self.batched_path else self._recurrent_steps
         steps = recurrent(hs, state, encoder_out["token_mask"])
         hm, alpha = steps["hm"], steps["alpha"]
@@ -352,6 +409,16 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
             extra["aux_losses"] = self._aux_losses(prev_output_tokens, encoder_out, extra, beta,
                                                    steps["cov_losses"])
         return output, extra
+
+    def _gru(self, x, h0):
+        """``self.rnn(x, h0)`` (the word decoder's GRU) as a :class:`.steps.GRURecurrence`: the
+        input projection of every step in one product, as ATen computes it, then the steps (the
+        same values as ``nn.GRU``)."""
+        rnn = self.rnn
+        gi = F.linear(x.transpose(0, 1), rnn.weight_ih_l0, rnn.bias_ih_l0)  # T x B x 3H
+        states = GRURecurrence.apply(gi.unsqueeze(1), h0, rnn.weight_hh_l0.unsqueeze(0),
+                                     rnn.bias_hh_l0.unsqueeze(0))  # T x 1 x B x H
+        return states[:, 0].transpose(0, 1), states[-1]
 
     def _recurrent_steps(self, hs, state, token_mask):
         """Per step: gated write (M2M eq. 8-10), read (M2M eq. 7), token attention with coverage
@@ -428,6 +495,11 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
         T x r)."""
         h_part = self.writer.from_h(hs)  # [W_z1; W_u1] h^(d)_t + b, every step at once
         query = self.reader.W_psi(hs) if self.reader.W_psi is not None else None  # W_psi h^(d)_t
+        if self.memory_recurrence and _recurrence_applies(hs):
+            reads, psis, memory = MemoryRecurrence.apply(h_part, query, memory, m,
+                                                         self.writer.from_m.weight,
+                                                         self.writer.from_slot.weight)
+            return memory, reads, psis
         h_parts = h_part.unbind(1)
         queries = [None] * hs.size(1) if query is None else query.unsqueeze(2).unbind(1)
         reads, psis = [], []
@@ -454,6 +526,11 @@ class Mem2MemDecoder(Drops, FairseqIncrementalDecoder):
             return masked_softmax(scores, token_mask.unsqueeze(1)).to(dtype), None, []
         # masked_softmax's masks, made once
         pad, keep = ~token_mask, token_mask.to(torch.float32)
+        if self.attention_recurrence and cov is not None and _recurrence_applies(keys):
+            alpha, cov, losses = CoverageAttention.apply(
+                keys, query, cov, self.attn_cov.weight.view(-1), self.attn_v.weight.view(-1), pad,
+                keep, self.coverage_loss)
+            return alpha, cov, (losses if self.coverage_loss else [])
         alphas, covs = [], []
         for q in query.unbind(1):
             if recompute:
