@@ -201,7 +201,7 @@ def test_label_smoothed_loss_gradient_in_one_pass_equals_fairseqs(epsilon):
     hand = torch.full((7, 11), -3.0 * eps_i)
     hand[torch.arange(7), target] = -3.0 * (1 - epsilon - eps_i) - 3.0 * eps_i
     hand[target == 1] = 0.0
-    assert torch.allclose(grads[0][0], hand, atol=1e-6, rtol=0)
+    assert torch.allclose(grads[0][0], hand, atol=1e-6, rtol=0)  # tol: hand values from doubles
 
 
 def test_criterion_training_step_with_the_one_pass_gradient_equals_fairseqs():

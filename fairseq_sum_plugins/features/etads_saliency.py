@@ -29,7 +29,7 @@ import torch.nn as nn
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 
-from ..modules.attention import InputBuffer, MultiheadAttention
+from ..modules.attention import InputBuffer, reorder_shared
 from ..modules.dropout import dropout
 from ..modules.features import Inspection, layers_feature
 
@@ -88,7 +88,7 @@ class SaliencyGate(InputBuffer, nn.Module):
         shared by a source's beams, as the attention's shared keys are)."""
         saved = self._get_input_buffer(incremental_state)
         if saved and "beam_source" in saved:
-            MultiheadAttention._reorder_shared(saved, new_order, keys=("gate_key",))
+            reorder_shared(saved, new_order, keys=("gate_key",))
             self._set_input_buffer(incremental_state, saved)
         elif saved and "gate_key" in saved and saved["gate_key"].size(0) != new_order.size(0):
             saved["gate_key"] = saved["gate_key"].index_select(0, new_order)

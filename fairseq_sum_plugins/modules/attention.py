@@ -351,7 +351,7 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         """
         saved = self._get_input_buffer(incremental_state)
         if saved and "beam_source" in saved:  # keys/values shared by blocks of rows
-            self._reorder_shared(saved, new_order)
+            reorder_shared(saved, new_order)
             self._set_input_buffer(incremental_state, saved)
             return incremental_state
         if saved and not self.self_attention and saved["prev_key"].size(0) == new_order.size(0):
@@ -363,23 +363,23 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
             self._set_input_buffer(incremental_state, saved)
         return incremental_state
 
-    @staticmethod
-    def _reorder_shared(saved, new_order, keys=("prev_key", "prev_value")):
-        """Shared keys/values (the tensors ``keys`` of ``saved``) after beam search picks rows
-        ``new_order``: the rows' sources, kept shared where the new rows still come in blocks of
-        one source each (within-beam reordering, finished sentences removed), else one key/value
-        row per hypothesis."""
-        source = saved["beam_source"].index_select(0, new_order)
-        g = int((saved["beam_source"] == 0).sum())
-        n = source.size(0)
-        blocks = source.view(-1, g) if n % g == 0 else None
-        if blocks is not None and bool((blocks == blocks[:, :1]).all()):
-            kept = blocks[:, 0]
-            if not torch.equal(kept, torch.arange(saved[keys[0]].size(0), device=kept.device)):
-                for key in keys:
-                    saved[key] = saved[key].index_select(0, kept)
-            saved["beam_source"] = torch.arange(len(kept), device=kept.device).repeat_interleave(g)
-        else:
+
+def reorder_shared(saved, new_order, keys=("prev_key", "prev_value")):
+    """Shared keys/values (the tensors ``keys`` of ``saved``) after beam search picks rows
+    ``new_order``: the rows' sources, kept shared where the new rows still come in blocks of
+    one source each (within-beam reordering, finished sentences removed), else one key/value
+    row per hypothesis."""
+    source = saved["beam_source"].index_select(0, new_order)
+    g = int((saved["beam_source"] == 0).sum())
+    n = source.size(0)
+    blocks = source.view(-1, g) if n % g == 0 else None
+    if blocks is not None and bool((blocks == blocks[:, :1]).all()):
+        kept = blocks[:, 0]
+        if not torch.equal(kept, torch.arange(saved[keys[0]].size(0), device=kept.device)):
             for key in keys:
-                saved[key] = saved[key].index_select(0, source)
-            del saved["beam_source"]
+                saved[key] = saved[key].index_select(0, kept)
+        saved["beam_source"] = torch.arange(len(kept), device=kept.device).repeat_interleave(g)
+    else:
+        for key in keys:
+            saved[key] = saved[key].index_select(0, source)
+        del saved["beam_source"]
