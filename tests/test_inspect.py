@@ -418,6 +418,18 @@ def test_the_page_escapes_text_and_keeps_its_values():
     assert "m&lt;/script&gt;" in html and "m</script>" not in html
 
 
+def test_the_heading_counts_the_end_of_sentence_and_focus_names_its_encoder_layer():
+    """The heading's count is of the source tokens shown, </s> included (the prepared split's
+    note counts pieces without it); a focus layer is named "encoder layer 1", not by its module
+    ("layer layers.0.focus")."""
+    html = page.html_page([long_document(40)])
+    assert "(40 source tokens, &lt;/s&gt; included)" in html
+    assert ">m&lt;/script&gt;: " in html and "encoder layer 1</label>" in html
+    assert "layers.0.focus</label>" not in html
+    assert page.band_layer_name("layers.11.focus") == "encoder layer 12"
+    assert page.band_layer_name("other") == "other"
+
+
 @pytest.mark.skipif(CHROMIUM is None,
                     reason="no chromium (Debian: apt-get install chromium) to load the page")
 def test_a_long_page_runs_in_a_headless_browser_without_network(tmp_path):

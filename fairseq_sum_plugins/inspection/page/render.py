@@ -18,6 +18,7 @@ the reference run's source layers equal to the beam output run's. The script and
 package data: ``assets/inspect.js``, ``assets/inspect.css``.
 """
 import json
+import re
 from html import escape
 from importlib import resources
 
@@ -205,6 +206,13 @@ def _model_box(d, m, model, marked):
     return f'<div class="box"><h4>{key}{escape(model["name"])}</h4>{"".join(parts)}</div>'
 
 
+def band_layer_name(layer):
+    """A band layer's module (``layers.0.focus``: ETADS focus sits in the encoder's
+    self-attention) as a reader names it: ``encoder layer 1``."""
+    found = re.match(r"layers\.(\d+)\.", layer)
+    return f"encoder layer {int(found.group(1)) + 1}" if found else layer
+
+
 def layer_options(model):
     """``[(value, spec)]`` of a model's source layers (value ``name`` or ``focus:LAYER``), those
     its beam output's run has values of."""
@@ -217,7 +225,7 @@ def layer_options(model):
         if kind == "band":
             for i, layer in enumerate(values[name]):
                 spec = source_spec(name, kind)
-                spec["label"] += f", layer {layer}"
+                spec["label"] += f", {band_layer_name(layer)}"
                 out.append((f"{name}:{layer}", spec))
         else:
             out.append((name, source_spec(name, kind)))
@@ -251,7 +259,7 @@ def _document_html(d, doc):
             f"(--max-src-tokens {doc.get('limits', {}).get('src', cut[1])})" if cut
             else _limit_note(doc, "source", "--max-src-tokens"))
     return (f'<div class="doc" id="doc{d}"><h3>document {doc["index"]} '
-            f'({len(doc["source"])} source tokens{escape(note)})</h3>'
+            f'({len(doc["source"])} source tokens, &lt;/s&gt; included{escape(note)})</h3>'
             f'<div class="layers" data-d="{d}">Source layer: {"".join(radios)}</div>{runs}'
             f'<div class="legend" id="legend{d}"></div>'
             f'<div class="box src"><h4>source</h4>{_source_html(d, doc)}</div>'
