@@ -51,10 +51,11 @@ and the read (M2M eq. 7-10) depend only on the memory, the previous read and ``h
 run in a loop of their own, with ``from_h h^(d)_t`` and ``W_psi h^(d)_t`` one product over all
 steps; ``h^(m) = W_m [h^(d); m]`` and ``W_d h^(m)_t`` are then one product each; only the coverage
 recurrence (M2M eq. 16-17) runs step by step; sentence attention (M2M eq. 3) and the
-pointer-generator (M2M eq. 13-15) were over all steps already. In float32 training on the CPU, :mod:`.steps` runs the memory loop, the
-coverage loop and the three GRUs as autograd functions with their own backward (the same forward
-operations; weight gradients one product over the steps). Evaluation and decoding run the
-modules. Both paths agree within float32 rounding (tests/test_mem2mem_speed_paths.py).
+pointer-generator (M2M eq. 13-15) were over all steps already. In float32 training on the CPU,
+:mod:`.steps` runs the memory loop, the coverage loop and the three GRUs as autograd functions with
+their own backward (the same forward operations; weight gradients one product over the steps).
+Evaluation and decoding run the modules. Both paths agree within float32 rounding
+(tests/test_mem2mem_speed_paths.py).
 
 Auxiliary losses (``net_output[1]["aux_losses"]``, weighted by ``summarization_loss``):
 ``mem_comp`` (M2M eq. 6, per document), ``mem_read`` (M2M eq. 11 against the initial ``M_E``: per
