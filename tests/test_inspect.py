@@ -450,6 +450,9 @@ def test_a_long_page_runs_in_a_headless_browser_without_network(tmp_path):
         dom = proc.stdout
         assert 'data-ready="1"' in dom  # the script ran to its end on 3000 tokens
         assert 'class="t att"' in dom  # the hovered output token's attended source token
+        if layer == "focus":  # the legend names the encoder layer, as the switch does
+            named, raw = "encoder layer 1" in dom, "layer layers.0.focus" in dom
+            assert named and not raw, (named, raw)
         marks = {"gate": "line-through", "focus": "31, 119, 180", "memory": "sm pick",
                  "copy_source": "background: rgba(214, 39, 40"}
         assert marks[layer] in dom, layer

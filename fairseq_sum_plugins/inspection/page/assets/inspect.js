@@ -15,7 +15,10 @@
     '<':'&lt;','>':'&gt;','"':'&quot;'}[c];});}
   function spec(name,kind,sub){var s=Object.assign({},S.source[name]||S.unknown);
     ['label','what'].forEach(function(k){s[k]=s[k].replace(/\{name\}/g,name).replace(
-      /\{kind\}/g,kind);});if(sub)s.label+=', layer '+sub;return s;}
+      /\{kind\}/g,kind);});if(sub)s.label+=', '+bandName(sub);return s;}
+  // as render.band_layer_name: 'layers.0.focus' (ETADS focus) -> 'encoder layer 1'
+  function bandName(sub){var m=/^layers\.(\d+)\./.exec(sub);
+    return m?'encoder layer '+(Number(m[1])+1):sub;}
   function clear(d){pos(d).forEach(function(t){if(!t)return;t.style.background='';t.title='';
     t.style.textDecoration='';t.classList.remove('band','centre','att');});
     document.querySelectorAll('#doc'+d+' .sm').forEach(function(s){s.classList.remove('pick');
