@@ -29,7 +29,7 @@ import torch.nn as nn
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 
-from ..modules.attention import InputBuffer, reorder_shared
+from ..modules.attention import InputBuffer, beam_sources, reorder_shared
 from ..modules.dropout import dropout
 from ..modules.features import Inspection, layers_feature
 
@@ -76,9 +76,8 @@ class SaliencyGate(InputBuffer, nn.Module):
                 sk = sk.contiguous()
                 saved["gate_key"] = sk
                 if k.size(0) < q.size(0):  # one row per source, shared by blocks of its beams
-                    g = q.size(0) // k.size(0)
-                    saved["beam_source"] = torch.arange(
-                        k.size(0), device=k.device).repeat_interleave(g)
+                    saved["beam_source"] = beam_sources(k.size(0), q.size(0) // k.size(0),
+                                                        k.device)
                 self._set_input_buffer(incremental_state, saved)
         # g = sigmoid(hq sk^T), formed by the attention
         return GateFactors(self._project(self.w_h, q), sk)

@@ -303,7 +303,7 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
             k, v = k.contiguous(), v.contiguous()
             saved["prev_key"], saved["prev_value"] = k, v
             if g > 1:  # the source (block) of each row; reordered with the rows
-                saved["beam_source"] = torch.arange(k.size(0), device=k.device).repeat_interleave(g)
+                saved["beam_source"] = beam_sources(k.size(0), g, k.device)
             self._set_input_buffer(incremental_state, saved)
         return q, k, v
 
@@ -364,6 +364,12 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         return incremental_state
 
 
+def beam_sources(sources, g, device):
+    """The source of each row when ``sources`` sources' keys are shared by blocks of ``g`` rows
+    (their beams): ``[0]*g + [1]*g + ...``, kept as ``saved["beam_source"]``."""
+    return torch.arange(sources, device=device).repeat_interleave(g)
+
+
 def reorder_shared(saved, new_order, keys=("prev_key", "prev_value")):
     """Shared keys/values (the tensors ``keys`` of ``saved``) after beam search picks rows
     ``new_order``: the rows' sources, kept shared where the new rows still come in blocks of
@@ -378,7 +384,7 @@ def reorder_shared(saved, new_order, keys=("prev_key", "prev_value")):
         if not torch.equal(kept, torch.arange(saved[keys[0]].size(0), device=kept.device)):
             for key in keys:
                 saved[key] = saved[key].index_select(0, kept)
-        saved["beam_source"] = torch.arange(len(kept), device=kept.device).repeat_interleave(g)
+        saved["beam_source"] = beam_sources(len(kept), g, kept.device)
     else:
         for key in keys:
             saved[key] = saved[key].index_select(0, source)

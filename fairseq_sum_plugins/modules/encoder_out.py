@@ -117,17 +117,22 @@ class EncoderOut:
         """Beam search's reordering: every per-document tensor follows ``new_order``; aux losses
         stay. Where every row would get a copy of the row it already copies, the same view (see
         the module docstring)."""
-        if self.rows is not None and new_order.shape == self.rows.shape and torch.equal(
-                self.rows.index_select(0, new_order), self.rows):
+        rows = self._rows_after(new_order)
+        if self.rows is not None and rows.shape == self.rows.shape and torch.equal(rows, self.rows):
             return self
-        return self.reorder_copy(new_order)
+        return self.reorder_copy(new_order, rows)
 
-    def reorder_copy(self, new_order):
-        """:meth:`reorder` gathering every tensor (the reference)."""
+    def _rows_after(self, new_order):
+        """The encoder row each row copies after ``new_order``."""
+        return new_order if self.rows is None else self.rows.index_select(0, new_order)
+
+    def reorder_copy(self, new_order, rows=None):
+        """:meth:`reorder` gathering every tensor (the reference); ``rows``: its
+        ``_rows_after(new_order)`` when already computed."""
         pick = lambda t: None if t is None else t.index_select(0, new_order)  # noqa: E731
         changed = {f.name: pick(getattr(self, f.name))
                    for f in fields(self) if f.name not in _DICTS + ("rows",)}
-        rows = new_order if self.rows is None else self.rows.index_select(0, new_order)
+        rows = self._rows_after(new_order) if rows is None else rows
         return replace(self, side={k: pick(v) for k, v in self.side.items()},
                        state={k: pick(v) for k, v in self.state.items()}, rows=rows, **changed)
 
