@@ -665,3 +665,30 @@ def test_topic_attention_of_a_model_without_tema_is_refused_by_name(ta_setup):
     for model in (build("t5_transformer_small"), build(ta_tema=False)):
         with pytest.raises(ValueError, match="--ta-tema"):
             topic_attention(model, [], pad=d.pad())
+
+
+def test_phi_buffers_hold_no_subnormals_and_flushing_them_keeps_sia_and_tema():
+    """A Phi with subnormal entries (slow products on x86) is kept without them; SIA's
+    probabilities and TEMA's topic embeddings are the same as from the unflushed buffers."""
+    from fairseq_sum_plugins.features.topic_assistant.layers import TopicAssistant
+
+    g = torch.Generator().manual_seed(0)
+    phi = torch.rand(40, K, generator=g)
+    phi[torch.rand(40, K, generator=g) < 0.3] = 1e-40  # subnormal in float32
+    phi[3] = 0.0  # an excluded symbol
+    ta = TopicAssistant(phi.numpy(), n_topics=2)
+    tiny = torch.finfo(torch.float32).tiny
+    for name in ("phi_topics", "phi_unit"):
+        buf = getattr(ta, name)
+        assert not ((buf != 0) & (buf.abs() < tiny)).any(), f"{name} holds subnormals"
+    # the unflushed buffers, as TA eq. 5 and 8 define them
+    rows = phi / phi.sum(1, keepdim=True).clamp_min(1e-30)
+    unit = rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-30)
+    cols = (phi / phi.sum(0, keepdim=True)).t()
+    assert ((unit != 0) & (unit.abs() < tiny)).any(), "the test's Phi must hold subnormals"
+    tokens = torch.randint(0, 40, (2, 9), generator=g)
+    ref = TopicAssistant.sia_probs(unit[tokens], unit[tokens], 8)
+    assert torch.equal(ta.sia_probs(ta.rows(tokens), ta.rows(tokens), 8), ref)
+    embed = torch.randn(40, 16, generator=g)
+    ids = torch.tensor([[0, 1], [5, 2]])
+    assert torch.equal(ta.topic_embeddings(ids, embed), cols[ids] @ embed)

@@ -133,6 +133,22 @@ def load_topic_model(path, dictionary):
     return PoissonFactorAnalysis.load(path, dictionary)  # checks the dictionary checksum
 
 
+def flush_subnormal(t):
+    """``t`` with its subnormal entries (``0 < |x| <`` the dtype's smallest normal, 1.2e-38 in
+    float32) set to 0.
+
+    On x86 CPUs a product with a subnormal operand takes a microcode assist: SIA's ``(B, S, K) x
+    (B, K, S)`` product on benchmarks/bench_train.py's random Phi (Dirichlet(0.05) topics, 0.6% of
+    the unit rows subnormal) took 28.4 ms instead of 2.6 ms, and TEMA's ``Phi^T E`` and its
+    gradient 3x as long (benchmarks/README.md). The PFA fits of ``preprocess.topic_model`` hold
+    none (their prior keeps every entry above ~1e-6), but a Phi from elsewhere may. What is dropped
+    is below float32's resolution of any sum it enters beside a normal number: on that Phi, SIA's
+    products and the topic embeddings came out bit for bit the same (tests/test_topic_assistant.py).
+    """
+    tiny = torch.finfo(t.dtype).tiny
+    return t.masked_fill(t.abs() < tiny, 0.0)
+
+
 class TopicAssistant(nn.Module):
     """Fixed topic buffers (from the PFA, not trained) and what every layer shares per forward."""
 
@@ -158,13 +174,13 @@ class TopicAssistant(nn.Module):
         # TA eq. 8: topics (columns) as distributions over tokens, kept as rows (K, V) so that the
         # selected topics are a gather of contiguous rows (a column gather of (V, K) reads across
         # every row: 17.8 vs 0.4 ms for 40 topics of a 32k dictionary)
-        self.register_buffer("phi_topics", (phi / phi.sum(0, keepdim=True).clamp_min(1e-30)).t()
-                             .contiguous(), persistent=False)
+        topics = (phi / phi.sum(0, keepdim=True).clamp_min(1e-30)).t().contiguous()
+        self.register_buffer("phi_topics", flush_subnormal(topics), persistent=False)
         # TA eq. 5: rows as distributions over topics; L2-normalised for the cosine, zero rows stay
         # zero
         rows = phi / phi.sum(1, keepdim=True).clamp_min(1e-30)
-        self.register_buffer("phi_unit", rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-30),
-                             persistent=False)
+        unit = rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-30)
+        self.register_buffer("phi_unit", flush_subnormal(unit), persistent=False)
 
     # --- the model-level feature interface (modules/features.py) ---
 
