@@ -287,6 +287,20 @@ FAST_PATHS = {
 CRITERION_PATHS = {"fused_loss"}  # switched on the model's criterion
 
 
+def unflushed_phi(model=None):
+    """``--ablate flush_phi``: the Topic Assistant's Phi buffers rebuilt from its topic model file
+    with their subnormal entries kept (``TopicAssistant.set_phi(flush=False)``)."""
+    if model is None:
+        return True
+    from fairseq_sum_plugins.features.topic_assistant.layers import TopicAssistant
+    for mod in model.modules():
+        if isinstance(mod, TopicAssistant):
+            mod.set_phi(np.load(mod.path)["phi"], flush=False)
+
+
+FAST_PATHS["flush_phi"] = unflushed_phi
+
+
 def compile_stacks(*stacks):
     """``--compile``: every layer of each stack compiled in place with ``torch.compile(dynamic=True)``
     ("regional" compilation): the plugin's layers through the model's own ``--compile``

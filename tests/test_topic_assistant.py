@@ -416,6 +416,18 @@ def test_bench_train_topic_model_and_theta_batches(tmp_path):
     assert theta.shape == (3, 7) and fp32_close(theta.sum(1), torch.ones(3), 1.0, OP_ULPS)
     assert "theta" not in bench.without_theta(batches)[0]["net_input"]
     assert "theta" in batches[0]["net_input"]  # the originals are left alone
+    # --ablate flush_phi: the peer's Phi buffers are rebuilt from the file with its subnormals
+    from fairseq_sum_plugins.features.topic_assistant.layers import TopicAssistant
+
+    raw = np.load(path)["phi"]
+    flushed = TopicAssistant(raw, path=path)
+    peer = TopicAssistant(raw, path=path)
+    assert bench.FAST_PATHS["flush_phi"]() is True
+    bench.ablated({"model": peer}, "flush_phi")
+    tiny = torch.finfo(torch.float32).tiny
+    subnormal = (peer.phi_topics != 0) & (peer.phi_topics.abs() < tiny)
+    assert subnormal.any(), "the benchmark's random Phi holds subnormals (what the path measures)"
+    assert torch.equal(peer.phi_topics.masked_fill(subnormal, 0.0), flushed.phi_topics)
 
 
 @pytest.mark.parametrize("per_head", [False, True])

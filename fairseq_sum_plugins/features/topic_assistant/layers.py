@@ -171,16 +171,24 @@ class TopicAssistant(nn.Module):
             raise ValueError(f"the prior topic proportions must be {self.num_topics} finite values "
                              "with a positive sum")
         self.register_buffer("theta_prior", prior / prior.sum(), persistent=False)
+        self.set_phi(phi)
+
+    def set_phi(self, phi, flush=True):
+        """Phi's two buffers from ``phi`` ``(V, K)``; ``flush``: without subnormal entries
+        (:func:`flush_subnormal`; False only to measure what that saves, bench_train.py
+        ``--ablate flush_phi``)."""
+        keep = flush_subnormal if flush else (lambda t: t)
+        phi = torch.as_tensor(np.asarray(phi, dtype=np.float32)).to(self.theta_prior.device)
         # TA eq. 8: topics (columns) as distributions over tokens, kept as rows (K, V) so that the
         # selected topics are a gather of contiguous rows (a column gather of (V, K) reads across
         # every row: 17.8 vs 0.4 ms for 40 topics of a 32k dictionary)
         topics = (phi / phi.sum(0, keepdim=True).clamp_min(1e-30)).t().contiguous()
-        self.register_buffer("phi_topics", flush_subnormal(topics), persistent=False)
+        self.register_buffer("phi_topics", keep(topics), persistent=False)
         # TA eq. 5: rows as distributions over topics; L2-normalised for the cosine, zero rows stay
         # zero
         rows = phi / phi.sum(1, keepdim=True).clamp_min(1e-30)
         unit = rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-30)
-        self.register_buffer("phi_unit", flush_subnormal(unit), persistent=False)
+        self.register_buffer("phi_unit", keep(unit), persistent=False)
 
     # --- the model-level feature interface (modules/features.py) ---
 
