@@ -27,6 +27,14 @@ loaded machine, time the process waited (on CUDA: the time the GPU ran no kernel
 rounds is shown beside it: interleaving models in rounds costs each some cache warm-up, so it can
 exceed the profiled pass's.
 
+**The profiler can slow ops down.** Under ``torch.profiler`` an op over a large tensor can take
+several times its unprofiled time, in some steps and not others: the label-smoothed loss's
+``_log_softmax`` on ``(8, 64, 32000)`` logits took 32-33 ms in each of 8 unprofiled training
+steps, and 31-34 ms or 209-232 ms (its backward likewise) in profiled ones, for
+t5_transformer_small and transformer_ta_small alike (2026-12-06, Intel Xeon, 1 thread). One such step moves a kind of
+work by 200 ms and the profiled pass's wall time with it. Compare the **wall, timed rounds**
+(unprofiled) before reading a kind's gap as the model's, and re-time a suspect op alone.
+
 The **GEMM ceiling** of a model over a peer is ``peer wall / model GEMM time`` (both from the
 profiled passes): the ratio the model would reach if everything but its matrix products took no
 time at all. Below a target, no change short of fewer FLOPs or faster GEMMs reaches it.

@@ -138,8 +138,8 @@ def flush_subnormal(t):
     float32) set to 0.
 
     On x86 CPUs a product with a subnormal operand takes a microcode assist: SIA's ``(B, S, K) x
-    (B, K, S)`` product on benchmarks/bench_train.py's random Phi (Dirichlet(0.05) topics, 0.6% of
-    the unit rows subnormal) took 28.4 ms instead of 2.6 ms, and TEMA's ``Phi^T E`` and its
+    (B, K, S)`` product on benchmarks/bench_train.py's random Phi (Dirichlet(0.05) topics; 0.6% of
+    the unit rows' entries subnormal) took 28.4 ms instead of 2.6 ms, and TEMA's ``Phi^T E`` and its
     gradient 3x as long (benchmarks/README.md). The PFA fits of ``preprocess.topic_model`` hold
     none (their prior keeps every entry above ~1e-6), but a Phi from elsewhere may. What is dropped
     is below float32's resolution of any sum it enters beside a normal number: on that Phi, SIA's
