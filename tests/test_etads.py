@@ -183,6 +183,27 @@ def test_memory_saving_autograd_functions_match_autograd():
         assert torch.autograd.gradcheck(lambda *a: GatedAttention.apply(*a, mask, 0.5), (q, k, v, hq, sk))
 
 
+
+def test_focal_bias_in_place_equals_the_reference_in_float32():
+    """FocalBias's in-place forward gives focal_bias_reference's values bit for bit, clamped
+    entries included; its backward gives plain autograd's gradients of the reference."""
+    from fairseq_sum_plugins.features.etads_focus import F_MAX, FocalBias, focal_bias_reference
+
+    g = torch.Generator().manual_seed(0)
+    mu = (torch.rand(2, 3, 7, generator=g) * 40).requires_grad_()
+    sigma = (torch.rand(2, 3, 7, generator=g) * 4 + 0.1).requires_grad_()
+    pos = torch.arange(1.0, 41.0).expand(2, 40).contiguous()
+    ref = focal_bias_reference(mu, sigma, pos)
+    out = FocalBias.apply(mu, sigma, pos)
+    assert (ref == -F_MAX).any() and (ref > -F_MAX).any()  # both sides of the clamp
+    assert torch.equal(out, ref)
+    grad = torch.randn(ref.shape, generator=g)
+    g_ref = torch.autograd.grad(ref, (mu, sigma), grad)
+    g_out = torch.autograd.grad(out, (mu, sigma), grad)
+    # the same sums of the same products, grouped as 4 (P - mu) / sigma^2 against autograd's chain
+    # of 2 and -2 / sigma^2: a few roundings of the summed terms
+    assert all(fp32_close(a, b, ulps=OP_ULPS) for a, b in zip(g_out, g_ref))
+
 def test_gated_training_path_equals_explicit_path():
     torch.manual_seed(0)
     attn, gate = MultiheadAttention(8, 2, self_attention=False).train(), SaliencyGate(8, 2)

@@ -16,7 +16,9 @@ left- and right-padded sources give the same bias for the same document. All of 
 U_c, U_d`` are trained parameters (no biases, as in ETADS eq. 5).
 
 Cost: one extra ``d_m x d_m`` projection per token (``W_p``), and the bias itself, whose backward
-(:class:`FocalBias`) recomputes the distances instead of storing ``(B, H, T, S)`` intermediates.
+(:class:`FocalBias`) recomputes the distances instead of storing ``(B, H, T, S)`` intermediates;
+forward and backward work in place on one or two such tensors (at ``(8, 8, 256, 256)``, forward and
+backward together took about half the time of the same operations out of place).
 The bias needs a gradient, so on CPU PyTorch runs SDPA's math path for these layers (its flash
 CPU kernel takes a bias but not its gradient); on CUDA the memory-efficient kernel takes both.
 
@@ -123,20 +125,23 @@ class FocalBias(torch.autograd.Function):
     @staticmethod
     def forward(ctx, mu_t, sigma_t, pos):
         ctx.save_for_backward(mu_t, sigma_t, pos)
-        with torch.no_grad():
-            return focal_bias_reference(mu_t, sigma_t, pos)
+        with torch.no_grad():  # focal_bias_reference's operations in its order, in place on one
+            # (B, H, T, S) tensor where it allocates four (the same values bit for bit, tested)
+            dist = pos[:, None, None, :] - mu_t.unsqueeze(-1)
+            coef = (-2.0 / sigma_t.square()).unsqueeze(-1)
+            return dist.square_().mul_(coef).clamp_(min=-F_MAX)
 
     @staticmethod
     def backward(ctx, grad):
         mu_t, sigma_t, pos = ctx.saved_tensors
         dist = pos[:, None, None, :] - mu_t.unsqueeze(-1)
         inv_var = sigma_t.square().reciprocal().unsqueeze(-1)  # 1 / sigma~^2
-        g_dist = grad * dist * inv_var  # grad * (P - mu~) / sigma~^2
+        g_dist = (grad * dist).mul_(inv_var)  # grad * (P - mu~) / sigma~^2
         # not clamped: 2 (P - mu~)^2 / sigma~^2 < F_MAX
-        live = (dist.square() * inv_var) < F_MAX / 2
+        live = dist.square().mul_(inv_var) < F_MAX / 2
         g_dist = g_dist.masked_fill_(~live, 0.0)
         grad_mu = 4.0 * g_dist.sum(-1)
-        grad_sigma = 4.0 * (g_dist * dist).sum(-1) / sigma_t
+        grad_sigma = 4.0 * g_dist.mul_(dist).sum(-1) / sigma_t  # g_dist is not read again
         return grad_mu, grad_sigma, None
 
 
