@@ -455,3 +455,31 @@ def test_gnmt_generator_refuses_a_negative_or_non_finite_weight(kwargs, message)
     model, d = build_model("etads_base", **ETADS)
     with pytest.raises(ValueError, match=re.escape(message)):
         GNMTSequenceGenerator([model], d, beam_size=2, **kwargs)
+
+
+def test_focus_bias_reference_switch_gives_the_same_bias():
+    """FocusBias.fused_bias False (bench_train --ablate focal_bias) runs the reference under
+    autograd: the same bias, and the same parameter gradients within rounding."""
+    import importlib.util
+
+    from fairseq_sum_plugins.features.etads_focus import FocusBias
+
+    torch.manual_seed(0)
+    fused = FocusBias(16, 4)
+    q = torch.randn(2, 4, 9, 4)
+    pad = torch.zeros(2, 9, dtype=torch.bool)
+    pad[0, :3] = True
+    spec = importlib.util.spec_from_file_location("bench_train", os.path.join(REPO, "benchmarks", "bench_train.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    ref = FocusBias(16, 4)
+    ref.load_state_dict(fused.state_dict())
+    assert bench.FAST_PATHS["focal_bias"]() is True
+    bench.ablated({"model": ref}, "focal_bias")
+    assert ref.fused_bias is False and fused.fused_bias is True
+    a, b = fused(q, pad), ref(q, pad)
+    assert torch.equal(a, b)
+    grad = torch.randn(a.shape)
+    ga = torch.autograd.grad(a, list(fused.parameters()), grad)
+    gb = torch.autograd.grad(b, list(ref.parameters()), grad)
+    assert all(fp32_close(x, y, ulps=MODEL_ULPS) for x, y in zip(ga, gb))

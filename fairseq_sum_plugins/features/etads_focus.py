@@ -57,6 +57,9 @@ class FocusBias(nn.Module):
     """Focal bias ``f`` (ETADS eq. 5-7) of one encoder self-attention layer, one per head."""
 
     feature_init = True  # its own initialisation, also under BART's (models/bart.py)
+    # the bias by FocalBias (True) or by focal_bias_reference under autograd (bench_train.py
+    # --ablate focal_bias measures the difference)
+    fused_bias = True
 
     def __init__(self, embed_dim, num_heads):
         super().__init__()
@@ -104,6 +107,8 @@ class FocusBias(nn.Module):
         mu_t, sigma_t, m, pos = self.centres_and_scopes(q, padding_mask)
         if self.keep_focus:
             self.last_focus = (mu_t.detach(), sigma_t.detach(), m.detach())
+        if not self.fused_bias:  # the reference: plain autograd, four (B, H, T, S) tensors kept
+            return focal_bias_reference(mu_t, sigma_t, pos).to(q.dtype)
         return FocalBias.apply(mu_t, sigma_t, pos).to(q.dtype)
 
 
