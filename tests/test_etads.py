@@ -183,7 +183,6 @@ def test_memory_saving_autograd_functions_match_autograd():
         assert torch.autograd.gradcheck(lambda *a: GatedAttention.apply(*a, mask, 0.5), (q, k, v, hq, sk))
 
 
-
 def test_focal_bias_in_place_equals_the_reference_in_float32():
     """FocalBias's in-place forward gives focal_bias_reference's values bit for bit, clamped
     entries included; its backward gives plain autograd's gradients of the reference."""
@@ -203,6 +202,7 @@ def test_focal_bias_in_place_equals_the_reference_in_float32():
     # the same sums of the same products, grouped as 4 (P - mu) / sigma^2 against autograd's chain
     # of 2 and -2 / sigma^2: a few roundings of the summed terms
     assert all(fp32_close(a, b, ulps=OP_ULPS) for a, b in zip(g_out, g_ref))
+
 
 def test_gated_training_path_equals_explicit_path():
     torch.manual_seed(0)

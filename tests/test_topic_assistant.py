@@ -30,6 +30,11 @@ def ta_setup(tmp_path, tiny_overrides):
     return d, path, build
 
 
+def subnormal(t):
+    """Where ``t`` holds a float32 subnormal number."""
+    return (t != 0) & (t.abs() < torch.finfo(torch.float32).tiny)
+
+
 def theta_for(bsz, k=K, seed=1):
     g = torch.Generator().manual_seed(seed)
     t = torch.rand(bsz, k, generator=g) ** 3
@@ -424,10 +429,9 @@ def test_bench_train_topic_model_and_theta_batches(tmp_path):
     peer = TopicAssistant(raw, path=path)
     assert bench.FAST_PATHS["flush_phi"]() is True
     bench.ablated({"model": peer}, "flush_phi")
-    tiny = torch.finfo(torch.float32).tiny
-    subnormal = (peer.phi_topics != 0) & (peer.phi_topics.abs() < tiny)
-    assert subnormal.any(), "the benchmark's random Phi holds subnormals (what the path measures)"
-    assert torch.equal(peer.phi_topics.masked_fill(subnormal, 0.0), flushed.phi_topics)
+    kept = subnormal(peer.phi_topics)
+    assert kept.any(), "the benchmark's random Phi holds subnormals (what the path measures)"
+    assert torch.equal(peer.phi_topics.masked_fill(kept, 0.0), flushed.phi_topics)
 
 
 @pytest.mark.parametrize("per_head", [False, True])
@@ -689,15 +693,13 @@ def test_phi_buffers_hold_no_subnormals_and_flushing_them_keeps_sia_and_tema():
     phi[torch.rand(40, K, generator=g) < 0.3] = 1e-40  # subnormal in float32
     phi[3] = 0.0  # an excluded symbol
     ta = TopicAssistant(phi.numpy(), n_topics=2)
-    tiny = torch.finfo(torch.float32).tiny
     for name in ("phi_topics", "phi_unit"):
-        buf = getattr(ta, name)
-        assert not ((buf != 0) & (buf.abs() < tiny)).any(), f"{name} holds subnormals"
+        assert not subnormal(getattr(ta, name)).any(), f"{name} holds subnormals"
     # the unflushed buffers, as TA eq. 5 and 8 define them
     rows = phi / phi.sum(1, keepdim=True).clamp_min(1e-30)
     unit = rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-30)
     cols = (phi / phi.sum(0, keepdim=True)).t()
-    assert ((unit != 0) & (unit.abs() < tiny)).any(), "the test's Phi must hold subnormals"
+    assert subnormal(unit).any(), "the test's Phi must hold subnormals"
     tokens = torch.randint(0, 40, (2, 9), generator=g)
     ref = TopicAssistant.sia_probs(unit[tokens], unit[tokens], 8)
     assert torch.equal(ta.sia_probs(ta.rows(tokens), ta.rows(tokens), 8), ref)
