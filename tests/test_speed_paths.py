@@ -79,17 +79,24 @@ def test_matmul_training_path_is_training_cpu_fp32_with_dropout_only():
     ("t5_small", dict(encoder_layers=1, decoder_layers=1, encoder_embed_dim=32,
                       encoder_ffn_embed_dim=64, encoder_attention_heads=4)),
     ("t5_transformer_small", dict(encoder_layers=1, decoder_layers=1)),
+    ("tp_transformer_small", dict(encoder_layers=1, decoder_layers=1)),  # padding_idx: no grad
     ("transformer_ta_small", dict(encoder_layers=1, decoder_layers=1, ta_sia=False,
                                   ta_tema=False, ta_drm=False)),
 ])
-def test_sparse_embedding_gradients_equal_dense(arch, overrides):
-    """With the output projection tied to the embeddings, sparse lookup gradients (the speed path)
-    give the dense lookups' gradients (the reference), and every gradient stays dense."""
+def test_sparse_embedding_gradients_equal_dense_bit_for_bit(arch, overrides):
+    """With the output projection tied to the embeddings, sparse lookup gradients (the speed path,
+    on by default on CPU) give the dense lookups' gradients (the reference) bit for bit, with
+    tokens repeated within and across the source and the summary and padding in both, and every
+    gradient stays dense."""
     from helpers import build_model, random_batch
 
     model, d = build_model(arch, **overrides)
     model.train()
     src, lengths, prev = random_batch(d, bsz=3, src_len=9, tgt_len=6)
+    src[:, 1:5] = src[0, 6]  # one token four times per source, and in the summaries
+    prev[:, 2:4] = src[0, 6]
+    src[2, :2], lengths[2] = d.pad(), lengths[2] - 2  # left padding
+    prev[1, -1] = d.pad()
     grads = []
     for sparse in (True, False):
         model.decoder.sparse_embedding_grad = sparse
@@ -99,32 +106,62 @@ def test_sparse_embedding_gradients_equal_dense(arch, overrides):
         logits.float().log_softmax(-1).sum().backward()
         grads.append({n: p.grad for n, p in model.named_parameters() if p.grad is not None})
         assert not model.decoder.embed_tokens.sparse  # restored after the forward
+        assert not model.decoder.embed_tokens._forward_hooks  # the hook removed
     assert grads[0].keys() == grads[1].keys()
     weight = model.decoder.embed_tokens.weight
     assert any(g is weight.grad for g in grads[1].values())  # the tied weight has a gradient
     for name, g in grads[0].items():
         assert g.layout == torch.strided, name
-        assert fp32_close(g, grads[1][name], grads[1][name].abs().max() + 1, OP_ULPS), name
+        assert torch.equal(g, grads[1][name]), name
 
 
-def test_sparse_embedding_gradient_only_when_tied_and_training():
-    """Untied output projection, evaluation or no gradient: the lookups stay dense (the flag is
-    never set)."""
+def test_rows_per_token_sums_a_tokens_rows_before_they_meet_the_dense_gradient():
+    """By hand: token 2 looked up twice with rows 2^-24 each, beside a dense gradient 1.0 for it.
+    The dense lookup's backward adds the rows first (2^-23), then the sum to 1.0: 1 + 2^-23. Added
+    one by one, each 2^-24 rounds away (1.0 + 2^-24 is a tie, to even: 1.0). rows_per_token gives
+    the first; nn.Embedding(sparse=True)'s rows the second."""
+    from fairseq_sum_plugins.models.sum_transformer import rows_per_token
+
+    weight = torch.zeros(4, 1, requires_grad=True)
+    tokens = torch.tensor([2, 0, 2])
+    rows = torch.tensor([[2.0**-24], [0.5], [2.0**-24]])
+    sparse = torch.ops.aten.embedding_sparse_backward(rows, tokens, 4, -1, False)
+    dense = torch.tensor([[0.0], [0.0], [1.0], [0.0]])
+    summed = rows_per_token(sparse)
+    assert summed.is_coalesced() and summed._indices().tolist() == [[0, 2]]
+    assert (dense + summed).flatten().tolist() == [0.5, 0.0, 1.0 + 2.0**-23, 0.0]
+    assert (dense + sparse).flatten().tolist() == [0.5, 0.0, 1.0, 0.0]
+    assert torch.equal(dense + summed, dense + torch.ops.aten.embedding_dense_backward(
+        rows, tokens, 4, -1, False))
+    assert weight.grad is None and rows_per_token(None) is None
+    assert rows_per_token(summed) is summed  # already one row per token
+
+
+def test_sparse_embedding_gradient_only_when_tied_training_cpu_fp32():
+    """Untied output projection, evaluation, no gradient or a float64 model: the lookups stay
+    dense (the flag is never set)."""
     from helpers import build_model, random_batch
 
     seen = []
-    for arch, overrides, train in (
+    for arch, overrides, train, dtype in (
             ("t5_transformer_small", dict(encoder_layers=1, decoder_layers=1,
                                           share_all_embeddings=False,
-                                          share_decoder_input_output_embed=False), True),
-            ("t5_transformer_small", dict(encoder_layers=1, decoder_layers=1), False)):
+                                          share_decoder_input_output_embed=False), True,
+             torch.float32),
+            ("t5_transformer_small", dict(encoder_layers=1, decoder_layers=1), False,
+             torch.float32),
+            ("t5_transformer_small", dict(encoder_layers=1, decoder_layers=1), True,
+             torch.float64)):
         model, d = build_model(arch, **overrides)
-        model.train(train)
+        model.to(dtype).train(train)
         emb = model.decoder.embed_tokens
         emb.register_forward_pre_hook(lambda m, _: seen.append(m.sparse))
         src, lengths, prev = random_batch(d)
         model(src, lengths, prev)
-    assert seen and not any(seen)
+    assert len(seen) == 5 and not any(seen)  # the untied decoder is looked up once
+    model.float().train()  # the control: tied, training, CPU fp32
+    model(src, lengths, prev)
+    assert seen[-2:] == [True, True]
 
 
 def test_bench_beam_grid_runs_at_tiny_shapes(tmp_path):
@@ -148,9 +185,9 @@ def test_bench_beam_grid_runs_at_tiny_shapes(tmp_path):
 def test_the_default_paths_train_the_reference_bits(arch):
     """On the quickstart's configuration (dropout 0.1, no attention dropout) the paths on by
     default leave a training step's gradients bit for bit those of the reference paths (SDPA,
-    dense embedding lookups): the pinned figures of the quickstart rest on it (the sparse lookups,
-    which add a repeated token's rows in another order, are off; with attention dropout the
-    matmul path is within float32 rounding of SDPA, test_matmul_training_attention_equals_sdpa)."""
+    dense embedding lookups): the pinned figures of the quickstart rest on it (the sparse lookups
+    sum a repeated token's rows as the dense ones do; with attention dropout the matmul path is
+    within float32 rounding of SDPA, test_matmul_training_attention_equals_sdpa)."""
     from helpers import build_model, random_batch
 
     model, d = build_model(arch, encoder_layers=1, decoder_layers=2, dropout=0.1,

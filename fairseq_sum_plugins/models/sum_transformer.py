@@ -424,15 +424,16 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
     """Decoder cells with causal self-attention and cross-attention, tied output projection
     (TPT eq. 10)."""
 
-    # Training with the output projection tied to the token embeddings: the lookups' gradients
-    # as sparse rows that autograd adds to the projection's dense gradient of the same weight
-    # (SumTransformerModel._embedding_grads), instead of one zero-filled vocabulary x d_m tensor
-    # per lookup summed with it (tests/test_speed_paths.py compares the gradients). Off by
-    # default: it adds a repeated token's rows in another order, so training rounds differently
-    # (3 pinned quickstart updates end with other parameters) and the pinned figures measured
-    # with the dense lookups would no longer hold; benchmarks/bench_train.py --ablate sparse_embed
-    # measures what it buys.
-    sparse_embedding_grad = False
+    # Training on CPU (fp32) with the output projection tied to the token embeddings: the
+    # lookups' gradients as sparse rows, one per token, that autograd adds to the projection's
+    # dense gradient of the same weight (SumTransformerModel._embedding_grads), instead of one
+    # zero-filled vocabulary x d_m tensor per lookup summed with it (two fresh 64 MB tensors,
+    # filled and added, per step at 32k x 512). A repeated token's rows are summed from zero in
+    # the order of its occurrences, as the dense lookup's backward sums them, so the weight's
+    # gradient is the dense path's bit for bit (tests/test_speed_paths.py); on CUDA, whose dense
+    # backward sums in another order and whose allocator keeps freed memory, the lookups stay
+    # dense. benchmarks/bench_train.py --ablate sparse_embed measures what it buys.
+    sparse_embedding_grad = True
 
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(dictionary)
@@ -726,22 +727,46 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
 
     @contextlib.contextmanager
     def _embedding_grads(self):
-        """The decoder's token embeddings (the encoder's too when shared) give sparse gradients
-        during this forward when the output layer, which this forward always runs, reads the same
-        weight densely (so the weight's gradient comes out dense, whatever the order of arrival)."""
+        """The decoder's token embeddings (the encoder's too when shared) give sparse gradients,
+        their rows summed per token (:func:`rows_per_token`), during this forward when the output
+        layer, which this forward always runs, reads the same weight densely (so the weight's
+        gradient comes out dense, whatever the order of arrival)."""
         emb = self.decoder.embed_tokens
         on = (self.decoder.sparse_embedding_grad and self.training and torch.is_grad_enabled()
               and type(emb) is nn.Embedding and not emb.sparse and emb.weight.requires_grad
+              and emb.weight.device.type == "cpu" and emb.weight.dtype == torch.float32
               and self.decoder.output_projection is None)
         if not on:
             yield
             return
         emb.sparse = True
+        hook = emb.register_forward_hook(_sum_rows_per_token)
         try:
             yield
         finally:
             emb.sparse = False
+            hook.remove()
 
+
+def rows_per_token(grad):
+    """A lookup's sparse weight gradient (one row per occurrence of a token, in their order, as
+    ``nn.Embedding(sparse=True)`` gives it) as one row per token: the token's rows summed from
+    zero in the order of its occurrences, which is how the dense lookup's backward
+    (``embedding_dense_backward``) sums them on CPU. Added to a dense gradient, it then gives that
+    of the dense lookup bit for bit, where the rows one by one would round differently."""
+    if grad is None or not grad.is_sparse or grad.is_coalesced():
+        return grad
+    rows, inverse = torch.unique(grad._indices()[0], sorted=True, return_inverse=True)
+    values = grad._values()
+    sums = values.new_zeros(rows.numel(), values.size(1)).index_add_(0, inverse, values)
+    return torch.sparse_coo_tensor(rows.unsqueeze(0), sums, grad.shape, is_coalesced=True,
+                                   check_invariants=False)
+
+
+def _sum_rows_per_token(module, inputs, out):
+    """Forward hook of a sparse lookup: its weight gradient summed per token (rows_per_token)."""
+    if out.grad_fn is not None:
+        out.grad_fn.register_hook(lambda grads, _: (rows_per_token(grads[0]), *grads[1:]))
 
 
 def refuse_default_cell_weights(model, state_dict, prefix):
