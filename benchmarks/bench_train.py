@@ -278,6 +278,8 @@ FAST_PATHS = {
                                   "matmul_train_path"),
     "sparse_embed": set_attribute("fairseq_sum_plugins.models.sum_transformer.SumTransformerDecoder",
                                   "sparse_embedding_grad"),
+    "tied_grad": set_attribute("fairseq_sum_plugins.models.sum_transformer.SumTransformerDecoder",
+                               "fresh_tied_grad"),
     "compile": lambda model=None: False if model is None else compile_stacks(model.encoder, model.decoder),
     "encoder_copies": set_attribute("fairseq_sum_plugins.models.sum_transformer.SumTransformerEncoder",
                                     "keep_beam_copies"),

@@ -80,17 +80,24 @@ def test_matmul_training_path_is_training_cpu_fp32_with_dropout_only():
                       encoder_ffn_embed_dim=64, encoder_attention_heads=4)),
     ("t5_transformer_small", dict(encoder_layers=1, decoder_layers=1)),
     ("tp_transformer_small", dict(encoder_layers=1, decoder_layers=1)),  # padding_idx: no grad
+    ("etads_base", dict(encoder_layers=1, decoder_layers=1, encoder_embed_dim=32,
+                        encoder_ffn_embed_dim=64, encoder_attention_heads=4)),  # output bias b^o
     ("transformer_ta_small", dict(encoder_layers=1, decoder_layers=1, ta_sia=False,
-                                  ta_tema=False, ta_drm=False)),
+                                  ta_drm=False)),  # TEMA reads the embeddings: a fourth gradient
 ])
-def test_sparse_embedding_gradients_equal_dense_bit_for_bit(arch, overrides):
-    """With the output projection tied to the embeddings, sparse lookup gradients (the speed path,
-    on by default on CPU) give the dense lookups' gradients (the reference) bit for bit, with
-    tokens repeated within and across the source and the summary and padding in both, and every
-    gradient stays dense."""
-    from helpers import build_model, random_batch
+def test_tied_embedding_gradient_paths_equal_autograd_bit_for_bit(arch, overrides, tmp_path):
+    """With the output projection tied to the embeddings, the projection's own weight gradient
+    (TiedProjection, on by default) and the sparse lookups summed per token (off by default) give
+    plain autograd's gradients (F.linear, dense lookups) bit for bit, with tokens repeated within
+    and across the source and the summary and padding in both; every gradient stays dense."""
+    from helpers import build_model, make_dictionary, random_batch, write_topic_model
 
-    model, d = build_model(arch, **overrides)
+    side = {}
+    if arch.startswith("transformer_ta"):
+        d = make_dictionary()
+        overrides = dict(overrides, topic_model=write_topic_model(d, str(tmp_path / "t.npz")))
+        side["theta"] = torch.full((3, 6), 1 / 6)
+    model, d = build_model(arch, **overrides) if not side else build_model(arch, d, **overrides)
     model.train()
     src, lengths, prev = random_batch(d, bsz=3, src_len=9, tgt_len=6)
     src[:, 1:5] = src[0, 6]  # one token four times per source, and in the summaries
@@ -98,21 +105,45 @@ def test_sparse_embedding_gradients_equal_dense_bit_for_bit(arch, overrides):
     src[2, :2], lengths[2] = d.pad(), lengths[2] - 2  # left padding
     prev[1, -1] = d.pad()
     grads = []
-    for sparse in (True, False):
-        model.decoder.sparse_embedding_grad = sparse
+    for fresh, sparse in ((False, False), (True, False), (True, True), (False, True)):
+        model.decoder.fresh_tied_grad, model.decoder.sparse_embedding_grad = fresh, sparse
         model.zero_grad(set_to_none=True)
         torch.manual_seed(3)  # the same dropout masks
-        logits, _ = model(src, lengths, prev)
+        logits, _ = model(src, lengths, prev, **side)
         logits.float().log_softmax(-1).sum().backward()
         grads.append({n: p.grad for n, p in model.named_parameters() if p.grad is not None})
         assert not model.decoder.embed_tokens.sparse  # restored after the forward
         assert not model.decoder.embed_tokens._forward_hooks  # the hook removed
-    assert grads[0].keys() == grads[1].keys()
     weight = model.decoder.embed_tokens.weight
-    assert any(g is weight.grad for g in grads[1].values())  # the tied weight has a gradient
-    for name, g in grads[0].items():
-        assert g.layout == torch.strided, name
-        assert torch.equal(g, grads[1][name]), name
+    assert any(g is weight.grad for g in grads[-1].values())  # the tied weight has a gradient
+    for other in grads[1:]:
+        assert other.keys() == grads[0].keys()
+        for name, g in other.items():
+            assert g.layout == torch.strided, name
+            assert torch.equal(g, grads[0][name]), name
+
+
+def test_tied_projection_gradient_is_added_into_in_place():
+    """The point of TiedProjection: autograd sums the two lookups' gradients into the
+    projection's weight gradient in place (two add_ over the vocabulary x d_m weight, no
+    out-of-place add, which allocates a fresh one); with F.linear the first sum is out of place."""
+    from helpers import build_model, random_batch
+    from torch.profiler import profile
+
+    model, d = build_model("t5_transformer_small", encoder_layers=1, decoder_layers=1)
+    model.train()
+    src, lengths, prev = random_batch(d)
+    shape = list(model.decoder.embed_tokens.weight.shape)
+    counts = []
+    for fresh in (True, False):
+        model.decoder.fresh_tied_grad = fresh
+        model.zero_grad(set_to_none=True)
+        loss = model(src, lengths, prev)[0].sum()
+        with profile(record_shapes=True) as prof:
+            loss.backward()
+        counts.append({e.key: e.count for e in prof.key_averages(group_by_input_shape=True)
+                       if e.key in ("aten::add", "aten::add_") and e.input_shapes[:2] == [shape] * 2})
+    assert counts == [{"aten::add_": 2}, {"aten::add": 1, "aten::add_": 1}]
 
 
 def test_rows_per_token_sums_a_tokens_rows_before_they_meet_the_dense_gradient():
@@ -120,7 +151,7 @@ def test_rows_per_token_sums_a_tokens_rows_before_they_meet_the_dense_gradient()
     The dense lookup's backward adds the rows first (2^-23), then the sum to 1.0: 1 + 2^-23. Added
     one by one, each 2^-24 rounds away (1.0 + 2^-24 is a tie, to even: 1.0). rows_per_token gives
     the first; nn.Embedding(sparse=True)'s rows the second."""
-    from fairseq_sum_plugins.models.sum_transformer import rows_per_token
+    from fairseq_sum_plugins.modules.tied_embedding import rows_per_token
 
     weight = torch.zeros(4, 1, requires_grad=True)
     tokens = torch.tensor([2, 0, 2])
@@ -138,10 +169,12 @@ def test_rows_per_token_sums_a_tokens_rows_before_they_meet_the_dense_gradient()
 
 
 def test_sparse_embedding_gradient_only_when_tied_training_cpu_fp32():
-    """Untied output projection, evaluation, no gradient or a float64 model: the lookups stay
-    dense (the flag is never set)."""
+    """With the sparse lookups switched on: an untied output projection, evaluation, no gradient
+    or a float64 model keep them dense (the flag is never set); and they are off by default."""
     from helpers import build_model, random_batch
+    from fairseq_sum_plugins.models.sum_transformer import SumTransformerDecoder
 
+    assert SumTransformerDecoder.sparse_embedding_grad is False
     seen = []
     for arch, overrides, train, dtype in (
             ("t5_transformer_small", dict(encoder_layers=1, decoder_layers=1,
@@ -154,6 +187,7 @@ def test_sparse_embedding_gradient_only_when_tied_training_cpu_fp32():
              torch.float64)):
         model, d = build_model(arch, **overrides)
         model.to(dtype).train(train)
+        model.decoder.sparse_embedding_grad = True
         emb = model.decoder.embed_tokens
         emb.register_forward_pre_hook(lambda m, _: seen.append(m.sparse))
         src, lengths, prev = random_batch(d)
@@ -185,9 +219,9 @@ def test_bench_beam_grid_runs_at_tiny_shapes(tmp_path):
 def test_the_default_paths_train_the_reference_bits(arch):
     """On the quickstart's configuration (dropout 0.1, no attention dropout) the paths on by
     default leave a training step's gradients bit for bit those of the reference paths (SDPA,
-    dense embedding lookups): the pinned figures of the quickstart rest on it (the sparse lookups
-    sum a repeated token's rows as the dense ones do; with attention dropout the matmul path is
-    within float32 rounding of SDPA, test_matmul_training_attention_equals_sdpa)."""
+    autograd's tied projection): the pinned figures of the quickstart rest on it (with attention
+    dropout the matmul path is within float32 rounding of SDPA,
+    test_matmul_training_attention_equals_sdpa)."""
     from helpers import build_model, random_batch
 
     model, d = build_model(arch, encoder_layers=1, decoder_layers=2, dropout=0.1,
@@ -198,7 +232,7 @@ def test_the_default_paths_train_the_reference_bits(arch):
     grads = []
     for reference in (False, True):
         if reference:
-            model.decoder.sparse_embedding_grad = False
+            model.decoder.fresh_tied_grad = False
             for m in model.modules():
                 if isinstance(m, MultiheadAttention):
                     m.matmul_train_path = False

@@ -117,6 +117,7 @@ from ..modules.features import (
     transform_output,
 )
 from ..modules.t5 import RelativePositionBias, T5LayerNorm, t5_init_attention, t5_init_feed_forward
+from ..modules.tied_embedding import TiedProjection, sum_rows_per_token
 from .fresh_params import IMPORT_MARKER, check_import_mark, keep_fresh_parameters
 
 DEFAULT_MAX_POSITIONS = 1024
@@ -424,16 +425,16 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
     """Decoder cells with causal self-attention and cross-attention, tied output projection
     (TPT eq. 10)."""
 
-    # Training on CPU (fp32) with the output projection tied to the token embeddings: the
-    # lookups' gradients as sparse rows, one per token, that autograd adds to the projection's
-    # dense gradient of the same weight (SumTransformerModel._embedding_grads), instead of one
-    # zero-filled vocabulary x d_m tensor per lookup summed with it (two fresh 64 MB tensors,
-    # filled and added, per step at 32k x 512). A repeated token's rows are summed from zero in
-    # the order of its occurrences, as the dense lookup's backward sums them, so the weight's
-    # gradient is the dense path's bit for bit (tests/test_speed_paths.py); on CUDA, whose dense
-    # backward sums in another order and whose allocator keeps freed memory, the lookups stay
-    # dense. benchmarks/bench_train.py --ablate sparse_embed measures what it buys.
-    sparse_embedding_grad = True
+    # Training on CPU with the output projection tied to the token embeddings: the projection's
+    # weight gradient as a tensor of its own, which autograd adds the lookups' gradients into in
+    # place (modules/tied_embedding.py, TiedProjection; bit for bit autograd's).
+    fresh_tied_grad = True
+    # Training on CPU (fp32), tied as above: the lookups' gradients as sparse rows, summed per
+    # token in the dense backward's order (bit for bit the dense lookups'; rows_per_token). Off:
+    # autograd adds sparse to dense out of place, a fresh vocabulary x d_m tensor per lookup,
+    # measured slower than the dense lookups' zero-filled ones (benchmarks/README.md).
+    # benchmarks/bench_train.py --ablate sparse_embed / tied_grad measure both.
+    sparse_embedding_grad = False
 
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(dictionary)
@@ -557,7 +558,11 @@ class SumTransformerDecoder(Drops, FairseqIncrementalDecoder):
         # T5: d_m^-0.5
         features = features * self.output_scale if self.output_scale != 1.0 else features
         if self.output_projection is None:
-            return F.linear(features, self.embed_tokens.weight, self.output_bias)
+            weight = self.embed_tokens.weight
+            if (self.fresh_tied_grad and self.training and torch.is_grad_enabled()
+                    and weight.device.type == "cpu"):  # modules/tied_embedding.py
+                return TiedProjection.apply(features, weight, self.output_bias)
+            return F.linear(features, weight, self.output_bias)
         logits = self.output_projection(features)
         return logits if self.output_bias is None else logits + self.output_bias
 
@@ -728,9 +733,9 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
     @contextlib.contextmanager
     def _embedding_grads(self):
         """The decoder's token embeddings (the encoder's too when shared) give sparse gradients,
-        their rows summed per token (:func:`rows_per_token`), during this forward when the output
-        layer, which this forward always runs, reads the same weight densely (so the weight's
-        gradient comes out dense, whatever the order of arrival)."""
+        their rows summed per token (:mod:`..modules.tied_embedding`), during this forward when
+        the output layer, which this forward always runs, reads the same weight densely (so the
+        weight's gradient comes out dense, whatever the order of arrival)."""
         emb = self.decoder.embed_tokens
         on = (self.decoder.sparse_embedding_grad and self.training and torch.is_grad_enabled()
               and type(emb) is nn.Embedding and not emb.sparse and emb.weight.requires_grad
@@ -740,33 +745,12 @@ class SumTransformerModel(FairseqEncoderDecoderModel):
             yield
             return
         emb.sparse = True
-        hook = emb.register_forward_hook(_sum_rows_per_token)
+        hook = emb.register_forward_hook(sum_rows_per_token)
         try:
             yield
         finally:
             emb.sparse = False
             hook.remove()
-
-
-def rows_per_token(grad):
-    """A lookup's sparse weight gradient (one row per occurrence of a token, in their order, as
-    ``nn.Embedding(sparse=True)`` gives it) as one row per token: the token's rows summed from
-    zero in the order of its occurrences, which is how the dense lookup's backward
-    (``embedding_dense_backward``) sums them on CPU. Added to a dense gradient, it then gives that
-    of the dense lookup bit for bit, where the rows one by one would round differently."""
-    if grad is None or not grad.is_sparse or grad.is_coalesced():
-        return grad
-    rows, inverse = torch.unique(grad._indices()[0], sorted=True, return_inverse=True)
-    values = grad._values()
-    sums = values.new_zeros(rows.numel(), values.size(1)).index_add_(0, inverse, values)
-    return torch.sparse_coo_tensor(rows.unsqueeze(0), sums, grad.shape, is_coalesced=True,
-                                   check_invariants=False)
-
-
-def _sum_rows_per_token(module, inputs, out):
-    """Forward hook of a sparse lookup: its weight gradient summed per token (rows_per_token)."""
-    if out.grad_fn is not None:
-        out.grad_fn.register_hook(lambda grads, _: (rows_per_token(grads[0]), *grads[1:]))
 
 
 def refuse_default_cell_weights(model, state_dict, prefix):
