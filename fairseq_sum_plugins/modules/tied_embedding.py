@@ -29,7 +29,8 @@ class TiedProjection(torch.autograd.Function):
     """``F.linear(features, weight, bias)`` with ``weight``'s gradient ``G^T X`` returned as the
     product itself rather than a view of it (autograd's linear gives ``(G^T X)^T^T``), so that
     autograd adds the lookups' gradients into it in place; the input and bias gradients are
-    autograd's (``G E``, ``sum G``). Bit for bit autograd's gradients (tests/test_speed_paths.py)."""
+    autograd's (``G E``, ``sum G``). Bit for bit autograd's gradients
+    (tests/test_speed_paths.py)."""
 
     @staticmethod
     def forward(ctx, features, weight, bias):
