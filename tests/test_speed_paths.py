@@ -92,12 +92,11 @@ def test_tied_embedding_gradient_paths_equal_autograd_bit_for_bit(arch, override
     and across the source and the summary and padding in both; every gradient stays dense."""
     from helpers import build_model, make_dictionary, random_batch, write_topic_model
 
-    side = {}
+    d, side = make_dictionary(), {}
     if arch.startswith("transformer_ta"):
-        d = make_dictionary()
         overrides = dict(overrides, topic_model=write_topic_model(d, str(tmp_path / "t.npz")))
         side["theta"] = torch.full((3, 6), 1 / 6)
-    model, d = build_model(arch, **overrides) if not side else build_model(arch, d, **overrides)
+    model, d = build_model(arch, d, **overrides)
     model.train()
     src, lengths, prev = random_batch(d, bsz=3, src_len=9, tgt_len=6)
     src[:, 1:5] = src[0, 6]  # one token four times per source, and in the summaries
