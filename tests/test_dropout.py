@@ -1,5 +1,6 @@
-"""One dropout function for every dropout (modules/dropout.py): the default is torch's
-F.dropout bit for bit; ``--dropout-mask packed`` draws two 16-bit integers per 32-bit random number."""
+"""One dropout function for every dropout (modules/dropout.py): the default, ``--dropout-mask
+packed``, draws four 16-bit integers per 64-bit random number; ``bernoulli`` is torch's F.dropout bit
+for bit."""
 import argparse
 
 import pytest
@@ -11,7 +12,7 @@ from fairseq_sum_plugins.modules import dropout as dropout_module
 from fairseq_sum_plugins.modules.dropout import check_dropout_mask, dropout, packed_keep_mask
 
 
-def test_default_mask_is_torch_dropout_bit_for_bit():
+def test_bernoulli_mask_is_torch_dropout_bit_for_bit():
     x = torch.randn(7, 33)
     torch.manual_seed(3)
     ours = dropout(x, 0.1, True)
@@ -22,13 +23,45 @@ def test_default_mask_is_torch_dropout_bit_for_bit():
 
 def test_packed_mask_by_hand():
     """p = 0.1: 6554 of the 65536 16-bit values drop (those below -32768 + 6554 = -26214), so
-    p' = 6554 / 65536 and the kept ones are scaled by 65536 / 58982."""
+    p' = 6554 / 65536 and the kept ones are scaled by 65536 / 58982. Nine elements take three 64-bit
+    draws; element i is bits 16 (i % 4) to 16 (i % 4) + 15 of draw i // 4 (little end first), read
+    as a signed 16-bit integer: computed here with Python's integers, not with a tensor view."""
     torch.manual_seed(0)
-    draws = torch.empty(5, dtype=torch.int32).random_(-(1 << 31), 1 << 31)
-    r = draws.view(torch.int16)[:9].view(3, 3)
+    draws = torch.empty(3, dtype=torch.int64).random_(-(1 << 63), None).tolist()
+    lanes = [(d >> (16 * j)) & 0xFFFF for d in draws for j in range(4)][:9]
+    r = torch.tensor([v - (1 << 16) if v >= 1 << 15 else v for v in lanes]).view(3, 3)
     expected = (r >= -26214).float() * (65536 / 58982)
     torch.manual_seed(0)
-    assert torch.equal(packed_keep_mask((3, 3), 0.1, "cpu", torch.float32), expected)
+    got = packed_keep_mask((3, 3), 0.1, "cpu", torch.float32)
+    assert torch.equal(got, expected)
+    assert torch.equal(got.ne(0).view(-1), torch.tensor(lanes[:9]).view(-1).sub(1 << 15).remainder(
+        1 << 16).sub(1 << 15).ge(-26214))  # the same by the signed reading's other spelling
+
+
+def test_packed_mask_draws_a_quarter_of_the_random_numbers():
+    """After one packed mask of n elements the generator stands where ceil(n / 4) 64-bit draws
+    leave it (torch's ``bernoulli_`` would have drawn n numbers)."""
+    for n in (1, 4, 5, 1000):
+        torch.manual_seed(11)
+        packed_keep_mask((n,), 0.1, "cpu", torch.float32)
+        after = torch.empty(1, dtype=torch.int64).random_(-(1 << 63), None)
+        torch.manual_seed(11)
+        torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(1 << 63), None)
+        assert torch.equal(after, torch.empty(1, dtype=torch.int64).random_(-(1 << 63), None))
+
+
+def test_packed_mask_at_a_p_that_rounds_to_one_or_out_of_range():
+    """p = 0.999995 rounds to 65536 / 65536: F.dropout's (everything dropped), not a division by
+    zero; p = 0.99999 rounds to 65535 / 65536 and keeps its scale 65536; p outside [0, 1] is
+    F.dropout's error."""
+    x = torch.ones(64)
+    assert torch.equal(dropout(x, 0.999995, True, packed=True), torch.zeros(64))
+    torch.manual_seed(0)
+    kept = dropout(torch.ones(1 << 16), 0.99999, True, packed=True)
+    assert set(kept.unique().tolist()) <= {0.0, 65536.0}
+    for p in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1"):
+            dropout(x, p, True, packed=True)
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
@@ -126,19 +159,42 @@ def test_mem2mem_dropouts_draw_the_packed_mask(monkeypatch):
     assert calls["packed"] == 3  # source and target embeddings, the readout
 
 
-def test_default_mask_keeps_the_models_bits():
-    """A training step with the default mask equals one with ``--dropout-mask bernoulli`` named, and the
-    default draws torch's masks (so checkpoints trained before the option keep their bits)."""
+def test_default_mask_is_packed_and_bernoulli_draws_only_torchs_masks(monkeypatch):
+    """A training step with the default mask equals one with ``--dropout-mask packed`` named; with
+    ``bernoulli`` named no packed mask is drawn (every mask is F.dropout's or SDPA's: the quickstart's
+    pinned figures were measured with it), and the step differs from the default's."""
     outs = []
-    for extra in ({}, {"dropout_mask": "bernoulli"}):
+    for extra in ({}, {"dropout_mask": "packed"}, {"dropout_mask": "bernoulli"}):
         torch.manual_seed(0)
         model, d = build_model("t5_small", make_dictionary(), **DROPPING, **extra)
         src, lengths, prev = random_batch(d, bsz=3, src_len=12)
         model.train()
+        packed = [m.packed_mask for m in model.modules() if isinstance(m, dropout_module.Drops)]
+        assert packed and all(packed) == (extra.get("dropout_mask") != "bernoulli") == any(packed)
+        calls = {"packed": 0}
+        real = dropout_module.packed_keep_mask
+
+        def counted(*a, **k):
+            calls["packed"] += 1
+            return real(*a, **k)
+
+        monkeypatch.setattr(dropout_module, "packed_keep_mask", counted)
         torch.manual_seed(5)
         outs.append(model(src, lengths, prev)[0])
-    assert torch.equal(outs[0], outs[1])
-    assert not any(m.packed_mask for m in model.modules() if isinstance(m, dropout_module.Drops))
+        monkeypatch.setattr(dropout_module, "packed_keep_mask", real)
+        assert (calls["packed"] > 0) == (extra.get("dropout_mask") != "bernoulli")
+    assert torch.equal(outs[0], outs[1]) and not torch.equal(outs[0], outs[2])
+
+
+def test_the_quickstart_trains_with_torchs_masks():
+    """The quickstart's pinned figures (recipes/aclsum/quickstart_check.py) were measured with
+    torch's F.dropout masks: its training flags name ``--dropout-mask bernoulli``."""
+    import re
+    from pathlib import Path
+
+    flags = (Path(__file__).resolve().parents[1] / "recipes/aclsum/quickstart_flags.sh").read_text()
+    train = re.search(r"QUICKSTART_TRAIN=\((.*?)\)\n", flags, re.S).group(1)
+    assert re.search(r"--dropout-mask bernoulli\b", train)
 
 
 def test_packed_mask_with_checkpointing_gives_the_gradients_without_it():
@@ -160,13 +216,12 @@ def test_packed_mask_with_checkpointing_gives_the_gradients_without_it():
             assert torch.equal(a, b)
 
 
-def test_packed_mask_off_cpu_says_it_falls_back_to_torchs_mask(monkeypatch, caplog):
-    """Not on a CPU (a meta tensor here, CUDA in use) the flag cannot take effect: one warning says
-    so, and the output is F.dropout's."""
-    monkeypatch.setattr(dropout_module, "_FELL_BACK", [])
+def test_packed_mask_off_cpu_is_torchs_mask(monkeypatch):
+    """Not on a CPU (a meta tensor here, CUDA in use) the packed mask is F.dropout's: the flag's
+    default must not change what a GPU run draws."""
+    seen = []
+    real = dropout_module.F.dropout
+    monkeypatch.setattr(dropout_module.F, "dropout", lambda *a, **k: seen.append(a[1]) or real(*a, **k))
     x = torch.empty(4, 4, device="meta")
-    with caplog.at_level("WARNING", logger="fairseq_sum_plugins.modules.dropout"):
-        y = dropout(x, 0.1, True, packed=True)
-        dropout(x, 0.1, True, packed=True)
-    assert y.shape == x.shape and y.device.type == "meta"
-    assert caplog.text.count("--dropout-mask packed: on meta dropout draws torch's fused mask") == 1
+    y = dropout(x, 0.1, True, packed=True)
+    assert y.shape == x.shape and y.device.type == "meta" and seen == [0.1]

@@ -298,7 +298,8 @@ def test_bench_flop_count_of_a_matmul_step_by_hand():
 
 
 def test_bench_packed_mask_ablation_switches_every_dropping_module():
-    """--ablate packed_mask: the peer's every Drops module draws the packed mask (modules/dropout.py)."""
+    """--ablate packed_mask: the packed mask is the default (every Drops module draws it), and the
+    peer's every Drops module draws torch's mask instead (modules/dropout.py)."""
     from helpers import build_model
     from fairseq_sum_plugins.modules.dropout import Drops
 
@@ -306,9 +307,9 @@ def test_bench_packed_mask_ablation_switches_every_dropping_module():
     model, _ = build_model("t5_small", encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_layers=1,
                            encoder_attention_heads=4, decoder_layers=1)
     drops = [m for m in model.modules() if isinstance(m, Drops)]
-    assert drops and not any(m.packed_mask for m in drops) and bench.FAST_PATHS["packed_mask"]() is False
+    assert drops and all(m.packed_mask for m in drops) and bench.FAST_PATHS["packed_mask"]() is True
     bench.FAST_PATHS["packed_mask"](model)
-    assert all(m.packed_mask for m in drops)
+    assert not any(m.packed_mask for m in drops)
 
 
 def test_bench_ablations_switch_the_encoder_copies_and_the_criterions_loss_gradient():

@@ -1,6 +1,6 @@
 """Speed paths against the reference beside them (fp32, forward and backward, the same random
 stream): :meth:`MultiheadAttention._matmul_attention` (training with attention dropout on CPU)
-against ``F.scaled_dot_product_attention``."""
+against ``F.scaled_dot_product_attention`` (torch's masks) or the explicit path (packed masks)."""
 import pytest
 import torch
 from tolerances import OP_ULPS, fp32_close
@@ -23,16 +23,24 @@ def _run(attn, fast, seed, x, mem, **kw):
     return [out.detach()] + [p.grad.clone() for p in params]
 
 
+@pytest.mark.parametrize("mask", ["bernoulli", "packed"])
 @pytest.mark.parametrize("kind", ["t5_encoder", "t5_encoder_padding", "all_masked", "causal",
                                   "causal_bias", "cross_bool_padding"])
-def test_matmul_training_attention_equals_sdpa(kind):
-    """The training path gives SDPA's output and gradients with the same dropout mask: bit for
-    bit at the T5 cell's scaling 1.0, within float32 rounding at 1/sqrt(d_k)."""
+def test_matmul_training_attention_equals_sdpa(kind, mask):
+    """The training path gives the reference's output and gradients with the same dropout mask:
+    bit for bit at the T5 cell's scaling 1.0, within float32 rounding at 1/sqrt(d_k). The
+    reference is SDPA with torch's masks (``--dropout-mask bernoulli``) and the explicit path
+    with the packed masks (the default), which SDPA cannot draw."""
     torch.manual_seed(0)
     t5 = kind.startswith(("t5", "all", "causal_bias"))
     self_attention = not kind.startswith("cross")
     attn = MultiheadAttention(16, 4, dropout=0.3, self_attention=self_attention,
                               bias=not t5, scaling=1.0 if t5 else None).train()
+    attn.packed_mask = mask == "packed"
+    calls = []
+    if mask == "packed":  # the reference run must be the explicit path's
+        explicit = attn._explicit_attention
+        attn._explicit_attention = lambda *a, **k: calls.append(1) or explicit(*a, **k)
     x = torch.randn(3, 6, 16, requires_grad=True)
     mem = None if self_attention else torch.randn(3, 7, 16)
     s = 6 if self_attention else 7
@@ -48,7 +56,9 @@ def test_matmul_training_attention_equals_sdpa(kind):
     if kind.startswith("causal"):
         kw["causal"] = True
     fast = _run(attn, True, 5, x, mem, **kw)
+    assert calls == []
     ref = _run(attn, False, 5, x, mem, **kw)
+    assert calls == ([1] if mask == "packed" else [])
     assert len(fast) == len(ref)
     for a, b in zip(fast, ref):
         assert torch.isfinite(a).all()
@@ -56,6 +66,27 @@ def test_matmul_training_attention_equals_sdpa(kind):
             assert torch.equal(a, b)
         else:
             assert fp32_close(a, b, b.abs().max() + 1, OP_ULPS)
+
+
+def test_attention_weights_path_gives_a_fully_masked_row_zero_and_a_finite_gradient():
+    """The explicit path (``need_weights``, gates, packed masks without the matmul path): a
+    source of padding only gets output 0 and weights 0, as SDPA gives, and the backward stays
+    finite. With an additive bias (the T5 cell's positions) the padding becomes ``-inf`` added to
+    the logits: softmax then ``nan_to_num`` gave the zeros but a NaN gradient through the NaN row
+    (a boolean mask's ``masked_fill`` hid it by zeroing that row's gradient)."""
+    torch.manual_seed(0)
+    attn = MultiheadAttention(8, 2, dropout=0.0, self_attention=False, scaling=1.0).train()
+    x = torch.randn(2, 3, 8, requires_grad=True)
+    mem = torch.randn(2, 4, 8, requires_grad=True)
+    pad = torch.zeros(2, 4, dtype=torch.bool)
+    pad[1] = True
+    bias = torch.randn(1, 2, 3, 4)
+    out, weights = attn(x, mem, key_padding_mask=pad, attn_bias=bias, need_weights=True)
+    assert torch.equal(weights[1], torch.zeros(3, 4)) and torch.isfinite(out).all()
+    assert torch.allclose(weights[0].sum(-1), torch.ones(3))  # tol: float32 sum of 4 terms
+    out.sum().backward()
+    assert torch.isfinite(x.grad).all() and torch.isfinite(mem.grad).all()
+    assert torch.equal(mem.grad[1], torch.zeros(4, 8))  # no weight reaches a masked key
 
 
 def test_matmul_training_path_is_training_cpu_fp32_with_dropout_only():

@@ -87,7 +87,8 @@ from ..data_folder import hub_text_kwargs
 from ..modules.attention import MultiheadAttention
 from ..modules.checkpointing import add_checkpoint_args, checkpoint_layers
 from ..modules.compiled import compile_layers
-from ..modules.dropout import Drops, add_dropout_mask_arg, check_dropout_mask, set_dropout_mask
+from ..modules.dropout import (DEFAULT_MASK, Drops, add_dropout_mask_arg, check_dropout_mask,
+                               set_dropout_mask)
 from ..modules.encoder_out import EncoderOut
 from ..modules.features import (
     DECODER_OUT,
@@ -806,7 +807,7 @@ def base_architecture(args):
     args.offload_activations = getattr(args, "offload_activations", False)
     args.checkpoint_activations = (getattr(args, "checkpoint_activations", False)
                                    or args.offload_activations)
-    args.dropout_mask = getattr(args, "dropout_mask", None) or "bernoulli"
+    args.dropout_mask = getattr(args, "dropout_mask", None) or DEFAULT_MASK
     args.cell = getattr(args, "cell", "default")
     args.t5_relative_buckets = getattr(args, "t5_relative_buckets", 32)
     args.t5_relative_max_distance = getattr(args, "t5_relative_max_distance", 128)

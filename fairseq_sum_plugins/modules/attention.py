@@ -55,6 +55,19 @@ class InputBuffer:
         return self.set_incremental_state(incremental_state, self.buffer_name, buffer)
 
 
+def _masked_softmax(logits: Tensor, masked: bool) -> Tensor:
+    """``softmax(logits, -1)``, with 0 (and a 0 gradient) for a row whose every key is masked
+    (``-inf``), as SDPA gives; ``masked``: whether any can be. Plain softmax first, and only when a
+    row's first probability is NaN, ``_safe_softmax`` for all (the same values elsewhere): SDPA's
+    check of every row costs an equality test, a reduction and a select over the logits. (A
+    ``nan_to_num`` after softmax gives the zeros but not their gradient: the softmax backward of a
+    NaN row is NaN.)"""
+    probs = torch.softmax(logits, -1)
+    if masked and bool(probs[..., 0].isnan().any()):
+        probs = torch.ops.aten._safe_softmax(logits, -1)
+    return probs
+
+
 @with_incremental_state
 class MultiheadAttention(Drops, InputBuffer, nn.Module):
     """Self-attention (fused QKV projection) or encoder-decoder attention (fused KV projection)."""
@@ -165,12 +178,12 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
 
         dropout_p = self.dropout if self.training else 0.0
         one_query = q.size(2) == 1 and dropout_p == 0.0 and self.one_query_path and not need_weights
-        # --dropout-mask packed: SDPA draws its own mask, so dropped attention takes the explicit
-        # path
+        # --dropout-mask packed: SDPA draws its own mask, so dropped attention takes the matmul
+        # or the explicit path
         own_mask = self.packed_mask and dropout_p > 0.0 and q.device.type == "cpu"
         if one_query and gate is None and q.device.type == "cpu" and q.dtype == torch.float32:
             out, weights = self._one_query_attention(q, k, v, mask), None  # CUDA: SDPA's kernels
-        elif (not need_weights and gate is None and not own_mask and dropout_p > 0.0
+        elif (not need_weights and gate is None and dropout_p > 0.0
               and self.matmul_train_path and q.device.type == "cpu" and q.dtype == torch.float32):
             out, weights = self._matmul_attention(q, k, v, mask, causal, dropout_p), None
         elif not need_weights and gate is None and not own_mask:
@@ -205,9 +218,11 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         each (here ``q`` once by ``scaling``, nothing for the T5 cell's 1.0) and checks every row
         for being fully masked (``_safe_softmax``: an equality test, a reduction and a select over
         the logits); here only the first column of the probabilities is read for NaN, and a
-        fully masked row, if any, takes ``_safe_softmax`` (0 for that row, as SDPA). The mask is
-        drawn by ``F.dropout`` on the probabilities as in SDPA's math path, so the random stream
-        and (at ``scaling`` 1.0) the result are SDPA's bit for bit (tests/test_speed_paths.py)."""
+        fully masked row, if any, takes ``_safe_softmax`` (0 for that row, as SDPA). With
+        ``--dropout-mask bernoulli`` the mask is drawn by ``F.dropout`` on the probabilities as in
+        SDPA's math path, so the random stream and (at ``scaling`` 1.0) the result are SDPA's bit
+        for bit (tests/test_speed_paths.py); with ``packed`` (the default), by
+        :func:`.dropout.dropout`, which SDPA cannot draw."""
         q = q if self.scaling == 1.0 else q * self.scaling
         logits = torch.matmul(q, k.transpose(-1, -2))
         if causal:  # no mask given (_mask folds the causal mask into one when there is one)
@@ -216,10 +231,8 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         elif mask is not None:
             logits = (logits.masked_fill_(~mask, float("-inf")) if mask.dtype == torch.bool
                       else logits.add_(mask))
-        probs = torch.softmax(logits, -1)
-        if mask is not None and bool(probs[..., 0].isnan().any()):  # a row with every key masked
-            probs = torch.ops.aten._safe_softmax(logits, -1)
-        return torch.matmul(F.dropout(probs, dropout_p, True), v)
+        probs = _masked_softmax(logits, mask is not None)
+        return torch.matmul(dropout(probs, dropout_p, True, self.packed_mask), v)
 
     def _beam_shared_attention(self, q, k, v, attn_bias, key_padding_mask, gate=None):
         """Cross-attention of ``N = G * g`` hypotheses whose keys/values ``(G, H, S, d_k)`` are
@@ -336,7 +349,7 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         if mask is not None:
             logits = logits.masked_fill(
                 ~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
-        probs = logits.softmax(-1).nan_to_num(0.0).type_as(q)  # fully masked rows -> 0, as in SDPA
+        probs = _masked_softmax(logits, True).type_as(q)  # fully masked rows -> 0, as in SDPA
         dropped = dropout(probs, dropout_p, dropout_p > 0, self.packed_mask)  # modules/dropout.py
         out = (dropped if gate is None else dropped * gate.type_as(dropped)) @ v
         return out, probs.mean(dim=1)
