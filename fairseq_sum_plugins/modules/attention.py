@@ -349,7 +349,7 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         if mask is not None:
             logits = logits.masked_fill(
                 ~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
-        probs = _masked_softmax(logits, True).type_as(q)  # fully masked rows -> 0, as in SDPA
+        probs = _masked_softmax(logits, mask is not None).type_as(q)  # as SDPA: masked rows 0
         dropped = dropout(probs, dropout_p, dropout_p > 0, self.packed_mask)  # modules/dropout.py
         out = (dropped if gate is None else dropped * gate.type_as(dropped)) @ v
         return out, probs.mean(dim=1)
