@@ -43,6 +43,13 @@ max_new_tokens = tgt_len + 1``: fairseq's forced length, EOS included). ``--json
 ``train_wps``, ``gen_tps``, ``peak_mem`` and ``ops_per_step``, ``gflops_per_step`` of the arch and of each peer, and
 ``ratios[arch][peer]`` (``train_ratio``, ``gen_ratio``, ``mem_ratio``, ``ops_ratio``, ``flops_ratio``: arch over peer).
 
+How far a training ratio can be trusted: every row keeps its ``rounds`` (seconds and target words of
+each round), and each training ratio carries a 95% interval by a paired bootstrap over the rounds
+(``train_interval``; :func:`round_interval`), so a run says whether its gaps exceed its own spread
+(more rounds, a narrower interval). ``--over ARCH`` adds every other arch's training ratio over one
+of them (``over[arch]`` in the JSON, with its interval and FLOP ceiling), e.g. the presets over the
+T5-cell transformer they are built on.
+
 Topic Assistant archs (``transformer_ta_small``/``_base``, any arch with ``--ta-*`` on) get a random
 topic model over the in-memory dictionary (every topic a Dirichlet draw over the kept symbols, saved
 as a temporary ``topic_model.npz`` in :mod:`preprocess.topic_model`'s format, ``--topics`` columns)
@@ -113,6 +120,9 @@ def parse_args():
     p.add_argument("--ablate", default="",
                    help=f"comma-separated fast paths ({', '.join(FAST_PATHS)}): each arch also "
                         "runs with that path off, as a peer named 'no PATH' in the same rounds")
+    p.add_argument("--over", metavar="ARCH",
+                   help="also give every other arch's training ratio over this one (an arch of --archs; "
+                        "e.g. a preset over the cell it is built on), with its interval over the rounds")
     p.add_argument("--json", metavar="FILE", help="write the results here")
     p.add_argument("--threads", type=int, help="torch CPU threads (use 1 on a CPU shared with other jobs)")
     p.add_argument("--topics", type=int, default=256, help="topics K of the random topic model (TA archs)")
@@ -152,6 +162,8 @@ def parse_args():
             p.error(f"--{flag} needs --device cuda (on CPU the benchmark runs fp32)")
     size = "small" if cpu else "base"
     a.archs = a.archs or [f"{m}_{size}" for m in ("t5_transformer", "tp_transformer", "tp_transformer_continuous")]
+    if a.over is not None and a.over not in a.archs:
+        p.error(f"--over {a.over}: not one of --archs ({' '.join(a.archs)}); name it there too")
     a.src_len = a.src_len or (256 if cpu else 512)
     a.batch_size = a.batch_size or (8 if cpu else 32)
     a.steps = a.steps or (8 if cpu else 40)
@@ -249,7 +261,7 @@ def new_model(name, model, params_of, arch, peer, cuda, before, **calls):
     ``generate(batch)`` (generated tokens), ``held()`` (tensors kept between steps), ``updates()``."""
     return dict(name=name, model=model, arch=arch, peer=peer, mem_before=before, cuda=cuda,
                 params=sum(p.numel() for p in params_of), steps=0, time=0.0, words=0, gen_time=0.0, gen_words=0,
-                notes=[], **calls)
+                rounds=[], notes=[], **calls)
 
 
 def set_attribute(cls_path, name):
@@ -613,16 +625,63 @@ def is_peer_of(p, r):
     return p["peer"] is not None and (p["dims"] == r["dims"] if p["peer"] == BASELINE else p["arch"] == r["arch"])
 
 
+RESAMPLES = 2000
+
+
+def round_interval(model, peer, resamples=RESAMPLES, seed=0):
+    """The 95% interval of ``model``'s training rate over ``peer``'s, by a paired bootstrap over the
+    timed rounds (both lists of ``(seconds, words)`` per round, in the rounds' order): each resample
+    draws rounds with replacement, the same for both models (a round's load is shared by the models
+    that ran in it), and takes the ratio of the two rates summed over the drawn rounds, as the table
+    does over all of them. ``None`` with fewer than 2 rounds or rounds that do not pair up (a model
+    that failed part way)."""
+    if len(model) < 2 or len(model) != len(peer):
+        return None
+    (ms, mw), (ps, pw) = (np.asarray(x, dtype=float).T for x in (model, peer))
+    draws = np.random.default_rng(seed).integers(0, len(model), size=(resamples, len(model)))
+    ratios = (mw[draws].sum(1) / ms[draws].sum(1)) / (pw[draws].sum(1) / ps[draws].sum(1))
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def fmt_interval(x, interval):
+    """``0.97x [0.94, 1.01]``: a ratio and its interval over the rounds."""
+    if interval is None:
+        return fmt(x, ".2f", "x")
+    return f"{fmt(x, '.2f', 'x')} [{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
 def peer_ratios(rows):
-    """``{arch: {peer: {train_ratio, gen_ratio, mem_ratio, ops_ratio}}}``: each arch over each of its peers
-    (the ``transformer`` of its dims; an HF peer belongs to the arch it was built from)."""
+    """``{arch: {peer: {train_ratio, train_interval, gen_ratio, mem_ratio, ops_ratio, flops_ratio}}}``:
+    each arch over each of its peers (the ``transformer`` of its dims; an HF peer belongs to the arch
+    it was built from)."""
     return {r["arch"]: {p["peer"]: dict(train_ratio=ratio(r["train_wps"], p["train_wps"]),
+                                        train_interval=round_interval(r["rounds"], p["rounds"]),
                                         gen_ratio=ratio(r["gen_wps"], p["gen_wps"]),
                                         mem_ratio=ratio(r["peak_gib"], p["peak_gib"]),
                                         ops_ratio=ratio(r["ops"], p["ops"]),
                                         flops_ratio=ratio(r.get("gflops"), p.get("gflops")))
                         for p in rows if is_peer_of(p, r)}
             for r in rows if r["peer"] is None}
+
+
+def over_ratios(rows, base_arch):
+    """``--over ARCH``: ``{arch: {train_ratio, train_interval, flops_ratio, flop_ceiling, per_flop}}``,
+    every other arch's training over ``ARCH``'s, both measured in the same rounds. The FLOP ceiling
+    is the ratio the arch would reach if it did its FLOPs at ``ARCH``'s rate (``1 / flops_ratio``);
+    ``per_flop`` is the rate per FLOP over ``ARCH``'s (``train_ratio * flops_ratio``)."""
+    base = next((r for r in rows if r["peer"] is None and r["arch"] == base_arch), None)
+    if base is None:
+        return {}
+    out = {}
+    for r in rows:
+        if r["peer"] is not None or r is base:
+            continue
+        train, flops = ratio(r["train_wps"], base["train_wps"]), ratio(r["gflops"], base["gflops"])
+        out[r["arch"]] = dict(train_ratio=train, train_interval=round_interval(r["rounds"], base["rounds"]),
+                              flops_ratio=flops, flop_ceiling=1 / flops if flops else None,
+                              per_flop=train * flops if train and flops else None)
+    return out
 
 
 def report(models, a, env):
@@ -633,7 +692,7 @@ def report(models, a, env):
     rows = [dict(model=m["name"], arch=m["arch"], peer=m["peer"], params_m=m["params"] / 1e6,
                  train_wps=per_s(m["words"], m["time"]), peak_gib=m["peak_gib"], ops=m.get("ops"), gflops=m.get("gflops"),
                  gen_wps=per_s(m["gen_words"], m["gen_time"]), gen_tokens=m["gen_words"], skipped_updates=m["steps"] - m["updates"](),
-                 steps=m["steps"], error=m.get("error"), notes=m["notes"], dims=m["dims"],
+                 steps=m["steps"], rounds=m["rounds"], error=m.get("error"), notes=m["notes"], dims=m["dims"],
                  compile_s=m.get("compile_s"), gen_compile_s=m.get("gen_compile_s"),
                  wall_ms=m.get("wall_ms"), profiled_ms=m.get("profiled_ms"),
                  breakdown_ms=m.get("breakdown_ms"), gen_wall_ms=m.get("gen_wall_ms"),
@@ -664,12 +723,22 @@ def report(models, a, env):
         cells += ["; ".join([r["error"]] if r["error"] else skipped + r["notes"])]
         lines.append("| " + " | ".join(cells) + " |")
     ratios = peer_ratios(rows)
-    lines += ["", "| arch | peer | train | gen | peak mem | ops/step | FLOPs/step |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "| arch | peer | train [95% over rounds] | gen | peak mem | ops/step | FLOPs/step |",
+              "|---|---|---|---|---|---|---|"]
     for arch, peers in ratios.items():
         for peer, x in peers.items():
-            lines.append(f"| {arch} | {peer} | " + " | ".join(
-                fmt(x[k], ".2f", "x") for k in ("train_ratio", "gen_ratio", "mem_ratio", "ops_ratio")) + " | "
-                + fmt(x["flops_ratio"], ".3f", "x") + " |")
+            lines.append(f"| {arch} | {peer} | {fmt_interval(x['train_ratio'], x['train_interval'])} | "
+                         + " | ".join(fmt(x[k], ".2f", "x") for k in ("gen_ratio", "mem_ratio", "ops_ratio"))
+                         + " | " + fmt(x["flops_ratio"], ".3f", "x") + " |")
+    over = over_ratios(rows, getattr(a, "over", None))
+    if over:
+        lines += ["", f"Over {a.over} (training; the interval: a paired bootstrap over the {a.rounds} rounds):",
+                  "", f"| arch | train over {a.over} [95%] | FLOPs/step | FLOP ceiling | speed x FLOPs |",
+                  "|---|---|---|---|---|"]
+        for arch, x in over.items():
+            lines.append(f"| {arch} | {fmt_interval(x['train_ratio'], x['train_interval'])} | "
+                         f"{fmt(x['flops_ratio'], '.3f', 'x')} | {fmt(x['flop_ceiling'], '.3f', 'x')} | "
+                         f"{fmt(x['per_flop'], '.2f', 'x')} |")
     if a.profile:
         lines += where_the_time_goes(rows, ratios, a.generate)
     table = "\n".join(lines)
@@ -685,7 +754,8 @@ def report(models, a, env):
         archs = {r["arch"]: dict(figures(r), peers={p["peer"]: figures(p) for p in rows if is_peer_of(p, r)})
                  for r in rows if r["peer"] is None}
         with open(a.json, "w") as f:
-            json.dump(dict(env=env, args=vars(a), results=rows, archs=archs, ratios=ratios, table=table), f, indent=2)
+            json.dump(dict(env=env, args=vars(a), results=rows, archs=archs, ratios=ratios, over=over,
+                           table=table), f, indent=2)
 
 
 def where_the_time_goes(rows, ratios, generate):
@@ -794,6 +864,7 @@ def main():
                 continue
             m["time"] += seconds
             m["words"] += words
+            m["rounds"].append((seconds, words))
 
     if a.generate:
         decoding = []

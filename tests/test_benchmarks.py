@@ -147,3 +147,45 @@ def test_bench_train_profile_tables_name_each_pairs_ceiling():
     ratios["t5_small"]["transformer"]["gen_ratio"] = None
     text = "\n".join(bench.where_the_time_goes(rows, ratios, generate=True))
     assert "| kind of work | transformer |" in text and "gen_gemm_ceiling" not in ratios["t5_small"]["transformer"]
+
+
+def test_round_interval_is_a_paired_bootstrap_of_the_ratio_of_summed_rates():
+    """Rounds where the arch runs at exactly 1.5x its peer's rate give [1.5, 1.5] whatever each
+    round's load; a round's load is shared by both (paired), so a slow round moves neither alone.
+    Unequal per-round ratios give an interval around the summed ratio, inside their extremes."""
+    bench = load("bench_train")
+    peer = [(2.0, 100), (4.0, 100), (3.0, 100)]  # 50, 25, 33 words/s: the load moves
+    arch = [(s / 1.5, w) for s, w in peer]
+    lo, hi = bench.round_interval(arch, peer)
+    assert lo == pytest.approx(1.5) and hi == pytest.approx(1.5)
+    arch = [(2.0, 100), (4.0, 100), (2.0, 100)]  # per round 1.0, 1.0, 1.5 of the peer's rate
+    lo, hi = bench.round_interval(arch, peer)
+    summed = (300 / 8.0) / (300 / 9.0)  # the table's ratio: 1.125
+    assert 1.0 <= lo < summed < hi <= 1.5
+    assert bench.round_interval(arch[:1], peer[:1]) is None  # one round: no spread to measure
+    assert bench.round_interval(arch[:2], peer) is None  # a model that stopped part way
+    assert bench.fmt_interval(1.125, (1.0, 1.5)) == "1.12x [1.00, 1.50]"
+
+
+def test_over_gives_each_arch_over_the_named_one_with_its_flop_ceiling(monkeypatch, capsys):
+    """--over ARCH: every other arch (not the peers) over ARCH, measured in the same rounds, with
+    the FLOP ceiling 1 / (FLOPs ratio) and the rate per FLOP; an ARCH not in --archs is refused."""
+    bench = load("bench_train")
+
+    def row(arch, peer, seconds, gflops):
+        return dict(arch=arch, peer=peer, train_wps=200 / sum(seconds), gflops=gflops,
+                    rounds=[(s, 100) for s in seconds])
+
+    rows = [row("cell", None, [1.0, 1.0], 50.0), row("cell", "transformer", [0.5, 0.5], 40.0),
+            row("tpt", None, [1.25, 1.25], 52.0)]
+    over = bench.over_ratios(rows, "cell")
+    assert list(over) == ["tpt"]
+    x = over["tpt"]
+    assert x["train_ratio"] == pytest.approx(0.8) and x["train_interval"] == pytest.approx((0.8, 0.8))
+    assert x["flops_ratio"] == pytest.approx(1.04) and x["flop_ceiling"] == pytest.approx(1 / 1.04)
+    assert x["per_flop"] == pytest.approx(0.8 * 1.04)
+    assert bench.over_ratios(rows, None) == {}
+    monkeypatch.setattr("sys.argv", ["bench_train.py", "--archs", "t5_small", "--over", "t5_base"])
+    with pytest.raises(SystemExit):
+        bench.parse_args()
+    assert "--over t5_base: not one of --archs (t5_small)" in capsys.readouterr().err
