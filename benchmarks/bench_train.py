@@ -490,12 +490,31 @@ def warm_up(m, batches, a):
     m["gflops"] = count_flops(m, batches[0])
 
 
+def count_cpu_flash_attention():
+    """Teach torch's FlopCounterMode SDPA's CPU flash kernel (forward and backward), with the
+    formulas it has for the CUDA kernels. Torch's registry lacks it, so an attention that took that
+    kernel (on CPU: no dropout, no bias needing a gradient; e.g. fairseq's ``transformer`` at
+    etads_base's dims) counted 0 while the same attention by matmuls (the math path, the matmul and
+    explicit paths) counted its GEMMs: until 2026-12-06 the FLOPs ratios of such pairs were too high
+    by the peer's attention (etads_base over the transformer: 1.161x counted, 1.10x with it)."""
+    from torch.utils import flop_counter as fc
+
+    aten = torch.ops.aten
+    forward = aten._scaled_dot_product_flash_attention_for_cpu
+    backward = aten._scaled_dot_product_flash_attention_for_cpu_backward
+    cuda = aten._scaled_dot_product_flash_attention, aten._scaled_dot_product_flash_attention_backward
+    for cpu_op, cuda_op in zip((forward, backward), cuda):
+        fc.flop_registry.setdefault(cpu_op, fc.flop_registry[cuda_op])  # the same arguments first
+
+
 def count_flops(m, batch):
     """GFLOP of one forward + backward (torch's FlopCounterMode: matmuls, convolutions and attention
-    kernels; elementwise ops count 0), so a preset's work is compared with its peer's independently of
-    the machine's load: when its speed ratio is about 1 / its FLOP ratio, the gap is its arithmetic."""
+    kernels, SDPA's CPU flash kernel included (:func:`count_cpu_flash_attention`); elementwise ops
+    count 0), so a preset's work is compared with its peer's independently of the machine's load:
+    when its speed ratio is about 1 / its FLOP ratio, the gap is its arithmetic."""
     from torch.utils.flop_counter import FlopCounterMode
 
+    count_cpu_flash_attention()
     batch = on_device(batch, m["cuda"])
     with FlopCounterMode(display=False) as counter:
         m["forward_backward"](batch)

@@ -297,6 +297,29 @@ def test_bench_flop_count_of_a_matmul_step_by_hand():
     assert bench.count_flops(m, {}) == approx64(6 * 8 * 16 * 32 / 1e9)
 
 
+def test_bench_flop_count_of_sdpas_cpu_flash_kernel_equals_its_matmuls():
+    """SDPA on CPU without dropout or a bias takes its flash kernel, which torch's FlopCounterMode
+    did not count (0 FLOPs, where the same attention by matmuls counts its GEMMs): count_flops
+    counts it by torch's formula for the CUDA flash kernels, 4BHS^2D forward and 10BHS^2D backward
+    (the kernel recomputes Q K^T, then dV, dP, dQ, dK), against 4 + 8 for the matmuls."""
+    bench = load_bench()
+    b, h, s, d = 2, 3, 5, 4
+    q, k, v = (torch.randn(b, h, s, d, requires_grad=True) for _ in range(3))
+
+    def by_matmuls(batch):
+        (torch.softmax(q @ k.transpose(-1, -2), -1) @ v).sum().backward()
+
+    def by_sdpa(batch):
+        torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=1.0).sum().backward()
+
+    with torch.profiler.profile() as prof:  # the kernel this test is about ran
+        by_sdpa(None)
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" in {e.name for e in prof.events()}
+    flops = [bench.count_flops(dict(cuda=False, forward_backward=f, zero_grad=lambda: None), {})
+             for f in (by_matmuls, by_sdpa)]
+    assert flops == [approx64(12 * b * h * s * s * d / 1e9), approx64(14 * b * h * s * s * d / 1e9)]
+
+
 def test_bench_packed_mask_ablation_switches_every_dropping_module():
     """--ablate packed_mask: the packed mask is the default (every Drops module draws it), and the
     peer's every Drops module draws torch's mask instead (modules/dropout.py)."""
