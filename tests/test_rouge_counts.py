@@ -52,6 +52,24 @@ def test_committed_decodings_score_as_google_rouge_score_bit_for_bit():
         assert ours(h, r) == google_scores(h, r)
 
 
+def test_bit_parallel_lcs_gives_every_cell_and_read_back_of_the_table():
+    """lcs_columns' cells equal the dynamic programme's (every cell), and lcs_positions reads back
+    the same subsequence as the full table (ties included: few distinct tokens, so many), on random
+    pairs up to 130 tokens (past a 64-bit word) and the empty cases; by hand, "a b c b" against
+    "b c a b": LCS 3 ("b c b")."""
+    rng = random.Random(11)
+    for n in range(300):
+        ref = [rng.choice("abcd") for _ in range(rng.randint(0, 130 if n % 10 == 0 else 12))]
+        hyp = [rng.choice("abcde") for _ in range(rng.randint(0, 130 if n % 7 == 0 else 12))]
+        table, columns = C.lcs_table(ref, hyp), C.lcs_columns(ref, hyp)
+        assert [[C._cell(columns, i, j) for j in range(len(hyp) + 1)]
+                for i in range(len(ref) + 1)] == table
+        assert C.lcs_length(ref, hyp) == table[-1][-1]
+        assert C.lcs_positions(ref, hyp) == C.lcs_positions_reference(ref, hyp)
+    assert C.lcs_length(list("abcb"), list("bcab")) == 3
+    assert C.lcs_positions(list("abcb"), list("bcab")) == [1, 2, 3]
+
+
 def test_summary_level_lcs_by_hand():
     # reference sentence "a b c d" against hypothesis sentences "a b x" and "c y d": the union of
     # the two LCSs covers all four words; "e f" has no match: 4 hits of 6 reference and 6

@@ -23,6 +23,13 @@ real pairs, bit for bit), so the scores equal ROUGE-1.5.5's per document as befo
 
 Sentences are the lines of the ``"\\n"``-joined summary that are not empty, as ``rouge_score``
 splits them.
+
+Speed: the LCS table is computed a column at a time as one integer of ``len(ref)`` bits
+(:func:`lcs_columns`; Crochemore et al. 2001's bit-parallel LCS: bit ``i`` of column ``j`` is 0
+where ``table[i + 1][j] = table[i][j] + 1``), so a column costs a few big-integer operations instead
+of ``len(ref)`` Python steps; any cell is a population count (:func:`_cell`), and the read-back
+visits only the cells on its path. :func:`lcs_table` keeps the dynamic programme cell by cell, the
+reference the tests compare both with (every cell, every read-back).
 """
 from collections import Counter, namedtuple
 
@@ -60,8 +67,52 @@ def lcs_table(ref, hyp):
     return table
 
 
+def lcs_columns(ref, hyp):
+    """The columns of :func:`lcs_table` as integers of ``len(ref)`` bits: ``columns[j]`` has bit
+    ``i`` clear where ``table[i + 1][j] - table[i][j] = 1`` (set where it is 0), so ``table[i][j]``
+    is the number of clear bits below bit ``i`` (:func:`_cell`). Column ``j + 1`` from column ``j``
+    and the bits ``M`` of ``ref``'s positions holding ``hyp[j]``: ``U = V & M``, ``V' = (V + U) |
+    (V - U)`` (Crochemore, Iliopoulos, Pinzon and Reid, 2001), cut to ``len(ref)`` bits."""
+    where = {}
+    for i, token in enumerate(ref):
+        where[token] = where.get(token, 0) | (1 << i)
+    full = (1 << len(ref)) - 1
+    v, columns = full, [full]
+    for token in hyp:
+        u = v & where.get(token, 0)
+        v = ((v + u) | (v - u)) & full
+        columns.append(v)
+    return columns
+
+
+def _cell(columns, i, j):
+    """``lcs_table(ref, hyp)[i][j]`` from :func:`lcs_columns`."""
+    return i - (columns[j] & ((1 << i) - 1)).bit_count()
+
+
+def lcs_length(ref, hyp):
+    """The length of a longest common subsequence (``lcs_table(ref, hyp)[-1][-1]``)."""
+    return _cell(lcs_columns(ref, hyp), len(ref), len(hyp)) if hyp else 0
+
+
 def lcs_positions(ref, hyp):
-    """Positions in ``ref`` of one longest common subsequence with ``hyp`` (module docstring)."""
+    """Positions in ``ref`` of one longest common subsequence with ``hyp`` (module docstring): the
+    read-back of :func:`lcs_table` from its last cell, over the cells :func:`lcs_columns` gives."""
+    columns = lcs_columns(ref, hyp)
+    i, j, out = len(ref), len(hyp), []
+    while i > 0 and j > 0:
+        if ref[i - 1] == hyp[j - 1]:
+            out.append(i - 1)
+            i, j = i - 1, j - 1
+        elif _cell(columns, i, j - 1) > _cell(columns, i - 1, j):
+            j -= 1
+        else:
+            i -= 1
+    return out[::-1]
+
+
+def lcs_positions_reference(ref, hyp):
+    """:func:`lcs_positions` read back from the full :func:`lcs_table` (the tests' reference)."""
     table = lcs_table(ref, hyp)
     i, j, out = len(ref), len(hyp), []
     while i > 0 and j > 0:
@@ -78,7 +129,7 @@ def lcs_positions(ref, hyp):
 def rouge_l(ref_tokens, hyp_tokens):
     if not ref_tokens or not hyp_tokens:
         return ZERO
-    length = lcs_table(ref_tokens, hyp_tokens)[-1][-1]
+    length = lcs_length(ref_tokens, hyp_tokens)
     precision, recall = length / len(hyp_tokens), length / len(ref_tokens)
     return Score(precision, recall, fmeasure(precision, recall))
 
