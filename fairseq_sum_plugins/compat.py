@@ -33,17 +33,9 @@ import logging
 
 import torch
 
+from .cli.safe_load import SAFE_CHECKPOINT_GLOBALS, allow_fairseq_checkpoints  # noqa: F401
+
 logger = logging.getLogger(__name__)
-
-SAFE_CHECKPOINT_GLOBALS = [argparse.Namespace]
-
-
-def allow_fairseq_checkpoints():
-    """Idempotently allow-list the classes fairseq checkpoints contain (no-op on torch < 2.4)."""
-    add = getattr(torch.serialization, "add_safe_globals", None)
-    if add is not None:
-        add(SAFE_CHECKPOINT_GLOBALS)
-
 
 allow_fairseq_checkpoints()
 

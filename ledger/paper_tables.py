@@ -769,9 +769,9 @@ def parameter_count(checkpoint):
     code is refused, with a ``ValueError`` naming the file)."""
     import torch
 
-    from fairseq_sum_plugins import compat
+    from fairseq_sum_plugins.cli.safe_load import allow_fairseq_checkpoints  # torch's import, not fairseq's
 
-    compat.allow_fairseq_checkpoints()
+    allow_fairseq_checkpoints()
     try:
         state = torch.load(checkpoint, map_location="cpu", weights_only=True)["model"]
     except Exception as e:  # torch raises many kinds: unpickling, a zip error, a missing key

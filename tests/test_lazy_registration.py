@@ -140,7 +140,8 @@ root = pathlib.Path(r.__file__).parent
 names = [".".join(("fairseq_sum_plugins",) + p.relative_to(root).with_suffix("").parts)
          .removesuffix(".__init__") for p in sorted(root.rglob("*.py"))]
 light = [n for n in names if not r.needs_registration(n)
-         and not any(f"fairseq_sum_plugins.{{p}}" in n for p in ("analysis", "inspection"))]
+         and not any(f"fairseq_sum_plugins.{{p}}" in n for p in ("analysis", "inspection"))
+         and n != "fairseq_sum_plugins.cli.safe_load"]  # torch's by design: the next test
 for n in light:
     importlib.import_module(n)
 {REPORT}
@@ -149,3 +150,30 @@ print(json.dumps(light))"""
     assert json.loads(heavy) == [], heavy
     assert {"fairseq_sum_plugins.scoring.rouge", "fairseq_sum_plugins.evaluation.compare",
             "fairseq_sum_plugins.evaluation.baselines.systems"} <= set(json.loads(light))
+
+
+def test_reading_a_checkpoints_parameters_imports_torch_and_not_fairseq(tmp_path):
+    """``ledger.paper_tables params`` loads a checkpoint under the plugin's allow-list
+    (fairseq_sum_plugins/cli/safe_load.py: ``argparse.Namespace`` only) without importing fairseq, whose
+    import is most of a process's start; a pickled class outside the list is still refused."""
+    import argparse
+
+    import torch
+
+    ckpt, bad = tmp_path / "checkpoint_best.pt", tmp_path / "other.pt"
+    torch.save({"model": {"w": torch.zeros(2, 3), "b": torch.zeros(4), "step": torch.tensor(1)},
+                "args": argparse.Namespace(arch="x")}, ckpt)
+    torch.save({"model": {"w": torch.zeros(1)}, "args": argparse.FileType("r")}, bad)
+    code = f"""
+import json, sys
+from ledger.paper_tables import parameter_count
+print(json.dumps(parameter_count({str(ckpt)!r})["params_k"]))
+try:
+    parameter_count({str(bad)!r})
+except ValueError as e:
+    print(json.dumps(str(e)))
+print(json.dumps(sorted(m for m in ("torch", "fairseq") if m in sys.modules)))"""
+    params, refused, imported = python(code)[-3:]
+    assert json.loads(params) == 10 / 1000  # floating point tensors: 6 + 4
+    assert str(bad) in json.loads(refused) and "not a readable fairseq checkpoint" in refused
+    assert json.loads(imported) == ["torch"]
