@@ -70,6 +70,29 @@ def test_bit_parallel_lcs_gives_every_cell_and_read_back_of_the_table():
     assert C.lcs_positions(list("abcb"), list("bcab")) == [1, 2, 3]
 
 
+def test_a_pair_scored_again_is_looked_up_and_the_kept_pairs_are_bounded(monkeypatch):
+    """pair_scores keeps what score_pair computes, under a digest of both sentence lists: a second
+    call gives equal scores without scoring (score_pair not called), a caller's change to the
+    returned dict does not reach the next call, a pair that differs in one sentence boundary is
+    scored anew, and only the last PAIRS_KEPT pairs are kept."""
+    monkeypatch.setattr(C, "_KEPT", type(C._KEPT)())
+    monkeypatch.setattr(C, "PAIRS_KEPT", 2)
+    calls = []
+    score_pair = C.score_pair
+    monkeypatch.setattr(C, "score_pair", lambda h, r: calls.append((h, r)) or score_pair(h, r))
+    hyp, ref = ["mat", "the cat"], ["the cat mat"]  # summary-level LCS: 3 hits; joined: 2
+    first = C.pair_scores(hyp, ref)
+    assert first == score_pair(hyp, ref) and len(calls) == 1
+    first["rouge1"] = None
+    assert C.pair_scores(hyp, ref) == score_pair(hyp, ref) and len(calls) == 1
+    joined = C.pair_scores(["mat the cat"], ref)  # the same words, one sentence
+    assert len(calls) == 2 and joined["rougeL"] != score_pair(hyp, ref)["rougeL"]
+    C.pair_scores(["rain"], ref)
+    assert len(C._KEPT) == 2  # the first pair, used least recently, is gone
+    C.pair_scores(hyp, ref)
+    assert len(calls) == 4
+
+
 def test_summary_level_lcs_by_hand():
     # reference sentence "a b c d" against hypothesis sentences "a b x" and "c y d": the union of
     # the two LCSs covers all four words; "e f" has no match: 4 hits of 6 reference and 6

@@ -31,7 +31,9 @@ of ``len(ref)`` Python steps; any cell is a population count (:func:`_cell`), an
 visits only the cells on its path. :func:`lcs_table` keeps the dynamic programme cell by cell, the
 reference the tests compare both with (every cell, every read-back).
 """
-from collections import Counter, namedtuple
+import hashlib
+import json
+from collections import Counter, OrderedDict, namedtuple
 
 from .rouge_text import rouge_tokens
 
@@ -161,7 +163,31 @@ def _lines(text):
 
 def pair_scores(hyp_sents, ref_sents):
     """{``rouge1``, ``rouge2``, ``rougeL`` (summary-level), ``rougeL_plain``: :data:`Score`} of one
-    pair of cleaned sentence lists."""
+    pair of cleaned sentence lists.
+
+    A function of the two lists' strings only, so the scores of the last :data:`PAIRS_KEPT` pairs
+    are kept in the process, under a 128-bit BLAKE2 digest of the pair (about 1 kB each, whatever
+    the summaries' length): the same decodings scored again (a table's page after its index, the
+    results check's second pass, a paired test after the scores) cost a lookup. A fresh dict each
+    call."""
+    key = hashlib.blake2b(json.dumps([hyp_sents, ref_sents]).encode("utf-8"),
+                          digest_size=16).digest()
+    scores = _KEPT.get(key)
+    if scores is None:
+        scores = _KEPT[key] = score_pair(hyp_sents, ref_sents)
+        if len(_KEPT) > PAIRS_KEPT:
+            _KEPT.popitem(last=False)
+    else:
+        _KEPT.move_to_end(key)
+    return dict(scores)
+
+
+PAIRS_KEPT = 1 << 16
+_KEPT = OrderedDict()
+
+
+def score_pair(hyp_sents, ref_sents):
+    """:func:`pair_scores`, computed (not looked up)."""
     ref_text, hyp_text = "\n".join(ref_sents), "\n".join(hyp_sents)
     ref, hyp = rouge_tokens(ref_text), rouge_tokens(hyp_text)
     return {"rouge1": rouge_n(ref, hyp, 1), "rouge2": rouge_n(ref, hyp, 2),
