@@ -122,6 +122,7 @@ def main(argv=None):
             seconds, words = bt.train(m, batches, per_round)
             m["time"] += seconds
             m["words"] += words
+            m["rounds"].append((seconds, words))
     if a.profile:
         with open(a.profile, "w") as out:
             for m in models:

@@ -653,8 +653,8 @@ def round_interval(model, peer, resamples=RESAMPLES, seed=0):
     draws rounds with replacement, the same for both models (a round's load is shared by the models
     that ran in it), and takes the ratio of the two rates summed over the drawn rounds, as the table
     does over all of them. ``None`` with fewer than 2 rounds or rounds that do not pair up (a model
-    that failed part way)."""
-    if len(model) < 2 or len(model) != len(peer):
+    that failed part way, or rows that kept none)."""
+    if not model or not peer or len(model) < 2 or len(model) != len(peer):
         return None
     (ms, mw), (ps, pw) = (np.asarray(x, dtype=float).T for x in (model, peer))
     draws = np.random.default_rng(seed).integers(0, len(model), size=(resamples, len(model)))
@@ -675,7 +675,7 @@ def peer_ratios(rows):
     each arch over each of its peers (the ``transformer`` of its dims; an HF peer belongs to the arch
     it was built from)."""
     return {r["arch"]: {p["peer"]: dict(train_ratio=ratio(r["train_wps"], p["train_wps"]),
-                                        train_interval=round_interval(r["rounds"], p["rounds"]),
+                                        train_interval=round_interval(r.get("rounds"), p.get("rounds")),
                                         gen_ratio=ratio(r["gen_wps"], p["gen_wps"]),
                                         mem_ratio=ratio(r["peak_gib"], p["peak_gib"]),
                                         ops_ratio=ratio(r["ops"], p["ops"]),
@@ -697,7 +697,7 @@ def over_ratios(rows, base_arch):
         if r["peer"] is not None or r is base:
             continue
         train, flops = ratio(r["train_wps"], base["train_wps"]), ratio(r["gflops"], base["gflops"])
-        out[r["arch"]] = dict(train_ratio=train, train_interval=round_interval(r["rounds"], base["rounds"]),
+        out[r["arch"]] = dict(train_ratio=train, train_interval=round_interval(r.get("rounds"), base.get("rounds")),
                               flops_ratio=flops, flop_ceiling=1 / flops if flops else None,
                               per_flop=train * flops if train and flops else None)
     return out
@@ -711,7 +711,7 @@ def report(models, a, env):
     rows = [dict(model=m["name"], arch=m["arch"], peer=m["peer"], params_m=m["params"] / 1e6,
                  train_wps=per_s(m["words"], m["time"]), peak_gib=m["peak_gib"], ops=m.get("ops"), gflops=m.get("gflops"),
                  gen_wps=per_s(m["gen_words"], m["gen_time"]), gen_tokens=m["gen_words"], skipped_updates=m["steps"] - m["updates"](),
-                 steps=m["steps"], rounds=m["rounds"], error=m.get("error"), notes=m["notes"], dims=m["dims"],
+                 steps=m["steps"], rounds=m.get("rounds", []), error=m.get("error"), notes=m["notes"], dims=m["dims"],
                  compile_s=m.get("compile_s"), gen_compile_s=m.get("gen_compile_s"),
                  wall_ms=m.get("wall_ms"), profiled_ms=m.get("profiled_ms"),
                  breakdown_ms=m.get("breakdown_ms"), gen_wall_ms=m.get("gen_wall_ms"),
