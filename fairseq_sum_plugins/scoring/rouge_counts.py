@@ -97,35 +97,31 @@ def lcs_length(ref, hyp):
     return _cell(lcs_columns(ref, hyp), len(ref), len(hyp)) if hyp else 0
 
 
-def lcs_positions(ref, hyp):
-    """Positions in ``ref`` of one longest common subsequence with ``hyp`` (module docstring): the
-    read-back of :func:`lcs_table` from its last cell, over the cells :func:`lcs_columns` gives."""
-    columns = lcs_columns(ref, hyp)
+def read_back(ref, hyp, cell):
+    """Positions in ``ref`` of one longest common subsequence with ``hyp``, read back from the
+    table's last cell (module docstring): ``cell(i, j)`` is ``lcs_table(ref, hyp)[i][j]``."""
     i, j, out = len(ref), len(hyp), []
     while i > 0 and j > 0:
         if ref[i - 1] == hyp[j - 1]:
             out.append(i - 1)
             i, j = i - 1, j - 1
-        elif _cell(columns, i, j - 1) > _cell(columns, i - 1, j):
+        elif cell(i, j - 1) > cell(i - 1, j):
             j -= 1
         else:
             i -= 1
     return out[::-1]
+
+
+def lcs_positions(ref, hyp):
+    """:func:`read_back` over the cells :func:`lcs_columns` gives."""
+    columns = lcs_columns(ref, hyp)
+    return read_back(ref, hyp, lambda i, j: _cell(columns, i, j))
 
 
 def lcs_positions_reference(ref, hyp):
-    """:func:`lcs_positions` read back from the full :func:`lcs_table` (the tests' reference)."""
+    """:func:`read_back` over the full :func:`lcs_table` (the tests' reference)."""
     table = lcs_table(ref, hyp)
-    i, j, out = len(ref), len(hyp), []
-    while i > 0 and j > 0:
-        if ref[i - 1] == hyp[j - 1]:
-            out.append(i - 1)
-            i, j = i - 1, j - 1
-        elif table[i][j - 1] > table[i - 1][j]:
-            j -= 1
-        else:
-            i -= 1
-    return out[::-1]
+    return read_back(ref, hyp, lambda i, j: table[i][j])
 
 
 def rouge_l(ref_tokens, hyp_tokens):
