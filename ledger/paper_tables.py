@@ -26,10 +26,11 @@ source kind     file and figures
 ==============  ===============================================================================
 
 The shell's helpers: ``list``, ``datasets PAPER TABLE``, ``etads-systems TABLE`` (each ETADS row's
-flags over ``etads_baseline``), ``params CKPT DEST``, ``topic-words DATA DEST``, ``mean DEST
-JSON...`` (keeps their ``scorer``; files of different scorers are refused), ``pick-lenpen RECORD
-ALPHA=JSON...`` (the alpha with the highest validation mean of ROUGE-1/2/L F1: the project's
-choice, the Topic Assistant does not say which ROUGE it tuned) and
+flags over ``etads_baseline``), ``params CKPT DEST [CKPT DEST ...]`` (one process for a table's
+checkpoints), ``topic-words DATA DEST``, ``mean DEST JSON...`` (keeps their ``scorer``; files
+of different scorers are refused), ``pick-lenpen RECORD ALPHA=JSON...`` (the alpha with the
+highest validation mean of ROUGE-1/2/L F1: the project's choice, the Topic Assistant does not say
+which ROUGE it tuned) and
 ``scale-arch PAPER`` (the model ``MEASURE`` times; ``PAPER_SCALE`` holds each paper's documents per
 update and updates, from the paper or, where it is silent, the recipe).
 
@@ -916,9 +917,10 @@ def reads_and_writes(args):
     if cmd == "pick-lenpen":
         return ([("ALPHA=JSON", [s.split("=", 1)[-1] for s in args.scores])],
                 [("RECORD", args.record)])
-    if cmd in ("params", "topic-words"):
-        return ([("CHECKPOINT", args.checkpoint)] if cmd == "params" else [("DATA", args.data)],
-                [("DEST", args.dest)])
+    if cmd == "params":
+        return [("CHECKPOINT", args.pairs[0::2])], [("DEST", args.pairs[1::2])]
+    if cmd == "topic-words":
+        return [("DATA", args.data)], [("DEST", args.dest)]
     return [], []
 
 
@@ -957,10 +959,12 @@ def main(argv=None):
     d.add_argument("table", help="the paper's table (subcommand list: the tables)")
     e = sub.add_parser("etads-systems", help="'NAME FLAGS' of the ETADS models of a table")
     e.add_argument("table", help=f"the ETADS table: {', '.join(ETADS_TABLE_SYSTEMS)}")
-    c = sub.add_parser("params", help="a checkpoint's parameter count as JSON")
-    c.add_argument("checkpoint", help="a fairseq checkpoint (.pt), loaded with weights_only")
-    c.add_argument("dest", help="the JSON file to write: params_k, the floating-point parameters "
-                   "/ 1000, and the checkpoint's path")
+    c = sub.add_parser("params", help="each checkpoint's parameter count as JSON (one process "
+                       "for all of a table's checkpoints)")
+    c.add_argument("pairs", nargs="+", metavar="CHECKPOINT DEST",
+                   help="a fairseq checkpoint (.pt), loaded with weights_only, and the JSON file "
+                   "to write: params_k, the floating-point parameters / 1000, and the checkpoint's "
+                   "path; as many pairs as given, every checkpoint read before any file is written")
     t = sub.add_parser("topic-words", help="the topic model's topics and top words as JSON")
     t.add_argument("data", help="a prepared DATA/bin folder with its dictionary and "
                    "topic_model.npz")
@@ -991,10 +995,15 @@ def main(argv=None):
         print("\n".join(f"{n} {ETADS_SYSTEMS[n]}".rstrip() for n in systems))
         return 0
     if args.cmd == "params":
-        try:
-            _write_json(args.dest, parameter_count(args.checkpoint))
+        if len(args.pairs) % 2:
+            p.error(f"params takes CHECKPOINT DEST pairs, got {len(args.pairs)} arguments "
+                    f"(the last, {args.pairs[-1]}, has no pair)")
+        try:  # all counted first: a bad checkpoint leaves no file of the batch written
+            counts = [parameter_count(ckpt) for ckpt in args.pairs[0::2]]
         except ValueError as e:
             p.error(str(e))
+        for dest, count in zip(args.pairs[1::2], counts):
+            _write_json(dest, count)
         return 0
     if args.cmd == "topic-words":
         if args.topics < 1 or args.words < 1:

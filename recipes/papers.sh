@@ -221,16 +221,16 @@ novel() {  # copied n-grams of a Mem2Mem decoding (Table 4)
 
 # --------------------------------------------------------------------------------------- ETADS
 etads_models() {
-  local name flags
+  local name flags counts=()
   raw_args cnn_dm
   while read -r name flags; do
     recipe cnn_dm/etads.sh cnn_dm ARCH=etads_baseline NAME="etads_$name" \
       "EXTRA=$SMOKE_DIMS ${EXTRA:-} $flags" -- "${RA[@]}"
-    # made again on every run (no step_gate): counting a checkpoint's parameters is cheap and
-    # deterministic, so the count is never of an older checkpoint
-    python -m ledger.paper_tables params \
-      "$OUT/cnn_dm/checkpoints/etads_$name/checkpoint_best.pt" "$OUT/cnn_dm/etads_$name.params.json"
+    counts+=("$OUT/cnn_dm/checkpoints/etads_$name/checkpoint_best.pt" "$OUT/cnn_dm/etads_$name.params.json")
   done < <(python -m ledger.paper_tables etads-systems "$TABLE")
+  # made again on every run (no step_gate): counting a checkpoint's parameters is cheap and
+  # deterministic, so the count is never of an older checkpoint; one process for the table's models
+  python -m ledger.paper_tables params "${counts[@]}"
   baselines cnn_dm
 }
 

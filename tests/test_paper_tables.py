@@ -141,3 +141,35 @@ def test_parameter_count_reads_tensors_only_and_refuses_a_pickle_that_runs_code(
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 2 and "not a readable fairseq checkpoint" in proc.stderr
     assert not (tmp_path / "RAN_CODE").exists() and not (tmp_path / "p.json").exists()
+
+
+def test_params_counts_a_tables_checkpoints_in_one_run_and_writes_none_when_one_is_unreadable(
+        tmp_path):
+    """``params CKPT DEST [CKPT DEST ...]`` (papers.sh counts an ETADS table's models in one
+    process): each pair written; a bad checkpoint anywhere in the batch writes no file of it; an
+    unpaired argument is refused by name."""
+    import argparse
+
+    import torch
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "ledger.paper_tables", "params", *map(str, args)],
+                              cwd=tmp_path, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    a, b, bad = tmp_path / "a.pt", tmp_path / "b.pt", tmp_path / "bad.pt"
+    torch.save({"args": argparse.Namespace(arch="x"), "model": {"w": torch.zeros(2, 3)}}, a)
+    torch.save({"model": {"w": torch.zeros(4), "b": torch.zeros(1)}}, b)
+    bad.write_bytes(b"not a checkpoint")
+    proc = run(a, tmp_path / "a.json", b, tmp_path / "b.json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "a.json").read_text()) == {"params_k": 6 / 1000, "checkpoint": str(a)}
+    assert json.loads((tmp_path / "b.json").read_text())["params_k"] == 5 / 1000
+    proc = run(a, tmp_path / "a2.json", bad, tmp_path / "bad.json")
+    assert proc.returncode == 2 and "bad.pt: not a readable fairseq checkpoint" in proc.stderr
+    assert not (tmp_path / "a2.json").exists() and not (tmp_path / "bad.json").exists()
+    proc = run(a, tmp_path / "a3.json", b)
+    assert proc.returncode == 2 and f"(the last, {b}, has no pair)" in proc.stderr
+    assert not (tmp_path / "a3.json").exists()
+    proc = run(a, a)  # the output guard: DEST is the checkpoint it reads
+    assert proc.returncode == 2 and "which this command reads" in proc.stderr
