@@ -1,4 +1,5 @@
 import argparse
+import importlib.util
 import os
 import sys
 
@@ -8,6 +9,27 @@ import torch
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
+
+# The processes the suite starts (recipes, fairseq commands, workers) run tests/fast_start's
+# sitecustomize: fairseq's imports of scikit-learn and scipy.stats deferred to their first use, about
+# 2 s of each fairseq process's start (its docstring says how; tests/test_fast_start.py checks it).
+FAST_START = os.path.join(REPO, "tests", "fast_start")
+
+
+def fast_start_path(environ, found=None):
+    """``environ``'s PYTHONPATH with FAST_START first, or None where another ``sitecustomize`` than
+    FAST_START's is found (``found``: its spec; that one is left to run) or it is there already."""
+    ours = os.path.join(FAST_START, "sitecustomize.py")
+    if found is not None and not (found.origin and os.path.exists(found.origin)
+                                  and os.path.samefile(found.origin, ours)):
+        return None
+    paths = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return None if FAST_START in paths else os.pathsep.join([FAST_START] + paths)
+
+
+_path = fast_start_path(os.environ, importlib.util.find_spec("sitecustomize"))
+if _path is not None:
+    os.environ["PYTHONPATH"] = _path
 
 import fairseq_sum_plugins  # noqa: E402,F401  (registers everything)
 from fairseq.data import Dictionary  # noqa: E402
