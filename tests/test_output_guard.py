@@ -98,6 +98,19 @@ def test_a_missing_optional_flag_and_lists(files):
         f"--out {hyp} is SYS {hyp}{TAIL}"
 
 
+def test_the_missing_folders_of_outputs_are_made_after_the_check_and_a_file_in_the_way_refused(
+        files):
+    new = files / "new" / "run" / "x.json"
+    check_clobber([("--hyp", str(files / "hyp.txt"))], [("--json", str(new)), ("--html", None)])
+    assert new.parent.is_dir() and not new.exists()  # the folder only: the command writes the file
+    with pytest.raises(OutputClash, match=r"^--png .*hyp\.txt/p\.png: its folder cannot be made "
+                                          r"\(.*\); nothing written$"):
+        check_clobber([], [("--png", str(files / "hyp.txt" / "p.png"))])
+    with pytest.raises(OutputClash, match="which this command reads"):  # a clash: no folder made
+        check_clobber([("--data", str(files / "bin"))], [("--json", str(files / "bin" / "d" / "x"))])
+    assert not (files / "bin" / "d").exists()
+
+
 def test_apart_and_an_input_inside_the_output_folder_are_fine(files):
     assert clash([("--data", str(files / "bin")), ("--hyp", str(files / "hyp.txt"))],
                  [("--json", str(files / "out.json")), ("--out", str(files))]) is None

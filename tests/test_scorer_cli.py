@@ -280,6 +280,19 @@ def test_a_reference_without_a_word_is_named_by_its_sample_id(tmp_path):
         S.main(["--generate-output", str(out), "--refs", "t-lines"])
 
 
+def test_outputs_in_a_folder_not_made_yet_are_written_there(tmp_path, monkeypatch):
+    """``--json new/run/x.json`` (the scoring done first) raised FileNotFoundError at the end; the
+    output guard makes the folder (fairseq_sum_plugins/cli/outputs.py make_folders)."""
+    out = tmp_path / "gen.out"
+    out.write_text("".join(f"T-{i}\tword{i} here\nH-{i}\t-1\tword{i}\n" for i in range(3)))
+    monkeypatch.chdir(tmp_path)
+    S.main(["--generate-output", "gen.out", "--refs", "t-lines", "--bootstrap-samples", "0",
+            "--json", "new/run/x.json"])
+    # hypothesis "wordI", reference "wordI here": R-1 precision 1, recall 1/2 -> F1 2/3
+    assert json.loads((tmp_path / "new" / "run" / "x.json").read_text())["rouge1"] == \
+        pytest.approx(2 / 3, rel=1e-12)  # tol: float64 rounding of the F1's division
+
+
 def test_generate_prints_rouge_with_scoring_rouge(generated):
     """fairseq-generate --scoring rouge: ROUGE of the D- lines against the T- lines."""
     m = re.search(r"^Generate test with beam=1: ROUGE-1/2/L F1 = ([\d.]+)/([\d.]+)/([\d.]+) \((\d+) summaries\)$",

@@ -22,6 +22,10 @@ files or subfolders it reads, not the whole folder, and a converter's input fold
 its entries (:func:`contents`: ``--jsonl-dir RAW --out RAW/work`` is fine, ``--out RAW`` is not
 where RAW holds a file of that name).
 
+When nothing clashes, the missing folders of every output are made then (:func:`make_folders`), so
+that ``--json new/run/x.json`` works as ``--save-dir`` does, and no command fails at its end for
+want of a folder; a file in the way is refused in one line naming the flag.
+
 Every console script and ``python -m`` tool of the plugin, ``ledger/`` and ``preprocess/`` calls it
 right after parsing its arguments (``tests/test_output_guard.py`` runs every writer against each
 of its inputs).
@@ -107,15 +111,31 @@ def contents(path):
     return path
 
 
+def make_folders(writes):
+    """Makes the missing folders of each output (``--json new/run/x.json`` makes ``new/run``), so
+    that no command fails at its end, its work done, for want of one; the message of an output
+    whose folder cannot be made (a file on its way), else None."""
+    for flag, path in _paths(writes):
+        folder = os.path.dirname(os.path.abspath(path))
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as e:
+            return (f"{flag} {path}: its folder cannot be made ({e.strerror}: {e.filename}); "
+                    "nothing written")
+    return None
+
+
 def check_clobber(reads, writes):
-    """:func:`clash` as an exception (:class:`OutputClash`) for code without a parser."""
-    message = clash(reads, writes)
+    """:func:`clash`, then :func:`make_folders`, as an exception (:class:`OutputClash`) for code
+    without a parser."""
+    message = clash(reads, writes) or make_folders(writes)
     if message:
         raise OutputClash(message)
 
 
 def refuse_clobber(parser, reads, writes):
-    """:func:`clash` through ``parser.error`` (exit 2, one line naming both flags)."""
-    message = clash(reads, writes)
+    """:func:`clash`, then :func:`make_folders`, through ``parser.error`` (exit 2, one line naming
+    the flags)."""
+    message = clash(reads, writes) or make_folders(writes)
     if message:
         parser.error(message)
