@@ -35,7 +35,7 @@ print(json.dumps({
 
 
 def python(code, cwd=REPO):
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
                           env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]

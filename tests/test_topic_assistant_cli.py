@@ -446,7 +446,7 @@ def _fails(*cmd):
 
     from helpers import REPO
 
-    env = dict(os.environ, PYTHONPATH=REPO)
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)
     assert proc.returncode != 0, f"{cmd[0]} succeeded:\n{proc.stderr[-2000:]}"
     return proc.stderr
