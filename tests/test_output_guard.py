@@ -103,9 +103,11 @@ def test_the_missing_folders_of_outputs_are_made_after_the_check_and_a_file_in_t
     new = files / "new" / "run" / "x.json"
     check_clobber([("--hyp", str(files / "hyp.txt"))], [("--json", str(new)), ("--html", None)])
     assert new.parent.is_dir() and not new.exists()  # the folder only: the command writes the file
-    with pytest.raises(OutputClash, match=r"^--png .*hyp\.txt/p\.png: its folder cannot be made "
-                                          r"\(.*\); nothing written$"):
-        check_clobber([], [("--png", str(files / "hyp.txt" / "p.png"))])
+    for png in (files / "hyp.txt" / "p.png", files / "hyp.txt" / "a" / "b" / "p.png"):
+        with pytest.raises(OutputClash, match="^" + re.escape(
+                f"--png {png}: its folder cannot be made ({files / 'hyp.txt'} is a file, not a "
+                "folder); nothing written") + "$"):
+            check_clobber([], [("--png", str(png))])
     with pytest.raises(OutputClash, match="which this command reads"):  # a clash: no folder made
         check_clobber([("--data", str(files / "bin"))], [("--json", str(files / "bin" / "d" / "x"))])
     assert not (files / "bin" / "d").exists()

@@ -120,8 +120,12 @@ def make_folders(writes):
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as e:
-            return (f"{flag} {path}: its folder cannot be made ({e.strerror}: {e.filename}); "
-                    "nothing written")
+            blocker = folder
+            while blocker != os.path.dirname(blocker) and not os.path.lexists(blocker):
+                blocker = os.path.dirname(blocker)
+            why = (f"{blocker} is a file, not a folder" if not os.path.isdir(blocker)
+                   else f"{e.strerror}: {e.filename}")
+            return f"{flag} {path}: its folder cannot be made ({why}); nothing written"
     return None
 
 
