@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from fairseq_sum_plugins.cli.outputs import OutputClash, check_clobber, clash, contents
+from fairseq_sum_plugins.cli.outputs import OutputClash, check_clobber, clash, contents, unwritable
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TAIL = ", which this command reads; nothing written"
@@ -98,19 +98,17 @@ def test_a_missing_optional_flag_and_lists(files):
         f"--out {hyp} is SYS {hyp}{TAIL}"
 
 
-def test_the_missing_folders_of_outputs_are_made_after_the_check_and_a_file_in_the_way_refused(
-        files):
-    new = files / "new" / "run" / "x.json"
-    check_clobber([("--hyp", str(files / "hyp.txt"))], [("--json", str(new)), ("--html", None)])
-    assert new.parent.is_dir() and not new.exists()  # the folder only: the command writes the file
-    for png in (files / "hyp.txt" / "p.png", files / "hyp.txt" / "a" / "b" / "p.png"):
-        with pytest.raises(OutputClash, match="^" + re.escape(
-                f"--png {png}: its folder cannot be made ({files / 'hyp.txt'} is a file, not a "
-                "folder); nothing written") + "$"):
-            check_clobber([], [("--png", str(png))])
-    with pytest.raises(OutputClash, match="which this command reads"):  # a clash: no folder made
-        check_clobber([("--data", str(files / "bin"))], [("--json", str(files / "bin" / "d" / "x"))])
-    assert not (files / "bin" / "d").exists()
+def test_an_output_file_in_a_missing_folder_or_on_a_folder_is_named(files):
+    new = files / "new" / "x.json"
+    assert unwritable([("--json", str(new))]) == f"--json {new}: its folder does not exist"
+    assert unwritable([("--png", str(files / "hyp.txt" / "p.png"))]) == \
+        f"--png {files / 'hyp.txt' / 'p.png'}: its folder does not exist"  # a file on its way
+    assert unwritable([("--html", str(files / "bin"))]) == f"--html {files / 'bin'} is a folder"
+    assert unwritable([("--json", None), ("--html", ""), ("DEST", [str(files / "a.json"),
+                                                                  str(files / "bin" / "b.json")])]) is None
+    assert unwritable([("DEST", [str(files / "a.json"), str(new)])]) == \
+        f"DEST {new}: its folder does not exist"
+    assert not new.parent.exists()  # nothing made
 
 
 def test_apart_and_an_input_inside_the_output_folder_are_fine(files):

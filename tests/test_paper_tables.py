@@ -173,3 +173,6 @@ def test_params_counts_a_tables_checkpoints_in_one_run_and_writes_none_when_one_
     assert not (tmp_path / "a3.json").exists()
     proc = run(a, a)  # the output guard: DEST is the checkpoint it reads
     assert proc.returncode == 2 and "which this command reads" in proc.stderr
+    proc = run(a, tmp_path / "a4.json", b, tmp_path / "new" / "b.json")  # was a traceback at the end
+    assert proc.returncode == 2 and f"DEST {tmp_path / 'new' / 'b.json'}: its folder does not exist" \
+        in proc.stderr and not (tmp_path / "a4.json").exists()

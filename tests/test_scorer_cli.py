@@ -280,14 +280,19 @@ def test_a_reference_without_a_word_is_named_by_its_sample_id(tmp_path):
         S.main(["--generate-output", str(out), "--refs", "t-lines"])
 
 
-def test_outputs_in_a_folder_not_made_yet_are_written_there(tmp_path, monkeypatch):
-    """``--json new/run/x.json`` (the scoring done first) raised FileNotFoundError at the end; the
-    output guard makes the folder (fairseq_sum_plugins/cli/outputs.py make_folders)."""
+def test_a_json_in_a_missing_folder_is_refused_before_scoring(tmp_path, monkeypatch, capsys):
+    """``--json new/run/x.json`` scored everything, then raised FileNotFoundError; now refused
+    first, naming the flag (fairseq_sum_plugins/cli/outputs.py refuse_unwritable)."""
     out = tmp_path / "gen.out"
     out.write_text("".join(f"T-{i}\tword{i} here\nH-{i}\t-1\tword{i}\n" for i in range(3)))
     monkeypatch.chdir(tmp_path)
-    S.main(["--generate-output", "gen.out", "--refs", "t-lines", "--bootstrap-samples", "0",
-            "--json", "new/run/x.json"])
+    argv = ["--generate-output", "gen.out", "--refs", "t-lines", "--bootstrap-samples", "0"]
+    with pytest.raises(SystemExit) as e:
+        S.main(argv + ["--json", "new/run/x.json"])
+    assert e.value.code == 2
+    assert "--json new/run/x.json: its folder does not exist" in capsys.readouterr().err
+    (tmp_path / "new" / "run").mkdir(parents=True)
+    S.main(argv + ["--json", "new/run/x.json"])
     # hypothesis "wordI", reference "wordI here": R-1 precision 1, recall 1/2 -> F1 2/3
     assert json.loads((tmp_path / "new" / "run" / "x.json").read_text())["rouge1"] == \
         pytest.approx(2 / 3, rel=1e-12)  # tol: float64 rounding of the F1's division

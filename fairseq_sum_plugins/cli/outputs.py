@@ -22,9 +22,9 @@ files or subfolders it reads, not the whole folder, and a converter's input fold
 its entries (:func:`contents`: ``--jsonl-dir RAW --out RAW/work`` is fine, ``--out RAW`` is not
 where RAW holds a file of that name).
 
-When nothing clashes, the missing folders of every output are made then (:func:`make_folders`), so
-that ``--json new/run/x.json`` works as ``--save-dir`` does, and no command fails at its end for
-want of a folder; a file in the way is refused in one line naming the flag.
+An output file whose folder does not exist, or that is a folder, is refused the same way, before
+any work, by :func:`refuse_unwritable` (the commands that make their output folders do not call
+it).
 
 Every console script and ``python -m`` tool of the plugin, ``ledger/`` and ``preprocess/`` calls it
 right after parsing its arguments (``tests/test_output_guard.py`` runs every writer against each
@@ -111,35 +111,36 @@ def contents(path):
     return path
 
 
-def make_folders(writes):
-    """Makes the missing folders of each output (``--json new/run/x.json`` makes ``new/run``), so
-    that no command fails at its end, its work done, for want of one; the message of an output
-    whose folder cannot be made (a file on its way), else None."""
-    for flag, path in _paths(writes):
-        folder = os.path.dirname(os.path.abspath(path))
-        try:
-            os.makedirs(folder, exist_ok=True)
-        except OSError as e:
-            blocker = folder
-            while blocker != os.path.dirname(blocker) and not os.path.lexists(blocker):
-                blocker = os.path.dirname(blocker)
-            why = (f"{blocker} is a file, not a folder" if not os.path.isdir(blocker)
-                   else f"{e.strerror}: {e.filename}")
-            return f"{flag} {path}: its folder cannot be made ({why}); nothing written"
-    return None
-
-
 def check_clobber(reads, writes):
-    """:func:`clash`, then :func:`make_folders`, as an exception (:class:`OutputClash`) for code
-    without a parser."""
-    message = clash(reads, writes) or make_folders(writes)
+    """:func:`clash` as an exception (:class:`OutputClash`) for code without a parser."""
+    message = clash(reads, writes)
     if message:
         raise OutputClash(message)
 
 
 def refuse_clobber(parser, reads, writes):
-    """:func:`clash`, then :func:`make_folders`, through ``parser.error`` (exit 2, one line naming
-    the flags)."""
-    message = clash(reads, writes) or make_folders(writes)
+    """:func:`clash` through ``parser.error`` (exit 2, one line naming both flags)."""
+    message = clash(reads, writes)
+    if message:
+        parser.error(message)
+
+
+def unwritable(files):
+    """The message of the first of ``files`` (``[(flag, path or [paths] or None)]``: outputs that
+    are files, written into a folder that the command does not make) that is a folder or whose
+    folder does not exist, or None."""
+    for flag, path in _paths(files):
+        if os.path.isdir(path):
+            return f"{flag} {path} is a folder"
+        if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            return f"{flag} {path}: its folder does not exist"
+    return None
+
+
+def refuse_unwritable(parser, files):
+    """:func:`unwritable` through ``parser.error``, before any work: a command must not do its
+    work and then fail to write it (``fairseq-sum-score --json new/x.json`` scored everything, then
+    raised ``FileNotFoundError``)."""
+    message = unwritable(files)
     if message:
         parser.error(message)

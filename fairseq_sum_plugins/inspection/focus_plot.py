@@ -16,7 +16,6 @@ figures.
 """
 import argparse
 import json
-import os
 import statistics
 
 import torch
@@ -24,7 +23,7 @@ import torch
 from fairseq_sum_plugins.evaluation.decodings import sha256_file
 from fairseq_sum_plugins.evaluation.plotting import pyplot
 from ..cli.options import add_data_and_path, old_spelling
-from ..cli.outputs import refuse_clobber
+from ..cli.outputs import refuse_clobber, refuse_unwritable
 from .loader import load_for
 from .stage import check_documents, exposed, teacher_forced
 
@@ -147,10 +146,8 @@ def main(argv=None):
     refuse_clobber(parser, reads=[("DATA", args.data), ("--path", args.path)], writes=[
         ("--png", args.png), ("--json", args.json), ("--all-json", args.all_json)])
     # before the model is loaded and run: a bad path stops early
-    for flag in ("png", "json", "all_json"):
-        path = getattr(args, flag)
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            parser.error(f"--{flag.replace('_', '-')} {path}: its folder does not exist")
+    refuse_unwritable(parser, [("--png", args.png), ("--json", args.json),
+                               ("--all-json", args.all_json)])
     try:
         check_documents(args.data, args.split, [args.document], "--document")
     except ValueError as e:

@@ -25,7 +25,7 @@ import re
 import sys
 
 from ..cli.options import old_spelling
-from ..cli.outputs import refuse_clobber
+from ..cli.outputs import refuse_clobber, refuse_unwritable
 from .loader import CheckpointError, load_checkpoint
 
 # bits per summary token from which a model counts as reading its documents (quickstart, results/)
@@ -161,9 +161,7 @@ def main(argv=None):
         check_documents(args.data, args.split, [])
     except ValueError as e:
         p.error(str(e))
-    for flag, path in (("--json", args.json), ("--png", args.png)):
-        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            p.error(f"{flag} {path}: its folder does not exist")
+    refuse_unwritable(p, [("--json", args.json), ("--png", args.png)])
     curves = {}
     for label, folder in runs_of(p, args).items():
         curves[label] = []

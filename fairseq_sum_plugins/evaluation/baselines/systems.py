@@ -82,7 +82,7 @@ from collections import Counter
 
 import numpy as np
 
-from ...cli.outputs import refuse_clobber
+from ...cli.outputs import refuse_clobber, refuse_unwritable
 from ...scoring import rouge
 from ...scoring.rouge_text import rouge_tokens
 from ...scoring.score_inputs import ScoreInputError, int_at_least, jsonl_objects
@@ -726,8 +726,7 @@ def main(argv=None):
         if path is not None and args.jsonl and os.path.realpath(path) == os.path.realpath(
                 args.jsonl):
             parser.error(f"--{flag.replace('_', '-')} {path}: the test file itself (--jsonl)")
-    if args.json and not os.path.isdir(os.path.dirname(os.path.abspath(args.json))):
-        parser.error(f"--json {args.json}: its folder does not exist")
+    refuse_unwritable(parser, [("--json", args.json)])
     if args.outputs and os.path.exists(args.outputs) and not os.path.isdir(args.outputs):
         parser.error(f"--outputs {args.outputs}: not a folder")
     for name in SYSTEMS if args.outputs else ():
