@@ -268,7 +268,7 @@ def cli_main(argv=None):
     runs = [os.path.join(args.compare, mode) for mode in ("pinned1", "pinned0")] if args.compare \
         else None  # what --compare reads: DIR/pinnedP/CPU/ (DIR itself may hold the --json)
     refuse_clobber(p, reads=[("--path", args.path), ("--generate-output", args.generate_output),
-                             ("--compare", runs)], writes=[("--json", args.json)])
+                             ("--compare", runs)], writes=[("--json", args.json)], files=True)
     if (args.path is None) == (args.compare is None):
         p.error("give one of --path CKPT or --compare DIR")
     try:

@@ -56,7 +56,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from fairseq_sum_plugins.cli.outputs import refuse_clobber, refuse_unwritable
+from fairseq_sum_plugins.cli.outputs import refuse_clobber
 
 ROUGE = ("R-1", "R-2", "R-L")
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
@@ -977,9 +977,7 @@ def main(argv=None):
                    help="top words of each listed topic, by relevance (lambda 0.6), at least 1 "
                         "(default: %(default)s)")
     args = p.parse_args(argv)
-    reads, writes = reads_and_writes(args)
-    refuse_clobber(p, reads, writes)
-    refuse_unwritable(p, writes)
+    refuse_clobber(p, *reads_and_writes(args), files=True)
     if args.cmd == "scale-arch":
         if args.paper not in PAPER_SCALE:
             p.error(f"no paper {args.paper} ({' '.join(PAPER_SCALE)})")

@@ -330,6 +330,36 @@ def test_every_writer_refuses_an_output_on_each_of_its_inputs(tmp_path, capsys, 
     assert _digest(root) == before  # nothing written, no input changed
 
 
+# the writers whose output is a file written into a folder they do not make ("score" reads the
+# folder of its --topic-model, the world's root: "score-hyp" is the same command without it)
+FILE_OUTPUTS = [pytest.param(w, id=w[0]) for w in WRITERS if w[0] in (
+    "score-hyp", "compare", "compare-json", "compare-png", "baselines-jsonl", "lexrank",
+    "lexrank-json", "fingerprint", "fingerprint-compare", "paper-tables-mean",
+    "paper-tables-lenpen", "paper-tables-params", "paper-tables-topics", "inspect",
+    "inspect-json", "roles", "roles-png", "probe", "probe-words", "focus-plot", "source-use",
+    "source-curve", "topics-attention", "topics-plot")]
+
+
+@pytest.mark.parametrize("writer", FILE_OUTPUTS)
+def test_every_file_writer_refuses_an_output_in_a_missing_folder_before_any_work(
+        tmp_path, capsys, monkeypatch, writer):
+    """(fairseq-sum-score, paper_tables and others did their work, then raised
+    FileNotFoundError; each now says it first, through the guard's ``files=True``.)"""
+    name, target, argv, out_flag, _ = writer
+    root = _world(tmp_path / "w")
+    monkeypatch.chdir(root)
+    before = _digest(root)
+    module, function = target.split(":")
+    with pytest.raises(SystemExit) as e:
+        getattr(importlib.import_module(module), function)(
+            [a.replace("{OUT}", "no/such/o.out") for a in argv])
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if "error: " in x]
+    assert e.value.code == 2 and len(lines) == 1, (name, err)
+    assert lines[0].endswith(f"error: {out_flag} no/such/o.out: its folder does not exist"), err
+    assert _digest(root) == before and not os.path.exists(root / "no")
+
+
 def _module_of(path):
     rel = os.path.relpath(path, REPO)[:-3].replace(os.sep, ".")
     return rel[:-len(".__init__")] if rel.endswith(".__init__") else rel

@@ -23,8 +23,8 @@ its entries (:func:`contents`: ``--jsonl-dir RAW --out RAW/work`` is fine, ``--o
 where RAW holds a file of that name).
 
 An output file whose folder does not exist, or that is a folder, is refused the same way, before
-any work, by :func:`refuse_unwritable` (the commands that make their output folders do not call
-it).
+any work (``refuse_clobber(..., files=True)``, or :func:`refuse_unwritable` for some of the
+outputs; the commands that make their output folders do not ask for it).
 
 Every console script and ``python -m`` tool of the plugin, ``ledger/`` and ``preprocess/`` calls it
 right after parsing its arguments (``tests/test_output_guard.py`` runs every writer against each
@@ -118,9 +118,11 @@ def check_clobber(reads, writes):
         raise OutputClash(message)
 
 
-def refuse_clobber(parser, reads, writes):
-    """:func:`clash` through ``parser.error`` (exit 2, one line naming both flags)."""
-    message = clash(reads, writes)
+def refuse_clobber(parser, reads, writes, files=False):
+    """:func:`clash` through ``parser.error`` (exit 2, one line naming both flags); with ``files``
+    (the writes are files, written into folders the command does not make), :func:`unwritable`
+    too."""
+    message = clash(reads, writes) or (unwritable(writes) if files else None)
     if message:
         parser.error(message)
 

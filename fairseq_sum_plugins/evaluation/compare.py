@@ -342,7 +342,7 @@ def main(argv=None):
     parser = get_parser()
     args = parser.parse_args(argv)
     refuse_clobber(parser, reads=read_paths(args), writes=[
-        ("--json", args.json), ("--png", args.png), ("--html", args.html)])
+        ("--json", args.json), ("--png", args.png), ("--html", args.html)], files=True)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     if args.meteor_impl and "meteor" not in metrics:
         parser.error("--meteor-impl goes with --metrics ...,meteor")

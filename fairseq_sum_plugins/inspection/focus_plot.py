@@ -23,7 +23,7 @@ import torch
 from fairseq_sum_plugins.evaluation.decodings import sha256_file
 from fairseq_sum_plugins.evaluation.plotting import pyplot
 from ..cli.options import add_data_and_path, old_spelling
-from ..cli.outputs import refuse_clobber, refuse_unwritable
+from ..cli.outputs import refuse_clobber
 from .loader import load_for
 from .stage import check_documents, exposed, teacher_forced
 
@@ -143,11 +143,9 @@ def get_parser():
 def main(argv=None):
     parser = get_parser()
     args = parser.parse_args(argv)
-    refuse_clobber(parser, reads=[("DATA", args.data), ("--path", args.path)], writes=[
-        ("--png", args.png), ("--json", args.json), ("--all-json", args.all_json)])
     # before the model is loaded and run: a bad path stops early
-    refuse_unwritable(parser, [("--png", args.png), ("--json", args.json),
-                               ("--all-json", args.all_json)])
+    refuse_clobber(parser, reads=[("DATA", args.data), ("--path", args.path)], writes=[
+        ("--png", args.png), ("--json", args.json), ("--all-json", args.all_json)], files=True)
     try:
         check_documents(args.data, args.split, [args.document], "--document")
     except ValueError as e:

@@ -608,7 +608,8 @@ def main(argv=None):
         ("DATA", args.data), ("--path", args.path), ("--labels", args.labels),
         ("--eval-labels", args.eval_labels), ("--eval-generate-output", args.eval_generate_output),
         ("--eval-data", args.eval_data)], writes=[
-        ("--write-words", args.write_words), ("--png", args.png), ("--json", args.json)])
+        ("--write-words", args.write_words), ("--png", args.png), ("--json", args.json)],
+        files=True)
     try:
         if not (args.write_words or args.labels or args.spacy_model):
             raise ValueError(

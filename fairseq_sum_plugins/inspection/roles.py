@@ -98,7 +98,7 @@ def cli_main(argv=None):
     parser = get_parser()
     args = parser.parse_args(argv)
     refuse_clobber(parser, reads=[("DATA", args.data), ("--path", args.path)],
-                   writes=[("--png", args.png), ("--json", args.json)])
+                   writes=[("--png", args.png), ("--json", args.json)], files=True)
     if args.max_documents < 0:
         parser.error(f"--max-documents must be >= 0, got {args.max_documents}")
     try:

@@ -25,7 +25,7 @@ import re
 import sys
 
 from ..cli.options import old_spelling
-from ..cli.outputs import refuse_clobber, refuse_unwritable
+from ..cli.outputs import refuse_clobber
 from .loader import CheckpointError, load_checkpoint
 
 # bits per summary token from which a model counts as reading its documents (quickstart, results/)
@@ -148,7 +148,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     folders = args.path + [r.partition("=")[2] for r in args.run]
     refuse_clobber(p, reads=[("DATA", args.data), ("--path", folders)],
-                   writes=[("--png", args.png), ("--json", args.json)])
+                   writes=[("--png", args.png), ("--json", args.json)], files=True)
     if args.max_documents < 2:
         p.error("--max-documents must be at least 2 (the gain pairs each summary with another "
                 f"document), got {args.max_documents}")
@@ -161,7 +161,6 @@ def main(argv=None):
         check_documents(args.data, args.split, [])
     except ValueError as e:
         p.error(str(e))
-    refuse_unwritable(p, [("--json", args.json), ("--png", args.png)])
     curves = {}
     for label, folder in runs_of(p, args).items():
         curves[label] = []

@@ -132,7 +132,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     refuse_clobber(parser, reads=[("DATA", args.data), ("--path", args.path),
                                   ("--generate-output", args.generate_output)],
-                   writes=[("--json", args.json)])
+                   writes=[("--json", args.json)], files=True)
     if args.max_documents < 0 or args.batch_size < 1:
         parser.error(f"--max-documents {args.max_documents} / --batch-size {args.batch_size}: "
                      ">= 0 and >= 1")

@@ -239,7 +239,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     reads = [("DATA", args.data), ("--topic-model", getattr(args, "topic_model", None)),
              ("--path", getattr(args, "path", None))]
-    refuse_clobber(p, reads, [("--png", args.png), ("--json", getattr(args, "json", None))])
+    refuse_clobber(p, reads, [("--png", args.png), ("--json", getattr(args, "json", None))],
+                   files=True)
     if args.cmd == "attention":
         if getattr(args, "max_batches", None):
             args.max_documents = args.max_batches * args.batch_size

@@ -53,7 +53,7 @@ import sys
 
 import numpy as np
 
-from ..cli.outputs import refuse_clobber, refuse_unwritable
+from ..cli.outputs import refuse_clobber
 from . import rouge
 from .score_inputs import (ScoreInputError, add_reference_options, generate_inputs,
                            hypothesis_inputs, int_at_least, read_lines)
@@ -230,8 +230,7 @@ def main(argv=None):
         ("--topic-data", args.topic_data), ("the folder of --topic-model", None if args.topic_data
                                              else args.topic_model and os.path.dirname(
                                                  os.path.abspath(args.topic_model)))],
-        writes=[("--json", args.json)])
-    refuse_unwritable(parser, [("--json", args.json)])
+        writes=[("--json", args.json)], files=True)
     if args.meteor_impl and not args.meteor:
         parser.error("--meteor-impl goes with --meteor")
     if args.permutations is not None and not args.specificity:

@@ -126,7 +126,7 @@ def main(argv=None):
     parser = get_parser()
     args = parser.parse_args(argv)
     refuse_clobber(parser, prepared_reads("--data", args.data, args.split),
-                   [("--out", args.out), ("--json", args.json)])
+                   [("--out", args.out), ("--json", args.json)], files=True)
     if args.sentences < 1:
         parser.error(f"--sentences must be >= 1, got {args.sentences}")
     if not 0 <= args.threshold < 1:

@@ -20,7 +20,7 @@ import os
 
 from fairseq_sum_plugins.evaluation.plotting import gpt2_pieces
 
-from ...cli.outputs import refuse_clobber, refuse_unwritable
+from ...cli.outputs import refuse_clobber
 from ...data_folder import cut_pieces, prepared_limits
 from ..loader import load_for
 from .render import html_page
@@ -96,7 +96,12 @@ def _check_args(parser, args):
                                   ("--gpt2-encoder-json", args.gpt2_encoder_json),
                                   ("--gpt2-vocab-bpe", args.gpt2_vocab_bpe)],
                    writes=[("--html", args.html), ("--json", args.json)])
-    refuse_unwritable(parser, [("--html", args.html), ("--json", args.json)])
+    for flag in ("html", "json"):
+        path = getattr(args, flag)
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            parser.error(f"--{flag} {path}: its folder does not exist")
+        if path and os.path.isdir(path):
+            parser.error(f"--{flag} {path} is a folder")
     gpt2 = [args.gpt2_encoder_json, args.gpt2_vocab_bpe]
     if any(gpt2) and not all(f and os.path.isfile(f) for f in gpt2):
         parser.error("--gpt2-encoder-json and --gpt2-vocab-bpe: give both, as existing files")
