@@ -38,7 +38,7 @@ def main(argv=None):
                    help="sentences per batch of spaCy's nlp.pipe (default: %(default)s)")
     args = p.parse_args(argv)
     refuse_clobber(p, reads=[("WORDS", args.words), ("--model", args.model if os.path.exists(args.model) else None)],
-                   writes=[("OUT", args.out)])
+                   writes=[("OUT", args.out)], files=True)
     with open(args.words, encoding="utf-8") as f:
         sentences = [line.rstrip("\r\n") for line in f]
     for no, sent in enumerate(sentences, 1):

@@ -407,7 +407,7 @@ def main(argv=None):
 
     p = get_parser()
     args = p.parse_args(argv)
-    refuse_clobber(p, *_reads_and_writes(args))
+    refuse_clobber(p, *_reads_and_writes(args), files=True)
     if args.cmd == "fit" and bool(args.gpt2_encoder_json) != bool(args.gpt2_vocab_bpe):
         p.error("--gpt2-encoder-json and --gpt2-vocab-bpe go together")
     if not os.path.isdir(args.data):

@@ -337,7 +337,7 @@ FILE_OUTPUTS = [pytest.param(w, id=w[0]) for w in WRITERS if w[0] in (
     "lexrank-json", "fingerprint", "fingerprint-compare", "paper-tables-mean",
     "paper-tables-lenpen", "paper-tables-params", "paper-tables-topics", "inspect",
     "inspect-json", "roles", "roles-png", "probe", "probe-words", "focus-plot", "source-use",
-    "source-curve", "topics-attention", "topics-plot")]
+    "source-curve", "topics-attention", "topics-plot", "spacy-conllu", "topic-model-fit")]
 
 
 @pytest.mark.parametrize("writer", FILE_OUTPUTS)
