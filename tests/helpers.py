@@ -179,9 +179,16 @@ USER_DIR = os.path.join(REPO, "fairseq_sum_plugins")
 WORDS = "model data summary paper results method attention role filler network training corpus".split()
 
 
+def repo_env(environ=None, **extra):
+    """``environ`` (the process's by default) with the repository first on ``PYTHONPATH`` and the
+    suite's entries kept after it (conftest's fast start), and ``extra`` set."""
+    env = dict(os.environ if environ is None else environ, **extra)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
 def run(*cmd, stdin=None):
-    env = {k: v for k, v in os.environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"}
-    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    env = repo_env({k: v for k, v in os.environ.items() if k != "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"})
     proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, cwd=REPO)
     if proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd[:2])} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")

@@ -181,13 +181,13 @@ def test_fairseq_generate_model_overrides_with_a_string_false(toy_data, tmp_path
     """Through the real fairseq-generate: ``--model-overrides "{'pointer_generator': 'False'}"`` on
     a checkpoint without the copy decodes as without the override; on one with the copy it stops,
     naming the copy's parameters (it decoded with the copy, exit status 0)."""
-    from helpers import cli
+    from helpers import cli, repo_env
 
     import subprocess
     import sys
 
     def generate(ckpt, *extra):
-        env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        env = repo_env()
         return subprocess.run(
             [cli("fairseq-generate"), toy_data, "--user-dir",
              os.path.join(REPO, "fairseq_sum_plugins"), "--task", "summarization", "--path", ckpt,

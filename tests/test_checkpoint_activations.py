@@ -100,7 +100,7 @@ def test_fairseq_unwrap_checkpoint_restores_the_plain_layers():
 def test_fairseq_train_with_checkpoint_activations(toy_data, tmp_path, arch, extra, ok):
     import subprocess
 
-    from helpers import cli
+    from helpers import cli, repo_env
 
     tiny = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16",
             "--encoder-ffn-embed-dim", "32", "--encoder-attention-heads", "2",
@@ -108,7 +108,7 @@ def test_fairseq_train_with_checkpoint_activations(toy_data, tmp_path, arch, ext
             "--decoder-attention-heads", "2"]
     if arch.startswith("mem2mem"):
         tiny = ["--embed-dim", "8", "--encoder-hidden-size", "4", "--decoder-hidden-size", "8"]
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = repo_env()
     proc = subprocess.run(
         [cli("fairseq-train"), toy_data, "--user-dir", os.path.join(REPO, "fairseq_sum_plugins"),
          "--task", "summarization", "--arch", arch, *tiny, *extra, "--criterion",

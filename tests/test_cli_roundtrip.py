@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from helpers import REPO
+from helpers import REPO, repo_env
 from tolerances import fp64_tol
 from helpers import USER_DIR, WORDS, cli, run  # noqa: F401
 
@@ -119,7 +119,7 @@ def test_prepare_rejects_mismatched_parallel_files(tmp_path):
     for split in ("train", "valid", "test"):
         (tmp_path / "in" / f"{split}.source").write_text("a b c\nd e f\n")
         (tmp_path / "in" / f"{split}.target").write_text("a\n")
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = repo_env()
     proc = subprocess.run([cli("fairseq-sum-prepare"), "--parallel-dir", str(tmp_path / "in"), "--out", str(tmp_path / "o")],
                           capture_output=True, text=True, env=env)
     assert proc.returncode != 0
@@ -159,7 +159,7 @@ def test_interactive_takes_text_encoding_from_prepare_args_cuts_at_the_models_li
          "--path", trained["ckpt"], "--beam", "1", "--max-len-b", "3",
          "--model-overrides", "{'max_source_positions': 1500}"],
         input=f"Data and results. The role of each filler.\n{long_doc}\n   \n", capture_output=True, text=True,
-        cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", "")))
+        cwd=REPO, env=repo_env())
     assert out.returncode == 0, out.stderr[-3000:]
     assert not marker.exists()  # the payload was not imported
     assert "ignoring tokenizer.sum_lowercase_typo, tokenizer.user_dir" in out.stderr
@@ -176,7 +176,7 @@ def test_interactive_without_bpe_on_sentencepiece_data_without_a_record_is_refus
     out = subprocess.run(
         [cli("fairseq-interactive"), data, "--user-dir", USER_DIR, "--task", "summarization",
          "--path", trained["ckpt"], "--beam", "1", "--max-len-b", "3"],
-        input="Data and results.\n", capture_output=True, text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", "")))
+        input="Data and results.\n", capture_output=True, text=True, cwd=REPO, env=repo_env())
     assert out.returncode != 0 and "--bpe sentencepiece --sentencepiece-model" in out.stderr
 
 
@@ -246,7 +246,7 @@ def test_checkpoint_refuses_data_binarized_with_another_dictionary(trained, tmp_
     proc = subprocess.run(
         [cli("fairseq-generate"), str(other), "--user-dir", USER_DIR, "--task", "summarization",
          "--path", trained["ckpt"], "--gen-subset", "test", "--beam", "1", "--max-len-b", "3"],
-        capture_output=True, text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", "")))
+        capture_output=True, text=True, cwd=REPO, env=repo_env())
     assert proc.returncode != 0 and "trained with another source dictionary" in proc.stderr
     for name in ("spm.model", "prepare_args.json"):
         open(other / name, "wb").write(open(os.path.join(trained["data"], name), "rb").read())

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import repo_env
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "fairseq", "rouge_score", "nltk")
@@ -35,7 +36,7 @@ print(json.dumps({
 
 
 def python(code, cwd=REPO):
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = repo_env(OMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
                           env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]

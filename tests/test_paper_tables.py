@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import repo_env
 
 from ledger import paper_tables as pt
 from paper_smoke import PAPER_ENV_DROP, REPO
@@ -138,7 +139,7 @@ def test_parameter_count_reads_tensors_only_and_refuses_a_pickle_that_runs_code(
         pt.parameter_count(str(bad))
     proc = subprocess.run([sys.executable, "-m", "ledger.paper_tables", "params",
                            str(bad), str(tmp_path / "p.json")], cwd=tmp_path, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")})
+                          env=repo_env())
     assert proc.returncode == 2 and "not a readable fairseq checkpoint" in proc.stderr
     assert not (tmp_path / "RAN_CODE").exists() and not (tmp_path / "p.json").exists()
 
@@ -155,7 +156,7 @@ def test_params_counts_a_tables_checkpoints_in_one_run_and_writes_none_when_one_
     def run(*args):
         return subprocess.run([sys.executable, "-m", "ledger.paper_tables", "params", *map(str, args)],
                               cwd=tmp_path, capture_output=True, text=True,
-                              env={**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")})
+                              env=repo_env())
 
     a, b, bad = tmp_path / "a.pt", tmp_path / "b.pt", tmp_path / "bad.pt"
     torch.save({"args": argparse.Namespace(arch="x"), "model": {"w": torch.zeros(2, 3)}}, a)

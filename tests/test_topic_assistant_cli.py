@@ -444,9 +444,9 @@ def _fails(*cmd):
     import subprocess
     import sys
 
-    from helpers import REPO
+    from helpers import REPO, repo_env
 
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = repo_env()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO)
     assert proc.returncode != 0, f"{cmd[0]} succeeded:\n{proc.stderr[-2000:]}"
     return proc.stderr
