@@ -315,6 +315,8 @@ def unflushed_phi(model=None):
 FAST_PATHS["flush_phi"] = unflushed_phi
 FAST_PATHS["focal_bias"] = set_attribute("fairseq_sum_plugins.features.etads_focus.FocusBias",
                                          "fused_bias")
+FAST_PATHS["focus_attention"] = set_attribute(
+    "fairseq_sum_plugins.modules.attention.MultiheadAttention", "fused_bias_path")
 
 
 def compile_stacks(*stacks):

@@ -204,6 +204,117 @@ def test_focal_bias_in_place_equals_the_reference_in_float32():
     assert all(fp32_close(a, b, ulps=OP_ULPS) for a, b in zip(g_out, g_ref))
 
 
+def _focus_inputs(dtype, narrow=False, bsz=2, heads=2, length=6, head_dim=3, seed=0):
+    """Queries, keys, values ``(B, H, T, d_k)`` (transposed views, as the attention gives them),
+    ``mu~``, ``sigma~`` (0.1-0.6 position when ``narrow``, else 0.5-2.5) and the 1-based positions
+    of a batch whose first row is left-padded by 2."""
+    g = torch.Generator().manual_seed(seed)
+    qkv = [torch.randn(bsz, length, heads, head_dim, generator=g, dtype=dtype).transpose(1, 2)
+           .requires_grad_() for _ in range(3)]
+    mu = (torch.rand(bsz, heads, length, generator=g, dtype=dtype) * length).requires_grad_()
+    low, width = (0.1, 0.5) if narrow else (0.5, 2.0)
+    sigma = (torch.rand(bsz, heads, length, generator=g, dtype=dtype) * width + low).requires_grad_()
+    pad = torch.zeros(bsz, length, dtype=torch.bool)
+    pad[0, :2] = True
+    return qkv, mu, sigma, pad, (~pad).to(dtype).cumsum(1)
+
+
+def test_focus_attention_backward_passes_gradcheck():
+    """FocusAttention's hand-written backward (dQ, dK, dV, the gradients of mu~ and sigma~, and of
+    an additive mask) against finite differences in float64: no mask, a padding mask, and a float
+    mask with a gradient (the T5 cell's relative position bias) with the padding in it."""
+    from fairseq_sum_plugins.features.etads_focus import FocusAttention
+
+    (q, k, v), mu, sigma, pad, pos = _focus_inputs(torch.float64, length=5)
+    keys = pad[:, None, None, :]
+    for mask in (None, ~keys):
+        assert torch.autograd.gradcheck(
+            lambda *a: FocusAttention.apply(*a, pos, mask, 0.5), (q, k, v, mu, sigma))
+    bias = torch.randn(1, 2, 5, 5, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda q, k, v, mu, sigma, b: FocusAttention.apply(
+            q, k, v, mu, sigma, pos, torch.where(keys, float("-inf"), b), 0.5),
+        (q, k, v, mu, sigma, bias))
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "padding", "float"])
+def test_focus_attention_equals_sdpa_with_the_focal_bias(mask_kind):
+    """ETADS eq. 8 by FocusAttention against SDPA with FocalBias's materialised bias (the path it
+    replaces), float32, narrow focus (sigma~ 0.1-0.6): the output and every gradient within a few
+    roundings; the probabilities it keeps hold no value in (0, FLUSH), where the reference's
+    softmax has subnormal ones."""
+    import torch.nn.functional as F
+
+    from fairseq_sum_plugins.features.etads_focus import FLUSH, FocalBias, FocusAttention
+
+    (q, k, v), mu, sigma, pad, pos = _focus_inputs(torch.float32, narrow=True, length=40)
+    bias = torch.randn(1, 2, 40, 40, requires_grad=True)
+    keys = pad[:, None, None, :]
+
+    def mask():
+        return {"none": None, "padding": ~keys,
+                "float": torch.where(keys, float("-inf"), bias)}[mask_kind]
+
+    inputs = [q, k, v, mu, sigma] + ([bias] if mask_kind == "float" else [])
+    out = FocusAttention.apply(q, k, v, mu, sigma, pos, mask(), 0.5)
+    kept = out.grad_fn.saved_tensors[3]  # the probabilities
+    focal = FocalBias.apply(mu, sigma, pos)
+    m = mask()
+    logits = focal if m is None else (focal.masked_fill(~m, float("-inf")) if m.dtype == torch.bool
+                                      else focal + m)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=logits, scale=0.5)
+    grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+    got, want = (torch.autograd.grad(o, inputs, grad) for o in (out, ref))
+    # the same products and sums in another order (one GEMM into the bias, SDPA's scaled q and k,
+    # the bias gradients summed from dS here, by FocalBias's backward there): a few roundings of
+    # the largest value passed through (the output; for a gradient, 4x its largest entry, as in
+    # 4 (P - mu~) / sigma~^2)
+    assert fp32_close(out, ref, ulps=OP_ULPS)
+    for a, b in zip(got, want):
+        assert fp32_close(a, b, magnitude=b.abs().max() * 4, ulps=OP_ULPS)
+    assert kept.shape == (2, 2, 40, 40) and not ((kept > 0) & (kept < FLUSH)).any()
+    probs = torch.softmax(logits.detach() + 0.5 * q.detach() @ k.detach().transpose(-1, -2), -1)
+    assert ((probs > 0) & (probs < torch.finfo(torch.float32).tiny)).any()  # subnormals there
+
+
+@pytest.mark.parametrize("arch", ["etads_base", "t5_transformer_small"])
+def test_focus_attention_is_the_training_path_and_equals_the_materialised_bias(monkeypatch, arch):
+    """In training (float32, CPU, no attention dropout) every focus layer attends by
+    FocusAttention, and the loss and every parameter gradient equal those of the materialised bias
+    through SDPA (MultiheadAttention.fused_bias_path False: the reference), on the default cell and
+    on the T5 cell (whose relative position bias takes its gradient through the fused path).
+    Without gradients (inference) the bias is materialised."""
+    from fairseq_sum_plugins.features.etads_focus import FocusAttention
+
+    calls = []
+    apply = FocusAttention.apply
+    monkeypatch.setattr(FocusAttention, "apply",
+                        staticmethod(lambda *a: calls.append(1) or apply(*a)))
+    torch.manual_seed(0)
+    model, d = build_model(arch, focus_layers="all", saliency_layers="none", **ETADS)
+    model.train()
+    src, lengths, prev = random_batch(d, bsz=3, src_len=9)
+
+    def loss_and_grads(fused):
+        for m in model.modules():
+            if isinstance(m, MultiheadAttention):
+                m.fused_bias_path = fused
+        model.zero_grad()
+        loss = model(src, lengths, prev)[0].float().log_softmax(-1).mean()
+        loss.backward()
+        return loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    loss, grads = loss_and_grads(True)
+    assert len(calls) == 2  # one per encoder layer
+    ref_loss, ref_grads = loss_and_grads(False)
+    assert len(calls) == 2
+    assert fp32_close(loss, ref_loss) and len(grads) == len(ref_grads)
+    assert all(fp32_close(a, b) for a, b in zip(grads, ref_grads))
+    with torch.no_grad():
+        model(src, lengths, prev)
+    assert len(calls) == 2
+
+
 def test_gated_training_path_equals_explicit_path():
     torch.manual_seed(0)
     attn, gate = MultiheadAttention(8, 2, self_attention=False).train(), SaliencyGate(8, 2)

@@ -15,12 +15,18 @@ concatenated, ``d_m`` wide) and a document of true length ``m``::
 left- and right-padded sources give the same bias for the same document. All of ``W_p, W_g,
 U_c, U_d`` are trained parameters (no biases, as in ETADS eq. 5).
 
-Cost: one extra ``d_m x d_m`` projection per token (``W_p``), and the bias itself, whose backward
-(:class:`FocalBias`) recomputes the distances instead of storing ``(B, H, T, S)`` intermediates;
-forward and backward work in place on one or two such tensors (at ``(8, 8, 256, 256)``, forward and
-backward together took 27-30 ms, the same operations out of place 46-49 ms).
-The bias needs a gradient, so on CPU PyTorch runs SDPA's math path for these layers (its flash
-CPU kernel takes a bias but not its gradient); on CUDA the memory-efficient kernel takes both.
+Cost: one extra ``d_m x d_m`` projection per token (``W_p``), and the attention with the bias.
+The bias needs a gradient, which SDPA's flash CPU kernel does not give (it takes a bias, not its
+gradient): SDPA would run its math path. So where the bias needs a gradient on CPU in float32
+(training, no attention dropout, no probability gate, no weights asked for), the attention takes
+:class:`FocusAttention`: the bias computed in place in the logits buffer, ``Q K^T`` added into it
+by one GEMM, the softmax, and in backward the gradients of ``mu~, sigma~`` summed from ``dS``
+beside ``dQ, dK, dV``: four ``(B, H, T, S)`` tensors where SDPA's math path with
+:class:`FocalBias` passes over about twenty. Elsewhere (CUDA, whose memory-efficient kernel takes
+the bias and its gradient; inference; dropout or a gate) the bias is materialised
+(:class:`FocalBias`, or :func:`focal_bias_reference` with ``fused_bias = False``) and the
+attention runs as for any bias; ``MultiheadAttention.fused_bias_path = False`` makes the training
+path the same (the reference :class:`FocusAttention` is tested against).
 
 Numerical safety (the only deviations from ETADS eq. 6-7):
 
@@ -32,15 +38,25 @@ Numerical safety (the only deviations from ETADS eq. 6-7):
   computed in fp32, because ``(P - mu~)^2`` overflows fp16 for documents over ~255 tokens, then
   cast to the query dtype). Clamped entries carry weight ``e^-1e4 = 0`` and a zero gradient.
 * ``m`` is at least 1 (a fairseq source always holds its EOS).
+* :class:`FocusAttention` sets the attention probabilities below ``FLUSH = 1e-30`` to 0. A focal
+  bias puts most of a narrow row's logits 87-104 below its maximum, where ``exp`` gives subnormal
+  floats, on which x86 multiplies take microcode assists: at ``sigma~`` 0.1-8 the attention's
+  forward and backward took 84-93 ms with them flushed and 161-172 ms without (``(8, 8, 256, 64)``,
+  one thread). Each dropped term is below ``1e-30 |V_j|``, and a row's largest probability is at
+  least ``1 / S``: far below float32's resolution of any output.
 """
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
+from torch.autograd.function import once_differentiable
 
+from ..modules.attention import masked_softmax
 # parse_layers: re-exported here, its old home
 from ..modules.features import Inspection, layers_feature, parse_layers  # noqa: F401
 
 SIGMA_MIN = 0.1
 F_MAX = 1e4
+FLUSH = 1e-30
 
 
 def real_positions(padding_mask, seq_len, device):
@@ -80,7 +96,7 @@ class FocusBias(nn.Module):
     def score_bias(self, q, k, inputs):
         """The feature interface (:mod:`fairseq_sum_plugins.modules.features`): ETADS eq. 7's bias
         for the projected queries."""
-        return self(q, inputs["padding_mask"])
+        return self(q, inputs["padding_mask"], factored=True)
 
     def centres_and_scopes(self, q, padding_mask=None):
         """``q``: ``(B, H, T, d_k)`` queries of a self-attention layer -> ``mu~, sigma~`` ``(B, H,
@@ -102,14 +118,34 @@ class FocusBias(nn.Module):
         sigma_t = (m_ * torch.sigmoid(sigma)).clamp(min=SIGMA_MIN)  # (6), floored (see module doc)
         return mu_t, sigma_t, m, pos
 
-    def forward(self, q, padding_mask=None):
-        """Returns the additive logit bias ``(B, H, T, S)`` in ``q``'s dtype (ETADS eq. 7)."""
+    def forward(self, q, padding_mask=None, factored=False):
+        """Returns the additive logit bias ``(B, H, T, S)`` in ``q``'s dtype (ETADS eq. 7), or with
+        ``factored`` the same bias as :class:`FocalScores` (the attention decides whether to
+        materialise it)."""
         mu_t, sigma_t, m, pos = self.centres_and_scopes(q, padding_mask)
         if self.keep_focus:
             self.last_focus = (mu_t.detach(), sigma_t.detach(), m.detach())
+        scores = FocalScores(mu_t, sigma_t, pos, q.dtype, self.fused_bias)
+        return scores if factored else scores.bias()
+
+
+class FocalScores:
+    """ETADS eq. 7's bias of one layer's queries, factored (a
+    :class:`~..modules.attention.FactoredBias`): ``bias()`` materialises it; ``attend`` computes
+    ETADS eq. 8 with it by :class:`FocusAttention`."""
+
+    def __init__(self, mu_t, sigma_t, pos, dtype, fused_bias=True):
+        self.mu_t, self.sigma_t, self.pos = mu_t, sigma_t, pos
+        self.dtype, self.fused_bias = dtype, fused_bias
+
+    def bias(self):
         if not self.fused_bias:  # the reference: plain autograd, four (B, H, T, S) tensors kept
-            return focal_bias_reference(mu_t, sigma_t, pos).to(q.dtype)
-        return FocalBias.apply(mu_t, sigma_t, pos).to(q.dtype)
+            return focal_bias_reference(self.mu_t, self.sigma_t, self.pos).to(self.dtype)
+        return FocalBias.apply(self.mu_t, self.sigma_t, self.pos).to(self.dtype)
+
+    def attend(self, q, k, v, mask, scale):
+        """``softmax(q k^T * scale + mask + f) v`` (ETADS eq. 8) for float32 ``q, k, v``."""
+        return FocusAttention.apply(q, k, v, self.mu_t, self.sigma_t, self.pos, mask, scale)
 
 
 def focal_bias_reference(mu_t, sigma_t, pos):
@@ -148,6 +184,77 @@ class FocalBias(torch.autograd.Function):
         grad_mu = 4.0 * g_dist.sum(-1)
         grad_sigma = 4.0 * g_dist.mul_(dist).sum(-1) / sigma_t  # g_dist is not read again
         return grad_mu, grad_sigma, None
+
+
+class FocusAttention(torch.autograd.Function):
+    """ETADS eq. 8 with the focal bias of eq. 7 inside: ``O = softmax(q k^T * scale + mask + f) v``
+    from ``q`` ``(B, H, T, d_k)``, ``k, v`` ``(B, H, S, d_k)``, ``mu~, sigma~`` ``(B, H, T)``,
+    positions ``(B|1, S)`` and ``mask`` (None; boolean, True where a key is attended; or additive
+    float, which may need a gradient: the T5 cell's relative position bias), all float32.
+
+    Forward fills one ``(B, H, T, S)`` buffer with ``f`` (:class:`FocalBias`'s operations), the
+    mask, and ``q k^T * scale`` by one GEMM into it; the softmax makes ``P`` (kept for backward,
+    as SDPA's math path keeps it), probabilities below ``FLUSH`` set to 0 (module doc). Backward,
+    with ``dS = P (.) (dP - rowsum(P (.) dP))`` (one fused pass)::
+
+        dV = P^T dO,  dP = dO V^T,  dQ = dS K * scale,  dK = dS^T Q * scale,  dmask = dS
+        dmu~_i    = 4 / sigma~_i^2 * sum_j dS_ij (P_j - mu~_i)
+        dsigma~_i = 4 / sigma~_i^3 * sum_j dS_ij (P_j - mu~_i)^2
+
+    The clamp at ``-F_MAX`` needs no mask in these sums: a clamped entry's bias lies at least
+    ``1e4 - 50`` below that of its row's nearest position (ETADS eq. 7 at ``|P_j - mu~_i| <= 1/2``,
+    ``sigma~ >= 0.1``), so unless the row's ``q k^T * scale`` spans over 9,800 its probability is
+    below ``FLUSH``, set to 0, and so is its ``dS``. Tested against SDPA with :class:`FocalBias`
+    (values and every gradient) and by finite differences."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mu_t, sigma_t, pos, mask, scale):
+        bsz, heads, tgt_len, head_dim = q.shape
+        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+        with torch.no_grad():
+            logits = q.new_empty(bsz, heads, tgt_len, k.size(2))  # contiguous, whatever mu~'s
+            torch.sub(pos[:, None, None, :], mu_t.unsqueeze(-1), out=logits)  # P_j - mu~_i
+            logits.square_().mul_((-2.0 / sigma_t.square()).unsqueeze(-1)).clamp_(min=-F_MAX)
+            if mask is not None:
+                logits = (logits.masked_fill_(~mask, float("-inf")) if mask.dtype == torch.bool
+                          else logits.add_(mask))
+            flat = (bsz * heads, -1, head_dim)
+            logits.view(bsz * heads, tgt_len, -1).baddbmm_(
+                q.view(flat), k.view(flat).transpose(1, 2), alpha=scale)
+            probs = F.threshold_(masked_softmax(logits, True), FLUSH, 0.0)
+            del logits
+            out = torch.bmm(probs.view(bsz * heads, tgt_len, -1), v.view(flat))
+        mask_grad = mask is not None and mask.dtype != torch.bool and ctx.needs_input_grad[6]
+        ctx.save_for_backward(q, k, v, probs, mu_t, sigma_t, pos)
+        ctx.scale, ctx.mask_shape = scale, mask.shape if mask_grad else None
+        return out.view(bsz, heads, tgt_len, head_dim)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out):
+        q, k, v, probs, mu_t, sigma_t, pos = ctx.saved_tensors
+        bsz, heads, tgt_len, head_dim = q.shape
+        flat = (bsz * heads, -1, head_dim)
+        q, k, v = q.view(flat), k.view(flat), v.view(flat)
+        p = probs.view(bsz * heads, tgt_len, -1)
+        grad_out = grad_out.contiguous().view(flat)
+        grad_v = torch.bmm(p.transpose(1, 2), grad_out)
+        ds = torch._softmax_backward_data(torch.bmm(grad_out, v.transpose(1, 2)), p, -1, p.dtype)
+        grad_q = torch.bmm(ds, k).mul_(ctx.scale)
+        grad_k = torch.bmm(ds.transpose(1, 2), q).mul_(ctx.scale)
+        ds = ds.view(probs.shape)
+        grad_mask = None
+        if ctx.mask_shape is not None:  # a copy where no dimension is summed (ds changes below)
+            grad_mask = (ds.clone() if ctx.mask_shape == ds.shape
+                         else ds.sum_to_size(ctx.mask_shape))
+        dist = torch.sub(pos[:, None, None, :], mu_t.unsqueeze(-1), out=torch.empty_like(ds))
+        weighted = ds.mul_(dist)  # dS (.) (P - mu~); ds is not read again
+        inv_var = sigma_t.square().reciprocal()
+        grad_mu = 4.0 * weighted.sum(-1) * inv_var
+        grad_sigma = 4.0 * weighted.mul_(dist).sum(-1) * inv_var / sigma_t
+        shape = (bsz, heads, -1, head_dim)
+        return (grad_q.view(shape), grad_k.view(shape), grad_v.view(shape), grad_mu, grad_sigma,
+                None, grad_mask, None)
 
 
 def watch_focus(model, probe):

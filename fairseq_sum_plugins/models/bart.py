@@ -74,7 +74,7 @@ from fairseq.modules.transformer_layer import (TransformerDecoderLayerBase,
 from fairseq import utils
 
 from ..flags import parse_bool_options
-from ..modules.attention import FactoredGate
+from ..modules.attention import FactoredGate, materialised
 from ..modules.checkpointing import checkpoint_layer
 from ..modules.encoder_out import EncoderOut
 from ..modules.features import (
@@ -306,7 +306,7 @@ class FeatureAttention(MultiheadAttention):
                             prob_gate_fn(self.attention_features, inputs))
         if bias_fn is not None:
             logits = (logits.view(bsz, heads, tgt_len, src_len)
-                      + bias_fn(q, k).to(logits.dtype)).flatten(0, 1)
+                      + materialised(bias_fn(q, k)).to(logits.dtype)).flatten(0, 1)
         probs_float = utils.softmax(logits, dim=-1)
         probs = self.dropout_module(probs_float.type_as(logits))
         if gate_fn is not None:

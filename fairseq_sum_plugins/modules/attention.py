@@ -42,6 +42,26 @@ class FactoredGate(Protocol):
                training: bool, scale: Optional[float] = None) -> Tensor:        ...
 
 
+@runtime_checkable
+class FactoredBias(Protocol):
+    """An additive logit bias that ``attn_bias_fn`` returns in factored form (ETADS's focal bias,
+    :class:`~fairseq_sum_plugins.features.etads_focus.FocalScores`).
+
+    ``bias()`` gives the ``(B, H, T, S)`` bias; ``attend(q, k, v, mask, scale)`` gives
+    ``softmax(q k^T * scale + mask + bias) v`` ``(B, H, T, d_k)`` directly, for float32 on CPU
+    where the bias needs a gradient (:attr:`MultiheadAttention.fused_bias_path`)."""
+
+    def bias(self) -> Tensor: ...
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor],
+               scale: float) -> Tensor: ...
+
+
+def materialised(bias):
+    """A score bias as a tensor: a :class:`FactoredBias`'s ``bias()``, else ``bias`` itself."""
+    return bias.bias() if isinstance(bias, FactoredBias) else bias
+
+
 class InputBuffer:
     """The module's dict in fairseq's incremental state, under the key ``buffer_name``
     (for modules decorated with ``with_incremental_state``)."""
@@ -55,7 +75,7 @@ class InputBuffer:
         return self.set_incremental_state(incremental_state, self.buffer_name, buffer)
 
 
-def _masked_softmax(logits: Tensor, masked: bool) -> Tensor:
+def masked_softmax(logits: Tensor, masked: bool) -> Tensor:
     """``softmax(logits, -1)``, with 0 (and a 0 gradient) for a row whose every key is masked
     (``-inf``), as SDPA gives; ``masked``: whether any can be. Plain softmax first, and only when a
     row's first probability is NaN, ``_safe_softmax`` for all (the same values elsewhere): SDPA's
@@ -80,6 +100,10 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
     # math path: the same products, softmax and dropout mask without that path's extra passes
     # (_matmul_attention; SDPA stays the reference, tests/test_speed_paths.py)
     matmul_train_path = True
+    # a FactoredBias (ETADS's focal bias) attends by its own attend() where the bias needs a
+    # gradient on CPU in float32, without dropout, gate or weights; off: the bias is materialised
+    # and the attention runs as for any bias (the reference; tests/test_etads.py)
+    fused_bias_path = True
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True,
                  scaling=None, inner_dim=None):
@@ -141,7 +165,9 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
             the projected queries ``(B, H, T, d_k)`` and
                 keys ``(B, H, S, d_k)``, added to ``attn_bias`` (the features' score biases,
                 :func:`.features.score_bias_fn`, e.g. ETADS's focal bias,
-                :mod:`fairseq_sum_plugins.features.etads_focus`).
+                :mod:`fairseq_sum_plugins.features.etads_focus`); it may return a
+                :class:`FactoredBias`, whose ``attend`` then computes the attention where
+                :attr:`fused_bias_path` allows.
             prob_gate_fn: ``g(q, k) -> gate (B, H, T, S)`` multiplying the attention probabilities
                 (e.g. ETADS saliency, :mod:`fairseq_sum_plugins.features.etads_saliency`); runs the
                 explicit path. It may instead return a :class:`FactoredGate`: then, unless weights
@@ -169,19 +195,29 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
                                                    gate), None
             g = q.size(0) // k.size(0)
             k, v = (t.repeat_interleave(g, dim=0) for t in (k, v))  # one key/value row per row
+        gate = prob_gate_fn(q, k) if prob_gate_fn is not None else None
+        dropout_p = self.dropout if self.training else 0.0
+        factored = None
         if attn_bias_fn is not None:
             extra_bias = attn_bias_fn(q, k)
-            attn_bias = extra_bias if attn_bias is None else attn_bias + extra_bias
-        gate = prob_gate_fn(q, k) if prob_gate_fn is not None else None
+            if isinstance(extra_bias, FactoredBias) and (
+                    self.fused_bias_path and not (need_weights or causal) and gate is None
+                    and dropout_p == 0.0 and torch.is_grad_enabled()
+                    and q.device.type == "cpu" and q.dtype == torch.float32):
+                factored = extra_bias
+            else:
+                extra_bias = materialised(extra_bias)
+                attn_bias = extra_bias if attn_bias is None else attn_bias + extra_bias
         mask, causal = self._mask(attn_bias, key_padding_mask, causal, q.size(2), k.size(2),
                                   q.device)
 
-        dropout_p = self.dropout if self.training else 0.0
         one_query = q.size(2) == 1 and dropout_p == 0.0 and self.one_query_path and not need_weights
         # --dropout-mask packed: SDPA draws its own mask, so dropped attention takes the matmul
         # or the explicit path
         own_mask = self.packed_mask and dropout_p > 0.0 and q.device.type == "cpu"
-        if one_query and gate is None and q.device.type == "cpu" and q.dtype == torch.float32:
+        if factored is not None:
+            out, weights = factored.attend(q, k, v, mask, self.scaling), None
+        elif one_query and gate is None and q.device.type == "cpu" and q.dtype == torch.float32:
             out, weights = self._one_query_attention(q, k, v, mask), None  # CUDA: SDPA's kernels
         elif (not need_weights and gate is None and dropout_p > 0.0
               and self.matmul_train_path and q.device.type == "cpu" and q.dtype == torch.float32):
@@ -231,7 +267,7 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         elif mask is not None:
             logits = (logits.masked_fill_(~mask, float("-inf")) if mask.dtype == torch.bool
                       else logits.add_(mask))
-        probs = _masked_softmax(logits, mask is not None)
+        probs = masked_softmax(logits, mask is not None)
         return torch.matmul(dropout(probs, dropout_p, True, self.packed_mask), v)
 
     def _beam_shared_attention(self, q, k, v, attn_bias, key_padding_mask, gate=None):
@@ -349,7 +385,7 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         if mask is not None:
             logits = logits.masked_fill(
                 ~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
-        probs = _masked_softmax(logits, mask is not None).type_as(q)  # as SDPA: masked rows 0
+        probs = masked_softmax(logits, mask is not None).type_as(q)  # as SDPA: masked rows 0
         dropped = dropout(probs, dropout_p, dropout_p > 0, self.packed_mask)  # modules/dropout.py
         out = (dropped if gate is None else dropped * gate.type_as(dropped)) @ v
         return out, probs.mean(dim=1)

@@ -78,6 +78,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Optional
 
 from ..flags import layers_flag, parse_bool_options
+from .attention import materialised
 
 SITES = ("encoder_self", "decoder_self", "decoder_cross")
 ENCODER_OUT = "encoder_out"  # modules on the encoder, transforming its output
@@ -404,9 +405,11 @@ def score_bias_fn(modules, inputs):
         return None
 
     def f(q, k):
+        if len(biased) == 1:  # as it comes: a tensor or a FactoredBias (modules/attention.py)
+            return biased[0].score_bias(q, k, inputs)
         total = None
         for m in biased:
-            b = m.score_bias(q, k, inputs)
+            b = materialised(m.score_bias(q, k, inputs))
             total = b if total is None else total + b
         return total
 

@@ -1,0 +1,145 @@
+"""ETADS's focus attention (ETADS eq. 7-8) three ways, forward + backward, in one run (CPU).
+
+An encoder self-attention of ``B x H`` heads over ``S`` positions, with the focal bias of
+``mu~, sigma~`` that need gradients (training). Timed in interleaved rounds:
+
+* ``reference``: :class:`FocalBias`'s materialised bias through SDPA (its math path: the flash
+  CPU kernel gives no bias gradient) -- the training path before :class:`FocusAttention`;
+* ``focus_attention``: :class:`FocusAttention` (what a focus layer trains with on CPU);
+* ``no_bias``: SDPA without the bias (its flash kernel; ``mu~, sigma~`` get no gradient): the floor,
+  what the attention costs without ETADS.
+
+At two kinds of focus: ``broad`` (``mu~, sigma~ = m sigmoid(N(0, 1))``, as at initialisation) and
+``narrow`` (``sigma~`` uniform in 0.1-8 positions, as a trained focus may be: most of a row's
+probabilities then fall to subnormal floats unless flushed, module doc of
+``fairseq_sum_plugins/features/etads_focus.py``).
+
+    python benchmarks/bench_focus_attention.py --threads 1 --json focus_attention.json
+
+Reports milliseconds per forward + backward and each way's speed over ``reference`` with a paired
+bootstrap interval over the rounds (``bench_train.round_interval``), and beside them the largest
+difference from ``reference`` of the output and of each gradient, relative to that tensor's largest
+entry.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_train import cpu_name, fmt_interval, round_interval  # noqa: E402
+
+from fairseq_sum_plugins.features.etads_focus import FocalBias, FocusAttention  # noqa: E402
+
+
+def reference(q, k, v, mu, sigma, pos, scale):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=FocalBias.apply(mu, sigma, pos),
+                                          scale=scale)
+
+
+def no_bias(q, k, v, mu, sigma, pos, scale):
+    return F.scaled_dot_product_attention(q, k, v, scale=scale)
+
+
+def focus_attention(q, k, v, mu, sigma, pos, scale):
+    return FocusAttention.apply(q, k, v, mu, sigma, pos, None, scale)
+
+
+WAYS = {"reference": reference, "focus_attention": focus_attention, "no_bias": no_bias}
+FOCUS = ("broad", "narrow")
+
+
+def inputs(focus, bsz, heads, src_len, head_dim, seed=0):
+    """``q, k, v`` ``(B, H, S, d_k)`` (transposed views of ``(B, S, H, d_k)``, as the attention's
+    projections give them), ``mu~, sigma~`` ``(B, H, S)`` needing gradients, positions ``(1, S)``."""
+    g = torch.Generator().manual_seed(seed)
+    qkv = [torch.randn(bsz, src_len, heads, head_dim, generator=g).transpose(1, 2).requires_grad_()
+           for _ in range(3)]
+    mu = src_len * torch.sigmoid(torch.randn(bsz, heads, src_len, generator=g))
+    if focus == "broad":
+        sigma = src_len * torch.sigmoid(torch.randn(bsz, heads, src_len, generator=g))
+    else:
+        sigma = torch.rand(bsz, heads, src_len, generator=g) * 7.9 + 0.1
+    pos = torch.arange(1.0, src_len + 1).unsqueeze(0)
+    return qkv + [mu.requires_grad_(), sigma.requires_grad_(), pos]
+
+
+def step(way, args, scale, grad):
+    """Forward + backward of ``way``; the output and the gradients of ``q, k, v, mu~, sigma~``."""
+    for t in args[:5]:
+        t.grad = None
+    out = WAYS[way](*args, scale)
+    out.backward(grad)
+    return [out.detach()] + [t.grad for t in args[:5]]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--src-len", type=int, default=256)
+    p.add_argument("--head-dim", type=int, default=64)
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--steps", type=int, default=2, help="timed steps per way and round")
+    p.add_argument("--threads", type=int)
+    p.add_argument("--json", metavar="FILE", help="write the results here")
+    a = p.parse_args(argv)
+    for flag in ("batch_size", "heads", "src_len", "head_dim", "rounds", "steps", "threads"):
+        value = getattr(a, flag)
+        if value is not None and value < 1:
+            p.error(f"--{flag.replace('_', '-')} {value}: at least 1")
+    if a.json and os.path.isdir(a.json):
+        p.error(f"--json {a.json} is a folder")
+    if a.json and not os.path.isdir(os.path.dirname(os.path.abspath(a.json))):
+        p.error(f"--json {a.json}: its folder does not exist")
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    scale = a.head_dim ** -0.5
+    shape = (a.batch_size, a.heads, a.src_len, a.head_dim)
+    grad = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+    results = {}
+    for focus in FOCUS:
+        args = inputs(focus, a.batch_size, a.heads, a.src_len, a.head_dim)
+        ref = step("reference", args, scale, grad)
+        diffs = {}
+        for way in WAYS:  # warm-up, and each way's largest difference from the reference
+            got = step(way, args, scale, grad)
+            diffs[way] = max(float((x - y).abs().max() / y.abs().max()) for x, y in zip(got, ref)
+                             if x is not None and y is not None)
+        rounds = {way: [] for way in WAYS}
+        for _ in range(a.rounds):
+            for way in WAYS:
+                start = time.perf_counter()
+                for _ in range(a.steps):
+                    step(way, args, scale, grad)
+                rounds[way].append((time.perf_counter() - start, a.steps))
+        results[focus] = {}
+        for way, rows in rounds.items():
+            seconds = sum(s for s, _ in rows)
+            results[focus][way] = dict(
+                ms=1000 * seconds / (a.steps * a.rounds),
+                vs_reference=sum(s for s, _ in rounds["reference"]) / seconds,
+                interval=round_interval(rows, rounds["reference"]),
+                max_rel_diff=diffs[way] if way != "no_bias" else None)
+    print(f"B {a.batch_size} x H {a.heads} x S {a.src_len} x d_k {a.head_dim}, {cpu_name()}, threads "
+          f"{torch.get_num_threads()}, {a.rounds} rounds x {a.steps} steps, forward + backward")
+    print("| focus | way | ms | vs reference [95%] | largest difference from reference |\n"
+          "|---|---|---|---|---|")
+    for focus, rows in results.items():
+        for way, r in rows.items():
+            diff = "-" if r["max_rel_diff"] is None else f"{r['max_rel_diff']:.1e}"
+            print(f"| {focus} | {way} | {r['ms']:.1f} | {fmt_interval(r['vs_reference'], r['interval'])}"
+                  f" | {diff} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(dict(args=vars(a), device=cpu_name(), torch=torch.__version__,
+                           results=results), f, indent=1)
+    return results
+
+
+if __name__ == "__main__":
+    main()
