@@ -38,12 +38,13 @@ Numerical safety (the only deviations from ETADS eq. 6-7):
   computed in fp32, because ``(P - mu~)^2`` overflows fp16 for documents over ~255 tokens, then
   cast to the query dtype). Clamped entries carry weight ``e^-1e4 = 0`` and a zero gradient.
 * ``m`` is at least 1 (a fairseq source always holds its EOS).
-* :class:`FocusAttention` sets the attention probabilities below ``FLUSH = 1e-30`` to 0. A focal
-  bias puts most of a narrow row's logits 87-104 below its maximum, where ``exp`` gives subnormal
+* :class:`FocusAttention` sets the attention probabilities below ``FLUSH = 1e-30`` to 0. A narrow
+  focus puts many of a row's logits 87 to 104 below its maximum, where ``exp`` gives subnormal
   floats, on which x86 multiplies take microcode assists: at ``sigma~`` 0.1-8 the attention's
   forward and backward took 84-93 ms with them flushed and 161-172 ms without (``(8, 8, 256, 64)``,
   one thread). Each dropped term is below ``1e-30 |V_j|``, and a row's largest probability is at
   least ``1 / S``: far below float32's resolution of any output.
+  (``benchmarks/bench_focus_attention.py`` times the whole function against the reference.)
 """
 import torch
 import torch.nn as nn
@@ -187,8 +188,8 @@ class FocalBias(torch.autograd.Function):
 
 
 class FocusAttention(torch.autograd.Function):
-    """ETADS eq. 8 with the focal bias of eq. 7 inside: ``O = softmax(q k^T * scale + mask + f) v``
-    from ``q`` ``(B, H, T, d_k)``, ``k, v`` ``(B, H, S, d_k)``, ``mu~, sigma~`` ``(B, H, T)``,
+    """ETADS eq. 8 with the focal bias of ETADS eq. 7 inside,
+    ``O = softmax(q k^T * scale + mask + f) v``, from ``q`` ``(B, H, T, d_k)``, ``k, v`` ``(B, H, S, d_k)``, ``mu~, sigma~`` ``(B, H, T)``,
     positions ``(B|1, S)`` and ``mask`` (None; boolean, True where a key is attended; or additive
     float, which may need a gradient: the T5 cell's relative position bias), all float32.
 
@@ -202,8 +203,8 @@ class FocusAttention(torch.autograd.Function):
         dsigma~_i = 4 / sigma~_i^3 * sum_j dS_ij (P_j - mu~_i)^2
 
     The clamp at ``-F_MAX`` needs no mask in these sums: a clamped entry's bias lies at least
-    ``1e4 - 50`` below that of its row's nearest position (ETADS eq. 7 at ``|P_j - mu~_i| <= 1/2``,
-    ``sigma~ >= 0.1``), so unless the row's ``q k^T * scale`` spans over 9,800 its probability is
+    ``1e4 - 200`` below that of its row's nearest position (ETADS eq. 7 at ``|P_j - mu~_i| <= 1``,
+    ``sigma~ >= 0.1``), so unless the row's ``q k^T * scale`` spans over 9,700 its probability is
     below ``FLUSH``, set to 0, and so is its ``dS``. Tested against SDPA with :class:`FocalBias`
     (values and every gradient) and by finite differences."""
 

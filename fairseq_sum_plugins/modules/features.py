@@ -8,9 +8,10 @@ encoder's output (``encoder_out``), the decoder's output (``decoder_out``) or th
 (``model``). The module then contributes through
 any of these methods (duck-typed), with one batch-first layout on every backbone:
 
-* ``score_bias(q, k, inputs) -> (B|1, H|1, T, S)``: added to the attention logits after the
-  ``QK^T`` scaling, before the softmax (ETADS eq. 8: ``FocusBias``); ``q`` ``(B, H, T, d_k)`` the
-  projected queries, ``k`` ``(B, H, S, d_k)`` the keys of this step;
+* ``score_bias(q, k, inputs) -> (B|1, H|1, T, S)`` or a :class:`~.attention.FactoredBias`: added
+  to the attention logits after the ``QK^T`` scaling, before the softmax (ETADS eq. 8:
+  ``FocusBias``); ``q`` ``(B, H, T, d_k)`` the projected queries, ``k`` ``(B, H, S, d_k)`` the
+  keys of this step;
 * ``prob_gate(q, k, inputs) -> (B, H, T, S)`` or a :class:`~.attention.FactoredGate`: multiplies
   the attention probabilities (ETADS eq. 10: ``SaliencyGate``);
 * ``head(query, kv, inputs) -> (B, T, C)``: added to the attention block's output, before its
