@@ -189,9 +189,10 @@ class FocalBias(torch.autograd.Function):
 
 class FocusAttention(torch.autograd.Function):
     """ETADS eq. 8 with the focal bias of ETADS eq. 7 inside,
-    ``O = softmax(q k^T * scale + mask + f) v``, from ``q`` ``(B, H, T, d_k)``, ``k, v`` ``(B, H, S, d_k)``, ``mu~, sigma~`` ``(B, H, T)``,
-    positions ``(B|1, S)`` and ``mask`` (None; boolean, True where a key is attended; or additive
-    float, which may need a gradient: the T5 cell's relative position bias), all float32.
+    ``O = softmax(q k^T * scale + mask + f) v``, from ``q`` ``(B, H, T, d_k)``, ``k, v``
+    ``(B, H, S, d_k)``, ``mu~, sigma~`` ``(B, H, T)``, positions ``(B|1, S)`` and ``mask`` (None;
+    boolean, True where a key is attended; or additive float, which may need a gradient: the T5
+    cell's relative position bias), all float32.
 
     Forward fills one ``(B, H, T, S)`` buffer with ``f`` (:class:`FocalBias`'s operations), the
     mask, and ``q k^T * scale`` by one GEMM into it; the softmax makes ``P`` (kept for backward,
