@@ -303,6 +303,7 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         return self.out_proj(out.transpose(1, 2).flatten(2))
 
     @staticmethod
+    @torch.compiler.disable  # data-dependent (an int from the rows' values): not traced
     def _beam_group_size(key_value, *per_row):
         """The number ``g`` of consecutive rows that carry the same source in ``key_value`` (and in
         every tensor of ``per_row`` with ``N`` rows): fairseq's beam search repeats each source
