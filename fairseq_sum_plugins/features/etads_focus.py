@@ -23,11 +23,11 @@ gradient): SDPA would run its math path. So where the bias needs a gradient on C
 by one GEMM, the softmax, and in backward the gradients of ``mu~, sigma~`` summed from ``dS``
 beside ``dQ, dK, dV``: fewer passes over ``(B, H, T, S)`` tensors than SDPA's math path with
 :class:`FocalBias` makes (the attention alone: 1.50x its speed at initialisation's broad focus,
-3.37x at a narrow one; ``benchmarks/bench_focus_attention.py``). Elsewhere (CUDA, whose memory-efficient kernel takes
-the bias and its gradient; inference; dropout or a gate) the bias is materialised
-(:class:`FocalBias`, or :func:`focal_bias_reference` with ``fused_bias = False``) and the
-attention runs as for any bias; ``MultiheadAttention.fused_bias_path = False`` makes the training
-path the same (the reference :class:`FocusAttention` is tested against).
+3.37x at a narrow one; ``benchmarks/bench_focus_attention.py``). Elsewhere (CUDA, whose
+memory-efficient kernel takes the bias and its gradient; inference; dropout or a gate) the bias is
+materialised (:class:`FocalBias`, or :func:`focal_bias_reference` with ``fused_bias = False``) and
+the attention runs as for any bias; ``MultiheadAttention.fused_bias_path = False`` makes the
+training path the same (the reference :class:`FocusAttention` is tested against).
 
 Numerical safety (the only deviations from ETADS eq. 6-7):
 
