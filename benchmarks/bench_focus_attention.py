@@ -33,6 +33,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_train import cpu_name, fmt_interval, round_interval  # noqa: E402
 
+from fairseq_sum_plugins.cli.outputs import refuse_unwritable  # noqa: E402
 from fairseq_sum_plugins.features.etads_focus import FocalBias, FocusAttention  # noqa: E402
 
 
@@ -92,10 +93,7 @@ def main(argv=None):
         value = getattr(a, flag)
         if value is not None and value < 1:
             p.error(f"--{flag.replace('_', '-')} {value}: at least 1")
-    if a.json and os.path.isdir(a.json):
-        p.error(f"--json {a.json} is a folder")
-    if a.json and not os.path.isdir(os.path.dirname(os.path.abspath(a.json))):
-        p.error(f"--json {a.json}: its folder does not exist")
+    refuse_unwritable(p, [("--json", a.json)])  # the package's output guard, before any work
     if a.threads:
         torch.set_num_threads(a.threads)
     scale = a.head_dim ** -0.5
