@@ -31,6 +31,8 @@ print(json.dumps({
     "tokenizer": "sum_moses" in TOKENIZER_REGISTRY, "registered": registered(),
     "hook_left": any(isinstance(f, Hook) for f in sys.meta_path),
     "features": list(FEATURES),
+    # torch's compiler stack (1.3 s of a command's start): imported by --compile only
+    "compiler_imported": "torch._dynamo" in sys.modules,
 }))
 """
 
@@ -110,7 +112,7 @@ def test_the_plugin_registers_in_every_order_of_import(order, feature_order):
     out = registration_after(ORDERS[order])
     assert out == {"arch": True, "task": True, "criterion": True, "scoring": True,
                    "tokenizer": True, "registered": True, "hook_left": False,
-                   "features": feature_order}, out
+                   "features": feature_order, "compiler_imported": False}, out
 
 
 def test_a_module_registration_imports_runs_once():

@@ -506,6 +506,29 @@ def _compiled_cell_checks(cell, topic_model):
     assert max((grads_c[n] - grads_e[n]).abs().max() for n in grads_e) < COMPILED_TOL
 
 
+def test_compiling_leaves_the_untraced_methods_out_of_the_graphs(monkeypatch):
+    """A method that a class names in ``untraced`` (the attention's beam group size, an int read
+    from the rows' values) is wrapped by ``torch.compiler.disable`` when a layer holding it is
+    compiled, once, and computes what it did; not at import (tests/test_lazy_registration.py)."""
+    import inspect
+
+    from fairseq_sum_plugins.modules.attention import MultiheadAttention
+    from fairseq_sum_plugins.modules.compiled import compile_layers
+
+    original = inspect.getattr_static(MultiheadAttention, "_beam_group_size")
+    monkeypatch.setattr(MultiheadAttention, "_beam_group_size", original)  # put back after
+    assert not hasattr(original.__func__, "_torchdynamo_disable")
+    model, _ = build_model("t5_transformer_small", make_dictionary(), **DIMS["transformer"])
+    compile_layers(model.decoder.layers, "decoder", backend="eager")
+    wrapped = inspect.getattr_static(MultiheadAttention, "_beam_group_size")
+    assert isinstance(wrapped, staticmethod) and wrapped.__func__._torchdynamo_disable
+    compile_layers(model.encoder.layers, "encoder", backend="eager")
+    assert inspect.getattr_static(MultiheadAttention, "_beam_group_size") is wrapped
+    rows = torch.arange(6.0).view(3, 2).repeat_interleave(2, dim=0)  # 3 sources, 2 beams each
+    assert MultiheadAttention._beam_group_size(rows) == 2
+    assert MultiheadAttention._beam_group_size(rows.flip(1)[[0, 2, 1, 3, 4, 5]]) == 1
+
+
 def test_compile_flag_compiles_layers_and_names_eager_features(caplog):
     """``--compile``: every layer compiled in place (parameter names unchanged); a layer carrying an
     :data:`EAGER_FEATURES` entry (activation checkpointing) stays eager, a logged line naming it."""

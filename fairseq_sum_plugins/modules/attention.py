@@ -104,6 +104,9 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
     # gradient on CPU in float32, without dropout, gate or weights; off: the bias is materialised
     # and the attention runs as for any bias (the reference; tests/test_etads.py)
     fused_bias_path = True
+    # methods left out of compiled graphs under --compile (modules/compiled.py): data-dependent,
+    # an int read from the rows' values (inductor's code for it named an undefined size)
+    untraced = ("_beam_group_size",)
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, self_attention=True, bias=True,
                  scaling=None, inner_dim=None):
@@ -303,7 +306,6 @@ class MultiheadAttention(Drops, InputBuffer, nn.Module):
         return self.out_proj(out.transpose(1, 2).flatten(2))
 
     @staticmethod
-    @torch.compiler.disable  # data-dependent (an int from the rows' values): not traced
     def _beam_group_size(key_value, *per_row):
         """The number ``g`` of consecutive rows that carry the same source in ``key_value`` (and in
         every tensor of ``per_row`` with ``N`` rows): fairseq's beam search repeats each source

@@ -72,6 +72,23 @@ def raise_recompile_limit():
                                              16 * RECOMPILE_LIMIT)
 
 
+def leave_untraced(module):
+    """The methods that a class in ``module`` names in its ``untraced`` attribute wrapped by
+    ``torch.compiler.disable`` (dynamo runs them eagerly, a graph break), once per defining class.
+    Done here, when layers are compiled, not by the decorator at the class: applying it imports
+    ``torch._dynamo``, which took 1.3 s of every fairseq command's start with the plugin."""
+    for cls in {type(m) for m in module.modules()}:
+        for name in getattr(cls, "untraced", ()):
+            owner = next(c for c in cls.__mro__ if name in c.__dict__)
+            method = owner.__dict__[name]
+            bound = isinstance(method, (staticmethod, classmethod))
+            fn = method.__func__ if bound else method
+            if getattr(fn, "_torchdynamo_disable", False):  # done before
+                continue
+            fn = torch.compiler.disable(fn)
+            setattr(owner, name, type(method)(fn) if bound else fn)
+
+
 def compile_layers(layers, where, backend="inductor"):
     """Compiles each layer of ``layers`` in place unless it carries an :data:`EAGER_FEATURES` entry;
     ``where`` names the stack in the log. Returns the indices of the compiled layers."""
@@ -83,6 +100,7 @@ def compile_layers(layers, where, backend="inductor"):
             logger.info("--compile: %s layer %d runs eagerly: %s", where, i,
                         "; ".join(f"{f} ({EAGER_FEATURES[f]})" for f in eager))
             continue
+        leave_untraced(layer)
         layer.compile(dynamic=True, backend=backend)
         _falls_back(layer, f"{where} layer {i}")
         compiled.append(i)
