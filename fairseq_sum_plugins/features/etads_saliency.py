@@ -28,8 +28,9 @@ import torch
 import torch.nn as nn
 from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
-from ..modules.attention import InputBuffer, beam_sources, reorder_shared
+from ..modules.attention import InputBuffer, beam_sources, masked_softmax, reorder_shared
 from ..modules.dropout import dropout
 from ..modules.features import Inspection, layers_feature
 
@@ -116,7 +117,7 @@ class GateFactors(NamedTuple):
         return gated_attention(q, k, v, self, mask, dropout_p, training, scale)
 
 
-def _probs_and_gate(q, k, hq, sk, mask, scale):
+def probs_and_gate(q, k, hq, sk, mask, scale):
     logits = q @ k.transpose(-1, -2)
     logits = (logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits) * scale
     if mask is not None:
@@ -129,32 +130,80 @@ def _probs_and_gate(q, k, hq, sk, mask, scale):
     return probs, (hq @ sk.transpose(-1, -2)).sigmoid()
 
 
+# the gated attention's (B, H, T, S) work runs in blocks of batch rows of about this many bytes
+# per tensor, so a block's probabilities, gate and gradients stay in cache between passes
+BLOCK_BYTES = 512 * 1024
+
+
+def row_blocks(q, k):
+    """Slices of batch rows, each holding about :data:`BLOCK_BYTES` of ``(H, T, S)`` scores."""
+    bsz, heads, tgt_len, _ = q.shape
+    per_row = heads * tgt_len * k.size(2) * max(4, q.element_size())
+    rows = max(1, BLOCK_BYTES // per_row)
+    return [slice(b, min(b + rows, bsz)) for b in range(0, bsz, rows)]
+
+
+def _rows(mask, rows):
+    """``mask`` (``(B|1, ...)`` or None) for the batch rows ``rows``."""
+    return mask if mask is None or mask.size(0) == 1 else mask[rows]
+
+
+def block_probs_and_gate(q, k, hq, sk, mask, scale):
+    """:func:`probs_and_gate` outside autograd: each ``(B, H, T, S)`` pass in place."""
+    logits = q @ k.transpose(-1, -2)
+    logits = (logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits)
+    logits.mul_(scale)
+    if mask is not None:
+        logits = (logits.masked_fill_(~mask, float("-inf")) if mask.dtype == torch.bool
+                  else logits.add_(mask))
+    probs = masked_softmax(logits, mask is not None).type_as(q)  # 0 where every key is masked
+    return probs, torch.matmul(hq, sk.transpose(-1, -2)).sigmoid_()
+
+
 class GatedAttention(torch.autograd.Function):
     """``(sigmoid(hq sk^T) * softmax(q k^T * scale + mask)) v`` (ETADS eq. 9-10), recomputing the
     ``(B, H, T, S)`` probabilities and gate in backward instead of storing them. ``mask`` is
-    None, boolean (True = attend) or an additive bias without gradient."""
+    None, boolean (True = attend) or an additive bias without gradient. Forward and backward run
+    in blocks of batch rows (:data:`BLOCK_BYTES`); with ``z = hq sk^T``, ``g = sigmoid(z)``,
+    ``W = g (.) P`` and ``dW = dO V^T``::
+
+        dV = W^T dO,   dS = P (.) (g dW - rowsum(P (.) g dW))   (softmax backward, one pass)
+        dz = dW (.) W (.) (1 - g),   dQ = dS K * scale,  dK = dS^T Q * scale,
+        d(hq) = dz sk,   d(sk) = dz^T hq
+    """
 
     @staticmethod
     def forward(ctx, q, k, v, hq, sk, mask, scale):
+        out = q.new_empty(*q.shape[:3], v.size(-1))
         with torch.no_grad():
-            probs, gate = _probs_and_gate(q, k, hq, sk, mask, scale)
-            out = (probs * gate) @ v
+            for b in row_blocks(q, k):
+                probs, gate = block_probs_and_gate(q[b], k[b], hq[b], sk[b], _rows(mask, b),
+                                                    scale)
+                torch.matmul(probs.mul_(gate), v[b], out=out[b])
         ctx.save_for_backward(q, k, v, hq, sk, mask)
         ctx.scale = scale
         return out
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad_out):
         q, k, v, hq, sk, mask = ctx.saved_tensors
-        probs, gate = _probs_and_gate(q, k, hq, sk, mask, ctx.scale)
-        grad_weights = grad_out @ v.transpose(-1, -2)  # d(g * p)
-        grad_v = (probs * gate).transpose(-1, -2) @ grad_out
-        grad_p = grad_weights * gate
-        grad_logits = probs * (grad_p - (grad_p * probs).sum(-1, keepdim=True))  # softmax backward
-        grad_z = grad_weights.mul_(probs).mul_(gate * (1 - gate))  # sigmoid backward
-        grad_q = (grad_logits @ k) * ctx.scale
-        grad_k = (grad_logits.transpose(-1, -2) @ q) * ctx.scale
-        return grad_q, grad_k, grad_v, grad_z @ sk, grad_z.transpose(-1, -2) @ hq, None, None
+        grads = [t.new_empty(t.shape) for t in (q, k, v, hq, sk)]  # contiguous
+        grad_q, grad_k, grad_v, grad_hq, grad_sk = grads
+        for b in row_blocks(q, k):
+            qb, kb, vb, hqb, skb, dout = q[b], k[b], v[b], hq[b], sk[b], grad_out[b]
+            probs, gate = block_probs_and_gate(qb, kb, hqb, skb, _rows(mask, b), ctx.scale)
+            grad_weights = dout @ vb.transpose(-1, -2)  # d(g (.) p)
+            weights = probs * gate
+            torch.matmul(weights.transpose(-1, -2), dout, out=grad_v[b])
+            grad_logits = torch._softmax_backward_data(grad_weights * gate, probs, -1,
+                                                       probs.dtype)
+            grad_z = grad_weights.mul_(weights).mul_(gate.neg_().add_(1.0))  # sigmoid backward
+            torch.matmul(grad_logits, kb, out=grad_q[b]).mul_(ctx.scale)
+            torch.matmul(grad_logits.transpose(-1, -2), qb, out=grad_k[b]).mul_(ctx.scale)
+            torch.matmul(grad_z, skb, out=grad_hq[b])
+            torch.matmul(grad_z.transpose(-1, -2), hqb, out=grad_sk[b])
+        return (*grads, None, None)
 
 
 def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, training=False,
@@ -164,7 +213,7 @@ def gated_attention(q, k, v, factors: GateFactors, mask=None, dropout_p=0.0, tra
     autograd. ``scale``: the logit scale (default ``1/sqrt(d_k)``; 1 for the T5 cell)."""
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     if (dropout_p > 0 and training) or (mask is not None and mask.requires_grad):
-        probs, gate = _probs_and_gate(q, k, factors.hq, factors.sk, mask, scale)
+        probs, gate = probs_and_gate(q, k, factors.hq, factors.sk, mask, scale)
         probs = dropout(probs, dropout_p, training)  # modules/dropout.py
         return (probs * gate) @ v
     return GatedAttention.apply(q, k, v, factors.hq, factors.sk, mask, scale)
