@@ -179,8 +179,42 @@ def test_memory_saving_autograd_functions_match_autograd():
     k, v, sk = (torch.randn(2, 2, 5, 4, **dbl) for _ in range(3))
     pad = torch.ones(2, 1, 1, 5, dtype=torch.bool)
     pad[0, ..., :2] = False
-    for mask in (pad, None):
+    empty = pad.clone()
+    empty[1] = False  # a source of padding only: its rows 0, as SDPA gives
+    for mask in (pad, None, empty):
         assert torch.autograd.gradcheck(lambda *a: GatedAttention.apply(*a, mask, 0.5), (q, k, v, hq, sk))
+
+
+@pytest.mark.parametrize("block_rows", [1, 2, 5])
+def test_gated_attention_in_blocks_of_rows_equals_autograd(block_rows, monkeypatch):
+    """GatedAttention's blocks of batch rows (1, 2 with a shorter last block, all 5) give plain
+    autograd's output and gradients of ETADS eq. 9-10, with padding, a source of padding only and
+    an additive mask."""
+    from fairseq_sum_plugins.features import etads_saliency as sal
+
+    bsz, heads, tgt_len, src_len, dim = 5, 2, 3, 7, 4
+    monkeypatch.setattr(sal, "BLOCK_BYTES", block_rows * heads * tgt_len * src_len * 4)
+    assert len(sal.row_blocks(torch.empty(bsz, heads, tgt_len, dim),
+                               torch.empty(bsz, heads, src_len, dim))) == -(-bsz // block_rows)
+    torch.manual_seed(0)
+    q, hq = (torch.randn(bsz, tgt_len, heads, dim).transpose(1, 2).requires_grad_()
+             for _ in range(2))
+    k, v, sk = (torch.randn(bsz, src_len, heads, dim).transpose(1, 2).requires_grad_()
+                for _ in range(3))
+    pad = torch.ones(bsz, 1, 1, src_len, dtype=torch.bool)
+    pad[0, ..., :3] = False
+    pad[3] = False
+    for mask in (pad, None, torch.randn(1, heads, tgt_len, src_len)):
+        out = sal.GatedAttention.apply(q, k, v, hq, sk, mask, 0.5)
+        probs, gate = sal.probs_and_gate(q, k, hq, sk, mask, 0.5)  # under autograd
+        ref = (probs * gate) @ v
+        grad = torch.randn_like(out)
+        got = torch.autograd.grad(out, (q, k, v, hq, sk), grad)
+        want = torch.autograd.grad(ref, (q, k, v, hq, sk), grad)
+        assert fp32_close(out, ref, ulps=OP_ULPS)
+        assert all(fp32_close(a, b, ulps=OP_ULPS) for a, b in zip(got, want))
+        if mask is pad:
+            assert out[3].abs().max() == 0 and got[0][3].abs().max() == 0
 
 
 def test_focal_bias_in_place_equals_the_reference_in_float32():
@@ -237,25 +271,37 @@ def test_focus_attention_backward_passes_gradcheck():
         (q, k, v, mu, sigma, bias))
 
 
-@pytest.mark.parametrize("mask_kind", ["none", "padding", "float"])
-def test_focus_attention_equals_sdpa_with_the_focal_bias(mask_kind):
+@pytest.mark.parametrize("block", ["one head", "a row's heads", "all"])
+@pytest.mark.parametrize("mask_kind", ["none", "padding", "float", "2-d float", "no key"])
+def test_focus_attention_equals_sdpa_with_the_focal_bias(mask_kind, block, monkeypatch):
     """ETADS eq. 8 by FocusAttention against SDPA with FocalBias's materialised bias (the path it
-    replaces), float32, narrow focus (sigma~ 0.1-0.6): the output and every gradient within a few
-    roundings; the probabilities it keeps hold no value in (0, FLUSH), where the reference's
-    softmax has subnormal ones."""
+    replaces), float32, narrow focus (sigma~ 0.1-0.6), in blocks of one head, of a batch row's
+    three heads and of the whole batch (BLOCK_BYTES): the output and every gradient within a few
+    roundings (a source of padding only: 0, as SDPA gives); the probabilities it keeps hold no
+    value in (0, FLUSH), where the reference's softmax has subnormal ones."""
     import torch.nn.functional as F
 
+    from fairseq_sum_plugins.features import etads_focus
     from fairseq_sum_plugins.features.etads_focus import FLUSH, FocalBias, FocusAttention
 
-    (q, k, v), mu, sigma, pad, pos = _focus_inputs(torch.float32, narrow=True, length=40)
-    bias = torch.randn(1, 2, 40, 40, requires_grad=True)
+    score_bytes = 40 * 40 * 4
+    monkeypatch.setattr(etads_focus, "BLOCK_BYTES",
+                        {"one head": score_bytes, "a row's heads": 3 * score_bytes,
+                         "all": 6 * score_bytes}[block])
+    assert len(etads_focus.score_blocks(2, 3, 40, 40, 4)) == {"one head": 6, "a row's heads": 2,
+                                                            "all": 1}[block]
+    (q, k, v), mu, sigma, pad, pos = _focus_inputs(torch.float32, narrow=True, heads=3, length=40)
+    bias = torch.randn(1, 3, 40, 40, requires_grad=True)
+    plane = torch.randn(40, 40, requires_grad=True)
     keys = pad[:, None, None, :]
+    empty = keys.clone()
+    empty[1] = True  # the second source: padding only
 
     def mask():
-        return {"none": None, "padding": ~keys,
-                "float": torch.where(keys, float("-inf"), bias)}[mask_kind]
+        return {"none": None, "padding": ~keys, "no key": ~empty,
+                "float": torch.where(keys, float("-inf"), bias), "2-d float": plane}[mask_kind]
 
-    inputs = [q, k, v, mu, sigma] + ([bias] if mask_kind == "float" else [])
+    inputs = [q, k, v, mu, sigma] + {"float": [bias], "2-d float": [plane]}.get(mask_kind, [])
     out = FocusAttention.apply(q, k, v, mu, sigma, pos, mask(), 0.5)
     kept = out.grad_fn.saved_tensors[3]  # the probabilities
     focal = FocalBias.apply(mu, sigma, pos)
@@ -272,7 +318,9 @@ def test_focus_attention_equals_sdpa_with_the_focal_bias(mask_kind):
     assert fp32_close(out, ref, ulps=OP_ULPS)
     for a, b in zip(got, want):
         assert fp32_close(a, b, magnitude=b.abs().max() * 4, ulps=OP_ULPS)
-    assert kept.shape == (2, 2, 40, 40) and not ((kept > 0) & (kept < FLUSH)).any()
+    assert kept.shape == (2, 3, 40, 40) and not ((kept > 0) & (kept < FLUSH)).any()
+    if mask_kind == "no key":
+        assert out[1].abs().max() == 0 and got[0][1].abs().max() == 0
     probs = torch.softmax(logits.detach() + 0.5 * q.detach() @ k.detach().transpose(-1, -2), -1)
     assert ((probs > 0) & (probs < torch.finfo(torch.float32).tiny)).any()  # subnormals there
 

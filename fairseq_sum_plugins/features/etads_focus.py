@@ -48,7 +48,6 @@ Numerical safety (the only deviations from ETADS eq. 6-7):
 """
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from ..modules.attention import masked_softmax
@@ -187,17 +186,41 @@ class FocalBias(torch.autograd.Function):
         return grad_mu, grad_sigma, None
 
 
+# FocusAttention runs its (B, H, T, S) passes in blocks of (batch row, heads) of about this many
+# bytes, so a block's logits, dP and dS stay in cache between passes (1 to 4 MB measured alike on
+# one core, benchmarks/bench_focus_attention.py; a block of one head's scores is the least)
+BLOCK_BYTES = 2 * 1024 * 1024
+
+
+def score_blocks(bsz, heads, tgt_len, src_len, itemsize):
+    """``(batch slice, head slice)`` blocks of about :data:`BLOCK_BYTES` of ``(T, S)`` scores:
+    whole batch rows where one row's heads fit, else heads of one row."""
+    per = max(1, BLOCK_BYTES // (tgt_len * src_len * itemsize))
+    if per >= heads:
+        rows = per // heads
+        return [(slice(b, min(b + rows, bsz)), slice(None)) for b in range(0, bsz, rows)]
+    return [(slice(b, b + 1), slice(h, min(h + per, heads)))
+            for b in range(bsz) for h in range(0, heads, per)]
+
+
+def _block(t, rows, heads):
+    """``t`` ``(B|1, H|1, ...)`` for one block (a size-1 dimension broadcasts)."""
+    return t[rows if t.size(0) > 1 else slice(None), heads if t.size(1) > 1 else slice(None)]
+
+
 class FocusAttention(torch.autograd.Function):
     """ETADS eq. 8 with the focal bias of ETADS eq. 7 inside,
     ``O = softmax(q k^T * scale + mask + f) v``, from ``q`` ``(B, H, T, d_k)``, ``k, v``
     ``(B, H, S, d_k)``, ``mu~, sigma~`` ``(B, H, T)``, positions ``(B|1, S)`` and ``mask`` (None;
-    boolean, True where a key is attended; or additive float, which may need a gradient: the T5
-    cell's relative position bias), all float32.
+    boolean ``(B|1, H|1, T|1, S)``, True where a key is attended; or additive float, which may
+    need a gradient: the T5 cell's relative position bias), all float32.
 
-    Forward fills one ``(B, H, T, S)`` buffer with ``f`` (:class:`FocalBias`'s operations), the
-    mask, and ``q k^T * scale`` by one GEMM into it; the softmax makes ``P`` (kept for backward,
-    as SDPA's math path keeps it), probabilities below ``FLUSH`` set to 0 (module doc). Backward,
-    with ``dS = P (.) (dP - rowsum(P (.) dP))`` (one fused pass)::
+    Per block of batch rows and heads (:data:`BLOCK_BYTES`), forward fills the block's logits with
+    ``f`` (:class:`FocalBias`'s operations), the mask, and ``q k^T * scale`` by one GEMM into
+    them; the softmax makes ``P``, written into the ``(B, H, T, S)`` tensor kept for backward (as
+    SDPA's math path keeps it) with probabilities below ``FLUSH`` set to 0 (module doc; a row
+    whose every key is masked is 0, as SDPA gives). Backward, per
+    block, with ``dS = P (.) (dP - rowsum(P (.) dP))`` (one fused pass)::
 
         dV = P^T dO,  dP = dO V^T,  dQ = dS K * scale,  dK = dS^T Q * scale,  dmask = dS
         dmu~_i    = 4 / sigma~_i^2 * sum_j dS_ij (P_j - mu~_i)
@@ -207,56 +230,87 @@ class FocusAttention(torch.autograd.Function):
     ``1e4 - 200`` below that of its row's nearest position (ETADS eq. 7 at ``|P_j - mu~_i| <= 1``,
     ``sigma~ >= 0.1``), so unless the row's ``q k^T * scale`` spans over 9,700 its probability is
     below ``FLUSH``, set to 0, and so is its ``dS``. Tested against SDPA with :class:`FocalBias`
-    (values and every gradient) and by finite differences."""
+    (values and every gradient), by finite differences, and in blocks of every kind."""
 
     @staticmethod
     def forward(ctx, q, k, v, mu_t, sigma_t, pos, mask, scale):
         bsz, heads, tgt_len, head_dim = q.shape
+        src_len = k.size(2)
         q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+        blocks = score_blocks(bsz, heads, tgt_len, src_len, q.element_size())
+        pos = pos[:, None, None, :]  # (B|1, 1, 1, S)
+        mask_shape = None if mask is None else mask.shape
+        if mask is not None and mask.dim() < 4:  # as broadcasting reads it
+            mask = mask.view((1,) * (4 - mask.dim()) + tuple(mask.shape))
         with torch.no_grad():
-            logits = q.new_empty(bsz, heads, tgt_len, k.size(2))  # contiguous, whatever mu~'s
-            torch.sub(pos[:, None, None, :], mu_t.unsqueeze(-1), out=logits)  # P_j - mu~_i
-            logits.square_().mul_((-2.0 / sigma_t.square()).unsqueeze(-1)).clamp_(min=-F_MAX)
-            if mask is not None:
-                logits = (logits.masked_fill_(~mask, float("-inf")) if mask.dtype == torch.bool
-                          else logits.add_(mask))
-            flat = (bsz * heads, -1, head_dim)
-            logits.view(bsz * heads, tgt_len, -1).baddbmm_(
-                q.view(flat), k.view(flat).transpose(1, 2), alpha=scale)
-            probs = F.threshold_(masked_softmax(logits, True), FLUSH, 0.0)
-            del logits
-            out = torch.bmm(probs.view(bsz * heads, tgt_len, -1), v.view(flat))
+            probs = q.new_empty(bsz, heads, tgt_len, src_len)
+            out = q.new_empty(bsz, heads, tgt_len, head_dim)
+            work = None
+            for rows, hs in blocks:
+                qb, kb, vb = q[rows, hs], k[rows, hs], v[rows, hs]
+                n = qb.size(0) * qb.size(1)
+                if work is None or work.size(0) != n:  # the logits of a block, reused
+                    work = q.new_empty(n, tgt_len, src_len)
+                logits = work.view(*qb.shape[:2], tgt_len, src_len)
+                torch.sub(_block(pos, rows, hs), mu_t[rows, hs].unsqueeze(-1), out=logits)
+                logits.square_().mul_((-2.0 / sigma_t[rows, hs].square()).unsqueeze(-1))
+                logits.clamp_(min=-F_MAX)  # ETADS eq. 7 (P_j - mu~_i written in place above)
+                if mask is not None:
+                    m = _block(mask, rows, hs)
+                    logits = (logits.masked_fill_(~m, float("-inf")) if m.dtype == torch.bool
+                              else logits.add_(m))
+                work.baddbmm_(qb.reshape(n, tgt_len, head_dim),
+                              kb.reshape(n, src_len, head_dim).transpose(1, 2), alpha=scale)
+                kept = probs[rows, hs].view(n, tgt_len, src_len)
+                torch.threshold(masked_softmax(work, mask is not None), FLUSH, 0.0, out=kept)
+                torch.bmm(kept, vb.reshape(n, src_len, head_dim),
+                          out=out[rows, hs].view(n, tgt_len, head_dim))
         mask_grad = mask is not None and mask.dtype != torch.bool and ctx.needs_input_grad[6]
         ctx.save_for_backward(q, k, v, probs, mu_t, sigma_t, pos)
-        ctx.scale, ctx.mask_shape = scale, mask.shape if mask_grad else None
-        return out.view(bsz, heads, tgt_len, head_dim)
+        ctx.scale, ctx.blocks = scale, blocks
+        ctx.mask_shapes = (mask.shape, mask_shape) if mask_grad else None  # 4-d, as given
+        return out
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out):
         q, k, v, probs, mu_t, sigma_t, pos = ctx.saved_tensors
-        bsz, heads, tgt_len, head_dim = q.shape
-        flat = (bsz * heads, -1, head_dim)
-        q, k, v = q.view(flat), k.view(flat), v.view(flat)
-        p = probs.view(bsz * heads, tgt_len, -1)
-        grad_out = grad_out.contiguous().view(flat)
-        grad_v = torch.bmm(p.transpose(1, 2), grad_out)
-        ds = torch._softmax_backward_data(torch.bmm(grad_out, v.transpose(1, 2)), p, -1, p.dtype)
-        grad_q = torch.bmm(ds, k).mul_(ctx.scale)
-        grad_k = torch.bmm(ds.transpose(1, 2), q).mul_(ctx.scale)
-        ds = ds.view(probs.shape)
-        grad_mask = None
-        if ctx.mask_shape is not None:  # a copy where no dimension is summed (ds changes below)
-            grad_mask = (ds.clone() if ctx.mask_shape == ds.shape
-                         else ds.sum_to_size(ctx.mask_shape))
-        dist = torch.sub(pos[:, None, None, :], mu_t.unsqueeze(-1), out=torch.empty_like(ds))
-        weighted = ds.mul_(dist)  # dS (.) (P - mu~); ds is not read again
+        tgt_len, head_dim, src_len = q.size(2), q.size(3), k.size(2)
+        grad_out = grad_out.contiguous()
+        grads = [torch.empty_like(t) for t in (q, k, v)]  # contiguous, as q, k, v here
+        grad_q, grad_k, grad_v = grads
+        grad_mu, grad_sigma = (mu_t.new_empty(mu_t.shape) for _ in range(2))
+        grad_mask = probs.new_zeros(ctx.mask_shapes[0]) if ctx.mask_shapes else None
         inv_var = sigma_t.square().reciprocal()
-        grad_mu = 4.0 * weighted.sum(-1) * inv_var
-        grad_sigma = 4.0 * weighted.mul_(dist).sum(-1) * inv_var / sigma_t
-        shape = (bsz, heads, -1, head_dim)
-        return (grad_q.view(shape), grad_k.view(shape), grad_v.view(shape), grad_mu, grad_sigma,
-                None, grad_mask, None)
+        work = ds = None
+        for rows, hs in ctx.blocks:
+            kept = probs[rows, hs]
+            n = kept.size(0) * kept.size(1)
+            if work is None or work.size(0) != n:  # dP, then the distances; dS: reused
+                work, ds = (probs.new_empty(n, tgt_len, src_len) for _ in range(2))
+            p = kept.view(n, tgt_len, src_len)
+            dout = grad_out[rows, hs].view(n, tgt_len, head_dim)
+            qb, kb = q[rows, hs].view(n, tgt_len, head_dim), k[rows, hs].view(n, src_len, head_dim)
+            vb = v[rows, hs].view(n, src_len, head_dim)
+            torch.bmm(p.transpose(1, 2), dout, out=grad_v[rows, hs].view(n, src_len, head_dim))
+            torch.bmm(dout, vb.transpose(1, 2), out=work)
+            torch.ops.aten._softmax_backward_data.out(work, p, -1, p.dtype, grad_input=ds)
+            torch.bmm(ds, kb, out=grad_q[rows, hs].view(n, tgt_len, head_dim)).mul_(ctx.scale)
+            torch.bmm(ds.transpose(1, 2), qb,
+                      out=grad_k[rows, hs].view(n, src_len, head_dim)).mul_(ctx.scale)
+            ds4 = ds.view(kept.shape)
+            if grad_mask is not None:  # summed over the dimensions the mask broadcasts
+                target = _block(grad_mask, rows, hs)
+                target.add_(ds4.sum_to_size(target.shape))
+            dist = torch.sub(_block(pos, rows, hs), mu_t[rows, hs].unsqueeze(-1),
+                             out=work.view(kept.shape))  # P_j - mu~_i
+            weighted = ds4.mul_(dist)  # dS (.) (P - mu~); dS is not read again
+            torch.mul(weighted.sum(-1), inv_var[rows, hs], out=grad_mu[rows, hs]).mul_(4.0)
+            torch.mul(weighted.mul_(dist).sum(-1), inv_var[rows, hs],
+                      out=grad_sigma[rows, hs]).mul_(4.0).div_(sigma_t[rows, hs])
+        if grad_mask is not None:
+            grad_mask = grad_mask.view(ctx.mask_shapes[1])
+        return (*grads, grad_mu, grad_sigma, None, grad_mask, None)
 
 
 def watch_focus(model, probe):
