@@ -515,9 +515,10 @@ def test_compiling_leaves_the_untraced_methods_out_of_the_graphs(monkeypatch):
     from fairseq_sum_plugins.modules.attention import MultiheadAttention
     from fairseq_sum_plugins.modules.compiled import compile_layers
 
-    original = inspect.getattr_static(MultiheadAttention, "_beam_group_size")
-    monkeypatch.setattr(MultiheadAttention, "_beam_group_size", original)  # put back after
-    assert not hasattr(original.__func__, "_torchdynamo_disable")
+    # undecorated for this test (a layer compiled earlier in this process wrapped it), put back
+    plain = inspect.unwrap(inspect.getattr_static(MultiheadAttention, "_beam_group_size").__func__)
+    monkeypatch.setattr(MultiheadAttention, "_beam_group_size", staticmethod(plain))
+    assert not hasattr(plain, "_torchdynamo_disable")
     model, _ = build_model("t5_transformer_small", make_dictionary(), **DIMS["transformer"])
     compile_layers(model.decoder.layers, "decoder", backend="eager")
     wrapped = inspect.getattr_static(MultiheadAttention, "_beam_group_size")
