@@ -193,9 +193,9 @@ def test_over_gives_each_arch_over_the_named_one_with_its_flop_ceiling(monkeypat
 
 def test_focus_attention_bench_times_three_ways_that_agree(tmp_path, capsys):
     """bench_focus_attention.py: at each focus, FocusAttention's output and gradients within
-    float32 rounding of the reference (relative to each tensor's largest entry), a ratio and an
-    interval per way, the JSON written; bad sizes and a JSON path in a missing folder refused by
-    flag before any work."""
+    float32 rounding of the reference (relative to each tensor's largest entry), and the saliency
+    gate's GatedAttention likewise; a ratio and an interval per way, the JSON written; bad sizes
+    and a JSON path in a missing folder refused by flag before any work."""
     import json
 
     from tolerances import EPS32, OP_ULPS
@@ -203,15 +203,19 @@ def test_focus_attention_bench_times_three_ways_that_agree(tmp_path, capsys):
     bench = load("bench_focus_attention")
     out = tmp_path / "f.json"
     results = bench.main(["--batch-size", "2", "--heads", "2", "--src-len", "12", "--head-dim", "4",
-                          "--rounds", "2", "--steps", "1", "--json", str(out)])
-    assert set(results) == {"broad", "narrow"}
-    for rows in results.values():
-        assert rows["focus_attention"]["max_rel_diff"] <= OP_ULPS * EPS32
+                          "--tgt-len", "5", "--rounds", "2", "--steps", "1", "--json", str(out)])
+    assert set(results) == {"broad", "narrow", "saliency"}
+    for case, rows in results.items():
+        fast = "gated_attention" if case == "saliency" else "focus_attention"
+        assert rows[fast]["max_rel_diff"] <= OP_ULPS * EPS32
         assert rows["reference"]["vs_reference"] == 1.0
         assert all(r["ms"] > 0 and r["interval"] is not None for r in rows.values())
-    assert json.loads(out.read_text())["results"]["narrow"]["no_bias"]["max_rel_diff"] is None
+    written = json.loads(out.read_text())["results"]
+    assert written["narrow"]["no_bias"]["max_rel_diff"] is None
+    assert written["saliency"]["no_gate"]["max_rel_diff"] is None
     capsys.readouterr()
     for argv, message in ((["--heads", "0"], "--heads 0: at least 1"),
+                          (["--tgt-len", "0"], "--tgt-len 0: at least 1"),
                           (["--rounds", "-1"], "--rounds -1: at least 1"),
                           (["--json", str(tmp_path / "no" / "f.json")], "its folder does not exist"),
                           (["--json", str(tmp_path)], "is a folder")):

@@ -15,7 +15,10 @@ the beams' queries is formed against it as one block (:meth:`GateFactors.per_sou
 
 Memory: :func:`gated_attention` keeps no ``(B, H, T, S)`` tensor for backward (it saves ``Q, K, V,
 W_h Q, W_s K`` and recomputes the probabilities and the gate, as fused attention kernels do), so a
-saliency layer costs about as much activation memory as plain cross-attention.
+saliency layer costs about as much activation memory as plain cross-attention. Speed: it works in
+blocks of batch rows (:data:`BLOCK_BYTES`), so a block's probabilities, gate and gradients stay in
+cache between its passes, each pass in place (``benchmarks/bench_focus_attention.py``, the
+``saliency gate`` rows, times it against the same equations under plain autograd).
 
 Initialization: xavier with gain ``d_k ** -0.25`` on ``W_h`` and ``W_s``, so the logit of
 ETADS eq. 9 starts with a variance of about ``var(q) var(k)`` whatever the head size (ETADS eq. 9
