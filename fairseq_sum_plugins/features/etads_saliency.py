@@ -33,7 +33,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from ..modules.attention import InputBuffer, beam_sources, masked_softmax, reorder_shared
+from ..modules.attention import InputBuffer, beam_sources, reorder_shared
 from ..modules.dropout import dropout
 from ..modules.features import Inspection, layers_feature
 
@@ -159,7 +159,7 @@ def block_probs_and_gate(q, k, hq, sk, mask, scale):
     if mask is not None:
         logits = (logits.masked_fill_(~mask, float("-inf")) if mask.dtype == torch.bool
                   else logits.add_(mask))
-    probs = masked_softmax(logits, mask is not None).type_as(q)  # 0 where every key is masked
+    probs = logits.softmax(-1).nan_to_num_(0.0).type_as(q)  # 0 where every key is masked
     return probs, torch.matmul(hq, sk.transpose(-1, -2)).sigmoid_()
 
 
@@ -177,12 +177,13 @@ class GatedAttention(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, hq, sk, mask, scale):
-        out = q.new_empty(*q.shape[:3], v.size(-1))
         with torch.no_grad():
+            outs = []
             for b in row_blocks(q, k):
                 probs, gate = block_probs_and_gate(q[b], k[b], hq[b], sk[b], _rows(mask, b),
                                                     scale)
-                torch.matmul(probs.mul_(gate), v[b], out=out[b])
+                outs.append(probs.mul_(gate) @ v[b])
+            out = outs[0] if len(outs) == 1 else torch.cat(outs)
         ctx.save_for_backward(q, k, v, hq, sk, mask)
         ctx.scale = scale
         return out
