@@ -19,11 +19,12 @@ Cost: one extra ``d_m x d_m`` projection per token (``W_p``), and the attention 
 The bias needs a gradient, which SDPA's flash CPU kernel does not give (it takes a bias, not its
 gradient): SDPA would run its math path. So where the bias needs a gradient on CPU in float32
 (training, no attention dropout, no probability gate, no weights asked for), the attention takes
-:class:`FocusAttention`: the bias computed in place in the logits buffer, ``Q K^T`` added into it
-by one GEMM, the softmax, and in backward the gradients of ``mu~, sigma~`` summed from ``dS``
-beside ``dQ, dK, dV``: fewer passes over ``(B, H, T, S)`` tensors than SDPA's math path with
-:class:`FocalBias` makes (the attention alone: 1.50x its speed at initialisation's broad focus,
-3.37x at a narrow one; ``benchmarks/bench_focus_attention.py``). Elsewhere (CUDA, whose
+:class:`FocusAttention`: per block of heads that fits in cache, the bias computed in place in the
+logits, ``Q K^T`` added into them by one GEMM, the softmax, and in backward the gradients of
+``mu~, sigma~`` summed from ``dS`` beside ``dQ, dK, dV``: fewer passes over ``(B, H, T, S)``
+tensors than SDPA's math path with :class:`FocalBias` makes (the attention alone, one core:
+1.84x its speed at initialisation's broad focus, 3.65x at a narrow one;
+``benchmarks/bench_focus_attention.py``). Elsewhere (CUDA, whose
 memory-efficient kernel takes the bias and its gradient; inference; dropout or a gate) the bias is
 materialised (:class:`FocalBias`, or :func:`focal_bias_reference` with ``fused_bias = False``) and
 the attention runs as for any bias; ``MultiheadAttention.fused_bias_path = False`` makes the
