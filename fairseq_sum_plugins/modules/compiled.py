@@ -15,7 +15,9 @@ without a feature (ETADS's saliency layers) need more, so compiling raises the l
 :data:`RECOMPILE_LIMIT`. A layer carrying a feature in
 :data:`EAGER_FEATURES` is left eager, with one logged line naming the feature; a layer whose
 compilation fails at its first call (a dynamo or backend error) falls back to eager the same way,
-the error named in the log, and the call is run again eagerly. Compiled and eager layers compute the
+the error named in the log, and the call is run again eagerly. A method that a class names in its
+``untraced`` attribute (data-dependent Python values read from tensors) runs eagerly inside a
+compiled layer (:func:`leave_untraced`). Compiled and eager layers compute the
 same function up to the backend's floating-point reassociation (tests/test_model_contract.py runs
 the contract compiled, within 1e-4).
 """
