@@ -220,8 +220,8 @@ class FocusAttention(torch.autograd.Function):
     ``f`` (:class:`FocalBias`'s operations), the mask, and ``q k^T * scale`` by one GEMM into
     them; the softmax makes ``P``, written into the ``(B, H, T, S)`` tensor kept for backward (as
     SDPA's math path keeps it) with probabilities below ``FLUSH`` set to 0 (module doc; a row
-    whose every key is masked is 0, as SDPA gives). Backward, per
-    block, with ``dS = P (.) (dP - rowsum(P (.) dP))`` (one fused pass)::
+    whose every key is masked is 0, as SDPA gives). Backward, per block, with
+    ``dS = P (.) (dP - rowsum(P (.) dP))`` (one fused pass)::
 
         dV = P^T dO,  dP = dO V^T,  dQ = dS K * scale,  dK = dS^T Q * scale,  dmask = dS
         dmu~_i    = 4 / sigma~_i^2 * sum_j dS_ij (P_j - mu~_i)

@@ -121,6 +121,9 @@ class GateFactors(NamedTuple):
 
 
 def probs_and_gate(q, k, hq, sk, mask, scale):
+    """``softmax(q k^T * scale + mask)`` (0 rows where every key is masked) and the gate
+    ``sigmoid(hq sk^T)`` of ETADS eq. 9, ``(B, H, T, S)`` each, under autograd (the reference
+    :class:`GatedAttention` is tested against, and the path with attention dropout)."""
     logits = q @ k.transpose(-1, -2)
     logits = (logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits) * scale
     if mask is not None:
