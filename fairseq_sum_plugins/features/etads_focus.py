@@ -51,7 +51,7 @@ import torch
 import torch.nn as nn
 from torch.autograd.function import once_differentiable
 
-from ..modules.attention import masked_softmax
+from ..modules.attention import block_of, masked_softmax
 # parse_layers: re-exported here, its old home
 from ..modules.features import Inspection, layers_feature, parse_layers  # noqa: F401
 
@@ -204,11 +204,6 @@ def score_blocks(bsz, heads, tgt_len, src_len, itemsize):
             for b in range(bsz) for h in range(0, heads, per)]
 
 
-def _block(t, rows, heads):
-    """``t`` ``(B|1, H|1, ...)`` for one block (a size-1 dimension broadcasts)."""
-    return t[rows if t.size(0) > 1 else slice(None), heads if t.size(1) > 1 else slice(None)]
-
-
 class FocusAttention(torch.autograd.Function):
     """ETADS eq. 8 with the focal bias of ETADS eq. 7 inside,
     ``O = softmax(q k^T * scale + mask + f) v``, from ``q`` ``(B, H, T, d_k)``, ``k, v``
@@ -253,11 +248,11 @@ class FocusAttention(torch.autograd.Function):
                 if work is None or work.size(0) != n:  # the logits of a block, reused
                     work = q.new_empty(n, tgt_len, src_len)
                 logits = work.view(*qb.shape[:2], tgt_len, src_len)
-                torch.sub(_block(pos, rows, hs), mu_t[rows, hs].unsqueeze(-1), out=logits)
+                torch.sub(block_of(pos, rows, hs), mu_t[rows, hs].unsqueeze(-1), out=logits)
                 logits.square_().mul_((-2.0 / sigma_t[rows, hs].square()).unsqueeze(-1))
                 logits.clamp_(min=-F_MAX)  # ETADS eq. 7 (P_j - mu~_i written in place above)
                 if mask is not None:
-                    m = _block(mask, rows, hs)
+                    m = block_of(mask, rows, hs)
                     logits = (logits.masked_fill_(~m, float("-inf")) if m.dtype == torch.bool
                               else logits.add_(m))
                 work.baddbmm_(qb.reshape(n, tgt_len, head_dim),
@@ -301,9 +296,9 @@ class FocusAttention(torch.autograd.Function):
                       out=grad_k[rows, hs].view(n, src_len, head_dim)).mul_(ctx.scale)
             ds4 = ds.view(kept.shape)
             if grad_mask is not None:  # summed over the dimensions the mask broadcasts
-                target = _block(grad_mask, rows, hs)
+                target = block_of(grad_mask, rows, hs)
                 target.add_(ds4.sum_to_size(target.shape))
-            dist = torch.sub(_block(pos, rows, hs), mu_t[rows, hs].unsqueeze(-1),
+            dist = torch.sub(block_of(pos, rows, hs), mu_t[rows, hs].unsqueeze(-1),
                              out=work.view(kept.shape))  # P_j - mu~_i
             weighted = ds4.mul_(dist)  # dS (.) (P - mu~); dS is not read again
             torch.mul(weighted.sum(-1), inv_var[rows, hs], out=grad_mu[rows, hs]).mul_(4.0)

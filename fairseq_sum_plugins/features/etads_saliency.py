@@ -33,7 +33,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from ..modules.attention import InputBuffer, beam_sources, reorder_shared
+from ..modules.attention import InputBuffer, beam_sources, block_of, reorder_shared
 from ..modules.dropout import dropout
 from ..modules.features import Inspection, layers_feature
 
@@ -122,18 +122,19 @@ class GateFactors(NamedTuple):
 
 def probs_and_gate(q, k, hq, sk, mask, scale):
     """``softmax(q k^T * scale + mask)`` (0 rows where every key is masked) and the gate
-    ``sigmoid(hq sk^T)`` of ETADS eq. 9, ``(B, H, T, S)`` each, under autograd (the reference
-    :class:`GatedAttention` is tested against, and the path with attention dropout)."""
+    ``sigmoid(hq sk^T)`` of ETADS eq. 9, ``(B, H, T, S)`` each: under autograd (the reference
+    :class:`GatedAttention` is tested against, and the path with attention dropout) and in its
+    blocks. Each pass in place, but for the softmax's output under autograd (saved for its
+    backward)."""
     logits = q @ k.transpose(-1, -2)
-    logits = (logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits) * scale
+    logits = (logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits)
+    logits.mul_(scale)
     if mask is not None:
-        logits = logits.masked_fill(~mask,
-                                    float("-inf")) if mask.dtype == torch.bool else logits + mask
+        logits = (logits.masked_fill_(~mask, float("-inf")) if mask.dtype == torch.bool
+                  else logits.add_(mask))
     probs = logits.softmax(-1)
-    # in place only outside autograd (the softmax output is saved for its backward)
-    probs = (probs.nan_to_num(0.0)
-             if torch.is_grad_enabled() else probs.nan_to_num_(0.0)).type_as(q)
-    return probs, (hq @ sk.transpose(-1, -2)).sigmoid()
+    probs = (probs.nan_to_num(0.0) if torch.is_grad_enabled() else probs.nan_to_num_(0.0))
+    return probs.type_as(q), (hq @ sk.transpose(-1, -2)).sigmoid_()
 
 
 # the gated attention's (B, H, T, S) work runs in blocks of batch rows of about this many bytes
@@ -149,21 +150,9 @@ def row_blocks(q, k):
     return [slice(b, min(b + rows, bsz)) for b in range(0, bsz, rows)]
 
 
-def _rows(mask, rows):
-    """``mask`` (``(B|1, ...)`` or None) for the batch rows ``rows``."""
-    return mask if mask is None or mask.size(0) == 1 else mask[rows]
-
-
-def block_probs_and_gate(q, k, hq, sk, mask, scale):
-    """:func:`probs_and_gate` outside autograd: each ``(B, H, T, S)`` pass in place."""
-    logits = q @ k.transpose(-1, -2)
-    logits = (logits.float() if logits.dtype in (torch.float16, torch.bfloat16) else logits)
-    logits.mul_(scale)
-    if mask is not None:
-        logits = (logits.masked_fill_(~mask, float("-inf")) if mask.dtype == torch.bool
-                  else logits.add_(mask))
-    probs = logits.softmax(-1).nan_to_num_(0.0).type_as(q)  # 0 where every key is masked
-    return probs, torch.matmul(hq, sk.transpose(-1, -2)).sigmoid_()
+def _mask_rows(mask, rows):
+    """The attention's 4-d mask (or None) for the batch rows ``rows``."""
+    return None if mask is None else block_of(mask, rows)
 
 
 class GatedAttention(torch.autograd.Function):
@@ -183,8 +172,7 @@ class GatedAttention(torch.autograd.Function):
         with torch.no_grad():
             outs = []
             for b in row_blocks(q, k):
-                probs, gate = block_probs_and_gate(q[b], k[b], hq[b], sk[b], _rows(mask, b),
-                                                    scale)
+                probs, gate = probs_and_gate(q[b], k[b], hq[b], sk[b], _mask_rows(mask, b), scale)
                 outs.append(probs.mul_(gate) @ v[b])
             out = outs[0] if len(outs) == 1 else torch.cat(outs)
         ctx.save_for_backward(q, k, v, hq, sk, mask)
@@ -199,7 +187,7 @@ class GatedAttention(torch.autograd.Function):
         grad_q, grad_k, grad_v, grad_hq, grad_sk = grads
         for b in row_blocks(q, k):
             qb, kb, vb, hqb, skb, dout = q[b], k[b], v[b], hq[b], sk[b], grad_out[b]
-            probs, gate = block_probs_and_gate(qb, kb, hqb, skb, _rows(mask, b), ctx.scale)
+            probs, gate = probs_and_gate(qb, kb, hqb, skb, _mask_rows(mask, b), ctx.scale)
             grad_weights = dout @ vb.transpose(-1, -2)  # d(g (.) p)
             weights = probs * gate
             torch.matmul(weights.transpose(-1, -2), dout, out=grad_v[b])

@@ -62,6 +62,12 @@ def materialised(bias):
     return bias.bias() if isinstance(bias, FactoredBias) else bias
 
 
+def block_of(t: Tensor, rows: slice, heads: slice = slice(None)) -> Tensor:
+    """``t`` ``(B|1, H|1, ...)`` (a mask, positions) for a block of batch rows and heads of
+    ``(B, H, T, S)`` scores: a size-1 dimension broadcasts, so it is kept whole."""
+    return t[rows if t.size(0) > 1 else slice(None), heads if t.size(1) > 1 else slice(None)]
+
+
 class InputBuffer:
     """The module's dict in fairseq's incremental state, under the key ``buffer_name``
     (for modules decorated with ``with_incremental_state``)."""
