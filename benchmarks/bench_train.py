@@ -689,7 +689,8 @@ def peer_ratios(rows):
 
 def over_ratios(rows, base_arch):
     """``--over ARCH``: ``{arch: {train_ratio, train_interval, flops_ratio, flop_ceiling, per_flop}}``,
-    every other arch's training over ``ARCH``'s, both measured in the same rounds. The FLOP ceiling
+    every other arch of ``ARCH``'s dims (a preset over the cell it is built on; an arch of other dims
+    in the same run is left out) over ``ARCH``'s training, both measured in the same rounds. The FLOP ceiling
     is the ratio the arch would reach if it did its FLOPs at ``ARCH``'s rate (``1 / flops_ratio``);
     ``per_flop`` is the rate per FLOP over ``ARCH``'s (``train_ratio * flops_ratio``)."""
     base = next((r for r in rows if r["peer"] is None and r["arch"] == base_arch), None)
@@ -697,7 +698,7 @@ def over_ratios(rows, base_arch):
         return {}
     out = {}
     for r in rows:
-        if r["peer"] is not None or r is base:
+        if r["peer"] is not None or r is base or r.get("dims") != base.get("dims"):
             continue
         train, flops = ratio(r["train_wps"], base["train_wps"]), ratio(r["gflops"], base["gflops"])
         out[r["arch"]] = dict(train_ratio=train, train_interval=round_interval(r.get("rounds"), base.get("rounds")),

@@ -168,16 +168,17 @@ def test_round_interval_is_a_paired_bootstrap_of_the_ratio_of_summed_rates():
 
 
 def test_over_gives_each_arch_over_the_named_one_with_its_flop_ceiling(monkeypatch, capsys):
-    """--over ARCH: every other arch (not the peers) over ARCH, measured in the same rounds, with
-    the FLOP ceiling 1 / (FLOPs ratio) and the rate per FLOP; an ARCH not in --archs is refused."""
+    """--over ARCH: every other arch of ARCH's dims (not the peers, not an arch of other dims in
+    the same run) over ARCH, measured in the same rounds, with the FLOP ceiling 1 / (FLOPs ratio)
+    and the rate per FLOP; an ARCH not in --archs is refused."""
     bench = load("bench_train")
 
-    def row(arch, peer, seconds, gflops):
+    def row(arch, peer, seconds, gflops, dims=(256, 4)):
         return dict(arch=arch, peer=peer, train_wps=200 / sum(seconds), gflops=gflops,
-                    rounds=[(s, 100) for s in seconds])
+                    rounds=[(s, 100) for s in seconds], dims=list(dims))
 
     rows = [row("cell", None, [1.0, 1.0], 50.0), row("cell", "transformer", [0.5, 0.5], 40.0),
-            row("tpt", None, [1.25, 1.25], 52.0)]
+            row("tpt", None, [1.25, 1.25], 52.0), row("etads", None, [3.0, 3.0], 300.0, (512, 4))]
     over = bench.over_ratios(rows, "cell")
     assert list(over) == ["tpt"]
     x = over["tpt"]
