@@ -235,6 +235,22 @@ def test_bootstrap_ci_contains_mean_and_is_seeded():
     assert "rouge1_ci" not in R.score_summaries(hyps, refs)
 
 
+@pytest.mark.parametrize("shape", [(1,), (7,), (1000,), (8, 3), (1001, 4)])
+def test_resampled_means_in_blocks_equal_the_loop_of_one_resample_at_a_time(shape):
+    """The bootstrap's mean statistic in blocks of resamples (one draw of (k, n) indices) gives
+    the figures of the reference loop (a draw of n per resample) bit for bit, whatever the block."""
+    from fairseq_sum_plugins.scoring.bootstrap import bootstrap_statistics, resampled_means
+
+    values = np.random.default_rng(0).random(shape)
+    loop = bootstrap_statistics(values, 300, seed=5, statistic=lambda rows: rows.mean(0))
+    assert loop.shape == (300,) + shape[1:]
+    # a resample per block, blocks with a shorter last one, one block
+    for cells in (1, 7 * values.size, 2_000_000):
+        assert np.array_equal(resampled_means(values, 300, 5, chunk_cells=cells), loop)
+    assert np.array_equal(bootstrap_statistics(values, 300, seed=5), loop)
+    assert not np.array_equal(bootstrap_statistics(values, 300, seed=6), loop) or shape == (1,)
+
+
 # ------------------------------------------------------------------------ official ROUGE-1.5.5
 OFFICIAL_PAIRS = [
     ("the cat sat on the mat <sep> it was happy", "the cat sat on a mat <sep> the dog was happy"),

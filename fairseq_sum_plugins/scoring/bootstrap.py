@@ -16,13 +16,33 @@ def _mean(rows):
 
 
 def bootstrap_statistics(values, n_samples=1000, seed=1, statistic=_mean):
-    """Array (n_samples, ...) of ``statistic`` over resamples of the rows of ``values``."""
+    """Array (n_samples, ...) of ``statistic`` over resamples of the rows of ``values``; the default
+    statistic (the mean over rows) by :func:`resampled_means`, any other one resample at a time."""
     values = np.asarray(values, dtype=np.float64)
+    if statistic is _mean:
+        return resampled_means(values, n_samples, seed)
     rng = np.random.default_rng(seed)
     return np.stack([
         np.asarray(statistic(values[rng.integers(0, len(values), len(values))]), dtype=np.float64)
         for _ in range(n_samples)
     ])
+
+
+def resampled_means(values, n_samples, seed, chunk_cells=2_000_000):
+    """The mean over rows of each of ``n_samples`` resamples of the rows of ``values`` (n, ...),
+    drawn in blocks of resamples: ``rng.integers(0, n, (k, n))`` is the same stream as ``k`` draws
+    of ``n`` one resample at a time, and the mean of a resample the same sum in the same order, so
+    the figures equal :func:`bootstrap_statistics`'s loop bit for bit (a test compares them) in a
+    few NumPy calls instead of ``n_samples`` (the loop's Python overhead was most of the time of a
+    scorer's interval at summary-set sizes). A block holds about ``chunk_cells`` values."""
+    values = np.asarray(values, dtype=np.float64)
+    n, rng = len(values), np.random.default_rng(seed)
+    out = np.empty((n_samples,) + values.shape[1:])
+    step = max(1, chunk_cells // max(values.size, 1))
+    for start in range(0, n_samples, step):
+        k = min(step, n_samples - start)
+        out[start:start + k] = values[rng.integers(0, n, (k, n))].mean(1)
+    return out
 
 
 def percentile_interval(samples, confidence=0.95):

@@ -96,8 +96,9 @@ NLL, so its verdict is "not measured"; the tables print its bar check (:func:`ba
 """
 import hashlib
 
-
 import numpy as np
+
+from .bootstrap import resampled_means
 
 DENSE_LIMIT = 3000  # documents up to which the n x n matrix is built at once
 DEFAULT_PERMUTATIONS = 1000
@@ -234,20 +235,6 @@ def data_seed(values):
     ``values`` written at 9 decimals (module docstring)."""
     text = ",".join(f"{v:.9f}" for v in np.asarray(values, dtype=np.float64))
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
-
-
-def resampled_means(values, resamples, seed, chunk_cells=2_000_000):
-    """``resamples`` means of ``values`` resampled with replacement, drawn from
-    ``default_rng(seed)`` in blocks of rows (the draws of
-    :func:`fairseq_sum_plugins.scoring.bootstrap.bootstrap_statistics` with the same seed)."""
-    values = np.asarray(values, dtype=np.float64)
-    n, rng = len(values), np.random.default_rng(seed)
-    out = np.empty(resamples)
-    step = max(1, chunk_cells // max(n, 1))
-    for start in range(0, resamples, step):
-        k = min(step, resamples - start)
-        out[start:start + k] = values[rng.integers(0, n, (k, n))].mean(1)
-    return out
 
 
 def lower_band(contrib, resamples=DEFAULT_RESAMPLES, seed=None, level=LEVEL):
