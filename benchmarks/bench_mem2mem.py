@@ -10,7 +10,9 @@ decoder tables, the decoder's tied with its output layer), a single-layer bi-LST
 (the width of our bi-GRUs), an LSTM decoder of 256 with attention (and input feeding), output
 embedding 128.
 
-Timed steps are interleaved in rounds over the models after a warm-up of each. Peak memory is, on
+Timed steps are interleaved in rounds over the models after a warm-up of each; each training ratio
+carries a 95% interval by a paired bootstrap over the rounds (``bench_train.round_interval``), and
+the header names the CPU model and the load average. Peak memory is, on
 CUDA, the allocator's peak during a model's warm-up minus what was allocated before it was built; on
 CPU, the growth of the process's peak resident set (``VmHWM``, reset through
 ``/proc/self/clear_refs``) during the warm-up over the resident set before it (approximate: the
@@ -34,7 +36,6 @@ import gc
 import json
 import logging
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -48,6 +49,7 @@ from fairseq.trainer import Trainer
 from fairseq_sum_plugins.tasks.summarization import SummarizationTask  # also registers the models
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the scripts beside this one
+from bench_train import cpu_name, fmt_interval, round_interval  # noqa: E402
 from profile_breakdown import breakdown, gemm_ceiling, table as breakdown_table  # noqa: E402
 
 BASELINE = "lstm"
@@ -395,7 +397,7 @@ def main():
         name = arch if path is None else f"{arch}, {path} off"
         name = f"{arch}, reference (every path off)" if path == "reference" else name
         m = dict(name=name, trainer=trainer, params=sum(p.numel() for p in model.parameters()),
-                 time=0.0, words=0)
+                 time=0.0, words=0, rounds=[])
         if cuda:
             torch.cuda.reset_peak_memory_stats()
         run_steps(m, batches, a.warmup_steps, cuda)
@@ -410,22 +412,29 @@ def main():
             seconds, words = run_steps(m, batches, per_round, cuda)
             m["time"] += seconds
             m["words"] += words
+            m["rounds"].append((seconds, words))
 
     base = models[0]
     rows = []
     for m in models:
         wps = m["words"] / m["time"]
         rows.append(dict(model=m["name"], params_m=m["params"] / 1e6, train_wps=wps, train_x=wps / (base["words"] / base["time"]),
+                         train_interval=None if m is base else round_interval(m["rounds"], base["rounds"]),
+                         rounds=m["rounds"],
                          peak_gib=m["peak_gib"], mem_x=(m["peak_gib"] / base["peak_gib"]) if m["peak_gib"] and base["peak_gib"] else None))
-    device = torch.cuda.get_device_name() if cuda else f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+    device = torch.cuda.get_device_name() if cuda else f"{cpu_name()}, {torch.get_num_threads()} threads"
     head = (f"{device}; torch {torch.__version__}; batch {a.batch_size} x {a.src_len} source tokens "
             f"({a.sent_len}-token sentences) -> {a.tgt_len} target tokens; dictionary {len(d)}; "
-            f"{a.rounds * per_round} timed steps per model{' (fp16)' if a.fp16 else ''}")
-    lines = ["| model | params (M) | train tgt words/s | vs lstm | peak mem (GiB) | vs lstm |", "|---|---|---|---|---|---|"]
+            f"{a.rounds * per_round} timed steps per model in {a.rounds} interleaved rounds"
+            f"{' (fp16)' if a.fp16 else ''}; load average "
+            + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    lines = ["| model | params (M) | train tgt words/s | vs lstm [95% over rounds] | peak mem (GiB) | vs lstm |",
+             "|---|---|---|---|---|---|"]
     for r in rows:
         mem = "-" if r["peak_gib"] is None else f"{r['peak_gib']:.2f}"
         mem_x = "-" if r["mem_x"] is None else f"{r['mem_x']:.2f}x"
-        lines.append(f"| {r['model']} | {r['params_m']:.1f} | {r['train_wps']:,.0f} | {r['train_x']:.2f}x | {mem} | {mem_x} |")
+        train_x = fmt_interval(r["train_x"], r["train_interval"])
+        lines.append(f"| {r['model']} | {r['params_m']:.1f} | {r['train_wps']:,.0f} | {train_x} | {mem} | {mem_x} |")
     table = "\n".join(lines)
     print(head + "\n\n" + table)
     if a.profile:

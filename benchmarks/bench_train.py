@@ -46,7 +46,8 @@ max_new_tokens = tgt_len + 1``: fairseq's forced length, EOS included). ``--json
 How far a training ratio can be trusted: every row keeps its ``rounds`` (seconds and target words of
 each round), and each training ratio carries a 95% interval by a paired bootstrap over the rounds
 (``train_interval``; :func:`round_interval`), so a run says whether its gaps exceed its own spread
-(more rounds, a narrower interval). ``--over ARCH`` adds every other arch's training ratio over one
+(more rounds, a narrower interval); a generation ratio likewise over the timed batches
+(``gen_rounds``, ``gen_interval``: each batch is decoded by every model in turn). ``--over ARCH`` adds every other arch's training ratio over one
 of them (``over[arch]`` in the JSON, with its interval and FLOP ceiling), e.g. the presets over the
 T5-cell transformer they are built on.
 
@@ -114,7 +115,7 @@ def parse_args():
     p.add_argument("--warmup-steps", type=int, default=None, help="untimed steps per model (10; CPU: 2)")
     p.add_argument("--generate", action="store_true", help="also time beam search (SequenceGenerator)")
     p.add_argument("--beam", type=int, default=4)
-    p.add_argument("--gen-batches", type=int, default=3, help="timed generation batches per model")
+    p.add_argument("--gen-batches", type=int, default=3, help="timed generation batches per model (the 4 synthetic batches in turn; each ratio gets an interval over them)")
     p.add_argument("--profile", metavar="FILE", help="write torch.profiler tables of a few train steps (and of one beam search with --generate) here")
     p.add_argument("--profile-steps", type=int, default=3, help="training steps per profiled pass (--profile)")
     p.add_argument("--ablate", default="",
@@ -674,12 +675,15 @@ def fmt_interval(x, interval):
 
 
 def peer_ratios(rows):
-    """``{arch: {peer: {train_ratio, train_interval, gen_ratio, mem_ratio, ops_ratio, flops_ratio}}}``:
-    each arch over each of its peers (the ``transformer`` of its dims; an HF peer belongs to the arch
-    it was built from)."""
+    """``{arch: {peer: {train_ratio, train_interval, gen_ratio, gen_interval, mem_ratio, ops_ratio,
+    flops_ratio}}}``: each arch over each of its peers (the ``transformer`` of its dims; an HF peer
+    belongs to the arch it was built from). ``gen_interval`` is :func:`round_interval` over the timed
+    generation batches (each batch decoded by every model in turn, as a training round)."""
     return {r["arch"]: {p["peer"]: dict(train_ratio=ratio(r["train_wps"], p["train_wps"]),
                                         train_interval=round_interval(r.get("rounds"), p.get("rounds")),
                                         gen_ratio=ratio(r["gen_wps"], p["gen_wps"]),
+                                        gen_interval=round_interval(r.get("gen_rounds"),
+                                                                    p.get("gen_rounds")),
                                         mem_ratio=ratio(r["peak_gib"], p["peak_gib"]),
                                         ops_ratio=ratio(r["ops"], p["ops"]),
                                         flops_ratio=ratio(r.get("gflops"), p.get("gflops")))
@@ -714,7 +718,8 @@ def report(models, a, env):
 
     rows = [dict(model=m["name"], arch=m["arch"], peer=m["peer"], params_m=m["params"] / 1e6,
                  train_wps=per_s(m["words"], m["time"]), peak_gib=m["peak_gib"], ops=m.get("ops"), gflops=m.get("gflops"),
-                 gen_wps=per_s(m["gen_words"], m["gen_time"]), gen_tokens=m["gen_words"], skipped_updates=m["steps"] - m["updates"](),
+                 gen_wps=per_s(m["gen_words"], m["gen_time"]), gen_tokens=m["gen_words"],
+                 gen_rounds=m.get("gen_rounds", []), skipped_updates=m["steps"] - m["updates"](),
                  steps=m["steps"], rounds=m.get("rounds", []), error=m.get("error"), notes=m["notes"], dims=m["dims"],
                  compile_s=m.get("compile_s"), gen_compile_s=m.get("gen_compile_s"),
                  wall_ms=m.get("wall_ms"), profiled_ms=m.get("profiled_ms"),
@@ -746,12 +751,13 @@ def report(models, a, env):
         cells += ["; ".join([r["error"]] if r["error"] else skipped + r["notes"])]
         lines.append("| " + " | ".join(cells) + " |")
     ratios = peer_ratios(rows)
-    lines += ["", "| arch | peer | train [95% over rounds] | gen | peak mem | ops/step | FLOPs/step |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["", "| arch | peer | train [95% over rounds] | gen [95% over batches] | peak mem | ops/step "
+              "| FLOPs/step |", "|---|---|---|---|---|---|---|"]
     for arch, peers in ratios.items():
         for peer, x in peers.items():
+            gen = fmt_interval(x["gen_ratio"], x["gen_interval"])
             lines.append(f"| {arch} | {peer} | {fmt_interval(x['train_ratio'], x['train_interval'])} | "
-                         + " | ".join(fmt(x[k], ".2f", "x") for k in ("gen_ratio", "mem_ratio", "ops_ratio"))
+                         + " | ".join([gen] + [fmt(x[k], ".2f", "x") for k in ("mem_ratio", "ops_ratio")])
                          + " | " + fmt(x["flops_ratio"], ".3f", "x") + " |")
     over = over_ratios(rows, getattr(a, "over", None))
     if over:
@@ -897,16 +903,17 @@ def main():
                 decoding.append(m)
             except (AssertionError, FloatingPointError, RuntimeError) as e:  # e.g. fp16: no EOS by max_len
                 m["notes"].append(f"beam search failed: {type(e).__name__}: {e}")
-        for i in range(min(a.gen_batches, len(theta_batches))):
+        for i in range(a.gen_batches):  # the batches again in turn past the last
             for m in decoding:
-                seconds, words = generate(m, [m["batches"][i]])
+                seconds, words = generate(m, [m["batches"][i % len(m["batches"])]])
                 m["gen_time"] += seconds
                 m["gen_words"] += words
+                m.setdefault("gen_rounds", []).append((seconds, words))
                 m["gen_batches_timed"] = i + 1
 
     if a.generate and a.compile:  # the warm-up's time beyond a timed batch's
         for m in decoding:
-            batches = min(a.gen_batches, len(theta_batches))
+            batches = a.gen_batches
             m["gen_compile_s"] = max(0.0, m["gen_warmup_s"] - (m["gen_time"] / batches if batches else 0.0))
 
     if a.profile:

@@ -149,6 +149,31 @@ def test_bench_train_profile_tables_name_each_pairs_ceiling():
     assert "| kind of work | transformer |" in text and "gen_gemm_ceiling" not in ratios["t5_small"]["transformer"]
 
 
+def test_generation_ratios_carry_an_interval_over_the_timed_batches():
+    """Each generation ratio has its paired interval over the batches every model decoded in turn
+    (as training's over the rounds); a model that timed no batch has none."""
+    bench = load("bench_train")
+
+    def row(arch, peer, gen_rounds):
+        words = sum(w for _, w in gen_rounds)
+        return dict(arch=arch, peer=peer, dims=[256], train_wps=100.0, rounds=[], peak_gib=1.0,
+                    ops=10, gflops=1.0, gen_rounds=gen_rounds,
+                    gen_wps=words / sum(s for s, _ in gen_rounds) if gen_rounds else None)
+
+    peer = [(2.0, 100), (4.0, 100), (3.0, 100)]
+    rows = [row("transformer", "transformer", peer),
+            row("cell", None, [(s / 1.5, w) for s, w in peer]),
+            row("lazy", None, [(2.0, 100), (2.0, 100), (6.0, 100)]),
+            row("failed", None, [])]
+    ratios = bench.peer_ratios(rows)
+    assert ratios["cell"]["transformer"]["gen_ratio"] == pytest.approx(1.5)
+    assert ratios["cell"]["transformer"]["gen_interval"] == pytest.approx((1.5, 1.5))
+    lo, hi = ratios["lazy"]["transformer"]["gen_interval"]
+    assert lo < ratios["lazy"]["transformer"]["gen_ratio"] < hi
+    assert ratios["failed"]["transformer"]["gen_interval"] is None
+    assert bench.fmt_interval(None, None) == "-"
+
+
 def test_round_interval_is_a_paired_bootstrap_of_the_ratio_of_summed_rates():
     """Rounds where the arch runs at exactly 1.5x its peer's rate give [1.5, 1.5] whatever each
     round's load; a round's load is shared by both (paired), so a slow round moves neither alone.

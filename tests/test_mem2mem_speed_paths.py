@@ -7,6 +7,7 @@ GRUs) with their own backward. Each function's forward runs the operations it re
 bit); the whole model's outputs, auxiliary losses and gradients equal the reference's (every path
 off: step by step under autograd, ``nn.GRU`` over packed sequences) within float32 rounding, in
 every setting of Table 2 and with each path off alone."""
+import importlib.util
 import json
 import os
 import subprocess
@@ -267,12 +268,13 @@ def test_paths_apply_in_float32_training_only(monkeypatch):
 
 def test_bench_ablates_each_path_and_names_the_components(tmp_path):
     """benchmarks/bench_mem2mem.py at tiny shapes: --ablate adds 'ARCH, PATH off' rows, --profile
-    the table by component (memory, pointer-generator, encoders, ...)."""
+    the table by component (memory, pointer-generator, encoders, ...); each ratio over lstm has its
+    interval over the rounds."""
     out = tmp_path / "m2m.json"
     subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "bench_mem2mem.py"),
                     "--device", "cpu", "--threads", "1", "--batch-size", "2", "--src-len", "24",
-                    "--sent-len", "5", "--tgt-len", "6", "--dict-size", "200", "--steps", "1",
-                    "--rounds", "1", "--warmup-steps", "1", "--archs", "mem2mem_base",
+                    "--sent-len", "5", "--tgt-len", "6", "--dict-size", "200", "--steps", "2",
+                    "--rounds", "2", "--warmup-steps", "1", "--archs", "mem2mem_base",
                     "--ablate", "reference", "--profile", str(tmp_path / "p.txt"),
                     "--profile-steps", "1", "--json", str(out)], check=True, cwd=REPO,
                    capture_output=True)
@@ -285,3 +287,12 @@ def test_bench_ablates_each_path_and_names_the_components(tmp_path):
     reference = rows["mem2mem_base, reference (every path off)"]
     assert reference["components_ms"]["memory: write (M2M eq. 8-10)"][0] > 0
     assert "by component" in result["table"]
+    # each ratio over lstm with its interval over the 2 rounds; the header names the CPU and load
+    lo, hi = rows["mem2mem_base"]["train_interval"]
+    assert lo <= rows["mem2mem_base"]["train_x"] <= hi and len(rows["lstm"]["rounds"]) == 2
+    spec = importlib.util.spec_from_file_location("bench_train", os.path.join(REPO, "benchmarks",
+                                                                          "bench_train.py"))
+    bench_train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_train)
+    assert result["env"].startswith(bench_train.cpu_name() + ", 1 threads")
+    assert "2 timed steps per model in 2 interleaved rounds; load average" in result["env"]
