@@ -33,8 +33,7 @@ def resampled_means(values, n_samples, seed, chunk_cells=2_000_000):
     drawn in blocks of resamples: ``rng.integers(0, n, (k, n))`` is the same stream as ``k`` draws
     of ``n`` one resample at a time, and the mean of a resample the same sum in the same order, so
     the figures equal :func:`bootstrap_statistics`'s loop bit for bit (a test compares them) in a
-    few NumPy calls instead of ``n_samples`` (the loop's Python overhead was most of the time of a
-    scorer's interval at summary-set sizes). A block holds about ``chunk_cells`` values."""
+    few NumPy calls instead of one per resample. A block holds about ``chunk_cells`` values."""
     values = np.asarray(values, dtype=np.float64)
     n, rng = len(values), np.random.default_rng(seed)
     out = np.empty((n_samples,) + values.shape[1:])
