@@ -195,6 +195,17 @@ def run(*cmd, stdin=None):
     return proc
 
 
+def load_script(*parts):
+    """A script of the repository that is not a package module (``parts`` of its path under the
+    repository, e.g. ``"benchmarks", "bench_train.py"``) as a module, loaded afresh."""
+    path = os.path.join(REPO, *parts)
+    name = os.path.splitext(parts[-1])[0]
+    spec = importlib.util.spec_from_file_location(f"{name}_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def cli(name):
     """A console script of the running interpreter's environment."""
     return os.path.join(os.path.dirname(sys.executable), name)

@@ -1,22 +1,14 @@
 """benchmarks/: bench_log_softmax.py's fused variants compute the unfused gradients; bench_train.py's
 --ablate compile builds a compiled peer per arch (and of HF's T5) in the same run; profile_breakdown.py
 charges each profiled op to its kind of work and --profile names each pair's GEMM ceiling."""
-import importlib.util
-import os
-
 import pytest
 import torch
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers import load_script
 
 
 def load(name):
     """A benchmark script of benchmarks/ as a module."""
-    path = os.path.join(ROOT, "benchmarks", f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"{name}_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks", f"{name}.py")
 
 
 def test_fused_variants_give_the_unfused_log_probs_and_gradients():

@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from helpers import REPO, build_model, make_dictionary, random_batch
+from helpers import REPO, build_model, load_script, make_dictionary, random_batch
 from tolerances import MODEL_ULPS, OP_ULPS, approx64, fp32_close, fp32_tol
 from fairseq_sum_plugins.modules.attention import MultiheadAttention
 from fairseq_sum_plugins.features.etads_focus import F_MAX, SIGMA_MIN, FocusBias, parse_layers
@@ -619,8 +619,6 @@ def test_gnmt_generator_refuses_a_negative_or_non_finite_weight(kwargs, message)
 def test_focus_bias_reference_switch_gives_the_same_bias():
     """FocusBias.fused_bias False (bench_train --ablate focal_bias) runs the reference under
     autograd: the same bias, and the same parameter gradients within rounding."""
-    import importlib.util
-
     from fairseq_sum_plugins.features.etads_focus import FocusBias
 
     torch.manual_seed(0)
@@ -628,9 +626,7 @@ def test_focus_bias_reference_switch_gives_the_same_bias():
     q = torch.randn(2, 4, 9, 4)
     pad = torch.zeros(2, 9, dtype=torch.bool)
     pad[0, :3] = True
-    spec = importlib.util.spec_from_file_location("bench_train", os.path.join(REPO, "benchmarks", "bench_train.py"))
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("benchmarks", "bench_train.py")
     ref = FocusBias(16, 4)
     ref.load_state_dict(fused.state_dict())
     assert bench.FAST_PATHS["focal_bias"]() is True

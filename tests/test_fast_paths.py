@@ -1,13 +1,11 @@
 """The T5 cell's fast paths against their plain references (fp32, forward and backward), and the
 benchmark's HF T5 peer built from the same config as the cell it is measured against."""
-import importlib.util
 import json
-import os
 from argparse import Namespace
 
 import pytest
 import torch
-from helpers import build_model, make_dictionary
+from helpers import build_model, load_script, make_dictionary
 from tolerances import MODEL_ULPS, OP_ULPS, approx64, fp32_close, fp64_close
 
 from fairseq.models import ARCH_CONFIG_REGISTRY
@@ -74,11 +72,7 @@ def test_relative_bias_lookup_matches_bucket_function(bidirectional, buckets, ma
 
 
 def load_bench(name="bench_train"):
-    spec = importlib.util.spec_from_file_location(
-        name, os.path.join(os.path.dirname(__file__), "..", "benchmarks", name + ".py"))
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    return load_script("benchmarks", name + ".py")
 
 
 def t5_small_args(**overrides):

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import test_features
-from helpers import DIMS, REPO, build_model, make_dictionary, save_fresh_checkpoint
+from helpers import DIMS, REPO, build_model, load_script, make_dictionary, save_fresh_checkpoint
 from fairseq_sum_plugins.inspection import stage
 from fairseq_sum_plugins.inspection.page import cli
 from fairseq_sum_plugins.inspection.page import render as page
@@ -940,13 +940,7 @@ def test_mem2mem_outputs_are_shaded_by_their_copy_share(toy_data, tmp_path):
 
 
 def make_pages():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "make_pages", os.path.join(REPO, "docs", "inspect", "make_pages.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("docs", "inspect", "make_pages.py")
 
 
 @pytest.mark.parametrize("name", ["quickstart.html", "xsum-papers.html"])

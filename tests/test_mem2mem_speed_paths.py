@@ -7,7 +7,6 @@ GRUs) with their own backward. Each function's forward runs the operations it re
 bit); the whole model's outputs, auxiliary losses and gradients equal the reference's (every path
 off: step by step under autograd, ``nn.GRU`` over packed sequences) within float32 rounding, in
 every setting of Table 2 and with each path off alone."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,7 +15,7 @@ import sys
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import REPO, build_model, doc_batch, make_dictionary
+from helpers import REPO, build_model, doc_batch, load_script, make_dictionary
 from tolerances import MODEL_ULPS, fp32_close
 
 from fairseq_sum_plugins.models.mem2mem import model as m2m
@@ -290,9 +289,6 @@ def test_bench_ablates_each_path_and_names_the_components(tmp_path):
     # each ratio over lstm with its interval over the 2 rounds; the header names the CPU and load
     lo, hi = rows["mem2mem_base"]["train_interval"]
     assert lo <= rows["mem2mem_base"]["train_x"] <= hi and len(rows["lstm"]["rounds"]) == 2
-    spec = importlib.util.spec_from_file_location("bench_train", os.path.join(REPO, "benchmarks",
-                                                                          "bench_train.py"))
-    bench_train = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench_train)
+    bench_train = load_script("benchmarks", "bench_train.py")
     assert result["env"].startswith(bench_train.cpu_name() + ", 1 threads")
     assert "2 timed steps per model in 2 interleaved rounds; load average" in result["env"]

@@ -13,6 +13,7 @@ from fairseq_sum_plugins import quiet
 from fairseq_sum_plugins.evaluation.plotting import join_pieces, place_labels, pyplot
 from fairseq_sum_plugins.inspection.roles import sublayer_label
 from fairseq_sum_plugins.inspection.topics import whole_words
+from helpers import load_script
 
 
 def test_hydra_deprecation_warnings_are_ignored():
@@ -212,13 +213,7 @@ def test_topic_top_words_are_whole_words():
 
 
 def load_learning_parity():
-    import importlib.util
-
-    path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "learning_parity.py")
-    spec = importlib.util.spec_from_file_location("learning_parity", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks", "learning_parity.py")
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import build_model, load_task, make_dictionary, random_batch, write_topic_model
+from helpers import build_model, load_script, load_task, make_dictionary, random_batch, write_topic_model
 from tolerances import EPS32, MODEL_ULPS, OP_ULPS, approx32, approx64, fp32_close, fp64_tol
 from fairseq_sum_plugins.features.topic_assistant.topic_model import bag_of_words, dictionary_checksum
 from preprocess.topic_model import PoissonFactorAnalysis, excluded_symbols  # with the fit
@@ -401,12 +401,7 @@ def test_bart_ta_reads_checkpoints_of_earlier_layouts(ta_setup, layout):
 
 
 def test_bench_train_topic_model_and_theta_batches(tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "bench_train", os.path.join(os.path.dirname(__file__), "..", "benchmarks", "bench_train.py"))
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("benchmarks", "bench_train.py")
     d = bench.make_dictionary(200)
     path = bench.write_topic_model(d, 7, str(tmp_path))
     model = PoissonFactorAnalysis.load(path, d)  # the format (and dictionary checksum) of topic_model fit
