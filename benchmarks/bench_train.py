@@ -240,6 +240,17 @@ def dims_of(args):
     return tuple(getattr(args, name) for name in SHARED_DIMS)
 
 
+def check_over(a):
+    """``--over ARCH`` gives the archs of ``ARCH``'s dims over it (:func:`over_ratios`): stop before
+    any work when ``--archs`` holds none besides it."""
+    if a.over is None:
+        return
+    dims = dims_of(fairseq_cfg(a.over, a)[0])
+    if not any(arch != a.over and dims_of(fairseq_cfg(arch, a)[0]) == dims for arch in a.archs):
+        raise SystemExit(f"--over {a.over}: no other arch of --archs has its dims (layers, widths, "
+                         "heads, dropouts): nothing to give over it")
+
+
 def baseline_groups(archs, a):
     """``{dims: first arch with them}`` in ``archs``' order: one ``transformer`` baseline per distinct
     set of dims, so archs of different shapes (``*_small`` and the T5-cell presets) share one run."""
@@ -879,6 +890,7 @@ def main():
     d = make_dictionary(a.dict_size)
     tmp = tempfile.TemporaryDirectory(prefix="bench-topic-model-")
     a.topic_model = write_topic_model(d, a.topics, tmp.name)
+    check_over(a)
     theta_batches = make_batches(d, a)
     models = build_models(a, d, theta_batches, without_theta(theta_batches))
 

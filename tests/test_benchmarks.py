@@ -206,6 +206,14 @@ def test_over_gives_each_arch_over_the_named_one_with_its_flop_ceiling(monkeypat
     monkeypatch.setattr("sys.argv", ["bench_train.py", "--archs", "t5_small", "--over", "t5_base"])
     with pytest.raises(SystemExit):
         bench.parse_args()
+    # an ARCH with no other arch of its dims in the run stops before any work, naming the flag
+    monkeypatch.setattr("sys.argv", ["bench_train.py", "--archs", "t5_small", "etads_base",
+                                     "--over", "t5_small"])
+    with pytest.raises(SystemExit, match="--over t5_small: no other arch of --archs has its dims"):
+        bench.check_over(bench.parse_args())
+    monkeypatch.setattr("sys.argv", ["bench_train.py", "--archs", "t5_transformer_small",
+                                     "tp_transformer_small", "--over", "t5_transformer_small"])
+    bench.check_over(bench.parse_args())  # TPT-d has the cell's dims
     assert "--over t5_base: not one of --archs (t5_small)" in capsys.readouterr().err
 
 

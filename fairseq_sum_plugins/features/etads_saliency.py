@@ -150,11 +150,6 @@ def row_blocks(q, k):
     return [slice(b, min(b + rows, bsz)) for b in range(0, bsz, rows)]
 
 
-def _mask_rows(mask, rows):
-    """The attention's 4-d mask (or None) for the batch rows ``rows``."""
-    return None if mask is None else block_of(mask, rows)
-
-
 class GatedAttention(torch.autograd.Function):
     """``(sigmoid(hq sk^T) * softmax(q k^T * scale + mask)) v`` (ETADS eq. 9-10), recomputing the
     ``(B, H, T, S)`` probabilities and gate in backward instead of storing them. ``mask`` is
@@ -172,7 +167,7 @@ class GatedAttention(torch.autograd.Function):
         with torch.no_grad():
             outs = []
             for b in row_blocks(q, k):
-                probs, gate = probs_and_gate(q[b], k[b], hq[b], sk[b], _mask_rows(mask, b), scale)
+                probs, gate = probs_and_gate(q[b], k[b], hq[b], sk[b], block_of(mask, b), scale)
                 outs.append(probs.mul_(gate) @ v[b])
             out = outs[0] if len(outs) == 1 else torch.cat(outs)
         ctx.save_for_backward(q, k, v, hq, sk, mask)
@@ -187,7 +182,7 @@ class GatedAttention(torch.autograd.Function):
         grad_q, grad_k, grad_v, grad_hq, grad_sk = grads
         for b in row_blocks(q, k):
             qb, kb, vb, hqb, skb, dout = q[b], k[b], v[b], hq[b], sk[b], grad_out[b]
-            probs, gate = probs_and_gate(qb, kb, hqb, skb, _mask_rows(mask, b), ctx.scale)
+            probs, gate = probs_and_gate(qb, kb, hqb, skb, block_of(mask, b), ctx.scale)
             grad_weights = dout @ vb.transpose(-1, -2)  # d(g (.) p)
             weights = probs * gate
             torch.matmul(weights.transpose(-1, -2), dout, out=grad_v[b])

@@ -62,9 +62,12 @@ def materialised(bias):
     return bias.bias() if isinstance(bias, FactoredBias) else bias
 
 
-def block_of(t: Tensor, rows: slice, heads: slice = slice(None)) -> Tensor:
+def block_of(t: Optional[Tensor], rows: slice, heads: slice = slice(None)) -> Optional[Tensor]:
     """``t`` ``(B|1, H|1, ...)`` (a mask, positions) for a block of batch rows and heads of
-    ``(B, H, T, S)`` scores: a size-1 dimension broadcasts, so it is kept whole."""
+    ``(B, H, T, S)`` scores: a size-1 dimension broadcasts, so it is kept whole; no mask (None)
+    stays None."""
+    if t is None:
+        return None
     return t[rows if t.size(0) > 1 else slice(None), heads if t.size(1) > 1 else slice(None)]
 
 
